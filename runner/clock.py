@@ -1,0 +1,164 @@
+"""The Clock port and its three adapters.
+
+Domain code never reads the system time or calls ``asyncio.sleep`` directly: it asks an injected
+``Clock``. Three clocks share one contract (``tests/unit/test_clock_contract.py``):
+
+- ``WallClock``: real time, for the live daemon.
+- ``ScaledClock``: time runs ``speed`` times faster than real time from a chosen epoch, so the daemon
+  and the simulator agree on a simulated instant of the recorded data.
+- ``VirtualClock``: time moves only when a driver advances it; sleepers wake in virtual-time order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Awaitable
+from typing import Protocol, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """What every loop and timer reads: an epoch instant, a monotonic reading and a sleep."""
+
+    def now_ms(self) -> int:
+        """Current (possibly simulated) Unix time in milliseconds."""
+        ...
+
+    def monotonic_secs(self) -> float:
+        """Seconds on a clock that never goes backwards, in the same time scale as ``sleep``."""
+        ...
+
+    async def sleep(self, secs: float) -> None:
+        """Suspend for ``secs`` seconds of this clock's time."""
+        ...
+
+
+class WallClock:
+    """Real time."""
+
+    def now_ms(self) -> int:
+        return time.time_ns() // 1_000_000
+
+    def monotonic_secs(self) -> float:
+        return time.monotonic()
+
+    async def sleep(self, secs: float) -> None:
+        await asyncio.sleep(max(0.0, secs))
+
+
+class ScaledClock:
+    """Simulated time that starts at ``epoch_ms`` and runs ``speed`` times faster than real time."""
+
+    def __init__(self, epoch_ms: int, speed: float) -> None:
+        if speed <= 0:
+            raise ValueError(f"speed must be > 0, got {speed!r}")
+        self.epoch_ms = epoch_ms
+        self.speed = speed
+        self._real_start_secs = time.monotonic()
+
+    def now_ms(self) -> int:
+        return self.epoch_ms + int(self.monotonic_secs() * 1000.0)
+
+    def monotonic_secs(self) -> float:
+        return (time.monotonic() - self._real_start_secs) * self.speed
+
+    async def sleep(self, secs: float) -> None:
+        await asyncio.sleep(max(0.0, secs) / self.speed)
+
+
+class VirtualClock:
+    """Time that advances only when a driver says so.
+
+    ``sleep`` registers a wake-up at ``now + secs``; ``advance``/``advance_to`` move time forward,
+    waking sleepers one deadline at a time (earliest first, FIFO among equal deadlines) and letting
+    the event loop run the woken tasks before time moves on, so they observe the instant they woke at.
+    """
+
+    #: event-loop turns given to woken tasks before time moves again
+    SETTLE_TURNS = 8
+
+    def __init__(self, epoch_ms: int = 0) -> None:
+        self._epoch_ms = epoch_ms
+        self._now_secs = 0.0
+        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._seq = itertools.count()
+
+    def now_ms(self) -> int:
+        return self._epoch_ms + int(round(self._now_secs * 1000.0))
+
+    def monotonic_secs(self) -> float:
+        return self._now_secs
+
+    async def sleep(self, secs: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._sleepers, (self._now_secs + max(0.0, secs), next(self._seq), future))
+        await future
+
+    @property
+    def pending_sleepers(self) -> int:
+        return sum(1 for _, _, f in self._sleepers if not f.done())
+
+    def next_deadline_secs(self) -> float | None:
+        """Monotonic reading of the earliest live sleeper, or None when nobody sleeps."""
+        self._drop_cancelled()
+        return self._sleepers[0][0] if self._sleepers else None
+
+    async def advance(self, secs: float) -> None:
+        await self.advance_to(self._now_secs + secs)
+
+    async def advance_to(self, target_secs: float) -> None:
+        """Move time to ``target_secs`` (monotonic reading), waking every sleeper due on the way."""
+        await _settle(self.SETTLE_TURNS)
+        while True:
+            self._drop_cancelled()
+            if not self._sleepers or self._sleepers[0][0] > target_secs:
+                break
+            deadline, _, future = heapq.heappop(self._sleepers)
+            self._now_secs = max(self._now_secs, deadline)
+            future.set_result(None)
+            await _settle(self.SETTLE_TURNS)
+        self._now_secs = max(self._now_secs, target_secs)
+        await _settle(self.SETTLE_TURNS)
+
+    async def step(self) -> bool:
+        """Jump to the next sleeper's deadline and wake it; False when nobody sleeps."""
+        deadline = self.next_deadline_secs()
+        if deadline is None:
+            return False
+        await self.advance_to(deadline)
+        return True
+
+    def _drop_cancelled(self) -> None:
+        while self._sleepers and self._sleepers[0][2].done():
+            heapq.heappop(self._sleepers)
+
+
+async def _settle(turns: int) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout_secs: float) -> T:
+    """Like ``asyncio.wait_for`` but the timeout runs on ``clock``. Raises ``TimeoutError``."""
+    work = asyncio.ensure_future(awaitable)
+    timer = asyncio.ensure_future(clock.sleep(timeout_secs))
+    try:
+        done, _ = await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        work.cancel()
+        raise
+    finally:
+        timer.cancel()
+    if work in done:
+        return work.result()
+    work.cancel()
+    try:
+        await work
+    except (asyncio.CancelledError, Exception):
+        pass
+    raise TimeoutError(f"timed out after {timeout_secs} s of clock time")

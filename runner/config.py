@@ -1,0 +1,219 @@
+"""The daemon's one settings model: typed, frozen, read from ``vigil.toml`` and ``VIGIL_*`` variables.
+
+Precedence (highest first): explicit overrides (CLI flags), environment (``VIGIL_SECTION__FIELD``),
+secret files (``VIGIL_SECRETS_DIR``, default ``/run/secrets`` when present), ``vigil.toml``, defaults.
+Unknown keys and wrong types refuse to start with a message naming the field and the bad value.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SecretsSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from runner.errors import RefuseToStartError
+
+DEFAULT_CONFIG_FILE = Path("vigil.toml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class MarketConfig(_Section):
+    source: Literal["sim", "binance"] = "sim"
+    tickers: tuple[str, ...] = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
+    timeframes: tuple[Literal["15m", "1h", "4h"], ...] = ("15m", "1h", "4h")
+    binance_ws_url: str = "wss://fstream.binance.com/market/stream"
+    binance_rest_url: str = "https://fapi.binance.com"
+    silence_timeout_secs: float = Field(30.0, gt=0)
+    rotate_after_secs: float = Field(23.5 * 3600, gt=0)
+    reconnect_base_secs: float = Field(1.0, gt=0)
+    reconnect_cap_secs: float = Field(60.0, gt=0)
+    history_days: int = Field(180, ge=1, le=3650)
+
+
+class SimConfig(_Section):
+    host: Literal["127.0.0.1"] = "127.0.0.1"  # the simulator never listens beyond loopback
+    port: int = Field(0, ge=0, le=65535)  # 0: any free port
+    start: datetime = datetime(2025, 3, 1, tzinfo=UTC)
+    speed: float = Field(60.0, gt=0, le=100_000)
+
+    @property
+    def start_ms(self) -> int:
+        start = self.start if self.start.tzinfo else self.start.replace(tzinfo=UTC)
+        return int(start.timestamp() * 1000)
+
+
+class SupervisorConfig(_Section):
+    heartbeat_interval_secs: float = Field(30.0, gt=0)
+    heartbeat_stale_secs: float = Field(90.0, gt=0)
+    watchdog_silence_secs: float = Field(300.0, gt=0)
+    watchdog_check_secs: float = Field(15.0, gt=0)
+    shutdown_deadline_secs: float = Field(15.0, gt=0)
+    restart_base_secs: float = Field(1.0, gt=0)
+    restart_cap_secs: float = Field(60.0, gt=0)
+    restart_jitter_fraction: float = Field(0.5, ge=0, le=1)
+    status_interval_secs: float = Field(60.0, gt=0)
+
+
+class StateConfig(_Section):
+    watch_interval_secs: float = Field(2.0, gt=0)
+    fsync_journals: bool = True
+
+
+class AgentConfig(_Section):
+    model: str = "claude-sonnet-4-5"
+    max_tokens: int = Field(2048, ge=256, le=64_000)
+    timeout_secs: float = Field(60.0, gt=0)
+    base_url: str | None = None
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="VIGIL_",
+        env_nested_delimiter="__",
+        extra="forbid",
+        frozen=True,
+        populate_by_name=True,
+    )
+
+    config_file: Path | None = None
+    state_dir: Path = Path("state")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    market: MarketConfig = MarketConfig()
+    sim: SimConfig = SimConfig()
+    supervisor: SupervisorConfig = SupervisorConfig()
+    state: StateConfig = StateConfig()
+    agent: AgentConfig = AgentConfig()
+
+    anthropic_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")
+    )
+    binance_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("binance_api_key", "BINANCE_API_KEY")
+    )
+    binance_api_secret: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("binance_api_secret", "BINANCE_API_SECRET")
+    )
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.state_dir / "logs"
+
+    @property
+    def heartbeat_path(self) -> Path:
+        return self.state_dir / "heartbeat"
+
+    @property
+    def runner_state_path(self) -> Path:
+        return self.state_dir / "runner_state.json"
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        secrets_dir = _secrets_dir()
+        if secrets_dir is not None:
+            sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
+        toml_file = _toml_file()
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+    def redacted(self) -> dict[str, Any]:
+        """The effective config as plain data, secrets shown only as set / not set."""
+        data = self.model_dump(mode="json")
+        for name in ("anthropic_api_key", "binance_api_key", "binance_api_secret"):
+            data[name] = "**********" if getattr(self, name) is not None else None
+        return data
+
+
+def _toml_file() -> Path | None:
+    explicit = os.environ.get("VIGIL_CONFIG_FILE")
+    if explicit:
+        return Path(explicit)
+    return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def _secrets_dir() -> Path | None:
+    configured = os.environ.get("VIGIL_SECRETS_DIR")
+    if configured:
+        return Path(configured)
+    default = Path("/run/secrets")
+    return default if default.is_dir() else None
+
+
+#: VIGIL_* variables read outside the settings model
+_OTHER_VIGIL_VARIABLES = frozenset({"VIGIL_SECRETS_DIR", "VIGIL_LIVE_CONFIRM"})
+
+
+def _check_environment() -> None:
+    """A mistyped ``VIGIL_*`` variable would silently do nothing; refuse it instead."""
+    fields = {name.upper() for name in Settings.model_fields}
+    unknown = sorted(
+        name
+        for name in os.environ
+        if name.startswith("VIGIL_")
+        and name not in _OTHER_VIGIL_VARIABLES
+        and name.removeprefix("VIGIL_").split("__", 1)[0] not in fields
+    )
+    if unknown:
+        raise RefuseToStartError(
+            "unknown VIGIL_* environment variable(s): " + ", ".join(unknown)
+            + f" (known settings: {', '.join(sorted('VIGIL_' + f for f in fields))})"
+        )
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
+    """Build the settings or raise ``RefuseToStartError`` naming every bad field and value."""
+    _check_environment()
+    toml_file = _toml_file()
+    if toml_file is not None:
+        _check_toml(toml_file)
+    try:
+        return Settings(**dict(overrides or {}))
+    except ValidationError as exc:
+        raise RefuseToStartError(format_validation_error(exc, toml_file)) from None
+
+
+def _check_toml(path: Path) -> None:
+    try:
+        with path.open("rb") as fh:
+            tomllib.load(fh)
+    except FileNotFoundError:
+        raise RefuseToStartError(f"config file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RefuseToStartError(f"config file {path} is not valid TOML: {exc}") from None
+
+
+def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str:
+    where = f" (sources: {toml_file}, VIGIL_* environment)" if toml_file else ""
+    lines = [f"invalid configuration{where}:"]
+    for err in exc.errors():
+        field = ".".join(str(part) for part in err["loc"]) or "<root>"
+        value = err.get("input")
+        shown = "<secret>" if "key" in field or "secret" in field else repr(value)
+        if err["type"] == "extra_forbidden":
+            lines.append(f"  {field}: unknown setting (value {shown})")
+        else:
+            lines.append(f"  {field} = {shown}: {err['msg']}")
+    return "\n".join(lines)

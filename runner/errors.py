@@ -1,0 +1,22 @@
+"""Errors typed by what the caller should do about them."""
+
+from __future__ import annotations
+
+#: process exit code when the daemon refuses to start (sysexits EX_CONFIG)
+EXIT_REFUSE_TO_START = 78
+
+
+class VigilError(Exception):
+    """Base of vigil's own errors."""
+
+
+class RetryableError(VigilError):
+    """Transient: back off and try again (network blip, 429, 5xx, stale connection)."""
+
+
+class HaltTradingError(VigilError):
+    """Stop opening positions until a person looks (state inconsistency, broker disagreement)."""
+
+
+class RefuseToStartError(VigilError):
+    """The daemon must not start: bad config, unusable state dir, state from a newer schema."""
