@@ -12,6 +12,7 @@ Domain code never reads the system time or calls ``asyncio.sleep`` directly: it 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import itertools
 import time
@@ -89,7 +90,7 @@ class VirtualClock:
         self._seq = itertools.count()
 
     def now_ms(self) -> int:
-        return self._epoch_ms + int(round(self._now_secs * 1000.0))
+        return self._epoch_ms + round(self._now_secs * 1000.0)
 
     def monotonic_secs(self) -> float:
         return self._now_secs
@@ -157,8 +158,6 @@ async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout_secs: float) -
     if work in done:
         return work.result()
     work.cancel()
-    try:
+    with contextlib.suppress(asyncio.CancelledError, Exception):
         await work
-    except (asyncio.CancelledError, Exception):
-        pass
     raise TimeoutError(f"timed out after {timeout_secs} s of clock time")

@@ -178,7 +178,8 @@ def _check_environment() -> None:
     )
     if unknown:
         raise RefuseToStartError(
-            "unknown VIGIL_* environment variable(s): " + ", ".join(unknown)
+            "unknown VIGIL_* environment variable(s): "
+            + ", ".join(unknown)
             + f" (known settings: {', '.join(sorted('VIGIL_' + f for f in fields))})"
         )
 

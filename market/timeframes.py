@@ -1,0 +1,46 @@
+"""Timeframes and symbol names shared by the client, the simulator and replay."""
+
+from __future__ import annotations
+
+from typing import Final
+
+TIMEFRAME_MS: Final[dict[str, int]] = {
+    "5m": 300_000,
+    "15m": 900_000,
+    "1h": 3_600_000,
+    "4h": 14_400_000,
+}
+
+QUOTE = "USDT"
+
+
+def timeframe_ms(timeframe: str) -> int:
+    try:
+        return TIMEFRAME_MS[timeframe]
+    except KeyError:
+        raise ValueError(
+            f"unknown timeframe {timeframe!r}; known: {sorted(TIMEFRAME_MS)}"
+        ) from None
+
+
+def candle_open_ms(at_ms: int, timeframe: str) -> int:
+    """Open time of the candle of ``timeframe`` containing ``at_ms`` (candles align to the epoch)."""
+    step = timeframe_ms(timeframe)
+    return at_ms - at_ms % step
+
+
+def to_binance_symbol(ticker: str) -> str:
+    """``BTC/USDT`` or ``BTC/USDT:USDT`` -> ``BTCUSDT``."""
+    base, _, rest = ticker.partition("/")
+    quote = rest.split(":", 1)[0]
+    if not base or not quote:
+        raise ValueError(f"not a BASE/QUOTE ticker: {ticker!r}")
+    return f"{base}{quote}".upper()
+
+
+def from_binance_symbol(symbol: str) -> str:
+    """``BTCUSDT`` / ``btcusdt`` -> ``BTC/USDT`` (USDT-margined symbols only)."""
+    upper = symbol.upper()
+    if not upper.endswith(QUOTE) or len(upper) <= len(QUOTE):
+        raise ValueError(f"not a USDT-margined symbol: {symbol!r}")
+    return f"{upper[: -len(QUOTE)]}/{QUOTE}"
