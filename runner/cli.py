@@ -1,0 +1,129 @@
+"""The ``vigil`` command line.
+
+Exit codes: 0 fine, 1 unhealthy (``vigil health``), 2 usage error, 78 refused to start (bad config,
+unusable state dir, state from a newer version).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from runner.config import Settings, load_settings
+from runner.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+
+EXIT_UNHEALTHY = 1
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="vigil", description="Event-driven crypto trading daemon."
+    )
+    parser.add_argument("--config", type=Path, help="TOML config file (default ./vigil.toml)")
+    parser.add_argument("--state-dir", type=Path, help="state dir (env VIGIL_STATE_DIR)")
+    sub = parser.add_subparsers(dest="command")
+
+    run = sub.add_parser("run", help="run the daemon (the default command)")
+    run.add_argument("--sim", action="store_true", help="market data from the built-in simulator")
+    run.add_argument("--speed", type=float, help="simulator speed factor (with --sim)")
+    run.add_argument("--start", help="simulated start instant, ISO 8601 UTC (with --sim)")
+
+    sim = sub.add_parser("sim", help="run the Binance simulator standalone")
+    sim.add_argument("--port", type=int, default=8765, help="websocket port (REST is port + 1)")
+    sim.add_argument("--rest-port", type=int, help="REST port (default: --port + 1)")
+    sim.add_argument("--speed", type=float, help="speed factor")
+    sim.add_argument("--start", help="simulated start instant, ISO 8601 UTC")
+    sim.add_argument("--update-interval-ms", type=int, default=250)
+
+    health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
+    health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
+
+    config = sub.add_parser("config", help="configuration")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    config_sub.add_parser("show", help="print the effective config, secrets redacted")
+    return parser
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    if args.state_dir is not None:
+        overrides["state_dir"] = args.state_dir
+    sim: dict[str, Any] = {}
+    if getattr(args, "speed", None) is not None:
+        sim["speed"] = args.speed
+    if getattr(args, "start", None) is not None:
+        sim["start"] = args.start
+    if sim:
+        overrides["sim"] = sim
+    if getattr(args, "sim", False):
+        overrides["market"] = {"source": "sim"}
+    return overrides
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.config is not None:
+        os.environ["VIGIL_CONFIG_FILE"] = str(args.config)
+    try:
+        settings = load_settings(_overrides(args))
+        return _dispatch(args, settings)
+    except RefuseToStartError as exc:
+        print(f"vigil: refusing to start: {exc}", file=sys.stderr)
+        return EXIT_REFUSE_TO_START
+    except KeyboardInterrupt:
+        return 130
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    command = args.command or "run"
+    if command == "config":
+        print(json.dumps(settings.redacted(), indent=2, sort_keys=True))
+        return 0
+    if command == "health":
+        return _health(settings, args.stale_secs)
+    if command == "sim":
+        return _sim(args, settings)
+    from runner.app import run_daemon
+
+    exit_code: int = asyncio.run(run_daemon(settings))
+    return exit_code
+
+
+def _health(settings: Settings, stale_secs: float | None) -> int:
+    from runner.heartbeat import check_health
+
+    limit = stale_secs if stale_secs is not None else settings.supervisor.heartbeat_stale_secs
+    status = check_health(settings.heartbeat_path, limit, time.time())
+    print(("healthy: " if status.healthy else "unhealthy: ") + status.reason)
+    return 0 if status.healthy else EXIT_UNHEALTHY
+
+
+def _sim(args: argparse.Namespace, settings: Settings) -> int:
+    from runner.logging_setup import configure_logging
+    from sim.exchange import run_standalone
+
+    configure_logging(settings.log_level)
+    rest_port = args.rest_port if args.rest_port is not None else args.port + 1
+    asyncio.run(
+        run_standalone(
+            host=settings.sim.host,
+            ws_port=args.port,
+            rest_port=rest_port,
+            start_ms=settings.sim.start_ms,
+            speed=settings.sim.speed,
+            tickers=settings.market.tickers,
+            update_interval_ms=args.update_interval_ms,
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

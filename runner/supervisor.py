@@ -1,0 +1,197 @@
+"""The supervisor: runs the daemon's loops in one TaskGroup, restarts the ones that fail, stops in order.
+
+A loop is a coroutine factory that should run until cancelled. If it raises (or returns), the failure is
+logged with its traceback, published as ``LoopFailed``, and the loop restarts after a capped, jittered
+exponential backoff on the daemon's clock. The attempt counter resets once a loop has stayed up for the
+backoff cap, so a loop that fails once a week restarts quickly every time.
+
+``request_stop`` (wired to SIGTERM/SIGINT) stops the loops one by one in the order they were given
+(input first: nothing new arrives while the rest wind down), then runs the shutdown hooks (flush
+journals, save state) in order. The whole stop has a deadline in *real* seconds: it exists to finish
+before the container runtime's own kill timer, which runs on real time whatever the daemon's clock is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from runner.backoff import backoff_delay_secs
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.events import LoopFailed
+
+log = logging.getLogger(__name__)
+
+LoopFactory = Callable[[], Awaitable[None]]
+ShutdownHook = Callable[[], Awaitable[None] | None]
+
+
+@dataclass(frozen=True)
+class LoopSpec:
+    name: str
+    run: LoopFactory
+
+
+@dataclass(frozen=True)
+class RestartPolicy:
+    base_secs: float = 1.0
+    cap_secs: float = 60.0
+    jitter_fraction: float = 0.5
+
+
+class LoopState(enum.StrEnum):
+    STARTING = "starting"
+    RUNNING = "running"
+    BACKING_OFF = "backing_off"
+    STOPPED = "stopped"
+
+
+@dataclass
+class LoopStatus:
+    state: LoopState = LoopState.STARTING
+    restarts: int = 0
+    last_error: str | None = None
+
+
+@dataclass
+class ShutdownReport:
+    reason: str
+    stopped_in_order: list[str] = field(default_factory=list)
+    stuck: list[str] = field(default_factory=list)
+    hooks_failed: list[str] = field(default_factory=list)
+
+
+class Supervisor:
+    def __init__(
+        self,
+        clock: Clock,
+        bus: EventBus,
+        loops: Sequence[LoopSpec],
+        *,
+        policy: RestartPolicy = RestartPolicy(),
+        shutdown_hooks: Sequence[tuple[str, ShutdownHook]] = (),
+        shutdown_deadline_secs: float = 8.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        names = [spec.name for spec in loops]
+        if len(set(names)) != len(names):
+            raise ValueError(f"loop names must be unique: {names}")
+        self._clock = clock
+        self._bus = bus
+        self._loops = tuple(loops)
+        self._policy = policy
+        self._hooks = tuple(shutdown_hooks)
+        self._deadline_secs = shutdown_deadline_secs
+        self._rng = rng or random.Random()
+        self._stop = asyncio.Event()
+        self._stop_reason = ""
+        self.status: dict[str, LoopStatus] = {name: LoopStatus() for name in names}
+        self.shutdown_report: ShutdownReport | None = None
+
+    def request_stop(self, reason: str) -> None:
+        if not self._stop.is_set():
+            log.info("stop requested (%s): stopping loops in order", reason)
+            self._stop_reason = reason
+            self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def run(self) -> ShutdownReport:
+        """Run every loop until ``request_stop``; then stop them in order and run the hooks."""
+        report = ShutdownReport(reason="")
+        async with asyncio.TaskGroup() as group:
+            tasks = {
+                spec.name: group.create_task(self._supervise(spec), name=f"loop:{spec.name}")
+                for spec in self._loops
+            }
+            await self._stop.wait()
+            report.reason = self._stop_reason
+            await self._stop_in_order(tasks, report)
+        await self._run_hooks(report)
+        self.shutdown_report = report
+        log.info(
+            "stopped (%s): loops %s%s",
+            report.reason,
+            ", ".join(report.stopped_in_order),
+            f"; did not stop in time: {report.stuck}" if report.stuck else "",
+        )
+        return report
+
+    async def _supervise(self, spec: LoopSpec) -> None:
+        status = self.status[spec.name]
+        attempt = 0
+        while True:
+            started_secs = self._clock.monotonic_secs()
+            status.state = LoopState.RUNNING
+            try:
+                await spec.run()
+                error = "returned (loops must run until cancelled)"
+                log.error("loop %s %s; restarting", spec.name, error)
+            except asyncio.CancelledError:
+                status.state = LoopState.STOPPED
+                raise
+            except Exception as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                log.exception("loop %s crashed: %s", spec.name, error)
+            if self._stop.is_set():
+                status.state = LoopState.STOPPED
+                return  # shutting down: a loop that ends now is done, not restarted
+            if self._clock.monotonic_secs() - started_secs >= self._policy.cap_secs:
+                attempt = 0
+            delay_secs = backoff_delay_secs(
+                attempt,
+                self._policy.base_secs,
+                self._policy.cap_secs,
+                self._policy.jitter_fraction,
+                self._rng.random(),
+            )
+            attempt += 1
+            status.restarts += 1
+            status.last_error = error
+            status.state = LoopState.BACKING_OFF
+            self._bus.publish(
+                LoopFailed(
+                    at_ms=self._clock.now_ms(),
+                    loop=spec.name,
+                    error=error,
+                    restarts=status.restarts,
+                    restart_in_secs=delay_secs,
+                )
+            )
+            log.warning(
+                "loop %s restarts in %.2f s (restart #%d)", spec.name, delay_secs, status.restarts
+            )
+            await self._clock.sleep(delay_secs)
+
+    async def _stop_in_order(
+        self, tasks: dict[str, asyncio.Task[None]], report: ShutdownReport
+    ) -> None:
+        deadline = time.monotonic() + self._deadline_secs
+        for name, task in tasks.items():
+            task.cancel()
+            remaining = max(0.0, deadline - time.monotonic())
+            done, _ = await asyncio.wait({task}, timeout=remaining)
+            if done:
+                report.stopped_in_order.append(name)
+            else:
+                report.stuck.append(name)
+                log.error("loop %s did not stop within the shutdown deadline", name)
+
+    async def _run_hooks(self, report: ShutdownReport) -> None:
+        for name, hook in self._hooks:
+            try:
+                result = hook()
+                if isinstance(result, Awaitable):
+                    await result
+                log.info("shutdown: %s done", name)
+            except Exception:
+                report.hooks_failed.append(name)
+                log.exception("shutdown: %s failed", name)

@@ -1,0 +1,66 @@
+"""Watchdog loop: when no market data has arrived for a while, ask for a decision anyway.
+
+Silence can mean a dead feed or a frozen market; either way the positions still need a look. The
+request repeats every ``silence_secs`` while the silence lasts, never on every check.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.events import DecisionRequested, Event, Topic
+
+log = logging.getLogger(__name__)
+
+WATCHDOG_REASON = "watchdog_no_market_data"
+
+
+class Watchdog:
+    def __init__(
+        self, clock: Clock, bus: EventBus, *, silence_secs: float = 300.0, check_secs: float = 15.0
+    ) -> None:
+        self._clock = clock
+        self._bus = bus
+        self._silence_secs = silence_secs
+        self._check_secs = check_secs
+        self._last_data_secs = clock.monotonic_secs()
+        self._last_request_secs: float | None = None
+        self.requests = 0
+        bus.subscribe(Topic.MARKET_TICK, self._on_market_data, name="watchdog")
+
+    def _on_market_data(self, _event: Event) -> None:
+        self._last_data_secs = self._clock.monotonic_secs()
+        self._last_request_secs = None
+
+    def silence_secs(self) -> float:
+        return self._clock.monotonic_secs() - self._last_data_secs
+
+    def check(self) -> bool:
+        """Publish a forced-decision request if the silence is long enough; True if it did."""
+        now_secs = self._clock.monotonic_secs()
+        silent_for = now_secs - self._last_data_secs
+        if silent_for < self._silence_secs:
+            return False
+        since_request = (
+            None if self._last_request_secs is None else now_secs - self._last_request_secs
+        )
+        if since_request is not None and since_request < self._silence_secs:
+            return False
+        self._last_request_secs = now_secs
+        self.requests += 1
+        log.warning("watchdog: no market data for %.0f s, requesting a decision", silent_for)
+        self._bus.publish(
+            DecisionRequested(
+                at_ms=self._clock.now_ms(),
+                reason=WATCHDOG_REASON,
+                detail=f"no market data for {silent_for:.0f} s",
+            )
+        )
+        return True
+
+    async def run(self) -> None:
+        while True:
+            await self._clock.sleep(self._check_secs)
+            self.check()

@@ -1,0 +1,241 @@
+"""Supervisor: restart with backoff, isolation between loops, ordered shutdown with hooks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+
+import pytest
+
+from runner.bus import EventBus
+from runner.clock import VirtualClock
+from runner.events import LoopFailed, Topic
+from runner.supervisor import LoopSpec, RestartPolicy, Supervisor
+
+
+async def _until(predicate, clock: VirtualClock, max_steps: int = 10_000) -> None:
+    """Drive virtual time until ``predicate()`` holds."""
+    for _ in range(max_steps):
+        if predicate():
+            return
+        if not await clock.step():
+            await asyncio.sleep(0)
+    raise AssertionError("condition never became true")
+
+
+def _failures(bus: EventBus) -> list[LoopFailed]:
+    seen: list[LoopFailed] = []
+    bus.subscribe(Topic.LOOP_FAILED, seen.append)  # type: ignore[arg-type]
+    return seen
+
+
+async def test_crashing_loop_is_logged_and_restarted_with_backoff(caplog):
+    clock, bus = VirtualClock(), EventBus()
+    failures = _failures(bus)
+    runs = 0
+
+    async def flaky() -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 3:
+            raise RuntimeError(f"boom {runs}")
+        await clock.sleep(10**9)
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("flaky", flaky)],
+        policy=RestartPolicy(base_secs=2.0, cap_secs=60.0, jitter_fraction=0.0),
+    )
+    caplog.set_level(logging.ERROR)
+    task = asyncio.create_task(sup.run())
+    await _until(lambda: runs == 4, clock)
+
+    assert [f.restart_in_secs for f in failures] == [2.0, 4.0, 8.0]
+    assert [f.error for f in failures] == [f"RuntimeError: boom {i}" for i in (1, 2, 3)]
+    assert sup.status["flaky"].restarts == 3
+    crash_logs = [r for r in caplog.records if "crashed" in r.getMessage()]
+    assert len(crash_logs) == 3 and all(r.exc_info for r in crash_logs)
+    sup.request_stop("test")
+    await task
+
+
+async def test_one_failing_loop_does_not_disturb_the_others():
+    clock, bus = VirtualClock(), EventBus()
+    beats = 0
+
+    async def steady() -> None:
+        nonlocal beats
+        while True:
+            beats += 1
+            await clock.sleep(1.0)
+
+    async def broken() -> None:
+        raise ValueError("always")
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("steady", steady), LoopSpec("broken", broken)],
+        policy=RestartPolicy(base_secs=1.0, cap_secs=4.0, jitter_fraction=0.0),
+    )
+    task = asyncio.create_task(sup.run())
+    await clock.advance(30.0)
+    assert beats >= 30
+    assert sup.status["broken"].restarts >= 7  # 1, 2, 4, 4, 4, ... seconds apart
+    sup.request_stop("test")
+    await task
+
+
+async def test_a_loop_that_returns_is_restarted():
+    clock, bus = VirtualClock(), EventBus()
+    runs = 0
+
+    async def quits() -> None:
+        nonlocal runs
+        runs += 1
+
+    sup = Supervisor(clock, bus, [LoopSpec("quits", quits)], policy=RestartPolicy(1.0, 1.0, 0.0))
+    task = asyncio.create_task(sup.run())
+    await _until(lambda: runs >= 3, clock)
+    assert sup.status["quits"].last_error is not None
+    assert "returned" in sup.status["quits"].last_error
+    sup.request_stop("test")
+    await task
+
+
+async def test_attempts_reset_after_a_healthy_run():
+    clock, bus = VirtualClock(), EventBus()
+    failures = _failures(bus)
+    runs = 0
+
+    async def sometimes() -> None:
+        nonlocal runs
+        runs += 1
+        if runs == 3:
+            await clock.sleep(100.0)  # healthy for longer than the cap
+        raise RuntimeError("x")
+
+    sup = Supervisor(clock, bus, [LoopSpec("s", sometimes)], policy=RestartPolicy(1.0, 10.0, 0.0))
+    task = asyncio.create_task(sup.run())
+    await _until(lambda: len(failures) >= 4, clock)
+    assert [f.restart_in_secs for f in failures[:4]] == [1.0, 2.0, 1.0, 2.0]
+    sup.request_stop("test")
+    await task
+
+
+async def test_stop_cancels_loops_in_order_then_runs_hooks_in_order():
+    clock, bus = VirtualClock(), EventBus()
+    events: list[str] = []
+
+    def looping(name: str):
+        async def run() -> None:
+            try:
+                await clock.sleep(10**9)
+            except asyncio.CancelledError:
+                events.append(f"stopped {name}")
+                raise
+
+        return run
+
+    async def flush() -> None:
+        events.append("flush journals")
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [
+            LoopSpec(n, looping(n))
+            for n in ("market", "derivatives", "tracker", "watchdog", "heartbeat")
+        ],
+        shutdown_hooks=[("flush", flush), ("save", lambda: events.append("save state"))],
+    )
+    task = asyncio.create_task(sup.run())
+    await clock.advance(1.0)
+    sup.request_stop("SIGTERM")
+    report = await task
+    assert events == [
+        "stopped market",
+        "stopped derivatives",
+        "stopped tracker",
+        "stopped watchdog",
+        "stopped heartbeat",
+        "flush journals",
+        "save state",
+    ]
+    assert report.reason == "SIGTERM"
+    assert report.stuck == [] and report.hooks_failed == []
+
+
+async def test_a_failing_hook_does_not_skip_the_next_one(caplog):
+    clock, bus = VirtualClock(), EventBus()
+    ran: list[str] = []
+
+    def bad() -> None:
+        raise OSError("disk full")
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [],
+        shutdown_hooks=[("flush", bad), ("save", lambda: ran.append("save"))],
+    )
+    task = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)
+    sup.request_stop("test")
+    report = await task
+    assert ran == ["save"]
+    assert report.hooks_failed == ["flush"]
+    assert any("flush failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_loop_that_ignores_cancellation_is_reported_stuck():
+    clock, bus = VirtualClock(), EventBus()
+    release = asyncio.Event()
+
+    async def stubborn() -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue  # a bug we must survive: the deadline still holds
+
+    sup = Supervisor(clock, bus, [LoopSpec("stubborn", stubborn)], shutdown_deadline_secs=0.05)
+    task = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)
+    sup.request_stop("test")
+    await asyncio.sleep(0.2)  # real time: the deadline under test is a real-time one
+    release.set()
+    report = await task
+    assert report.stuck == ["stubborn"]
+
+
+def test_duplicate_loop_names_are_refused():
+    with pytest.raises(ValueError, match="unique"):
+        Supervisor(
+            VirtualClock(), EventBus(), [LoopSpec("a", lambda: None), LoopSpec("a", lambda: None)]
+        )  # type: ignore[arg-type,return-value]
+
+
+async def test_jitter_keeps_delays_within_bounds():
+    clock, bus = VirtualClock(), EventBus()
+    failures = _failures(bus)
+
+    async def broken() -> None:
+        raise RuntimeError("x")
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("b", broken)],
+        policy=RestartPolicy(base_secs=1.0, cap_secs=8.0, jitter_fraction=0.5),
+        rng=random.Random(7),
+    )
+    task = asyncio.create_task(sup.run())
+    await _until(lambda: len(failures) >= 8, clock)
+    for attempt, failure in enumerate(failures[:8]):
+        full = min(8.0, 2.0**attempt)
+        assert full * 0.5 <= failure.restart_in_secs <= full
+    sup.request_stop("test")
+    await task
