@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import inspect
 import logging
 import random
 import time
@@ -29,7 +30,7 @@ from runner.events import LoopFailed
 log = logging.getLogger(__name__)
 
 LoopFactory = Callable[[], Awaitable[None]]
-ShutdownHook = Callable[[], Awaitable[None] | None]
+ShutdownHook = Callable[[], object]  # may return an awaitable, which is awaited
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ class Supervisor:
         for name, hook in self._hooks:
             try:
                 result = hook()
-                if isinstance(result, Awaitable):
+                if inspect.isawaitable(result):
                     await result
                 log.info("shutdown: %s done", name)
             except Exception:

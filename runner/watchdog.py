@@ -61,6 +61,8 @@ class Watchdog:
         return True
 
     async def run(self) -> None:
+        # Silence counts from when watching starts: start-up work (warm-up) is not a dead feed.
+        self._last_data_secs = max(self._last_data_secs, self._clock.monotonic_secs())
         while True:
             await self._clock.sleep(self._check_secs)
             self.check()

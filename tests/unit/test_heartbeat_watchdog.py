@@ -90,3 +90,17 @@ async def test_market_data_rearms_the_watchdog():
     await clock.advance(300.0)
     assert len(requests) == 1
     task.cancel()
+
+
+async def test_silence_counts_from_when_the_watchdog_starts_watching():
+    clock, bus = VirtualClock(), EventBus()
+    requests: list[DecisionRequested] = []
+    bus.subscribe(Topic.DECISION_REQUESTED, requests.append)  # type: ignore[arg-type]
+    dog = Watchdog(clock, bus, silence_secs=300.0, check_secs=15.0)
+    await clock.advance(1000.0)  # a long start-up before the loops run
+    task = asyncio.create_task(dog.run())
+    await clock.advance(285.0)
+    assert requests == []
+    await clock.advance(15.0)
+    assert len(requests) == 1
+    task.cancel()
