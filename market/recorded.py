@@ -76,6 +76,9 @@ def resample(frame: pd.DataFrame, source_interval: str, target_interval: str) ->
     src_ms, dst_ms = timeframe_ms(source_interval), timeframe_ms(target_interval)
     if dst_ms % src_ms or dst_ms < src_ms:
         raise ValueError(f"cannot build {target_interval} candles from {source_interval}")
+    _check_resample_input(frame, src_ms, source_interval)
+    if not frame.index.is_monotonic_increasing:
+        frame = frame.sort_index()  # open/close are the first/last candle in time, not in rows
     if dst_ms == src_ms:
         return frame.copy()
     bucket = frame.index.to_numpy() // dst_ms * dst_ms
@@ -93,6 +96,16 @@ def resample(frame: pd.DataFrame, source_interval: str, target_interval: str) ->
     out = out[complete.to_numpy()]
     out.index.name = "open_time_ms"
     return out
+
+
+def _check_resample_input(frame: pd.DataFrame, src_ms: int, source_interval: str) -> None:
+    """Completeness is judged by counting candles, so each count must be one distinct candle."""
+    if not frame.index.is_unique:
+        raise ValueError("cannot resample: duplicate candle open times")
+    misaligned = frame.index.to_numpy() % src_ms != 0
+    if misaligned.any():
+        first = int(frame.index.to_numpy()[misaligned][0])
+        raise ValueError(f"cannot resample: open time {first} is not on the {source_interval} grid")
 
 
 def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:

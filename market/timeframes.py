@@ -41,6 +41,7 @@ def to_binance_symbol(ticker: str) -> str:
 def from_binance_symbol(symbol: str) -> str:
     """``BTCUSDT`` / ``btcusdt`` -> ``BTC/USDT`` (USDT-margined symbols only)."""
     upper = symbol.upper()
-    if not upper.endswith(QUOTE) or len(upper) <= len(QUOTE):
+    # alphanumeric only: "BTC/USDT" passed here by mistake must not become "BTC//USDT"
+    if not upper.endswith(QUOTE) or len(upper) <= len(QUOTE) or not upper.isalnum():
         raise ValueError(f"not a USDT-margined symbol: {symbol!r}")
     return f"{upper[: -len(QUOTE)]}/{QUOTE}"

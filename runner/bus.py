@@ -76,6 +76,11 @@ class QueuedSubscriber:
     def __len__(self) -> int:
         return len(self._pending) if self.overflow is Overflow.COALESCE else len(self._fifo)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and no handler running."""
+        return self._idle.is_set()
+
     def offer(self, event: Event) -> None:
         if self.overflow is Overflow.COALESCE:
             self._offer_coalescing(event)
@@ -130,10 +135,12 @@ class EventBus:
         self._queued: dict[str, list[QueuedSubscriber]] = defaultdict(list)
         self._backlog: deque[Event] = deque()
         self._dispatching = False
+        self._consumers: asyncio.TaskGroup | None = None  # set while run() runs
         self.published: dict[str, int] = defaultdict(int)
 
     def subscribe(self, topic: str, handler: InlineHandler, *, name: str | None = None) -> None:
-        self._inline[topic].append(_Inline(name or _name_of(handler), handler))
+        unique = self._unique_name(topic, name or _name_of(handler))
+        self._inline[topic].append(_Inline(unique, handler))
 
     def subscribe_queued(
         self,
@@ -145,11 +152,22 @@ class EventBus:
         overflow: Overflow = Overflow.DROP_OLDEST,
         key: KeyFn | None = None,
     ) -> QueuedSubscriber:
-        sub = QueuedSubscriber(
-            name or _name_of(handler), handler, maxsize, overflow, key or _topic_key
-        )
+        unique = self._unique_name(topic, name or _name_of(handler))
+        sub = QueuedSubscriber(unique, handler, maxsize, overflow, key or _topic_key)
         self._queued[topic].append(sub)
+        if self._consumers is not None:  # subscribed after run() started: consume it too
+            self._consumers.create_task(sub.run(), name=f"bus:{sub.name}")
         return sub
+
+    def _unique_name(self, topic: str, name: str) -> str:
+        """Stats are keyed ``topic:name``; a second ``<lambda>`` must not hide the first one."""
+        taken = {s.name for s in self._inline.get(topic, ())}
+        taken |= {q.name for q in self._queued.get(topic, ())}
+        unique, n = name, 1
+        while unique in taken:
+            n += 1
+            unique = f"{name}#{n}"
+        return unique
 
     def publish(self, event: Event) -> None:
         self._backlog.append(event)
@@ -173,22 +191,37 @@ class EventBus:
                 sub.stats.failed += 1
                 log.exception("bus: handler %r failed on %s", sub.name, topic)
         for queued in self._queued.get(topic, ()):
-            queued.offer(event)
+            try:
+                queued.offer(event)
+            except Exception:  # a coalescing key function that raised: isolate it like a handler
+                queued.stats.failed += 1
+                log.exception("bus: key function of %r failed on %s", queued.name, topic)
 
     async def run(self) -> None:
-        """Run every queued subscriber's consumer until cancelled."""
-        subs = [s for subs in self._queued.values() for s in subs]
-        if not subs:
-            await asyncio.Event().wait()  # nothing to consume; park until cancelled
+        """Run every queued subscriber's consumer (also those subscribed later) until cancelled."""
+        if self._consumers is not None:
+            raise RuntimeError("EventBus.run() is already running")
         async with asyncio.TaskGroup() as group:
-            for sub in subs:
-                group.create_task(sub.run(), name=f"bus:{sub.name}")
+            self._consumers = group
+            try:
+                for sub in self._all_queued():
+                    group.create_task(sub.run(), name=f"bus:{sub.name}")
+                await asyncio.Event().wait()  # park; consumers run until cancelled
+            finally:
+                self._consumers = None
 
     async def drain(self) -> None:
-        """Wait until every queued subscriber has handled what was published so far."""
-        for subs in list(self._queued.values()):
-            for sub in subs:
+        """Wait until every queued subscriber is idle at the same time.
+
+        Events that queued handlers publish while draining are followed too, so after ``drain``
+        nothing is queued anywhere. Needs ``run()`` to be running when anything is pending.
+        """
+        while busy := [sub for sub in self._all_queued() if not sub.idle]:
+            for sub in busy:
                 await sub.wait_idle()
+
+    def _all_queued(self) -> list[QueuedSubscriber]:
+        return [sub for subs in self._queued.values() for sub in subs]
 
     def stats(self) -> dict[str, dict[str, int]]:
         out: dict[str, dict[str, int]] = {}

@@ -8,6 +8,7 @@ Unknown keys and wrong types refuse to start with a message naming the field and
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -20,6 +21,7 @@ from pydantic_settings import (
     PydanticBaseSettingsSource,
     SecretsSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
 
@@ -33,7 +35,7 @@ class _Section(BaseModel):
 
 
 class MarketConfig(_Section):
-    source: Literal["sim", "binance"] = "sim"
+    source: Literal["sim", "binance"] = "binance"
     tickers: tuple[str, ...] = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
     timeframes: tuple[Literal["15m", "1h", "4h"], ...] = ("15m", "1h", "4h")
     binance_ws_url: str = "wss://fstream.binance.com/market/stream"
@@ -62,7 +64,7 @@ class SupervisorConfig(_Section):
     heartbeat_stale_secs: float = Field(90.0, gt=0)
     watchdog_silence_secs: float = Field(300.0, gt=0)
     watchdog_check_secs: float = Field(15.0, gt=0)
-    shutdown_deadline_secs: float = Field(15.0, gt=0)
+    shutdown_deadline_secs: float = Field(8.0, gt=0)  # under docker stop's 10 s
     restart_base_secs: float = Field(1.0, gt=0)
     restart_cap_secs: float = Field(60.0, gt=0)
     restart_jitter_fraction: float = Field(0.5, ge=0, le=1)
@@ -92,6 +94,7 @@ class Settings(BaseSettings):
 
     config_file: Path | None = None
     state_dir: Path = Path("state")
+    data_dir: Path | None = None  # recorded market data; None: the data/ folder shipped with vigil
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     market: MarketConfig = MarketConfig()
     sim: SimConfig = SimConfig()
@@ -167,21 +170,46 @@ _OTHER_VIGIL_VARIABLES = frozenset({"VIGIL_SECRETS_DIR", "VIGIL_LIVE_CONFIRM"})
 
 
 def _check_environment() -> None:
-    """A mistyped ``VIGIL_*`` variable would silently do nothing; refuse it instead."""
-    fields = {name.upper() for name in Settings.model_fields}
+    """A mistyped ``VIGIL_*`` variable would silently do nothing; refuse it instead.
+
+    Environment names are case-insensitive for the settings, so they are checked that way too. The
+    secrets are read from their conventional names (``ANTHROPIC_API_KEY``...), never with the
+    ``VIGIL_`` prefix, so ``VIGIL_ANTHROPIC_API_KEY`` is refused rather than silently ignored.
+    """
+    fields = {
+        name.upper()
+        for name, info in Settings.model_fields.items()
+        if info.validation_alias is None
+    }
     unknown = sorted(
         name
         for name in os.environ
-        if name.startswith("VIGIL_")
-        and name not in _OTHER_VIGIL_VARIABLES
-        and name.removeprefix("VIGIL_").split("__", 1)[0] not in fields
+        if name.upper().startswith("VIGIL_")
+        and name.upper() not in _OTHER_VIGIL_VARIABLES
+        and name.upper().removeprefix("VIGIL_").split("__", 1)[0] not in fields
     )
     if unknown:
+        shown = [
+            f"  {name} = {_shown(name, os.environ[name])}: unknown setting" for name in unknown
+        ]
         raise RefuseToStartError(
-            "unknown VIGIL_* environment variable(s): "
-            + ", ".join(unknown)
-            + f" (known settings: {', '.join(sorted('VIGIL_' + f for f in fields))})"
+            "unknown VIGIL_* environment variable(s):\n"
+            + "\n".join(shown)
+            + f"\n(known settings: {', '.join(sorted('VIGIL_' + f for f in fields))}; "
+            "API keys are read from ANTHROPIC_API_KEY, BINANCE_API_KEY, BINANCE_API_SECRET)"
         )
+
+
+_SECRET_NAME = re.compile(r"(^|[_.])(key|secret|token|password)$")
+
+
+def _is_secret_name(name: str) -> bool:
+    """``anthropic_api_key``, ``VIGIL_FOO_SECRET``: yes; ``agent.max_tokens``: no."""
+    return _SECRET_NAME.search(name.lower()) is not None
+
+
+def _shown(name: str, value: object) -> str:
+    return "<secret>" if _is_secret_name(name) else repr(value)
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
@@ -194,6 +222,28 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
         return Settings(**dict(overrides or {}))
     except ValidationError as exc:
         raise RefuseToStartError(format_validation_error(exc, toml_file)) from None
+    except SettingsError as exc:  # a source could not even parse a value (e.g. non-JSON list)
+        raise RefuseToStartError(_format_settings_error(exc)) from None
+
+
+def _format_settings_error(exc: SettingsError) -> str:
+    match = re.search(r'field "([^"]+)"', str(exc))
+    field = match.group(1) if match else ""
+    prefix = f"VIGIL_{field.upper()}"
+    suspects = [
+        f"  {name} = {_shown(name, value)}"
+        for name, value in sorted(os.environ.items())
+        if field and name.upper().startswith(prefix)
+    ]
+    cause = f": {exc.__cause__}" if exc.__cause__ else ""
+    return "\n".join(
+        [
+            f"invalid configuration: {exc}{cause}",
+            *suspects,
+            "(lists and tables in the environment must be JSON, "
+            """e.g. VIGIL_MARKET__TICKERS='["BTC/USDT"]')""",
+        ]
+    )
 
 
 def _check_toml(path: Path) -> None:
@@ -212,7 +262,7 @@ def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str
     for err in exc.errors():
         field = ".".join(str(part) for part in err["loc"]) or "<root>"
         value = err.get("input")
-        shown = "<secret>" if "key" in field or "secret" in field else repr(value)
+        shown = _shown(field, value)
         if err["type"] == "extra_forbidden":
             lines.append(f"  {field}: unknown setting (value {shown})")
         else:

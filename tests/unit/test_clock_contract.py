@@ -1,0 +1,453 @@
+"""One contract for the three clocks, plus what only the virtual clock promises.
+
+Every contract test body is written once against a ``ClockRig``: the clock, the size of one "unit"
+of its time (tiny in real terms for the wall and scaled clocks, so the suite stays fast) and a
+driver that makes time pass (advances the virtual clock, or waits for the real ones to move).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Coroutine, Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import pytest
+
+from runner.clock import Clock, ScaledClock, VirtualClock, WallClock, wait_for
+
+T = TypeVar("T")
+
+#: loop turns / virtual steps a driver may take before the test is declared hung
+MAX_DRIVE_ROUNDS = 100_000
+
+
+@dataclass
+class ClockRig:
+    name: str
+    clock: Clock
+    unit_secs: float  # one unit of this clock's time; real clocks keep it a few ms of real time
+
+    def secs(self, units: float) -> float:
+        return units * self.unit_secs
+
+    async def let_time_pass(self, units: float) -> None:
+        """Return once at least ``units`` of this clock's time have passed."""
+        clock = self.clock
+        target = clock.monotonic_secs() + self.secs(units)
+        if isinstance(clock, VirtualClock):
+            await clock.advance_to(target)
+            return
+        # real clocks: wait on the condition "the clock reached target", not a fixed sleep
+        for _ in range(MAX_DRIVE_ROUNDS):
+            if clock.monotonic_secs() >= target:
+                return
+            await asyncio.sleep(0.0005)
+        raise AssertionError(f"{self.name}: time did not pass")
+
+    async def run(self, aw: Coroutine[Any, Any, T]) -> T:
+        """Await ``aw`` while making this clock's time pass as the work needs it."""
+        task = asyncio.ensure_future(aw)
+        clock = self.clock
+        if not isinstance(clock, VirtualClock):
+            return await task
+        for _ in range(MAX_DRIVE_ROUNDS):
+            if task.done():
+                return task.result()
+            if not await clock.step():
+                await asyncio.sleep(0)  # the work has not registered its next sleep yet
+        task.cancel()
+        raise AssertionError(f"{self.name}: work never finished")
+
+
+def _wall() -> ClockRig:
+    return ClockRig("wall", WallClock(), unit_secs=0.005)
+
+
+def _scaled() -> ClockRig:
+    # 1000x: one unit is 5 s of clock time and 5 ms of real time
+    return ClockRig("scaled", ScaledClock(epoch_ms=1_735_689_600_000, speed=1000.0), unit_secs=5.0)
+
+
+def _virtual() -> ClockRig:
+    return ClockRig("virtual", VirtualClock(epoch_ms=1_735_689_600_000), unit_secs=60.0)
+
+
+@pytest.fixture(params=[_wall, _scaled, _virtual], ids=["wall", "scaled", "virtual"])
+def rig(request: pytest.FixtureRequest) -> Iterator[ClockRig]:
+    yield request.param()
+
+
+# ---------------------------------------------------------------------------------------------
+# the shared contract
+
+
+def test_every_clock_satisfies_the_protocol(rig: ClockRig) -> None:
+    assert isinstance(rig.clock, Clock)
+
+
+async def test_readings_never_go_backwards_and_follow_passing_time(rig: ClockRig) -> None:
+    clock = rig.clock
+    readings = [(clock.now_ms(), clock.monotonic_secs())]
+    for units in (0.5, 0.0, 1.0, 0.25, 2.0):
+        before = clock.monotonic_secs()
+        await rig.let_time_pass(units)
+        assert clock.monotonic_secs() - before >= rig.secs(units)
+        readings.append((clock.now_ms(), clock.monotonic_secs()))
+        for _ in range(50):  # tight back-to-back reads too
+            readings.append((clock.now_ms(), clock.monotonic_secs()))
+    now_series = [r[0] for r in readings]
+    mono_series = [r[1] for r in readings]
+    assert now_series == sorted(now_series)
+    assert mono_series == sorted(mono_series)
+    # epoch time moved at least as far as the monotonic reading (minus ms rounding)
+    assert now_series[-1] - now_series[0] >= (mono_series[-1] - mono_series[0]) * 1000 - 2
+
+
+@pytest.mark.parametrize("units", [0.0, 0.5, 1.0, 3.0])
+async def test_sleep_takes_at_least_the_requested_clock_time(rig: ClockRig, units: float) -> None:
+    clock = rig.clock
+    start_mono, start_ms = clock.monotonic_secs(), clock.now_ms()
+    await rig.run(clock.sleep(rig.secs(units)))
+    assert clock.monotonic_secs() - start_mono >= rig.secs(units)
+    assert clock.now_ms() - start_ms >= int(rig.secs(units) * 1000) - 1
+
+
+async def test_negative_sleep_returns_without_moving_time_backwards(rig: ClockRig) -> None:
+    clock = rig.clock
+    start = clock.monotonic_secs()
+    await rig.run(clock.sleep(-rig.secs(1)))
+    assert clock.monotonic_secs() >= start
+
+
+async def test_concurrent_sleepers_wake_in_deadline_order_fifo_among_equals(rig: ClockRig) -> None:
+    clock = rig.clock
+    woke: list[int] = []
+    durations_units = [4, 1, 3, 1, 2, 4, 1]
+
+    async def sleeper(idx: int, units: int) -> None:
+        await clock.sleep(rig.secs(units))
+        woke.append(idx)
+
+    async def all_sleepers() -> None:
+        await asyncio.gather(*(sleeper(i, u) for i, u in enumerate(durations_units)))
+
+    await rig.run(all_sleepers())
+    expected = sorted(range(len(durations_units)), key=lambda i: (durations_units[i], i))
+    assert woke == expected
+
+
+async def test_cancelling_a_sleeper_is_clean_and_spares_the_others(rig: ClockRig) -> None:
+    clock = rig.clock
+    woke: list[str] = []
+
+    async def sleeper(name: str, units: float) -> None:
+        await clock.sleep(rig.secs(units))
+        woke.append(name)
+
+    doomed = asyncio.create_task(sleeper("doomed", 1))
+    survivor = asyncio.create_task(sleeper("survivor", 2))
+    await asyncio.sleep(0)  # both are now asleep
+    doomed.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await doomed
+    assert doomed.cancelled()
+    await rig.run(_await(survivor))
+    assert woke == ["survivor"]
+    if isinstance(clock, VirtualClock):
+        assert clock.pending_sleepers == 0
+        assert clock.next_deadline_secs() is None
+
+
+async def test_a_sleeper_cancelled_before_it_ever_ran_is_clean(rig: ClockRig) -> None:
+    task = asyncio.create_task(rig.clock.sleep(rig.secs(1)))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    if isinstance(rig.clock, VirtualClock):
+        assert rig.clock.pending_sleepers == 0
+
+
+async def test_wait_for_returns_the_result_of_fast_work(rig: ClockRig) -> None:
+    clock = rig.clock
+
+    async def work() -> str:
+        await clock.sleep(rig.secs(1))
+        return "done"
+
+    assert await rig.run(wait_for(clock, work(), timeout_secs=rig.secs(4))) == "done"
+    if isinstance(clock, VirtualClock):
+        assert clock.pending_sleepers == 0  # the timeout timer did not linger
+
+
+async def test_wait_for_passes_through_the_works_exception(rig: ClockRig) -> None:
+    async def work() -> None:
+        await rig.clock.sleep(rig.secs(1))
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        await rig.run(wait_for(rig.clock, work(), timeout_secs=rig.secs(4)))
+
+
+async def test_wait_for_times_out_on_clock_time_and_cancels_the_work(rig: ClockRig) -> None:
+    clock = rig.clock
+    outcome: list[str] = []
+
+    async def slow_work() -> str:
+        try:
+            await clock.sleep(rig.secs(50))
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+        outcome.append("finished")
+        return "too late"
+
+    start = clock.monotonic_secs()
+    with pytest.raises(TimeoutError):
+        await rig.run(wait_for(clock, slow_work(), timeout_secs=rig.secs(2)))
+    elapsed = clock.monotonic_secs() - start
+    assert elapsed >= rig.secs(2)
+    assert outcome == ["cancelled"]  # cancelled and unwound before wait_for returned
+    if isinstance(clock, VirtualClock):
+        assert elapsed == rig.secs(2)  # the timeout fired at its deadline, not at the work's
+        assert clock.pending_sleepers == 0
+
+
+async def test_cancelling_wait_for_cancels_the_work(rig: ClockRig) -> None:
+    clock = rig.clock
+    work_started = asyncio.Event()
+    outcome: list[str] = []
+
+    async def slow_work() -> None:
+        work_started.set()
+        try:
+            await clock.sleep(rig.secs(50))
+        except asyncio.CancelledError:
+            outcome.append("cancelled")
+            raise
+
+    waiter = asyncio.create_task(wait_for(clock, slow_work(), timeout_secs=rig.secs(40)))
+    await work_started.wait()
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert outcome == ["cancelled"]
+
+
+async def _await(aw: Awaitable[T]) -> T:
+    return await aw
+
+
+# ---------------------------------------------------------------------------------------------
+# VirtualClock only
+
+
+async def _settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def test_virtual_time_only_moves_when_driven() -> None:
+    clock = VirtualClock(epoch_ms=1_000)
+    woke = asyncio.Event()
+
+    async def sleeper() -> None:
+        await clock.sleep(0.001)
+        woke.set()
+
+    task = asyncio.create_task(sleeper())
+    await _settle()
+    assert (clock.now_ms(), clock.monotonic_secs()) == (1_000, 0.0)
+    assert not woke.is_set()
+    assert clock.pending_sleepers == 1
+    await clock.advance(0.001)
+    await task
+    assert clock.now_ms() == 1_001
+    assert clock.monotonic_secs() == 0.001
+
+
+async def test_virtual_sleep_does_not_wake_one_tick_early() -> None:
+    clock = VirtualClock()
+    task = asyncio.create_task(clock.sleep(10.0))
+    await clock.advance(9.999)
+    assert not task.done()
+    await clock.advance(0.001)
+    assert task.done()
+
+
+async def test_step_jumps_to_the_next_deadline_and_wakes_only_that_sleeper() -> None:
+    clock = VirtualClock(epoch_ms=0)
+    woke: list[float] = []
+
+    async def sleeper(secs: float) -> None:
+        await clock.sleep(secs)
+        woke.append(clock.monotonic_secs())
+
+    tasks = [asyncio.create_task(sleeper(s)) for s in (5.0, 2.0, 9.0)]
+    await _settle()
+    assert clock.next_deadline_secs() == 2.0
+    assert await clock.step()
+    assert woke == [2.0]
+    assert clock.now_ms() == 2_000
+    assert await clock.step()
+    assert await clock.step()
+    assert woke == [2.0, 5.0, 9.0]
+    assert not await clock.step()  # nobody left asleep: time stays put
+    assert clock.monotonic_secs() == 9.0
+    await asyncio.gather(*tasks)
+
+
+async def test_step_skips_a_cancelled_sleepers_deadline() -> None:
+    clock = VirtualClock()
+    early = asyncio.create_task(clock.sleep(1.0))
+    late = asyncio.create_task(clock.sleep(3.0))
+    await _settle()
+    early.cancel()
+    await _settle()
+    assert clock.pending_sleepers == 1
+    assert clock.next_deadline_secs() == 3.0
+    assert await clock.step()
+    assert clock.monotonic_secs() == 3.0
+    assert late.done()
+
+
+async def test_woken_tasks_observe_now_equal_to_their_own_deadline() -> None:
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    observed: dict[float, tuple[float, int]] = {}
+
+    async def sleeper(secs: float) -> None:
+        await clock.sleep(secs)
+        observed[secs] = (clock.monotonic_secs(), clock.now_ms())
+
+    tasks = [asyncio.create_task(sleeper(s)) for s in (30.0, 0.25, 7.5, 7.5, 120.0)]
+    await _settle()
+    await clock.advance(1_000.0)  # one big jump must still wake each at its own instant
+    await asyncio.gather(*tasks)
+    for secs, (mono, now) in observed.items():
+        assert mono == secs
+        assert now == 1_700_000_000_000 + round(secs * 1000)
+    assert clock.monotonic_secs() == 1_000.0
+
+
+async def test_sleepers_registered_during_an_advance_wake_in_it_if_due() -> None:
+    clock = VirtualClock()
+    wakes: list[tuple[str, float]] = []
+
+    async def ticker(name: str, period: float) -> None:
+        while True:
+            await clock.sleep(period)
+            wakes.append((name, clock.monotonic_secs()))
+
+    async def chain() -> None:
+        await clock.sleep(1.0)
+        wakes.append(("chain", clock.monotonic_secs()))
+        await clock.sleep(2.0)  # registered while advance(5) runs; due at 3 -> same advance
+        wakes.append(("chain", clock.monotonic_secs()))
+        await clock.sleep(10.0)  # due at 13 -> not in this advance
+        wakes.append(("chain", clock.monotonic_secs()))
+
+    tasks = [asyncio.create_task(ticker("tick", 2.0)), asyncio.create_task(chain())]
+    await _settle()
+    await clock.advance(5.0)
+    assert wakes == [
+        ("chain", 1.0),
+        ("tick", 2.0),
+        ("chain", 3.0),
+        ("tick", 4.0),
+    ]
+    assert clock.monotonic_secs() == 5.0
+    assert clock.next_deadline_secs() == 6.0
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_a_zero_sleep_during_advance_wakes_at_the_same_instant() -> None:
+    clock = VirtualClock()
+    seen: list[float] = []
+
+    async def yielder() -> None:
+        await clock.sleep(2.0)
+        for _ in range(3):
+            await clock.sleep(0)
+            seen.append(clock.monotonic_secs())
+
+    task = asyncio.create_task(yielder())
+    await _settle()
+    await clock.advance(2.0)
+    await task
+    assert seen == [2.0, 2.0, 2.0]
+
+
+async def test_advance_to_the_past_never_moves_time_backwards() -> None:
+    clock = VirtualClock(epoch_ms=5_000)
+    await clock.advance_to(10.0)
+    await clock.advance_to(3.0)
+    await clock.advance(-1.0)
+    assert clock.monotonic_secs() == 10.0
+    assert clock.now_ms() == 15_000
+
+
+def test_scaled_clock_rejects_a_non_positive_speed() -> None:
+    for speed in (0.0, -1.0):
+        with pytest.raises(ValueError, match="speed"):
+            ScaledClock(epoch_ms=0, speed=speed)
+
+
+def test_scaled_clock_starts_at_its_epoch() -> None:
+    clock = ScaledClock(epoch_ms=1_740_787_200_000, speed=60.0)
+    assert 1_740_787_200_000 <= clock.now_ms() < 1_740_787_200_000 + 60_000
+
+
+async def test_wait_for_on_a_virtual_clock_never_looks_at_real_time() -> None:
+    """A one-day timeout on the virtual clock completes as soon as the driver gets there."""
+    clock = VirtualClock()
+    never = asyncio.Event()
+    waiter = asyncio.create_task(wait_for(clock, never.wait(), timeout_secs=86_400.0))
+    await _settle()
+    await clock.advance(86_399.0)
+    assert not waiter.done()
+    await clock.advance(1.0)
+    with pytest.raises(TimeoutError):
+        await waiter
+
+
+async def test_wait_for_waits_for_the_cancelled_work_to_finish_its_cleanup() -> None:
+    clock = VirtualClock()
+    cleaned_up_at: list[float] = []
+
+    async def work_with_slow_cleanup() -> None:
+        try:
+            await clock.sleep(100.0)
+        except asyncio.CancelledError:
+            await clock.sleep(1.0)  # e.g. closing a connection politely
+            cleaned_up_at.append(clock.monotonic_secs())
+            raise
+
+    waiter = asyncio.create_task(wait_for(clock, work_with_slow_cleanup(), timeout_secs=5.0))
+    await clock.advance(5.0)
+    assert not waiter.done()  # still waiting for the work to unwind
+    await clock.advance(1.0)
+    with pytest.raises(TimeoutError):
+        await waiter
+    assert cleaned_up_at == [6.0]
+
+
+async def test_cancelling_wait_for_while_the_work_unwinds_is_not_turned_into_a_timeout() -> None:
+    clock = VirtualClock()
+
+    async def work_with_slow_cleanup() -> None:
+        try:
+            await clock.sleep(100.0)
+        except asyncio.CancelledError:
+            await clock.sleep(1.0)
+            raise
+
+    waiter = asyncio.create_task(wait_for(clock, work_with_slow_cleanup(), timeout_secs=5.0))
+    await clock.advance(5.0)  # timed out; the work is unwinding
+    assert not waiter.done()
+    waiter.cancel()  # the caller itself is cancelled now: it must see CancelledError
+    await clock.advance(1.0)
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert waiter.cancelled()
