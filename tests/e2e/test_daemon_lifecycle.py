@@ -69,7 +69,9 @@ async def _vigil(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
 
 
 @pytest.mark.timeout(180)
-async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(tmp_path):
+async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(
+    tmp_path: Path,
+) -> None:
     state_dir = tmp_path / "state"
     env = _env(
         state_dir,
@@ -122,7 +124,7 @@ async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(
     assert code == 1 and out.startswith("unhealthy")
 
 
-async def test_bad_config_refuses_to_start_naming_field_and_value(tmp_path):
+async def test_bad_config_refuses_to_start_naming_field_and_value(tmp_path: Path) -> None:
     code, _, err = await _vigil("run", "--sim", env=_env(tmp_path, VIGIL_SIM__SPEED="fast"))
     assert code == 78
     assert "sim.speed" in err and "'fast'" in err
@@ -132,7 +134,7 @@ async def test_bad_config_refuses_to_start_naming_field_and_value(tmp_path):
     assert code == 78 and "market.sourse" in err and "unknown setting" in err
 
 
-async def test_unusable_state_dir_refuses_to_start(tmp_path):
+async def test_unusable_state_dir_refuses_to_start(tmp_path: Path) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the state dir should be")
     code, _, err = await _vigil("run", "--sim", env=_env(blocker / "state"))
@@ -141,7 +143,7 @@ async def test_unusable_state_dir_refuses_to_start(tmp_path):
     assert blocker.read_text() == "a file where the state dir should be"
 
 
-async def test_broken_state_file_refuses_to_start_and_is_left_untouched(tmp_path):
+async def test_broken_state_file_refuses_to_start_and_is_left_untouched(tmp_path: Path) -> None:
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     broken = '{"schema_version": 1, "notes": "half an edit'
@@ -151,7 +153,7 @@ async def test_broken_state_file_refuses_to_start_and_is_left_untouched(tmp_path
     assert (state_dir / "runner_state.json").read_text() == broken
 
 
-async def test_config_show_redacts_secrets(tmp_path):
+async def test_config_show_redacts_secrets(tmp_path: Path) -> None:
     env = _env(tmp_path, ANTHROPIC_API_KEY="sk-ant-very-secret", VIGIL_SIM__SPEED="120")
     code, out, err = await _vigil("config", "show", env=env)
     assert code == 0, err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 
 from runner.bus import EventBus
 from runner.clock import VirtualClock
@@ -12,7 +13,7 @@ from runner.heartbeat import Heartbeat, check_health
 from runner.watchdog import WATCHDOG_REASON, Watchdog
 
 
-async def test_heartbeat_touches_the_file_every_interval(tmp_path):
+async def test_heartbeat_touches_the_file_every_interval(tmp_path: Path) -> None:
     clock = VirtualClock(epoch_ms=1_700_000_000_000)
     path = tmp_path / "heartbeat"
     hb = Heartbeat(clock, path, interval_secs=30.0)
@@ -29,7 +30,7 @@ async def test_heartbeat_touches_the_file_every_interval(tmp_path):
     task.cancel()
 
 
-def test_health_is_fresh_stale_or_missing(tmp_path):
+def test_health_is_fresh_stale_or_missing(tmp_path: Path) -> None:
     path = tmp_path / "heartbeat"
     missing = check_health(path, stale_secs=90, now_wall_secs=1000.0)
     assert not missing.healthy and "no heartbeat" in missing.reason
@@ -57,7 +58,7 @@ def _tick(at_ms: int) -> MarketTick:
     )
 
 
-async def test_watchdog_requests_a_decision_after_five_silent_minutes():
+async def test_watchdog_requests_a_decision_after_five_silent_minutes() -> None:
     clock, bus = VirtualClock(), EventBus()
     requests: list[DecisionRequested] = []
     bus.subscribe(Topic.DECISION_REQUESTED, requests.append)  # type: ignore[arg-type]
@@ -77,7 +78,7 @@ async def test_watchdog_requests_a_decision_after_five_silent_minutes():
     task.cancel()
 
 
-async def test_market_data_rearms_the_watchdog():
+async def test_market_data_rearms_the_watchdog() -> None:
     clock, bus = VirtualClock(), EventBus()
     requests: list[DecisionRequested] = []
     bus.subscribe(Topic.DECISION_REQUESTED, requests.append)  # type: ignore[arg-type]
@@ -92,7 +93,7 @@ async def test_market_data_rearms_the_watchdog():
     task.cancel()
 
 
-async def test_silence_counts_from_when_the_watchdog_starts_watching():
+async def test_silence_counts_from_when_the_watchdog_starts_watching() -> None:
     clock, bus = VirtualClock(), EventBus()
     requests: list[DecisionRequested] = []
     bus.subscribe(Topic.DECISION_REQUESTED, requests.append)  # type: ignore[arg-type]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Awaitable, Callable
 
 import pytest
 
@@ -14,7 +15,9 @@ from runner.events import LoopFailed, Topic
 from runner.supervisor import LoopSpec, RestartPolicy, Supervisor
 
 
-async def _until(predicate, clock: VirtualClock, max_steps: int = 10_000) -> None:
+async def _until(
+    predicate: Callable[[], bool], clock: VirtualClock, max_steps: int = 10_000
+) -> None:
     """Drive virtual time until ``predicate()`` holds."""
     for _ in range(max_steps):
         if predicate():
@@ -30,7 +33,9 @@ def _failures(bus: EventBus) -> list[LoopFailed]:
     return seen
 
 
-async def test_crashing_loop_is_logged_and_restarted_with_backoff(caplog):
+async def test_crashing_loop_is_logged_and_restarted_with_backoff(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     clock, bus = VirtualClock(), EventBus()
     failures = _failures(bus)
     runs = 0
@@ -61,7 +66,7 @@ async def test_crashing_loop_is_logged_and_restarted_with_backoff(caplog):
     await task
 
 
-async def test_one_failing_loop_does_not_disturb_the_others():
+async def test_one_failing_loop_does_not_disturb_the_others() -> None:
     clock, bus = VirtualClock(), EventBus()
     beats = 0
 
@@ -88,7 +93,7 @@ async def test_one_failing_loop_does_not_disturb_the_others():
     await task
 
 
-async def test_a_loop_that_returns_is_restarted():
+async def test_a_loop_that_returns_is_restarted() -> None:
     clock, bus = VirtualClock(), EventBus()
     runs = 0
 
@@ -105,7 +110,7 @@ async def test_a_loop_that_returns_is_restarted():
     await task
 
 
-async def test_attempts_reset_after_a_healthy_run():
+async def test_attempts_reset_after_a_healthy_run() -> None:
     clock, bus = VirtualClock(), EventBus()
     failures = _failures(bus)
     runs = 0
@@ -125,11 +130,11 @@ async def test_attempts_reset_after_a_healthy_run():
     await task
 
 
-async def test_stop_cancels_loops_in_order_then_runs_hooks_in_order():
+async def test_stop_cancels_loops_in_order_then_runs_hooks_in_order() -> None:
     clock, bus = VirtualClock(), EventBus()
     events: list[str] = []
 
-    def looping(name: str):
+    def looping(name: str) -> Callable[[], Awaitable[None]]:
         async def run() -> None:
             try:
                 await clock.sleep(10**9)
@@ -168,7 +173,7 @@ async def test_stop_cancels_loops_in_order_then_runs_hooks_in_order():
     assert report.stuck == [] and report.hooks_failed == []
 
 
-async def test_a_failing_hook_does_not_skip_the_next_one(caplog):
+async def test_a_failing_hook_does_not_skip_the_next_one(caplog: pytest.LogCaptureFixture) -> None:
     clock, bus = VirtualClock(), EventBus()
     ran: list[str] = []
 
@@ -190,7 +195,7 @@ async def test_a_failing_hook_does_not_skip_the_next_one(caplog):
     assert any("flush failed" in r.getMessage() for r in caplog.records)
 
 
-async def test_a_loop_that_ignores_cancellation_is_reported_stuck():
+async def test_a_loop_that_ignores_cancellation_is_reported_stuck() -> None:
     clock, bus = VirtualClock(), EventBus()
     release = asyncio.Event()
 
@@ -211,14 +216,15 @@ async def test_a_loop_that_ignores_cancellation_is_reported_stuck():
     assert report.stuck == ["stubborn"]
 
 
-def test_duplicate_loop_names_are_refused():
+def test_duplicate_loop_names_are_refused() -> None:
+    async def idle() -> None:
+        await asyncio.Event().wait()
+
     with pytest.raises(ValueError, match="unique"):
-        Supervisor(
-            VirtualClock(), EventBus(), [LoopSpec("a", lambda: None), LoopSpec("a", lambda: None)]
-        )  # type: ignore[arg-type,return-value]
+        Supervisor(VirtualClock(), EventBus(), [LoopSpec("a", idle), LoopSpec("a", idle)])
 
 
-async def test_jitter_keeps_delays_within_bounds():
+async def test_jitter_keeps_delays_within_bounds() -> None:
     clock, bus = VirtualClock(), EventBus()
     failures = _failures(bus)
 

@@ -1,0 +1,273 @@
+"""OHLCV history over REST (ccxt ``binanceusdm``): the decision path's 4h x 180 days cache, and the
+closed-candle backfill the websocket listener uses after a reconnect.
+
+Closed candles only. "Now" is the injected Clock's (the simulator's sim time, or wall time live),
+read BEFORE each request: the candle in progress at that instant, and anything later, is never
+cached, and the request's ``endTime`` stops at the last closed candle, so the server does not even
+send the partial one. (This assumes the server's clock is not behind the client's, true when both
+read the same clock; if it were behind, the newest candle could still be in progress there.)
+
+Pages are ccxt-sized (1000 candles: ccxt's binance caps ``fetch_ohlcv`` below the API's 1500).
+Failures are retried with capped, jittered backoff on the Clock (``market.ccxt_client``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import random
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from market.ccxt_client import (
+    OHLCV_PAGE_LIMIT,
+    RetryPolicy,
+    call_with_retries,
+    retry_after_secs,
+    to_ccxt_symbol,
+)
+from market.recorded import OHLCV_COLUMNS
+from market.timeframes import candle_open_ms, timeframe_ms
+from runner.clock import Clock
+from runner.events import Candle, CandleClosed, Event
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+
+
+class OhlcvExchange(Protocol):
+    """What this module needs from a ccxt async exchange."""
+
+    async def fetch_ohlcv(
+        self,
+        symbol: str,
+        timeframe: str = ...,
+        since: int | None = ...,
+        limit: int | None = ...,
+        params: dict[str, Any] = ...,
+    ) -> list[list[Any]]: ...
+
+
+def empty_ohlcv_frame() -> pd.DataFrame:
+    """An empty frame shaped like ``market.recorded``'s: index ``open_time_ms``, float columns."""
+    frame = pd.DataFrame(
+        {name: pd.Series(dtype=np.float64) for name in OHLCV_COLUMNS},
+        index=pd.Index([], dtype=np.int64, name="open_time_ms"),
+    )
+    return frame
+
+
+def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
+    """ccxt OHLCV rows ``[open_ms, o, h, l, c, v]`` -> a frame (rows with a missing value dropped)."""
+    rows = list(rows)
+    if not rows:
+        return empty_ohlcv_frame()
+    frame = pd.DataFrame(
+        [list(row[1:6]) for row in rows],
+        columns=list(OHLCV_COLUMNS),
+        index=pd.Index([int(row[0]) for row in rows], dtype=np.int64, name="open_time_ms"),
+        dtype=np.float64,
+    )
+    incomplete = frame.isna().any(axis=1)
+    if incomplete.any():
+        log.warning("dropping %d OHLCV rows with missing values", int(incomplete.sum()))
+        frame = frame[~incomplete]
+    return frame
+
+
+class _PagedOhlcv:
+    """Paginated closed-candle fetches with retries: shared by the cache and the backfill."""
+
+    def __init__(
+        self,
+        exchange: OhlcvExchange,
+        clock: Clock | None,
+        retry: RetryPolicy,
+        rand: Callable[[], float],
+    ) -> None:
+        if clock is None and retry.max_attempts > 1:
+            raise ValueError("retries sleep on a Clock: pass clock, or a policy of 1 attempt")
+        self._exchange = exchange
+        self._clock = clock
+        self._retry = retry
+        self._rand = rand
+
+    async def fetch(
+        self, ticker: str, timeframe: str, first_open_ms: int, last_open_ms: int
+    ) -> list[list[Any]]:
+        """Candles with ``first_open_ms <= open <= last_open_ms``, oldest first, page by page."""
+        step_ms = timeframe_ms(timeframe)
+        symbol = to_ccxt_symbol(ticker)
+        rows: list[list[Any]] = []
+        since = first_open_ms
+        while since <= last_open_ms:
+            call = functools.partial(
+                self._exchange.fetch_ohlcv,
+                symbol,
+                timeframe,
+                since=since,
+                limit=OHLCV_PAGE_LIMIT,
+                params={"until": last_open_ms},
+            )
+            page = await self._call(call, f"fetch_ohlcv {ticker} {timeframe} since {since}")
+            page = [row for row in page if since <= int(row[0]) <= last_open_ms]
+            if not page:
+                break
+            rows.extend(page)
+            since = int(page[-1][0]) + step_ms
+            if len(page) < OHLCV_PAGE_LIMIT:
+                break
+        return rows
+
+    async def _call(self, call: Callable[[], Any], what: str) -> list[list[Any]]:
+        result: list[list[Any]] = await call_with_retries(
+            self._clock,
+            call,
+            what=what,
+            policy=self._retry,
+            retry_after=lambda: retry_after_secs(self._exchange),
+            rand=self._rand,
+        )
+        return result
+
+
+class OhlcvHistory:
+    """Per-ticker cache of closed ``timeframe`` candles covering the last ``days`` days."""
+
+    def __init__(
+        self,
+        exchange: OhlcvExchange,
+        clock: Clock,
+        *,
+        tickers: Sequence[str],
+        timeframe: str = "4h",
+        days: int = 180,
+        retry: RetryPolicy | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        if days < 1:
+            raise ValueError(f"days must be >= 1, got {days}")
+        self._step_ms = timeframe_ms(timeframe)
+        self._clock = clock
+        self.timeframe = timeframe
+        self.days = days
+        self._pages = _PagedOhlcv(exchange, clock, retry or RetryPolicy(), rand)
+        self._frames = {ticker: empty_ohlcv_frame() for ticker in dict.fromkeys(tickers)}
+        self._locks = {ticker: asyncio.Lock() for ticker in self._frames}
+        self._refreshed_at_ms: dict[str, int] = {}
+
+    @property
+    def tickers(self) -> tuple[str, ...]:
+        return tuple(self._frames)
+
+    def frame(self, ticker: str) -> pd.DataFrame:
+        """The cached closed candles (a copy; empty until the first successful refresh)."""
+        return self._frames[self._known(ticker)].copy()
+
+    def refreshed_at_ms(self, ticker: str) -> int | None:
+        """Clock time of the last successful refresh of ``ticker`` (None: never refreshed)."""
+        return self._refreshed_at_ms.get(self._known(ticker))
+
+    async def refresh(self, ticker: str) -> pd.DataFrame:
+        """Fetch the whole window (now - days .. the last closed candle) and merge it in."""
+        return await self._update(self._known(ticker), newest_only=False)
+
+    async def refresh_newest(self, ticker: str) -> pd.DataFrame:
+        """Fetch only candles after the newest cached one (the whole window when empty)."""
+        return await self._update(self._known(ticker), newest_only=True)
+
+    async def refresh_all(self) -> None:
+        """Refresh every ticker, one after another (keeps the request weight spread out)."""
+        for ticker in self._frames:
+            await self.refresh(ticker)
+
+    async def on_candle_closed(self, event: Event) -> None:
+        """Bus handler: a closed candle of our timeframe brings in the newest candles."""
+        if not isinstance(event, CandleClosed) or event.timeframe != self.timeframe:
+            return
+        if event.ticker not in self._frames:
+            return
+        await self.refresh_newest(event.ticker)
+
+    async def _update(self, ticker: str, *, newest_only: bool) -> pd.DataFrame:
+        async with self._locks[ticker]:
+            now_ms = self._clock.now_ms()  # before the request: see the module docstring
+            window_start_ms = now_ms - self.days * DAY_MS
+            last_closed_open_ms = candle_open_ms(now_ms, self.timeframe) - self._step_ms
+            cached = self._frames[ticker]
+            first_ms = window_start_ms
+            if newest_only and not cached.empty:
+                first_ms = max(first_ms, int(cached.index[-1]) + self._step_ms)
+            rows = await self._pages.fetch(ticker, self.timeframe, first_ms, last_closed_open_ms)
+            fresh = rows_to_frame(rows)
+            merged = pd.concat([cached, fresh]) if not cached.empty else fresh
+            merged = merged[~merged.index.duplicated(keep="last")].sort_index()
+            merged = merged[merged.index >= window_start_ms]
+            self._frames[ticker] = merged
+            self._refreshed_at_ms[ticker] = now_ms
+            log.info(
+                "%s %s history: %d new candles fetched, %d cached",
+                ticker,
+                self.timeframe,
+                len(fresh),
+                len(merged),
+            )
+            return merged.copy()
+
+    def _known(self, ticker: str) -> str:
+        if ticker not in self._frames:
+            raise KeyError(f"{ticker!r} is not tracked; tracked: {sorted(self._frames)}")
+        return ticker
+
+
+class CcxtCandleBackfill:
+    """``market.ports.CandleBackfill`` over ccxt: the closed candles a websocket outage missed.
+
+    With a ``clock``, ``until_ms`` is also capped at the clock's now (so a candle still in
+    progress is never returned) and transient failures are retried; without one, one attempt.
+    """
+
+    def __init__(
+        self,
+        exchange: OhlcvExchange,
+        *,
+        clock: Clock | None = None,
+        retry: RetryPolicy | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        policy = retry or (RetryPolicy() if clock is not None else RetryPolicy(max_attempts=1))
+        self._clock = clock
+        self._pages = _PagedOhlcv(exchange, clock, policy, rand)
+
+    async def closed_candles(
+        self, ticker: str, timeframe: str, since_ms: int, until_ms: int
+    ) -> Sequence[Candle]:
+        if self._clock is not None:
+            until_ms = min(until_ms, self._clock.now_ms())
+        # a candle's close time is open + step - 1 (Binance's convention)
+        last_open_ms = until_ms - timeframe_ms(timeframe) + 1
+        first_open_ms = -(-since_ms // timeframe_ms(timeframe)) * timeframe_ms(timeframe)
+        if last_open_ms < first_open_ms:
+            return []
+        rows = await self._pages.fetch(ticker, timeframe, first_open_ms, last_open_ms)
+        frame = rows_to_frame(rows)
+        values = frame[list(OHLCV_COLUMNS)].to_numpy(dtype=np.float64).tolist()
+        return [
+            Candle(open_time_ms=int(open_ms), open=o, high=h, low=lo, close=c, volume=v)
+            for open_ms, (o, h, lo, c, v) in zip(frame.index.tolist(), values, strict=True)
+        ]
+
+
+__all__ = [
+    "DAY_MS",
+    "CcxtCandleBackfill",
+    "OhlcvExchange",
+    "OhlcvHistory",
+    "empty_ohlcv_frame",
+    "rows_to_frame",
+]

@@ -1,0 +1,303 @@
+"""SimFeed: the recorded market as a Binance kline stream would show it at any simulated instant.
+
+Shared by the simulator's websocket and REST servers and by replay. It loads each ticker's recorded
+5m bars and funding once and answers "what does the market look like at ``now_ms``" in O(1):
+
+- A candle of any timeframe (5m, 15m, 1h, 4h) is built from the recorded 5m bars already complete
+  in it plus the current bar's state under the intra-bar path rule (``sim.path.state_at``) at update
+  index ``(now_ms - bar_open_ms) // update_interval_ms``. Per-bucket running highs, lows and volumes
+  are precomputed with numpy, so a lookup is a few array reads plus one ``state_at`` call.
+- The last update of a candle (index ``n-1`` of its last 5m bar) is closed and carries exactly the
+  recorded OHLCV resampled with ``market.recorded.resample`` (the volume is read from the resampled
+  frame itself, so float summation order cannot make it differ).
+- Nothing after ``now_ms`` is ever used: a bar contributes only through ``state_at`` at the current
+  index, and funding only once its funding time has passed.
+
+A candle whose recorded 5m bars are not all present (a hole in the recording) is never shown, like
+``resample`` never fabricates one: ``kline_state`` answers ``None`` from the first missing bar on.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from market.recorded import DataUnavailableError, load_funding, load_klines, resample
+from market.timeframes import TIMEFRAME_MS, timeframe_ms
+from sim.path import MIN_UPDATES_PER_BAR, state_at
+
+BAR_MS = TIMEFRAME_MS["5m"]
+FUNDING_INTERVAL_MS = 8 * 3_600_000
+#: every supported timeframe divides this, so buckets never straddle the padded array's rows
+_ALIGN_MS = max(TIMEFRAME_MS.values())
+_MAX_DECIMALS = 8
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+
+class KlineState(NamedTuple):
+    """One kline as a Binance stream shows it at an instant (a NamedTuple: built on the hot path)."""
+
+    ticker: str
+    timeframe: str
+    open_time_ms: int
+    close_time_ms: int  # open + timeframe - 1: Binance's ``T``
+    open: float
+    high: float
+    low: float
+    close: float
+    volume: float
+    closed: bool
+
+
+class FundingRate(NamedTuple):
+    """A recorded funding settlement: the rate (per 8 h) and when it was settled."""
+
+    funding_time_ms: int
+    rate: float
+
+
+class _Bucketed(NamedTuple):
+    """One timeframe's precomputed per-slot values (slot = 5m bar index in the padded arrays)."""
+
+    bars_per_candle: int
+    prior_high: FloatArray  # max high of the earlier bars of the slot's candle (-inf for the first)
+    prior_low: FloatArray  # min low of the earlier bars (+inf for the first)
+    prior_volume: FloatArray  # summed volume of the earlier bars (0 for the first)
+    closed_volume: FloatArray  # per candle: resampled volume, NaN when the candle is incomplete
+    closed_open_ms: IntArray  # complete (resampled) candles, for closed_candles()
+    closed_ohlcv: FloatArray  # shape (candles, 5)
+
+
+class _Series:
+    """One ticker's recording, padded to whole 4h rows so every timeframe reshapes cleanly."""
+
+    def __init__(self, ticker: str, data_dir: Path | None) -> None:
+        frame = load_klines(ticker, "5m", data_dir)
+        if frame.empty:
+            raise DataUnavailableError(f"recorded 5m klines for {ticker} are empty")
+        open_ms = frame.index.to_numpy(dtype=np.int64)
+        if (open_ms % BAR_MS).any():
+            raise ValueError(f"{ticker}: 5m bars not aligned to 5 minutes")
+        self.first_open_ms = int(open_ms[0])
+        self.last_open_ms = int(open_ms[-1])
+        self.base_ms = self.first_open_ms - self.first_open_ms % _ALIGN_MS
+        rows = -(-(self.last_open_ms + BAR_MS - self.base_ms) // _ALIGN_MS)
+        self.slots = rows * (_ALIGN_MS // BAR_MS)
+        where = (open_ms - self.base_ms) // BAR_MS
+        columns = {}
+        for name in ("open", "high", "low", "close", "volume"):
+            dense = np.full(self.slots, np.nan)
+            dense[where] = frame[name].to_numpy(dtype=np.float64)
+            columns[name] = dense
+        self.open, self.high, self.low = columns["open"], columns["high"], columns["low"]
+        self.close, self.volume = columns["close"], columns["volume"]
+        prices = frame[["open", "high", "low", "close"]].to_numpy()
+        self.price_decimals = _decimals(prices)
+        self.quantity_decimals = _decimals(frame["volume"].to_numpy())
+        self.by_timeframe = {tf: self._bucket(frame, tf) for tf in TIMEFRAME_MS}
+
+        funding = load_funding(ticker, data_dir)
+        self.funding_ms = funding.index.to_numpy(dtype=np.int64)
+        self.funding_rate = funding["funding_rate"].to_numpy(dtype=np.float64)
+
+    def _bucket(self, frame: pd.DataFrame, timeframe: str) -> _Bucketed:
+        k = timeframe_ms(timeframe) // BAR_MS
+        high = np.maximum.accumulate(self.high.reshape(-1, k), axis=1)  # NaN propagates
+        low = np.minimum.accumulate(self.low.reshape(-1, k), axis=1)
+        volume = np.cumsum(self.volume.reshape(-1, k), axis=1)
+        prior_high = np.hstack([np.full((high.shape[0], 1), -np.inf), high[:, :-1]]).ravel()
+        prior_low = np.hstack([np.full((low.shape[0], 1), np.inf), low[:, :-1]]).ravel()
+        prior_volume = np.hstack([np.zeros((volume.shape[0], 1)), volume[:, :-1]]).ravel()
+
+        closed = resample(frame, "5m", timeframe)
+        closed_open_ms = closed.index.to_numpy(dtype=np.int64)
+        closed_volume = np.full(self.slots // k, np.nan)
+        closed_volume[(closed_open_ms - self.base_ms) // (k * BAR_MS)] = closed["volume"].to_numpy()
+        ohlcv = closed[["open", "high", "low", "close", "volume"]].to_numpy(dtype=np.float64)
+        return _Bucketed(
+            k, prior_high, prior_low, prior_volume, closed_volume, closed_open_ms, ohlcv
+        )
+
+
+def _decimals(values: FloatArray) -> int:
+    """Fewest decimals that reproduce every recorded value (the symbol's tick/step precision)."""
+    for decimals in range(_MAX_DECIMALS + 1):
+        if np.array_equal(np.round(values, decimals), values):
+            return decimals
+    return _MAX_DECIMALS
+
+
+class SimFeed:
+    """The recorded market at any simulated instant, for the simulator's servers and replay."""
+
+    def __init__(
+        self,
+        tickers: Sequence[str],
+        *,
+        data_dir: Path | None = None,
+        update_interval_ms: int = 250,
+    ) -> None:
+        if update_interval_ms <= 0 or BAR_MS % update_interval_ms:
+            raise ValueError(
+                f"update_interval_ms must divide {BAR_MS} (one 5m bar), got {update_interval_ms}"
+            )
+        if BAR_MS // update_interval_ms < MIN_UPDATES_PER_BAR:
+            raise ValueError(
+                f"update_interval_ms={update_interval_ms} leaves fewer than "
+                f"{MIN_UPDATES_PER_BAR} updates per 5m bar"
+            )
+        if not tickers:
+            raise ValueError("SimFeed needs at least one ticker")
+        self._update_interval_ms = update_interval_ms
+        self._updates_per_bar = BAR_MS // update_interval_ms
+        self._series = {ticker: _Series(ticker, data_dir) for ticker in dict.fromkeys(tickers)}
+
+    @property
+    def tickers(self) -> tuple[str, ...]:
+        return tuple(self._series)
+
+    @property
+    def update_interval_ms(self) -> int:
+        return self._update_interval_ms
+
+    @property
+    def updates_per_bar(self) -> int:
+        return self._updates_per_bar
+
+    def span_ms(self, ticker: str) -> tuple[int, int]:
+        """(first bar's open, last bar's close time = open + 5m - 1): where kline_state answers."""
+        series = self._get(ticker)
+        return series.first_open_ms, series.last_open_ms + BAR_MS - 1
+
+    def price_decimals(self, ticker: str) -> int:
+        """Decimals of the recorded prices (the symbol's tick precision), for formatting."""
+        return self._get(ticker).price_decimals
+
+    def quantity_decimals(self, ticker: str) -> int:
+        """Decimals of the recorded volumes (the symbol's quantity step), for formatting."""
+        return self._get(ticker).quantity_decimals
+
+    def kline_state(self, ticker: str, timeframe: str, now_ms: int) -> KlineState | None:
+        """The ``timeframe`` candle containing ``now_ms`` as a kline stream shows it then.
+
+        None outside the recording or when a recorded 5m bar of the candle so far is missing.
+        """
+        series = self._get(ticker)
+        buckets = series.by_timeframe.get(timeframe)
+        if buckets is None:
+            raise ValueError(f"unsupported timeframe {timeframe!r}; known: {sorted(TIMEFRAME_MS)}")
+        slot = (now_ms - series.base_ms) // BAR_MS
+        if now_ms < series.first_open_ms or slot >= series.slots:
+            return None
+        bar_open = series.open.item(slot)
+        if math.isnan(bar_open):
+            return None
+        k = buckets.bars_per_candle
+        position = slot % k
+        prior_high = buckets.prior_high.item(slot)
+        if math.isnan(prior_high):  # an earlier bar of this candle is missing
+            return None
+        index = (now_ms - series.base_ms - slot * BAR_MS) // self._update_interval_ms
+        bar = state_at(
+            bar_open,
+            series.high.item(slot),
+            series.low.item(slot),
+            series.close.item(slot),
+            series.volume.item(slot),
+            index,
+            self._updates_per_bar,
+        )
+        closed = position == k - 1 and index == self._updates_per_bar - 1
+        if closed:
+            volume = buckets.closed_volume.item(slot // k)
+        else:
+            volume = buckets.prior_volume.item(slot) + bar.volume
+        open_time_ms = series.base_ms + (slot - position) * BAR_MS
+        return KlineState(
+            ticker=ticker,
+            timeframe=timeframe,
+            open_time_ms=open_time_ms,
+            close_time_ms=open_time_ms + k * BAR_MS - 1,
+            open=series.open.item(slot - position),
+            high=max(prior_high, bar.high),
+            low=min(buckets.prior_low.item(slot), bar.low),
+            close=bar.price,
+            volume=volume,
+            closed=closed,
+        )
+
+    def last_price(self, ticker: str, now_ms: int) -> float | None:
+        """The price a kline stream shows at ``now_ms`` (None outside the recording)."""
+        state = self.kline_state(ticker, "5m", now_ms)
+        return None if state is None else state.close
+
+    def closed_candles(
+        self,
+        ticker: str,
+        timeframe: str,
+        start_ms: int | None,
+        end_ms: int,
+        limit: int,
+    ) -> list[KlineState]:
+        """Complete candles with ``start_ms <= open_time_ms`` and close time ``<= end_ms``.
+
+        Pass ``end_ms = min(requested end, now)`` to serve only what has closed by ``now`` (this
+        method has no clock; the bound is the caller's). With ``start_ms`` the first ``limit``
+        candles from it are returned, without it the last ``limit`` before ``end_ms`` (Binance's
+        rule for klines with and without ``startTime``). Oldest first.
+        """
+        if limit <= 0:
+            return []
+        series = self._get(ticker)
+        buckets = series.by_timeframe.get(timeframe)
+        if buckets is None:
+            raise ValueError(f"unsupported timeframe {timeframe!r}; known: {sorted(TIMEFRAME_MS)}")
+        tf_ms = buckets.bars_per_candle * BAR_MS
+        opens = buckets.closed_open_ms
+        # close time = open + tf - 1 <= end  <=>  open <= end - tf + 1
+        stop = int(np.searchsorted(opens, end_ms - tf_ms + 1, side="right"))
+        if start_ms is None:
+            begin = max(0, stop - limit)
+        else:
+            begin = int(np.searchsorted(opens, start_ms, side="left"))
+            stop = min(stop, begin + limit)
+        out = []
+        for row in range(begin, stop):
+            open_ms = int(opens[row])
+            o, h, low, c, v = buckets.closed_ohlcv[row].tolist()
+            out.append(
+                KlineState(ticker, timeframe, open_ms, open_ms + tf_ms - 1, o, h, low, c, v, True)
+            )
+        return out
+
+    def funding_rate_at(self, ticker: str, now_ms: int) -> FundingRate | None:
+        """The latest recorded funding settled at or before ``now_ms`` (None before the first)."""
+        series = self._get(ticker)
+        row = int(np.searchsorted(series.funding_ms, now_ms, side="right")) - 1
+        if row < 0:
+            return None
+        return FundingRate(int(series.funding_ms[row]), series.funding_rate.item(row))
+
+    @staticmethod
+    def next_funding_time_ms(now_ms: int) -> int:
+        """Binance's next funding settlement after ``now_ms`` (00:00, 08:00, 16:00 UTC)."""
+        return (now_ms // FUNDING_INTERVAL_MS + 1) * FUNDING_INTERVAL_MS
+
+    def _get(self, ticker: str) -> _Series:
+        try:
+            return self._series[ticker]
+        except KeyError:
+            raise DataUnavailableError(
+                f"ticker {ticker!r} is not in this feed; it serves {sorted(self._series)}"
+            ) from None
+
+
+__all__ = ["BAR_MS", "FUNDING_INTERVAL_MS", "FundingRate", "KlineState", "SimFeed"]

@@ -1,0 +1,216 @@
+"""Crash-safe whole-file replacement, for any small file the daemon rewrites (state, learner model).
+
+``atomic_write_bytes`` writes a temporary file beside the target, makes it durable, then renames it
+over the target and makes the rename durable. A crash at any point leaves either the complete old
+file or the complete new one, never a mix; at worst a stale temporary file is left behind, which
+``remove_stale_tmp_files`` deletes on the next start (readers only ever open the target itself).
+
+``atomic_swap_bytes`` does the same with an atomic exchange (Linux ``renameat2(RENAME_EXCHANGE)``)
+and returns exactly what the target held at that instant, so a file that someone else may also be
+writing (a person editing ``runner_state.json``) is never replaced without the caller seeing what
+it replaced.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import os
+import secrets
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+#: temporary files are ``.<target name>.<random hex>.tmp`` in the target's directory
+_TMP_PREFIX = "."
+_TMP_SUFFIX = ".tmp"
+_TMP_RANDOM_HEX_CHARS = 16
+
+
+def tmp_path_for(path: Path) -> Path:
+    """A fresh temporary path beside ``path`` (same directory, so the rename stays atomic)."""
+    token = secrets.token_hex(_TMP_RANDOM_HEX_CHARS // 2)
+    return path.with_name(f"{_TMP_PREFIX}{path.name}.{token}{_TMP_SUFFIX}")
+
+
+def is_tmp_file_of(candidate: Path, path: Path) -> bool:
+    """True when ``candidate`` is named like a temporary file made for ``path``."""
+    name = candidate.name
+    head = f"{_TMP_PREFIX}{path.name}."
+    if not (name.startswith(head) and name.endswith(_TMP_SUFFIX)):
+        return False
+    token = name[len(head) : -len(_TMP_SUFFIX)]
+    return len(token) == _TMP_RANDOM_HEX_CHARS and all(c in "0123456789abcdef" for c in token)
+
+
+def atomic_write_bytes(
+    path: Path | str,
+    data: bytes,
+    *,
+    before_replace: Callable[[Path], None] | None = None,
+) -> os.stat_result:
+    """Replace ``path`` with ``data`` so that a crash never leaves a partial file.
+
+    Steps: write a temporary file in the same directory, fsync it, rename it over ``path``, fsync
+    the directory so the rename itself survives a power loss. A new file gets the usual mode
+    (0o666 minus umask); an existing file keeps its mode, so a person's permissions survive.
+
+    ``before_replace(tmp_path)`` runs after the data is durable and just before the rename; if it
+    raises, the temporary file is removed, ``path`` is untouched and the exception propagates (the
+    state store uses this to notice a person's edit that landed while it was writing).
+
+    Returns the stat of the written file (same inode, size and mtime the target now has).
+    """
+    target = Path(path)
+    tmp, written = _write_durable_tmp(target, data)
+    try:
+        if before_replace is not None:
+            before_replace(tmp)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    fsync_dir(target.parent)
+    return written
+
+
+class SwapUnsupportedError(OSError):
+    """This system or file system cannot exchange two paths atomically; use atomic_write_bytes."""
+
+
+def atomic_swap_bytes(path: Path | str, data: bytes) -> tuple[os.stat_result, bytes | None]:
+    """Atomically put ``data`` at ``path`` and return what ``path`` held at that very instant.
+
+    Same durability as ``atomic_write_bytes``; the difference is that the old file is exchanged
+    out rather than unlinked by the rename, then read and deleted, so a write by someone else that
+    landed just before is seen by the caller instead of vanishing. Returns the written file's stat
+    and the previous bytes (None when there was no file). Raises ``SwapUnsupportedError`` (nothing
+    changed) where the exchange is not available: non-Linux, old kernels, some network file
+    systems. A crash between the exchange and the delete leaves the old bytes under the
+    temporary name, which ``remove_stale_tmp_files`` deletes at the next start.
+    """
+    target = Path(path)
+    tmp, written = _write_durable_tmp(target, data)
+    previous = _swap_into_place(tmp, target)
+    fsync_dir(target.parent)
+    return written, previous
+
+
+def _swap_into_place(tmp: Path, target: Path) -> bytes | None:
+    try:
+        while True:
+            try:
+                _renameat2(tmp, target, _RENAME_EXCHANGE)
+                break
+            except FileNotFoundError:
+                try:  # no target: create it, but never over one that appeared meanwhile
+                    _renameat2(tmp, target, _RENAME_NOREPLACE)
+                    return None
+                except FileExistsError:
+                    continue
+    except BaseException:
+        tmp.unlink()  # nothing was swapped: tmp still holds our data
+        raise
+    # tmp now names the previous file
+    previous = tmp.read_bytes()
+    tmp.unlink()
+    return previous
+
+
+_AT_FDCWD = -100
+_RENAME_NOREPLACE = 1
+_RENAME_EXCHANGE = 2
+_UNSUPPORTED_ERRNOS = frozenset({errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
+@functools.cache
+def _libc_renameat2() -> Any:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_int,
+        ctypes.c_char_p,
+        ctypes.c_uint,
+    ]
+    function.restype = ctypes.c_int
+    return function
+
+
+def _renameat2(src: Path, dst: Path, flags: int) -> None:
+    function = _libc_renameat2()
+    if function is None:
+        raise SwapUnsupportedError(errno.ENOSYS, "renameat2 is not available", str(src))
+    if function(_AT_FDCWD, os.fsencode(src), _AT_FDCWD, os.fsencode(dst), flags) == 0:
+        return
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED_ERRNOS:
+        raise SwapUnsupportedError(code, os.strerror(code), str(src), None, str(dst))
+    raise OSError(code, os.strerror(code), str(src), None, str(dst))
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make renames, creations and deletions in ``directory`` durable."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_stale_tmp_files(path: Path | str) -> list[Path]:
+    """Delete temporary files a crashed ``atomic_write_bytes(path, ...)`` left behind.
+
+    Call it at startup, before anything writes ``path``: a writer that is still running would lose
+    its temporary file. Returns the removed paths so the caller can log them.
+    """
+    target = Path(path)
+    removed: list[Path] = []
+    try:
+        candidates = list(target.parent.iterdir())
+    except FileNotFoundError:
+        return removed
+    for candidate in candidates:
+        if is_tmp_file_of(candidate, target) and candidate.is_file():
+            with contextlib.suppress(FileNotFoundError):
+                candidate.unlink()
+                removed.append(candidate)
+    return removed
+
+
+def _write_durable_tmp(target: Path, data: bytes) -> tuple[Path, os.stat_result]:
+    tmp = tmp_path_for(target)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        try:
+            _keep_mode_of(target, fd)
+            _write_all(fd, data)
+            os.fsync(fd)
+            written = os.fstat(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        tmp.unlink()
+        raise
+    return tmp, written
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _keep_mode_of(target: Path, fd: int) -> None:
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        return
+    os.fchmod(fd, mode)

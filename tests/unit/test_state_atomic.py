@@ -1,0 +1,163 @@
+"""atomic_write_bytes / atomic_swap_bytes in-process: content, mode, hooks, stale tmp files.
+
+The crash cases (a process killed between write and rename) are in
+tests/integration/test_state_atomic_crash.py.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+import state.atomic
+from state.atomic import (
+    SwapUnsupportedError,
+    atomic_swap_bytes,
+    atomic_write_bytes,
+    is_tmp_file_of,
+    remove_stale_tmp_files,
+    tmp_path_for,
+)
+
+
+def test_writes_new_file_and_replaces_existing(tmp_path: Path) -> None:
+    target = tmp_path / "model.json"
+    written = atomic_write_bytes(target, b"first")
+    assert target.read_bytes() == b"first"
+    assert written.st_ino == target.stat().st_ino
+    atomic_write_bytes(target, b"second, longer")
+    assert target.read_bytes() == b"second, longer"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.json"]  # no tmp left
+
+
+def test_new_file_mode_follows_umask_and_existing_mode_is_kept(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    old_umask = os.umask(0o022)
+    try:
+        atomic_write_bytes(target, b"a")
+    finally:
+        os.umask(old_umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
+    target.chmod(0o640)
+    atomic_write_bytes(target, b"b")
+    assert stat.S_IMODE(target.stat().st_mode) == 0o640
+
+
+def test_hook_runs_with_durable_tmp_before_rename(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+    seen: list[tuple[bytes, bytes]] = []
+
+    def hook(tmp: Path) -> None:
+        assert is_tmp_file_of(tmp, target)
+        seen.append((tmp.read_bytes(), target.read_bytes()))
+
+    atomic_write_bytes(target, b"new", before_replace=hook)
+    assert seen == [(b"new", b"old")]
+    assert target.read_bytes() == b"new"
+
+
+def test_failing_hook_leaves_target_untouched_and_no_tmp(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+
+    def hook(_tmp: Path) -> None:
+        raise RuntimeError("someone edited the file")
+
+    with pytest.raises(RuntimeError, match="someone edited"):
+        atomic_write_bytes(target, b"new", before_replace=hook)
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_failed_rename_removes_tmp(tmp_path: Path) -> None:
+    target = tmp_path / "is_a_dir"
+    (target / "child").mkdir(parents=True)
+    with pytest.raises(OSError):
+        atomic_write_bytes(target, b"x")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["is_a_dir"]
+
+
+def test_tmp_names_are_recognised_only_for_their_target(tmp_path: Path) -> None:
+    target = tmp_path / "runner_state.json"
+    tmp = tmp_path_for(target)
+    assert tmp.parent == tmp_path
+    assert is_tmp_file_of(tmp, target)
+    assert not is_tmp_file_of(tmp, tmp_path / "other.json")
+    assert not is_tmp_file_of(tmp_path / ".runner_state.json.notes.tmp", target)
+    assert not is_tmp_file_of(target, target)
+
+
+def test_remove_stale_tmp_files_removes_only_ours(tmp_path: Path) -> None:
+    target = tmp_path / "runner_state.json"
+    target.write_bytes(b"keep")
+    stale = [tmp_path_for(target), tmp_path_for(target)]
+    for path in stale:
+        path.write_bytes(b"half")
+    unrelated = [tmp_path / ".other.json.0123456789abcdef.tmp", tmp_path / "notes.tmp"]
+    for path in unrelated:
+        path.write_bytes(b"x")
+    removed = remove_stale_tmp_files(target)
+    assert sorted(removed) == sorted(stale)
+    assert all(not p.exists() for p in stale)
+    assert all(p.exists() for p in unrelated)
+    assert target.read_bytes() == b"keep"
+    assert remove_stale_tmp_files(tmp_path / "missing_dir" / "x.json") == []
+
+
+# --- atomic_swap_bytes ---------------------------------------------------------------------------
+
+
+def test_swap_returns_exactly_what_it_replaced(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_bytes(b"a person's edit")
+    target.chmod(0o600)
+    written, previous = atomic_swap_bytes(target, b"daemon's state")
+    assert previous == b"a person's edit"
+    assert target.read_bytes() == b"daemon's state"
+    assert written.st_ino == target.stat().st_ino
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_swap_creates_a_missing_file(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    _, previous = atomic_swap_bytes(target, b"first")
+    assert previous is None
+    assert target.read_bytes() == b"first"
+
+
+def test_swap_never_creates_over_a_file_that_appeared_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The target is missing when the exchange is tried, then someone creates it before the
+    # create-if-absent rename: the swap must exchange with that file, not clobber it.
+    target = tmp_path / "state.json"
+    real = state.atomic._renameat2
+    calls: list[int] = []
+
+    def racing_renameat2(src: Path, dst: Path, flags: int) -> None:
+        calls.append(flags)
+        if len(calls) == 2:
+            dst.write_bytes(b"appeared")
+        real(src, dst, flags)
+
+    monkeypatch.setattr(state.atomic, "_renameat2", racing_renameat2)
+    _, previous = atomic_swap_bytes(target, b"ours")
+    assert previous == b"appeared"
+    assert target.read_bytes() == b"ours"
+    exchange, create = state.atomic._RENAME_EXCHANGE, state.atomic._RENAME_NOREPLACE
+    assert calls == [exchange, create, exchange]
+
+
+def test_swap_unsupported_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+    with pytest.raises(SwapUnsupportedError):
+        atomic_swap_bytes(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]

@@ -1,0 +1,352 @@
+"""JsonlJournal and CsvJournal: complete lines, deterministic bytes, torn-line repair, headers."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from runner.clock import VirtualClock
+from runner.errors import RefuseToStartError
+from state.journal import (
+    CsvJournal,
+    JournalClosedError,
+    JournalHeaderMismatchError,
+    JournalRecordError,
+    JsonlJournal,
+    encode_jsonl_record,
+    read_all,
+    read_csv_rows,
+    repair_torn_tail,
+)
+
+EPOCH_MS = 1_740_000_000_000  # 2025-02-19T21:20:00Z
+TRADE_COLUMNS = ("time_ms", "ticker", "side", "qty", "price", "fee", "client_order_id")
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock(epoch_ms=EPOCH_MS)
+
+
+def _trade(i: int) -> dict[str, Any]:
+    return {
+        "time_ms": EPOCH_MS + i,
+        "ticker": "BTC/USDT",
+        "side": "buy",
+        "qty": 0.001 * (i + 1),
+        "price": 97000.5,
+        "fee": None,
+        "client_order_id": f"vigil-{i}",
+    }
+
+
+# --- JSON lines --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fsync", [True, False])
+def test_appended_records_read_back_one_per_line(tmp_path: Path, fsync: bool) -> None:
+    path = tmp_path / "logs" / "decisions.jsonl"
+    with JsonlJournal(path, fsync=fsync) as journal:
+        journal.append({"who": "fallback", "n": 1, "nested": {"b": [1, 2.5], "a": None}})
+        journal.append({"who": "claude", "n": 2})
+    assert read_all(path) == [
+        {"who": "fallback", "n": 1, "nested": {"b": [1, 2.5], "a": None}},
+        {"who": "claude", "n": 2},
+    ]
+    assert path.read_bytes().count(b"\n") == 2
+
+
+def test_reopening_appends_after_existing_records(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    for n in range(3):
+        with JsonlJournal(path, fsync=False) as journal:
+            journal.append({"n": n})
+    assert [r["n"] for r in read_all(path)] == [0, 1, 2]
+
+
+def test_keys_are_sorted_so_equal_records_give_equal_bytes() -> None:
+    one = encode_jsonl_record({"b": 1, "a": {"z": 1, "y": 2}})
+    other = encode_jsonl_record({"a": {"y": 2, "z": 1}, "b": 1})
+    assert one == other == b'{"a":{"y":2,"z":1},"b":1}\n'
+
+
+_json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@given(record=st.dictionaries(st.text(), _json_values, max_size=6))
+def test_encoding_is_deterministic_and_round_trips(record: dict[str, Any]) -> None:
+    shuffled = dict(reversed(list(record.items())))
+    line = encode_jsonl_record(record)
+    assert line == encode_jsonl_record(shuffled)
+    assert line.endswith(b"\n") and line.count(b"\n") == 1  # one line, whatever the text holds
+    assert orjson.loads(line) == json.loads(json.dumps(record))
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_floats_are_refused_and_nothing_is_written(tmp_path: Path, bad: float) -> None:
+    path = tmp_path / "decisions.jsonl"
+    refused = pytest.raises(JournalRecordError, match=r"record\.snapshot\.rsi\[1\] is .*finite")
+    with JsonlJournal(path, fsync=False) as journal, refused:
+        journal.append({"snapshot": {"rsi": [50.0, bad]}})
+    assert path.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    ("record", "problem"),
+    [
+        ({"by_ticker": {1: "x"}}, "non-string key 1"),
+        ({"when": object()}, "cannot encode"),
+        (["not", "a", "mapping"], "must be a mapping"),
+    ],
+)
+def test_unencodable_records_are_refused(record: Any, problem: str) -> None:
+    with pytest.raises(JournalRecordError, match=problem):
+        encode_jsonl_record(record)
+
+
+def test_pydantic_models_and_tuples_are_written_as_json() -> None:
+    class Snapshot(BaseModel):
+        price: float
+        tickers: tuple[str, ...]
+
+    line = encode_jsonl_record({"snapshot": Snapshot(price=1.5, tickers=("BTC/USDT",))})
+    assert line == b'{"snapshot":{"price":1.5,"tickers":["BTC/USDT"]}}\n'
+    with pytest.raises(JournalRecordError, match="finite"):
+        encode_jsonl_record({"snapshot": Snapshot(price=math.nan, tickers=())})
+
+
+def test_a_torn_last_line_is_moved_aside_on_open(
+    tmp_path: Path, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":2}\n{"n":3,"reas')
+    with caplog.at_level(logging.WARNING, logger="state.journal"):
+        journal = JsonlJournal(path, fsync=True, clock=clock)
+    fragment = tmp_path / "decisions.jsonl.torn-20250219T212000.000Z"
+    assert journal.torn_fragment_path == fragment
+    assert fragment.read_bytes() == b'{"n":3,"reas'
+    assert str(fragment) in caplog.text
+    journal.append({"n": 4})
+    journal.close()
+    assert [r["n"] for r in read_all(path)] == [1, 2, 4]
+
+
+def test_a_file_that_is_only_a_fragment_is_emptied(tmp_path: Path, clock: VirtualClock) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_bytes(b'{"n":1')
+    with JsonlJournal(path, fsync=False, clock=clock) as journal:
+        assert journal.torn_fragment_path is not None
+    assert path.read_bytes() == b""
+
+
+def test_repair_finds_the_last_newline_far_back(tmp_path: Path, clock: VirtualClock) -> None:
+    path = tmp_path / "big.jsonl"
+    fragment = b"x" * 200_000  # longer than one backwards read
+    path.write_bytes(b'{"n":1}\n' + fragment)
+    repaired = repair_torn_tail(path, clock.now_ms())
+    assert repaired is not None and repaired.read_bytes() == fragment
+    assert path.read_bytes() == b'{"n":1}\n'
+
+
+def test_two_repairs_in_the_same_millisecond_keep_both_fragments(
+    tmp_path: Path, clock: VirtualClock
+) -> None:
+    path = tmp_path / "decisions.jsonl"
+    found = []
+    for text in (b"first", b"second"):
+        path.write_bytes(text)
+        repaired = repair_torn_tail(path, clock.now_ms())
+        assert repaired is not None
+        found.append(repaired.read_bytes())
+    assert found == [b"first", b"second"]
+
+
+def test_a_complete_file_is_not_touched(tmp_path: Path, clock: VirtualClock) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_bytes(b'{"n":1}\n')
+    mtime = path.stat().st_mtime_ns
+    assert repair_torn_tail(path, clock.now_ms()) is None
+    assert repair_torn_tail(tmp_path / "missing.jsonl", clock.now_ms()) is None
+    assert path.stat().st_mtime_ns == mtime
+
+
+def test_read_all_refuses_a_torn_or_broken_file(tmp_path: Path) -> None:
+    path = tmp_path / "decisions.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":')
+    with pytest.raises(ValueError, match="incomplete"):
+        read_all(path)
+    path.write_bytes(b'{"n":1}\n[1]\n')
+    with pytest.raises(ValueError, match="line 2 is not a JSON object"):
+        read_all(path)
+
+
+def test_append_after_close_is_an_error(tmp_path: Path) -> None:
+    journal = JsonlJournal(tmp_path / "d.jsonl", fsync=False)
+    journal.close()
+    journal.close()  # closing twice is fine
+    with pytest.raises(JournalClosedError):
+        journal.append({"n": 1})
+
+
+def test_each_record_is_one_write_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[bytes] = []
+    real_write = os.write
+
+    def counting_write(fd: int, data: bytes) -> int:
+        calls.append(bytes(data))
+        return real_write(fd, data)
+
+    with JsonlJournal(tmp_path / "d.jsonl", fsync=False) as journal:
+        monkeypatch.setattr(os, "write", counting_write)
+        journal.append({"text": "x" * 100_000, "n": 1})
+        monkeypatch.undo()
+    assert len(calls) == 1 and calls[0].endswith(b"}\n")
+
+
+def test_two_writers_on_one_file_never_overwrite_each_other(tmp_path: Path) -> None:
+    # O_APPEND: every write lands at the current end, whoever else has written meanwhile
+    path = tmp_path / "state" / "logs" / "decisions.jsonl"
+    first = JsonlJournal(path, fsync=False)
+    second = JsonlJournal(path, fsync=True)
+    for n in range(5):
+        (first if n % 2 else second).append({"n": n})
+    first.flush()
+    first.close()
+    second.close()
+    assert [r["n"] for r in read_all(path)] == [0, 1, 2, 3, 4]
+
+
+# --- CSV ---------------------------------------------------------------------------------------
+
+
+def test_csv_rows_follow_the_header(tmp_path: Path) -> None:
+    path = tmp_path / "logs" / "trades.csv"
+    with CsvJournal(path, TRADE_COLUMNS, fsync=True) as journal:
+        journal.append(_trade(0))
+        journal.append({**_trade(1), "client_order_id": 'has, comma and "quotes"'})
+    lines = path.read_text().splitlines()
+    assert lines[0] == "time_ms,ticker,side,qty,price,fee,client_order_id"
+    assert lines[1] == f"{EPOCH_MS},BTC/USDT,buy,0.001,97000.5,,vigil-0"
+    rows = read_csv_rows(path)
+    assert rows[1]["client_order_id"] == 'has, comma and "quotes"'
+    assert rows[0]["fee"] == ""
+
+
+def test_csv_header_is_written_exactly_once_across_reopens(tmp_path: Path) -> None:
+    path = tmp_path / "trades.csv"
+    for i in range(3):
+        with CsvJournal(path, TRADE_COLUMNS, fsync=False) as journal:
+            journal.append(_trade(i))
+    text = path.read_text()
+    assert text.count("time_ms,ticker") == 1
+    assert [r["client_order_id"] for r in read_csv_rows(path)] == ["vigil-0", "vigil-1", "vigil-2"]
+
+
+def test_csv_header_only_file_gets_no_second_header(tmp_path: Path) -> None:
+    path = tmp_path / "trades.csv"
+    CsvJournal(path, TRADE_COLUMNS, fsync=False).close()
+    CsvJournal(path, TRADE_COLUMNS, fsync=False).close()
+    assert path.read_text() == ",".join(TRADE_COLUMNS) + "\n"
+
+
+def test_csv_torn_row_is_repaired(tmp_path: Path, clock: VirtualClock) -> None:
+    path = tmp_path / "trades.csv"
+    with CsvJournal(path, TRADE_COLUMNS, fsync=False) as journal:
+        journal.append(_trade(0))
+    with path.open("ab") as fh:
+        fh.write(b"1740000000001,ETH/US")
+    with CsvJournal(path, TRADE_COLUMNS, fsync=False, clock=clock) as journal:
+        assert journal.torn_fragment_path is not None
+        assert journal.torn_fragment_path.read_bytes() == b"1740000000001,ETH/US"
+        journal.append(_trade(1))
+    assert [r["client_order_id"] for r in read_csv_rows(path)] == ["vigil-0", "vigil-1"]
+
+
+def test_csv_torn_header_is_rewritten(tmp_path: Path, clock: VirtualClock) -> None:
+    path = tmp_path / "trades.csv"
+    path.write_bytes(b"time_ms,tick")
+    with CsvJournal(path, TRADE_COLUMNS, fsync=False, clock=clock) as journal:
+        journal.append(_trade(0))
+    assert path.read_text().splitlines()[0] == ",".join(TRADE_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"drop": "fee"}, r"missing \['fee'\], unexpected none"),
+        ({"add": "venue"}, r"missing none, unexpected \['venue'\]"),
+    ],
+)
+def test_csv_rows_must_have_exactly_the_columns(
+    tmp_path: Path, change: dict[str, str], problem: str
+) -> None:
+    row = _trade(0)
+    if "drop" in change:
+        del row[change["drop"]]
+    else:
+        row[change["add"]] = "binance"
+    path = tmp_path / "trades.csv"
+    refused = pytest.raises(JournalRecordError, match=problem)
+    with CsvJournal(path, TRADE_COLUMNS, fsync=False) as journal, refused:
+        journal.append(row)
+    assert path.read_text().count("\n") == 1  # header only
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (math.nan, "finite"),
+        ("two\nlines", "line break"),
+        (b"bytes", "holds a bytes"),
+    ],
+)
+def test_csv_refuses_cells_it_cannot_write_as_one_line(
+    tmp_path: Path, value: Any, problem: str
+) -> None:
+    refused = pytest.raises(JournalRecordError, match=problem)
+    with CsvJournal(tmp_path / "t.csv", TRADE_COLUMNS, fsync=False) as journal, refused:
+        journal.append({**_trade(0), "price": value})
+
+
+def test_csv_bool_and_float_cells_are_unambiguous(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    with CsvJournal(path, ("a", "b", "c"), fsync=False) as journal:
+        journal.append({"a": True, "b": 0.1 + 0.2, "c": 10**20})
+    assert path.read_text().splitlines()[1] == f"true,{0.1 + 0.2!r},{10**20}"
+
+
+def test_csv_with_other_columns_refuses_to_start(tmp_path: Path) -> None:
+    path = tmp_path / "trades.csv"
+    with CsvJournal(path, ("a", "b"), fsync=False) as journal:
+        journal.append({"a": 1, "b": 2})
+    before = path.read_bytes()
+    with pytest.raises(JournalHeaderMismatchError, match=r"header 'a,b'.*'a,b,c'.*Move the old"):
+        CsvJournal(path, ("a", "b", "c"), fsync=False)
+    assert issubclass(JournalHeaderMismatchError, RefuseToStartError)
+    assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("columns", [(), ("a", "a"), ("a,b",), ("",), ("x\n",)])
+def test_bad_column_lists_are_refused(tmp_path: Path, columns: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="column"):
+        CsvJournal(tmp_path / "t.csv", columns, fsync=False)
