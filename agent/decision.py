@@ -1,0 +1,76 @@
+"""What a decider (Claude or the rule-based fallback) answers, before and after validation.
+
+``AgentDecision`` is the one shape every decider produces and everything downstream consumes: the risk
+caps, the broker, the gate update, the journal. Values are checked for type and range here; business
+caps (ticker whitelist, position size, exposure, cash) are applied afterwards by ``agent.risk``, so no
+decider can bypass them.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class Action(enum.StrEnum):
+    BUY = "BUY"
+    SELL = "SELL"
+    HOLD = "HOLD"
+
+
+DecidedBy = Literal["claude", "fallback"]
+
+
+class TradeDecision(BaseModel):
+    """One ticker's decision. ``position_pct`` is a fraction of portfolio value (0.10 = 10 %)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ticker: str = Field(min_length=1, max_length=32)
+    action: Action
+    position_pct: float = Field(0.0, ge=0.0, le=1.0)
+    confidence: float = Field(0.5, ge=0.0, le=1.0)
+    reasoning: str = Field("", max_length=4000)
+    signal_weights: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("signal_weights")
+    @classmethod
+    def _finite_weights(cls, weights: dict[str, float]) -> dict[str, float]:
+        bad = [name for name, value in weights.items() if not math.isfinite(value)]
+        if bad:
+            raise ValueError(f"non-finite signal weights: {bad}")
+        return weights
+
+
+class AgentDecision(BaseModel):
+    """A decider's whole answer for one snapshot."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decisions: tuple[TradeDecision, ...] = ()
+    market_assessment: str = Field("", max_length=4000)
+    regime_agreement: str = Field("", max_length=1000)
+    learning_note: str = Field("", max_length=2000)
+    next_check_seconds: int = 900  # clamped by the gate to [60, 3600]
+    wake_conditions: tuple[dict[str, Any], ...] = ()  # validated by the gate, not here
+    memory_update: str | None = None
+    decided_by: DecidedBy
+    decider_reason: str = ""  # why this decider decided (e.g. "no_api_key", "breaker_open")
+
+
+class OrderIntent(BaseModel):
+    """A capped, whitelisted decision ready for the broker. Quantities are in quote (USDT)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    ticker: str
+    action: Literal[Action.BUY, Action.SELL]
+    notional_usd: float = Field(gt=0.0)
+    reference_price: float = Field(gt=0.0)
+    position_pct: float = Field(ge=0.0, le=1.0)
+    signal_weights: dict[str, float] = Field(default_factory=dict)
+    reasoning: str = ""

@@ -1,0 +1,14 @@
+"""The Decider port: Claude (#5) and the rule-based fallback both implement it."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agent.decision import AgentDecision
+from runner.snapshot import MarketSnapshot
+
+
+class Decider(Protocol):
+    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+        """Decide for ``snapshot``. Never raises for a bad answer: it falls back and says why."""
+        ...

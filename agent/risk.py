@@ -1,0 +1,260 @@
+"""Risk caps applied to every decision, whoever made it. No model output can bypass them.
+
+In order: ticker normalised and whitelisted (one decision per ticker), HOLDs dropped, SELLs need an
+open position, BUYs sized as a *target allocation* (``position_pct`` of portfolio value, capped at
+``max_position_pct``; an existing position is topped up, never doubled), then the total exposure cap
+scaled by the regime (``max_total_exposure_pct x exposure_scale``), then available cash (minus a fee
+buffer), then the exchange's minimum notional. Every change is recorded with its reason, so the
+journal shows exactly what the caps did.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
+from market.timeframes import from_binance_symbol
+
+
+class RiskConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_position_pct: float = Field(0.20, gt=0.0, le=1.0)
+    max_total_exposure_pct: float = Field(1.0, gt=0.0, le=3.0)
+    min_notional_usd: float = Field(5.0, ge=0.0)
+    min_notional_usd_by_ticker: dict[str, float] = Field(
+        default_factory=lambda: {"BTC/USDT": 100.0}
+    )
+    cash_fee_buffer_pct: float = Field(0.5, ge=0.0, le=10.0)  # cash kept aside for fees, in %
+    max_exposure_scale: float = Field(2.0, gt=0.0)
+
+
+class RiskContext(BaseModel):
+    """The portfolio and market the caps are checked against."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    whitelist: tuple[str, ...]
+    portfolio_value_usd: float = Field(ge=0.0)
+    cash_usd: float = Field(ge=0.0)
+    position_notional_usd: dict[str, float] = Field(default_factory=dict)
+    prices: dict[str, float | None] = Field(default_factory=dict)
+    exposure_scale: float = 1.0
+
+
+class CapChange(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ticker: str
+    what: str  # e.g. "position_pct", "notional_usd", "dropped", "ticker"
+    before: str
+    after: str
+    reason: str
+
+
+class RiskOutcome(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    intents: tuple[OrderIntent, ...]
+    changes: tuple[CapChange, ...]
+
+    @property
+    def dropped(self) -> tuple[CapChange, ...]:
+        return tuple(c for c in self.changes if c.what == "dropped")
+
+
+class TickerError(ValueError):
+    pass
+
+
+def normalize_ticker(raw: str) -> str:
+    """``BTC/USDT:USDT``, ``btc/usdt``, ``BTCUSDT`` -> ``BTC/USDT``."""
+    text = raw.strip().upper()
+    if not text:
+        raise TickerError("empty ticker")
+    if "/" in text:
+        base, _, quote = text.partition("/")
+        quote = quote.split(":", 1)[0]
+        if not base.isalnum() or not quote.isalnum():
+            raise TickerError(f"not a ticker: {raw!r}")
+        return f"{base}/{quote}"
+    try:
+        return from_binance_symbol(text)
+    except ValueError as exc:
+        raise TickerError(str(exc)) from None
+
+
+def apply_risk_caps(
+    decision: AgentDecision, ctx: RiskContext, config: RiskConfig, decision_id: str
+) -> RiskOutcome:
+    changes: list[CapChange] = []
+    chosen = _whitelisted(decision.decisions, ctx.whitelist, changes)
+    sells = [d for d in chosen if d.action is Action.SELL]
+    buys = [d for d in chosen if d.action is Action.BUY]  # HOLDs ask for nothing
+
+    intents: list[OrderIntent] = []
+    exposure = dict(ctx.position_notional_usd)
+    for sell in sells:
+        intent = _sell_intent(sell, ctx, decision_id, changes)
+        if intent is not None:
+            intents.append(intent)
+            exposure.pop(sell.ticker, None)
+
+    scale = _exposure_scale(ctx.exposure_scale, config, changes)
+    room_usd = config.max_total_exposure_pct * scale * ctx.portfolio_value_usd - sum(
+        exposure.values()
+    )
+    cash_usd = ctx.cash_usd * (1.0 - config.cash_fee_buffer_pct / 100.0)
+    for buy in sorted(buys, key=lambda d: (-d.confidence, d.ticker)):
+        intent = _buy_intent(buy, ctx, config, decision_id, room_usd, cash_usd, exposure, changes)
+        if intent is not None:
+            intents.append(intent)
+            room_usd -= intent.notional_usd
+            cash_usd -= intent.notional_usd
+    return RiskOutcome(intents=tuple(intents), changes=tuple(changes))
+
+
+def _whitelisted(
+    decisions: Sequence[TradeDecision], whitelist: Sequence[str], changes: list[CapChange]
+) -> list[TradeDecision]:
+    allowed = set(whitelist)
+    seen: set[str] = set()
+    out: list[TradeDecision] = []
+    for d in decisions:
+        try:
+            ticker = normalize_ticker(d.ticker)
+        except TickerError as exc:
+            changes.append(_drop(d.ticker, d, f"invalid ticker: {exc}"))
+            continue
+        if ticker != d.ticker:
+            changes.append(
+                CapChange(
+                    ticker=ticker, what="ticker", before=d.ticker, after=ticker, reason="normalised"
+                )
+            )
+        if ticker not in allowed:
+            changes.append(_drop(ticker, d, f"not in the whitelist {sorted(allowed)}"))
+            continue
+        if ticker in seen:
+            changes.append(_drop(ticker, d, "a second decision for the same ticker"))
+            continue
+        seen.add(ticker)
+        out.append(d.model_copy(update={"ticker": ticker}))
+    return out
+
+
+def _sell_intent(
+    sell: TradeDecision, ctx: RiskContext, decision_id: str, changes: list[CapChange]
+) -> OrderIntent | None:
+    held = ctx.position_notional_usd.get(sell.ticker, 0.0)
+    price = ctx.prices.get(sell.ticker)
+    if held <= 0.0:
+        changes.append(_drop(sell.ticker, sell, "no open position to sell"))
+        return None
+    if price is None or not price > 0.0:
+        changes.append(_drop(sell.ticker, sell, "no current market price"))
+        return None
+    return OrderIntent(
+        decision_id=decision_id,
+        ticker=sell.ticker,
+        action=Action.SELL,
+        notional_usd=held,
+        reference_price=price,
+        position_pct=0.0,
+        signal_weights=sell.signal_weights,
+        reasoning=sell.reasoning,
+    )
+
+
+def _buy_intent(
+    buy: TradeDecision,
+    ctx: RiskContext,
+    config: RiskConfig,
+    decision_id: str,
+    room_usd: float,
+    cash_usd: float,
+    exposure: Mapping[str, float],
+    changes: list[CapChange],
+) -> OrderIntent | None:
+    price = ctx.prices.get(buy.ticker)
+    if price is None or not price > 0.0:
+        changes.append(_drop(buy.ticker, buy, "no current market price"))
+        return None
+    pct = buy.position_pct
+    if pct > config.max_position_pct:
+        changes.append(
+            CapChange(
+                ticker=buy.ticker,
+                what="position_pct",
+                before=f"{pct:g}",
+                after=f"{config.max_position_pct:g}",
+                reason=f"max position {config.max_position_pct:.0%}",
+            )
+        )
+        pct = config.max_position_pct
+    wanted = pct * ctx.portfolio_value_usd - exposure.get(buy.ticker, 0.0)
+    if wanted <= 0.0:
+        changes.append(_drop(buy.ticker, buy, f"already holds {pct:.0%} or more of the portfolio"))
+        return None
+    notional = wanted
+    for limit, why in ((room_usd, "total exposure cap (scaled by regime)"), (cash_usd, "cash")):
+        if notional > limit:
+            changes.append(
+                CapChange(
+                    ticker=buy.ticker,
+                    what="notional_usd",
+                    before=f"{notional:.2f}",
+                    after=f"{max(limit, 0.0):.2f}",
+                    reason=why,
+                )
+            )
+            notional = max(limit, 0.0)
+    minimum = config.min_notional_usd_by_ticker.get(buy.ticker, config.min_notional_usd)
+    if notional < minimum or notional <= 0.0:
+        changes.append(_drop(buy.ticker, buy, f"notional {notional:.2f} below minimum {minimum:g}"))
+        return None
+    return OrderIntent(
+        decision_id=decision_id,
+        ticker=buy.ticker,
+        action=Action.BUY,
+        notional_usd=notional,
+        reference_price=price,
+        position_pct=pct,
+        signal_weights=buy.signal_weights,
+        reasoning=buy.reasoning,
+    )
+
+
+def _exposure_scale(scale: float, config: RiskConfig, changes: list[CapChange]) -> float:
+    if not math.isfinite(scale) or scale < 0.0:
+        changes.append(
+            CapChange(
+                ticker="*",
+                what="exposure_scale",
+                before=repr(scale),
+                after="0",
+                reason="invalid exposure scale: no new exposure",
+            )
+        )
+        return 0.0
+    if scale > config.max_exposure_scale:
+        changes.append(
+            CapChange(
+                ticker="*",
+                what="exposure_scale",
+                before=f"{scale:g}",
+                after=f"{config.max_exposure_scale:g}",
+                reason="capped",
+            )
+        )
+        return config.max_exposure_scale
+    return scale
+
+
+def _drop(ticker: str, decision: TradeDecision, reason: str) -> CapChange:
+    return CapChange(
+        ticker=ticker, what="dropped", before=decision.action.value, after="none", reason=reason
+    )

@@ -1,0 +1,1 @@
+"""Benchmarks: plain scripts that print figures. They never pass or fail on time."""

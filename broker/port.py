@@ -1,0 +1,55 @@
+"""The Broker port. The paper broker and the ccxt broker (#6) implement it; tests use a fake."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.decision import OrderIntent
+
+
+class PositionDetail(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ticker: str
+    quantity: float  # base units, > 0 (long-only for now)
+    entry_price: float
+    mark_price: float | None
+    opened_at_ms: int
+
+    @property
+    def notional_usd(self) -> float:
+        return self.quantity * (
+            self.mark_price if self.mark_price is not None else self.entry_price
+        )
+
+
+class OrderResult(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    client_order_id: str
+    ticker: str
+    side: Literal["buy", "sell"]
+    status: Literal["filled", "open", "rejected", "cancelled"]
+    requested_notional_usd: float
+    filled_quantity: float = 0.0
+    average_price: float | None = None
+    fee_usd: float = 0.0
+    reason: str = ""
+    at_ms: int = Field(0, ge=0)
+
+
+class Broker(Protocol):
+    async def execute_decisions(self, intents: Sequence[OrderIntent]) -> Sequence[OrderResult]: ...
+
+    async def get_positions_detail(self) -> Sequence[PositionDetail]: ...
+
+    async def get_portfolio_value(self) -> float: ...
+
+    async def get_cash(self) -> float: ...
+
+    async def cancel(self, client_order_id: str) -> OrderResult | None: ...
+
+    async def lookup(self, client_order_id: str) -> OrderResult | None: ...

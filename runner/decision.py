@@ -1,0 +1,204 @@
+"""The decision routine: snapshot -> decider -> risk caps -> broker -> gate -> journal -> state.
+
+Single-flight: one decision at a time. Requests that arrive meanwhile (candle closes of three tickers,
+a gate wake, the watchdog) are coalesced into the next run, which carries all their reasons. Each run
+writes one complete line to ``decisions.jsonl``, also when it fails part-way, so the journal always
+says what happened and why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from agent.decision import AgentDecision, OrderIntent
+from agent.port import Decider
+from agent.risk import RiskConfig, RiskContext, RiskOutcome, apply_risk_caps
+from broker.port import Broker, OrderResult
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.events import DecisionMade
+from runner.snapshot import MarketSnapshot
+
+log = logging.getLogger(__name__)
+
+
+class GateUpdater(Protocol):
+    def update_from_agent(
+        self, next_check_seconds: float, wake_conditions: Sequence[Mapping[str, Any]]
+    ) -> Any: ...
+
+
+class Journal(Protocol):
+    def append(self, record: Mapping[str, Any]) -> None: ...
+
+
+class MemoryStore(Protocol):
+    def set_agent_memory(self, text: str) -> str: ...
+
+    def save(self) -> object: ...
+
+
+SnapshotSource = Callable[[Sequence[str]], Awaitable[MarketSnapshot]]
+RiskContextSource = Callable[[MarketSnapshot], RiskContext]
+
+
+class DecisionRoutine:
+    def __init__(
+        self,
+        clock: Clock,
+        bus: EventBus,
+        *,
+        build_snapshot: SnapshotSource,
+        decider: Decider,
+        risk_context: RiskContextSource,
+        risk_config: RiskConfig,
+        broker: Broker,
+        gate: GateUpdater,
+        journal: Journal,
+        store: MemoryStore,
+        after_execution: Callable[[Sequence[OrderIntent], Sequence[OrderResult]], Awaitable[None]]
+        | None = None,
+    ) -> None:
+        self._clock = clock
+        self._bus = bus
+        self._build_snapshot = build_snapshot
+        self._decider = decider
+        self._risk_context = risk_context
+        self._risk_config = risk_config
+        self._broker = broker
+        self._gate = gate
+        self._journal = journal
+        self._store = store
+        self._after_execution = after_execution
+        self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
+        self._wake = asyncio.Event()
+        self._seq = 0
+        self.runs = 0
+        self.coalesced = 0
+        self.failures = 0
+
+    def request(self, reasons: Sequence[str]) -> None:
+        """Ask for a decision; cheap and synchronous, callable from a tick handler."""
+        if self._pending or self._wake.is_set():
+            self.coalesced += 1
+        for reason in reasons:
+            self._pending[reason] = None
+        self._wake.set()
+
+    @property
+    def pending_reasons(self) -> tuple[str, ...]:
+        return tuple(self._pending)
+
+    async def run(self) -> None:
+        """The decision loop: one run at a time, each carrying every reason that piled up."""
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            reasons, self._pending = tuple(self._pending), {}
+            if reasons:
+                await self.decide_once(reasons)
+
+    async def decide_once(self, reasons: Sequence[str]) -> dict[str, Any]:
+        at_ms = self._clock.now_ms()
+        self._seq += 1
+        decision_id = f"d{at_ms}-{self._seq}"
+        started = time.perf_counter()  # logged, never journaled: replay journals must be identical
+        record: dict[str, Any] = {
+            "type": "decision",
+            "decision_id": decision_id,
+            "at_ms": at_ms,
+            "trigger": list(reasons),
+        }
+        try:
+            await self._decide(decision_id, reasons, record)
+        except asyncio.CancelledError:
+            record["error"] = "cancelled (shutdown) before the decision completed"
+            self._write(record, started)
+            raise
+        except Exception as exc:
+            self.failures += 1
+            record["error"] = f"{type(exc).__name__}: {exc}"
+            log.exception("decision %s failed", decision_id)
+        self.runs += 1
+        self._write(record, started)
+        return record
+
+    async def _decide(
+        self, decision_id: str, reasons: Sequence[str], record: dict[str, Any]
+    ) -> None:
+        snapshot = await self._build_snapshot(reasons)
+        record["snapshot_digest"] = snapshot.digest()
+        record["snapshot"] = snapshot.model_dump(mode="json")
+        decision = await self._decider.decide(snapshot)
+        record["decided_by"] = decision.decided_by
+        record["decider_reason"] = decision.decider_reason
+        record["raw_decision"] = decision.model_dump(mode="json")
+
+        outcome = apply_risk_caps(
+            decision, self._risk_context(snapshot), self._risk_config, decision_id
+        )
+        record["accepted"] = [i.model_dump(mode="json") for i in outcome.intents]
+        record["cap_changes"] = [c.model_dump(mode="json") for c in outcome.changes]
+        results = await self._execute(outcome)
+        record["orders"] = [r.model_dump(mode="json") for r in results]
+
+        gate_update = self._gate.update_from_agent(
+            decision.next_check_seconds, decision.wake_conditions
+        )
+        record["gate_update"] = _plain(gate_update)
+        self._remember(decision, record)
+        self._bus.publish(
+            DecisionMade(
+                at_ms=snapshot.at_ms,
+                decision_id=decision_id,
+                decided_by=decision.decided_by,
+                decisions=tuple(d.model_dump(mode="json") for d in decision.decisions),
+            )
+        )
+        log.info(
+            "decision %s by %s (%s): %s; orders: %s",
+            decision_id,
+            decision.decided_by,
+            ", ".join(reasons),
+            _summary(decision),
+            ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
+        )
+
+    async def _execute(self, outcome: RiskOutcome) -> Sequence[OrderResult]:
+        if not outcome.intents:
+            return ()
+        results = await self._broker.execute_decisions(outcome.intents)
+        if self._after_execution is not None:
+            await self._after_execution(outcome.intents, results)
+        return results
+
+    def _remember(self, decision: AgentDecision, record: dict[str, Any]) -> None:
+        if decision.memory_update:
+            record["memory_saved"] = self._store.set_agent_memory(decision.memory_update)
+        self._store.save()
+
+    def _write(self, record: dict[str, Any], started: float) -> None:
+        log.debug(
+            "decision %s took %.1f ms", record["decision_id"], (time.perf_counter() - started) * 1e3
+        )
+        try:
+            self._journal.append(record)
+        except Exception:
+            log.exception("could not journal decision %s", record.get("decision_id"))
+
+
+def _summary(decision: AgentDecision) -> str:
+    parts = [
+        f"{d.action.value} {d.ticker}" + (f" {d.position_pct:.0%}" if d.position_pct else "")
+        for d in decision.decisions
+    ]
+    return ", ".join(parts) or "no decisions"
+
+
+def _plain(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value

@@ -1,0 +1,156 @@
+"""MarketSnapshot: everything a decider sees at one instant, and the builder that assembles it.
+
+Every field of the design's table is here. A source that is not built yet, is down or has no data
+gives ``None`` and a reason under ``unavailable[field]``: a decider must never mistake a missing value
+for a market fact. Serialisation is compact and deterministic (sorted keys, fixed float precision), so
+the prompt, the journal and the snapshot digest agree byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+SNAPSHOT_SCHEMA_VERSION = 1
+FLOAT_DECIMALS = 8
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TimeframeSummary(_Frozen):
+    trend: str | None  # up / down / flat
+    bollinger_position: float | None  # %B: 0 at the lower band, 1 at the upper
+    rsi: float | None
+
+
+class TickerSnapshot(_Frozen):
+    price: float | None
+    change_1h_pct: float | None
+    return_4h_pct: float | None
+    return_24h_pct: float | None
+    volume_24h: float | None  # base units, closed 1h candles of the last 24 h
+    volume_ratio: float | None  # current candle volume vs its rolling mean
+    return_zscore: float | None
+    crypto_regime: str | None
+    multi_tf: dict[str, TimeframeSummary] = Field(default_factory=dict)
+
+
+class PositionSnapshot(_Frozen):
+    ticker: str
+    quantity: float
+    entry_price: float
+    mark_price: float | None
+    pnl_pct: float | None
+    peak_price: float | None
+    opened_at_ms: int
+    holding_secs: float
+
+
+class RegimeSnapshot(_Frozen):
+    crypto: dict[str, str]  # ticker -> low_volatility / medium_volatility / high_volatility / unknown
+    crypto_exposure: dict[str, float]
+    macro: str  # GOLDILOCKS / REFLATION / STAGFLATION / DEFLATION / unavailable
+    macro_exposure: float
+    combined: str  # e.g. low_volatility_goldilocks (BTC's crypto regime x macro)
+    exposure_scale: float
+    notes: tuple[str, ...] = ()
+
+
+class MarketSnapshot(_Frozen):
+    schema_version: int = SNAPSHOT_SCHEMA_VERSION
+    at_ms: int
+    tickers: dict[str, TickerSnapshot]
+    btc_price: float | None
+    btc_change_1h_pct: float | None
+    btc_change_24h_pct: float | None
+    # derivatives and outside context (filled by the derivatives monitor / context sources)
+    funding_rates: dict[str, float] | None = None
+    open_interest: dict[str, Any] | None = None
+    taker_delta: dict[str, Any] | None = None
+    long_short_ratio: dict[str, Any] | None = None
+    liquidations: dict[str, Any] | None = None
+    basis: dict[str, Any] | None = None
+    stablecoin_supply: dict[str, Any] | None = None
+    fear_greed: dict[str, Any] | None = None
+    news_summary: str | None = None
+    etf_flow: dict[str, Any] | None = None
+    derivatives_signal: float | None = None
+    # regimes
+    regime: RegimeSnapshot | None
+    exposure_scale: float
+    # learning and memory
+    ts_posteriors: dict[str, Any] | None = None
+    recent_trades: list[dict[str, Any]] | None = None
+    historical_insights: list[str] | None = None
+    agent_memory: str = ""
+    # portfolio
+    open_positions: list[PositionSnapshot]
+    portfolio_value: float | None
+    cash: float | None
+    # why now
+    gate_wake_reasons: list[str]
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+    def to_json_bytes(self) -> bytes:
+        return orjson.dumps(_rounded(self.model_dump(mode="json")), option=orjson.OPT_SORT_KEYS)
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.to_json_bytes()).hexdigest()[:16]
+
+
+#: snapshot fields that outside sources fill; listed so a missing source is always named
+CONTEXT_FIELDS = (
+    "funding_rates",
+    "open_interest",
+    "taker_delta",
+    "long_short_ratio",
+    "liquidations",
+    "basis",
+    "stablecoin_supply",
+    "fear_greed",
+    "news_summary",
+    "etf_flow",
+    "derivatives_signal",
+)
+
+
+def _rounded(value: Any) -> Any:
+    """Floats at fixed precision so the same market gives the same bytes (and fewer tokens)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite number in snapshot: {value!r}")
+        return round(value, FLOAT_DECIMALS)
+    if isinstance(value, Mapping):
+        return {k: _rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    return value
+
+
+def merge_unavailable(*parts: Mapping[str, str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for part in parts:
+        out.update(part)
+    return dict(sorted(out.items()))
+
+
+def require_reasons(snapshot_fields: Mapping[str, Any], unavailable: Mapping[str, str]) -> None:
+    """Every ``None`` context field must say why: a silent null is a defect."""
+    silent = [
+        name
+        for name in CONTEXT_FIELDS
+        if snapshot_fields.get(name) is None and name not in unavailable
+    ]
+    if silent:
+        raise ValueError(f"snapshot fields are null without a reason: {silent}")
+
+
+def ticker_order(tickers: Sequence[str]) -> list[str]:
+    return sorted(dict.fromkeys(tickers))
