@@ -16,18 +16,14 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.indicators import TimeframeSummary
+
 SNAPSHOT_SCHEMA_VERSION = 1
 FLOAT_DECIMALS = 8
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class TimeframeSummary(_Frozen):
-    trend: str | None  # up / down / flat
-    bollinger_position: float | None  # %B: 0 at the lower band, 1 at the upper
-    rsi: float | None
 
 
 class TickerSnapshot(_Frozen):
@@ -38,7 +34,6 @@ class TickerSnapshot(_Frozen):
     volume_24h: float | None  # base units, closed 1h candles of the last 24 h
     volume_ratio: float | None  # current candle volume vs its rolling mean
     return_zscore: float | None
-    crypto_regime: str | None
     multi_tf: dict[str, TimeframeSummary] = Field(default_factory=dict)
 
 
@@ -54,7 +49,9 @@ class PositionSnapshot(_Frozen):
 
 
 class RegimeSnapshot(_Frozen):
-    crypto: dict[str, str]  # ticker -> low_volatility / medium_volatility / high_volatility / unknown
+    crypto: dict[
+        str, str
+    ]  # ticker -> low_volatility / medium_volatility / high_volatility / unknown
     crypto_exposure: dict[str, float]
     macro: str  # GOLDILOCKS / REFLATION / STAGFLATION / DEFLATION / unavailable
     macro_exposure: float

@@ -1,0 +1,229 @@
+"""Assembles a MarketSnapshot from the daemon's live views. Reads caches; fetches nothing itself.
+
+Each view is a small Protocol so tests build snapshots from fakes. A view that raises or is absent
+turns into ``None`` plus a reason: one broken source never stops a decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from agent.indicators import summarise_closes
+from broker.port import Broker, PositionDetail
+from market.aggregator import CandleArrays
+from market.features import TickFeatures
+from runner.clock import Clock
+from runner.snapshot import (
+    CONTEXT_FIELDS,
+    MarketSnapshot,
+    PositionSnapshot,
+    RegimeSnapshot,
+    TickerSnapshot,
+    merge_unavailable,
+    require_reasons,
+)
+
+log = logging.getLogger(__name__)
+
+BTC = "BTC/USDT"
+SUMMARY_TIMEFRAMES = ("15m", "1h", "4h")
+
+
+class MarketView(Protocol):
+    def last_price(self, ticker: str) -> float | None: ...
+
+    def closed_arrays(self, ticker: str, timeframe: str) -> CandleArrays: ...
+
+
+class FeaturesView(Protocol):
+    def features(self, ticker: str) -> TickFeatures | None: ...
+
+
+class ContextReading(Protocol):
+    values: Mapping[str, Any]
+    unavailable: Mapping[str, str]
+
+
+class ContextSource(Protocol):
+    """Outside data for some of ``CONTEXT_FIELDS`` (derivatives, sentiment, ...)."""
+
+    name: str
+
+    async def read(self) -> ContextReading: ...
+
+
+class LearnerView(Protocol):
+    def posteriors(self, regime: str | None) -> dict[str, Any]: ...
+
+    def recent_trades(self) -> list[dict[str, Any]]: ...
+
+
+#: components of the design that later work adds, and the reason the snapshot gives until then
+NOT_BUILT = {
+    "context": "no outside-data source configured yet (the derivatives issue, #7, adds them)",
+    "learner": "the Thompson-sampling learner is not built yet (#6)",
+    "insights": "the trading memory graph is not built yet",
+}
+
+
+class SnapshotBuilder:
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        tickers: Sequence[str],
+        market: MarketView,
+        features: FeaturesView,
+        broker: Broker,
+        agent_memory: Callable[[], str],
+        peak_prices: Callable[[], Mapping[str, float]],
+        regime: Callable[[], RegimeSnapshot | None],
+        context_sources: Sequence[ContextSource] = (),
+        learner: LearnerView | None = None,
+        source_timeout_secs: float = 5.0,
+    ) -> None:
+        self._clock = clock
+        self._tickers = tuple(sorted(dict.fromkeys(tickers)))
+        self._market = market
+        self._features = features
+        self._broker = broker
+        self._agent_memory = agent_memory
+        self._peak_prices = peak_prices
+        self._regime = regime
+        self._sources = tuple(context_sources)
+        self._learner = learner
+        self._source_timeout_secs = source_timeout_secs
+
+    async def build(self, wake_reasons: Sequence[str]) -> MarketSnapshot:
+        at_ms = self._clock.now_ms()
+        unavailable: dict[str, str] = {}
+        tickers = {t: self._ticker(t, unavailable) for t in self._tickers}
+        btc = tickers.get(BTC)
+        if btc is None:
+            unavailable["btc_price"] = f"{BTC} is not among the configured tickers"
+        positions, portfolio_value, cash = await self._portfolio(at_ms, unavailable)
+        regime = self._regime_or_reason(unavailable)
+        context = await self._context(unavailable)
+        learner = self._learning(regime, unavailable)
+        unavailable["historical_insights"] = NOT_BUILT["insights"]
+        fields: dict[str, Any] = {
+            "at_ms": at_ms,
+            "tickers": tickers,
+            "btc_price": btc.price if btc else None,
+            "btc_change_1h_pct": btc.change_1h_pct if btc else None,
+            "btc_change_24h_pct": btc.return_24h_pct if btc else None,
+            "regime": regime,
+            "exposure_scale": regime.exposure_scale if regime is not None else 1.0,
+            "agent_memory": self._agent_memory(),
+            "open_positions": positions,
+            "portfolio_value": portfolio_value,
+            "cash": cash,
+            "gate_wake_reasons": list(wake_reasons),
+            **context,
+            **learner,
+        }
+        require_reasons(fields, unavailable)
+        return MarketSnapshot(**fields, unavailable=merge_unavailable(unavailable))
+
+    def _ticker(self, ticker: str, unavailable: dict[str, str]) -> TickerSnapshot:
+        feats = self._features.features(ticker)
+        if feats is None:
+            unavailable[f"tickers.{ticker}"] = "no market data received yet"
+        else:
+            for name, why in feats.unavailable.items():
+                unavailable[f"tickers.{ticker}.{name}"] = why
+        hourly = self._market.closed_arrays(ticker, "1h")
+        volume_24h = float(hourly.volume[-24:].sum()) if len(hourly.volume) >= 24 else None
+        if volume_24h is None:
+            unavailable[f"tickers.{ticker}.volume_24h"] = (
+                f"needs 24 closed 1h candles, have {len(hourly.volume)}"
+            )
+        multi_tf = {
+            tf: summarise_closes(self._market.closed_arrays(ticker, tf).close)
+            for tf in SUMMARY_TIMEFRAMES
+        }
+        return TickerSnapshot(
+            price=self._market.last_price(ticker),
+            change_1h_pct=feats.change_1h_pct if feats else None,
+            return_4h_pct=feats.change_4h_pct if feats else None,
+            return_24h_pct=feats.change_24h_pct if feats else None,
+            volume_24h=volume_24h,
+            volume_ratio=feats.volume_ratio if feats else None,
+            return_zscore=feats.return_zscore if feats else None,
+            multi_tf=multi_tf,
+        )
+
+    async def _portfolio(
+        self, at_ms: int, unavailable: dict[str, str]
+    ) -> tuple[list[PositionSnapshot], float | None, float | None]:
+        try:
+            details = await self._broker.get_positions_detail()
+            value = await self._broker.get_portfolio_value()
+            cash = await self._broker.get_cash()
+        except Exception as exc:
+            log.warning("snapshot: broker unavailable: %s", exc)
+            reason = f"broker unavailable: {type(exc).__name__}: {exc}"
+            unavailable.update(open_positions=reason, portfolio_value=reason, cash=reason)
+            return [], None, None
+        peaks = self._peak_prices()
+        return [_position(d, peaks.get(d.ticker), at_ms) for d in details], value, cash
+
+    def _regime_or_reason(self, unavailable: dict[str, str]) -> RegimeSnapshot | None:
+        try:
+            regime = self._regime()
+        except Exception as exc:
+            log.warning("snapshot: regime unavailable: %s", exc)
+            unavailable["regime"] = f"regime model failed: {type(exc).__name__}: {exc}"
+            return None
+        if regime is None:
+            unavailable["regime"] = "no regime estimate yet (needs 4h history)"
+        return regime
+
+    async def _context(self, unavailable: dict[str, str]) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        reasons: dict[str, str] = {}
+        for source in self._sources:
+            try:
+                async with asyncio.timeout(self._source_timeout_secs):
+                    reading = await source.read()
+            except Exception as exc:
+                for name in CONTEXT_FIELDS:
+                    reasons.setdefault(name, f"{source.name} failed: {type(exc).__name__}: {exc}")
+                continue
+            values.update({k: v for k, v in reading.values.items() if k in CONTEXT_FIELDS})
+            reasons.update(reading.unavailable)
+        for name in CONTEXT_FIELDS:
+            if values.get(name) is None:
+                unavailable[name] = reasons.get(name, NOT_BUILT["context"])
+        return {name: values.get(name) for name in CONTEXT_FIELDS}
+
+    def _learning(
+        self, regime: RegimeSnapshot | None, unavailable: dict[str, str]
+    ) -> dict[str, Any]:
+        if self._learner is None:
+            unavailable["ts_posteriors"] = unavailable["recent_trades"] = NOT_BUILT["learner"]
+            return {"ts_posteriors": None, "recent_trades": None}
+        label = regime.combined if regime is not None else None
+        return {
+            "ts_posteriors": self._learner.posteriors(label),
+            "recent_trades": self._learner.recent_trades(),
+        }
+
+
+def _position(detail: PositionDetail, peak: float | None, at_ms: int) -> PositionSnapshot:
+    mark = detail.mark_price
+    pnl_pct = (mark / detail.entry_price - 1.0) * 100.0 if mark is not None else None
+    known_peak = max(p for p in (peak, mark, detail.entry_price) if p is not None)
+    return PositionSnapshot(
+        ticker=detail.ticker,
+        quantity=detail.quantity,
+        entry_price=detail.entry_price,
+        mark_price=mark,
+        pnl_pct=pnl_pct,
+        peak_price=known_peak,
+        opened_at_ms=detail.opened_at_ms,
+        holding_secs=max(0.0, (at_ms - detail.opened_at_ms) / 1000.0),
+    )

@@ -1,0 +1,212 @@
+"""MarketSnapshot: every null says why, serialisation is deterministic, a broken source is contained."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+
+from broker.port import OrderResult, PositionDetail
+from market.aggregator import MultiTFAggregator
+from market.features import FeatureTracker
+from market.recorded import load_klines, resample
+from runner.bus import EventBus
+from runner.clock import VirtualClock
+from runner.events import Candle, MarketTick
+from runner.snapshot import CONTEXT_FIELDS, RegimeSnapshot
+from runner.snapshot_builder import NOT_BUILT, SnapshotBuilder
+
+TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
+START_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
+
+
+class FakeBroker:
+    def __init__(self, *, fail: bool = False) -> None:
+        self.fail = fail
+
+    async def execute_decisions(self, intents: Sequence[Any]) -> Sequence[OrderResult]:
+        return ()
+
+    async def get_positions_detail(self) -> Sequence[PositionDetail]:
+        if self.fail:
+            raise ConnectionError("exchange down")
+        return [
+            PositionDetail(
+                ticker="SOL/USDT",
+                quantity=2.0,
+                entry_price=140.0,
+                mark_price=147.0,
+                opened_at_ms=START_MS - 3_600_000,
+            )
+        ]
+
+    async def get_portfolio_value(self) -> float:
+        return 10_014.0
+
+    async def get_cash(self) -> float:
+        return 9_720.0
+
+    async def cancel(self, client_order_id: str) -> OrderResult | None:
+        return None
+
+    async def lookup(self, client_order_id: str) -> OrderResult | None:
+        return None
+
+
+@dataclass
+class Reading:
+    values: Mapping[str, Any]
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+
+class FundingSource:
+    name = "funding"
+
+    async def read(self) -> Reading:
+        return Reading(
+            values={"funding_rates": {"BTC/USDT": 0.0001}},
+            unavailable={"open_interest": "not in the recorded data"},
+        )
+
+
+class BrokenSource:
+    name = "sentiment"
+
+    async def read(self) -> Reading:
+        raise TimeoutError("alternative.me did not answer")
+
+
+@pytest.fixture(scope="module")
+def seeded() -> tuple[MultiTFAggregator, FeatureTracker]:
+    features = FeatureTracker()
+    agg = MultiTFAggregator(EventBus(), observers=[features])
+    for ticker in TICKERS:
+        five = load_klines(ticker, "5m")
+        five = five[(five.index >= START_MS - 5 * 86_400_000) & (five.index < START_MS)]
+        for tf in ("15m", "1h", "4h"):
+            frame = resample(five, "5m", tf)
+            agg.seed(
+                ticker,
+                tf,
+                [Candle(open_time_ms=int(t), **row) for t, row in frame.to_dict("index").items()],
+            )
+        last = agg.last_closed(ticker, "15m")
+        assert last is not None
+        agg.update(  # the first live tick of the next 15m candle
+            MarketTick(
+                ticker=ticker,
+                timeframe="15m",
+                open_time_ms=START_MS,
+                close_time_ms=START_MS + 899_999,
+                open=last.close,
+                high=last.close,
+                low=last.close,
+                close=last.close,
+                volume=1.0,
+                closed=False,
+                event_time_ms=START_MS + 250,
+            )
+        )
+    return agg, features
+
+
+def _builder(
+    agg: MultiTFAggregator,
+    features: FeatureTracker,
+    *,
+    broker: FakeBroker | None = None,
+    sources: Sequence[Any] = (),
+    regime: RegimeSnapshot | None = None,
+) -> SnapshotBuilder:
+    return SnapshotBuilder(
+        VirtualClock(epoch_ms=START_MS),
+        tickers=TICKERS,
+        market=agg,
+        features=features,
+        broker=broker or FakeBroker(),
+        agent_memory=lambda: "BTC chops in ranges on weekends.",
+        peak_prices=lambda: {"SOL/USDT": 150.0},
+        regime=lambda: regime,
+        context_sources=sources,
+    )
+
+
+async def test_every_null_field_has_a_reason(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snap = await _builder(*seeded).build(["candle_close:BTC/USDT:4h"])
+    dumped = snap.model_dump()
+    for name in CONTEXT_FIELDS:
+        assert dumped[name] is None
+        assert snap.unavailable[name] == NOT_BUILT["context"]
+    assert snap.unavailable["ts_posteriors"] == NOT_BUILT["learner"]
+    assert snap.unavailable["historical_insights"] == NOT_BUILT["insights"]
+    assert snap.regime is None and "regime" in snap.unavailable
+    assert snap.exposure_scale == 1.0  # no regime: no scaling, said so above
+
+
+async def test_market_portfolio_and_memory_are_filled(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snap = await _builder(*seeded).build(["agent_timer"])
+    btc = snap.tickers["BTC/USDT"]
+    assert snap.btc_price == btc.price == seeded[0].last_price("BTC/USDT")
+    assert btc.volume_24h is not None and btc.volume_24h > 0
+    assert btc.return_24h_pct is not None
+    assert set(btc.multi_tf) == {"15m", "1h", "4h"}
+    assert btc.multi_tf["1h"].trend in {"up", "down", "flat"}
+    (pos,) = snap.open_positions
+    assert pos.pnl_pct == pytest.approx(5.0) and pos.peak_price == 150.0
+    assert pos.holding_secs == 3600.0
+    assert (snap.portfolio_value, snap.cash) == (10_014.0, 9_720.0)
+    assert snap.agent_memory.startswith("BTC chops")
+    assert snap.gate_wake_reasons == ["agent_timer"]
+
+
+async def test_sources_fill_fields_and_a_broken_one_only_costs_its_fields(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snap = await _builder(*seeded, sources=[FundingSource(), BrokenSource()]).build([])
+    assert snap.funding_rates == {"BTC/USDT": 0.0001}
+    assert "funding_rates" not in snap.unavailable
+    assert snap.unavailable["open_interest"] == "not in the recorded data"
+    assert snap.unavailable["fear_greed"].startswith("sentiment failed: TimeoutError")
+
+
+async def test_broker_down_gives_nulls_with_reason(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snap = await _builder(*seeded, broker=FakeBroker(fail=True)).build([])
+    assert snap.portfolio_value is None and snap.cash is None and snap.open_positions == []
+    assert "exchange down" in snap.unavailable["portfolio_value"]
+
+
+async def test_regime_sets_exposure_scale(seeded: tuple[MultiTFAggregator, FeatureTracker]) -> None:
+    regime = RegimeSnapshot(
+        crypto={"BTC/USDT": "high_volatility"},
+        crypto_exposure={"BTC/USDT": 0.6},
+        macro="unavailable",
+        macro_exposure=1.0,
+        combined="high_volatility_unavailable",
+        exposure_scale=0.6,
+    )
+    snap = await _builder(*seeded, regime=regime).build([])
+    assert snap.exposure_scale == 0.6 and "regime" not in snap.unavailable
+
+
+async def test_serialisation_is_compact_deterministic_and_rejects_nan(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    first = await _builder(*seeded).build(["x"])
+    second = await _builder(*seeded).build(["x"])
+    assert first.to_json_bytes() == second.to_json_bytes()
+    assert first.digest() == second.digest()
+    raw = first.to_json_bytes()
+    assert b"\n" not in raw and b": " not in raw
+    assert orjson.loads(raw)["btc_price"] == first.btc_price
+    broken = first.model_copy(update={"btc_price": float("nan")})
+    with pytest.raises(ValueError, match="non-finite"):
+        broken.to_json_bytes()
