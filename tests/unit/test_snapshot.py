@@ -91,7 +91,10 @@ def seeded() -> tuple[MultiTFAggregator, FeatureTracker]:
             agg.seed(
                 ticker,
                 tf,
-                [Candle(open_time_ms=int(t), **row) for t, row in frame.to_dict("index").items()],
+                [
+                    Candle(open_time_ms=int(t), open=o, high=h, low=lo, close=c, volume=v)
+                    for t, o, h, lo, c, v in frame.itertuples(index=True, name=None)
+                ],
             )
         last = agg.last_closed(ticker, "15m")
         assert last is not None
