@@ -1,0 +1,274 @@
+"""The rule-based fallback decider: what decides when Claude cannot (no key, breaker open, ...).
+
+``FallbackPipeline(config).decide(inputs, decider_reason)`` runs, per ticker, the nodes of
+``agent.fallback_nodes`` (RegimeBlendDetect -> DerivativesSignal input -> RegimeBlendSignal ->
+RegimeBlendExit for an open position, RegimeBlendEntry otherwise) and returns the same
+``AgentDecision`` Claude's answer becomes, with ``decided_by="fallback"``. It is pure and
+deterministic: the same inputs give the same decision.
+
+Every ticker gets one decision whose ``reasoning`` names the numbers behind it; a HOLD always says
+why (below threshold, no data, stale history, no price, too little cash...). ``signal_weights``
+holds each available signal's value in [-1, 1] (rsi, momentum, bollinger, derivatives): the
+learner keys its posteriors by these names; a signal without data is absent, never a made-up 0.
+
+Entry sizes are multiplied by the ticker's crypto regime exposure times the combined regime's
+``exposure_scale``; BUYs are funded in descending score order from the cash left, so several BUYs
+never plan more than the cash. A SELL's ``position_pct`` is the whole position's share of
+portfolio value (the fallback always exits fully); its confidence is 1 for the price rules (stop
+loss, trailing stop) and the blend's confidence for a signal exit.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from agent.decision import Action, AgentDecision, TradeDecision
+from agent.fallback_config import FallbackConfig, RegimeLabel
+from agent.fallback_nodes import (
+    BlendedScore,
+    BlendWeights,
+    DerivativesSignalInput,
+    EntryVerdict,
+    OpenPosition,
+    RegimeBlendDetect,
+    RegimeBlendEntry,
+    RegimeBlendExit,
+    RegimeBlendSignal,
+)
+from market.timeframes import timeframe_ms
+
+_VOLATILITY_RANK: dict[RegimeLabel, int] = {
+    "low_volatility": 0,
+    "unknown": 1,
+    "medium_volatility": 2,
+    "high_volatility": 3,
+}
+
+
+class TickerInputs(BaseModel):
+    """One ticker as the fallback sees it. ``closes`` are CLOSED candles of the configured
+    timeframe, oldest first; ``last_candle_open_ms`` is the newest one's open time."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    ticker: str = Field(min_length=1)
+    closes: tuple[float, ...] = ()
+    last_candle_open_ms: int | None = None
+    price: float | None = Field(None, gt=0.0)  # None: no current price in the snapshot
+    regime_label: str = "unknown"
+    regime_exposure: float = Field(1.0, ge=0.0)
+    derivatives_signal: float | None = Field(None, ge=-1.0, le=1.0)
+    derivatives_unavailable_reason: str = ""
+    position: OpenPosition | None = None
+
+    @field_validator("closes")
+    @classmethod
+    def _positive_finite(cls, closes: tuple[float, ...]) -> tuple[float, ...]:
+        array = np.asarray(closes, dtype=np.float64)
+        if not (np.isfinite(array).all() and (array > 0).all()):
+            raise ValueError("closes must be finite and positive")
+        return closes
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Self:
+        if self.closes and self.last_candle_open_ms is None:
+            raise ValueError("closes given without last_candle_open_ms")
+        if self.position is not None and self.position.detail.ticker != self.ticker:
+            raise ValueError(
+                f"position for {self.position.detail.ticker} given with ticker {self.ticker}"
+            )
+        if self.position is not None and self.position.detail.entry_price <= 0:
+            raise ValueError("position entry_price must be positive")
+        return self
+
+    @classmethod
+    def from_frame(cls, ticker: str, frame: pd.DataFrame, **fields: object) -> TickerInputs:
+        """From a ``market.recorded``-shaped frame (index ``open_time_ms``, closed candles)."""
+        ordered = frame.sort_index()
+        closes = tuple(float(value) for value in ordered["close"].to_numpy())
+        last_open_ms = int(ordered.index[-1]) if len(ordered) else None
+        return cls.model_validate(
+            {"ticker": ticker, "closes": closes, "last_candle_open_ms": last_open_ms, **fields}
+        )
+
+
+class FallbackInputs(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at_ms: int = Field(ge=0)
+    tickers: tuple[TickerInputs, ...]
+    portfolio_value: float = Field(ge=0.0)
+    cash: float = Field(ge=0.0)
+    exposure_scale: float = Field(1.0, ge=0.0)  # the combined regime's, applied to every ticker
+
+
+class _Analysis(BaseModel):
+    """What the signal nodes said about one ticker, before the entry/exit decision."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    inputs: TickerInputs
+    blend: BlendWeights
+    blended: BlendedScore
+
+
+class FallbackPipeline:
+    def __init__(self, config: FallbackConfig | None = None) -> None:
+        self.config = config or FallbackConfig()
+        self._detect = RegimeBlendDetect(self.config)
+        self._derivatives = DerivativesSignalInput(self.config)
+        self._signal = RegimeBlendSignal(self.config)
+        self._exit = RegimeBlendExit(self.config)
+        self._entry = RegimeBlendEntry(self.config)
+
+    def decide(self, inputs: FallbackInputs, decider_reason: str = "") -> AgentDecision:
+        analyses = [self._analyse(ticker, inputs.at_ms) for ticker in inputs.tickers]
+        decisions = self._decisions(analyses, inputs)
+        return AgentDecision(
+            decisions=tuple(decisions),
+            market_assessment=_clip(_assessment(analyses, decisions), 4000),
+            regime_agreement=_clip(_regime_agreement(analyses), 1000),
+            learning_note="",
+            next_check_seconds=self._next_check_secs(analyses),
+            wake_conditions=(),
+            memory_update=None,
+            decided_by="fallback",
+            decider_reason=decider_reason,
+        )
+
+    def _analyse(self, ticker: TickerInputs, at_ms: int) -> _Analysis:
+        blend = self._detect.run(ticker.regime_label)
+        derivatives = self._derivatives.run(
+            ticker.derivatives_signal, ticker.derivatives_unavailable_reason
+        )
+        blended = self._signal.run(
+            ticker.closes, blend, derivatives, self._history_problem(ticker, at_ms)
+        )
+        return _Analysis(inputs=ticker, blend=blend, blended=blended)
+
+    def _history_problem(self, ticker: TickerInputs, at_ms: int) -> str | None:
+        if not ticker.closes or ticker.last_candle_open_ms is None:
+            return f"no {self.config.timeframe} candles"
+        step_ms = timeframe_ms(self.config.timeframe)
+        closed_ms = ticker.last_candle_open_ms + step_ms
+        if at_ms - closed_ms > self.config.stale_after_candles * step_ms:
+            hours = (at_ms - closed_ms) / 3_600_000
+            return f"stale history: newest {self.config.timeframe} candle closed {hours:.1f} h ago"
+        return None
+
+    def _decisions(self, analyses: list[_Analysis], inputs: FallbackInputs) -> list[TradeDecision]:
+        by_ticker: dict[int, TradeDecision] = {}
+        entry_candidates: list[int] = []
+        for index, analysis in enumerate(analyses):
+            early = self._without_entry(analysis, inputs.portfolio_value)
+            if early is None:
+                entry_candidates.append(index)
+            else:
+                by_ticker[index] = early
+        # fund the strongest scores first from the cash that is left
+        entry_candidates.sort(key=lambda index: -(analyses[index].blended.score or 0.0))
+        cash_left = inputs.cash
+        for index in entry_candidates:
+            analysis = analyses[index]
+            exposure = analysis.inputs.regime_exposure * inputs.exposure_scale
+            verdict = self._entry.run(
+                analysis.blended, exposure, cash_left / inputs.portfolio_value
+            )
+            if verdict.buy:
+                cash_left -= verdict.position_pct * inputs.portfolio_value
+            by_ticker[index] = _entry_decision(analysis, verdict, exposure)
+        return [by_ticker[index] for index in range(len(analyses))]
+
+    def _without_entry(self, analysis: _Analysis, portfolio_value: float) -> TradeDecision | None:
+        """The decision when no entry sizing is needed (open position, no data...), else None."""
+        ticker, blended = analysis.inputs, analysis.blended
+        if ticker.price is None:
+            return _hold(analysis, "no current price in the snapshot: no trade")
+        if ticker.position is not None:
+            verdict = self._exit.run(ticker.position, ticker.price, blended.score)
+            if not verdict.exit:
+                return _hold(analysis, f"position open, {verdict.summary}")
+            held_usd = ticker.position.detail.quantity * ticker.price
+            share = min(1.0, held_usd / portfolio_value) if portfolio_value > 0 else 0.0
+            return TradeDecision(
+                ticker=ticker.ticker,
+                action=Action.SELL,
+                position_pct=share,
+                confidence=1.0 if verdict.rule != "signal" else blended.confidence,
+                reasoning=_clip(
+                    f"SELL ({verdict.rule}): {verdict.summary}. {blended.summary}", 4000
+                ),
+                signal_weights=blended.signals,
+            )
+        if blended.score is None:
+            return _hold(analysis, "no entry without a score")
+        if portfolio_value <= 0:
+            return _hold(analysis, "portfolio value is 0: nothing to size a position from")
+        return None
+
+    def _next_check_secs(self, analyses: list[_Analysis]) -> int:
+        if not analyses:
+            return self.config.next_check_secs["unknown"]
+        regime = max((a.blend.regime for a in analyses), key=_VOLATILITY_RANK.__getitem__)
+        return self.config.next_check_secs[regime]
+
+
+def _hold(analysis: _Analysis, why: str) -> TradeDecision:
+    blended = analysis.blended
+    return TradeDecision(
+        ticker=analysis.inputs.ticker,
+        action=Action.HOLD,
+        position_pct=0.0,
+        confidence=blended.confidence,
+        reasoning=_clip(f"HOLD: {why}. {blended.summary}", 4000),
+        signal_weights=blended.signals,
+    )
+
+
+def _entry_decision(analysis: _Analysis, verdict: EntryVerdict, exposure: float) -> TradeDecision:
+    if not verdict.buy:
+        return _hold(analysis, f"{verdict.summary} (exposure {exposure:.2f})")
+    blended = analysis.blended
+    return TradeDecision(
+        ticker=analysis.inputs.ticker,
+        action=Action.BUY,
+        position_pct=verdict.position_pct,
+        confidence=blended.confidence,
+        reasoning=_clip(f"BUY: {verdict.summary}. {blended.summary}", 4000),
+        signal_weights=blended.signals,
+    )
+
+
+def _assessment(analyses: list[_Analysis], decisions: list[TradeDecision]) -> str:
+    if not analyses:
+        return "fallback (rule-based): no tickers in the snapshot"
+    parts = []
+    for analysis, decision in zip(analyses, decisions, strict=True):
+        ticker, score = analysis.inputs, analysis.blended.score
+        price = "no price" if ticker.price is None else f"{ticker.price:,.6g}"
+        shown = "no score" if score is None else f"score {score:+.2f}"
+        parts.append(f"{ticker.ticker} {price} {analysis.blend.regime} {shown} {decision.action}")
+    return "fallback (rule-based): " + "; ".join(parts)
+
+
+def _regime_agreement(analyses: list[_Analysis]) -> str:
+    if not analyses:
+        return ""
+    parts = []
+    for analysis in analyses:
+        weights = "/".join(f"{name} {value:.2f}" for name, value in analysis.blend.weights.items())
+        label = analysis.inputs.regime_label
+        shown = label if label == analysis.blend.regime else f"{label!r} -> unknown"
+        parts.append(
+            f"{analysis.inputs.ticker} {shown} (exposure {analysis.inputs.regime_exposure:.2f}): "
+            f"{weights}"
+        )
+    return "follows the regime model's labels: " + "; ".join(parts)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -1,0 +1,357 @@
+"""The nodes of the rule-based fallback pipeline, each a pure step with typed input and output.
+
+RegimeBlendDetect -> DerivativesSignalInput -> RegimeBlendSignal -> RegimeBlendExit / RegimeBlendEntry.
+Tables and defaults are documented in ``agent.fallback_config``. Signal formulas (each in [-1, 1];
+positive means "buy"):
+
+- rsi: ``clip((mid - RSI) / half, -1, 1)`` with ``mid``/``half`` the centre and half-width of
+  [oversold, overbought]: +1 at RSI <= 30, 0 at 50, -1 at RSI >= 70 (mean reversion).
+- momentum: ``clip(ROC% / full_scale_pct, -1, 1)`` over ``momentum_window`` candles: +1 after a
+  rise of 5 % or more (trend following).
+- bollinger: ``clip(1 - 2 %B, -1, 1)``: +1 at or below the lower band, 0 on the middle band, -1 at
+  or above the upper band (mean reversion).
+- derivatives: the DerivativesSignal as given, already in [-1, 1].
+
+score = sum of weight x signal over the available signals, weights renormalised over what is
+available (the derivatives share stays fixed when present). confidence = coverage x agreement:
+coverage is the share of the regime's technical weights that had data (when present, the
+derivatives signal counts as covered for its own share); agreement is |score| / sum of weight x
+|signal| (1 when every signal points the same way, 0 when they cancel out).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent import indicators
+from agent.fallback_config import (
+    DERIVATIVES_SIGNAL,
+    REGIME_LABELS,
+    TECHNICAL_SIGNALS,
+    FallbackConfig,
+    RegimeLabel,
+)
+from broker.port import PositionDetail
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _clip_unit(value: float) -> float:
+    return max(-1.0, min(1.0, value))
+
+
+def rsi_signal(rsi: float, oversold: float, overbought: float) -> float:
+    mid, half = (oversold + overbought) / 2.0, (overbought - oversold) / 2.0
+    return _clip_unit((mid - rsi) / half)
+
+
+def momentum_signal(rate_of_change_pct: float, full_scale_pct: float) -> float:
+    return _clip_unit(rate_of_change_pct / full_scale_pct)
+
+
+def bollinger_signal(percent_b: float) -> float:
+    return _clip_unit(1.0 - 2.0 * percent_b)
+
+
+# --- RegimeBlendDetect ------------------------------------------------------------------------
+
+
+class BlendWeights(_Frozen):
+    regime: RegimeLabel
+    weights: dict[str, float]  # rsi / momentum / bollinger, summing to 1
+    note: str = ""  # set when the given label was not one of the known ones
+
+
+class RegimeBlendDetect:
+    """The crypto regime label -> the technical signals' blend weights (table in fallback_config)."""
+
+    def __init__(self, config: FallbackConfig) -> None:
+        self._config = config
+
+    def run(self, label: str) -> BlendWeights:
+        if label in REGIME_LABELS:
+            regime: RegimeLabel = label
+            note = ""
+        else:
+            regime, note = "unknown", f"unrecognised regime label {label!r} treated as unknown"
+        return BlendWeights(
+            regime=regime, weights=self._config.blend_table[regime].as_dict(), note=note
+        )
+
+
+# --- DerivativesSignal input ------------------------------------------------------------------
+
+
+class DerivativesReading(_Frozen):
+    value: float | None = Field(ge=-1.0, le=1.0)  # None: unavailable, and not counted
+    weight: float  # share of the blend it takes; 0 when unavailable
+    unavailable_reason: str = ""  # set when value is None
+
+
+class DerivativesSignalInput:
+    """The DerivativesSignal, when the snapshot has one, joins the blend at a fixed weight;
+    when it has none the signal is dropped and the reason kept (never a made-up 0)."""
+
+    def __init__(self, config: FallbackConfig) -> None:
+        self._config = config
+
+    def run(self, value: float | None, unavailable_reason: str = "") -> DerivativesReading:
+        if value is None:
+            why = unavailable_reason or "no derivatives signal in the snapshot"
+            return DerivativesReading(value=None, weight=0.0, unavailable_reason=why)
+        return DerivativesReading(value=value, weight=self._config.derivatives_weight)
+
+
+# --- RegimeBlendSignal ------------------------------------------------------------------------
+
+
+class BlendedScore(_Frozen):
+    score: float | None = Field(ge=-1.0, le=1.0)  # None: no technical signal had data
+    confidence: float = Field(ge=0.0, le=1.0)
+    signals: dict[str, float]  # available signals only, each in [-1, 1]
+    weights: dict[str, float]  # the renormalised weights actually used
+    indicators: dict[str, float]  # raw values: rsi, rate_of_change_pct, percent_b
+    unavailable: dict[str, str]  # signal -> why it dropped out
+    summary: str
+
+
+class RegimeBlendSignal:
+    def __init__(self, config: FallbackConfig) -> None:
+        self._config = config
+
+    def run(
+        self,
+        closes: indicators.Closes,
+        blend: BlendWeights,
+        derivatives: DerivativesReading,
+        history_unavailable: str | None = None,
+    ) -> BlendedScore:
+        """``history_unavailable``: a reason the candles cannot be used at all (e.g. stale)."""
+        if history_unavailable is not None:
+            raw: dict[str, float] = {}
+            signals: dict[str, float] = {}
+            unavailable = dict.fromkeys(TECHNICAL_SIGNALS, history_unavailable)
+        else:
+            raw, signals, unavailable = self._technical(indicators.as_closes(closes))
+        if derivatives.value is None:
+            unavailable[DERIVATIVES_SIGNAL] = derivatives.unavailable_reason
+        if sum(blend.weights[name] for name in signals) <= 0:
+            if signals:  # only possible with a custom table that zeroes these signals out
+                for name in signals:
+                    unavailable[name] = f"weight 0 in the {blend.regime} blend"
+                signals = {}
+            return BlendedScore(
+                score=None,
+                confidence=0.0,
+                signals={},
+                weights={},
+                indicators=raw,
+                unavailable=unavailable,
+                summary="no technical signal ["
+                + "; ".join(f"{name} unavailable: {why}" for name, why in unavailable.items())
+                + "]",
+            )
+        weights = _renormalised(blend.weights, signals, derivatives)
+        if derivatives.value is not None:
+            signals[DERIVATIVES_SIGNAL] = derivatives.value
+        score = _clip_unit(sum(weights[name] * signals[name] for name in weights))
+        spread = sum(weights[name] * abs(signals[name]) for name in weights)
+        coverage = (1.0 - derivatives.weight) * sum(
+            blend.weights[name] for name in signals if name != DERIVATIVES_SIGNAL
+        ) + derivatives.weight
+        confidence = min(1.0, max(0.0, coverage * (abs(score) / spread if spread > 0 else 0.0)))
+        return BlendedScore(
+            score=score,
+            confidence=confidence,
+            signals=signals,
+            weights=weights,
+            indicators=raw,
+            unavailable=unavailable,
+            summary=_score_summary(score, confidence, blend, raw, signals, weights, unavailable),
+        )
+
+    def _technical(
+        self, closes: indicators.FloatArray
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+        config = self._config
+        raw: dict[str, float] = {}
+        signals: dict[str, float] = {}
+        unavailable: dict[str, str] = {}
+        have = len(closes)
+        rsi_value = indicators.rsi_last(closes, config.rsi_window)
+        if rsi_value is None:
+            unavailable["rsi"] = f"needs {config.rsi_window + 1} closes, have {have}"
+        else:
+            raw["rsi"] = rsi_value
+            signals["rsi"] = rsi_signal(rsi_value, config.rsi_oversold, config.rsi_overbought)
+        roc = indicators.rate_of_change_last_pct(closes, config.momentum_window)
+        if roc is None:
+            unavailable["momentum"] = f"needs {config.momentum_window + 1} closes, have {have}"
+        else:
+            raw["rate_of_change_pct"] = roc
+            signals["momentum"] = momentum_signal(roc, config.momentum_full_scale_pct)
+        bands = indicators.bollinger_last(closes, config.bollinger_window, config.bollinger_num_std)
+        if bands is None:
+            unavailable["bollinger"] = f"needs {config.bollinger_window} closes, have {have}"
+        elif bands.percent_b is None:
+            unavailable["bollinger"] = "flat window: the bands have no width"
+        else:
+            raw["percent_b"] = bands.percent_b
+            signals["bollinger"] = bollinger_signal(bands.percent_b)
+        return raw, signals, unavailable
+
+
+def _renormalised(
+    table: dict[str, float], technical: dict[str, float], derivatives: DerivativesReading
+) -> dict[str, float]:
+    """Available technical signals share ``1 - derivatives weight`` in the table's proportions."""
+    available = sum(table[name] for name in technical)  # > 0: checked by the caller
+    weights = {name: (1.0 - derivatives.weight) * table[name] / available for name in technical}
+    if derivatives.value is not None:
+        weights[DERIVATIVES_SIGNAL] = derivatives.weight
+    return weights
+
+
+_RAW_LABELS = {"rsi": ("rsi", "RSI {:.1f}"), "momentum": ("rate_of_change_pct", "ROC {:+.2f} %"),
+               "bollinger": ("percent_b", "%B {:.2f}")}  # fmt: skip
+
+
+def _score_summary(
+    score: float,
+    confidence: float,
+    blend: BlendWeights,
+    raw: dict[str, float],
+    signals: dict[str, float],
+    weights: dict[str, float],
+    unavailable: dict[str, str],
+) -> str:
+    parts = []
+    for name, (raw_name, template) in _RAW_LABELS.items():
+        if name in signals:
+            shown = template.format(raw[raw_name])
+            parts.append(f"{name} {shown} -> {signals[name]:+.2f} x {weights[name]:.2f}")
+    if DERIVATIVES_SIGNAL in signals:
+        parts.append(
+            f"derivatives {signals[DERIVATIVES_SIGNAL]:+.2f} x {weights[DERIVATIVES_SIGNAL]:.2f}"
+        )
+    parts.extend(f"{name} unavailable: {why}" for name, why in unavailable.items())
+    regime = f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else "")
+    return f"score {score:+.2f}, confidence {confidence:.2f} [{regime}; " + "; ".join(parts) + "]"
+
+
+# --- RegimeBlendExit --------------------------------------------------------------------------
+
+
+class OpenPosition(_Frozen):
+    detail: PositionDetail
+    peak_price: float = Field(gt=0.0)  # highest price seen since entry (for the trailing exit)
+
+
+ExitRule = Literal["stop_loss", "trailing_stop", "signal", "none"]
+
+
+class ExitVerdict(_Frozen):
+    exit: bool
+    rule: ExitRule
+    drawdown_pct: float  # loss from entry, percent (positive = below entry)
+    trailing_drawdown_pct: float  # fall from the peak, percent
+    summary: str
+
+
+class RegimeBlendExit:
+    """Soft exits for an open long: stop loss from entry, trailing stop from the peak, or a
+    strongly negative score. Checked in that order; the first that fires names the exit."""
+
+    def __init__(self, config: FallbackConfig) -> None:
+        self._config = config
+
+    def run(self, position: OpenPosition, price: float, score: float | None) -> ExitVerdict:
+        config = self._config
+        entry = position.detail.entry_price
+        peak = max(position.peak_price, price)
+        drawdown_pct = (1.0 - price / entry) * 100.0
+        trailing_pct = (1.0 - price / peak) * 100.0
+        numbers = (
+            f"price {price:,.6g} vs entry {entry:,.6g} ({-drawdown_pct:+.2f} %), "
+            f"{trailing_pct:.2f} % below peak {peak:,.6g}"
+        )
+        rule: ExitRule = "none"
+        if drawdown_pct >= config.stop_loss_pct:
+            rule, why = "stop_loss", f"loss {drawdown_pct:.2f} % >= stop {config.stop_loss_pct} %"
+        elif trailing_pct >= config.trailing_stop_pct:
+            rule = "trailing_stop"
+            why = f"off the peak {trailing_pct:.2f} % >= trailing {config.trailing_stop_pct} %"
+        elif score is not None and score <= config.exit_score:
+            rule, why = "signal", f"score {score:+.2f} <= exit {config.exit_score:+.2f}"
+        else:
+            shown = "n/a" if score is None else f"{score:+.2f}"
+            why = (
+                f"within limits (stop {config.stop_loss_pct} %, trailing "
+                f"{config.trailing_stop_pct} %, exit score {config.exit_score:+.2f}; score {shown})"
+            )
+        return ExitVerdict(
+            exit=rule != "none",
+            rule=rule,
+            drawdown_pct=drawdown_pct,
+            trailing_drawdown_pct=trailing_pct,
+            summary=f"{numbers}: {why}",
+        )
+
+
+# --- RegimeBlendEntry -------------------------------------------------------------------------
+
+
+class EntryVerdict(_Frozen):
+    buy: bool
+    position_pct: float = Field(ge=0.0, le=1.0)  # of portfolio value; 0 unless buy
+    summary: str
+
+
+class RegimeBlendEntry:
+    """BUY at ``score >= entry_score`` with no position open. Size (fraction of portfolio):
+
+    ``strength = (score - entry) / (1 - entry)``,
+    ``raw = min + (max - min) x strength x confidence``,
+    ``size = min(raw x exposure, max, cash fraction)``;
+    a size under ``min_position_pct`` is no trade (exposure or cash too small): HOLD.
+    """
+
+    def __init__(self, config: FallbackConfig) -> None:
+        self._config = config
+
+    def run(self, blended: BlendedScore, exposure: float, cash_fraction: float) -> EntryVerdict:
+        config = self._config
+        score = blended.score
+        if score is None:
+            return EntryVerdict(buy=False, position_pct=0.0, summary="no score: no entry")
+        if score < config.entry_score:
+            return EntryVerdict(
+                buy=False,
+                position_pct=0.0,
+                summary=f"score {score:+.2f} below entry {config.entry_score:+.2f}",
+            )
+        strength = (score - config.entry_score) / (1.0 - config.entry_score)
+        span = config.max_position_pct - config.min_position_pct
+        raw = config.min_position_pct + span * strength * blended.confidence
+        size = min(raw * exposure, config.max_position_pct, cash_fraction)
+        sizing = (
+            f"size {config.min_position_pct:.2f} + {span:.2f} x strength {strength:.2f} x "
+            f"confidence {blended.confidence:.2f} = {raw:.3f}, x exposure {exposure:.2f}, "
+            f"cash {cash_fraction:.3f} of portfolio -> {size:.3f}"
+        )
+        if size < config.min_position_pct:
+            return EntryVerdict(
+                buy=False,
+                position_pct=0.0,
+                summary=f"score {score:+.2f} >= entry but {sizing} < minimum "
+                f"{config.min_position_pct:.2f}: no trade",
+            )
+        return EntryVerdict(
+            buy=True,
+            position_pct=size,
+            summary=f"score {score:+.2f} >= entry {config.entry_score:+.2f}; {sizing}",
+        )

@@ -1,0 +1,295 @@
+"""Technical indicators on closing prices: vectorised series plus cheap last-value helpers.
+
+Series functions take a ``pd.Series`` of closes (any index, oldest first) and return a series on the
+same index, NaN where the window is not yet full. ``*_last`` helpers take the closes as an array and
+return the newest value only, or ``None`` when there are too few closes: they are what the decision
+path calls. Conventions, checked against the ``ta`` library in tests/unit/test_indicators_ta.py:
+
+- ``sma``: rolling mean, first value once ``window`` closes exist (same as ``ta``).
+- ``ema``: ``alpha = 2 / (window + 1)``, seeded with the FIRST close (pandas ``adjust=False``),
+  reported from the ``window``-th close on (same as ``ta``; TA-Lib seeds with an SMA instead).
+- ``rsi``: Wilder's RSI: average gain / loss seeded with the simple mean of the first ``window``
+  price changes, then smoothed with ``alpha = 1 / window``; first value after ``window`` changes.
+  ``ta`` seeds its averages with one fictitious zero change instead of the mean, so the two differ
+  on early bars by a factor decaying as ``(1 - 1/window) ** bars`` (below 1e-12 relative after
+  ~400 bars for 14). No losses gives 100, as in ``ta``; but a window with no change at all gives 50
+  here (``ta`` says 100), because nothing moved.
+- ``rate_of_change_pct``: ``(close / close[window bars ago] - 1) * 100``, in percent (as ``ta``).
+- ``bollinger_bands``: SMA ± ``num_std`` POPULATION standard deviations (ddof=0, as ``ta``),
+  ``percent_b = (close - lower) / (upper - lower)``: 0 at the lower band, 1 at the upper band, NaN
+  when the bands have no width (a flat window).
+- ``realised_vol``: sample standard deviation (ddof=1) of log returns over ``window`` returns, as a
+  fraction per bar (0.01 = 1 %), or annualised when ``periods_per_year`` is given.
+- trend: ``ema_spread_pct = (EMA fast / EMA slow - 1) * 100``; ``up`` above ``+flat_band_pct``,
+  ``down`` below ``-flat_band_pct``, ``flat`` in between.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+Trend = Literal["up", "down", "flat"]
+FloatArray = npt.NDArray[np.float64]
+#: closes, oldest first: a list, a float array or a Series
+Closes = Sequence[float] | npt.NDArray[np.floating[Any]] | pd.Series
+
+RSI_WINDOW: Final = 14
+BOLLINGER_WINDOW: Final = 20
+BOLLINGER_NUM_STD: Final = 2.0
+TREND_FAST_WINDOW: Final = 20
+TREND_SLOW_WINDOW: Final = 50
+#: an EMA 20/50 spread within ±0.5 % is no trend worth naming on 15m..4h crypto candles
+TREND_FLAT_BAND_PCT: Final = 0.5
+
+
+def _check_window(window: int, minimum: int = 1) -> None:
+    if window < minimum:
+        raise ValueError(f"window must be >= {minimum}, got {window}")
+
+
+def as_closes(closes: Closes) -> FloatArray:
+    """Closes as a 1-D float64 array (oldest first)."""
+    array = np.asarray(closes, dtype=np.float64)
+    if array.ndim != 1:
+        raise ValueError(f"closes must be 1-D, got shape {array.shape}")
+    return array
+
+
+# --- vectorised series ------------------------------------------------------------------------
+
+
+def sma(close: pd.Series, window: int) -> pd.Series:
+    _check_window(window)
+    return close.rolling(window, min_periods=window).mean()
+
+
+def ema(close: pd.Series, window: int) -> pd.Series:
+    _check_window(window)
+    return close.ewm(span=window, adjust=False, min_periods=window).mean()
+
+
+def rsi(close: pd.Series, window: int = RSI_WINDOW) -> pd.Series:
+    """Wilder's RSI (see the module docstring for the seed convention)."""
+    _check_window(window)
+    values = np.full(len(close), np.nan)
+    if len(close) > window:
+        change = np.diff(close.to_numpy(dtype=np.float64))
+        gains = np.where(change > 0, change, 0.0)
+        losses = np.where(change < 0, -change, 0.0)
+        avg_gain = _wilder_averages(gains, window)
+        avg_loss = _wilder_averages(losses, window)
+        values[window:] = _rsi_from_averages(avg_gain, avg_loss)
+    return pd.Series(values, index=close.index, dtype=np.float64)
+
+
+def _wilder_averages(moves: FloatArray, window: int) -> FloatArray:
+    """Seeded with the plain mean of the first ``window`` moves, then ``alpha = 1 / window``."""
+    seeded = np.concatenate(([moves[:window].mean()], moves[window:]))
+    return pd.Series(seeded).ewm(alpha=1.0 / window, adjust=False).mean().to_numpy()
+
+
+def _rsi_from_averages(avg_gain: FloatArray, avg_loss: FloatArray) -> FloatArray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
+    value = np.where(avg_loss == 0.0, 100.0, value)
+    return np.where((avg_loss == 0.0) & (avg_gain == 0.0), 50.0, value)
+
+
+def rate_of_change_pct(close: pd.Series, window: int) -> pd.Series:
+    _check_window(window)
+    previous = close.shift(window)
+    return (close / previous - 1.0) * 100.0
+
+
+def bollinger_bands(
+    close: pd.Series, window: int = BOLLINGER_WINDOW, num_std: float = BOLLINGER_NUM_STD
+) -> pd.DataFrame:
+    """Columns ``middle upper lower percent_b`` on ``close``'s index."""
+    _check_window(window)
+    rolling = close.rolling(window, min_periods=window)
+    middle = rolling.mean()
+    deviation = rolling.std(ddof=0)
+    upper = middle + num_std * deviation
+    lower = middle - num_std * deviation
+    width = (upper - lower).where(upper != lower)
+    return pd.DataFrame(
+        {"middle": middle, "upper": upper, "lower": lower, "percent_b": (close - lower) / width}
+    )
+
+
+def realised_vol(close: pd.Series, window: int, periods_per_year: float | None = None) -> pd.Series:
+    _check_window(window, minimum=2)
+    log_returns = pd.Series(np.log(close.to_numpy(dtype=np.float64)), index=close.index).diff()
+    vol = log_returns.rolling(window, min_periods=window).std(ddof=1)
+    return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
+
+
+def ema_spread_pct(
+    close: pd.Series, fast: int = TREND_FAST_WINDOW, slow: int = TREND_SLOW_WINDOW
+) -> pd.Series:
+    if fast >= slow:
+        raise ValueError(f"fast window ({fast}) must be shorter than slow ({slow})")
+    return (ema(close, fast) / ema(close, slow) - 1.0) * 100.0
+
+
+def trend_from_spread(spread_pct: float, flat_band_pct: float = TREND_FLAT_BAND_PCT) -> Trend:
+    if spread_pct > flat_band_pct:
+        return "up"
+    if spread_pct < -flat_band_pct:
+        return "down"
+    return "flat"
+
+
+# --- last-value helpers -----------------------------------------------------------------------
+
+
+def _exponential_last(values: FloatArray, alpha: float) -> float:
+    """Last value of ``y[0] = x[0]; y[t] = (1 - alpha) * y[t-1] + alpha * x[t]`` in closed form."""
+    decay = (1.0 - alpha) ** np.arange(len(values) - 1, -1, -1, dtype=np.float64)
+    weights = alpha * decay
+    weights[0] = decay[0]  # the seed enters unscaled
+    return float(np.dot(weights, values))
+
+
+def sma_last(closes: Closes, window: int) -> float | None:
+    _check_window(window)
+    array = as_closes(closes)
+    return float(array[-window:].mean()) if len(array) >= window else None
+
+
+def ema_last(closes: Closes, window: int) -> float | None:
+    _check_window(window)
+    array = as_closes(closes)
+    if len(array) < window:
+        return None
+    return _exponential_last(array, 2.0 / (window + 1.0))
+
+
+def rsi_last(closes: Closes, window: int = RSI_WINDOW) -> float | None:
+    """Wilder's RSI of the newest close; needs ``window + 1`` closes (the whole history counts)."""
+    _check_window(window)
+    array = as_closes(closes)
+    if len(array) <= window:
+        return None
+    change = np.diff(array)
+    gains = np.where(change > 0, change, 0.0)
+    losses = np.where(change < 0, -change, 0.0)
+    seeded_gains = np.concatenate(([gains[:window].mean()], gains[window:]))
+    seeded_losses = np.concatenate(([losses[:window].mean()], losses[window:]))
+    alpha = 1.0 / window
+    avg_gain = np.array([_exponential_last(seeded_gains, alpha)])
+    avg_loss = np.array([_exponential_last(seeded_losses, alpha)])
+    return float(_rsi_from_averages(avg_gain, avg_loss)[0])
+
+
+def rate_of_change_last_pct(closes: Closes, window: int) -> float | None:
+    _check_window(window)
+    array = as_closes(closes)
+    if len(array) <= window:
+        return None
+    return (float(array[-1]) / float(array[-1 - window]) - 1.0) * 100.0
+
+
+class BollingerLast(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    middle: float
+    upper: float
+    lower: float
+    percent_b: float | None  # None: the bands have no width (a flat window)
+
+
+def bollinger_last(
+    closes: Closes,
+    window: int = BOLLINGER_WINDOW,
+    num_std: float = BOLLINGER_NUM_STD,
+) -> BollingerLast | None:
+    _check_window(window)
+    array = as_closes(closes)
+    if len(array) < window:
+        return None
+    tail = array[-window:]
+    middle = float(tail.mean())
+    deviation = float(tail.std(ddof=0))
+    upper, lower = middle + num_std * deviation, middle - num_std * deviation
+    percent_b = (float(array[-1]) - lower) / (upper - lower) if upper != lower else None
+    return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)
+
+
+def realised_vol_last(
+    closes: Closes, window: int, periods_per_year: float | None = None
+) -> float | None:
+    _check_window(window, minimum=2)
+    array = as_closes(closes)
+    if len(array) <= window:
+        return None
+    vol = float(np.diff(np.log(array[-window - 1 :])).std(ddof=1))
+    return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
+
+
+def trend_last(
+    closes: Closes,
+    fast: int = TREND_FAST_WINDOW,
+    slow: int = TREND_SLOW_WINDOW,
+    flat_band_pct: float = TREND_FLAT_BAND_PCT,
+) -> Trend | None:
+    if fast >= slow:
+        raise ValueError(f"fast window ({fast}) must be shorter than slow ({slow})")
+    fast_value, slow_value = ema_last(closes, fast), ema_last(closes, slow)
+    if fast_value is None or slow_value is None:
+        return None
+    return trend_from_spread((fast_value / slow_value - 1.0) * 100.0, flat_band_pct)
+
+
+# --- snapshot summary -------------------------------------------------------------------------
+
+
+class TimeframeSummary(BaseModel):
+    """One timeframe's headline indicators for the snapshot; ``None`` values say why in
+    ``unavailable``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trend: Trend | None
+    bollinger_position: float | None  # %B of the newest close
+    rsi: float | None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+def summarise_closes(closes: Closes) -> TimeframeSummary:
+    array = as_closes(closes)
+    unavailable: dict[str, str] = {}
+    trend = trend_last(array)
+    if trend is None:
+        unavailable["trend"] = _too_few(len(array), TREND_SLOW_WINDOW)
+    bands = bollinger_last(array)
+    position = bands.percent_b if bands is not None else None
+    if bands is None:
+        unavailable["bollinger_position"] = _too_few(len(array), BOLLINGER_WINDOW)
+    elif position is None:
+        unavailable["bollinger_position"] = "flat window: the bands have no width"
+    rsi_value = rsi_last(array)
+    if rsi_value is None:
+        unavailable["rsi"] = _too_few(len(array), RSI_WINDOW + 1)
+    return TimeframeSummary(
+        trend=trend, bollinger_position=position, rsi=rsi_value, unavailable=unavailable
+    )
+
+
+def multi_tf_summary(frames_by_tf: Mapping[str, pd.DataFrame]) -> dict[str, TimeframeSummary]:
+    """Trend, Bollinger position and RSI of each timeframe's newest CLOSED candle.
+
+    Each frame is shaped like ``market.recorded``'s (a ``close`` column, oldest first).
+    """
+    return {tf: summarise_closes(frame["close"].to_numpy()) for tf, frame in frames_by_tf.items()}
+
+
+def _too_few(have: int, need: int) -> str:
+    return f"needs {need} closes, have {have}"
