@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from gate.gate import GateConfig
 from runner.errors import RefuseToStartError
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
@@ -101,6 +102,7 @@ class Settings(BaseSettings):
     supervisor: SupervisorConfig = SupervisorConfig()
     state: StateConfig = StateConfig()
     agent: AgentConfig = AgentConfig()
+    gate: GateConfig = GateConfig()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")

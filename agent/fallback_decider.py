@@ -1,0 +1,71 @@
+"""The rule-based pipeline as a ``Decider``: it reads the same snapshot Claude would, plus the 4h
+history the snapshot summarises, and says why it decided (``decider_reason``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pandas as pd
+
+from agent.decision import AgentDecision
+from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback_nodes import OpenPosition
+from broker.port import PositionDetail
+from runner.snapshot import MarketSnapshot, PositionSnapshot
+
+HistorySource = Callable[[str], pd.DataFrame]
+
+
+class FallbackDecider:
+    def __init__(self, pipeline: FallbackPipeline, history: HistorySource, reason: str) -> None:
+        self._pipeline = pipeline
+        self._history = history
+        self.reason = reason
+
+    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+        return self.decide_now(snapshot, self.reason)
+
+    def decide_now(self, snapshot: MarketSnapshot, reason: str) -> AgentDecision:
+        """Synchronous form, for callers that fall back mid-flight (e.g. after a Claude failure)."""
+        return self._pipeline.decide(
+            fallback_inputs(snapshot, self._history), decider_reason=reason
+        )
+
+
+def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> FallbackInputs:
+    positions = {p.ticker: p for p in snapshot.open_positions}
+    regime = snapshot.regime
+    tickers = tuple(
+        TickerInputs.from_frame(
+            ticker,
+            history(ticker),
+            price=view.price,
+            regime_label=regime.crypto.get(ticker, "unknown") if regime else "unknown",
+            regime_exposure=regime.crypto_exposure.get(ticker, 1.0) if regime else 1.0,
+            derivatives_signal=snapshot.derivatives_signal,
+            derivatives_unavailable_reason=snapshot.unavailable.get("derivatives_signal", ""),
+            position=_open_position(positions.get(ticker)),
+        )
+        for ticker, view in sorted(snapshot.tickers.items())
+    )
+    return FallbackInputs(
+        at_ms=snapshot.at_ms,
+        tickers=tickers,
+        portfolio_value=snapshot.portfolio_value or 0.0,
+        cash=snapshot.cash or 0.0,
+        exposure_scale=snapshot.exposure_scale,
+    )
+
+
+def _open_position(position: PositionSnapshot | None) -> OpenPosition | None:
+    if position is None:
+        return None
+    detail = PositionDetail(
+        ticker=position.ticker,
+        quantity=position.quantity,
+        entry_price=position.entry_price,
+        mark_price=position.mark_price,
+        opened_at_ms=position.opened_at_ms,
+    )
+    peak = position.peak_price or max(position.entry_price, position.mark_price or 0.0)
+    return OpenPosition(detail=detail, peak_price=peak)

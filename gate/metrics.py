@@ -1,0 +1,116 @@
+"""Where wake conditions read metric values: the ``MetricSource`` port and the ``MetricBoard``.
+
+The gate only asks ``get(name)`` for the current value, ``None`` when unavailable. A plain
+``dict[str, float]`` is a ``MetricSource``; in the daemon the ``MetricBoard`` is, fed with every
+tick's ``TickFeatures`` (per-ticker price, changes, z-score, volume ratio) and with derivatives and
+sentiment values as they arrive. It only accepts names from the metric table, so a typo in a feeder
+fails loudly instead of leaving a condition silently unavailable forever.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from gate.conditions import METRICS, TICK_METRICS, MetricSpec, metric_prefix
+from market.features import TickFeatures
+
+log = logging.getLogger(__name__)
+
+#: the TickFeatures fields ``update_features`` reads, in the order it unpacks their metric names
+_FEATURE_FIELDS = (
+    "price",
+    "change_1h_pct",
+    "change_4h_pct",
+    "change_24h_pct",
+    "return_zscore",
+    "volume_ratio",
+)
+_SUFFIX_BY_FIELD = {field: suffix for suffix, field, *_ in TICK_METRICS}
+
+
+class MetricSource(Protocol):
+    """The current value of a metric, or None when it is unavailable."""
+
+    def get(self, name: str, /) -> float | None: ...
+
+
+class MetricBoard:
+    """The latest value of each metric in ``registry``; a ``MetricSource``.
+
+    ``get`` is the underlying dict's own ``get`` (the gate calls it per condition per tick).
+    """
+
+    def __init__(self, registry: Mapping[str, MetricSpec] = METRICS) -> None:
+        self._registry = registry
+        self._values: dict[str, float] = {}
+        self.get: Callable[[str], float | None] = self._values.get
+        # ticker -> its tick metric names in TICK_METRICS order, None for a ticker outside the table
+        self._tick_names: dict[str, tuple[str, ...] | None] = {}
+
+    def update_features(self, features: TickFeatures) -> None:
+        """Take a tick's features; a feature that is None makes its metric unavailable."""
+        names = self._tick_names.get(features.ticker, ())
+        if names == ():
+            names = self._names_for(features.ticker)
+        if names is None:
+            return
+        price, c1h, c4h, c24h, zscore, volume = names
+        values = self._values
+        values[price] = features.price
+        _put(values, c1h, features.change_1h_pct)
+        _put(values, c4h, features.change_4h_pct)
+        _put(values, c24h, features.change_24h_pct)
+        _put(values, zscore, features.return_zscore)
+        _put(values, volume, features.volume_ratio)
+
+    def update(self, values: Mapping[str, float | None]) -> None:
+        """Set several metrics (derivatives, sentiment); None or NaN makes one unavailable.
+
+        Raises ``ValueError`` naming every metric not in the table (nothing is applied then) and
+        ``TypeError`` for a value that is not a number.
+        """
+        unknown = sorted(name for name in values if name not in self._registry)
+        if unknown:
+            raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(self._registry)}")
+        for name, value in values.items():
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int | float)
+            ):
+                raise TypeError(f"metric {name} must be a number, got {type(value).__name__}")
+        for name, value in values.items():
+            _put(self._values, name, None if value is None else float(value))
+
+    def clear(self, name: str) -> None:
+        self._values.pop(name, None)
+
+    def snapshot(self) -> dict[str, float]:
+        """A copy of every available value (for reports and journals)."""
+        return dict(self._values)
+
+    def _names_for(self, ticker: str) -> tuple[str, ...] | None:
+        prefix = metric_prefix(ticker)
+        names = tuple(f"{prefix}_{_SUFFIX_BY_FIELD[field]}" for field in _FEATURE_FIELDS)
+        missing = [name for name in names if name not in self._registry]
+        if missing:
+            log.warning(
+                "ticks of %s feed no wake-condition metrics: %s are not in the metric table",
+                ticker,
+                missing,
+            )
+            self._tick_names[ticker] = None
+            return None
+        self._tick_names[ticker] = names
+        return names
+
+
+def _put(values: dict[str, float], name: str, value: float | None) -> None:
+    if value is None or math.isnan(value):
+        values.pop(name, None)
+    else:
+        values[name] = value
+
+
+__all__ = ["MetricBoard", "MetricSource"]

@@ -1,0 +1,86 @@
+"""MetricBoard: fed by TickFeatures and derivatives values, read by the gate's conditions."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import pytest
+from test_gate_support import make_features, make_tick, rig
+
+from gate.conditions import build_metric_registry
+from gate.metrics import MetricBoard, MetricSource
+from market.features import TickFeatures
+
+
+def test_features_fill_the_tickers_metrics_and_none_empties_them() -> None:
+    board = MetricBoard()
+    board.update_features(make_features("ETH/USDT", zscore=-1.5, price=3300.0))
+    assert board.snapshot() == {
+        "eth_price": 3300.0,
+        "eth_change_1h_pct": 0.5,
+        "eth_change_4h_pct": -1.0,
+        "eth_change_24h_pct": 2.0,
+        "eth_return_zscore": -1.5,
+        "eth_volume_ratio": 1.1,
+    }
+    later = TickFeatures(
+        ticker="ETH/USDT",
+        at_ms=1,
+        price=3310.0,
+        change_1h_pct=None,
+        change_4h_pct=None,
+        change_24h_pct=math.nan,
+        volume_ratio=None,
+        return_zscore=None,
+        unavailable={"change_1h_pct": "history too short"},
+    )
+    board.update_features(later)
+    assert board.snapshot() == {"eth_price": 3310.0}
+    assert board.get("eth_change_1h_pct") is None
+
+
+def test_a_ticker_outside_the_table_is_reported_once_and_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    board = MetricBoard()
+    with caplog.at_level(logging.WARNING, logger="gate.metrics"):
+        board.update_features(make_features("DOGE/USDT"))
+        board.update_features(make_features("DOGE/USDT"))
+    assert board.snapshot() == {}
+    assert len(caplog.records) == 1
+    assert "ticks of DOGE/USDT feed no wake-condition metrics" in caplog.records[0].getMessage()
+    doge = MetricBoard(build_metric_registry(["DOGE/USDT"]))
+    doge.update_features(make_features("DOGE/USDT", price=0.3))
+    assert doge.get("doge_price") == 0.3
+
+
+def test_derivatives_values_are_checked_against_the_table() -> None:
+    board = MetricBoard()
+    board.update({"btc_funding_rate": 0.0001, "fear_greed": 25})
+    assert board.get("btc_funding_rate") == 0.0001 and board.get("fear_greed") == 25.0
+    with pytest.raises(ValueError, match=r"unknown metric\(s\) \['basis_pct'\]"):
+        board.update({"basis_pct": 0.1, "funding_rate": 0.0002})
+    assert board.get("funding_rate") is None  # nothing applied
+    with pytest.raises(TypeError, match="fear_greed must be a number, got str"):
+        board.update({"fear_greed": "25"})  # type: ignore[dict-item]
+    board.update({"fear_greed": None, "btc_funding_rate": math.nan})
+    assert board.snapshot() == {}
+    board.update({"long_short_ratio": 1.2})
+    board.clear("long_short_ratio")
+    assert board.get("long_short_ratio") is None
+
+
+def test_the_gate_reads_the_board() -> None:
+    r = rig()
+    board: MetricSource = MetricBoard()
+    plain: MetricSource = {"btc_price": 1.0}  # a dict is a MetricSource too
+    assert plain.get("btc_price") == 1.0
+    assert isinstance(board, MetricBoard)
+    r.gate.update_from_agent(
+        3600, [{"metric": "sol_return_zscore", "operator": "abs_gt", "threshold": 1.5}]
+    )
+    features = make_features("SOL/USDT", zscore=1.6)
+    board.update_features(features)
+    verdict = r.gate.evaluate(make_tick("SOL/USDT"), features, board)
+    assert verdict.reasons == ("wake:sol_return_zscore abs_gt 1.5",)
