@@ -26,6 +26,7 @@ from pydantic_settings import (
 )
 
 from gate.gate import GateConfig
+from regime.config import RegimeConfig
 from runner.errors import RefuseToStartError
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
@@ -103,6 +104,7 @@ class Settings(BaseSettings):
     state: StateConfig = StateConfig()
     agent: AgentConfig = AgentConfig()
     gate: GateConfig = GateConfig()
+    regime: RegimeConfig = RegimeConfig()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")
@@ -112,6 +114,9 @@ class Settings(BaseSettings):
     )
     binance_api_secret: SecretStr | None = Field(
         None, validation_alias=AliasChoices("binance_api_secret", "BINANCE_API_SECRET")
+    )
+    fred_api_key: SecretStr | None = Field(
+        None, validation_alias=AliasChoices("fred_api_key", "FRED_API_KEY")
     )
 
     @property
@@ -147,8 +152,9 @@ class Settings(BaseSettings):
     def redacted(self) -> dict[str, Any]:
         """The effective config as plain data, secrets shown only as set / not set."""
         data = self.model_dump(mode="json")
-        for name in ("anthropic_api_key", "binance_api_key", "binance_api_secret"):
-            data[name] = "**********" if getattr(self, name) is not None else None
+        for name, value in self:
+            if isinstance(value, SecretStr):
+                data[name] = "**********"
         return data
 
 
@@ -198,7 +204,8 @@ def _check_environment() -> None:
             "unknown VIGIL_* environment variable(s):\n"
             + "\n".join(shown)
             + f"\n(known settings: {', '.join(sorted('VIGIL_' + f for f in fields))}; "
-            "API keys are read from ANTHROPIC_API_KEY, BINANCE_API_KEY, BINANCE_API_SECRET)"
+            "API keys are read from ANTHROPIC_API_KEY, BINANCE_API_KEY, BINANCE_API_SECRET, "
+            "FRED_API_KEY)"
         )
 
 

@@ -1,0 +1,97 @@
+"""Regime features from 4h OHLCV candles: a pure function, no state.
+
+For each candle ``t`` (only the close is used; the other columns are not needed by these features):
+
+- ``log_return``: ``ln(close_t / close_{t-1})``, defined only when candle ``t-1`` opened exactly one
+  step earlier; across a gap in the frame it is missing rather than a return over an unknown span.
+- ``realised_vol``: sample standard deviation (ddof=1) of the last ``rv_window_bars`` log returns.
+  Default 6 bars = 24 h of 4h candles: one day, short enough to react within a day, long enough that
+  a single wick does not dominate. Per-bar units (not annualised).
+- ``vol_of_vol``: sample standard deviation of the last ``vov_window_bars`` realised-vol values.
+  Default 6 bars: whether the day-scale volatility itself is stable or lurching.
+
+Rows without a full window (the warm-up, ``1 + (rv - 1) + (vov - 1)`` = 11 rows at the defaults,
+and the same span after any gap) are dropped. Every feature row therefore comes from an unbroken run
+of candles; ``segment_lengths`` splits the rows into the runs, so the HMM never treats a gap as one
+step.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pandas as pd
+
+from market.timeframes import TIMEFRAME_MS
+
+FEATURE_COLUMNS = ("log_return", "realised_vol", "vol_of_vol")
+RV_WINDOW_BARS = 6
+VOV_WINDOW_BARS = 6
+STEP_MS_4H = TIMEFRAME_MS["4h"]
+
+
+class BadCandlesError(ValueError):
+    """The frame cannot give features (wrong shape, non-positive or non-finite closes)."""
+
+
+def warm_up_rows(
+    rv_window_bars: int = RV_WINDOW_BARS, vov_window_bars: int = VOV_WINDOW_BARS
+) -> int:
+    """Candles consumed before the first feature row of an unbroken run."""
+    return 1 + (rv_window_bars - 1) + (vov_window_bars - 1)
+
+
+def regime_features(
+    frame: pd.DataFrame,
+    *,
+    rv_window_bars: int = RV_WINDOW_BARS,
+    vov_window_bars: int = VOV_WINDOW_BARS,
+    step_ms: int = STEP_MS_4H,
+) -> pd.DataFrame:
+    """4h OHLCV frame (index ``open_time_ms``) -> feature frame, same index minus warm-up/gap rows."""
+    if rv_window_bars < 2 or vov_window_bars < 2:
+        raise ValueError("a standard deviation needs windows of at least 2 bars")
+    if "close" not in frame.columns:
+        raise BadCandlesError(f"frame has no close column (columns: {list(frame.columns)})")
+    if not frame.index.is_unique:
+        raise BadCandlesError("frame has duplicate candle open times")
+    frame = frame.sort_index()
+    close = frame["close"].to_numpy(dtype=np.float64)
+    if not (np.isfinite(close).all() and (close > 0).all()):
+        raise BadCandlesError("closes must be finite and > 0")
+    open_ms = frame.index.to_numpy(dtype=np.int64)
+
+    returns = np.full(len(close), np.nan)
+    if len(close) > 1:
+        contiguous = np.diff(open_ms) == step_ms
+        returns[1:] = np.where(contiguous, np.diff(np.log(close)), np.nan)
+    log_return = pd.Series(returns, index=frame.index)
+    # min_periods = window: any missing return inside the window leaves the value missing
+    realised_vol = log_return.rolling(rv_window_bars, min_periods=rv_window_bars).std(ddof=1)
+    vol_of_vol = realised_vol.rolling(vov_window_bars, min_periods=vov_window_bars).std(ddof=1)
+    features = pd.DataFrame(
+        {"log_return": log_return, "realised_vol": realised_vol, "vol_of_vol": vol_of_vol}
+    )
+    return features.dropna()
+
+
+def segment_lengths(index: pd.Index, step_ms: int = STEP_MS_4H) -> list[int]:
+    """Lengths of the unbroken runs (consecutive rows ``step_ms`` apart) of a sorted index."""
+    if len(index) == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(index.to_numpy(dtype=np.int64)) != step_ms) + 1
+    edges = [0, *breaks.tolist(), len(index)]
+    return [end - start for start, end in itertools.pairwise(edges)]
+
+
+__all__ = [
+    "FEATURE_COLUMNS",
+    "RV_WINDOW_BARS",
+    "STEP_MS_4H",
+    "VOV_WINDOW_BARS",
+    "BadCandlesError",
+    "regime_features",
+    "segment_lengths",
+    "warm_up_rows",
+]

@@ -1,0 +1,80 @@
+"""CryptoRunner: the tick handler. It wires the hot path; each step is computed elsewhere.
+
+market.tick (after the aggregator, which updates candles and features)
+  -> metric board (the gate's view of named metrics)
+  -> price sink (the paper broker fills limits and marks positions)
+  -> gate.evaluate -> on a pass: ``gate.wake`` on the bus and a decision request.
+A ``decision.requested`` (watchdog, operator) goes straight to the decision routine.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from gate.gate import AdaptiveGate
+from gate.metrics import MetricBoard
+from market.features import TickFeatures
+from runner.bus import EventBus
+from runner.events import DecisionRequested, Event, GateWake, MarketTick, Topic
+
+log = logging.getLogger(__name__)
+
+
+class FeaturesView(Protocol):
+    def features(self, ticker: str) -> TickFeatures | None: ...
+
+
+class DecisionRequests(Protocol):
+    def request(self, reasons: Sequence[str]) -> None: ...
+
+
+PriceSink = Callable[[MarketTick], None]
+
+
+class CryptoRunner:
+    def __init__(
+        self,
+        bus: EventBus,
+        *,
+        features: FeaturesView,
+        board: MetricBoard,
+        gate: AdaptiveGate,
+        decisions: DecisionRequests,
+        price_sinks: Sequence[PriceSink] = (),
+    ) -> None:
+        self._bus = bus
+        self._features = features
+        self._board = board
+        self._gate = gate
+        self._decisions = decisions
+        self._price_sinks = tuple(price_sinks)
+        self.wakes = 0
+
+    def attach(self) -> None:
+        """Subscribe after the aggregator, so features already include the tick."""
+        self._bus.subscribe(Topic.MARKET_TICK, self.handle_tick, name="crypto_runner.tick")
+        self._bus.subscribe(
+            Topic.DECISION_REQUESTED, self.handle_request, name="crypto_runner.request"
+        )
+
+    def handle_tick(self, event: Event) -> None:
+        tick = event if type(event) is MarketTick else None
+        if tick is None:
+            raise TypeError(f"tick handler got {type(event).__name__}")
+        features = self._features.features(tick.ticker)
+        if features is not None:
+            self._board.update_features(features)
+        for sink in self._price_sinks:
+            sink(tick)
+        verdict = self._gate.evaluate(tick, features, self._board)
+        if verdict.passed:
+            self.wakes += 1
+            self._bus.publish(GateWake(at_ms=tick.event_time_ms, reasons=verdict.reasons))
+            self._decisions.request(verdict.reasons)
+
+    def handle_request(self, event: Event) -> None:
+        if not isinstance(event, DecisionRequested):
+            raise TypeError(f"request handler got {type(event).__name__}")
+        self._decisions.request([event.reason])

@@ -1,0 +1,119 @@
+"""regime.features: warm-up, hand-checked values, gaps, bad input; properties over wide inputs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_regime_support import STEP_4H_MS, candles_from_returns, recorded_4h
+
+from regime.features import (
+    FEATURE_COLUMNS,
+    BadCandlesError,
+    regime_features,
+    segment_lengths,
+    warm_up_rows,
+)
+
+
+def test_warm_up_is_eleven_rows_at_the_default_windows() -> None:
+    assert warm_up_rows() == 11
+    frame = candles_from_returns(np.linspace(-0.01, 0.01, 39))  # 40 candles
+    features = regime_features(frame)
+    assert tuple(features.columns) == FEATURE_COLUMNS
+    assert len(features) == 40 - 11
+    assert features.index[0] == frame.index[11]
+    assert features.index[-1] == frame.index[-1]
+
+
+def test_values_match_a_hand_computation() -> None:
+    rng = np.random.default_rng(3)
+    frame = candles_from_returns(rng.normal(0, 0.01, 30))
+    close = frame["close"].to_numpy()
+    features = regime_features(frame, rv_window_bars=4, vov_window_bars=3)
+    t = 20  # any row past the warm-up
+    returns = [math.log(close[i] / close[i - 1]) for i in range(1, len(close))]
+    expected_return = returns[t - 1]
+    # candle j carries returns[j - 1]; its realised vol is over candles j-3..j
+    rv = [float(np.std(returns[j - 4 : j], ddof=1)) for j in range(t - 2, t + 1)]
+    row = features.loc[frame.index[t]]
+    assert row["log_return"] == pytest.approx(expected_return, rel=1e-12)
+    assert row["realised_vol"] == pytest.approx(rv[-1], rel=1e-9)
+    assert row["vol_of_vol"] == pytest.approx(float(np.std(rv[-3:], ddof=1)), rel=1e-9)
+
+
+def test_a_gap_restarts_the_warm_up_and_splits_the_segments() -> None:
+    frame = candles_from_returns(np.full(59, 0.001) * np.resize([1, -2, 3], 59))
+    gapped = frame.drop(frame.index[30])  # one missing 4h candle
+    features = regime_features(gapped)
+    # before the gap: candles 0..29 -> 19 rows; after: candles 31..59 (29) -> 18 rows
+    assert len(features) == 19 + 18
+    assert segment_lengths(features.index) == [19, 18]
+    assert features.index[19] == frame.index[31 + 11]
+
+
+def test_unsorted_input_gives_the_same_features() -> None:
+    frame = recorded_4h("ETH/USDT").iloc[:200]
+    shuffled = frame.sample(frac=1.0, random_state=1)
+    pd.testing.assert_frame_equal(regime_features(shuffled), regime_features(frame))
+
+
+@pytest.mark.parametrize("bad_close", [0.0, -1.0, float("nan"), float("inf")])
+def test_bad_closes_are_refused(bad_close: float) -> None:
+    frame = candles_from_returns(np.zeros(20))
+    frame.loc[frame.index[5], "close"] = bad_close
+    with pytest.raises(BadCandlesError):
+        regime_features(frame)
+
+
+def test_missing_close_column_and_duplicate_times_are_refused() -> None:
+    frame = candles_from_returns(np.zeros(20))
+    with pytest.raises(BadCandlesError, match="close"):
+        regime_features(frame.drop(columns="close"))
+    with pytest.raises(BadCandlesError, match="duplicate"):
+        regime_features(pd.concat([frame, frame.iloc[:1]]))
+
+
+def test_too_short_windows_are_refused() -> None:
+    with pytest.raises(ValueError, match="at least 2"):
+        regime_features(candles_from_returns(np.zeros(20)), rv_window_bars=1)
+
+
+def test_empty_and_short_frames_give_no_rows() -> None:
+    frame = candles_from_returns(np.zeros(10))  # 11 candles: all warm-up but one row short
+    assert regime_features(frame.iloc[:0]).empty
+    assert len(regime_features(frame)) == 0
+    assert segment_lengths(pd.Index([], dtype=np.int64)) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    returns=st.lists(
+        st.floats(min_value=-0.2, max_value=0.2, allow_nan=False), min_size=12, max_size=120
+    ),
+    dropped=st.sets(st.integers(min_value=0, max_value=120), max_size=6),
+)
+def test_every_row_comes_from_an_unbroken_run_of_candles(
+    returns: list[float], dropped: set[int]
+) -> None:
+    frame = candles_from_returns(np.asarray(returns))
+    frame = frame.drop(frame.index[[i for i in sorted(dropped) if i < len(frame)]])
+    features = regime_features(frame)
+    assert np.isfinite(features.to_numpy()).all()
+    assert (features["realised_vol"] >= 0).all() and (features["vol_of_vol"] >= 0).all()
+    present = set(frame.index.tolist())
+    for open_ms in features.index:
+        run = [open_ms - k * STEP_4H_MS for k in range(warm_up_rows() + 1)]
+        assert all(ms in present for ms in run)
+    # and every candle with such a run gets a row
+    expected = [
+        ms
+        for ms in frame.index
+        if all(ms - k * STEP_4H_MS in present for k in range(warm_up_rows() + 1))
+    ]
+    assert features.index.tolist() == expected
+    assert sum(segment_lengths(features.index)) == len(features)
