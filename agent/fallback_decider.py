@@ -53,7 +53,9 @@ def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> Fallbac
         tickers=tickers,
         portfolio_value=snapshot.portfolio_value or 0.0,
         cash=snapshot.cash or 0.0,
-        exposure_scale=snapshot.exposure_scale,
+        # Each ticker already carries its own crypto-regime exposure; the combined scale contains
+        # BTC's crypto exposure too, so passing it would count crypto twice. Macro is what is left.
+        exposure_scale=regime.macro_exposure if regime else 1.0,
     )
 
 

@@ -70,12 +70,22 @@ class SupervisorConfig(_Section):
     restart_base_secs: float = Field(1.0, gt=0)
     restart_cap_secs: float = Field(60.0, gt=0)
     restart_jitter_fraction: float = Field(0.5, ge=0, le=1)
-    status_interval_secs: float = Field(60.0, gt=0)
+    status_interval_secs: float = Field(3600.0, gt=0)
 
 
 class StateConfig(_Section):
     watch_interval_secs: float = Field(2.0, gt=0)
     fsync_journals: bool = True
+
+
+class BrokerConfig(_Section):
+    """The paper broker's terms (percentages: 0.02 means 0.02 %)."""
+
+    starting_cash_usd: float = Field(10_000.0, gt=0)
+    maker_fee_pct: float = Field(0.02, ge=0, le=1)
+    taker_fee_pct: float = Field(0.05, ge=0, le=1)
+    slippage_pct: float = Field(0.05, ge=0, le=5)
+    limit_ttl_secs: float = Field(900.0, gt=0)
 
 
 class AgentConfig(_Section):
@@ -103,6 +113,7 @@ class Settings(BaseSettings):
     supervisor: SupervisorConfig = SupervisorConfig()
     state: StateConfig = StateConfig()
     agent: AgentConfig = AgentConfig()
+    broker: BrokerConfig = BrokerConfig()
     gate: GateConfig = GateConfig()
     regime: RegimeConfig = RegimeConfig()
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from agent.indicators import summarise_closes
@@ -80,7 +80,7 @@ class SnapshotBuilder:
         broker: Broker,
         agent_memory: Callable[[], str],
         peak_prices: Callable[[], Mapping[str, float]],
-        regime: Callable[[], RegimeSnapshot | None],
+        regime: Callable[[], Awaitable[RegimeSnapshot | None]],
         context_sources: Sequence[ContextSource] = (),
         learner: LearnerView | None = None,
         source_timeout_secs: float = 5.0,
@@ -105,7 +105,7 @@ class SnapshotBuilder:
         if btc is None:
             unavailable["btc_price"] = f"{BTC} is not among the configured tickers"
         positions, portfolio_value, cash = await self._portfolio(at_ms, unavailable)
-        regime = self._regime_or_reason(unavailable)
+        regime = await self._regime_or_reason(unavailable)
         context = await self._context(unavailable)
         learner = self._learning(regime, unavailable)
         unavailable["historical_insights"] = NOT_BUILT["insights"]
@@ -171,9 +171,9 @@ class SnapshotBuilder:
         peaks = self._peak_prices()
         return [_position(d, peaks.get(d.ticker), at_ms) for d in details], value, cash
 
-    def _regime_or_reason(self, unavailable: dict[str, str]) -> RegimeSnapshot | None:
+    async def _regime_or_reason(self, unavailable: dict[str, str]) -> RegimeSnapshot | None:
         try:
-            regime = self._regime()
+            regime = await self._regime()
         except Exception as exc:
             log.warning("snapshot: regime unavailable: %s", exc)
             unavailable["regime"] = f"regime model failed: {type(exc).__name__}: {exc}"

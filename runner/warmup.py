@@ -18,6 +18,7 @@ from market.ports import CandleBackfill
 from market.timeframes import candle_open_ms, timeframe_ms
 from runner.clock import Clock
 from runner.events import Timeframe
+from runner.regime_view import RegimeView
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ async def warm_up(
     aggregator: MultiTFAggregator,
     listener: MarketListener,
     history: OhlcvHistory,
+    regimes: RegimeView,
     tickers: Sequence[str],
     timeframes: Sequence[Timeframe],
     timeout_secs: float,
@@ -77,3 +79,7 @@ async def warm_up(
             type(exc).__name__,
             exc,
         )
+        return
+    await regimes.refresh_all()
+    labels = {t: regimes.crypto(t).label.value for t in tickers}
+    log.info("warm-up: crypto regimes %s", labels)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,6 +116,13 @@ def seeded() -> tuple[MultiTFAggregator, FeatureTracker]:
     return agg, features
 
 
+def _returning(regime: RegimeSnapshot | None) -> Callable[[], Awaitable[RegimeSnapshot | None]]:
+    async def read() -> RegimeSnapshot | None:
+        return regime
+
+    return read
+
+
 def _builder(
     agg: MultiTFAggregator,
     features: FeatureTracker,
@@ -132,7 +139,7 @@ def _builder(
         broker=broker or FakeBroker(),
         agent_memory=lambda: "BTC chops in ranges on weekends.",
         peak_prices=lambda: {"SOL/USDT": 150.0},
-        regime=lambda: regime,
+        regime=_returning(regime),
         context_sources=sources,
     )
 

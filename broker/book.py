@@ -1,0 +1,434 @@
+"""``PaperBook``: the paper broker's orders, fill rules and ledger, with no clock, file or bus.
+
+Callers pass the time in. Everything is synchronous and in exact units, so the book can be driven
+by a property test through thousands of operations; ``broker.paper.PaperBroker`` wraps it with the
+clock, persistence, events and the async Broker port.
+"""
+
+from __future__ import annotations
+
+import decimal
+import logging
+import math
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from agent.decision import Action, OrderIntent
+from broker.fills import (
+    PaperTerms,
+    buy_limit_trades_through,
+    fee_usd,
+    market_sell_price,
+    quantity_for,
+    value_usd,
+)
+from broker.ids import client_order_id
+from broker.ledger import WIDE, InsufficientCashError, Ledger, LedgerError, to_decimal
+from broker.orders import Mark, PaperOrder
+from broker.paper_store import InvalidPaperStateError, PaperBookDocument
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Fill:
+    """An order that just filled, with the position it left behind."""
+
+    order: PaperOrder
+    opened_position: bool  # a BUY that opened a new position (not a top-up)
+    position_quantity: Decimal  # after the fill; 0 when a SELL closed the position
+    position_entry_price: Decimal | None  # average entry after the fill; None when closed
+
+
+@dataclass(frozen=True)
+class BookUpdate:
+    """What one market update or expiry sweep changed."""
+
+    fills: tuple[Fill, ...] = ()
+    expired: tuple[PaperOrder, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.fills or self.expired)
+
+
+NO_UPDATE = BookUpdate()
+
+
+class PaperBook:
+    def __init__(
+        self,
+        terms: PaperTerms,
+        ledger: Ledger,
+        orders: Iterable[PaperOrder] = (),
+        marks: Mapping[str, Mark] | None = None,
+    ) -> None:
+        self.terms = terms
+        self._ledger = ledger
+        self._orders: dict[str, PaperOrder] = {}  # placement order
+        self._open: dict[str, dict[str, None]] = {}  # ticker -> ordered set of open order ids
+        self._finished: deque[str] = deque()  # finished order ids, oldest first
+        self._marks: dict[str, Mark] = dict(marks or {})
+        #: bumped by every change worth saving (market prices alone are not)
+        self.revision = 0
+        finished: list[PaperOrder] = []
+        for order in orders:
+            if order.client_order_id in self._orders:
+                raise InvalidPaperStateError(f"order {order.client_order_id} appears twice")
+            self._orders[order.client_order_id] = order
+            if order.is_open:
+                self._open.setdefault(order.ticker, {})[order.client_order_id] = None
+            else:
+                finished.append(order)
+        finished.sort(key=lambda o: o.updated_at_ms)
+        self._finished.extend(o.client_order_id for o in finished)
+
+    # ---- construction and persistence
+
+    @classmethod
+    def from_document(cls, document: PaperBookDocument, terms: PaperTerms) -> PaperBook:
+        """The book a saved document describes, after checking it is consistent."""
+        try:
+            document.ledger.check_consistent()
+        except LedgerError as exc:
+            raise InvalidPaperStateError(str(exc)) from None
+        book = cls(terms, document.ledger, document.orders, document.marks)
+        book._check_open_orders()
+        return book
+
+    def to_document(self, saved_at_ms: int) -> PaperBookDocument:
+        return PaperBookDocument(
+            saved_at_ms=max(0, saved_at_ms),
+            ledger=self._ledger,
+            orders=tuple(self._orders.values()),
+            marks=dict(self._marks),
+        )
+
+    def _check_open_orders(self) -> None:
+        open_orders = self.open_orders()
+        for order in open_orders:
+            if order.side != "buy" or order.limit_price is None or order.expires_at_ms is None:
+                raise InvalidPaperStateError(
+                    f"open order {order.client_order_id} is not a BUY limit with an expiry"
+                )
+        with_reserved = sum((o.reserved_usd for o in open_orders), Decimal(0))
+        if with_reserved != self._ledger.reserved_usd:
+            raise InvalidPaperStateError(
+                f"open orders reserve {with_reserved} USD but the ledger holds "
+                f"{self._ledger.reserved_usd} USD reserved"
+            )
+
+    # ---- reading
+
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
+    def order(self, client_order_id: str) -> PaperOrder | None:
+        return self._orders.get(client_order_id)
+
+    def orders(self) -> tuple[PaperOrder, ...]:
+        return tuple(self._orders.values())
+
+    def open_orders(self) -> list[PaperOrder]:
+        return [self._orders[cid] for ids in self._open.values() for cid in ids]
+
+    def mark(self, ticker: str) -> Mark | None:
+        return self._marks.get(ticker)
+
+    @property
+    def marks(self) -> Mapping[str, Mark]:
+        return self._marks
+
+    def portfolio_value_usd(self) -> Decimal:
+        """Cash + reserved + each position at its last market price (at cost until one is seen)."""
+        with decimal.localcontext(WIDE):
+            total = self._ledger.cash_usd + self._ledger.reserved_usd
+            for ticker, position in self._ledger.positions.items():
+                mark = self._marks.get(ticker)
+                total += (
+                    position.cost_basis_usd
+                    if mark is None
+                    else position.quantity * to_decimal(mark.price)
+                )
+            return total
+
+    # ---- orders
+
+    def execute(self, intent: OrderIntent, now_ms: int) -> tuple[PaperOrder, tuple[Fill, ...]]:
+        """Place (BUY) or fill (SELL) one intent. The same intent again returns the first order."""
+        cid = client_order_id(intent.decision_id, intent.ticker, intent.action)
+        existing = self._orders.get(cid)
+        if existing is not None:
+            log.info("paper: %s already executed (%s); not placed again", cid, existing.status)
+            return existing, ()
+        base = PaperOrder(
+            client_order_id=cid,
+            decision_id=intent.decision_id,
+            ticker=intent.ticker,
+            side="buy" if intent.action is Action.BUY else "sell",
+            status="open",
+            requested_notional_usd=to_decimal(intent.notional_usd),
+            reference_price=to_decimal(intent.reference_price),
+            placed_at_ms=now_ms,
+            updated_at_ms=now_ms,
+            signal_weights=dict(intent.signal_weights),
+        )
+        if base.side == "buy":
+            return self._place_buy(base), ()
+        return self._sell(base, now_ms)
+
+    def _place_buy(self, order: PaperOrder) -> PaperOrder:
+        limit = order.reference_price
+        step = self.terms.step_for(order.ticker)
+        quantity = quantity_for(order.requested_notional_usd, limit, step)
+        cost = value_usd(quantity, limit)
+        if quantity <= 0 or cost <= 0:
+            return self._reject(
+                order,
+                f"quantity rounds to zero: {order.requested_notional_usd} USD at {limit} "
+                f"buys less than one step of {step}",
+            )
+        reserve = cost + fee_usd(cost, self.terms.maker_fee_pct)
+        try:
+            ledger = self._ledger.reserve(reserve)
+        except InsufficientCashError as exc:
+            return self._reject(order, str(exc))
+        placed = order.model_copy(
+            update={
+                "limit_price": limit,
+                "quantity": quantity,
+                "reserved_usd": reserve,
+                "expires_at_ms": order.placed_at_ms + self.terms.limit_ttl_ms,
+                "reason": f"resting BUY limit at {limit}",
+            }
+        )
+        self._ledger = ledger
+        self._add(placed)
+        log.info(
+            "paper: %s BUY %s %s limit %s placed",
+            placed.client_order_id,
+            quantity,
+            order.ticker,
+            limit,
+        )
+        return placed
+
+    def _sell(self, order: PaperOrder, now_ms: int) -> tuple[PaperOrder, tuple[Fill, ...]]:
+        held = self._ledger.positions.get(order.ticker)
+        if held is None:
+            return self._reject(order, "no position"), ()
+        mark = self._marks.get(order.ticker)
+        if mark is None or now_ms - mark.at_ms > self.terms.max_price_age_ms:
+            seen = "none seen" if mark is None else f"last at {mark.at_ms}"
+            return self._reject(
+                order,
+                f"no market price for {order.ticker} in the last "
+                f"{self.terms.max_price_age_secs:g} s ({seen})",
+            ), ()
+        quantity = self._sell_quantity(order, held.quantity)
+        if quantity <= 0:
+            return self._reject(order, "quantity rounds to zero"), ()
+        price = market_sell_price(to_decimal(mark.price), self.terms.slippage_pct)
+        proceeds = value_usd(quantity, price)
+        fee = fee_usd(proceeds, self.terms.taker_fee_pct)
+        ledger, closed_basis = self._ledger.settle_sell(
+            order.ticker, quantity=quantity, proceeds_usd=proceeds, fee_usd=fee
+        )
+        filled = order.model_copy(
+            update={
+                "status": "filled",
+                "quantity": quantity,
+                "filled_quantity": quantity,
+                "average_price": price,
+                "fee_usd": fee,
+                "closed_cost_basis_usd": closed_basis,
+                "realised_pnl_usd": proceeds - closed_basis,
+                "reason": "market SELL" + ("" if quantity == held.quantity else " (partial)"),
+            }
+        )
+        self._ledger = ledger
+        self._add(filled)
+        log.info(
+            "paper: %s SELL %s %s filled at %s",
+            filled.client_order_id,
+            quantity,
+            order.ticker,
+            price,
+        )
+        return filled, (self._fill_of(filled, opened=False),)
+
+    def _sell_quantity(self, order: PaperOrder, held: Decimal) -> Decimal:
+        """All of the position, unless the intent clearly asks for less (see full_close_fraction)."""
+        asked = quantity_for(
+            order.requested_notional_usd, order.reference_price, self.terms.step_for(order.ticker)
+        )
+        return held if asked >= held * self.terms.full_close_fraction else asked
+
+    def _reject(self, order: PaperOrder, reason: str) -> PaperOrder:
+        rejected = order.model_copy(update={"status": "rejected", "reason": reason})
+        self._add(rejected)
+        log.warning(
+            "paper: %s %s %s rejected: %s",
+            rejected.client_order_id,
+            order.side.upper(),
+            order.ticker,
+            reason,
+        )
+        return rejected
+
+    def cancel(self, client_order_id: str, now_ms: int) -> PaperOrder | None:
+        """Cancel an open order, releasing its cash; a finished order is returned unchanged."""
+        order = self._orders.get(client_order_id)
+        if order is None or not order.is_open:
+            return order
+        return self._close_unfilled(order, now_ms, "cancelled by request")
+
+    def expire_due(self, now_ms: int) -> tuple[PaperOrder, ...]:
+        """Cancel every open order whose time to live is over at ``now_ms``."""
+        if not self._open:
+            return ()
+        due = [
+            o
+            for o in self.open_orders()
+            if o.expires_at_ms is not None and o.expires_at_ms <= now_ms
+        ]
+        return tuple(
+            self._close_unfilled(
+                o, now_ms, f"expired: unfilled {self.terms.limit_ttl_secs:g} s after it was placed"
+            )
+            for o in due
+        )
+
+    def _close_unfilled(self, order: PaperOrder, now_ms: int, reason: str) -> PaperOrder:
+        ledger = self._ledger.release(order.reserved_usd)
+        closed = order.model_copy(
+            update={
+                "status": "cancelled",
+                "reserved_usd": Decimal(0),
+                "reason": reason,
+                "updated_at_ms": max(now_ms, order.placed_at_ms),
+            }
+        )
+        self._ledger = ledger
+        self._replace(closed)
+        log.info("paper: %s %s", closed.client_order_id, reason)
+        return closed
+
+    # ---- the market
+
+    def on_market(
+        self,
+        ticker: str,
+        price: float,
+        *,
+        low: float | None = None,
+        high: float | None = None,
+        at_ms: int,
+    ) -> BookUpdate:
+        """The market traded at ``price`` (and across ``[low, high]``) up to ``at_ms``.
+
+        ``low``/``high`` must be the extremes traded since the previous update for this ticker
+        (not a whole candle's, which may predate an order: see ``broker.traded_range``).
+        Marks the ticker, expires orders that are due, fills BUY limits the market traded through.
+        """
+        _check_prices(ticker, price, low, high)
+        last = self._marks.get(ticker)
+        if last is None or at_ms >= last.at_ms:
+            self._marks[ticker] = Mark(price, at_ms)
+        expired = self.expire_due(at_ms)
+        waiting = self._open.get(ticker)
+        if not waiting:
+            return BookUpdate(expired=expired) if expired else NO_UPDATE
+        price_d = to_decimal(price)
+        low_d = None if low is None else to_decimal(low)
+        candidates = [self._orders[cid] for cid in waiting]  # filling changes ``waiting``
+        fills = [
+            self._fill_buy(order, at_ms)
+            for order in candidates
+            # trading reported at or before the placement happened before the order existed
+            if order.placed_at_ms < at_ms
+            and order.limit_price is not None
+            and buy_limit_trades_through(order.limit_price, price_d, low_d)
+        ]
+        return BookUpdate(fills=tuple(fills), expired=expired)
+
+    def _fill_buy(self, order: PaperOrder, at_ms: int) -> Fill:
+        assert order.limit_price is not None  # open orders are BUY limits (checked on load)
+        cost = value_usd(order.quantity, order.limit_price)
+        # the fee is the one reserved at placement: the terms an order was placed under hold
+        fee = order.reserved_usd - cost
+        opened = order.ticker not in self._ledger.positions
+        ledger = self._ledger.settle_buy(
+            order.ticker,
+            reserved_usd=order.reserved_usd,
+            quantity=order.quantity,
+            cost_usd=cost,
+            fee_usd=fee,
+            at_ms=at_ms,
+        )
+        filled = order.model_copy(
+            update={
+                "status": "filled",
+                "filled_quantity": order.quantity,
+                "average_price": order.limit_price,
+                "fee_usd": fee,
+                "reserved_usd": Decimal(0),
+                "reason": "BUY limit filled: the market traded through it",
+                "updated_at_ms": at_ms,
+            }
+        )
+        self._ledger = ledger
+        self._replace(filled)
+        log.info(
+            "paper: %s BUY %s %s filled at %s",
+            filled.client_order_id,
+            order.quantity,
+            order.ticker,
+            order.limit_price,
+        )
+        return self._fill_of(filled, opened=opened)
+
+    def _fill_of(self, order: PaperOrder, *, opened: bool) -> Fill:
+        position = self._ledger.positions.get(order.ticker)
+        return Fill(
+            order=order,
+            opened_position=opened,
+            position_quantity=Decimal(0) if position is None else position.quantity,
+            position_entry_price=None if position is None else position.average_entry_price,
+        )
+
+    # ---- bookkeeping of the order index
+
+    def _add(self, order: PaperOrder) -> None:
+        self._orders[order.client_order_id] = order
+        if order.is_open:
+            self._open.setdefault(order.ticker, {})[order.client_order_id] = None
+        else:
+            self._finished.append(order.client_order_id)
+            self._trim()
+        self.revision += 1
+
+    def _replace(self, order: PaperOrder) -> None:
+        """An open order finished (filled, cancelled, expired)."""
+        self._orders[order.client_order_id] = order
+        waiting = self._open.get(order.ticker, {})
+        waiting.pop(order.client_order_id, None)
+        if not waiting:
+            self._open.pop(order.ticker, None)
+        self._finished.append(order.client_order_id)
+        self._trim()
+        self.revision += 1
+
+    def _trim(self) -> None:
+        while len(self._finished) > self.terms.history_limit:
+            self._orders.pop(self._finished.popleft(), None)
+
+
+def _check_prices(ticker: str, price: float, low: float | None, high: float | None) -> None:
+    for name, value in (("price", price), ("low", low), ("high", high)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{ticker} {name} must be a finite number > 0, got {value!r}")
+    if (low is not None and low > price) or (high is not None and high < price):
+        raise ValueError(f"{ticker}: price {price} lies outside low {low} .. high {high}")

@@ -1,0 +1,53 @@
+"""What surely traded between two kline pushes of one stream.
+
+A kline push carries the candle's low and high SO FAR, which include trading from before the
+previous push (and so possibly from before an order was placed). Filling a limit on them would fill
+orders on trades that happened before the orders existed. ``TradedRangeTracker`` turns the pushes
+of a stream into the range that traded since the previous push:
+
+- the first push seen on a stream: only its close (nothing is known about what came before);
+- a push of a newer candle: the whole candle (it all traded after the previous candle's push);
+- a later push of the same candle: a new low (high) if the candle's low (high) moved, else only the
+  close, the one price known to have traded in between;
+- a push of an older candle: nothing (late or duplicated).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from runner.events import MarketTick
+
+
+class TradedRange(NamedTuple):
+    price: float  # the last trade
+    low: float | None  # None: nothing known below ``price``
+    high: float | None
+    at_ms: int
+
+
+class _Seen(NamedTuple):
+    open_time_ms: int
+    low: float
+    high: float
+
+
+class TradedRangeTracker:
+    """Per (ticker, timeframe) memory of the last push; see the module docstring."""
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[str, str], _Seen] = {}
+
+    def observe(self, tick: MarketTick) -> TradedRange | None:
+        key = (tick.ticker, tick.timeframe)
+        previous = self._last.get(key)
+        if previous is not None and tick.open_time_ms < previous.open_time_ms:
+            return None
+        self._last[key] = _Seen(tick.open_time_ms, tick.low, tick.high)
+        if previous is None:
+            return TradedRange(tick.close, None, None, tick.event_time_ms)
+        if tick.open_time_ms > previous.open_time_ms:
+            return TradedRange(tick.close, tick.low, tick.high, tick.event_time_ms)
+        low = tick.low if tick.low < previous.low else None
+        high = tick.high if tick.high > previous.high else None
+        return TradedRange(tick.close, low, high, tick.event_time_ms)

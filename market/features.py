@@ -1,0 +1,275 @@
+"""Tick features per ticker: the gate's anomaly input, updated incrementally on every tick.
+
+``FeatureTracker`` is a ``CandleObserver`` of the aggregator. Everything is measured on one base
+timeframe (15m by default):
+
+- ``change_{1h,4h,24h}_pct``: price now vs the last close at or before ``now - horizon``, i.e. the
+  close of the base candle ending at ``floor((now - horizon) / base) * base``.
+- ``volume_ratio``: the forming base candle's volume pro-rated to a whole candle, over the mean
+  volume of the last ``volume_window`` closed base candles.
+- ``return_zscore``: the return since the last closed base close, standardised by the mean and
+  sample std of the last ``return_window`` close-to-close returns (returns across a gap are not
+  taken: they would span more than one candle).
+
+A feature that cannot be computed is ``None`` with the reason in ``unavailable``: never a guess.
+Per tick the tracker only stores the price (and the forming volume); ``features()`` builds the
+model lazily and caches it, and references that only change on a close are cached per bucket.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from datetime import UTC, datetime
+from typing import Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from market.timeframes import timeframe_ms
+from runner.events import Candle, MarketTick
+
+HOUR_MS: Final = 3_600_000
+CHANGE_HORIZONS_MS: Final[dict[str, int]] = {
+    "change_1h_pct": HOUR_MS,
+    "change_4h_pct": 4 * HOUR_MS,
+    "change_24h_pct": 24 * HOUR_MS,
+}
+#: a candle a few seconds old has a tiny volume; projecting it to a whole candle from less than
+#: this fraction of the candle would turn noise into a spike, so the projection starts here
+MIN_ELAPSED_FRACTION: Final = 0.1
+
+
+class TickFeatures(BaseModel):
+    """What the gate reads on every tick. ``None`` features carry a reason in ``unavailable``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ticker: str
+    at_ms: int  # event time of the newest tick
+    price: float
+    change_1h_pct: float | None
+    change_4h_pct: float | None
+    change_24h_pct: float | None
+    volume_ratio: float | None
+    return_zscore: float | None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class _Ticker:
+    """One ticker's incremental state."""
+
+    __slots__ = (
+        "at_ms",
+        "cached",
+        "closes",
+        "forming_open_ms",
+        "forming_volume",
+        "last_close",
+        "last_open_ms",
+        "price",
+        "references",
+        "return_mean",
+        "return_std",
+        "returns",
+        "volume_sum",
+        "volumes",
+    )
+
+    def __init__(self, return_window: int, volume_window: int) -> None:
+        self.price = math.nan
+        self.at_ms = -1
+        self.closes: dict[int, float] = {}  # base candle open -> close, the last day and a bit
+        self.last_open_ms = -1
+        self.last_close = math.nan
+        self.returns: deque[float] = deque(maxlen=return_window)
+        self.return_mean = math.nan
+        self.return_std = math.nan
+        self.volumes: deque[float] = deque(maxlen=volume_window)
+        self.volume_sum = 0.0
+        self.forming_open_ms = -1
+        self.forming_volume = 0.0
+        # horizon -> (close boundary it was looked up for, reference close or None, reason)
+        self.references: dict[str, tuple[int, float | None, str]] = {}
+        self.cached: TickFeatures | None = None
+
+
+class FeatureTracker:
+    def __init__(
+        self,
+        *,
+        timeframe: str = "15m",
+        return_window: int = 96,
+        min_returns: int = 20,
+        volume_window: int = 20,
+        min_volumes: int = 5,
+    ) -> None:
+        if not 2 <= min_returns <= return_window:
+            raise ValueError(f"need 2 <= min_returns <= return_window, got {min_returns}")
+        if not 1 <= min_volumes <= volume_window:
+            raise ValueError(f"need 1 <= min_volumes <= volume_window, got {min_volumes}")
+        self.timeframe = timeframe
+        self._step_ms = timeframe_ms(timeframe)
+        self._return_window = return_window
+        self._min_returns = min_returns
+        self._volume_window = volume_window
+        self._min_volumes = min_volumes
+        # enough closes to look 24 h back from anywhere in the current candle
+        self._keep_closes = max(CHANGE_HORIZONS_MS.values()) // self._step_ms + 3
+        self._tickers: dict[str, _Ticker] = {}
+
+    # -- CandleObserver -------------------------------------------------------------------------
+
+    def on_tick(self, tick: MarketTick) -> None:
+        state = self._tickers.get(tick.ticker) or self._new(tick.ticker)
+        if tick.event_time_ms < state.at_ms:
+            return  # an older tick (a backfilled close): it says nothing about now
+        state.price = tick.close
+        state.at_ms = tick.event_time_ms
+        state.cached = None
+        if (
+            tick.timeframe == self.timeframe
+            and not tick.closed
+            and tick.open_time_ms >= state.forming_open_ms
+        ):
+            state.forming_open_ms = tick.open_time_ms
+            state.forming_volume = tick.volume
+
+    def on_close(self, ticker: str, timeframe: str, candle: Candle) -> None:
+        if timeframe != self.timeframe:
+            return
+        state = self._tickers.get(ticker) or self._new(ticker)
+        if candle.open_time_ms <= state.last_open_ms:
+            return
+        if state.last_open_ms >= 0 and candle.open_time_ms == state.last_open_ms + self._step_ms:
+            state.returns.append(candle.close / state.last_close - 1.0)
+            state.return_mean, state.return_std = _mean_std(state.returns)
+        state.volumes.append(candle.volume)
+        state.volume_sum = math.fsum(state.volumes)  # re-summed: no drift over months of closes
+        state.closes[candle.open_time_ms] = candle.close
+        if len(state.closes) > self._keep_closes:
+            del state.closes[min(state.closes)]
+        state.last_open_ms = candle.open_time_ms
+        state.last_close = candle.close
+        state.references.clear()
+        state.cached = None
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def features(self, ticker: str) -> TickFeatures | None:
+        """Features as of the newest tick of ``ticker``; None before its first tick."""
+        state = self._tickers.get(ticker)
+        if state is None or state.at_ms < 0:
+            return None
+        if state.cached is None:
+            state.cached = self._compute(ticker, state)
+        return state.cached
+
+    def _compute(self, ticker: str, state: _Ticker) -> TickFeatures:
+        unavailable: dict[str, str] = {}
+        volume_ratio, volume_reason = self._volume_ratio(state)
+        if volume_reason:
+            unavailable["volume_ratio"] = volume_reason
+        zscore, zscore_reason = self._zscore(state)
+        if zscore_reason:
+            unavailable["return_zscore"] = zscore_reason
+        return _MAKE_FEATURES(  # type: ignore[no-any-return]
+            {
+                "ticker": ticker,
+                "at_ms": state.at_ms,
+                "price": state.price,
+                "change_1h_pct": self._change(state, "change_1h_pct", unavailable),
+                "change_4h_pct": self._change(state, "change_4h_pct", unavailable),
+                "change_24h_pct": self._change(state, "change_24h_pct", unavailable),
+                "volume_ratio": volume_ratio,
+                "return_zscore": zscore,
+                "unavailable": unavailable,
+            }
+        )
+
+    def _change(self, state: _Ticker, name: str, unavailable: dict[str, str]) -> float | None:
+        reference = self._reference(state, name, CHANGE_HORIZONS_MS[name])
+        if reference is None:
+            unavailable[name] = state.references[name][2]
+            return None
+        return (state.price / reference - 1.0) * 100.0
+
+    def _reference(self, state: _Ticker, name: str, horizon_ms: int) -> float | None:
+        target_ms = state.at_ms - horizon_ms
+        boundary_ms = target_ms - target_ms % self._step_ms  # the last close at or before target
+        cached = state.references.get(name)
+        if cached is not None and cached[0] == boundary_ms:
+            return cached[1]
+        open_ms = boundary_ms - self._step_ms
+        close = state.closes.get(open_ms)
+        reason = "" if close is not None else self._missing_reason(state, open_ms)
+        state.references[name] = (boundary_ms, close, reason)
+        return close
+
+    def _missing_reason(self, state: _Ticker, open_ms: int) -> str:
+        wanted = f"the {self.timeframe} candle opening {_iso(open_ms)}"
+        if not state.closes:
+            return f"no closed {self.timeframe} candles yet (need {wanted})"
+        first = min(state.closes)
+        if open_ms < first:
+            return f"history too short: need {wanted}, earliest known opens {_iso(first)}"
+        return f"{wanted} is missing (gap in the data)"
+
+    def _volume_ratio(self, state: _Ticker) -> tuple[float | None, str]:
+        count = len(state.volumes)
+        if count < self._min_volumes:
+            return None, (
+                f"only {count} closed {self.timeframe} volume(s), need {self._min_volumes}"
+            )
+        bucket_open_ms = state.at_ms - state.at_ms % self._step_ms
+        if state.forming_open_ms != bucket_open_ms:
+            return (
+                None,
+                f"no {self.timeframe} update yet in the candle opening {_iso(bucket_open_ms)}",
+            )
+        mean = state.volume_sum / count
+        if mean <= 0.0:
+            return None, f"mean closed {self.timeframe} volume is 0"
+        elapsed_ms = max(state.at_ms - bucket_open_ms, self._step_ms * MIN_ELAPSED_FRACTION)
+        projected = state.forming_volume * self._step_ms / elapsed_ms
+        return projected / mean, ""
+
+    def _zscore(self, state: _Ticker) -> tuple[float | None, str]:
+        count = len(state.returns)
+        if count < self._min_returns:
+            return None, (
+                f"only {count} consecutive {self.timeframe} return(s), need {self._min_returns}"
+            )
+        bucket_open_ms = state.at_ms - state.at_ms % self._step_ms
+        if state.last_open_ms < bucket_open_ms - 2 * self._step_ms:
+            return (
+                None,
+                f"last closed {self.timeframe} candle ({_iso(state.last_open_ms)}) is stale",
+            )
+        if not state.return_std > 0.0:
+            return None, f"{self.timeframe} returns have zero spread"
+        ret = state.price / state.last_close - 1.0
+        return (ret - state.return_mean) / state.return_std, ""
+
+    def _new(self, ticker: str) -> _Ticker:
+        state = _Ticker(self._return_window, self._volume_window)
+        self._tickers[ticker] = state
+        return state
+
+
+_MAKE_FEATURES = TickFeatures.__pydantic_validator__.validate_python  # validated, minus a hop
+
+
+def _mean_std(values: deque[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (n - 1); NaN std below two values."""
+    n = len(values)
+    mean = math.fsum(values) / n
+    if n < 2:
+        return mean, math.nan
+    variance = math.fsum((x - mean) ** 2 for x in values) / (n - 1)
+    return mean, math.sqrt(variance)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+__all__ = ["CHANGE_HORIZONS_MS", "MIN_ELAPSED_FRACTION", "FeatureTracker", "TickFeatures"]

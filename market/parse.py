@@ -1,0 +1,482 @@
+"""Binance websocket frames -> typed messages.
+
+One function per question the listener asks of a frame:
+
+- ``parse_frame(raw)``: what is this frame? A ``MarketTick`` (kline), a ``ServerShutdown`` notice or
+  a tuple of ``MarkPrice`` updates; anything else raises ``FrameRejected(NOT_KLINE)``.
+- ``parse_kline_frame(raw)``: the hot path, kline frames only, straight to a ``MarketTick``.
+- ``decode_kline(raw)``: any Binance kline, for every Binance interval and contract kind, as a
+  ``BinanceKline`` (``MarketTick`` only carries the timeframes vigil trades on).
+
+Frames arrive combined-stream wrapped (``{"stream": ..., "data": {...}}``) or raw (``/ws`` mode);
+both are accepted. A frame that is not exactly what Binance sends raises ``FrameRejected`` with a
+reason the listener counts; nothing here logs, so a flood of bad frames costs no I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Any, Final, NamedTuple
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from market.timeframes import TIMEFRAME_MS
+from runner.errors import VigilError
+from runner.events import MarketTick
+
+
+class RejectReason(enum.StrEnum):
+    """Why a frame was dropped (the listener counts frames by these)."""
+
+    MALFORMED = "malformed"  # not JSON, missing keys, wrong types
+    NOT_KLINE = "not_kline"  # a valid frame of another kind
+    NON_FINITE = "non_finite"  # NaN or infinity in a number
+    NON_POSITIVE_PRICE = "non_positive_price"  # a price <= 0
+    NEGATIVE_VOLUME = "negative_volume"
+    INCONSISTENT = "inconsistent"  # high < low, close outside [low, high], times disagree, ...
+    UNKNOWN_INTERVAL = "unknown_interval"  # not a Binance interval, or not one vigil tracks
+    UNKNOWN_SYMBOL = "unknown_symbol"  # a symbol that maps to no unified ticker
+
+
+class FrameRejected(VigilError):
+    """The frame is unusable: drop it and count it by ``reason``; never retry it."""
+
+    def __init__(self, reason: RejectReason, detail: str = "") -> None:
+        super().__init__(f"{reason}: {detail}" if detail else str(reason))
+        self.reason = reason
+        self.detail = detail
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ServerShutdown(_Message):
+    """Binance is about to close the connection: reconnect now rather than at the cut."""
+
+    event_time_ms: int | None
+
+
+class MarkPrice(_Message):
+    """A ``markPriceUpdate``; coin-margined and delivery contracts omit the index or funding."""
+
+    ticker: str
+    event_time_ms: int
+    mark_price: float
+    index_price: float | None
+    estimated_settle_price: float | None
+    funding_rate: float | None
+    next_funding_time_ms: int | None
+
+
+class BinanceKline(_Message):
+    """A kline as Binance sends it, for any interval; ``close_time_ms`` is Binance's ``T``."""
+
+    ticker: str  # unified, see unified_ticker
+    symbol: str  # Binance's, e.g. "BTCUSDT", "BTCUSD_PERP"
+    interval: str
+    open_time_ms: int
+    close_time_ms: int
+    open: float
+    high: float
+    low: float
+    close: float
+    volume: float
+    closed: bool
+    event_time_ms: int
+
+
+_MINUTE_MS: Final = 60_000
+#: every Binance kline interval; "1M" (calendar month) has no fixed length
+BINANCE_INTERVAL_MS: Final[dict[str, int | None]] = {
+    "1s": 1_000,
+    "1m": _MINUTE_MS,
+    "3m": 3 * _MINUTE_MS,
+    "5m": 5 * _MINUTE_MS,
+    "15m": 15 * _MINUTE_MS,
+    "30m": 30 * _MINUTE_MS,
+    "1h": 60 * _MINUTE_MS,
+    "2h": 120 * _MINUTE_MS,
+    "4h": 240 * _MINUTE_MS,
+    "6h": 360 * _MINUTE_MS,
+    "8h": 480 * _MINUTE_MS,
+    "12h": 720 * _MINUTE_MS,
+    "1d": 1_440 * _MINUTE_MS,
+    "3d": 3 * 1_440 * _MINUTE_MS,
+    "1w": 7 * 1_440 * _MINUTE_MS,
+    "1M": None,
+}
+_QUOTES: Final = ("USDT", "USDC", "FDUSD", "BUSD")  # USDⓈ-M margin assets, longest match first
+_TICKERS: dict[str, str] = {}  # Binance symbol -> unified ticker, filled as symbols are seen
+
+
+def unified_ticker(symbol: str) -> str:
+    """Binance symbol -> ccxt-style unified ticker; USDⓈ-M perpetuals use vigil's short form.
+
+    ``BTCUSDT`` -> ``BTC/USDT``; ``BTCUSDT_220624`` -> ``BTC/USDT:USDT-220624``;
+    ``BTCUSD_PERP`` -> ``BTC/USD:BTC``; ``BTCUSD_220624`` -> ``BTC/USD:BTC-220624``.
+    """
+    cached = _TICKERS.get(symbol)
+    if cached is not None:
+        return cached
+    ticker = _unify(symbol)
+    if len(_TICKERS) < 10_000:  # bounded: a hostile stream cannot grow it forever
+        _TICKERS[symbol] = ticker
+    return ticker
+
+
+def _unify(symbol: str) -> str:
+    pair, _, suffix = symbol.upper().partition("_")
+    if pair.endswith("USD") and suffix:  # coin-margined: settled in the base asset
+        base = pair[:-3]
+        if base.isalnum() and base:
+            return f"{base}/USD:{base}" if suffix == "PERP" else f"{base}/USD:{base}-{suffix}"
+    for quote in _QUOTES:
+        base = pair[: -len(quote)]
+        if pair.endswith(quote) and base.isalnum() and base:
+            if not suffix:
+                return f"{base}/{quote}"
+            if suffix.isdigit():
+                return f"{base}/{quote}:{quote}-{suffix}"
+    raise FrameRejected(RejectReason.UNKNOWN_SYMBOL, f"cannot unify symbol {symbol!r}")
+
+
+def decode(raw: bytes | str) -> dict[str, Any]:
+    """The frame's JSON object (orjson); anything else is MALFORMED."""
+    try:
+        message = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise FrameRejected(RejectReason.MALFORMED, f"not JSON: {exc}") from None
+    if type(message) is not dict:
+        raise FrameRejected(RejectReason.MALFORMED, "frame is not a JSON object")
+    return message
+
+
+def payload_of(message: dict[str, Any]) -> tuple[str | None, Any]:
+    """(stream name, payload) of a combined-stream, raw-stream or websocket-API event frame."""
+    if "data" in message:
+        stream = message.get("stream")
+        if stream is not None and type(stream) is not str:
+            raise FrameRejected(RejectReason.MALFORMED, "stream name is not a string")
+        return stream, message["data"]
+    if "event" in message:  # websocket API wrapper, used for serverShutdown
+        return None, message["event"]
+    return None, message
+
+
+def parse_frame(raw: bytes | str) -> MarketTick | ServerShutdown | tuple[MarkPrice, ...]:
+    """Classify and parse one frame; other frame kinds raise ``FrameRejected(NOT_KLINE)``."""
+    message = decode(raw)
+    tick = _fast_tick(message)
+    if tick is not None:
+        return tick
+    stream, payload = payload_of(message)
+    if type(payload) is list:
+        return parse_mark_prices(payload)
+    if type(payload) is not dict:
+        raise FrameRejected(RejectReason.MALFORMED, "payload is neither an object nor a list")
+    kind = payload.get("e")
+    if kind == "kline":
+        return _tick(stream, payload)
+    if kind == "serverShutdown":
+        return _server_shutdown(payload)
+    if kind == "markPriceUpdate":
+        return parse_mark_prices(payload)
+    raise FrameRejected(RejectReason.NOT_KLINE, f"event {kind!r}")
+
+
+def parse_kline_frame(raw: bytes | str) -> MarketTick:
+    """A kline frame of one of vigil's timeframes as a ``MarketTick`` (the hot path)."""
+    message = decode(raw)
+    tick = _fast_tick(message)
+    if tick is not None:
+        return tick
+    stream, payload = _kline_payload(message)
+    return _tick(stream, payload)
+
+
+class _StreamInfo(NamedTuple):
+    symbol: str
+    interval: str
+    ticker: str
+    step_ms: int
+
+
+#: combined-stream name -> what a kline on it must say; filled as streams are seen
+_KLINE_STREAMS: dict[str, _StreamInfo] = {}
+_MAKE_TICK = MarketTick.__pydantic_validator__.validate_python  # skips __init__'s kwargs hop
+
+
+def _fast_tick(message: dict[str, Any]) -> MarketTick | None:
+    """The tick of a well-formed combined-stream kline frame, else None (the careful path decides).
+
+    Accepts only frames every check of ``_kline_fields`` and ``_tick`` would pass, with fewer calls
+    and lookups; whenever anything is off it steps aside so the careful path names the reason.
+    """
+    try:
+        info = _KLINE_STREAMS[message["stream"]]
+        data = message["data"]
+        k = data["k"]
+        if data["e"] != "kline" or data["s"] != info.symbol or k["i"] != info.interval:
+            return None
+        if k.get("s", info.symbol) != info.symbol:
+            return None
+        t, close_t, event_t, closed = k["t"], k["T"], data["E"], k["x"]
+        if not (
+            type(t) is int
+            and type(close_t) is int
+            and type(event_t) is int
+            and type(closed) is bool
+            and t % info.step_ms == 0
+            and close_t == t + info.step_ms - 1
+        ):
+            return None
+        raw_o, raw_h, raw_l, raw_c, raw_v = k["o"], k["h"], k["l"], k["c"], k["v"]
+        if not (
+            type(raw_o) is str
+            and type(raw_h) is str
+            and type(raw_l) is str
+            and type(raw_c) is str
+            and type(raw_v) is str
+        ):
+            return None
+        o, h, lo, c, v = float(raw_o), float(raw_h), float(raw_l), float(raw_c), float(raw_v)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    # NaN fails every comparison, and inf fails h < _INF, so these also reject non-finite values
+    if not (0.0 < lo <= o <= h < _INF and lo <= c <= h and 0.0 <= v < _INF):
+        return None
+    return _MAKE_TICK(  # type: ignore[no-any-return]
+        {
+            "ticker": info.ticker,
+            "timeframe": info.interval,
+            "open_time_ms": t,
+            "close_time_ms": close_t,
+            "open": o,
+            "high": h,
+            "low": lo,
+            "close": c,
+            "volume": v,
+            "closed": closed,
+            "event_time_ms": event_t,
+        }
+    )
+
+
+_INF: Final = math.inf
+
+
+def decode_kline(raw: bytes | str) -> BinanceKline:
+    """Any Binance kline frame (every interval and contract kind) as a ``BinanceKline``."""
+    stream, payload = _kline_payload(decode(raw))
+    fields = _kline_fields(stream, payload)
+    symbol, interval, t, close_t, o, h, lo, c, v, closed, event_t = fields
+    return BinanceKline(
+        ticker=unified_ticker(symbol),
+        symbol=symbol,
+        interval=interval,
+        open_time_ms=t,
+        close_time_ms=close_t,
+        open=o,
+        high=h,
+        low=lo,
+        close=c,
+        volume=v,
+        closed=closed,
+        event_time_ms=event_t,
+    )
+
+
+def _kline_payload(message: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    stream, payload = payload_of(message)
+    if type(payload) is not dict and type(payload) is not list:
+        raise FrameRejected(RejectReason.MALFORMED, "payload is neither an object nor a list")
+    if type(payload) is not dict or payload.get("e") != "kline":
+        raise FrameRejected(RejectReason.NOT_KLINE, "not a kline event")
+    return stream, payload
+
+
+def _tick(stream: str | None, payload: dict[str, Any]) -> MarketTick:
+    symbol, interval, t, close_t, o, h, lo, c, v, closed, event_t = _kline_fields(stream, payload)
+    step = TIMEFRAME_MS.get(interval)
+    if step is None:
+        raise FrameRejected(
+            RejectReason.UNKNOWN_INTERVAL,
+            f"{interval!r} is a Binance interval but not a vigil timeframe {sorted(TIMEFRAME_MS)}",
+        )
+    if t % step:
+        raise FrameRejected(RejectReason.INCONSISTENT, f"open time {t} not aligned to {interval}")
+    ticker = unified_ticker(symbol)
+    if stream is not None and stream not in _KLINE_STREAMS and len(_KLINE_STREAMS) < 10_000:
+        _KLINE_STREAMS[stream] = _StreamInfo(symbol, interval, ticker, step)
+    return MarketTick(
+        ticker=ticker,
+        timeframe=interval,
+        open_time_ms=t,
+        close_time_ms=close_t,
+        open=o,
+        high=h,
+        low=lo,
+        close=c,
+        volume=v,
+        closed=closed,
+        event_time_ms=event_t,
+    )
+
+
+_KlineFields = tuple[str, str, int, int, float, float, float, float, float, bool, int]
+
+
+def _kline_fields(stream: str | None, payload: dict[str, Any]) -> _KlineFields:
+    """Validated kline values; the one place every kline frame is checked."""
+    try:
+        k = payload["k"]
+        symbol, interval = payload["s"], k["i"]
+        event_t, t, close_t, closed = payload["E"], k["t"], k["T"], k["x"]
+        raw_prices = (k["o"], k["h"], k["l"], k["c"], k["v"])
+        k_symbol = k.get("s", symbol)
+    except (KeyError, TypeError) as exc:
+        raise FrameRejected(RejectReason.MALFORMED, f"missing kline field {exc}") from None
+    if not (
+        type(symbol) is str
+        and type(interval) is str
+        and type(event_t) is int
+        and type(t) is int
+        and type(close_t) is int
+        and type(closed) is bool
+    ):
+        raise FrameRejected(RejectReason.MALFORMED, "kline field of the wrong type")
+    o, h, lo, c, v = _numbers(raw_prices)
+    step = BINANCE_INTERVAL_MS.get(interval, 0)
+    if step == 0:
+        raise FrameRejected(RejectReason.UNKNOWN_INTERVAL, f"interval {interval!r}")
+    if not (math.isfinite(o) and math.isfinite(h) and math.isfinite(lo) and math.isfinite(c)):
+        raise FrameRejected(RejectReason.NON_FINITE, "price is NaN or infinite")
+    if not math.isfinite(v):
+        raise FrameRejected(RejectReason.NON_FINITE, "volume is NaN or infinite")
+    if o <= 0.0 or h <= 0.0 or lo <= 0.0 or c <= 0.0:
+        raise FrameRejected(RejectReason.NON_POSITIVE_PRICE, f"o={o} h={h} l={lo} c={c}")
+    if v < 0.0:
+        raise FrameRejected(RejectReason.NEGATIVE_VOLUME, f"v={v}")
+    if not (lo <= o <= h and lo <= c <= h):
+        raise FrameRejected(RejectReason.INCONSISTENT, f"o={o} h={h} l={lo} c={c}")
+    if close_t < t or (step is not None and close_t != t + step - 1):
+        raise FrameRejected(RejectReason.INCONSISTENT, f"t={t} T={close_t} for {interval}")
+    if k_symbol != symbol:
+        raise FrameRejected(RejectReason.INCONSISTENT, f"symbols {symbol!r} and {k_symbol!r}")
+    if stream is not None and stream != _stream_name(symbol, interval):
+        raise FrameRejected(RejectReason.INCONSISTENT, f"stream {stream!r} for {symbol} {interval}")
+    return symbol, interval, t, close_t, o, h, lo, c, v, closed, event_t
+
+
+_STREAMS: dict[tuple[str, str], str] = {}
+
+
+def _stream_name(symbol: str, interval: str) -> str:
+    key = (symbol, interval)
+    name = _STREAMS.get(key)
+    if name is None:
+        name = kline_stream_name(symbol, interval)
+        if len(_STREAMS) < 10_000:
+            _STREAMS[key] = name
+    return name
+
+
+def kline_stream_name(symbol: str, interval: str) -> str:
+    """Binance's stream name for a symbol's klines: lower-case symbol, interval as is."""
+    return f"{symbol.lower()}@kline_{interval}"
+
+
+def _numbers(raw: tuple[Any, ...]) -> tuple[float, float, float, float, float]:
+    """Binance sends decimals as strings; numbers are accepted too, booleans and the rest are not."""
+    try:
+        o, h, lo, c, v = (_number(x) for x in raw)
+    except (TypeError, ValueError) as exc:
+        raise FrameRejected(RejectReason.MALFORMED, f"not a number: {exc}") from None
+    return o, h, lo, c, v
+
+
+def _number(value: Any) -> float:
+    kind = type(value)
+    if kind is str or kind is float or kind is int:
+        return float(value)
+    raise TypeError(f"{kind.__name__} {value!r}")
+
+
+def parse_mark_prices(payload: Any) -> tuple[MarkPrice, ...]:
+    """One ``markPriceUpdate`` or a ``!markPrice@arr`` list of them."""
+    items = payload if type(payload) is list else [payload]
+    out = []
+    for item in items:
+        if type(item) is not dict or item.get("e") != "markPriceUpdate":
+            raise FrameRejected(RejectReason.NOT_KLINE, "not a markPriceUpdate")
+        out.append(_mark_price(item))
+    return tuple(out)
+
+
+def parse_mark_price_frame(raw: bytes | str) -> tuple[MarkPrice, ...]:
+    """A markPrice frame (single symbol or ``!markPrice@arr``) as MarkPrice messages."""
+    _, payload = payload_of(decode(raw))
+    return parse_mark_prices(payload)
+
+
+def _mark_price(item: dict[str, Any]) -> MarkPrice:
+    try:
+        symbol, event_t, mark = item["s"], item["E"], _number(item["p"])
+        index = _optional_number(item.get("i"))
+        settle = _optional_number(item.get("P"))
+        funding = _optional_number(item.get("r"))
+        next_funding = item.get("T")
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FrameRejected(RejectReason.MALFORMED, f"markPriceUpdate field: {exc}") from None
+    if type(symbol) is not str or type(event_t) is not int:
+        raise FrameRejected(RejectReason.MALFORMED, "markPriceUpdate field of the wrong type")
+    if next_funding is not None and type(next_funding) is not int:
+        raise FrameRejected(RejectReason.MALFORMED, "next funding time is not an integer")
+    numbers = [x for x in (mark, index, settle, funding) if x is not None]
+    if not all(math.isfinite(x) for x in numbers):
+        raise FrameRejected(RejectReason.NON_FINITE, f"markPriceUpdate of {symbol}")
+    if mark <= 0.0 or (index is not None and index <= 0.0):
+        raise FrameRejected(RejectReason.NON_POSITIVE_PRICE, f"mark={mark} index={index}")
+    return MarkPrice(
+        ticker=unified_ticker(symbol),
+        event_time_ms=event_t,
+        mark_price=mark,
+        index_price=index,
+        estimated_settle_price=settle,
+        funding_rate=funding,
+        next_funding_time_ms=next_funding or None,  # delivery contracts send 0: no funding
+    )
+
+
+def _optional_number(value: Any) -> float | None:
+    """Absent or "" (Binance's empty funding rate on delivery contracts) -> None."""
+    if value is None or value == "":
+        return None
+    return _number(value)
+
+
+def _server_shutdown(payload: dict[str, Any]) -> ServerShutdown:
+    event_t = payload.get("E")
+    if event_t is not None and type(event_t) is not int:
+        raise FrameRejected(RejectReason.MALFORMED, "serverShutdown event time is not an integer")
+    return ServerShutdown(event_time_ms=event_t)
+
+
+__all__ = [
+    "BINANCE_INTERVAL_MS",
+    "BinanceKline",
+    "FrameRejected",
+    "MarkPrice",
+    "RejectReason",
+    "ServerShutdown",
+    "decode",
+    "decode_kline",
+    "kline_stream_name",
+    "parse_frame",
+    "parse_kline_frame",
+    "parse_mark_price_frame",
+    "unified_ticker",
+]

@@ -1,0 +1,223 @@
+"""Builds the daemon's object graph from Settings. It wires; it computes nothing.
+
+Three groups, each built by one function: the market path (simulator or Binance, listener,
+aggregator, features, history), the decision path (regimes, gate, snapshot, decider, risk caps,
+broker, routine, tick handler) and the bookkeeping (state, journals, heartbeat, watchdog, status).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from agent.fallback import FallbackPipeline
+from agent.fallback_decider import FallbackDecider
+from agent.risk import RiskConfig, RiskContext
+from broker.paper import PaperBroker
+from gate.conditions import build_metric_registry
+from gate.gate import AdaptiveGate
+from gate.metrics import MetricBoard
+from market.aggregator import MultiTFAggregator
+from market.ccxt_client import make_binanceusdm
+from market.features import FeatureTracker
+from market.history import CcxtCandleBackfill, OhlcvHistory
+from market.listener import MarketListener
+from regime.crypto_hmm import CryptoRegimeModel
+from regime.fred import build_macro_source
+from regime.tracker import CryptoRegimeTracker
+from runner.bus import EventBus, Overflow
+from runner.clock import Clock
+from runner.config import Settings
+from runner.crypto_runner import CryptoRunner
+from runner.decision import DecisionRoutine
+from runner.events import CandleClosed, Event, OrderFilled, Topic
+from runner.regime_view import RegimeView
+from runner.snapshot import MarketSnapshot
+from runner.snapshot_builder import SnapshotBuilder
+from state.journal import CsvJournal, JsonlJournal
+from state.store import RunnerStateStore
+
+log = logging.getLogger(__name__)
+
+TRADE_COLUMNS = ("at_ms", "client_order_id", "ticker", "side", "quantity", "price", "fee_usd")
+
+
+@dataclass
+class MarketPath:
+    exchange: Any  # ccxt binanceusdm, pointed at Binance or the simulator
+    aggregator: MultiTFAggregator
+    features: FeatureTracker
+    backfill: CcxtCandleBackfill
+    history: OhlcvHistory
+    listener: MarketListener
+
+
+@dataclass
+class DecisionPath:
+    gate: AdaptiveGate
+    board: MetricBoard
+    regimes: RegimeView
+    broker: PaperBroker
+    snapshots: SnapshotBuilder
+    decider: FallbackDecider
+    routine: DecisionRoutine
+    runner: CryptoRunner
+
+
+def build_market_path(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    ws_base_url: str,
+    rest_url: str | None,
+    *,
+    ws_path: str = "/market/stream",
+) -> MarketPath:
+    exchange = make_binanceusdm(rest_url)
+    features = FeatureTracker()
+    aggregator = MultiTFAggregator(bus, observers=[features])
+    aggregator.attach()  # first on market.tick: everything after it sees updated candles
+    backfill = CcxtCandleBackfill(exchange, clock=clock)
+    history = OhlcvHistory(
+        exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
+    )
+    listener = MarketListener(
+        clock,
+        bus,
+        base_url=ws_base_url,
+        tickers=settings.market.tickers,
+        timeframes=settings.market.timeframes,
+        backfill=backfill,
+        silence_timeout_secs=settings.market.silence_timeout_secs,
+        rotate_after_secs=settings.market.rotate_after_secs,
+        reconnect_base_secs=settings.market.reconnect_base_secs,
+        reconnect_cap_secs=settings.market.reconnect_cap_secs,
+        path=ws_path,
+    )
+    return MarketPath(exchange, aggregator, features, backfill, history, listener)
+
+
+def build_decision_path(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    market: MarketPath,
+    store: RunnerStateStore,
+    decisions_journal: JsonlJournal,
+) -> DecisionPath:
+    tickers = settings.market.tickers
+    registry = build_metric_registry(tickers)
+    gate = AdaptiveGate(clock, settings.gate, registry=registry)
+    board = MetricBoard(registry)
+    tracker = CryptoRegimeTracker(
+        clock, lambda: CryptoRegimeModel(settings.regime.hmm), settings.regime.refit_every_secs
+    )
+    macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
+    regimes = RegimeView(tracker, macro, market.history, tickers)
+    broker = PaperBroker(
+        clock,
+        starting_cash_usd=settings.broker.starting_cash_usd,
+        maker_fee_pct=settings.broker.maker_fee_pct,
+        taker_fee_pct=settings.broker.taker_fee_pct,
+        slippage_pct=settings.broker.slippage_pct,
+        limit_ttl_secs=settings.broker.limit_ttl_secs,
+        state_path=settings.state_dir / "paper_broker.json",
+        bus=bus,
+    )
+    snapshots = SnapshotBuilder(
+        clock,
+        tickers=tickers,
+        market=market.aggregator,
+        features=market.features,
+        broker=broker,
+        agent_memory=lambda: store.current.agent_memory,
+        peak_prices=lambda: store.current.trailing_highs,
+        regime=regimes.snapshot,
+    )
+    decider = FallbackDecider(FallbackPipeline(), market.history.frame, _fallback_reason(settings))
+    routine = DecisionRoutine(
+        clock,
+        bus,
+        build_snapshot=snapshots.build,
+        decider=decider,
+        risk_context=lambda snapshot: risk_context(snapshot, tickers),
+        risk_config=RiskConfig(),
+        broker=broker,
+        gate=gate,
+        journal=decisions_journal,
+        store=store,
+    )
+    runner = CryptoRunner(
+        bus,
+        features=market.features,
+        board=board,
+        gate=gate,
+        decisions=routine,
+        price_sinks=[broker.on_market_tick],
+    )
+    runner.attach()
+    bus.subscribe_queued(
+        Topic.CANDLE_CLOSED,
+        regimes.on_candle_closed,
+        name="history_and_regime",
+        maxsize=64,
+        overflow=Overflow.COALESCE,
+        key=_stream_key,
+    )
+    return DecisionPath(gate, board, regimes, broker, snapshots, decider, routine, runner)
+
+
+def _fallback_reason(settings: Settings) -> str:
+    if settings.anthropic_api_key is None:
+        return "no_api_key"
+    # A key is set, but the Claude decider is the next piece of work (#5): say so in every line.
+    return "claude_decider_not_built"
+
+
+def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:
+    return RiskContext(
+        whitelist=tickers,
+        portfolio_value_usd=snapshot.portfolio_value or 0.0,
+        cash_usd=snapshot.cash or 0.0,
+        position_notional_usd={
+            p.ticker: p.quantity * (p.mark_price or p.entry_price) for p in snapshot.open_positions
+        },
+        prices={t: view.price for t, view in snapshot.tickers.items()},
+        exposure_scale=snapshot.exposure_scale,
+    )
+
+
+def journal_fills(bus: EventBus, trades: CsvJournal) -> None:
+    def on_fill(event: Event) -> None:
+        if isinstance(event, OrderFilled):
+            trades.append(
+                {
+                    "at_ms": event.at_ms,
+                    "client_order_id": event.client_order_id,
+                    "ticker": event.ticker,
+                    "side": event.side,
+                    "quantity": event.quantity,
+                    "price": event.price,
+                    "fee_usd": event.fee,
+                }
+            )
+
+    bus.subscribe(Topic.ORDER_FILLED, on_fill, name="trades_journal")
+
+
+def _stream_key(event: Event) -> tuple[str, str]:
+    if isinstance(event, CandleClosed):
+        return (event.ticker, event.timeframe)
+    return ("", event.topic)
+
+
+__all__ = [
+    "TRADE_COLUMNS",
+    "DecisionPath",
+    "MarketPath",
+    "build_decision_path",
+    "build_market_path",
+    "journal_fills",
+    "risk_context",
+]

@@ -1,0 +1,76 @@
+"""The daemon against its simulator makes journaled decisions with no API key: candle closes pass the
+gate, the fallback decides and says why, caps hold, nulls carry reasons, every line is complete."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+WANTED_DECISIONS = 5
+
+
+async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: int) -> None:
+    while True:
+        if path.exists() and path.read_bytes().count(b"\n") >= wanted:
+            return
+        if proc.returncode is not None:
+            raise AssertionError(f"daemon exited ({proc.returncode}) before {wanted} decisions")
+        await asyncio.sleep(0.2)  # polling a file written by another process
+
+
+@pytest.mark.timeout(240)
+async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(
+        VIGIL_STATE_DIR=str(tmp_path / "state"),
+        VIGIL_SIM__START="2025-04-07T00:00:00Z",
+        VIGIL_SIM__SPEED="900",
+    )
+    log_path = tmp_path / "daemon.log"
+    with log_path.open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "run", "--sim", env=env, cwd=REPO, stderr=log_file
+        )
+        journal = tmp_path / "state" / "logs" / "decisions.jsonl"
+        try:
+            await _journal_lines(journal, proc, WANTED_DECISIONS)
+            proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    log = log_path.read_text()
+    assert "Traceback" not in log, log
+
+    lines = journal.read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # every line complete JSON
+    assert len(records) >= WANTED_DECISIONS
+    for rec in records:
+        assert "error" not in rec, rec.get("error")
+        assert rec["decided_by"] == "fallback" and rec["decider_reason"] == "no_api_key"
+        assert rec["trigger"], "a decision always says what triggered it"
+        assert len(rec["snapshot_digest"]) == 16
+        snap = rec["snapshot"]
+        for field in ("funding_rates", "open_interest", "fear_greed", "ts_posteriors"):
+            assert snap[field] is None and snap["unavailable"][field]
+        assert snap["regime"] is not None, snap["unavailable"].get("regime")
+        gate = rec["gate_update"]
+        assert 60 <= gate["next_check_secs"] <= 3600
+        value = snap["portfolio_value"]
+        for intent in rec["accepted"]:
+            if intent["action"] == "BUY":
+                assert intent["notional_usd"] <= 0.20 * value + 1e-6
+    triggers = [t for rec in records for t in rec["trigger"]]
+    assert any(t.startswith("candle_close:") for t in triggers)
+    assert len({rec["decision_id"] for rec in records}) == len(records)
