@@ -45,6 +45,18 @@ class TradeDecision(BaseModel):
         return weights
 
 
+class Usage(BaseModel):
+    """Tokens and cost of one model call (prices from config)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_tokens: int = Field(0, ge=0)
+    output_tokens: int = Field(0, ge=0)
+    cache_creation_input_tokens: int = Field(0, ge=0)
+    cache_read_input_tokens: int = Field(0, ge=0)
+    cost_usd: float = Field(0.0, ge=0.0)
+
+
 class AgentDecision(BaseModel):
     """A decider's whole answer for one snapshot."""
 
@@ -59,6 +71,8 @@ class AgentDecision(BaseModel):
     memory_update: str | None = None
     decided_by: DecidedBy
     decider_reason: str = ""  # why this decider decided (e.g. "no_api_key", "breaker_open")
+    usage: Usage | None = None  # the model calls behind this decision (None: no call made)
+    attempts: tuple[dict[str, Any], ...] = ()  # each model attempt: outcome, error, usage
 
 
 class OrderIntent(BaseModel):
