@@ -63,6 +63,7 @@ from market.recorded import load_fear_greed, load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from runner.clock import Clock, WallClock
 from sim.feed import BAR_MS, KlineState, SimFeed
+from sim.orders import SimOrders
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
 
 log = logging.getLogger(__name__)
@@ -209,6 +210,7 @@ class RestServer:
         self._fng_labels = fng["classification"].astype(str).to_list()
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
+        self.orders = SimOrders(clock, feed)  # signed order endpoints (sim/orders.py)
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -238,6 +240,7 @@ class RestServer:
             routes[path] = self._not_recorded
         for path, handler in routes.items():
             app.router.add_get(path, handler)
+        self.orders.register(app)  # order routes: sim/orders.py
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port)
@@ -533,16 +536,27 @@ class RestServer:
             "0",
         ]
 
-    async def _premium_index(self, request: web.Request) -> web.Response:
+    def _priced_tickers(
+        self, request: web.Request
+    ) -> tuple[str | None, int, list[tuple[str, float]]]:
+        """(the one symbol asked for or None, now, [(ticker, price now)]). A price missing for an
+        asked-for symbol is "not available"; for the all-symbols form it is just left out."""
         asked, tickers = self._tickers(request.query)
         now_ms = self._clock.now_ms()
-        rows = []
+        priced = []
         for ticker in tickers:
             price = self._feed.last_price(ticker, now_ms)
             if price is None:
                 if asked is not None:
                     raise not_available(f"the {ticker} price at {now_ms}")
                 continue
+            priced.append((ticker, price))
+        return asked, now_ms, priced
+
+    async def _premium_index(self, request: web.Request) -> web.Response:
+        asked, now_ms, priced = self._priced_tickers(request)
+        rows = []
+        for ticker, price in priced:
             row: dict[str, Any] = {
                 "symbol": to_binance_symbol(ticker),
                 "markPrice": self._price(ticker, price),
@@ -637,22 +651,11 @@ class RestServer:
         }
 
     async def _ticker_price(self, request: web.Request) -> web.Response:
-        asked, tickers = self._tickers(request.query)
-        now_ms = self._clock.now_ms()
-        rows = []
-        for ticker in tickers:
-            price = self._feed.last_price(ticker, now_ms)
-            if price is None:
-                if asked is not None:
-                    raise not_available(f"the {ticker} price at {now_ms}")
-                continue
-            rows.append(
-                {
-                    "symbol": to_binance_symbol(ticker),
-                    "price": self._price(ticker, price),
-                    "time": now_ms,
-                }
-            )
+        asked, now_ms, priced = self._priced_tickers(request)
+        rows = [
+            {"symbol": to_binance_symbol(t), "price": self._price(t, price), "time": now_ms}
+            for t, price in priced
+        ]
         return _json(rows[0] if asked is not None else rows)
 
     async def _fear_greed(self, request: web.Request) -> web.Response:

@@ -50,11 +50,10 @@ class JournalClosedError(RuntimeError):
 # --- JSON lines ------------------------------------------------------------------------------
 
 
-class JsonlJournal:
-    """One JSON object per line, keys sorted (so equal records give equal bytes)."""
+class _Journal:
+    """What both journals share: one append-only file, flushed, closed, usable with ``with``."""
 
-    def __init__(self, path: Path | str, fsync: bool, *, clock: Clock | None = None) -> None:
-        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock())
+    _file: _AppendOnlyFile
 
     @property
     def path(self) -> Path:
@@ -64,10 +63,6 @@ class JsonlJournal:
     def torn_fragment_path(self) -> Path | None:
         """Where opening moved a torn last line, if there was one."""
         return self._file.torn_fragment_path
-
-    def append(self, record: Mapping[str, Any]) -> None:
-        """Write ``record`` as one line. Raises ``JournalRecordError`` for non-JSON data."""
-        self._file.append_bytes(encode_jsonl_record(record))
 
     def flush(self) -> None:
         self._file.flush()
@@ -85,6 +80,17 @@ class JsonlJournal:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class JsonlJournal(_Journal):
+    """One JSON object per line, keys sorted (so equal records give equal bytes)."""
+
+    def __init__(self, path: Path | str, fsync: bool, *, clock: Clock | None = None) -> None:
+        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock())
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        """Write ``record`` as one line. Raises ``JournalRecordError`` for non-JSON data."""
+        self._file.append_bytes(encode_jsonl_record(record))
 
 
 def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
@@ -145,7 +151,7 @@ def read_all(path: Path | str) -> list[dict[str, Any]]:
 # --- CSV -------------------------------------------------------------------------------------
 
 
-class CsvJournal:
+class CsvJournal(_Journal):
     """A CSV file with a fixed header (written once, when the file is new) and one row per call."""
 
     def __init__(
@@ -166,16 +172,8 @@ class CsvJournal:
             raise
 
     @property
-    def path(self) -> Path:
-        return self._file.path
-
-    @property
     def columns(self) -> tuple[str, ...]:
         return self._columns
-
-    @property
-    def torn_fragment_path(self) -> Path | None:
-        return self._file.torn_fragment_path
 
     def append(self, row: Mapping[str, Any]) -> None:
         """Write one row. Its keys must be exactly the columns; ``None`` is written empty."""
@@ -188,23 +186,6 @@ class CsvJournal:
             )
         cells = [_csv_cell(row[column], column) for column in self._columns]
         self._file.append_bytes(_csv_line(cells))
-
-    def flush(self) -> None:
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _ensure_header(self) -> None:
         header = _csv_line(list(self._columns))
