@@ -1,1 +1,5 @@
-"""vigil.learner"""
+"""vigil.learner: Thompson sampling over signal sources (global and per-regime Beta posteriors)."""
+
+from learner.online import OnlineLearner
+
+__all__ = ["OnlineLearner"]

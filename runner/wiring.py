@@ -18,6 +18,7 @@ from broker.paper import PaperBroker
 from gate.conditions import build_metric_registry
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
+from learner.online import OnlineLearner
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
@@ -59,6 +60,7 @@ class DecisionPath:
     board: MetricBoard
     regimes: RegimeView
     broker: PaperBroker
+    learner: OnlineLearner
     snapshots: SnapshotBuilder
     decider: FallbackDecider
     routine: DecisionRoutine
@@ -125,6 +127,8 @@ def build_decision_path(
         state_path=settings.state_dir / "paper_broker.json",
         bus=bus,
     )
+    learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
+    bus.subscribe(Topic.POSITION_EXIT, learner.on_position_exit, name="learner")
     snapshots = SnapshotBuilder(
         clock,
         tickers=tickers,
@@ -134,6 +138,7 @@ def build_decision_path(
         agent_memory=lambda: store.current.agent_memory,
         peak_prices=lambda: store.current.trailing_highs,
         regime=regimes.snapshot,
+        learner=learner,
     )
     decider = FallbackDecider(FallbackPipeline(), market.history.frame, _fallback_reason(settings))
     routine = DecisionRoutine(
@@ -165,7 +170,7 @@ def build_decision_path(
         overflow=Overflow.COALESCE,
         key=_stream_key,
     )
-    return DecisionPath(gate, board, regimes, broker, snapshots, decider, routine, runner)
+    return DecisionPath(gate, board, regimes, broker, learner, snapshots, decider, routine, runner)
 
 
 def _fallback_reason(settings: Settings) -> str:

@@ -1,0 +1,262 @@
+"""``OnlineLearner``: Thompson sampling over signal sources, global and per-regime Beta posteriors.
+
+Every closed trade (``position.exit``) updates, for each signal the entry carried, the global
+posterior and the posterior of the trade's regime, with the seed's arithmetic (``thompson.py``).
+
+Decisions the seed leaves open, made here:
+
+- **pnl units**: ``update`` takes ``pnl_pct`` in PERCENT, as ``PositionExit`` reports it, and
+  divides by 100: the formula's pnl is a fraction (+5 % -> 0.05, reward = sigmoid(0.5)).
+- **which posteriors are discounted**: the discount is part of each per-signal update, so only
+  the posteriors of signals that voted on this trade (present and non-zero) are discounted. A
+  signal absent from a trade, or exactly 0, keeps its posterior untouched: the trade says
+  nothing about it, and discounting it would wash out evidence about a signal merely because
+  other signals traded.
+- **regime vs global**: ``sample_weights(regime)`` and ``posteriors(regime)`` use the regime's
+  posteriors once that regime has ``min_regime_trades`` recorded trades (counted per regime, not
+  per signal), else the global ones. The signals sampled are every signal the learner has seen;
+  one never seen in the regime in force has the prior Beta(prior_alpha, prior_beta) there.
+- **no regime**: a trade with regime ``None`` or ``""`` updates only the global posteriors.
+
+The model is saved atomically after every update when a path is given; a save that fails is
+logged and retried at the next update (the learning stays in memory meanwhile).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+from collections import deque
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from learner.model_file import (
+    InvalidLearnerFileError,
+    LearnerFile,
+    PosteriorRecord,
+    TradeRecord,
+    read_learner_file,
+    write_learner_file,
+)
+from learner.thompson import BetaPosterior, outcome_for
+from runner.errors import RefuseToStartError
+from runner.events import Event, PositionExit
+from state.atomic import remove_stale_tmp_files
+
+log = logging.getLogger(__name__)
+
+Table = dict[str, BetaPosterior]
+InForce = Literal["regime", "global"]
+
+
+class OnlineLearner:
+    def __init__(
+        self,
+        path: Path | None,
+        *,
+        prior_alpha: float = 1.0,
+        prior_beta: float = 1.0,
+        discount: float = 0.95,
+        window: int = 50,
+        min_regime_trades: int = 3,
+    ) -> None:
+        if not (prior_alpha > 0 and prior_beta > 0 and math.isfinite(prior_alpha + prior_beta)):
+            raise ValueError(f"priors must be finite and > 0, got {prior_alpha}, {prior_beta}")
+        if not 0 < discount <= 1:
+            raise ValueError(f"discount must be in (0, 1], got {discount}")
+        if window < 1 or min_regime_trades < 0:
+            raise ValueError(
+                f"window must be >= 1 and min_regime_trades >= 0, got {window}, {min_regime_trades}"
+            )
+        self._path = path
+        self._prior = BetaPosterior(prior_alpha, prior_beta)
+        self._discount = discount
+        self._min_regime_trades = min_regime_trades
+        self._global: Table = {}
+        self._regimes: dict[str, Table] = {}
+        self._regime_counts: dict[str, int] = {}
+        self._trades: deque[TradeRecord] = deque(maxlen=window)
+        self._unsaved = False
+        if path is not None:
+            self._load(path)
+
+    # -- learning ---------------------------------------------------------------------------
+
+    def update(
+        self,
+        signals: Mapping[str, float],
+        pnl_pct: float,
+        regime: str | None,
+        ticker: str,
+        at_ms: int,
+        holding_secs: float,
+    ) -> None:
+        """Learn from one closed trade. ``pnl_pct`` is in percent (+5 % is 5.0).
+
+        Raises ``ValueError`` (and learns nothing) on a non-finite pnl or signal value.
+        """
+        regime = regime or None
+        # Both validate (ValueError) before anything changes, so a bad trade leaves no trace.
+        record = TradeRecord(
+            ticker=ticker,
+            at_ms=at_ms,
+            pnl_pct=pnl_pct,
+            holding_secs=holding_secs,
+            regime=regime,
+            signals=dict(signals),
+        )
+        pnl_fraction = pnl_pct / 100.0
+        outcomes = {name: outcome_for(value, pnl_fraction) for name, value in signals.items()}
+        regime_table = self._regimes.setdefault(regime, {}) if regime is not None else None
+        for name, outcome in outcomes.items():
+            if outcome is None:
+                continue  # a signal of exactly 0 did not vote: its posteriors stay as they are
+            self._global[name] = self._global.get(name, self._prior).updated(
+                outcome, self._discount
+            )
+            if regime_table is not None:
+                regime_table[name] = regime_table.get(name, self._prior).updated(
+                    outcome, self._discount
+                )
+        if regime is not None:
+            self._regime_counts[regime] = self._regime_counts.get(regime, 0) + 1
+        self._trades.append(record)
+        self._unsaved = True
+        self._save_or_log()
+
+    def on_position_exit(self, event: Event) -> None:
+        """Bus handler for ``position.exit``, fit for an inline subscription.
+
+        Cost per exit: ~10 us of arithmetic plus the atomic save (~1 ms with fsync, measured on
+        the dev box); exits are rare and never on the tick path.
+        """
+        if not isinstance(event, PositionExit):
+            raise TypeError(f"on_position_exit expects PositionExit, got {type(event).__name__}")
+        self.update(
+            event.signals,
+            event.pnl_pct,
+            event.regime,
+            event.ticker,
+            event.at_ms,
+            event.holding_secs,
+        )
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def sample_weights(self, regime: str | None, rng: random.Random) -> dict[str, float]:
+        """One Thompson draw per signal from the posteriors in force, normalised to sum 1.
+
+        Signals are drawn in name order, so the result depends only on the state and ``rng``.
+        Empty when no trade has been learned yet.
+        """
+        _, table = self._in_force(regime)
+        draws = {
+            name: rng.betavariate(table[name].alpha, table[name].beta) for name in sorted(table)
+        }
+        total = sum(draws.values())
+        if total <= 0:
+            # Only reachable when every draw underflows to 0.0 (alphas driven near 0 by long
+            # losing streaks): the draws then carry no ranking, so the weights are equal.
+            log.warning("learner: every Thompson draw was 0 (regime %r); equal weights", regime)
+            return {name: 1.0 / len(draws) for name in draws}
+        return {name: draw / total for name, draw in draws.items()}
+
+    def posteriors(self, regime: str | None) -> dict[str, Any]:
+        """The posteriors in force for ``regime`` and which table they come from (for snapshots)."""
+        in_force, table = self._in_force(regime)
+        return {
+            "in_force": in_force,
+            "regime": regime or None,
+            "regime_trades": self._regime_counts.get(regime, 0) if regime else 0,
+            "min_regime_trades": self._min_regime_trades,
+            "signals": {
+                name: {"alpha": p.alpha, "beta": p.beta, "mean": p.mean, "trades": p.trades}
+                for name, p in sorted(table.items())
+            },
+        }
+
+    def recent_trades(self) -> list[dict[str, Any]]:
+        """The last ``window`` trades, oldest first, as compact dicts (pnl_pct in percent)."""
+        return [trade.model_dump() for trade in self._trades]
+
+    @property
+    def regime_counts(self) -> dict[str, int]:
+        """Trades learned per regime, over the learner's whole life (not only the window)."""
+        return dict(self._regime_counts)
+
+    @property
+    def unsaved(self) -> bool:
+        """True when the latest learning has not reached the file yet (a save failed)."""
+        return self._unsaved
+
+    def _in_force(self, regime: str | None) -> tuple[InForce, Table]:
+        if regime and self._regime_counts.get(regime, 0) >= self._min_regime_trades:
+            regime_table = self._regimes.get(regime, {})
+            return "regime", {name: regime_table.get(name, self._prior) for name in self._global}
+        return "global", dict(self._global)
+
+    # -- persistence --------------------------------------------------------------------------
+
+    def save(self) -> None:
+        """Write the model now (atomic). Raises ``OSError``; a no-op without a path."""
+        if self._path is None:
+            self._unsaved = False
+            return
+        write_learner_file(self._path, self._to_file())
+        self._unsaved = False
+
+    def _save_or_log(self) -> None:
+        try:
+            self.save()
+        except OSError:
+            log.exception(
+                "learner: could not save %s; the learning is kept in memory and the next "
+                "update tries again",
+                self._path,
+            )
+
+    def _to_file(self) -> LearnerFile:
+        return LearnerFile(
+            global_posteriors=_records(self._global),
+            regime_posteriors={r: _records(t) for r, t in self._regimes.items()},
+            regime_counts=dict(self._regime_counts),
+            recent_trades=list(self._trades),
+        )
+
+    def _load(self, path: Path) -> None:
+        try:
+            for stale in remove_stale_tmp_files(path):
+                log.info("learner: removed %s left by an interrupted save", stale)
+            model = read_learner_file(path)
+        except (InvalidLearnerFileError, OSError) as exc:
+            raise RefuseToStartError(
+                f"learner model {path} cannot be used ({exc}); it was left untouched: fix it, "
+                "or move it away to start learning from scratch"
+            ) from exc
+        if model is None:
+            log.info("learner: no model at %s yet, starting from the prior", path)
+            return
+        self._global = _posteriors(model.global_posteriors)
+        self._regimes = {r: _posteriors(t) for r, t in model.regime_posteriors.items()}
+        self._regime_counts = dict(model.regime_counts)
+        self._trades.extend(model.recent_trades)  # the deque keeps only the last ``window``
+        log.info(
+            "learner: loaded %s (%d signals, %d regimes, %d recent trades)",
+            path,
+            len(self._global),
+            len(self._regimes),
+            len(self._trades),
+        )
+
+
+def _records(table: Table) -> dict[str, PosteriorRecord]:
+    return {
+        name: PosteriorRecord(alpha=p.alpha, beta=p.beta, trades=p.trades)
+        for name, p in table.items()
+    }
+
+
+def _posteriors(records: Mapping[str, PosteriorRecord]) -> Table:
+    return {name: BetaPosterior(r.alpha, r.beta, r.trades) for name, r in records.items()}
