@@ -62,8 +62,10 @@ async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: 
         assert rec["trigger"], "a decision always says what triggered it"
         assert len(rec["snapshot_digest"]) == 16
         snap = rec["snapshot"]
-        for field in ("funding_rates", "open_interest", "fear_greed", "ts_posteriors"):
+        for field in ("funding_rates", "open_interest", "fear_greed"):
             assert snap[field] is None and snap["unavailable"][field]
+        assert snap["ts_posteriors"]["in_force"] in {"global", "regime"}
+        assert isinstance(snap["recent_trades"], list)
         assert snap["regime"] is not None, snap["unavailable"].get("regime")
         gate = rec["gate_update"]
         assert 60 <= gate["next_check_secs"] <= 3600
