@@ -44,7 +44,6 @@ WARM_UP_TIMEOUT_SECS = 120.0
 #: loops of the design that later issues add; named at start so nobody wonders where they are
 NOT_YET_BUILT = {
     "derivatives": "derivatives monitor arrives with the derivatives issue (#7)",
-    "tracker": "position tracker arrives with the execution issue (#6)",
 }
 
 
@@ -134,6 +133,7 @@ async def build_daemon(settings: Settings) -> Daemon:
     loops = [
         LoopSpec("market", market.listener.run),
         LoopSpec("decisions", decision.routine.run),
+        LoopSpec("tracker", decision.tracker.run),
         LoopSpec("bus", bus.run),
         LoopSpec("state_watch", watch_state),
         LoopSpec("watchdog", watchdog.run),

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from gate.gate import GateConfig
 from regime.config import RegimeConfig
 from runner.errors import RefuseToStartError
+from tracker.config import TrackerConfig
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
 
@@ -116,6 +117,7 @@ class Settings(BaseSettings):
     broker: BrokerConfig = BrokerConfig()
     gate: GateConfig = GateConfig()
     regime: RegimeConfig = RegimeConfig()
+    tracker: TrackerConfig = TrackerConfig()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from agent.decision import AgentDecision, OrderIntent
 from agent.port import Decider
-from agent.risk import RiskConfig, RiskContext, RiskOutcome, apply_risk_caps
+from agent.risk import RiskConfig, RiskContext, apply_risk_caps
 from broker.port import Broker, OrderResult
 from runner.bus import EventBus
 from runner.clock import Clock
@@ -60,6 +60,7 @@ class DecisionRoutine:
         gate: GateUpdater,
         journal: Journal,
         store: MemoryStore,
+        before_execution: Callable[[Sequence[OrderIntent]], Sequence[OrderIntent]] | None = None,
         after_execution: Callable[[Sequence[OrderIntent], Sequence[OrderResult]], Awaitable[None]]
         | None = None,
     ) -> None:
@@ -73,6 +74,7 @@ class DecisionRoutine:
         self._gate = gate
         self._journal = journal
         self._store = store
+        self._before_execution = before_execution
         self._after_execution = after_execution
         self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
         self._wake = asyncio.Event()
@@ -143,7 +145,7 @@ class DecisionRoutine:
         )
         record["accepted"] = [i.model_dump(mode="json") for i in outcome.intents]
         record["cap_changes"] = [c.model_dump(mode="json") for c in outcome.changes]
-        results = await self._execute(outcome)
+        results = await self._execute(outcome.intents, record)
         record["orders"] = [r.model_dump(mode="json") for r in results]
 
         gate_update = self._gate.update_from_agent(
@@ -168,12 +170,23 @@ class DecisionRoutine:
             ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
         )
 
-    async def _execute(self, outcome: RiskOutcome) -> Sequence[OrderResult]:
-        if not outcome.intents:
+    async def _execute(
+        self, intents: Sequence[OrderIntent], record: dict[str, Any]
+    ) -> Sequence[OrderResult]:
+        if self._before_execution is not None:
+            kept = self._before_execution(intents)
+            skipped = [i for i in intents if i not in kept]
+            if skipped:
+                record["skipped"] = [
+                    {"ticker": i.ticker, "action": i.action.value, "reason": "position not tracked"}
+                    for i in skipped
+                ]
+            intents = kept
+        if not intents:
             return ()
-        results = await self._broker.execute_decisions(outcome.intents)
+        results = await self._broker.execute_decisions(intents)
         if self._after_execution is not None:
-            await self._after_execution(outcome.intents, results)
+            await self._after_execution(intents, results)
         return results
 
     def _remember(self, decision: AgentDecision, record: dict[str, Any]) -> None:

@@ -38,6 +38,7 @@ from runner.snapshot import MarketSnapshot
 from runner.snapshot_builder import SnapshotBuilder
 from state.journal import CsvJournal, JsonlJournal
 from state.store import RunnerStateStore
+from tracker.tracker import PositionTracker
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,7 @@ class DecisionPath:
     board: MetricBoard
     regimes: RegimeView
     broker: PaperBroker
+    tracker: PositionTracker
     learner: OnlineLearner
     snapshots: SnapshotBuilder
     decider: FallbackDecider
@@ -112,11 +114,11 @@ def build_decision_path(
     registry = build_metric_registry(tickers)
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
     board = MetricBoard(registry)
-    tracker = CryptoRegimeTracker(
+    regime_tracker = CryptoRegimeTracker(
         clock, lambda: CryptoRegimeModel(settings.regime.hmm), settings.regime.refit_every_secs
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
-    regimes = RegimeView(tracker, macro, market.history, tickers)
+    regimes = RegimeView(regime_tracker, macro, market.history, tickers)
     broker = PaperBroker(
         clock,
         starting_cash_usd=settings.broker.starting_cash_usd,
@@ -127,6 +129,17 @@ def build_decision_path(
         state_path=settings.state_dir / "paper_broker.json",
         bus=bus,
     )
+    tracker = PositionTracker(
+        clock,
+        bus,
+        broker,
+        store,
+        reviewer=None,  # Claude's 3-minute review arrives with #5; the fallback score decides
+        price=lambda ticker: _mark_price(broker, ticker),
+        regime=lambda ticker: regimes.crypto(ticker).label.value,
+        config=settings.tracker,
+    )
+    tracker.attach()
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     bus.subscribe(Topic.POSITION_EXIT, learner.on_position_exit, name="learner")
     snapshots = SnapshotBuilder(
@@ -152,6 +165,8 @@ def build_decision_path(
         gate=gate,
         journal=decisions_journal,
         store=store,
+        before_execution=tracker.filter_sells,
+        after_execution=tracker.on_executed,
     )
     runner = CryptoRunner(
         bus,
@@ -170,7 +185,14 @@ def build_decision_path(
         overflow=Overflow.COALESCE,
         key=_stream_key,
     )
-    return DecisionPath(gate, board, regimes, broker, learner, snapshots, decider, routine, runner)
+    return DecisionPath(
+        gate, board, regimes, broker, tracker, learner, snapshots, decider, routine, runner
+    )
+
+
+def _mark_price(broker: PaperBroker, ticker: str) -> float | None:
+    mark = broker.mark(ticker)
+    return None if mark is None else mark.price
 
 
 def _fallback_reason(settings: Settings) -> str:

@@ -239,3 +239,20 @@ async def test_a_failing_run_is_journaled_and_the_loop_goes_on(
         await asyncio.sleep(0)
     assert rig.journal[1]["trigger"] == ["agent_timer"]
     task.cancel()
+
+
+async def test_intents_the_tracker_refuses_are_skipped_and_journaled() -> None:
+    rig = Rig(ANSWER)
+    refused: list[str] = []
+
+    def no_buys(intents: Sequence[OrderIntent]) -> list[OrderIntent]:
+        refused.extend(i.ticker for i in intents if i.action is Action.BUY)
+        return [i for i in intents if i.action is not Action.BUY]
+
+    rig.routine._before_execution = no_buys
+    record = await rig.routine.decide_once(["agent_timer"])
+    assert refused == ["SOL/USDT"] and rig.broker.executed == []
+    assert record["skipped"] == [
+        {"ticker": "SOL/USDT", "action": "BUY", "reason": "position not tracked"}
+    ]
+    assert record["orders"] == []

@@ -1,0 +1,77 @@
+"""The agent layer's pure parts: what the reviewer is shown, the fallback verdict, ADD sizing."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from tracker.config import TrackerConfig
+from tracker.ports import PositionReview, ReviewVerdict
+from tracker.positions import TrackedPosition
+from tracker.safety import pnl_pct
+from tracker.score import fallback_score
+
+
+def position_review(
+    position: TrackedPosition, mark_price: float, regime_now: str, now_ms: int
+) -> PositionReview:
+    return PositionReview(
+        ticker=position.ticker,
+        entry_price=position.entry_price,
+        mark_price=mark_price,
+        pnl_pct=pnl_pct(position.entry_price, mark_price),
+        peak_pnl_pct=pnl_pct(position.entry_price, max(position.trailing_high, mark_price)),
+        holding_secs=max(0, now_ms - position.entry_time_ms) / 1000.0,
+        regime_at_entry=position.regime,
+        regime_now=regime_now,
+        entry_signals=dict(position.signals),
+    )
+
+
+def fallback_verdict(
+    review: PositionReview,
+    recent_prices: Sequence[float],
+    other_recent_prices: Sequence[Sequence[float]],
+    config: TrackerConfig,
+    why: str,
+) -> ReviewVerdict:
+    """The fallback score's verdict; ``why`` says why the reviewer did not decide."""
+    scored = fallback_score(
+        regime_at_entry=review.regime_at_entry,
+        regime_now=review.regime_now,
+        recent_prices=recent_prices,
+        other_recent_prices=other_recent_prices,
+        pnl_pct=review.pnl_pct,
+        peak_pnl_pct=review.peak_pnl_pct,
+        holding_secs=review.holding_secs,
+        config=config,
+    )
+    return ReviewVerdict(
+        ticker=review.ticker,
+        action=scored.action,
+        reason=f"{scored.summary()} [{why}]",
+        decided_by="fallback",
+    )
+
+
+class AddSize(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    notional_usd: float  # 0 when nothing may be added
+    limited_by: str  # "add_pct", "max_position", "cash"
+
+
+def add_size(
+    portfolio_usd: float, cash_usd: float, position_value_usd: float, config: TrackerConfig
+) -> AddSize:
+    """``add_pct`` of the portfolio, capped so the position stays within ``max_position_pct`` of it
+    (the risk cap the decision routine applies to its own BUYs) and within the free cash, less a
+    reserve for the broker's fee (``fee_reserve_pct``)."""
+    limits = {
+        "add_pct": config.add_pct * portfolio_usd,
+        "max_position": config.max_position_pct * portfolio_usd - position_value_usd,
+        "cash": cash_usd / (1.0 + config.fee_reserve_pct / 100.0),
+    }
+    limited_by = min(limits, key=lambda name: limits[name])
+    return AddSize(notional_usd=max(limits[limited_by], 0.0), limited_by=limited_by)
