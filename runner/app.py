@@ -41,11 +41,6 @@ log = logging.getLogger(__name__)
 
 WARM_UP_TIMEOUT_SECS = 120.0
 
-#: loops of the design that later issues add; named at start so nobody wonders where they are
-NOT_YET_BUILT = {
-    "derivatives": "derivatives monitor arrives with the derivatives issue (#7)",
-}
-
 
 @dataclass
 class Daemon:
@@ -116,7 +111,9 @@ async def build_daemon(settings: Settings) -> Daemon:
 
     market = build_market_path(settings, clock, bus, ws_base, rest_url, ws_path=ws_path)
     closers.append(("close exchange client", market.exchange.close))
-    decision = build_decision_path(settings, clock, bus, market, store, decisions)
+    decision = build_decision_path(
+        settings, clock, bus, market, store, decisions, sim_rest_url=rest_url if use_sim else None
+    )
     heartbeat, watchdog = _bookkeeping(
         settings,
         clock,
@@ -132,6 +129,7 @@ async def build_daemon(settings: Settings) -> Daemon:
 
     loops = [
         LoopSpec("market", market.listener.run),
+        LoopSpec("derivatives", decision.derivatives.run),
         LoopSpec("decisions", decision.routine.run),
         LoopSpec("tracker", decision.tracker.run),
         LoopSpec("bus", bus.run),
@@ -139,8 +137,6 @@ async def build_daemon(settings: Settings) -> Daemon:
         LoopSpec("watchdog", watchdog.run),
         LoopSpec("heartbeat", heartbeat.run),
     ]
-    for name, why in NOT_YET_BUILT.items():
-        log.info("loop %s not running: %s", name, why)
     hooks: list[tuple[str, ShutdownHook]] = [
         ("flush decisions journal", decisions.close),
         ("flush trades journal", trades.close),

@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from regime.config import RegimeConfig
 from runner.errors import RefuseToStartError
@@ -118,6 +119,7 @@ class Settings(BaseSettings):
     gate: GateConfig = GateConfig()
     regime: RegimeConfig = RegimeConfig()
     tracker: TrackerConfig = TrackerConfig()
+    derivatives: DerivativesConfig = DerivativesConfig()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")

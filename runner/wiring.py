@@ -15,6 +15,9 @@ from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
 from agent.risk import RiskConfig, RiskContext
 from broker.paper import PaperBroker
+from derivatives.config import DerivativesConfig
+from derivatives.monitor import DerivativesContext, DerivativesMonitor
+from derivatives.sources import build_context_fields
 from gate.conditions import build_metric_registry
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
@@ -57,6 +60,7 @@ class MarketPath:
 
 @dataclass
 class DecisionPath:
+    derivatives: DerivativesMonitor
     gate: AdaptiveGate
     board: MetricBoard
     regimes: RegimeView
@@ -109,11 +113,21 @@ def build_decision_path(
     market: MarketPath,
     store: RunnerStateStore,
     decisions_journal: JsonlJournal,
+    *,
+    sim_rest_url: str | None = None,
 ) -> DecisionPath:
     tickers = settings.market.tickers
     registry = build_metric_registry(tickers)
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
     board = MetricBoard(registry)
+    derivatives_config = _derivatives_config(settings.derivatives, sim_rest_url)
+    derivatives = DerivativesMonitor(
+        clock,
+        bus,
+        build_context_fields(derivatives_config, clock, tickers, market.exchange),
+        board=board,
+        config=derivatives_config,
+    )
     regime_tracker = CryptoRegimeTracker(
         clock, lambda: CryptoRegimeModel(settings.regime.hmm), settings.regime.refit_every_secs
     )
@@ -151,6 +165,7 @@ def build_decision_path(
         agent_memory=lambda: store.current.agent_memory,
         peak_prices=lambda: store.current.trailing_highs,
         regime=regimes.snapshot,
+        context_sources=[DerivativesContext(derivatives)],
         learner=learner,
     )
     decider = FallbackDecider(FallbackPipeline(), market.history.frame, _fallback_reason(settings))
@@ -186,7 +201,31 @@ def build_decision_path(
         key=_stream_key,
     )
     return DecisionPath(
-        gate, board, regimes, broker, tracker, learner, snapshots, decider, routine, runner
+        derivatives,
+        gate,
+        board,
+        regimes,
+        broker,
+        tracker,
+        learner,
+        snapshots,
+        decider,
+        routine,
+        runner,
+    )
+
+
+def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> DerivativesConfig:
+    """Against the simulator: Fear & Greed from its /fng/; outside web sources off (no network),
+    each said so in the snapshot."""
+    if sim_rest_url is None:
+        return config
+    return config.model_copy(
+        update={
+            "fng_base_url": sim_rest_url,
+            "defillama_base_url": None,
+            "coingecko_base_url": None,
+        }
     )
 
 

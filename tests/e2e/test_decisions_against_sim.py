@@ -9,8 +9,11 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from market.recorded import load_fear_greed, load_funding
 
 pytestmark = pytest.mark.e2e
 
@@ -19,8 +22,10 @@ WANTED_DECISIONS = 5
 
 
 async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: int) -> None:
+    """Until ``wanted`` decisions are journaled and one of them saw the derivatives monitor's data."""
     while True:
-        if path.exists() and path.read_bytes().count(b"\n") >= wanted:
+        text = path.read_bytes() if path.exists() else b""
+        if text.count(b"\n") >= wanted and b'"funding_rates":{' in text:
             return
         if proc.returncode is not None:
             raise AssertionError(f"daemon exited ({proc.returncode}) before {wanted} decisions")
@@ -62,8 +67,10 @@ async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: 
         assert rec["trigger"], "a decision always says what triggered it"
         assert len(rec["snapshot_digest"]) == 16
         snap = rec["snapshot"]
-        for field in ("funding_rates", "open_interest", "fear_greed"):
+        for field in ("open_interest", "taker_delta", "long_short_ratio", "basis", "liquidations"):
             assert snap[field] is None and snap["unavailable"][field]
+        for field in ("funding_rates", "fear_greed"):  # filled once the monitor has polled
+            assert (snap[field] is None) == (field in snap["unavailable"])
         assert snap["ts_posteriors"]["in_force"] in {"global", "regime"}
         assert isinstance(snap["recent_trades"], list)
         assert snap["regime"] is not None, snap["unavailable"].get("regime")
@@ -73,6 +80,21 @@ async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: 
         for intent in rec["accepted"]:
             if intent["action"] == "BUY":
                 assert intent["notional_usd"] <= 0.20 * value + 1e-6
+    _check_recorded_context(records)
     triggers = [t for rec in records for t in rec["trigger"]]
     assert any(t.startswith("candle_close:") for t in triggers)
     assert len({rec["decision_id"] for rec in records}) == len(records)
+
+
+def _check_recorded_context(records: list[dict[str, Any]]) -> None:
+    """Funding and Fear & Greed in the snapshot are the recorded values at that instant."""
+    funding = load_funding("BTC/USDT")
+    fear_greed = load_fear_greed()
+    filled = [r["snapshot"] for r in records if r["snapshot"]["funding_rates"] is not None]
+    assert filled, "the derivatives monitor never filled funding"
+    for snap in filled:
+        at_ms = snap["at_ms"]
+        recorded = funding[funding.index <= at_ms]["funding_rate"].iloc[-1]
+        assert snap["funding_rates"]["BTC/USDT"] == pytest.approx(recorded)
+        day_s = at_ms // 1000 // 86_400 * 86_400
+        assert snap["fear_greed"]["value"] == int(fear_greed.loc[day_s, "value"])

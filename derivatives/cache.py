@@ -1,0 +1,174 @@
+"""CachedSource: one outside value with its own timeout, cache TTL, backoff and reasons.
+
+``read()`` never raises for the provider's problems; it answers a ``Cached`` (value or None, and a
+reason whenever the value is missing). The rules, all on the injected ``Clock``:
+
+- a value younger than ``ttl_secs`` is served without asking the provider;
+- otherwise the provider is asked (at most one request at a time; the request's timeout is REAL
+  seconds because the socket is real, as in ``regime.fred``);
+- after a failure the provider is not asked again before a capped, jittered backoff has passed
+  (at least the provider's ``Retry-After``); a ``SourceNotAvailableError`` (the provider has no
+  such data, or none is configured) waits a full TTL instead: retrying sooner cannot help;
+- meanwhile the last good value is served until it is ``ttl_secs * stale_factor`` old; after that
+  the answer is unavailable "stale since <when>" with the last failure, never an old number
+  passed off as current.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Generic, TypeVar
+
+from runner.backoff import backoff_delay_secs
+from runner.clock import Clock
+from runner.errors import RetryableError, VigilError
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class SourceNotAvailableError(VigilError):
+    """The provider does not have this data (or none is configured): retrying soon cannot help."""
+
+
+class SourceFailedError(RetryableError):
+    """This attempt failed (timeout, 429/418, 5xx, malformed body): back off and try again."""
+
+    def __init__(self, message: str, *, retry_after_secs: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_secs = retry_after_secs
+
+
+@dataclass(frozen=True)
+class Cached(Generic[T]):
+    """What a source knows now: a value (maybe past its TTL but within the stale limit) or a reason."""
+
+    value: T | None
+    reason: str | None
+    fetched_at_ms: int | None = None
+    stale: bool = False  # past its TTL, still served because the refresh is failing
+
+
+@dataclass(frozen=True)
+class CachePolicy:
+    ttl_secs: float
+    timeout_secs: float = 10.0
+    stale_factor: float = 3.0
+    backoff_base_secs: float = 5.0
+    backoff_cap_secs: float = 600.0
+    jitter_fraction: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.ttl_secs <= 0 or self.timeout_secs <= 0:
+            raise ValueError("ttl_secs and timeout_secs must be > 0")
+        if self.stale_factor < 1.0:
+            raise ValueError(f"stale_factor must be >= 1, got {self.stale_factor}")
+
+
+class CachedSource(Generic[T]):
+    def __init__(
+        self,
+        name: str,
+        fetch: Callable[[], Awaitable[T]],
+        clock: Clock,
+        policy: CachePolicy,
+        *,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self.name = name
+        self._fetch = fetch
+        self._clock = clock
+        self.policy = policy
+        self._rand = rand
+        self._lock = asyncio.Lock()
+        self._value: T | None = None
+        self._fetched_mono: float | None = None
+        self._fetched_ms: int | None = None
+        self._failures = 0
+        self._next_attempt_mono = float("-inf")
+        self._last_error: str | None = None
+        #: provider requests made (for tests and the status line)
+        self.requests = 0
+
+    async def read(self) -> Cached[T]:
+        async with self._lock:
+            now = self._clock.monotonic_secs()
+            if self._is_fresh(now):
+                return self._served(now)
+            if now >= self._next_attempt_mono:
+                await self._refresh(now)
+            return self._served(self._clock.monotonic_secs())
+
+    def _is_fresh(self, now: float) -> bool:
+        return self._fetched_mono is not None and now - self._fetched_mono < self.policy.ttl_secs
+
+    async def _refresh(self, now: float) -> None:
+        self.requests += 1
+        try:
+            async with asyncio.timeout(self.policy.timeout_secs):
+                value = await self._fetch()
+        except asyncio.CancelledError:
+            raise
+        except SourceNotAvailableError as exc:
+            self._note_failure(now, str(exc), delay_secs=self.policy.ttl_secs)
+            return
+        except TimeoutError:
+            self._note_backoff(now, f"no answer within {self.policy.timeout_secs:g} s", None)
+            return
+        except SourceFailedError as exc:
+            self._note_backoff(now, str(exc), exc.retry_after_secs)
+            return
+        except Exception as exc:  # a bug or an unexpected shape: logged loudly, still a reason
+            log.exception("%s: unexpected error", self.name)
+            self._note_backoff(now, f"unexpected error: {type(exc).__name__}: {exc}", None)
+            return
+        self._value = value
+        self._fetched_mono, self._fetched_ms = now, self._clock.now_ms()
+        self._failures, self._last_error = 0, None
+        self._next_attempt_mono = float("-inf")
+
+    def _note_backoff(self, now: float, reason: str, retry_after_secs: float | None) -> None:
+        p = self.policy
+        delay = backoff_delay_secs(
+            self._failures, p.backoff_base_secs, p.backoff_cap_secs, p.jitter_fraction, self._rand()
+        )
+        if retry_after_secs is not None:
+            delay = max(delay, retry_after_secs)
+        self._failures += 1
+        self._note_failure(now, reason, delay_secs=delay)
+
+    def _note_failure(self, now: float, reason: str, *, delay_secs: float) -> None:
+        self._last_error = reason
+        self._next_attempt_mono = now + delay_secs
+        log.warning("%s unavailable: %s (next try in %.0f s)", self.name, reason, delay_secs)
+
+    def _served(self, now: float) -> Cached[T]:
+        if self._fetched_mono is None or self._fetched_ms is None:
+            return Cached(None, self._last_error or "not fetched yet")
+        age = now - self._fetched_mono
+        if age < self.policy.ttl_secs:
+            return Cached(self._value, None, self._fetched_ms)
+        if age < self.policy.ttl_secs * self.policy.stale_factor:
+            return Cached(self._value, None, self._fetched_ms, stale=True)
+        stale_since_ms = self._fetched_ms + int(self.policy.ttl_secs * 1000)
+        last = f"; last error: {self._last_error}" if self._last_error else ""
+        return Cached(None, f"stale since {_iso(stale_since_ms)}{last}", self._fetched_ms)
+
+
+def _iso(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+__all__ = [
+    "CachePolicy",
+    "Cached",
+    "CachedSource",
+    "SourceFailedError",
+    "SourceNotAvailableError",
+]

@@ -1,0 +1,75 @@
+"""One JSON GET over aiohttp with failures typed by what the cache should do next.
+
+429/418 (rate limit, ban) and 5xx are ``SourceFailedError`` (back off, at least ``Retry-After``);
+other 4xx mean the provider will not answer this request: ``SourceNotAvailableError``. A body that
+is not JSON, or JSON of the wrong shape (``parse_body``), is a failed attempt, never a value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+import aiohttp
+import orjson
+from pydantic import BaseModel, ValidationError
+
+from derivatives.cache import SourceFailedError, SourceNotAvailableError
+
+M = TypeVar("M", bound=BaseModel)
+
+USER_AGENT = "vigil/0.1 (+derivatives context)"
+BODY_SNIPPET_CHARS = 160
+
+
+async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
+    """GET ``url`` and decode its JSON body; raises the errors described in the module docstring."""
+    try:
+        async with (
+            aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session,
+            session.get(url, params=dict(params)) as response,
+        ):
+            body = await response.read()
+            status = response.status
+            retry_after = _seconds(response.headers.get("Retry-After"))
+    except aiohttp.ClientError as exc:
+        raise SourceFailedError(f"{what}: connection failed: {type(exc).__name__}: {exc}") from exc
+    if status in (418, 429):
+        kind = "banned (418)" if status == 418 else "rate limited (429)"
+        raise SourceFailedError(f"{what}: {kind}", retry_after_secs=retry_after)
+    if status >= 500:
+        raise SourceFailedError(f"{what}: server error {status}: {snippet(body)}")
+    if status >= 400:
+        raise SourceNotAvailableError(f"{what}: refused with HTTP {status}: {snippet(body)}")
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise SourceFailedError(f"{what}: malformed body (not JSON): {snippet(body)}") from None
+
+
+def parse_body(model: type[M], payload: Any, *, what: str) -> M:
+    """Validate a decoded body; a wrong shape is a failed attempt naming the first bad field."""
+    try:
+        return model.model_validate(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "<body>"
+        raise SourceFailedError(f"{what}: malformed body: {where}: {first['msg']}") from None
+
+
+def snippet(body: bytes | str) -> str:
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    text = " ".join(text.split())
+    return text if len(text) <= BODY_SNIPPET_CHARS else text[:BODY_SNIPPET_CHARS] + "..."
+
+
+def _seconds(value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+__all__ = ["get_json", "parse_body", "snippet"]

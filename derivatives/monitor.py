@@ -1,0 +1,287 @@
+"""DerivativesMonitor: polls the derivatives and context sources with an adaptive cadence.
+
+Every ``normal_interval_secs`` (5 min) it reads every ``ContextField`` (each a ``CachedSource`` with
+its own TTL, timeout and backoff), computes the ``DerivativesSignal``, publishes
+``derivatives.update``, feeds the gate's ``MetricBoard`` and keeps the reading for the snapshot
+(``DerivativesContext``). When any funding rate is beyond +/- ``fast_funding_abs`` (0.05 %) or open
+interest moved more than ``fast_open_interest_change_pct`` (10 %, over 24 h) it polls every
+``fast_interval_secs`` (1 min) and goes back to 5 min after ``quiet_secs_before_slowing`` (15 min)
+without either. Both signs of funding count: extreme negative funding is as notable as positive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from derivatives.cache import Cached
+from derivatives.config import DerivativesConfig
+from derivatives.signal import DerivativesSignal, SignalInputs, derivatives_signal
+from gate.conditions import metric_prefix
+from runner.backoff import backoff_delay_secs
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.events import DerivativesUpdate
+from runner.snapshot import CONTEXT_FIELDS
+
+log = logging.getLogger(__name__)
+
+NOT_POLLED = "the derivatives monitor has not polled yet"
+NOT_WIRED = "no source configured for this field"
+
+
+class FieldReader(Protocol):
+    name: str
+
+    async def read(self) -> Cached[Any]: ...
+
+
+@dataclass(frozen=True)
+class ContextField:
+    """One snapshot field (one of ``CONTEXT_FIELDS``) and the cached source that fills it."""
+
+    field: str
+    source: FieldReader
+
+    def __post_init__(self) -> None:
+        if self.field not in CONTEXT_FIELDS:
+            raise ValueError(f"{self.field!r} is not a snapshot context field: {CONTEXT_FIELDS}")
+
+
+class MetricSink(Protocol):
+    def update(self, values: Mapping[str, float | None]) -> None: ...
+
+
+@dataclass
+class DerivativesReading:
+    """The latest poll: values of the context fields, a reason for each missing one.
+
+    A plain (mutable) dataclass so it satisfies ``runner.snapshot_builder.ContextReading``; the
+    monitor never changes a reading once published (``DerivativesContext`` hands out copies).
+    """
+
+    at_ms: int
+    values: Mapping[str, Any] = field(default_factory=dict)
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+    stale_fields: Mapping[str, int] = field(default_factory=dict)  # field -> fetched_at_ms
+    signal: DerivativesSignal | None = None
+    fast: bool = False
+
+
+class DerivativesMonitor:
+    def __init__(
+        self,
+        clock: Clock,
+        bus: EventBus,
+        fields: Sequence[ContextField],
+        *,
+        board: MetricSink | None = None,
+        config: DerivativesConfig | None = None,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        names = [f.field for f in fields]
+        if len(set(names)) != len(names):
+            raise ValueError(f"a context field has two sources: {names}")
+        if "derivatives_signal" in names:
+            raise ValueError(
+                "derivatives_signal is computed by the monitor, not read from a source"
+            )
+        self._clock = clock
+        self._bus = bus
+        self._fields = tuple(fields)
+        self._board = board
+        self.config = config or DerivativesConfig()
+        self._rand = rand
+        self._last_hot_mono: float | None = None
+        self.latest: DerivativesReading | None = None
+        self.polls = 0
+
+    async def run(self) -> None:
+        """Poll forever on the adaptive cadence; a failed poll is logged and backed off."""
+        failures = 0
+        while True:
+            try:
+                await self.poll_once()
+                failures = 0
+                delay = self.next_interval_secs()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                cfg = self.config
+                delay = backoff_delay_secs(
+                    failures,
+                    cfg.loop_backoff_base_secs,
+                    cfg.loop_backoff_cap_secs,
+                    0.5,
+                    self._rand(),
+                )
+                failures += 1
+                log.exception(
+                    "derivatives poll failed (%d in a row); next in %.0f s", failures, delay
+                )
+            await self._clock.sleep(delay)
+
+    def next_interval_secs(self) -> float:
+        cfg = self.config
+        if self._last_hot_mono is None:
+            return cfg.normal_interval_secs
+        quiet_for = self._clock.monotonic_secs() - self._last_hot_mono
+        return (
+            cfg.fast_interval_secs
+            if quiet_for < cfg.quiet_secs_before_slowing
+            else cfg.normal_interval_secs
+        )
+
+    async def poll_once(self) -> DerivativesReading:
+        cached = await asyncio.gather(*(f.source.read() for f in self._fields))
+        values: dict[str, Any] = {}
+        unavailable: dict[str, str] = {}
+        stale: dict[str, int] = {}
+        for spec, got in zip(self._fields, cached, strict=True):
+            if got.value is None:
+                unavailable[spec.field] = got.reason or "no value"
+                continue
+            values[spec.field] = got.value
+            if got.stale and got.fetched_at_ms is not None:
+                stale[spec.field] = got.fetched_at_ms
+        for name in CONTEXT_FIELDS:
+            if name not in values and name not in unavailable and name != "derivatives_signal":
+                unavailable[name] = NOT_WIRED
+        signal = derivatives_signal(signal_inputs(values))
+        if signal.value is None:
+            unavailable["derivatives_signal"] = signal.reason or "no inputs"
+        else:
+            values["derivatives_signal"] = signal.value
+        if self._is_hot(values):
+            self._last_hot_mono = self._clock.monotonic_secs()
+        reading = DerivativesReading(
+            at_ms=self._clock.now_ms(),
+            values=values,
+            unavailable=unavailable,
+            stale_fields=stale,
+            signal=signal,
+            fast=self.next_interval_secs() == self.config.fast_interval_secs,
+        )
+        self.latest = reading
+        self.polls += 1
+        self._feed_board(reading.values)
+        self._bus.publish(
+            DerivativesUpdate(
+                at_ms=reading.at_ms,
+                values={
+                    **reading.values,
+                    "stale_fields": dict(reading.stale_fields),
+                    "signal_inputs_used": {t: list(u) for t, u in signal.inputs_used.items()},
+                    "fast_cadence": reading.fast,
+                },
+                unavailable=dict(reading.unavailable),
+            )
+        )
+        return reading
+
+    def _is_hot(self, values: Mapping[str, Any]) -> bool:
+        cfg = self.config
+        funding = values.get("funding_rates") or {}
+        if any(abs(rate) > cfg.fast_funding_abs for rate in funding.values()):
+            return True
+        oi = values.get("open_interest") or {}
+        changes = [e.get("change_24h_pct") for e in oi.values()]
+        return any(c is not None and abs(c) > cfg.fast_open_interest_change_pct for c in changes)
+
+    def _feed_board(self, values: Mapping[str, Any]) -> None:
+        if self._board is None:
+            return
+        metrics = board_metrics(values)
+        try:
+            self._board.update(metrics)
+        except ValueError:  # a ticker outside the metric table: keep the market-wide metrics
+            log.warning(
+                "derivatives metrics outside the metric table; updating market-wide ones only"
+            )
+            market_wide = (
+                "funding_rate",
+                "open_interest_change_pct",
+                "long_short_ratio",
+                "fear_greed",
+            )
+            self._board.update({k: v for k, v in metrics.items() if k in market_wide})
+
+
+class DerivativesContext:
+    """``ContextSource`` for the snapshot builder: the monitor's latest reading, read-only."""
+
+    name = "derivatives"
+
+    def __init__(self, monitor: DerivativesMonitor) -> None:
+        self._monitor = monitor
+
+    async def read(self) -> DerivativesReading:
+        latest = self._monitor.latest
+        if latest is None:
+            return DerivativesReading(
+                at_ms=0, unavailable={name: NOT_POLLED for name in CONTEXT_FIELDS}
+            )
+        return DerivativesReading(
+            at_ms=latest.at_ms,
+            values=dict(latest.values),
+            unavailable=dict(latest.unavailable),
+            stale_fields=dict(latest.stale_fields),
+            signal=latest.signal,
+            fast=latest.fast,
+        )
+
+
+def signal_inputs(values: Mapping[str, Any]) -> dict[str, SignalInputs]:
+    """Per-ticker signal inputs from the context fields' values (missing ones stay None)."""
+    funding: Mapping[str, float] = values.get("funding_rates") or {}
+    taker: Mapping[str, Mapping[str, Any]] = values.get("taker_delta") or {}
+    long_short: Mapping[str, Mapping[str, Any]] = values.get("long_short_ratio") or {}
+    tickers = sorted(set(funding) | set(taker) | set(long_short))
+    return {
+        t: SignalInputs(
+            funding_rate=funding.get(t),
+            taker_ratio=(taker.get(t) or {}).get("buy_sell_ratio"),
+            long_short_z=(long_short.get(t) or {}).get("zscore"),
+        )
+        for t in tickers
+    }
+
+
+def board_metrics(values: Mapping[str, Any]) -> dict[str, float | None]:
+    """The gate's derivatives and sentiment metrics; None where the input is missing."""
+    funding: Mapping[str, float] = values.get("funding_rates") or {}
+    metrics: dict[str, float | None] = {
+        f"{metric_prefix(t)}_funding_rate": r for t, r in funding.items()
+    }
+    metrics["funding_rate"] = _mean(funding.values())
+    oi: Mapping[str, Mapping[str, Any]] = values.get("open_interest") or {}
+    now_usd = sum(e.get("value_usd") or 0.0 for e in oi.values())
+    then_usd = sum(e.get("first_value_usd") or 0.0 for e in oi.values())
+    metrics["open_interest_change_pct"] = (
+        (now_usd / then_usd - 1.0) * 100.0 if then_usd > 0 else None
+    )
+    long_short: Mapping[str, Mapping[str, Any]] = values.get("long_short_ratio") or {}
+    metrics["long_short_ratio"] = _mean(e["ratio"] for e in long_short.values() if "ratio" in e)
+    fear_greed = values.get("fear_greed") or {}
+    metrics["fear_greed"] = float(fear_greed["value"]) if "value" in fear_greed else None
+    return metrics
+
+
+def _mean(values: Any) -> float | None:
+    items = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    return sum(items) / len(items) if items else None
+
+
+__all__ = [
+    "ContextField",
+    "DerivativesContext",
+    "DerivativesMonitor",
+    "DerivativesReading",
+    "board_metrics",
+    "signal_inputs",
+]

@@ -1,0 +1,188 @@
+"""Context from outside Binance: Fear & Greed, stablecoin supply, trending coins, BTC ETF flow.
+
+Each ``fetch_*`` asks one public, key-less API and returns the snapshot field's value, raising the
+``derivatives.cache`` errors on failure (``CachedSource`` turns them into reasons). Base URLs come
+from ``DerivativesConfig`` (real hosts by default; tests and the simulator pass loopback URLs).
+
+Trending coin names are UNTRUSTED text that ends up in a language model's prompt: only letters,
+digits, spaces and a few punctuation marks survive, each name is bounded, and the list is too.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from derivatives.cache import SourceNotAvailableError
+from derivatives.http import get_json, parse_body
+
+FNG_PATH: Final = "/fng/"
+STABLECOINS_PATH: Final = "/stablecoins"
+TRENDING_PATH: Final = "/api/v3/search/trending"
+STABLECOINS: Final = ("USDT", "USDC")
+NAME_MAX_CHARS: Final = 32
+SYMBOL_MAX_CHARS: Final = 12
+TRENDING_MAX_COINS: Final = 10
+_ALLOWED_PUNCTUATION: Final = frozenset(" -._()&'")
+NO_ETF_PROVIDER: Final = "no BTC ETF flow provider configured (optional source)"
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+# -- alternative.me Fear & Greed -------------------------------------------------------------
+
+
+class _FngEntry(_Lenient):
+    value: int = Field(ge=0, le=100)
+    value_classification: str
+    timestamp: int
+
+
+class _FngBody(_Lenient):
+    data: list[_FngEntry]
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+async def fetch_fear_greed(base_url: str | None) -> dict[str, Any]:
+    """``{value, classification, timestamp_ms}`` of the latest daily index."""
+    what = "Fear & Greed (alternative.me)"
+    base_url = _configured(base_url, what)
+    payload = await get_json(_url(base_url, FNG_PATH), {"limit": "1"}, what=what)
+    body = parse_body(_FngBody, payload, what=what)
+    error = body.metadata.get("error")
+    if not body.data:
+        raise SourceNotAvailableError(f"{what}: no value: {str(error or 'empty data')[:160]}")
+    latest = body.data[0]
+    return {
+        "value": latest.value,
+        "classification": clean_text(latest.value_classification, NAME_MAX_CHARS),
+        "timestamp_ms": latest.timestamp * 1000,
+    }
+
+
+# -- DeFiLlama stablecoins ---------------------------------------------------------------------
+
+
+class _Pegged(_Lenient):
+    symbol: str
+    circulating: dict[str, float]
+    circulatingPrevDay: dict[str, float] | None = None
+    circulatingPrevWeek: dict[str, float] | None = None
+
+
+class _StablecoinsBody(_Lenient):
+    peggedAssets: list[_Pegged]
+
+
+async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
+    """USDT + USDC circulating supply in USD, with 1-day and 7-day changes when DeFiLlama has them."""
+    what = "stablecoin supply (DeFiLlama)"
+    base_url = _configured(base_url, what)
+    payload = await get_json(
+        _url(base_url, STABLECOINS_PATH), {"includePrices": "false"}, what=what
+    )
+    body = parse_body(_StablecoinsBody, payload, what=what)
+    by_symbol: dict[str, _Pegged] = {}
+    for asset in body.peggedAssets:  # the list is sorted by size: keep the largest of a symbol
+        by_symbol.setdefault(asset.symbol.upper(), asset)
+    missing = [
+        s for s in STABLECOINS if s not in by_symbol or "peggedUSD" not in by_symbol[s].circulating
+    ]
+    if missing:
+        raise SourceNotAvailableError(f"{what}: no USD circulation for {missing}")
+    now = {s: by_symbol[s].circulating["peggedUSD"] for s in STABLECOINS}
+    out: dict[str, Any] = {f"{s.lower()}_usd": v for s, v in now.items()}
+    out["total_usd"] = sum(now.values())
+    for label, attr in (
+        ("change_1d_pct", "circulatingPrevDay"),
+        ("change_7d_pct", "circulatingPrevWeek"),
+    ):
+        before = [(getattr(by_symbol[s], attr) or {}).get("peggedUSD") for s in STABLECOINS]
+        if all(b is not None and b > 0 for b in before):
+            total_before = sum(b for b in before if b is not None)
+            out[label] = (out["total_usd"] / total_before - 1.0) * 100.0
+    return out
+
+
+# -- CoinGecko trending ------------------------------------------------------------------------
+
+
+class _TrendingItem(_Lenient):
+    name: str
+    symbol: str
+    market_cap_rank: int | None = None
+
+
+class _TrendingCoin(_Lenient):
+    item: _TrendingItem
+
+
+class _TrendingBody(_Lenient):
+    coins: list[_TrendingCoin]
+
+
+async def fetch_trending(base_url: str | None) -> str:
+    """A one-line summary of CoinGecko's trending coins (sanitised names), for ``news_summary``."""
+    what = "trending coins (CoinGecko)"
+    base_url = _configured(base_url, what)
+    payload = await get_json(_url(base_url, TRENDING_PATH), {}, what=what)
+    body = parse_body(_TrendingBody, payload, what=what)
+    names = []
+    for coin in body.coins[:TRENDING_MAX_COINS]:
+        name = clean_text(coin.item.name, NAME_MAX_CHARS)
+        symbol = clean_text(coin.item.symbol, SYMBOL_MAX_CHARS).upper()
+        if name or symbol:
+            names.append(f"{name} ({symbol})" if name and symbol else name or symbol)
+    if not names:
+        raise SourceNotAvailableError(f"{what}: no trending coins listed")
+    return "CoinGecko trending coins (names are third-party text): " + ", ".join(names)
+
+
+def clean_text(text: str, max_chars: int) -> str:
+    """Letters, digits, spaces and ``-._()&'`` only, whitespace collapsed, at most ``max_chars``."""
+    kept = []
+    for char in unicodedata.normalize("NFKC", text):
+        category = unicodedata.category(char)
+        if category[0] in "LN" or char in _ALLOWED_PUNCTUATION:
+            kept.append(char)
+        elif char.isspace():
+            kept.append(" ")
+    return " ".join("".join(kept).split())[:max_chars].strip()
+
+
+# -- BTC ETF flow --------------------------------------------------------------------------------
+
+EtfFlowProvider = Callable[[], Awaitable[dict[str, Any]]]
+
+
+async def fetch_etf_flow(provider: EtfFlowProvider | None) -> dict[str, Any]:
+    """The configured provider's latest daily flow; without one the field is unavailable."""
+    if provider is None:
+        raise SourceNotAvailableError(NO_ETF_PROVIDER)
+    return await provider()
+
+
+def _configured(base_url: str | None, what: str) -> str:
+    if base_url is None:
+        raise SourceNotAvailableError(f"{what}: no base URL configured (source disabled)")
+    return base_url
+
+
+def _url(base_url: str, path: str) -> str:
+    return base_url.rstrip("/") + path
+
+
+__all__ = [
+    "NO_ETF_PROVIDER",
+    "EtfFlowProvider",
+    "clean_text",
+    "fetch_etf_flow",
+    "fetch_fear_greed",
+    "fetch_stablecoin_supply",
+    "fetch_trending",
+]

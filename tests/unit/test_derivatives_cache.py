@@ -1,0 +1,157 @@
+"""CachedSource on a VirtualClock: TTL, timeout, backoff (Retry-After), not-available, stale rule."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+
+import pytest
+
+from derivatives.cache import (
+    CachedSource,
+    CachePolicy,
+    SourceFailedError,
+    SourceNotAvailableError,
+)
+from runner.clock import VirtualClock
+
+EPOCH_MS = 1_740_787_200_000  # 2025-03-01T00:00:00Z
+
+
+class ScriptedFetch:
+    """Answers from a script: a value, or an exception to raise; the last entry repeats."""
+
+    def __init__(self, *script: object) -> None:
+        self.script = list(script)
+        self.calls = 0
+
+    async def __call__(self) -> object:
+        item = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+def source(fetch: ScriptedFetch, clock: VirtualClock, **policy: float) -> CachedSource[object]:
+    defaults: dict[str, float] = {
+        "ttl_secs": 60.0,
+        "stale_factor": 3.0,
+        "backoff_base_secs": 5.0,
+        "backoff_cap_secs": 20.0,
+        "jitter_fraction": 0.5,
+    }
+    return CachedSource("test", fetch, clock, CachePolicy(**(defaults | policy)), rand=lambda: 0.0)
+
+
+async def test_a_value_is_served_from_cache_until_its_ttl() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch({"v": 1}, {"v": 2})
+    src = source(fetch, clock)
+    first = await src.read()
+    await clock.advance(59)
+    second = await src.read()
+    assert (first.value, second.value, fetch.calls) == ({"v": 1}, {"v": 1}, 1)
+    assert first.fetched_at_ms == EPOCH_MS and first.reason is None
+    await clock.advance(1)
+    assert (await src.read()).value == {"v": 2}
+    assert fetch.calls == 2
+
+
+async def test_a_hanging_provider_times_out_with_a_reason() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    never = asyncio.Event()
+
+    async def hang() -> object:
+        await never.wait()
+        return None
+
+    src = CachedSource("hang", hang, clock, CachePolicy(ttl_secs=60, timeout_secs=0.05))
+    got = await src.read()
+    assert got.value is None
+    assert got.reason == "no answer within 0.05 s"
+
+
+async def test_failures_back_off_exponentially_up_to_the_cap() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch(SourceFailedError("server error 503"))
+    src = source(fetch, clock)
+    attempts_at: list[float] = []
+    for _ in range(120):  # two simulated minutes, a read every second
+        before = fetch.calls
+        got = await src.read()
+        if fetch.calls > before:
+            attempts_at.append(clock.monotonic_secs())
+        assert got.value is None and got.reason == "server error 503"
+        await clock.advance(1)
+    gaps = [b - a for a, b in itertools.pairwise(attempts_at)]
+    assert gaps[:4] == [5, 10, 20, 20]  # 5 * 2**n, capped at 20 (rand 0: no jitter taken off)
+
+
+async def test_retry_after_of_a_429_is_waited_out() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch(SourceFailedError("rate limited (429)", retry_after_secs=45), {"ok": 1})
+    src = source(fetch, clock)
+    assert (await src.read()).reason == "rate limited (429)"
+    await clock.advance(44)
+    assert (await src.read()).value is None
+    assert fetch.calls == 1  # inside the Retry-After: the provider is not asked
+    await clock.advance(1)
+    assert (await src.read()).value == {"ok": 1}
+
+
+async def test_not_available_waits_a_full_ttl_before_asking_again() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch(SourceNotAvailableError("open interest is not available"))
+    src = source(fetch, clock)
+    assert (await src.read()).reason == "open interest is not available"
+    await clock.advance(59)
+    await src.read()
+    assert fetch.calls == 1
+    await clock.advance(1)
+    await src.read()
+    assert fetch.calls == 2
+
+
+async def test_stale_value_is_served_until_ttl_times_k_then_unavailable() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch({"v": 1}, SourceFailedError("server error 502"))
+    src = source(fetch, clock, backoff_base_secs=1.0, backoff_cap_secs=1.0)
+    await src.read()
+    await clock.advance(61)
+    stale = await src.read()
+    assert stale.value == {"v": 1} and stale.stale
+    await clock.advance(118)  # 179 s old: still within 3 x 60 s
+    assert (await src.read()).value == {"v": 1}
+    await clock.advance(1)  # 180 s: past the stale limit
+    gone = await src.read()
+    assert gone.value is None
+    assert gone.reason == ("stale since 2025-03-01T00:01:00Z; last error: server error 502")
+
+
+async def test_an_unexpected_error_is_logged_and_becomes_a_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = VirtualClock(EPOCH_MS)
+    src = source(ScriptedFetch(KeyError("markPrice")), clock)
+    with caplog.at_level(logging.ERROR, logger="derivatives.cache"):
+        got = await src.read()
+    assert got.reason == "unexpected error: KeyError: 'markPrice'"
+    assert any("unexpected error" in r.message for r in caplog.records)
+
+
+async def test_concurrent_reads_share_one_request() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch({"v": 1})
+    src = source(fetch, clock)
+    results = await asyncio.gather(*(src.read() for _ in range(5)))
+    assert fetch.calls == 1
+    assert all(r.value == {"v": 1} for r in results)
+
+
+def test_policy_refuses_nonsense() -> None:
+    with pytest.raises(ValueError, match="stale_factor"):
+        CachePolicy(ttl_secs=1, stale_factor=0.5)
+    with pytest.raises(ValueError, match="ttl_secs"):
+        CachePolicy(ttl_secs=0)

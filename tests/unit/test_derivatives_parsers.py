@@ -1,0 +1,116 @@
+"""Pure parsers and helpers: forceOrder frames, the liquidation window, name sanitising, ETF."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from derivatives.binance import zscore
+from derivatives.cache import SourceFailedError, SourceNotAvailableError
+from derivatives.liquidations import (
+    NOT_CONNECTED,
+    LiquidationWindow,
+    fetch_liquidations,
+    parse_force_order,
+)
+from derivatives.web_sources import NO_ETF_PROVIDER, clean_text, fetch_etf_flow
+
+#: Binance's documented forceOrder example (USDⓈ-M "Liquidation Order Streams")
+DOC_ORDER: dict[str, object] = {
+    "s": "BTCUSDT",
+    "S": "SELL",
+    "o": "LIMIT",
+    "f": "IOC",
+    "q": "0.014",
+    "p": "9910",
+    "ap": "9910",
+    "X": "FILLED",
+    "l": "0.014",
+    "z": "0.014",
+    "T": 1568014460893,
+}
+DOC_FRAME: dict[str, object] = {"e": "forceOrder", "E": 1568014460893, "o": DOC_ORDER}
+
+
+def frame(side: str, price: str, qty: str, at_ms: int) -> bytes:
+    order = {**DOC_ORDER, "S": side, "ap": price, "z": qty, "T": at_ms}
+    return orjson.dumps({**DOC_FRAME, "o": order})
+
+
+def test_documented_force_order_frame() -> None:
+    liq = parse_force_order(orjson.dumps(DOC_FRAME))
+    assert (liq.ticker, liq.side, liq.price, liq.quantity) == ("BTC/USDT", "long", 9910.0, 0.014)
+    assert liq.notional_usd == pytest.approx(138.74)
+    assert liq.at_ms == 1568014460893
+
+
+def test_combined_stream_frame_is_unwrapped() -> None:
+    combined = orjson.dumps({"stream": "btcusdt@forceOrder", "data": DOC_FRAME})
+    assert parse_force_order(combined).side == "long"
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"not json",
+        b'{"e":"kline"}',
+        orjson.dumps({**DOC_FRAME, "o": {**DOC_ORDER, "ap": "-1"}}),
+    ],
+)
+def test_malformed_force_order_is_refused(raw: bytes) -> None:
+    with pytest.raises(SourceFailedError, match="malformed forceOrder"):
+        parse_force_order(raw)
+
+
+def test_window_keeps_one_hour_and_flags_a_cascade() -> None:
+    window = LiquidationWindow(cascade_usd=1_000_000.0)
+    hour, t0 = 3_600_000, 1_740_787_200_000
+    window.add(parse_force_order(frame("SELL", "100000", "5", t0)))  # 500k long, will age out
+    window.add(parse_force_order(frame("BUY", "100000", "3", t0 + hour - 60_000)))  # 300k short
+    window.add(parse_force_order(frame("SELL", "100000", "8", t0 + hour)))  # 800k long
+    summary = window.summary(t0 + hour)
+    assert summary["long_usd_1h"] == pytest.approx(800_000.0)
+    assert summary["short_usd_1h"] == pytest.approx(300_000.0)
+    assert summary["count_1h"] == 2
+    assert summary["usd_5m"] == pytest.approx(1_100_000.0) and summary["cascade"] is True
+    assert window.summary(t0 + hour + 300_000)["cascade"] is False
+
+
+async def test_liquidations_without_a_stream_are_unavailable() -> None:
+    with pytest.raises(SourceNotAvailableError, match="no forceOrder stream"):
+        await fetch_liquidations(None, 0)
+    assert "not in the recorded data" in NOT_CONNECTED
+
+
+async def test_etf_flow_without_a_provider_is_unavailable() -> None:
+    with pytest.raises(SourceNotAvailableError) as info:
+        await fetch_etf_flow(None)
+    assert str(info.value) == NO_ETF_PROVIDER
+
+
+async def test_etf_flow_with_a_provider_returns_its_value() -> None:
+    async def provider() -> dict[str, float]:
+        return {"net_flow_usd": -1.5e8}
+
+    assert await fetch_etf_flow(provider) == {"net_flow_usd": -1.5e8}
+
+
+def test_clean_text_drops_control_bidi_and_markup() -> None:
+    assert clean_text("Pepe\u202e\x00<b>Coin</b>\n", 32) == "PepebCoinb"
+    assert clean_text("Dogwifhat (WIF)", 32) == "Dogwifhat (WIF)"
+
+
+@given(st.text(), st.integers(min_value=0, max_value=64))
+def test_clean_text_is_bounded_and_printable(text: str, limit: int) -> None:
+    out = clean_text(text, limit)
+    assert len(out) <= limit
+    assert out.isprintable()
+    assert not set(out) & set('<>{}[]"`$\\/:;=')
+
+
+def test_zscore_needs_history_and_spread() -> None:
+    assert zscore([1.0, 2.0]) is None
+    assert zscore([1.0] * 10) is None
+    assert zscore([1.0, 1.0, 1.0, 1.0, 3.0]) == pytest.approx(2.0)  # mean 1.4, pstdev 0.8
