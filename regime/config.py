@@ -7,12 +7,53 @@ The FRED API key is not here: like the other secrets it belongs at the top of ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from regime.crypto_hmm import CryptoHmmConfig
-from regime.macro import MacroRule
-from regime.tracker import DEFAULT_REFIT_EVERY_SECS
+# Kept free of numpy/pandas/hmmlearn imports: the settings model (and `vigil health`, run by the
+# container's HEALTHCHECK every 30 s) imports this module.
+
+DEFAULT_REFIT_EVERY_SECS = 86_400.0
+RV_WINDOW_BARS = 6  # realised vol over 6 x 4h = 24 h
+VOV_WINDOW_BARS = 6
+
+
+class CryptoHmmConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_states_min: int = Field(2, ge=2, le=4)
+    n_states_max: int = Field(4, ge=2, le=4)
+    restarts: int = Field(3, ge=1, le=20)
+    seed: int = Field(42, ge=0)
+    n_iter: int = Field(100, ge=1)
+    tol: float = Field(1e-3, gt=0)
+    min_feature_rows: int = Field(100, ge=10)
+    rv_window_bars: int = Field(RV_WINDOW_BARS, ge=2)
+    vov_window_bars: int = Field(VOV_WINDOW_BARS, ge=2)
+
+    @model_validator(mode="after")
+    def _range(self) -> Self:
+        if self.n_states_min > self.n_states_max:
+            raise ValueError("n_states_min must be <= n_states_max")
+        return self
+
+
+class MacroRule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    growth_series: str = "INDPRO"
+    inflation_series: str = "CPIAUCSL"
+    growth_trend_months: int = Field(12, ge=2, le=60)
+    inflation_lookback_months: int = Field(3, ge=1, le=24)
+    publication_lag_days: int = Field(45, ge=0, le=120)
+    max_staleness_days: int = Field(120, ge=1)
+
+    @property
+    def months_needed(self) -> int:
+        """Monthly observations to fetch: enough for either series' rule, plus slack."""
+        return 12 + max(self.growth_trend_months, self.inflation_lookback_months + 1) + 12
+
 
 FRED_BASE_URL = "https://api.stlouisfed.org"
 

@@ -37,19 +37,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Self
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from hmmlearn.hmm import GaussianHMM
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
+from regime.config import CryptoHmmConfig
 from regime.features import (
     FEATURE_COLUMNS,
-    RV_WINDOW_BARS,
     STEP_MS_4H,
-    VOV_WINDOW_BARS,
     BadCandlesError,
     regime_features,
     segment_lengths,
@@ -88,24 +87,6 @@ LABELS_BY_N_STATES: dict[int, tuple[CryptoLabel, ...]] = {
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CryptoHmmConfig(_Frozen):
-    n_states_min: int = Field(2, ge=2, le=4)
-    n_states_max: int = Field(4, ge=2, le=4)
-    restarts: int = Field(3, ge=1, le=20)
-    seed: int = Field(42, ge=0)
-    n_iter: int = Field(100, ge=1)
-    tol: float = Field(1e-3, gt=0)
-    min_feature_rows: int = Field(100, ge=10)
-    rv_window_bars: int = Field(RV_WINDOW_BARS, ge=2)
-    vov_window_bars: int = Field(VOV_WINDOW_BARS, ge=2)
-
-    @model_validator(mode="after")
-    def _range(self) -> Self:
-        if self.n_states_min > self.n_states_max:
-            raise ValueError("n_states_min must be <= n_states_max")
-        return self
 
 
 class CandidateFit(_Frozen):

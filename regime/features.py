@@ -24,10 +24,9 @@ import numpy as np
 import pandas as pd
 
 from market.timeframes import TIMEFRAME_MS
+from regime.config import RV_WINDOW_BARS, VOV_WINDOW_BARS
 
 FEATURE_COLUMNS = ("log_return", "realised_vol", "vol_of_vol")
-RV_WINDOW_BARS = 6
-VOV_WINDOW_BARS = 6
 STEP_MS_4H = TIMEFRAME_MS["4h"]
 
 

@@ -35,7 +35,9 @@ from enum import StrEnum
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
+
+from regime.config import MacroRule
 
 
 class MacroQuadrant(StrEnum):
@@ -63,22 +65,6 @@ _QUADRANTS = {
 }
 
 DAY_MS = 86_400_000
-
-
-class MacroRule(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    growth_series: str = "INDPRO"
-    inflation_series: str = "CPIAUCSL"
-    growth_trend_months: int = Field(12, ge=2, le=60)
-    inflation_lookback_months: int = Field(3, ge=1, le=24)
-    publication_lag_days: int = Field(45, ge=0, le=120)
-    max_staleness_days: int = Field(120, ge=1)
-
-    @property
-    def months_needed(self) -> int:
-        """Monthly observations to fetch: enough for either series' rule, plus slack."""
-        return 12 + max(self.growth_trend_months, self.inflation_lookback_months + 1) + 12
 
 
 class MacroRegime(BaseModel):

@@ -20,12 +20,11 @@ from typing import Protocol
 
 import pandas as pd
 
+from regime.config import DEFAULT_REFIT_EVERY_SECS
 from regime.crypto_hmm import CryptoRegime, CryptoRegimeModel, FitReport
 from runner.clock import Clock
 
 log = logging.getLogger(__name__)
-
-DEFAULT_REFIT_EVERY_SECS = 86_400.0
 
 
 class RegimeModel(Protocol):
