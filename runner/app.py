@@ -32,6 +32,7 @@ from runner.wiring import (
     MarketPath,
     build_decision_path,
     build_market_path,
+    journal_agent_failures,
     journal_fills,
 )
 from state.journal import CsvJournal, JsonlJournal
@@ -88,6 +89,7 @@ async def build_daemon(settings: Settings) -> Daemon:
     decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
     trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
     journal_fills(bus, trades)
+    journal_agent_failures(bus, decisions)
 
     closers: list[tuple[str, ShutdownHook]] = []
     sim = None
@@ -141,6 +143,7 @@ async def build_daemon(settings: Settings) -> Daemon:
         ("flush decisions journal", decisions.close),
         ("flush trades journal", trades.close),
         ("save runner state", store.save),
+        ("close the Claude client", decision.agents.decider.aclose),
         *closers,
     ]
     supervisor = Supervisor(
@@ -190,6 +193,8 @@ def _bookkeeping(
             "rejected": lambda: sum(listener.stats.rejected.values()),
             "reconnects": lambda: sum(listener.stats.reconnects.values()),
             "decisions": lambda: decision.routine.runs,
+            "claude_calls": lambda: decision.agents.decider.totals().calls,
+            "cost_usd": lambda: f"{decision.agents.decider.totals().cost_total_usd:.4f}",
             "equity": lambda: f"{float(broker.portfolio_value_usd()):,.2f}",
             "positions": lambda: len(broker.ledger.positions),
             "loop_restarts": loop_restarts,

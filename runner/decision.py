@@ -54,6 +54,7 @@ class DecisionRoutine:
         *,
         build_snapshot: SnapshotSource,
         decider: Decider,
+        agent_status: Callable[[], Mapping[str, Any]] | None = None,
         risk_context: RiskContextSource,
         risk_config: RiskConfig,
         broker: Broker,
@@ -68,6 +69,7 @@ class DecisionRoutine:
         self._bus = bus
         self._build_snapshot = build_snapshot
         self._decider = decider
+        self._agent_status = agent_status
         self._risk_context = risk_context
         self._risk_config = risk_config
         self._broker = broker
@@ -139,6 +141,10 @@ class DecisionRoutine:
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason
         record["raw_decision"] = decision.model_dump(mode="json")
+        if decision.usage is not None:
+            record["usage"] = decision.usage.model_dump(mode="json")
+        if self._agent_status is not None:
+            record["agent"] = dict(self._agent_status())  # breaker, budget, running totals
 
         outcome = apply_risk_caps(
             decision, self._risk_context(snapshot), self._risk_config, decision_id

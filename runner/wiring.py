@@ -11,8 +11,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from agent.fallback import FallbackPipeline
-from agent.fallback_decider import FallbackDecider
 from agent.risk import RiskConfig, RiskContext
 from broker.paper import PaperBroker
 from derivatives.config import DerivativesConfig
@@ -30,12 +28,13 @@ from market.listener import MarketListener
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker
+from runner.agent_wiring import Agents, build_agents
 from runner.bus import EventBus, Overflow
 from runner.clock import Clock
 from runner.config import Settings
 from runner.crypto_runner import CryptoRunner
 from runner.decision import DecisionRoutine
-from runner.events import CandleClosed, Event, OrderFilled, Topic
+from runner.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
 from runner.regime_view import RegimeView
 from runner.snapshot import MarketSnapshot
 from runner.snapshot_builder import SnapshotBuilder
@@ -68,7 +67,7 @@ class DecisionPath:
     tracker: PositionTracker
     learner: OnlineLearner
     snapshots: SnapshotBuilder
-    decider: FallbackDecider
+    agents: Agents
     routine: DecisionRoutine
     runner: CryptoRunner
 
@@ -143,12 +142,13 @@ def build_decision_path(
         state_path=settings.state_dir / "paper_broker.json",
         bus=bus,
     )
+    agents = build_agents(settings, clock, bus, market.history.frame)
     tracker = PositionTracker(
         clock,
         bus,
         broker,
         store,
-        reviewer=None,  # Claude's 3-minute review arrives with #5; the fallback score decides
+        reviewer=agents.reviewer,  # None without a key: the fallback score decides
         price=lambda ticker: _mark_price(broker, ticker),
         regime=lambda ticker: regimes.crypto(ticker).label.value,
         config=settings.tracker,
@@ -168,12 +168,12 @@ def build_decision_path(
         context_sources=[DerivativesContext(derivatives)],
         learner=learner,
     )
-    decider = FallbackDecider(FallbackPipeline(), market.history.frame, _fallback_reason(settings))
     routine = DecisionRoutine(
         clock,
         bus,
         build_snapshot=snapshots.build,
-        decider=decider,
+        decider=agents.decider,
+        agent_status=agents.decider.status,
         risk_context=lambda snapshot: risk_context(snapshot, tickers),
         risk_config=RiskConfig(),
         broker=broker,
@@ -209,7 +209,7 @@ def build_decision_path(
         tracker,
         learner,
         snapshots,
-        decider,
+        agents,
         routine,
         runner,
     )
@@ -234,13 +234,6 @@ def _mark_price(broker: PaperBroker, ticker: str) -> float | None:
     return None if mark is None else mark.price
 
 
-def _fallback_reason(settings: Settings) -> str:
-    if settings.anthropic_api_key is None:
-        return "no_api_key"
-    # A key is set, but the Claude decider is the next piece of work (#5): say so in every line.
-    return "claude_decider_not_built"
-
-
 def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:
     return RiskContext(
         whitelist=tickers,
@@ -252,6 +245,17 @@ def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskCont
         prices={t: view.price for t, view in snapshot.tickers.items()},
         exposure_scale=snapshot.exposure_scale,
     )
+
+
+def journal_agent_failures(bus: EventBus, decisions: JsonlJournal) -> None:
+    """Every agent failure is a journal line too (decision failures also sit in their decision's
+    ``attempts``; the tracker's review failures are only here)."""
+
+    def on_failure(event: Event) -> None:
+        if isinstance(event, AgentFailure):
+            decisions.append({"type": "agent_failure", **event.model_dump(mode="json")})
+
+    bus.subscribe(Topic.AGENT_FAILURE, on_failure, name="agent_failure_journal")
 
 
 def journal_fills(bus: EventBus, trades: CsvJournal) -> None:
@@ -284,6 +288,7 @@ __all__ = [
     "MarketPath",
     "build_decision_path",
     "build_market_path",
+    "journal_agent_failures",
     "journal_fills",
     "risk_context",
 ]

@@ -1,0 +1,127 @@
+"""What model calls cost: per-million-token prices, a daily USD budget and running totals.
+
+The budget resets at 00:00 UTC of the injected clock, so replays and the simulator count days the
+way the market data does.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.decision import Usage
+from runner.clock import Clock
+
+DAY_MS = 86_400_000
+
+
+class AgentPricing(BaseModel):
+    """USD per million tokens (defaults: Claude Sonnet 4.5 list prices, 5-minute cache writes)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    input_per_mtok_usd: float = Field(3.0, ge=0.0)
+    output_per_mtok_usd: float = Field(15.0, ge=0.0)
+    cache_write_per_mtok_usd: float = Field(3.75, ge=0.0)
+    cache_read_per_mtok_usd: float = Field(0.30, ge=0.0)
+
+    def cost_usd(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cache_creation_input_tokens: int = 0,
+        cache_read_input_tokens: int = 0,
+    ) -> float:
+        # input_tokens excludes the cached parts: the API reports the three input kinds separately
+        return (
+            input_tokens * self.input_per_mtok_usd
+            + output_tokens * self.output_per_mtok_usd
+            + cache_creation_input_tokens * self.cache_write_per_mtok_usd
+            + cache_read_input_tokens * self.cache_read_per_mtok_usd
+        ) / 1_000_000
+
+    def usage(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cache_creation_input_tokens: int = 0,
+        cache_read_input_tokens: int = 0,
+    ) -> Usage:
+        return Usage(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_creation_input_tokens=cache_creation_input_tokens,
+            cache_read_input_tokens=cache_read_input_tokens,
+            cost_usd=self.cost_usd(
+                input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens
+            ),
+        )
+
+
+def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+        cost_usd=a.cost_usd + b.cost_usd,
+    )
+
+
+def utc_day(at_ms: int) -> int:
+    """Days since the Unix epoch, UTC."""
+    return at_ms // DAY_MS
+
+
+class DailyBudget:
+    """Spending per UTC day against ``limit_usd`` (None: unlimited)."""
+
+    def __init__(self, clock: Clock, limit_usd: float | None) -> None:
+        if limit_usd is not None and limit_usd < 0:
+            raise ValueError(f"limit_usd must be >= 0, got {limit_usd}")
+        self._clock = clock
+        self.limit_usd = limit_usd
+        self._day = utc_day(clock.now_ms())
+        self._spent_usd = 0.0
+
+    @property
+    def spent_today_usd(self) -> float:
+        self._roll()
+        return self._spent_usd
+
+    def exhausted(self) -> bool:
+        return self.limit_usd is not None and self.spent_today_usd >= self.limit_usd
+
+    def resets_at_ms(self) -> int:
+        """The next 00:00 UTC."""
+        return (utc_day(self._clock.now_ms()) + 1) * DAY_MS
+
+    def spend(self, cost_usd: float) -> None:
+        if cost_usd < 0:
+            raise ValueError(f"cost must be >= 0, got {cost_usd}")
+        self._roll()
+        self._spent_usd += cost_usd
+
+    def _roll(self) -> None:
+        today = utc_day(self._clock.now_ms())
+        if today != self._day:
+            self._day = today
+            self._spent_usd = 0.0
+
+
+class UsageTotals(BaseModel):
+    """Running totals for the status line."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    calls: int = 0
+    failed_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_total_usd: float = 0.0
+    cost_today_usd: float = 0.0

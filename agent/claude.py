@@ -1,0 +1,242 @@
+"""Claude as the decider: ask, validate, convert; on anything else, the fallback decides and says why.
+
+Order of checks for each snapshot: no API key -> ``no_api_key``; daily budget spent ->
+``budget_spent``; breaker open -> ``breaker_open``; otherwise one call (bounded retries, see
+``agent.claude_client``). A failed call counts against the breaker, is published as
+``agent.failure`` per failed try, and the fallback decides with ``claude_failed: <kind>``: never a
+silent HOLD. The returned decision always lists the tries in ``attempts`` and the billed ``usage``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.breaker import BreakerState, CircuitBreaker
+from agent.budget import AgentPricing, DailyBudget, UsageTotals, add_usage
+from agent.claude_client import (
+    Attempt,
+    CallFailed,
+    ClaudeClient,
+    RetryPolicy,
+    build_anthropic_client,
+)
+from agent.claude_prompt import render_request
+from agent.claude_schema import Note, convert_answer, parse_answer_json
+from agent.decision import AgentDecision, Usage
+from agent.fallback_decider import FallbackDecider
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.config import AgentConfig
+from runner.events import AgentFailure
+from runner.snapshot import MarketSnapshot
+
+log = logging.getLogger(__name__)
+
+NO_API_KEY = "no_api_key"
+
+
+class UsageLedger:
+    """Running call, token and cost totals; shared by the decider and the position reviewer."""
+
+    def __init__(self, budget: DailyBudget) -> None:
+        self.budget = budget
+        self._calls = 0
+        self._failed_calls = 0
+        self._usage: Usage | None = None
+        self._cost_total_usd = 0.0
+
+    def record(self, attempts: list[Attempt], failed: bool) -> Usage | None:
+        """Count one call (all its tries) and return the usage billed for it."""
+        self._calls += 1
+        self._failed_calls += int(failed)
+        usage: Usage | None = None
+        for attempt in attempts:
+            usage = add_usage(usage, attempt.usage)
+        if usage is not None:
+            self._usage = add_usage(self._usage, usage)
+            self._cost_total_usd += usage.cost_usd
+            self.budget.spend(usage.cost_usd)
+        return usage
+
+    def totals(self) -> UsageTotals:
+        u = self._usage or Usage()
+        return UsageTotals(
+            calls=self._calls,
+            failed_calls=self._failed_calls,
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_creation_input_tokens=u.cache_creation_input_tokens,
+            cache_read_input_tokens=u.cache_read_input_tokens,
+            cost_total_usd=self._cost_total_usd,
+            cost_today_usd=self.budget.spent_today_usd,
+        )
+
+
+def gate_reason(
+    client: ClaudeClient | None, ledger: UsageLedger, breaker: CircuitBreaker, clock: Clock
+) -> str | None:
+    """Why no call may go out now (None: it may; in half-open this takes the trial slot)."""
+    if client is None:
+        return NO_API_KEY
+    budget = ledger.budget
+    if budget.exhausted():
+        resets = datetime.fromtimestamp(budget.resets_at_ms() / 1000, UTC).isoformat()
+        return (
+            f"budget_spent: ${budget.spent_today_usd:.4f} of ${budget.limit_usd:.2f} today, "
+            f"Claude again from {resets}"
+        )
+    if not breaker.allow():
+        return f"breaker_open: next trial in {breaker.reopens_in_secs():.0f} s"
+    return None
+
+
+class ClaudeDecider:
+    """``Decider`` over Claude. ``client`` None means no API key: every decision is the fallback's."""
+
+    def __init__(
+        self,
+        *,
+        client: ClaudeClient | None,
+        config: AgentConfig,
+        clock: Clock,
+        fallback: FallbackDecider,
+        breaker: CircuitBreaker,
+        ledger: UsageLedger,
+        bus: EventBus | None = None,
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._clock = clock
+        self._fallback = fallback
+        self.breaker = breaker
+        self.ledger = ledger
+        self._bus = bus
+        if client is None:
+            log.warning("no ANTHROPIC_API_KEY: Claude is disabled, the fallback pipeline decides")
+
+    @property
+    def enabled(self) -> bool:
+        return self._client is not None
+
+    def totals(self) -> UsageTotals:
+        return self.ledger.totals()
+
+    def status(self) -> dict[str, Any]:
+        """For the status line and the journal: enabled, breaker, budget, running totals."""
+        budget = self.ledger.budget
+        return {
+            "enabled": self.enabled,
+            "disabled_reason": "" if self.enabled else NO_API_KEY,
+            "breaker": self.breaker.state.value,
+            "breaker_transitions": [
+                t.model_dump(mode="json") for t in self.breaker.transitions[-10:]
+            ],
+            "budget_limit_usd": budget.limit_usd,
+            "budget_exhausted": budget.exhausted(),
+            **self.totals().model_dump(),
+        }
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (at shutdown)."""
+        if self._client is not None:
+            await self._client.aclose()
+
+    def render_request(self, snapshot: MarketSnapshot) -> dict[str, Any]:
+        """Exactly what ``messages.create`` would get for ``snapshot`` (no secrets in it)."""
+        return render_request(self._config, snapshot)
+
+    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+        blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
+        if blocked is not None or self._client is None:
+            return self._fallback.decide_now(snapshot, blocked or NO_API_KEY)
+        trial = self.breaker.state is BreakerState.HALF_OPEN
+        prices = {ticker: view.price for ticker, view in snapshot.tickers.items()}
+
+        def parse(text: str) -> tuple[AgentDecision, list[Note]]:
+            return convert_answer(parse_answer_json(text), prices=prices)
+
+        try:
+            result = await self._client.call(render_request(self._config, snapshot), parse)
+        except asyncio.CancelledError:
+            self.breaker.release_trial()
+            raise
+        except CallFailed as failure:
+            return self._failed(snapshot, failure.attempts)
+        except Exception as exc:  # a bug or an SDK surprise must still end in a decision
+            log.exception("claude decider: unexpected error")
+            attempt = Attempt(
+                attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)
+            )
+            return self._failed(snapshot, [attempt])
+        self.breaker.record_success()
+        usage = self.ledger.record(result.attempts, failed=False)
+        decision, notes = result.value
+        return decision.model_copy(
+            update={
+                "decider_reason": "answered (breaker trial)" if trial else "answered",
+                "usage": usage,
+                "attempts": _journal_attempts(result.attempts, notes),
+            }
+        )
+
+    def _failed(self, snapshot: MarketSnapshot, attempts: list[Attempt]) -> AgentDecision:
+        last = attempts[-1]
+        self.breaker.record_failure(last.kind)
+        usage = self.ledger.record(attempts, failed=True)
+        for attempt in attempts:
+            if attempt.outcome == "failed":
+                self._publish_failure(attempt)
+        reason = f"claude_failed: {last.kind}"
+        if self.breaker.state is BreakerState.OPEN:
+            reason += f"; breaker open for {self.breaker.reopens_in_secs():.0f} s"
+        decision = self._fallback.decide_now(snapshot, reason)
+        return decision.model_copy(
+            update={"usage": usage, "attempts": _journal_attempts(attempts, [])}
+        )
+
+    def _publish_failure(self, attempt: Attempt) -> None:
+        log.warning("claude failure: %s: %s", attempt.kind, attempt.detail)
+        if self._bus is not None:
+            self._bus.publish(
+                AgentFailure(at_ms=self._clock.now_ms(), kind=attempt.kind, detail=attempt.detail)
+            )
+
+
+def _journal_attempts(attempts: list[Attempt], notes: list[Note]) -> tuple[dict[str, Any], ...]:
+    rows = [a.model_dump(mode="json") for a in attempts]
+    if notes and rows:
+        rows[-1]["notes"] = [n.model_dump(mode="json") for n in notes]
+    return tuple(rows)
+
+
+def build_claude_decider(
+    *,
+    config: AgentConfig,
+    api_key: str | None,
+    clock: Clock,
+    fallback: FallbackDecider,
+    pricing: AgentPricing | None = None,
+    daily_budget_usd: float | None = None,
+    bus: EventBus | None = None,
+    policy: RetryPolicy | None = None,
+) -> ClaudeDecider:
+    """The composition root's one call: a real SDK client when a key is given, else disabled."""
+    client = (
+        ClaudeClient(
+            build_anthropic_client(config, api_key), clock, pricing or AgentPricing(), policy
+        )
+        if api_key
+        else None
+    )
+    return ClaudeDecider(
+        client=client,
+        config=config,
+        clock=clock,
+        fallback=fallback,
+        breaker=CircuitBreaker(clock),
+        ledger=UsageLedger(DailyBudget(clock, daily_budget_usd)),
+        bus=bus,
+    )

@@ -1,0 +1,258 @@
+"""One model call with our own bounded retries, over ``anthropic.AsyncAnthropic``.
+
+The SDK's retries are off (``max_retries=0``): it would wait out any ``retry-after``, even 90 s,
+inside a decision. Here a call makes at most ``max_attempts`` tries; a ``retry-after`` up to
+``retry_after_cap_secs`` is honoured, a longer one fails now (the fallback decides, the breaker
+counts it). Waits run on the injected clock. Each try is recorded as an ``Attempt`` for the journal,
+with its usage whenever the API billed tokens (an answer that fails validation still costs money).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+import anthropic
+from anthropic.types import Message
+from pydantic import BaseModel, ConfigDict
+
+from agent.budget import AgentPricing
+from agent.claude_schema import AnswerInvalid
+from agent.decision import Usage
+from runner.backoff import backoff_delay_secs
+from runner.clock import Clock
+from runner.config import AgentConfig
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class RetryPolicy(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    max_attempts: int = 2
+    retry_after_cap_secs: float = 10.0
+    backoff_base_secs: float = 1.0
+    backoff_cap_secs: float = 8.0
+    jitter_fraction: float = 0.5
+
+
+class Attempt(BaseModel):
+    """One try, as the journal shows it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    attempt: int
+    outcome: Literal["ok", "failed"]
+    kind: str = ""  # failure kind, e.g. "overloaded", "timeout", "invalid_json"
+    detail: str = ""
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+
+class CallFailed(Exception):
+    """Every try failed (or one failed in a way not worth retrying); ``attempts`` says how."""
+
+    def __init__(self, attempts: list[Attempt]) -> None:
+        last = attempts[-1]
+        super().__init__(f"{last.kind}: {last.detail}")
+        self.attempts = attempts
+        self.kind = last.kind
+        self.detail = last.detail
+
+
+@dataclass(frozen=True)
+class CallResult(Generic[T]):
+    value: T
+    attempts: list[Attempt]
+
+
+class _TryFailed(Exception):
+    def __init__(
+        self,
+        kind: str,
+        detail: str,
+        *,
+        retryable: bool,
+        wait_secs: float | None = None,
+        usage: Usage | None = None,
+        stop_reason: str | None = None,
+    ) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+        self.retryable = retryable
+        self.wait_secs = wait_secs  # server-requested wait (retry-after), if any
+        self.usage = usage
+        self.stop_reason = stop_reason
+
+
+def build_anthropic_client(config: AgentConfig, api_key: str) -> anthropic.AsyncAnthropic:
+    """The real SDK client: our retries only, the configured timeout, optional base_url."""
+    return anthropic.AsyncAnthropic(
+        api_key=api_key,
+        base_url=config.base_url,
+        timeout=config.timeout_secs,
+        max_retries=0,
+    )
+
+
+class ClaudeClient:
+    def __init__(
+        self,
+        sdk: anthropic.AsyncAnthropic,
+        clock: Clock,
+        pricing: AgentPricing,
+        policy: RetryPolicy | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._sdk = sdk
+        self._clock = clock
+        self._pricing = pricing
+        self.policy = policy or RetryPolicy()
+        self._rng = rng or random.Random()
+
+    async def aclose(self) -> None:
+        await self._sdk.close()
+
+    async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
+        """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or
+        raises ``AnswerInvalid``. Raises ``CallFailed`` when no try produced a usable answer."""
+        attempts: list[Attempt] = []
+        for number in range(1, self.policy.max_attempts + 1):
+            try:
+                value, usage, stop = await self._try_once(request, parse)
+            except _TryFailed as failure:
+                wait = self._wait_before_retry(failure, number)  # may add to the detail
+                attempts.append(
+                    Attempt(
+                        attempt=number,
+                        outcome="failed",
+                        kind=failure.kind,
+                        detail=failure.detail[:500],
+                        stop_reason=failure.stop_reason,
+                        usage=failure.usage,
+                    )
+                )
+                log.warning("claude call try %d failed: %s", number, failure)
+                if wait is None:
+                    raise CallFailed(attempts) from None
+                await self._clock.sleep(wait)
+                continue
+            attempts.append(Attempt(attempt=number, outcome="ok", stop_reason=stop, usage=usage))
+            return CallResult(value=value, attempts=attempts)
+        raise CallFailed(attempts)  # pragma: no cover - the loop always returns or raises
+
+    def _wait_before_retry(self, failure: _TryFailed, number: int) -> float | None:
+        """Seconds to wait before the next try, or None to give up now."""
+        if not failure.retryable or number >= self.policy.max_attempts:
+            return None
+        if failure.wait_secs is not None:
+            if failure.wait_secs > self.policy.retry_after_cap_secs:
+                failure.detail += (
+                    f" (retry-after {failure.wait_secs:g} s > cap "
+                    f"{self.policy.retry_after_cap_secs:g} s: not waiting)"
+                )
+                return None
+            return failure.wait_secs
+        return backoff_delay_secs(
+            number - 1,
+            self.policy.backoff_base_secs,
+            self.policy.backoff_cap_secs,
+            self.policy.jitter_fraction,
+            self._rng.random(),
+        )
+
+    async def _try_once(
+        self, request: dict[str, Any], parse: Callable[[str], T]
+    ) -> tuple[T, Usage, str | None]:
+        message = await self._send(request)
+        usage = self._usage(message)
+        stop = message.stop_reason
+        if stop == "refusal":
+            raise _TryFailed(
+                "refusal", "the model refused", retryable=False, usage=usage, stop_reason=stop
+            )
+        if stop == "max_tokens":
+            raise _TryFailed(
+                "max_tokens",
+                f"answer cut at max_tokens ({message.usage.output_tokens} output tokens)",
+                retryable=False,
+                usage=usage,
+                stop_reason=stop,
+            )
+        text = "".join(block.text for block in message.content if block.type == "text")
+        try:
+            return parse(text), usage, stop
+        except AnswerInvalid as exc:
+            raise _TryFailed(
+                exc.kind, exc.detail, retryable=True, usage=usage, stop_reason=stop
+            ) from None
+
+    async def _send(self, request: dict[str, Any]) -> Message:
+        try:
+            message: Message = await self._sdk.messages.create(**request)
+        except anthropic.APITimeoutError as exc:
+            raise _TryFailed("timeout", str(exc), retryable=True) from None
+        except anthropic.APIConnectionError as exc:
+            raise _TryFailed("connection_error", str(exc), retryable=True) from None
+        except anthropic.RateLimitError as exc:
+            raise _TryFailed(
+                "rate_limited", _status_detail(exc), retryable=True, wait_secs=_retry_after(exc)
+            ) from None
+        except anthropic.APIStatusError as exc:
+            kind = _status_kind(exc.status_code)
+            retryable = exc.status_code >= 500 or exc.status_code == 408
+            raise _TryFailed(
+                kind, _status_detail(exc), retryable=retryable, wait_secs=_retry_after(exc)
+            ) from None
+        except (anthropic.APIResponseValidationError, ValueError) as exc:
+            # ValueError: the SDK hands a 200 whose body is not JSON (a proxy page) to json.loads
+            raise _TryFailed("bad_response", repr(exc)[:300], retryable=True) from None
+        if not isinstance(message, Message) or message.usage is None or message.content is None:
+            raise _TryFailed(
+                "bad_response", "a 200 answer that is not a Messages API message", retryable=True
+            )
+        return message
+
+    def _usage(self, message: Message) -> Usage:
+        u = message.usage
+        return self._pricing.usage(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
+            cache_read_input_tokens=u.cache_read_input_tokens or 0,
+        )
+
+
+def _status_kind(status: int) -> str:
+    return {
+        529: "overloaded",
+        500: "server_error",
+        401: "authentication_error",
+        403: "permission_error",
+        400: "bad_request",
+        404: "not_found",
+    }.get(status, f"http_{status}")
+
+
+def _status_detail(exc: anthropic.APIStatusError) -> str:
+    return f"HTTP {exc.status_code}: {exc.message}"[:300]
+
+
+def _retry_after(exc: anthropic.APIStatusError) -> float | None:
+    headers = exc.response.headers
+    raw_ms = headers.get("retry-after-ms")
+    raw = headers.get("retry-after")
+    try:
+        if raw_ms is not None:
+            return float(raw_ms) / 1000.0
+        if raw is not None:
+            return float(raw)
+    except ValueError:
+        return None  # an HTTP date: treat as "no hint" and back off as usual
+    return None

@@ -1,0 +1,113 @@
+"""Claude's EXIT / ADD / HOLD per open position, for the tracker's 3-minute agent layer.
+
+Same client, breaker, budget and validation rules as the decider. When Claude cannot answer
+(no key, budget spent, breaker open, a failed call) this raises ``ClaudeUnavailable`` with the
+reason: the tracker then gives every position its fallback score's verdict and logs why. Reviews for
+positions that were not asked about, twice, or with an unknown action are dropped (the tracker's
+fallback covers the positions left without a verdict).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+
+from pydantic import ValidationError
+
+from agent.breaker import CircuitBreaker
+from agent.claude import NO_API_KEY, UsageLedger, gate_reason
+from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.claude_prompt import RawReviewAnswer, render_review_request
+from agent.claude_schema import AnswerInvalid, parse_answer_json
+from agent.risk import TickerError, normalize_ticker
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.config import AgentConfig
+from runner.events import AgentFailure
+from tracker.ports import PositionReview, ReviewAction, ReviewVerdict
+
+log = logging.getLogger(__name__)
+
+
+class ClaudeUnavailable(RuntimeError):
+    """Claude gave no review this time; the message says why (for the tracker's log)."""
+
+
+def parse_reviews(text: str, asked: Sequence[str]) -> list[ReviewVerdict]:
+    try:
+        answer = RawReviewAnswer.model_validate(parse_answer_json(text))
+    except ValidationError as exc:
+        raise AnswerInvalid("schema_mismatch", str(exc)[:300]) from None
+    verdicts: dict[str, ReviewVerdict] = {}
+    for raw in answer.reviews:
+        try:
+            ticker = normalize_ticker(raw.ticker)
+            action = ReviewAction(raw.action.strip().upper())
+        except (TickerError, ValueError) as exc:
+            log.warning("claude review dropped (%s): %r", exc, raw.model_dump())
+            continue
+        if ticker not in asked or ticker in verdicts:
+            log.warning("claude review for %s dropped: not asked, or twice", ticker)
+            continue
+        verdicts[ticker] = ReviewVerdict(
+            ticker=ticker, action=action, reason=raw.reason, decided_by="claude"
+        )
+    return list(verdicts.values())
+
+
+class ClaudePositionReviewer:
+    """``tracker.ports.PositionReviewer`` over Claude."""
+
+    def __init__(
+        self,
+        *,
+        client: ClaudeClient | None,
+        config: AgentConfig,
+        clock: Clock,
+        breaker: CircuitBreaker,
+        ledger: UsageLedger,
+        bus: EventBus | None = None,
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._clock = clock
+        self.breaker = breaker
+        self.ledger = ledger
+        self._bus = bus
+
+    async def review(
+        self, positions: Sequence[PositionReview], context: Mapping[str, object]
+    ) -> Sequence[ReviewVerdict]:
+        if not positions:
+            return []
+        blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
+        if blocked is not None or self._client is None:
+            raise ClaudeUnavailable(blocked or NO_API_KEY)
+        asked = [p.ticker for p in positions]
+        request = render_review_request(self._config, positions, context)
+        try:
+            result = await self._client.call(request, lambda text: parse_reviews(text, asked))
+        except asyncio.CancelledError:
+            self.breaker.release_trial()
+            raise
+        except CallFailed as failure:
+            self._failed(failure.attempts)
+            raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
+        self.breaker.record_success()
+        self.ledger.record(result.attempts, failed=False)
+        return result.value
+
+    def _failed(self, attempts: list[Attempt]) -> None:
+        self.breaker.record_failure(attempts[-1].kind)
+        self.ledger.record(attempts, failed=True)
+        for attempt in attempts:
+            log.warning("claude review failure: %s: %s", attempt.kind, attempt.detail)
+            if self._bus is not None:
+                self._bus.publish(
+                    AgentFailure(
+                        at_ms=self._clock.now_ms(),
+                        kind=f"review_{attempt.kind}",
+                        detail=attempt.detail,
+                    )
+                )

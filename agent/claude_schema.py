@@ -1,0 +1,302 @@
+"""Claude's answer: the JSON schema it is asked for, and its validation and conversion on arrival.
+
+The answer is model output, so it is data to check, never trusted. Two levels of problems:
+
+- structural (not JSON, a missing or extra top-level field, a wrong type, too large): the whole
+  answer fails (``AnswerInvalid``) and the fallback decides;
+- per decision (unknown ticker, ``position_pct`` or ``confidence`` out of range, ...): that decision
+  is dropped and the reason recorded; out-of-range ``next_check_seconds`` is clamped, wake
+  conditions over unknown metrics are rejected by the gate's validator. Each change is a ``Note``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import orjson
+from anthropic import transform_schema
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from agent.decision import Action, AgentDecision, TradeDecision, Usage
+from agent.fallback_config import DERIVATIVES_SIGNAL, TECHNICAL_SIGNALS
+from agent.risk import TickerError, normalize_ticker
+from gate.conditions import validate_conditions
+from state.memory_clip import clip_memory
+
+MAX_ANSWER_BYTES = 64 * 1024  # a real answer is a few KB; far more is a model gone astray
+MAX_POSITION_PCT = 0.20
+NEXT_CHECK_MIN_SECS = 60
+NEXT_CHECK_MAX_SECS = 3600
+#: the signal sources the Thompson learner keeps posteriors for
+SIGNAL_NAMES: tuple[str, ...] = (*TECHNICAL_SIGNALS, DERIVATIVES_SIGNAL, "regime", "sentiment")
+
+#: reasoning keyword -> signal, for answers that leave ``signal_weights`` out
+SIGNAL_KEYWORDS: Mapping[str, tuple[str, ...]] = {
+    "rsi": ("rsi", "overbought", "oversold"),
+    "momentum": ("momentum", "trend", "macd", "moving average", "ema", "breakout"),
+    "bollinger": ("bollinger", "band"),
+    DERIVATIVES_SIGNAL: ("funding", "open interest", "derivative", "basis", "liquidation"),
+    "regime": ("regime", "volatility", "hmm"),
+    "sentiment": ("sentiment", "fear", "greed"),
+}
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RawSignalWeights(_Strict):
+    rsi: float | None = None
+    momentum: float | None = None
+    bollinger: float | None = None
+    derivatives: float | None = None
+    regime: float | None = None
+    sentiment: float | None = None
+
+
+class RawDecision(_Strict):
+    ticker: str = Field(description="one of the snapshot's tickers, e.g. BTC/USDT")
+    action: Literal["BUY", "SELL", "HOLD"]
+    position_pct: float = Field(
+        ge=0.0, le=1.0, description="target size as a fraction of portfolio value, 0.05-0.20"
+    )
+    confidence: float = Field(ge=0.0, le=1.0)
+    reasoning: str = Field(max_length=4000)
+    signal_weights: RawSignalWeights | None = None
+
+
+class RawWakeCondition(_Strict):
+    metric: str
+    operator: Literal[
+        "lt", "gt", "lte", "gte", "abs_gt", "abs_lt", "crosses_above", "crosses_below"
+    ]
+    threshold: float
+    reason: str
+
+
+class RawAnswer(_Strict):
+    """The schema sent in ``output_config``; also the shape of a fully valid answer."""
+
+    decisions: list[RawDecision]
+    market_assessment: str = Field(max_length=4000)
+    regime_agreement: str = Field(max_length=1000)
+    learning_note: str = Field(max_length=2000)
+    next_check_seconds: int = Field(description="seconds until the next scheduled look, 60-3600")
+    wake_conditions: list[RawWakeCondition]
+    memory_update: str | None
+
+
+class _Envelope(_Strict):
+    """Structural check: every field present, nothing extra; entries are checked one by one."""
+
+    decisions: list[dict[str, Any]]
+    market_assessment: str = Field(max_length=4000)
+    regime_agreement: str = Field(max_length=1000)
+    learning_note: str = Field(max_length=2000)
+    next_check_seconds: int
+    wake_conditions: list[Any]
+    memory_update: str | None
+
+
+class AnswerInvalid(ValueError):
+    """The answer as a whole cannot be used; ``kind`` names the problem for the journal."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class Note(_Strict):
+    """One thing the validation changed or dropped."""
+
+    what: str  # "decision", "next_check_seconds", "wake_condition", "memory_update", ...
+    ticker: str = ""
+    reason: str
+
+
+def answer_json_schema() -> dict[str, Any]:
+    return transform_schema(RawAnswer)
+
+
+def output_config() -> dict[str, Any]:
+    return {"format": {"type": "json_schema", "schema": answer_json_schema()}}
+
+
+def parse_answer_json(text: str) -> dict[str, Any]:
+    """Bytes-level checks: size, JSON, an object at the top."""
+    size = len(text.encode())
+    if size > MAX_ANSWER_BYTES:
+        raise AnswerInvalid("answer_too_large", f"{size} bytes > {MAX_ANSWER_BYTES}")
+    try:
+        data = orjson.loads(text)
+    except orjson.JSONDecodeError as exc:
+        raise AnswerInvalid("invalid_json", f"{exc}; starts {text[:80]!r}") from None
+    if not isinstance(data, dict):
+        raise AnswerInvalid("invalid_json", f"top level is {type(data).__name__}, not an object")
+    return data
+
+
+def convert_answer(
+    data: Mapping[str, Any],
+    *,
+    prices: Mapping[str, float | None],
+    usage: Usage | None = None,
+    decider_reason: str = "claude",
+) -> tuple[AgentDecision, list[Note]]:
+    """A validated ``AgentDecision`` (decided_by claude) and the notes on what was changed."""
+    try:
+        envelope = _Envelope.model_validate(dict(data))
+    except ValidationError as exc:
+        raise AnswerInvalid("schema_mismatch", _brief(exc)) from None
+    notes: list[Note] = []
+    decisions = _decisions(envelope.decisions, prices, notes)
+    next_check = _clamped_next_check(envelope.next_check_seconds, notes)
+    wake = _wake_conditions(envelope.wake_conditions, notes)
+    memory = _memory(envelope.memory_update, notes)
+    decision = AgentDecision(
+        decisions=tuple(decisions),
+        market_assessment=envelope.market_assessment,
+        regime_agreement=envelope.regime_agreement,
+        learning_note=envelope.learning_note,
+        next_check_seconds=next_check,
+        wake_conditions=tuple(wake),
+        memory_update=memory,
+        decided_by="claude",
+        decider_reason=decider_reason,
+        usage=usage,
+    )
+    return decision, notes
+
+
+def _decisions(
+    raw: Sequence[Mapping[str, Any]], prices: Mapping[str, float | None], notes: list[Note]
+) -> list[TradeDecision]:
+    out: list[TradeDecision] = []
+    seen: set[str] = set()
+    for index, entry in enumerate(raw):
+        label = str(entry.get("ticker", f"#{index}"))[:32]
+        try:
+            item = RawDecision.model_validate(dict(entry))
+            ticker = normalize_ticker(item.ticker)
+        except (ValidationError, TickerError) as exc:
+            notes.append(Note(what="decision", ticker=label, reason=f"dropped: {_brief(exc)}"))
+            continue
+        problem = _ticker_problem(ticker, item.action, prices, seen)
+        if problem:
+            notes.append(Note(what="decision", ticker=ticker, reason=f"dropped: {problem}"))
+            continue
+        seen.add(ticker)
+        out.append(_trade_decision(item, ticker, notes))
+    return out
+
+
+def _ticker_problem(
+    ticker: str, action: str, prices: Mapping[str, float | None], seen: set[str]
+) -> str:
+    if ticker not in prices:
+        return f"ticker not in the whitelist {sorted(prices)}"
+    if ticker in seen:
+        return "a second decision for the same ticker"
+    price = prices[ticker]
+    if action != "HOLD" and (price is None or not price > 0.0):
+        return "no current market price"
+    return ""
+
+
+def _trade_decision(item: RawDecision, ticker: str, notes: list[Note]) -> TradeDecision:
+    pct = item.position_pct
+    if pct > MAX_POSITION_PCT:
+        notes.append(
+            Note(
+                what="position_pct",
+                ticker=ticker,
+                reason=f"capped {pct:g} -> {MAX_POSITION_PCT:g}",
+            )
+        )
+        pct = MAX_POSITION_PCT
+    weights = _given_weights(item.signal_weights)
+    if not weights:
+        weights = extract_signal_weights(item.reasoning)
+        if weights:
+            notes.append(
+                Note(
+                    what="signal_weights",
+                    ticker=ticker,
+                    reason=f"absent: taken from the reasoning's keywords {sorted(weights)}",
+                )
+            )
+    return TradeDecision(
+        ticker=ticker,
+        action=Action(item.action),
+        position_pct=pct,
+        confidence=item.confidence,
+        reasoning=item.reasoning,
+        signal_weights=weights,
+    )
+
+
+def _given_weights(raw: RawSignalWeights | None) -> dict[str, float]:
+    if raw is None:
+        return {}
+    return {
+        name: value
+        for name, value in raw.model_dump().items()
+        if value is not None and math.isfinite(value)
+    }
+
+
+def extract_signal_weights(reasoning: str) -> dict[str, float]:
+    """Equal weights over the signals the reasoning names, summing to 1. Keywords match at a word
+    start, so 'trending' counts for momentum but 'extrend' does not."""
+    text = reasoning.lower()
+    named = [
+        signal
+        for signal, words in SIGNAL_KEYWORDS.items()
+        if any(re.search(rf"\b{re.escape(word)}", text) for word in words)
+    ]
+    return {signal: 1.0 / len(named) for signal in named} if named else {}
+
+
+def _clamped_next_check(secs: int, notes: list[Note]) -> int:
+    clamped = min(max(secs, NEXT_CHECK_MIN_SECS), NEXT_CHECK_MAX_SECS)
+    if clamped != secs:
+        notes.append(Note(what="next_check_seconds", reason=f"clamped {secs} -> {clamped}"))
+    return clamped
+
+
+def _wake_conditions(raw: Sequence[Any], notes: list[Note]) -> list[dict[str, Any]]:
+    accepted, rejected = validate_conditions(list(raw))
+    for rejection in rejected:
+        notes.append(
+            Note(
+                what="wake_condition",
+                reason=f"rejected #{rejection.index} {rejection.raw}: {rejection.reason}",
+            )
+        )
+    return [condition.model_dump(mode="json") for condition in accepted]
+
+
+def _memory(update: str | None, notes: list[Note]) -> str | None:
+    if update is None:
+        return None
+    clipped = clip_memory(update.strip())
+    if clipped != update.strip():
+        notes.append(
+            Note(what="memory_update", reason=f"clipped {len(update)} -> {len(clipped)} chars")
+        )
+    return clipped
+
+
+def _brief(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        parts = [
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        ]
+        more = f" (+{exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
+        return "; ".join(parts) + more
+    return str(exc)

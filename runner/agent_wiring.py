@@ -1,0 +1,70 @@
+"""Builds the deciders: Claude (when a key is configured) in front of the rule-based fallback, and
+the position reviewer for the tracker's agent layer, sharing one client, breaker and cost ledger."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from agent.breaker import CircuitBreaker
+from agent.budget import DailyBudget
+from agent.claude import NO_API_KEY, ClaudeDecider, UsageLedger
+from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.claude_review import ClaudePositionReviewer
+from agent.fallback import FallbackPipeline
+from agent.fallback_decider import FallbackDecider
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Agents:
+    decider: ClaudeDecider
+    reviewer: ClaudePositionReviewer | None
+    client: ClaudeClient | None
+
+
+def build_agents(
+    settings: Settings, clock: Clock, bus: EventBus, history: Callable[[str], pd.DataFrame]
+) -> Agents:
+    config = settings.agent
+    fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
+    key = settings.anthropic_api_key
+    client = None
+    if key is not None:  # without a key the decider itself says so, once, when built
+        policy = RetryPolicy(
+            max_attempts=config.max_attempts, retry_after_cap_secs=config.retry_after_cap_secs
+        )
+        client = ClaudeClient(
+            build_anthropic_client(config, key.get_secret_value()), clock, config.pricing, policy
+        )
+        log.info(
+            "Claude decides (%s; daily budget %s); the rule-based pipeline takes over on failure",
+            config.model,
+            f"{config.daily_budget_usd} USD" if config.daily_budget_usd else "none",
+        )
+    breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
+    ledger = UsageLedger(DailyBudget(clock, config.daily_budget_usd))
+    decider = ClaudeDecider(
+        client=client,
+        config=config,
+        clock=clock,
+        fallback=fallback,
+        breaker=breaker,
+        ledger=ledger,
+        bus=bus,
+    )
+    reviewer = (
+        None
+        if client is None
+        else ClaudePositionReviewer(
+            client=client, config=config, clock=clock, breaker=breaker, ledger=ledger, bus=bus
+        )
+    )
+    return Agents(decider=decider, reviewer=reviewer, client=client)

@@ -1,0 +1,1 @@
+"""Reusable fake protocol peers for tests (import as ``fakes.<module>``)."""

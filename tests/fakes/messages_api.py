@@ -1,0 +1,186 @@
+"""A fake Anthropic Messages API on loopback, for driving the real ``anthropic`` SDK in tests.
+
+Each test scripts a queue of responses (status, headers, JSON body or raw bytes, delay) and reads
+back every request the SDK sent (headers incl. ``x-api-key``, the JSON body). Response and error
+bodies follow the real API's shapes. With the queue empty the server answers 500 ``api_error`` so a
+test that under-scripts fails loudly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Literal, Self
+
+import orjson
+from aiohttp import web
+
+StopReason = Literal["end_turn", "max_tokens", "refusal", "stop_sequence"]
+ErrorType = Literal[
+    "overloaded_error",
+    "rate_limit_error",
+    "api_error",
+    "invalid_request_error",
+    "authentication_error",
+]
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class ScriptedResponse:
+    status: int = 200
+    body: dict[str, Any] | bytes = b""
+    headers: dict[str, str] = field(default_factory=dict)
+    delay_secs: float = 0.0  # real seconds before answering (to trip client timeouts)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    path: str
+    headers: dict[str, str]
+    body: dict[str, Any]
+
+
+def usage_body(
+    input_tokens: int = 1200,
+    output_tokens: int = 300,
+    cache_creation_input_tokens: int = 0,
+    cache_read_input_tokens: int = 0,
+) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "output_tokens": output_tokens,
+        "cache_creation_input_tokens": cache_creation_input_tokens,
+        "cache_read_input_tokens": cache_read_input_tokens,
+        "service_tier": "standard",
+    }
+
+
+def text_message(
+    text: str,
+    *,
+    stop_reason: StopReason = "end_turn",
+    model: str = "claude-sonnet-4-5",
+    usage: dict[str, Any] | None = None,
+) -> ScriptedResponse:
+    """A 200 answer with one text block, as the real API returns it."""
+    return ScriptedResponse(
+        body={
+            "id": f"msg_fake{next(_ids):08d}",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": stop_reason,
+            "stop_sequence": None,
+            "usage": usage if usage is not None else usage_body(),
+        }
+    )
+
+
+def json_message(answer: object, **kwargs: Any) -> ScriptedResponse:
+    return text_message(orjson.dumps(answer).decode(), **kwargs)
+
+
+def error_response(
+    status: int,
+    error_type: ErrorType,
+    message: str = "scripted error",
+    headers: dict[str, str] | None = None,
+    delay_secs: float = 0.0,
+) -> ScriptedResponse:
+    return ScriptedResponse(
+        status=status,
+        body={
+            "type": "error",
+            "error": {"type": error_type, "message": message},
+            "request_id": f"req_fake{next(_ids):08d}",
+        },
+        headers=headers or {},
+        delay_secs=delay_secs,
+    )
+
+
+def overloaded() -> ScriptedResponse:
+    return error_response(529, "overloaded_error", "Overloaded")
+
+
+def rate_limited(retry_after_secs: float) -> ScriptedResponse:
+    return error_response(
+        429,
+        "rate_limit_error",
+        "Number of request tokens has exceeded your per-minute rate limit",
+        headers={"retry-after": f"{retry_after_secs:g}"},
+    )
+
+
+class FakeMessagesApi:
+    """``async with FakeMessagesApi() as api``: ``api.base_url`` for the SDK, ``api.script(...)``."""
+
+    def __init__(self) -> None:
+        self._queue: deque[ScriptedResponse] = deque()
+        self.requests: list[RecordedRequest] = []
+        self._runner: web.AppRunner | None = None
+        self._port = 0
+        self._closing = asyncio.Event()
+
+    @property
+    def base_url(self) -> str:
+        if self._runner is None:
+            raise RuntimeError("FakeMessagesApi is not started")
+        return f"http://127.0.0.1:{self._port}"
+
+    def script(self, *responses: ScriptedResponse) -> None:
+        self._queue.extend(responses)
+
+    @property
+    def pending(self) -> int:
+        return len(self._queue)
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=8 * 1024 * 1024)
+        app.router.add_post("/v1/messages", self._handle)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self._port = int(self._runner.addresses[0][1])
+
+    async def stop(self) -> None:
+        self._closing.set()  # wakes delayed answers so shutdown does not wait them out
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        self.requests.append(
+            RecordedRequest(
+                path=request.path,
+                headers={k.lower(): v for k, v in request.headers.items()},
+                body=orjson.loads(raw) if raw else {},
+            )
+        )
+        scripted = (
+            self._queue.popleft()
+            if self._queue
+            else error_response(500, "api_error", "FakeMessagesApi: no scripted response left")
+        )
+        if scripted.delay_secs > 0:
+            # A real-time delay is the point here: the client under test has a real socket timeout.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), scripted.delay_secs)
+        payload = scripted.body if isinstance(scripted.body, bytes) else orjson.dumps(scripted.body)
+        headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
+        return web.Response(status=scripted.status, body=payload, headers=headers)

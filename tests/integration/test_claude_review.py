@@ -1,0 +1,96 @@
+"""ClaudePositionReviewer through the real SDK against the fake Messages API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from fakes.claude_support import API_KEY, AT_MS, MODEL
+from fakes.instant_clock import InstantClock
+from fakes.messages_api import FakeMessagesApi, json_message, overloaded
+
+from agent.breaker import CircuitBreaker
+from agent.budget import AgentPricing, DailyBudget
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient, build_anthropic_client
+from agent.claude_review import ClaudePositionReviewer, ClaudeUnavailable
+from runner.config import AgentConfig
+from tracker.ports import PositionReview, ReviewAction
+
+
+def _position(ticker: str) -> PositionReview:
+    return PositionReview(
+        ticker=ticker,
+        entry_price=100.0,
+        mark_price=104.0,
+        pnl_pct=4.0,
+        peak_pnl_pct=5.0,
+        holding_secs=3600.0,
+        regime_at_entry="medium_volatility",
+        regime_now="high_volatility",
+        entry_signals={"momentum": 1.0},
+    )
+
+
+@pytest.fixture
+async def reviewer() -> AsyncIterator[tuple[FakeMessagesApi, ClaudePositionReviewer]]:
+    async with FakeMessagesApi() as api:
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        yield (
+            api,
+            ClaudePositionReviewer(
+                client=client,
+                config=config,
+                clock=clock,
+                breaker=CircuitBreaker(clock),
+                ledger=UsageLedger(DailyBudget(clock, None)),
+            ),
+        )
+        await client.aclose()
+
+
+async def test_verdicts_are_validated_per_position(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer],
+) -> None:
+    api, claude = reviewer
+    reviews = [
+        {"ticker": "SOL/USDT:USDT", "action": "EXIT", "reason": "regime turned"},
+        {"ticker": "ETH/USDT", "action": "ADD", "reason": "not held: dropped"},
+        {"ticker": "BTC/USDT", "action": "SELL_ALL", "reason": "unknown action: dropped"},
+    ]
+    api.script(json_message({"reviews": reviews}))
+    verdicts = await claude.review([_position("SOL/USDT"), _position("BTC/USDT")], {"x": 1})
+
+    assert [(v.ticker, v.action, v.decided_by) for v in verdicts] == [
+        ("SOL/USDT", ReviewAction.EXIT, "claude")
+    ]
+    body = api.requests[0].body
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "<positions>" in body["messages"][0]["content"]
+    assert claude.ledger.totals().calls == 1
+
+
+async def test_failures_raise_unavailable_and_share_the_breaker(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer],
+) -> None:
+    api, claude = reviewer
+    api.script(*[overloaded() for _ in range(6)])
+    reasons = []
+    for _ in range(4):
+        with pytest.raises(ClaudeUnavailable) as caught:
+            await claude.review([_position("SOL/USDT")], {})
+        reasons.append(str(caught.value))
+    assert reasons[0] == "claude_failed: overloaded"
+    assert reasons[3].startswith("breaker_open")
+    assert len(api.requests) == 6
+
+
+async def test_a_bad_answer_is_a_failure(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer],
+) -> None:
+    api, claude = reviewer
+    api.script(json_message({"verdicts": []}), json_message({"verdicts": []}))
+    with pytest.raises(ClaudeUnavailable, match="schema_mismatch"):
+        await claude.review([_position("SOL/USDT")], {})

@@ -1,0 +1,67 @@
+"""AgentPricing cost, usage sums and the daily USD budget that resets at 00:00 UTC."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.budget import DAY_MS, AgentPricing, DailyBudget, add_usage
+from agent.decision import Usage
+from runner.clock import VirtualClock
+
+MIDNIGHT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
+
+
+def test_cost_uses_the_four_per_million_prices() -> None:
+    pricing = AgentPricing(
+        input_per_mtok_usd=3.0,
+        output_per_mtok_usd=15.0,
+        cache_write_per_mtok_usd=3.75,
+        cache_read_per_mtok_usd=0.30,
+    )
+    cost = pricing.cost_usd(1_000_000, 100_000, 200_000, 2_000_000)
+    assert cost == pytest.approx(3.0 + 1.5 + 0.75 + 0.60)
+
+
+tokens = st.integers(min_value=0, max_value=10**7)
+
+
+@given(tokens, tokens, tokens, tokens, tokens, tokens, tokens, tokens)
+def test_summed_usage_costs_what_its_parts_cost(
+    a: int, b: int, c: int, d: int, e: int, f: int, g: int, h: int
+) -> None:
+    pricing = AgentPricing()
+    total = add_usage(pricing.usage(a, b, c, d), pricing.usage(e, f, g, h))
+    assert total is not None
+    assert total.cost_usd == pytest.approx(pricing.cost_usd(a + e, b + f, c + g, d + h))
+    assert (total.input_tokens, total.cache_read_input_tokens) == (a + e, d + h)
+
+
+def test_adding_none_keeps_the_other() -> None:
+    u = Usage(input_tokens=5)
+    assert add_usage(None, u) is u and add_usage(u, None) is u and add_usage(None, None) is None
+
+
+async def test_budget_is_exhausted_at_the_limit_until_the_next_utc_day() -> None:
+    clock = VirtualClock(MIDNIGHT_MS + 23 * 3_600_000)  # 23:00 UTC
+    budget = DailyBudget(clock, limit_usd=1.0)
+    budget.spend(0.6)
+    assert not budget.exhausted()
+    budget.spend(0.4)
+    assert budget.exhausted() and budget.spent_today_usd == pytest.approx(1.0)
+    assert budget.resets_at_ms() == MIDNIGHT_MS + DAY_MS
+    await clock.advance(3599)
+    assert budget.exhausted()
+    await clock.advance(1)
+    assert not budget.exhausted() and budget.spent_today_usd == 0.0
+
+
+def test_no_limit_is_never_exhausted_and_negative_spend_is_refused() -> None:
+    budget = DailyBudget(VirtualClock(MIDNIGHT_MS), limit_usd=None)
+    budget.spend(1e6)
+    assert not budget.exhausted()
+    with pytest.raises(ValueError):
+        budget.spend(-1.0)
+    with pytest.raises(ValueError):
+        DailyBudget(VirtualClock(), limit_usd=-1.0)

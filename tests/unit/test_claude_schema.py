@@ -1,0 +1,125 @@
+"""Claude's answer on arrival: structural failures, per-decision drops, caps, clamps, keywords."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from fakes.claude_support import PRICES, answer, decision_with, snapshot
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agent.claude_prompt import render_request, render_review_request
+from agent.claude_schema import (
+    MAX_ANSWER_BYTES,
+    AnswerInvalid,
+    answer_json_schema,
+    convert_answer,
+    extract_signal_weights,
+    parse_answer_json,
+)
+from runner.config import AgentConfig
+
+
+def _objects(node: Any) -> list[dict[str, Any]]:
+    if isinstance(node, dict):
+        found = [node] if node.get("type") == "object" else []
+        return found + [o for v in node.values() for o in _objects(v)]
+    if isinstance(node, list):
+        return [o for v in node for o in _objects(v)]
+    return []
+
+
+def test_every_object_in_the_schema_forbids_extra_properties() -> None:
+    objects = _objects(answer_json_schema())
+    assert len(objects) >= 4
+    assert all(o.get("additionalProperties") is False for o in objects)
+    assert set(answer_json_schema()["required"]) == set(answer())
+
+
+def test_a_valid_answer_converts_without_notes() -> None:
+    decision, notes = convert_answer(answer(), prices=PRICES)
+    assert notes == []
+    assert decision.decided_by == "claude" and len(decision.decisions) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("[1, 2]", "invalid_json"),
+        ("", "invalid_json"),
+        ('"' + "a" * MAX_ANSWER_BYTES + '"', "answer_too_large"),
+    ],
+)
+def test_bytes_level_problems_fail_the_answer(text: str, kind: str) -> None:
+    with pytest.raises(AnswerInvalid) as caught:
+        parse_answer_json(text)
+    assert caught.value.kind == kind
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        answer(decisions="BUY everything"),
+        answer(next_check_seconds="soon"),
+        answer(decisions=["BTC/USDT"]),
+        {k: v for k, v in answer().items() if k != "memory_update"},
+    ],
+)
+def test_structural_problems_fail_the_whole_answer(data: dict[str, Any]) -> None:
+    with pytest.raises(AnswerInvalid) as caught:
+        convert_answer(data, prices=PRICES)
+    assert caught.value.kind == "schema_mismatch"
+
+
+def test_a_duplicate_ticker_and_a_trade_without_price_are_dropped() -> None:
+    first = answer()["decisions"][0]
+    data = answer(decisions=[first, {**first, "ticker": "btcusdt"}])
+    decision, notes = convert_answer(data, prices={**PRICES, "BTC/USDT": None})
+    assert decision.decisions == ()
+    assert [n.reason for n in notes] == [
+        "dropped: no current market price",
+        "dropped: no current market price",
+    ]
+    decision, notes = convert_answer(data, prices=PRICES)
+    assert len(decision.decisions) == 1 and "second decision" in notes[0].reason
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_position_pct_is_never_above_the_cap_whatever_the_model_says(pct: float) -> None:
+    data = orjson.loads(orjson.dumps(decision_with(position_pct=pct)))  # NaN/inf -> null
+    decision, _ = convert_answer(data, prices=PRICES)
+    assert all(0.0 <= d.position_pct <= 0.20 for d in decision.decisions)
+
+
+@given(st.integers(min_value=-(10**12), max_value=10**12))
+def test_next_check_seconds_always_lands_in_60_3600(secs: int) -> None:
+    decision, _ = convert_answer(answer(next_check_seconds=secs), prices=PRICES)
+    assert 60 <= decision.next_check_seconds <= 3600
+
+
+def test_keyword_extraction_matches_word_starts_and_sums_to_one() -> None:
+    weights = extract_signal_weights("Bollinger squeeze, fear index low; funding flat; trend up")
+    assert set(weights) == {"bollinger", "sentiment", "derivatives", "momentum"}
+    assert sum(weights.values()) == pytest.approx(1.0)
+    assert extract_signal_weights("Nothing to see; operator words: trendy") == {"momentum": 1.0}
+    assert extract_signal_weights("no keywords here") == {}
+
+
+def test_the_rendered_request_marks_the_system_prompt_for_caching_and_holds_no_secret() -> None:
+    request = render_request(AgentConfig(model="claude-x", max_tokens=1000), snapshot())
+    assert request["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert (
+        "0.05" in request["system"][0]["text"] and "exposure_scale" in request["system"][0]["text"]
+    )
+    assert set(request) == {"model", "max_tokens", "system", "messages", "output_config"}
+    assert request["model"] == "claude-x" and request["max_tokens"] == 1000
+    assert "sk-ant" not in orjson.dumps(request).decode()
+
+
+def test_the_review_request_has_its_own_schema() -> None:
+    request = render_review_request(AgentConfig(), [], {"note": "x"})
+    schema = request["output_config"]["format"]["schema"]
+    assert schema["properties"]["reviews"]["type"] == "array"
+    assert request["system"][0]["cache_control"] == {"type": "ephemeral"}
