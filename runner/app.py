@@ -75,7 +75,7 @@ def prepare_state_dir(state_dir: Path) -> None:
         ) from None
 
 
-async def build_daemon(settings: Settings) -> Daemon:
+async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     prepare_state_dir(settings.state_dir)
     use_sim = settings.market.source == "sim"
     clock: Clock = (
@@ -114,8 +114,17 @@ async def build_daemon(settings: Settings) -> Daemon:
     market = build_market_path(settings, clock, bus, ws_base, rest_url, ws_path=ws_path)
     closers.append(("close exchange client", market.exchange.close))
     decision = build_decision_path(
-        settings, clock, bus, market, store, decisions, sim_rest_url=rest_url if use_sim else None
+        settings,
+        clock,
+        bus,
+        market,
+        store,
+        decisions,
+        sim_rest_url=rest_url if use_sim else None,
+        live=live,
     )
+    if decision.broker_parts.close is not None:
+        closers.append(("close the broker", decision.broker_parts.close))
     heartbeat, watchdog = _bookkeeping(
         settings,
         clock,
@@ -183,7 +192,7 @@ def _bookkeeping(
     *,
     loop_restarts: Callable[[], int],
 ) -> tuple[Heartbeat, Watchdog]:
-    listener, aggregator, broker = market.listener, market.aggregator, decision.broker
+    listener, aggregator = market.listener, market.aggregator
     status = StatusReporter(
         clock,
         settings.supervisor.status_interval_secs,
@@ -195,8 +204,8 @@ def _bookkeeping(
             "decisions": lambda: decision.routine.runs,
             "claude_calls": lambda: decision.agents.decider.totals().calls,
             "cost_usd": lambda: f"{decision.agents.decider.totals().cost_total_usd:.4f}",
-            "equity": lambda: f"{float(broker.portfolio_value_usd()):,.2f}",
-            "positions": lambda: len(broker.ledger.positions),
+            "equity": decision.broker_parts.equity,
+            "positions": lambda: len(decision.tracker.positions),
             "loop_restarts": loop_restarts,
         },
         prices=lambda: [(t, aggregator.last_price(t)) for t in settings.market.tickers],
@@ -241,9 +250,9 @@ def _log_candle_close(event: Event) -> None:
     )
 
 
-async def run_daemon(settings: Settings) -> int:
+async def run_daemon(settings: Settings, *, live: bool = False) -> int:
     configure_logging(settings.log_level)
-    daemon = await build_daemon(settings)
+    daemon = await build_daemon(settings, live=live)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with suppress(NotImplementedError):
@@ -259,5 +268,7 @@ async def run_daemon(settings: Settings) -> int:
         settings.market.timeframes,
         timeout_secs=WARM_UP_TIMEOUT_SECS,
     )
+    if daemon.decision.broker_parts.start is not None:
+        await daemon.decision.broker_parts.start()  # reconcile with the exchange before trading
     report = await daemon.supervisor.run()
     return 0 if not report.stuck else 1

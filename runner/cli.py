@@ -34,6 +34,14 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--sim", action="store_true", help="market data from the built-in simulator")
     run.add_argument("--speed", type=float, help="simulator speed factor (with --sim)")
     run.add_argument("--start", help="simulated start instant, ISO 8601 UTC (with --sim)")
+    run.add_argument(
+        "--broker", choices=("paper", "ccxt"), help="paper (default) or ccxt (Binance demo/live)"
+    )
+    run.add_argument(
+        "--live",
+        action="store_true",
+        help="trade real money (needs --broker ccxt and VIGIL_LIVE_CONFIRM=yes)",
+    )
 
     sim = sub.add_parser("sim", help="run the Binance simulator standalone")
     sim.add_argument("--port", type=int, default=8765, help="websocket port (REST is port + 1)")
@@ -64,6 +72,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["sim"] = sim
     if getattr(args, "sim", False):
         overrides["market"] = {"source": "sim"}
+    if getattr(args, "broker", None) is not None:
+        overrides["broker"] = {"kind": args.broker}
     return overrides
 
 
@@ -92,7 +102,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _sim(args, settings)
     from runner.app import run_daemon
 
-    exit_code: int = asyncio.run(run_daemon(settings))
+    exit_code: int = asyncio.run(run_daemon(settings, live=getattr(args, "live", False)))
     return exit_code
 
 

@@ -82,8 +82,13 @@ class StateConfig(_Section):
 
 
 class BrokerConfig(_Section):
-    """The paper broker's terms (percentages: 0.02 means 0.02 %)."""
+    """Which broker executes, and the paper broker's terms (percentages: 0.02 means 0.02 %).
 
+    ``ccxt`` trades on Binance USDⓈ-M demo trading (testnet) with BINANCE_API_KEY/SECRET, or live only
+    with ``vigil run --live`` AND ``VIGIL_LIVE_CONFIRM=yes``; under ``--sim`` it trades on the
+    simulator's order endpoints."""
+
+    kind: Literal["paper", "ccxt"] = "paper"
     starting_cash_usd: float = Field(10_000.0, gt=0)
     maker_fee_pct: float = Field(0.02, ge=0, le=1)
     taker_fee_pct: float = Field(0.05, ge=0, le=1)

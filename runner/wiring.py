@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent.risk import RiskConfig, RiskContext
-from broker.paper import PaperBroker
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
@@ -29,6 +28,7 @@ from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker
 from runner.agent_wiring import Agents, build_agents
+from runner.broker_wiring import BrokerParts, build_broker
 from runner.bus import EventBus, Overflow
 from runner.clock import Clock
 from runner.config import Settings
@@ -63,7 +63,7 @@ class DecisionPath:
     gate: AdaptiveGate
     board: MetricBoard
     regimes: RegimeView
-    broker: PaperBroker
+    broker_parts: BrokerParts
     tracker: PositionTracker
     learner: OnlineLearner
     snapshots: SnapshotBuilder
@@ -114,6 +114,7 @@ def build_decision_path(
     decisions_journal: JsonlJournal,
     *,
     sim_rest_url: str | None = None,
+    live: bool = False,
 ) -> DecisionPath:
     tickers = settings.market.tickers
     registry = build_metric_registry(tickers)
@@ -132,16 +133,8 @@ def build_decision_path(
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
     regimes = RegimeView(regime_tracker, macro, market.history, tickers)
-    broker = PaperBroker(
-        clock,
-        starting_cash_usd=settings.broker.starting_cash_usd,
-        maker_fee_pct=settings.broker.maker_fee_pct,
-        taker_fee_pct=settings.broker.taker_fee_pct,
-        slippage_pct=settings.broker.slippage_pct,
-        limit_ttl_secs=settings.broker.limit_ttl_secs,
-        state_path=settings.state_dir / "paper_broker.json",
-        bus=bus,
-    )
+    broker_parts = build_broker(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
+    broker = broker_parts.broker
     agents = build_agents(settings, clock, bus, market.history.frame)
     tracker = PositionTracker(
         clock,
@@ -149,7 +142,7 @@ def build_decision_path(
         broker,
         store,
         reviewer=agents.reviewer,  # None without a key: the fallback score decides
-        price=lambda ticker: _mark_price(broker, ticker),
+        price=market.aggregator.last_price,
         regime=lambda ticker: regimes.crypto(ticker).label.value,
         config=settings.tracker,
     )
@@ -189,7 +182,7 @@ def build_decision_path(
         board=board,
         gate=gate,
         decisions=routine,
-        price_sinks=[broker.on_market_tick],
+        price_sinks=broker_parts.price_sinks,
     )
     runner.attach()
     bus.subscribe_queued(
@@ -205,7 +198,7 @@ def build_decision_path(
         gate,
         board,
         regimes,
-        broker,
+        broker_parts,
         tracker,
         learner,
         snapshots,
@@ -227,11 +220,6 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
             "coingecko_base_url": None,
         }
     )
-
-
-def _mark_price(broker: PaperBroker, ticker: str) -> float | None:
-    mark = broker.mark(ticker)
-    return None if mark is None else mark.price
 
 
 def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:

@@ -1,0 +1,171 @@
+"""Builds the broker the settings ask for: the paper broker (default) or the ccxt broker.
+
+The ccxt broker trades on Binance demo trading unless live is asked for twice (``--live`` and
+``VIGIL_LIVE_CONFIRM=yes``); against the simulator it uses the simulator's order endpoints and test
+keys. Its positions and open orders are reconciled with the exchange before any trading.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from pydantic import SecretStr
+
+from agent.decision import OrderIntent
+from broker.ccxt_broker import CcxtBroker, build_exchange
+from broker.live_guard import ApiKeys, check_live
+from broker.paper import PaperBroker
+from broker.port import Broker, OrderResult, PositionDetail
+from runner.bus import EventBus
+from runner.clock import Clock
+from runner.config import Settings
+from runner.crypto_runner import PriceSink
+from runner.errors import RefuseToStartError
+from runner.events import OrderFilled, PositionOpened
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class BrokerParts:
+    broker: Broker
+    price_sinks: list[PriceSink] = field(default_factory=list)
+    equity: Callable[[], str] = lambda: "n/a"
+    start: Callable[[], Awaitable[object]] | None = None  # run before trading (reconcile)
+    close: Callable[[], Awaitable[None]] | None = None
+
+
+def build_broker(
+    settings: Settings, clock: Clock, bus: EventBus, *, live: bool, sim_rest_url: str | None
+) -> BrokerParts:
+    if settings.broker.kind == "paper":
+        if live:
+            raise RefuseToStartError('--live needs broker.kind = "ccxt" (VIGIL_BROKER__KIND=ccxt)')
+        return _paper(settings, clock, bus)
+    return _ccxt(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
+
+
+def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
+    terms = settings.broker
+    paper = PaperBroker(
+        clock,
+        starting_cash_usd=terms.starting_cash_usd,
+        maker_fee_pct=terms.maker_fee_pct,
+        taker_fee_pct=terms.taker_fee_pct,
+        slippage_pct=terms.slippage_pct,
+        limit_ttl_secs=terms.limit_ttl_secs,
+        state_path=settings.state_dir / "paper_broker.json",
+        bus=bus,
+    )
+    return BrokerParts(
+        broker=paper,
+        price_sinks=[paper.on_market_tick],
+        equity=lambda: f"{float(paper.portfolio_value_usd()):,.2f}",
+    )
+
+
+def _ccxt(
+    settings: Settings, clock: Clock, bus: EventBus, *, live: bool, sim_rest_url: str | None
+) -> BrokerParts:
+    if sim_rest_url is not None:
+        if live:
+            raise RefuseToStartError("--live cannot be combined with --sim")
+        from sim.orders import TEST_API_KEY, TEST_API_SECRET
+
+        keys = ApiKeys(api_key=SecretStr(TEST_API_KEY), api_secret=SecretStr(TEST_API_SECRET))
+        mode = check_live(False, os.environ)
+    else:
+        mode = check_live(live, os.environ)
+        if settings.binance_api_key is None or settings.binance_api_secret is None:
+            raise RefuseToStartError(
+                "broker.kind = ccxt needs BINANCE_API_KEY and BINANCE_API_SECRET "
+                "(environment or secret files)"
+            )
+        keys = ApiKeys(api_key=settings.binance_api_key, api_secret=settings.binance_api_secret)
+    exchange = build_exchange(mode, keys, rest_url=sim_rest_url)
+    if sim_rest_url is not None:
+        # ccxt stamps signed requests with its own wall clock; the simulator checks them against
+        # simulated time (recvWindow), so against the sim ccxt must read the daemon's clock.
+        exchange.milliseconds = clock.now_ms
+        # 60 s is Binance's largest recvWindow; at N x speed it is 60/N real seconds of slack
+        exchange.options["recvWindow"] = 60_000
+    broker = CcxtBroker(
+        exchange, clock, settings.state_dir / "orders.jsonl", tickers=settings.market.tickers
+    )
+    where = "the simulator" if sim_rest_url else ("LIVE Binance" if mode == "live" else "demo")
+    log.log(logging.WARNING if mode == "live" else logging.INFO, "ccxt broker trading on %s", where)
+
+    async def start() -> object:
+        try:
+            report = await broker.reconcile()
+        except Exception as exc:
+            raise RefuseToStartError(
+                f"could not reconcile positions and open orders with the exchange before trading "
+                f"({type(exc).__name__}: {exc}); nothing was traded"
+            ) from exc
+        log.info("ccxt broker reconciled with the exchange: %s", report)
+        return report
+
+    return BrokerParts(broker=FillEvents(broker, bus, clock), start=start, close=broker.close)
+
+
+class FillEvents:
+    """Publishes ``order.filled`` / ``position.opened`` for the fills a broker reports when it
+    executes (the paper broker publishes its own). The tracker, the trades journal and the learner
+    follow those events. A limit order that fills later, outside ``execute_decisions``, is not seen
+    here: the ccxt broker's reconcile on the next start picks its position up."""
+
+    def __init__(self, broker: CcxtBroker, bus: EventBus, clock: Clock) -> None:
+        self._broker = broker
+        self._bus = bus
+        self._clock = clock
+
+    async def execute_decisions(self, intents: Sequence[OrderIntent]) -> Sequence[OrderResult]:
+        results = await self._broker.execute_decisions(intents)
+        for intent, result in zip(intents, results, strict=False):
+            if result.status == "filled" and result.filled_quantity > 0 and result.average_price:
+                self._publish(intent, result)
+        return results
+
+    def _publish(self, intent: OrderIntent, result: OrderResult) -> None:
+        at_ms = result.at_ms or self._clock.now_ms()
+        price = float(result.average_price or 0.0)
+        self._bus.publish(
+            OrderFilled(
+                at_ms=at_ms,
+                client_order_id=result.client_order_id,
+                ticker=result.ticker,
+                side=result.side,
+                quantity=result.filled_quantity,
+                price=price,
+                fee=result.fee_usd,
+            )
+        )
+        if result.side == "buy":
+            self._bus.publish(
+                PositionOpened(
+                    at_ms=at_ms,
+                    ticker=result.ticker,
+                    quantity=result.filled_quantity,
+                    entry_price=price,
+                    signals=intent.signal_weights,
+                )
+            )
+
+    async def get_positions_detail(self) -> Sequence[PositionDetail]:
+        return await self._broker.get_positions_detail()
+
+    async def get_portfolio_value(self) -> float:
+        return await self._broker.get_portfolio_value()
+
+    async def get_cash(self) -> float:
+        return await self._broker.get_cash()
+
+    async def cancel(self, client_order_id: str) -> OrderResult | None:
+        return await self._broker.cancel(client_order_id)
+
+    async def lookup(self, client_order_id: str) -> OrderResult | None:
+        return await self._broker.lookup(client_order_id)
