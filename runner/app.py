@@ -20,6 +20,7 @@ from runner.clock import Clock, ScaledClock, WallClock
 from runner.config import Settings
 from runner.errors import RefuseToStartError
 from runner.events import CandleClosed, Event, Topic
+from runner.failpoints import Failpoints
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.status import StatusReporter
@@ -88,6 +89,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     fsync = settings.state.fsync_journals
     decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
     trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
+    failpoints = Failpoints(settings.failpoints)
     journal_fills(bus, trades)
     journal_agent_failures(bus, decisions)
 
@@ -122,7 +124,11 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         decisions,
         sim_rest_url=rest_url if use_sim else None,
         live=live,
+        failpoints=failpoints,
     )
+    # after the journal and learner handlers, so a cut here has them done
+    bus.subscribe(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), name="failpoint")
+    bus.subscribe(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), name="failpoint")
     if decision.broker_parts.close is not None:
         closers.append(("close the broker", decision.broker_parts.close))
     heartbeat, watchdog = _bookkeeping(

@@ -53,6 +53,11 @@ def _parser() -> argparse.ArgumentParser:
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
 
+    sub.add_parser(
+        "prompt",
+        help="print exactly what would be sent to Claude for the latest snapshot (JSON)",
+    )
+
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     config_sub.add_parser("show", help="print the effective config, secrets redacted")
@@ -98,6 +103,11 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "health":
         return _health(settings, args.stale_secs)
+    if command == "prompt":
+        from runner.prompt_cmd import render_prompt
+
+        print(render_prompt(settings))
+        return 0
     if command == "sim":
         return _sim(args, settings)
     from runner.app import run_daemon

@@ -144,6 +144,8 @@ class Settings(BaseSettings):
     binance_api_secret: SecretStr | None = Field(
         None, validation_alias=AliasChoices("binance_api_secret", "BINANCE_API_SECRET")
     )
+    # restart-safety tests only: named points where the daemon kills itself (runner/failpoints.py)
+    failpoints: tuple[str, ...] = ()
     fred_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("fred_api_key", "FRED_API_KEY")
     )

@@ -61,6 +61,7 @@ class DecisionRoutine:
         gate: GateUpdater,
         journal: Journal,
         store: MemoryStore,
+        failpoint: Callable[[str], None] = lambda _name: None,
         before_execution: Callable[[Sequence[OrderIntent]], Sequence[OrderIntent]] | None = None,
         after_execution: Callable[[Sequence[OrderIntent], Sequence[OrderResult]], Awaitable[None]]
         | None = None,
@@ -77,6 +78,7 @@ class DecisionRoutine:
         self._journal = journal
         self._store = store
         self._before_execution = before_execution
+        self._failpoint = failpoint
         self._after_execution = after_execution
         self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
         self._wake = asyncio.Event()
@@ -191,6 +193,7 @@ class DecisionRoutine:
         if not intents:
             return ()
         results = await self._broker.execute_decisions(intents)
+        self._failpoint("after_orders_sent")
         if self._after_execution is not None:
             await self._after_execution(intents, results)
         return results
@@ -208,6 +211,8 @@ class DecisionRoutine:
             self._journal.append(record)
         except Exception:
             log.exception("could not journal decision %s", record.get("decision_id"))
+            return
+        self._failpoint("after_decision_journaled")
 
 
 def _summary(decision: AgentDecision) -> str:

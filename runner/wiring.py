@@ -35,6 +35,7 @@ from runner.config import Settings
 from runner.crypto_runner import CryptoRunner
 from runner.decision import DecisionRoutine
 from runner.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
+from runner.failpoints import Failpoints
 from runner.regime_view import RegimeView
 from runner.snapshot import MarketSnapshot
 from runner.snapshot_builder import SnapshotBuilder
@@ -115,7 +116,9 @@ def build_decision_path(
     *,
     sim_rest_url: str | None = None,
     live: bool = False,
+    failpoints: Failpoints | None = None,
 ) -> DecisionPath:
+    failpoints = failpoints or Failpoints()
     tickers = settings.market.tickers
     registry = build_metric_registry(tickers)
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
@@ -173,6 +176,7 @@ def build_decision_path(
         gate=gate,
         journal=decisions_journal,
         store=store,
+        failpoint=failpoints.hit,
         before_execution=tracker.filter_sells,
         after_execution=tracker.on_executed,
     )

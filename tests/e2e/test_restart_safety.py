@@ -1,0 +1,128 @@
+"""Restart safety: SIGKILL the daemon at chosen points, restart it, and nothing is lost or doubled.
+
+Each case arms one failpoint (the daemon kills itself with SIGKILL the first time it gets there),
+waits for that death, restarts the same state dir without failpoints, lets it trade on, stops it with
+SIGTERM and checks: every journal line complete, no order placed twice, the tracker holds exactly
+the broker's positions, and the learner learned each exit once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+MORE_DECISIONS_AFTER_RESTART = 4
+
+
+def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(
+        VIGIL_STATE_DIR=str(state_dir),
+        VIGIL_SIM__START="2025-03-01T03:00:00Z",  # the fallback buys ETH about 2 h later
+        VIGIL_SIM__SPEED="1200",
+        # tight stops so an exit follows the entry within minutes of simulated time
+        VIGIL_TRACKER__STOP_LOSS_PCT="-0.2",
+        VIGIL_TRACKER__TRAILING_ARM_PCT="0.2",
+        VIGIL_TRACKER__TRAILING_STOP_PCT="0.2",
+        VIGIL_FAILPOINTS=json.dumps(failpoints),
+    )
+    return env
+
+
+async def _start(state_dir: Path, failpoints: list[str], log: Path) -> asyncio.subprocess.Process:
+    with log.open("ab") as sink:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "run",
+            "--sim",
+            env=_env(state_dir, failpoints),
+            cwd=REPO,
+            stderr=sink,
+        )
+
+
+def _decision_count(state_dir: Path) -> int:
+    path = state_dir / "logs" / "decisions.jsonl"
+    if not path.exists():
+        return 0
+    return sum(1 for line in path.read_bytes().splitlines() if b'"type":"decision"' in line)
+
+
+async def _until(condition: object, proc: asyncio.subprocess.Process) -> None:
+    assert callable(condition)
+    while not condition():
+        if proc.returncode is not None:
+            raise AssertionError(f"daemon exited early with {proc.returncode}")
+        await asyncio.sleep(0.2)  # polling files another process writes
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize(
+    "failpoint", ["after_orders_sent", "after_decision_journaled", "after_fill", "after_exit"]
+)
+async def test_killed_at_a_failpoint_then_restarted_loses_and_doubles_nothing(
+    tmp_path: Path, failpoint: str
+) -> None:
+    state_dir = tmp_path / "state"
+    log = tmp_path / "daemon.log"
+
+    doomed = await _start(state_dir, [failpoint], log)
+    assert await asyncio.wait_for(doomed.wait(), timeout=150) == -signal.SIGKILL, log.read_text()
+    assert f"failpoint {failpoint} reached" in log.read_text()
+    before = _decision_count(state_dir)
+
+    survivor = await _start(state_dir, [], log)
+    try:
+        await _until(
+            lambda: _decision_count(state_dir) >= before + MORE_DECISIONS_AFTER_RESTART, survivor
+        )
+        survivor.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(survivor.wait(), timeout=30) == 0
+    finally:
+        if survivor.returncode is None:
+            survivor.kill()
+            await survivor.wait()
+    text = log.read_text()
+    assert "Traceback" not in text, text
+
+    _journals_are_whole(state_dir)
+    fills = _fills(state_dir)
+    ids = [row["client_order_id"] for row in fills]
+    assert len(ids) == len(set(ids)), f"an order filled twice: {ids}"
+    broker = json.loads((state_dir / "paper_broker.json").read_text())
+    order_ids = [o["client_order_id"] for o in broker["orders"]]
+    assert len(order_ids) == len(set(order_ids))
+    held = set(broker["ledger"]["positions"])
+    state = json.loads((state_dir / "runner_state.json").read_text())
+    assert set(state["entry_prices"]) == held, "tracker and broker disagree on positions"
+    assert set(state["extra"].get("tracker", {}).get("positions", {})) == held
+    model = state_dir / "models" / "online_learner.json"  # written on the learner's first update
+    learned = json.loads(model.read_text())["recent_trades"] if model.exists() else []
+    sells = [row for row in fills if row["side"] == "sell"]
+    assert len(learned) == len(sells), "each exit is learned exactly once"
+
+
+def _journals_are_whole(state_dir: Path) -> None:
+    for line in (state_dir / "logs" / "decisions.jsonl").read_bytes().splitlines():
+        json.loads(line)  # a torn line would raise here
+    with (state_dir / "logs" / "trades.csv").open() as fh:
+        rows = list(csv.reader(fh))
+    assert rows and all(len(row) == len(rows[0]) for row in rows)
+
+
+def _fills(state_dir: Path) -> list[dict[str, str]]:
+    with (state_dir / "logs" / "trades.csv").open() as fh:
+        return list(csv.DictReader(fh))
