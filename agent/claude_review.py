@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 
 from agent.breaker import CircuitBreaker
+from agent.budget import add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_prompt import RawReviewAnswer, render_review_request
@@ -68,7 +70,9 @@ class ClaudePositionReviewer:
         breaker: CircuitBreaker,
         ledger: UsageLedger,
         bus: EventBus | None = None,
+        journal: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
+        self._journal = journal  # one line per review call: its usage joins the running totals
         self._client = client
         self._config = config
         self._clock = clock
@@ -93,10 +97,32 @@ class ClaudePositionReviewer:
             raise
         except CallFailed as failure:
             self._failed(failure.attempts)
+            self._write(asked, failure.attempts, verdicts=())
             raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
         self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
+        self._write(asked, result.attempts, verdicts=result.value)
         return result.value
+
+    def _write(
+        self, asked: Sequence[str], attempts: Sequence[Attempt], verdicts: Sequence[ReviewVerdict]
+    ) -> None:
+        if self._journal is None:
+            return
+        usage = None
+        for attempt in attempts:
+            usage = add_usage(usage, attempt.usage)
+        self._journal(
+            {
+                "type": "review",
+                "at_ms": self._clock.now_ms(),
+                "tickers": list(asked),
+                "decided_by": "claude" if verdicts else "fallback",
+                "usage": usage.model_dump(mode="json") if usage is not None else None,
+                "attempts": [a.model_dump(mode="json") for a in attempts],
+                "verdicts": [v.model_dump(mode="json") for v in verdicts],
+            }
+        )
 
     def _failed(self, attempts: list[Attempt]) -> None:
         self.breaker.record_failure(attempts[-1].kind)

@@ -4,8 +4,9 @@ the position reviewer for the tracker's agent layer, sharing one client, breaker
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
@@ -31,7 +32,11 @@ class Agents:
 
 
 def build_agents(
-    settings: Settings, clock: Clock, bus: EventBus, history: Callable[[str], pd.DataFrame]
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    history: Callable[[str], pd.DataFrame],
+    journal: Callable[[Mapping[str, Any]], None],
 ) -> Agents:
     config = settings.agent
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
@@ -64,7 +69,13 @@ def build_agents(
         None
         if client is None
         else ClaudePositionReviewer(
-            client=client, config=config, clock=clock, breaker=breaker, ledger=ledger, bus=bus
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=breaker,
+            ledger=ledger,
+            bus=bus,
+            journal=journal,
         )
     )
     return Agents(decider=decider, reviewer=reviewer, client=client)

@@ -138,7 +138,7 @@ def build_decision_path(
     regimes = RegimeView(regime_tracker, macro, market.history, tickers)
     broker_parts = build_broker(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
     broker = broker_parts.broker
-    agents = build_agents(settings, clock, bus, market.history.frame)
+    agents = build_agents(settings, clock, bus, market.history.frame, decisions_journal.append)
     tracker = PositionTracker(
         clock,
         bus,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
 
 import pytest
 from fakes.claude_support import API_KEY, AT_MS, MODEL
@@ -94,3 +95,35 @@ async def test_a_bad_answer_is_a_failure(
     api.script(json_message({"verdicts": []}), json_message({"verdicts": []}))
     with pytest.raises(ClaudeUnavailable, match="schema_mismatch"):
         await claude.review([_position("SOL/USDT")], {})
+
+
+async def test_every_review_call_is_journaled_with_its_usage() -> None:
+    lines: list[Mapping[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        ledger = UsageLedger(DailyBudget(clock, None))
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=ledger,
+            journal=lines.append,
+        )
+        reviews = [{"ticker": "SOL/USDT", "action": "HOLD", "reason": "trend intact"}]
+        api.script(json_message({"reviews": reviews}), overloaded(), overloaded())
+        await claude.review([_position("SOL/USDT")], {})
+        with pytest.raises(ClaudeUnavailable):
+            await claude.review([_position("SOL/USDT")], {})
+        await client.aclose()
+
+    answered, failed = lines
+    assert answered["type"] == failed["type"] == "review"
+    assert answered["decided_by"] == "claude" and answered["tickers"] == ["SOL/USDT"]
+    assert failed["decided_by"] == "fallback" and failed["verdicts"] == []
+    totals = ledger.totals()
+    journaled = [line["usage"] for line in lines if line["usage"] is not None]
+    assert sum(u["input_tokens"] for u in journaled) == totals.input_tokens
+    assert sum(u["cost_usd"] for u in journaled) == pytest.approx(totals.cost_total_usd)
