@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
+from runner.events import Candle
 
 OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
 RECORDED_INTERVALS = ("5m", "1h")
@@ -71,6 +72,14 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     return frame.set_index("timestamp_s").sort_index()
 
 
+def to_candles(frame: pd.DataFrame) -> list[Candle]:
+    """A frame of this module's shape as ``Candle`` messages, oldest first."""
+    return [
+        Candle(open_time_ms=int(t), open=o, high=h, low=lo, close=c, volume=v)
+        for t, o, h, lo, c, v in frame[list(OHLCV_COLUMNS)].itertuples(index=True, name=None)
+    ]
+
+
 def resample(frame: pd.DataFrame, source_interval: str, target_interval: str) -> pd.DataFrame:
     """Aggregate complete buckets of ``source_interval`` candles into ``target_interval`` candles."""
     src_ms, dst_ms = timeframe_ms(source_interval), timeframe_ms(target_interval)
@@ -125,4 +134,5 @@ __all__ = [
     "load_funding",
     "load_klines",
     "resample",
+    "to_candles",
 ]

@@ -11,6 +11,7 @@ import logging
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pydantic import SecretStr
 
@@ -48,17 +49,30 @@ def build_broker(
     return _ccxt(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
 
 
-def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
+def make_paper_broker(
+    settings: Settings,
+    clock: Clock,
+    *,
+    bus: EventBus | None = None,
+    state_path: Path | None = None,
+) -> PaperBroker:
+    """A paper broker on the configured terms (no ``state_path``: a fresh, unsaved account)."""
     terms = settings.broker
-    paper = PaperBroker(
+    return PaperBroker(
         clock,
         starting_cash_usd=terms.starting_cash_usd,
         maker_fee_pct=terms.maker_fee_pct,
         taker_fee_pct=terms.taker_fee_pct,
         slippage_pct=terms.slippage_pct,
         limit_ttl_secs=terms.limit_ttl_secs,
-        state_path=settings.state_dir / "paper_broker.json",
+        state_path=state_path,
         bus=bus,
+    )
+
+
+def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
+    paper = make_paper_broker(
+        settings, clock, bus=bus, state_path=settings.state_dir / "paper_broker.json"
     )
     return BrokerParts(
         broker=paper,

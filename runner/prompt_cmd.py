@@ -24,19 +24,19 @@ import pandas as pd
 from pydantic import ValidationError
 
 from agent.claude_prompt import render_request
-from broker.paper import PaperBroker
 from learner.online import OnlineLearner
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
-from market.recorded import load_klines, resample
+from market.recorded import load_klines, resample, to_candles
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker
+from runner.broker_wiring import make_paper_broker
 from runner.bus import EventBus
 from runner.clock import VirtualClock
 from runner.config import Settings
-from runner.events import Candle, MarketTick
+from runner.events import MarketTick
 from runner.regime_view import RegimeView
 from runner.snapshot import CONTEXT_FIELDS, MarketSnapshot
 from runner.snapshot_builder import SnapshotBuilder
@@ -117,6 +117,13 @@ def _records_newest_first(data: bytes) -> Iterator[dict[str, Any]]:
 
 async def build_offline_snapshot(settings: Settings) -> MarketSnapshot:
     """A snapshot at ``settings.sim.start`` from the bundled data, as a fresh daemon would see it."""
+    builder = await build_offline_builder(settings)
+    return await builder.build([OFFLINE_WAKE_REASON])
+
+
+async def build_offline_builder(settings: Settings) -> SnapshotBuilder:
+    """The snapshot builder a fresh daemon would have at ``settings.sim.start``, from bundled data:
+    warm-up candles seeded, regimes fitted, a fresh paper account, no state, nothing queried."""
     at_ms = settings.sim.start_ms
     clock = VirtualClock(epoch_ms=at_ms)
     tickers = tuple(settings.market.tickers)
@@ -130,7 +137,7 @@ async def build_offline_snapshot(settings: Settings) -> MarketSnapshot:
         for timeframe in ("15m", "1h", "4h"):
             since_ms = candle_open_ms(at_ms - SEED_SECS * 1000, timeframe)
             closed = resample(five, "5m", timeframe)
-            aggregator.seed(ticker, timeframe, _candles(closed[closed.index >= since_ms]))
+            aggregator.seed(ticker, timeframe, to_candles(closed[closed.index >= since_ms]))
         aggregator.update(_current_15m_tick(ticker, five, at_ms))
         hourly = load_klines(ticker, "1h", settings.data_dir)
         history_start_ms = at_ms - settings.market.history_days * _DAY_MS
@@ -143,27 +150,18 @@ async def build_offline_snapshot(settings: Settings) -> MarketSnapshot:
         _FourHourHistory(),  # type: ignore[arg-type]  # snapshot() reads no history
         tickers,
     )
-    broker = PaperBroker(
-        clock,
-        starting_cash_usd=settings.broker.starting_cash_usd,
-        maker_fee_pct=settings.broker.maker_fee_pct,
-        taker_fee_pct=settings.broker.taker_fee_pct,
-        slippage_pct=settings.broker.slippage_pct,
-        limit_ttl_secs=settings.broker.limit_ttl_secs,
-    )
-    builder = SnapshotBuilder(
+    return SnapshotBuilder(
         clock,
         tickers=tickers,
         market=aggregator,
         features=features,
-        broker=broker,
+        broker=make_paper_broker(settings, clock),
         agent_memory=str,  # no state: an empty note
         peak_prices=dict,
         regime=regimes.snapshot,
         context_sources=[_OfflineContext()],
         learner=OnlineLearner(None),  # no state: the priors a fresh daemon starts from
     )
-    return await builder.build([OFFLINE_WAKE_REASON])
 
 
 class _FourHourHistory:
@@ -191,13 +189,6 @@ def _before(frame: pd.DataFrame, start_ms: int, end_ms: int) -> pd.DataFrame:
     """Candles that opened in [start_ms, end_ms) and closed by ``end_ms``."""
     step = _FIVE_MIN_MS if len(frame) < 2 else int(frame.index[1] - frame.index[0])
     return frame[(frame.index >= start_ms) & (frame.index + step <= end_ms)]
-
-
-def _candles(frame: pd.DataFrame) -> list[Candle]:
-    return [
-        Candle(open_time_ms=int(t), open=o, high=h, low=lo, close=c, volume=v)
-        for t, o, h, lo, c, v in frame.itertuples(index=True, name=None)
-    ]
 
 
 def _current_15m_tick(ticker: str, five: pd.DataFrame, at_ms: int) -> MarketTick:

@@ -12,10 +12,10 @@ import pytest
 from broker.port import OrderResult, PositionDetail
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
-from market.recorded import load_klines, resample
+from market.recorded import load_klines, resample, to_candles
 from runner.bus import EventBus
 from runner.clock import VirtualClock
-from runner.events import Candle, MarketTick
+from runner.events import MarketTick
 from runner.snapshot import CONTEXT_FIELDS, RegimeSnapshot
 from runner.snapshot_builder import NOT_BUILT, SnapshotBuilder
 
@@ -91,10 +91,7 @@ def seeded() -> tuple[MultiTFAggregator, FeatureTracker]:
             agg.seed(
                 ticker,
                 tf,
-                [
-                    Candle(open_time_ms=int(t), open=o, high=h, low=lo, close=c, volume=v)
-                    for t, o, h, lo, c, v in frame.itertuples(index=True, name=None)
-                ],
+                to_candles(frame),
             )
         last = agg.last_closed(ticker, "15m")
         assert last is not None
