@@ -147,6 +147,11 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     loops = [
         LoopSpec("market", market.listener.run),
         LoopSpec("derivatives", decision.derivatives.run),
+        *(
+            [LoopSpec("liquidations", decision.liquidations.run)]
+            if decision.liquidations is not None
+            else []
+        ),
         LoopSpec("decisions", decision.routine.run),
         LoopSpec("tracker", decision.tracker.run),
         LoopSpec("bus", bus.run),

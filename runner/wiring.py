@@ -13,6 +13,8 @@ from typing import Any
 
 from agent.risk import RiskConfig, RiskContext
 from derivatives.config import DerivativesConfig
+from derivatives.liquidation_stream import LiquidationStream
+from derivatives.liquidations import LiquidationWindow
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
 from gate.conditions import build_metric_registry
@@ -50,6 +52,8 @@ TRADE_COLUMNS = ("at_ms", "client_order_id", "ticker", "side", "quantity", "pric
 
 @dataclass
 class MarketPath:
+    ws_base_url: str
+    ws_path: str
     exchange: Any  # ccxt binanceusdm, pointed at Binance or the simulator
     aggregator: MultiTFAggregator
     features: FeatureTracker
@@ -61,6 +65,7 @@ class MarketPath:
 @dataclass
 class DecisionPath:
     derivatives: DerivativesMonitor
+    liquidations: LiquidationStream | None  # live only: the recording has no liquidations
     gate: AdaptiveGate
     board: MetricBoard
     regimes: RegimeView
@@ -103,7 +108,9 @@ def build_market_path(
         reconnect_cap_secs=settings.market.reconnect_cap_secs,
         path=ws_path,
     )
-    return MarketPath(exchange, aggregator, features, backfill, history, listener)
+    return MarketPath(
+        ws_base_url, ws_path, exchange, aggregator, features, backfill, history, listener
+    )
 
 
 def build_decision_path(
@@ -124,10 +131,25 @@ def build_decision_path(
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
     board = MetricBoard(registry)
     derivatives_config = _derivatives_config(settings.derivatives, sim_rest_url)
+    liquidations = None
+    window = None
+    if sim_rest_url is None:
+        window = LiquidationWindow(derivatives_config.liquidation_cascade_usd)
+        liquidations = LiquidationStream(
+            clock,
+            window,
+            base_url=market.ws_base_url,
+            tickers=tickers,
+            path=market.ws_path,
+            reconnect_base_secs=settings.market.reconnect_base_secs,
+            reconnect_cap_secs=settings.market.reconnect_cap_secs,
+        )
     derivatives = DerivativesMonitor(
         clock,
         bus,
-        build_context_fields(derivatives_config, clock, tickers, market.exchange),
+        build_context_fields(
+            derivatives_config, clock, tickers, market.exchange, liquidations=window
+        ),
         board=board,
         config=derivatives_config,
     )
@@ -199,6 +221,7 @@ def build_decision_path(
     )
     return DecisionPath(
         derivatives,
+        liquidations,
         gate,
         board,
         regimes,
