@@ -144,9 +144,12 @@ class CachedSource(Generic[T]):
         self._note_failure(now, reason, delay_secs=delay)
 
     def _note_failure(self, now: float, reason: str, *, delay_secs: float) -> None:
+        # The same reason again (a source that is off, or data the recording lacks) is news once;
+        # repeating it every poll would bury the log. A new reason is logged at WARNING again.
+        level = logging.DEBUG if reason == self._last_error else logging.WARNING
         self._last_error = reason
         self._next_attempt_mono = now + delay_secs
-        log.warning("%s unavailable: %s (next try in %.0f s)", self.name, reason, delay_secs)
+        log.log(level, "%s unavailable: %s (next try in %.0f s)", self.name, reason, delay_secs)
 
     def _served(self, now: float) -> Cached[T]:
         if self._fetched_mono is None or self._fetched_ms is None:

@@ -155,3 +155,24 @@ def test_policy_refuses_nonsense() -> None:
         CachePolicy(ttl_secs=1, stale_factor=0.5)
     with pytest.raises(ValueError, match="ttl_secs"):
         CachePolicy(ttl_secs=0)
+
+
+async def test_the_same_reason_is_logged_once_and_a_new_one_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = VirtualClock(EPOCH_MS)
+    off = SourceNotAvailableError("no forceOrder stream connected")
+    fetch = ScriptedFetch(off, off, off, SourceFailedError("HTTP 503"))
+    src = source(fetch, clock)
+    caplog.set_level(logging.DEBUG, logger="derivatives.cache")
+    for _ in range(4):
+        await src.read()
+        await clock.advance(60)
+    assert fetch.calls == 4
+    warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warned) == 2
+    assert "no forceOrder stream connected" in warned[0] and "HTTP 503" in warned[1]
+    repeats = [
+        r for r in caplog.records if r.levelno == logging.DEBUG and "forceOrder" in r.getMessage()
+    ]
+    assert len(repeats) == 2
