@@ -178,6 +178,7 @@ class PositionTracker:
                 continue
             failures = 0
             if cycle > 0 and cycle % self.config.agent_every_cycles == 0:
+                await self._reconcile_logged()
                 await self._review_logged()
             cycle += 1
             next_due += interval
@@ -385,6 +386,16 @@ class PositionTracker:
         return await self._agent.review()
 
     # ---- reconcile
+
+    async def _reconcile_logged(self) -> None:
+        """Each agent cycle: pick up what the broker did outside the tracker's sight (a resting
+        limit filled later at an exchange, a position closed by hand). A failure waits a cycle."""
+        try:
+            await self.reconcile_with_broker()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("tracker: reconcile with the broker failed (%s); next cycle", exc)
 
     async def reconcile_with_broker(self) -> None:
         self.reconcile(await self._broker.get_positions_detail())

@@ -247,3 +247,18 @@ async def test_two_adds_in_one_review_never_plan_more_than_the_cash(tmp_path: Pa
     placed = sum(float(o.requested_notional_usd) for o in rig.broker.open_orders())
     assert placed <= cash
     assert len(rig.broker.open_orders()) == 1
+
+
+async def test_every_agent_cycle_reconciles_with_the_broker(tmp_path: Path) -> None:
+    rig = make_rig(tmp_path, attach=False)  # fills nobody announces, as a late exchange fill
+    loop = asyncio.create_task(rig.tracker.run())
+    try:
+        await rig.clock.advance(0)  # the start-up reconcile: nothing held yet
+        await rig.open_position(BTC, 100.0)
+        assert not rig.tracker.is_tracked(BTC)
+        await rig.clock.advance(rig.tracker.config.agent_interval_secs)
+        assert rig.tracker.is_tracked(BTC)
+    finally:
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
