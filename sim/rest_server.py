@@ -50,7 +50,6 @@ import logging
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,6 +64,7 @@ from runner.clock import Clock, WallClock
 from sim.feed import BAR_MS, KlineState, SimFeed
 from sim.orders import SimOrders
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
+from sim.rest_payloads import FearGreedBook, exchange_info
 
 log = logging.getLogger(__name__)
 
@@ -73,10 +73,7 @@ KLINES_MAX_LIMIT: Final = 1500
 FUNDING_DEFAULT_LIMIT: Final = 100
 FUNDING_MAX_LIMIT: Final = 1000
 DAY_MS: Final = 86_400_000
-PERPETUAL_DELIVERY_DATE_MS: Final = 4_133_404_800_000  # Binance's "no delivery" date
 NOT_AVAILABLE_CODE: Final = -1020
-FNG_NAME: Final = "Fear and Greed Index"
-FNG_DAY_SECS: Final = 86_400
 
 #: weight of a klines request by its (clamped) limit, as Binance publishes it
 _KLINES_WEIGHT_BY_LIMIT: Final = ((99, 1), (499, 2), (1000, 5))
@@ -86,15 +83,6 @@ _WEIGHTS: Final[dict[str, tuple[int, int]]] = {
     "/fapi/v1/ticker/price": (1, 2),
     "/fapi/v1/premiumIndex": (1, 10),
 }
-
-#: order-size limits per symbol (exchange configuration, not market data; approximately Binance's
-#: published values for these perpetuals): min notional, LOT_SIZE max qty, MARKET_LOT_SIZE max qty
-_SYMBOL_LIMITS: Final[dict[str, tuple[str, str, str]]] = {
-    "BTCUSDT": ("100", "1000", "120"),
-    "ETHUSDT": ("20", "10000", "2000"),
-    "SOLUSDT": ("5", "1000000", "5000"),
-}
-_DEFAULT_LIMITS: Final = ("5", "1000000", "10000")
 
 _NOT_RECORDED: Final[dict[str, str]] = {
     "/fapi/v1/openInterest": "open interest",
@@ -111,13 +99,6 @@ _NOT_RECORDED: Final[dict[str, str]] = {
 }
 
 _INT_RE: Final = re.compile(r"^-?[0-9]{1,20}$")
-_FNG_DATE_FORMATS: Final = {
-    "us": "%m-%d-%Y",
-    "cn": "%Y-%m-%d",
-    "kr": "%Y-%m-%d",
-    "world": "%d-%m-%Y",
-}
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -205,9 +186,7 @@ class RestServer:
                 frame["funding_rate"].to_numpy(dtype=np.float64),
             )
         fng = load_fear_greed(data_dir)
-        self._fng_ts = fng.index.to_numpy(dtype=np.int64)
-        self._fng_values = fng["value"].to_numpy(dtype=np.int64)
-        self._fng_labels = fng["classification"].astype(str).to_list()
+        self._fear_greed_book = FearGreedBook(fng)
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
         self.orders = SimOrders(clock, feed)  # signed order endpoints (sim/orders.py)
@@ -375,97 +354,8 @@ class RestServer:
 
     async def _exchange_info(self, request: web.Request) -> web.Response:
         return _json(
-            {
-                "timezone": "UTC",
-                "serverTime": self._clock.now_ms(),
-                "futuresType": "U_MARGINED",
-                "rateLimits": [
-                    {
-                        "rateLimitType": "REQUEST_WEIGHT",
-                        "interval": "MINUTE",
-                        "intervalNum": 1,
-                        "limit": self.limiter.limit_1m,
-                    },
-                    {
-                        "rateLimitType": "ORDERS",
-                        "interval": "MINUTE",
-                        "intervalNum": 1,
-                        "limit": 1200,
-                    },
-                    {
-                        "rateLimitType": "ORDERS",
-                        "interval": "SECOND",
-                        "intervalNum": 10,
-                        "limit": 300,
-                    },
-                ],
-                "exchangeFilters": [],
-                "assets": [
-                    {"asset": "USDT", "marginAvailable": True, "autoAssetExchange": "-10000"}
-                ],
-                "symbols": [self._symbol_info(symbol, t) for symbol, t in self._symbols.items()],
-            }
+            exchange_info(self._clock.now_ms(), self.limiter.limit_1m, self._symbols, self._feed)
         )
-
-    def _symbol_info(self, symbol: str, ticker: str) -> dict[str, Any]:
-        price_decimals = self._feed.price_decimals(ticker)
-        qty_decimals = self._feed.quantity_decimals(ticker)
-        tick = f"{10.0**-price_decimals:.{price_decimals}f}"
-        step = f"{10.0**-qty_decimals:.{qty_decimals}f}"
-        min_notional, max_qty, market_max_qty = _SYMBOL_LIMITS.get(symbol, _DEFAULT_LIMITS)
-        base = ticker.split("/", maxsplit=1)[0]
-        return {
-            "symbol": symbol,
-            "pair": symbol,
-            "contractType": "PERPETUAL",
-            "deliveryDate": PERPETUAL_DELIVERY_DATE_MS,
-            "status": "TRADING",
-            "maintMarginPercent": "2.5000",
-            "requiredMarginPercent": "5.0000",
-            "baseAsset": base,
-            "quoteAsset": "USDT",
-            "marginAsset": "USDT",
-            "pricePrecision": price_decimals,
-            "quantityPrecision": qty_decimals,
-            "baseAssetPrecision": 8,
-            "quotePrecision": 8,
-            "underlyingType": "COIN",
-            "underlyingSubType": [],
-            "filters": [
-                {
-                    "filterType": "PRICE_FILTER",
-                    "minPrice": tick,
-                    "maxPrice": "10000000",
-                    "tickSize": tick,
-                },
-                {"filterType": "LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
-                {
-                    "filterType": "MARKET_LOT_SIZE",
-                    "minQty": step,
-                    "maxQty": market_max_qty,
-                    "stepSize": step,
-                },
-                {"filterType": "MAX_NUM_ORDERS", "limit": 200},
-                {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
-                {"filterType": "MIN_NOTIONAL", "notional": min_notional},
-                {
-                    "filterType": "PERCENT_PRICE",
-                    "multiplierUp": "1.0500",
-                    "multiplierDown": "0.9500",
-                    "multiplierDecimal": "4",
-                },
-            ],
-            "orderTypes": [
-                "LIMIT",
-                "MARKET",
-                "STOP",
-                "STOP_MARKET",
-                "TAKE_PROFIT",
-                "TAKE_PROFIT_MARKET",
-                "TRAILING_STOP_MARKET",
-            ],
-            "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
-        }
 
     async def _klines(self, request: web.Request) -> web.Response:
         query = request.query
@@ -659,48 +549,7 @@ class RestServer:
         return _json(rows[0] if asked is not None else rows)
 
     async def _fear_greed(self, request: web.Request) -> web.Response:
-        query = request.query
-        raw_limit = query.get("limit", "1")
-        date_format = query.get("date_format", "")
-        if not raw_limit.isdigit():
-            return self._fng_error(f"limit must be a non-negative integer, got {raw_limit!r}")
-        if date_format and date_format not in _FNG_DATE_FORMATS:
-            return self._fng_error(f"date_format must be one of {sorted(_FNG_DATE_FORMATS)}")
-        if query.get("format", "json") != "json":
-            return self._fng_error("the simulator serves format=json only")
-        now_secs = self._clock.now_ms() // 1000
-        upto = int(np.searchsorted(self._fng_ts, now_secs, side="right"))
-        if upto == 0 or now_secs >= int(self._fng_ts[-1]) + FNG_DAY_SECS:
-            first = datetime.fromtimestamp(int(self._fng_ts[0]), UTC).date()
-            last = datetime.fromtimestamp(int(self._fng_ts[-1]), UTC).date()
-            return self._fng_error(
-                f"no Fear & Greed value recorded for this date; the recording covers "
-                f"{first} .. {last}"
-            )
-        limit = int(raw_limit)
-        rows = range(upto - 1, -1 if limit == 0 else max(-1, upto - 1 - limit), -1)
-        data = []
-        for i in rows:
-            ts = int(self._fng_ts[i])
-            entry = {
-                "value": str(int(self._fng_values[i])),
-                "value_classification": self._fng_labels[i],
-                "timestamp": self._fng_date(ts, date_format),
-            }
-            if i == upto - 1:
-                entry["time_until_update"] = str(max(0, ts + FNG_DAY_SECS - now_secs))
-            data.append(entry)
-        return _json({"name": FNG_NAME, "data": data, "metadata": {"error": None}})
-
-    @staticmethod
-    def _fng_date(ts_secs: int, date_format: str) -> str:
-        if not date_format:
-            return str(ts_secs)
-        return datetime.fromtimestamp(ts_secs, UTC).strftime(_FNG_DATE_FORMATS[date_format])
-
-    @staticmethod
-    def _fng_error(message: str) -> web.Response:
-        return _json({"name": FNG_NAME, "data": [], "metadata": {"error": message}})
+        return _json(self._fear_greed_book.answer(request.query, self._clock.now_ms() // 1000))
 
 
 __all__ = ["NOT_AVAILABLE_CODE", "ApiError", "RestServer", "not_available", "request_weight"]

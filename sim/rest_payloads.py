@@ -1,0 +1,174 @@
+"""Payloads the simulated REST API answers with: pure functions of the recording and sim time.
+
+``exchange_info`` is Binance USDⓈ-M's /fapi/v1/exchangeInfo for the simulated symbols (order-size
+limits are exchange configuration, approximately Binance's published values; tick and step sizes come
+from the recording's precision). ``FearGreedBook`` answers alternative.me's /fng/ from the recorded
+daily index, never past the simulated now.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+from sim.feed import SimFeed
+
+PERPETUAL_DELIVERY_DATE_MS: Final = 4_133_404_800_000  # Binance's "no delivery" date
+FNG_NAME: Final = "Fear and Greed Index"
+FNG_DAY_SECS: Final = 86_400
+
+#: order-size limits per symbol (exchange configuration, not market data; approximately Binance's
+#: published values for these perpetuals): min notional, LOT_SIZE max qty, MARKET_LOT_SIZE max qty
+_SYMBOL_LIMITS: Final[dict[str, tuple[str, str, str]]] = {
+    "BTCUSDT": ("100", "1000", "120"),
+    "ETHUSDT": ("20", "10000", "2000"),
+    "SOLUSDT": ("5", "1000000", "5000"),
+}
+_DEFAULT_LIMITS: Final = ("5", "1000000", "10000")
+
+_FNG_DATE_FORMATS: Final = {
+    "us": "%m-%d-%Y",
+    "cn": "%Y-%m-%d",
+    "kr": "%Y-%m-%d",
+    "world": "%d-%m-%Y",
+}
+
+
+def exchange_info(
+    now_ms: int, weight_limit_1m: int, symbols: Mapping[str, str], feed: SimFeed
+) -> dict[str, Any]:
+    """``symbols``: Binance symbol -> unified ticker."""
+    return {
+        "timezone": "UTC",
+        "serverTime": now_ms,
+        "futuresType": "U_MARGINED",
+        "rateLimits": [
+            {
+                "rateLimitType": "REQUEST_WEIGHT",
+                "interval": "MINUTE",
+                "intervalNum": 1,
+                "limit": weight_limit_1m,
+            },
+            {"rateLimitType": "ORDERS", "interval": "MINUTE", "intervalNum": 1, "limit": 1200},
+            {"rateLimitType": "ORDERS", "interval": "SECOND", "intervalNum": 10, "limit": 300},
+        ],
+        "exchangeFilters": [],
+        "assets": [{"asset": "USDT", "marginAvailable": True, "autoAssetExchange": "-10000"}],
+        "symbols": [symbol_info(symbol, t, feed) for symbol, t in symbols.items()],
+    }
+
+
+def symbol_info(symbol: str, ticker: str, feed: SimFeed) -> dict[str, Any]:
+    price_decimals = feed.price_decimals(ticker)
+    qty_decimals = feed.quantity_decimals(ticker)
+    tick = f"{10.0**-price_decimals:.{price_decimals}f}"
+    step = f"{10.0**-qty_decimals:.{qty_decimals}f}"
+    min_notional, max_qty, market_max_qty = _SYMBOL_LIMITS.get(symbol, _DEFAULT_LIMITS)
+    base = ticker.split("/", maxsplit=1)[0]
+    return {
+        "symbol": symbol,
+        "pair": symbol,
+        "contractType": "PERPETUAL",
+        "deliveryDate": PERPETUAL_DELIVERY_DATE_MS,
+        "status": "TRADING",
+        "maintMarginPercent": "2.5000",
+        "requiredMarginPercent": "5.0000",
+        "baseAsset": base,
+        "quoteAsset": "USDT",
+        "marginAsset": "USDT",
+        "pricePrecision": price_decimals,
+        "quantityPrecision": qty_decimals,
+        "baseAssetPrecision": 8,
+        "quotePrecision": 8,
+        "underlyingType": "COIN",
+        "underlyingSubType": [],
+        "filters": [
+            {
+                "filterType": "PRICE_FILTER",
+                "minPrice": tick,
+                "maxPrice": "10000000",
+                "tickSize": tick,
+            },
+            {"filterType": "LOT_SIZE", "minQty": step, "maxQty": max_qty, "stepSize": step},
+            {
+                "filterType": "MARKET_LOT_SIZE",
+                "minQty": step,
+                "maxQty": market_max_qty,
+                "stepSize": step,
+            },
+            {"filterType": "MAX_NUM_ORDERS", "limit": 200},
+            {"filterType": "MAX_NUM_ALGO_ORDERS", "limit": 10},
+            {"filterType": "MIN_NOTIONAL", "notional": min_notional},
+            {
+                "filterType": "PERCENT_PRICE",
+                "multiplierUp": "1.0500",
+                "multiplierDown": "0.9500",
+                "multiplierDecimal": "4",
+            },
+        ],
+        "orderTypes": [
+            "LIMIT",
+            "MARKET",
+            "STOP",
+            "STOP_MARKET",
+            "TAKE_PROFIT",
+            "TAKE_PROFIT_MARKET",
+            "TRAILING_STOP_MARKET",
+        ],
+        "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
+    }
+
+
+class FearGreedBook:
+    """The recorded daily index, answered as alternative.me does (newest first, ``limit`` 0 = all)."""
+
+    def __init__(self, frame: pd.DataFrame) -> None:
+        self._ts = frame.index.to_numpy(dtype=np.int64)
+        self._values = frame["value"].to_numpy(dtype=np.int64)
+        self._labels = frame["classification"].astype(str).to_list()
+
+    def answer(self, query: Mapping[str, str], now_secs: int) -> dict[str, Any]:
+        raw_limit = query.get("limit", "1")
+        date_format = query.get("date_format", "")
+        if not raw_limit.isdigit():
+            return _fng_error(f"limit must be a non-negative integer, got {raw_limit!r}")
+        if date_format and date_format not in _FNG_DATE_FORMATS:
+            return _fng_error(f"date_format must be one of {sorted(_FNG_DATE_FORMATS)}")
+        if query.get("format", "json") != "json":
+            return _fng_error("the simulator serves format=json only")
+        upto = int(np.searchsorted(self._ts, now_secs, side="right"))
+        if upto == 0 or now_secs >= int(self._ts[-1]) + FNG_DAY_SECS:
+            first = datetime.fromtimestamp(int(self._ts[0]), UTC).date()
+            last = datetime.fromtimestamp(int(self._ts[-1]), UTC).date()
+            return _fng_error(
+                f"no Fear & Greed value recorded for this date; the recording covers "
+                f"{first} .. {last}"
+            )
+        limit = int(raw_limit)
+        rows = range(upto - 1, -1 if limit == 0 else max(-1, upto - 1 - limit), -1)
+        data = []
+        for i in rows:
+            ts = int(self._ts[i])
+            entry = {
+                "value": str(int(self._values[i])),
+                "value_classification": self._labels[i],
+                "timestamp": _fng_date(ts, date_format),
+            }
+            if i == upto - 1:
+                entry["time_until_update"] = str(max(0, ts + FNG_DAY_SECS - now_secs))
+            data.append(entry)
+        return {"name": FNG_NAME, "data": data, "metadata": {"error": None}}
+
+
+def _fng_date(ts_secs: int, date_format: str) -> str:
+    if not date_format:
+        return str(ts_secs)
+    return datetime.fromtimestamp(ts_secs, UTC).strftime(_FNG_DATE_FORMATS[date_format])
+
+
+def _fng_error(message: str) -> dict[str, Any]:
+    return {"name": FNG_NAME, "data": [], "metadata": {"error": message}}
