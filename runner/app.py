@@ -163,6 +163,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         ("flush decisions journal", decisions.close),
         ("flush trades journal", trades.close),
         ("save runner state", store.save),
+        ("save the learner", lambda: decision.learner.save() if decision.learner.unsaved else None),
         ("close the Claude client", decision.agents.decider.aclose),
         *closers,
     ]
