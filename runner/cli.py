@@ -20,6 +20,7 @@ from runner.config import Settings, load_settings
 from runner.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 
 EXIT_UNHEALTHY = 1
+EXIT_USAGE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -56,6 +57,17 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "prompt",
         help="print exactly what would be sent to Claude for the latest snapshot (JSON)",
+    )
+
+    report = sub.add_parser(
+        "report", help="write report.json and report.html for a run's state dir (or compare two)"
+    )
+    report.add_argument(
+        "run_dir", nargs="?", type=Path, help="a state dir (default: the configured)"
+    )
+    report.add_argument("--out", type=Path, help="where to write (default: the run dir)")
+    report.add_argument(
+        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
     config = sub.add_parser("config", help="configuration")
@@ -103,6 +115,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "health":
         return _health(settings, args.stale_secs)
+    if command == "report":
+        return _report(args, settings)
     if command == "prompt":
         from runner.prompt_cmd import render_prompt
 
@@ -114,6 +128,26 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     exit_code: int = asyncio.run(run_daemon(settings, live=getattr(args, "live", False)))
     return exit_code
+
+
+def _report(args: argparse.Namespace, settings: Settings) -> int:
+    from runner.report import RunFolderError
+    from runner.report_compare import compare_runs
+    from runner.report_html import write_report
+
+    try:
+        if args.compare:
+            print(compare_runs(*args.compare))
+            return 0
+        run_dir = args.run_dir or settings.state_dir
+        report = write_report(run_dir, args.out)
+    except RunFolderError as exc:
+        print(f"vigil report: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    out = args.out or run_dir
+    decided = sum(d.decisions for d in report.deciders)
+    print(f"wrote {out / 'report.json'} and {out / 'report.html'} ({decided} decisions)")
+    return 0
 
 
 def _health(settings: Settings, stale_secs: float | None) -> int:

@@ -1,0 +1,112 @@
+"""Two run reports side by side (``vigil replay --compare runs/a runs/b``), with relative change.
+
+Relative change = (b - a) / |a| x 100, in percent; "n/a" when either side is missing or a is 0.
+For figures that are already percentages the absolute difference in points is shown as well,
+since a relative change of a return near zero says little.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final
+
+from runner.report import DeciderCount, Report, build_report
+
+_Pick = Callable[[Report], float | int]
+
+_FIGURES: Final = (
+    # (label, Metrics field, is a percentage)
+    ("start equity USD", "start_equity_usd", False),
+    ("end equity USD", "end_equity_usd", False),
+    ("total return %", "total_return_pct", True),
+    ("CAGR %", "cagr_pct", True),
+    ("Sharpe", "sharpe", False),
+    ("Sortino", "sortino", False),
+    ("max drawdown %", "max_drawdown_pct", True),
+    ("turnover x", "turnover", False),
+    ("trades", "trades", False),
+    ("round trips", "round_trips", False),
+    ("win rate %", "win_rate_pct", True),
+    ("fees USD", "fees_usd", False),
+    ("realised PnL USD", "realised_pnl_usd", False),
+    ("exposure time %", "exposure_time_pct", True),
+    ("span days", "span_days", False),
+)
+
+
+def compare_reports(a: Report, b: Report) -> str:
+    """A plain-text table: figure, value in a, value in b, relative change (and points change)."""
+    rows: list[tuple[str, str, str, str]] = []
+    for label, field, is_pct in _FIGURES:
+        rows.append(_row(label, getattr(a.metrics, field), getattr(b.metrics, field), is_pct))
+    for label, pick in _activity_figures():
+        rows.append(_row(label, pick(a), pick(b), False))
+    for layer in sorted(set(a.gate_passes) | set(b.gate_passes)):
+        rows.append(
+            _row(f"gate passes {layer}", a.gate_passes.get(layer, 0), b.gate_passes.get(layer, 0))
+        )
+    for who in sorted({_who(d) for d in a.deciders} | {_who(d) for d in b.deciders}):
+        rows.append(_row(f"decided by {who}", _decided(a, who), _decided(b, who)))
+    header = ("figure", "a", "b", "change")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    lines = [f"a: {a.run_dir}", f"b: {b.run_dir}", ""]
+    for row in [header, *rows]:
+        lines.append(
+            "  ".join(
+                cell.ljust(widths[i]) if i == 0 else cell.rjust(widths[i])
+                for i, cell in enumerate(row)
+            ).rstrip()
+        )
+    return "\n".join(lines) + "\n"
+
+
+def compare_runs(a_dir: Path, b_dir: Path) -> str:
+    """``compare_reports`` of two run folders (raises ``RunFolderError`` naming what is missing)."""
+    return compare_reports(build_report(a_dir), build_report(b_dir))
+
+
+def relative_change_pct(a: float | None, b: float | None) -> float | None:
+    """(b - a) / |a| x 100; None when a side is missing or a is zero."""
+    if a is None or b is None or a == 0:
+        return None
+    return (b - a) / abs(a) * 100.0
+
+
+def _row(
+    label: str, a: float | int | None, b: float | int | None, is_pct: bool = False
+) -> tuple[str, str, str, str]:
+    change = relative_change_pct(a, b)
+    text = "n/a" if change is None else f"{change:+.1f}%"
+    if is_pct and a is not None and b is not None:
+        text += f" ({b - a:+.2f} pts)"
+    return label, _value(a), _value(b), text
+
+
+def _value(value: float | int | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.4f}"
+
+
+def _activity_figures() -> list[tuple[str, _Pick]]:
+    return [
+        ("decisions", lambda r: sum(d.decisions for d in r.days)),
+        ("reviews", lambda r: sum(d.reviews for d in r.days)),
+        ("agent calls", lambda r: sum(d.agent_calls for d in r.days)),
+        ("agent failures", lambda r: sum(d.agent_failures for d in r.days)),
+        ("tokens", lambda r: sum(d.tokens for d in r.days)),
+        ("agent cost USD", lambda r: sum(d.cost_usd for d in r.days)),
+    ]
+
+
+def _who(count: DeciderCount) -> str:
+    if count.decider_reason:
+        return f"{count.decided_by} ({count.decider_reason})"
+    return count.decided_by
+
+
+def _decided(report: Report, who: str) -> int:
+    return sum(d.decisions for d in report.deciders if _who(d) == who)

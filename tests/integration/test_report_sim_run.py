@@ -1,0 +1,77 @@
+"""The report of a real short simulator run: the daemon trades on loopback, then the report's
+figures are checked against the run's own files (journal line count, trades.csv, paper ledger)."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import json
+import os
+import signal
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from runner.report_html import write_report
+
+REPO = Path(__file__).resolve().parents[2]
+WANTED_DECISIONS = 6
+
+
+async def _until_traded(state: Path, proc: asyncio.subprocess.Process) -> None:
+    """Until the run has a fill and a few decisions (the 2025-03-01 sim run buys early)."""
+    journal, trades = state / "logs" / "decisions.jsonl", state / "logs" / "trades.csv"
+    while True:
+        decisions = journal.read_bytes().count(b"\n") if journal.exists() else 0
+        fills = trades.read_bytes().count(b"\n") - 1 if trades.exists() else 0
+        if decisions >= WANTED_DECISIONS and fills >= 1:
+            return
+        if proc.returncode is not None:
+            raise AssertionError(f"daemon exited ({proc.returncode}) before trading")
+        await asyncio.sleep(0.2)  # polling files written by another process
+
+
+@pytest.mark.timeout(180)
+async def test_report_of_a_real_simulator_run(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(
+        VIGIL_STATE_DIR=str(state), VIGIL_SIM__START="2025-03-01T00:00:00Z", VIGIL_SIM__SPEED="1200"
+    )
+    with (tmp_path / "daemon.log").open("wb") as log_file:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "run", "--sim", env=env, cwd=REPO, stderr=log_file
+        )
+        try:
+            await _until_traded(state, proc)
+            proc.send_signal(signal.SIGTERM)
+            assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+
+    report = write_report(state, tmp_path / "out")
+    lines = [json.loads(x) for x in (state / "logs" / "decisions.jsonl").read_text().splitlines()]
+    decisions = [x for x in lines if x.get("type") == "decision"]
+    assert sum(d.decisions for d in report.days) == len(decisions)
+    assert sum(d.decisions for d in report.deciders) == len(decisions)
+    assert {d.decided_by for d in report.deciders} == {"fallback"}
+    assert report.gate_passes.get("candle_close", 0) >= 1
+    assert report.metrics.start_equity_usd == pytest.approx(10_000.0)
+    assert report.metrics.max_drawdown_pct is not None and report.metrics.max_drawdown_pct >= 0
+
+    with (state / "logs" / "trades.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert report.metrics.trades == len(rows) >= 1
+    fees = sum(Decimal(r["fee_usd"]) for r in rows)
+    assert report.metrics.fees_usd == pytest.approx(float(fees))
+    ledger = json.loads((state / "paper_broker.json").read_text())["ledger"]
+    assert Decimal(ledger["fees_paid_usd"]) == fees  # the broker's own books agree
+    if all(r["side"] == "buy" for r in rows):
+        assert report.metrics.realised_pnl_usd == 0.0
+        assert Decimal(ledger["realised_pnl_usd"]) == 0
+    assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 2
