@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +13,7 @@ import orjson
 import pytest
 from aiohttp import web
 from fakes.claude_support import answer
+from fakes.daemon import daemon_env, sim_daemon, stop
 from fakes.messages_api import (
     FakeMessagesApi,
     RecordedRequest,
@@ -172,10 +170,9 @@ async def test_a_day_with_claude_a_529_storm_and_the_breaker(tmp_path: Path) -> 
     journal = state / "logs" / "decisions.jsonl"
     log_path = tmp_path / "daemon.log"
     async with ScriptedDay() as api:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-        env.update(
+        env = daemon_env(
+            state,
             ANTHROPIC_API_KEY=API_KEY,
-            VIGIL_STATE_DIR=str(state),
             VIGIL_SIM__START=START,
             VIGIL_SIM__SPEED=str(SPEED),
             VIGIL_AGENT__BASE_URL=api.base_url,
@@ -183,19 +180,9 @@ async def test_a_day_with_claude_a_529_storm_and_the_breaker(tmp_path: Path) -> 
             VIGIL_AGENT__BREAKER_OPEN_SECS=str(BREAKER_OPEN_SECS),
             VIGIL_STATE__FSYNC_JOURNALS="false",
         )
-        with log_path.open("wb") as log_file:
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "runner.cli", "run", "--sim", env=env, cwd=REPO,
-                stderr=log_file,
-            )  # fmt: skip
-            try:
-                await _wait_for_day(journal, proc, api)
-                proc.send_signal(signal.SIGTERM)
-                assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
-            finally:
-                if proc.returncode is None:
-                    proc.kill()
-                    await proc.wait()
+        async with sim_daemon(env, log_path) as proc:
+            await _wait_for_day(journal, proc, api)
+            assert await stop(proc) == 0
         requests = list(api.requests)
     log = log_path.read_text()
     assert "Traceback" not in log, log

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.daemon import daemon_env, sim_daemon, stop
 
 from market.recorded import load_fear_greed, load_funding
 
@@ -34,27 +32,14 @@ async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: i
 
 @pytest.mark.timeout(240)
 async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.update(
-        VIGIL_STATE_DIR=str(tmp_path / "state"),
-        VIGIL_SIM__START="2025-04-07T00:00:00Z",
-        VIGIL_SIM__SPEED="900",
+    env = daemon_env(
+        tmp_path / "state", VIGIL_SIM__START="2025-04-07T00:00:00Z", VIGIL_SIM__SPEED="900"
     )
     log_path = tmp_path / "daemon.log"
-    with log_path.open("wb") as log_file:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "runner.cli", "run", "--sim", env=env, cwd=REPO, stderr=log_file
-        )
-        journal = tmp_path / "state" / "logs" / "decisions.jsonl"
-        try:
-            await _journal_lines(journal, proc, WANTED_DECISIONS)
-            proc.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+    journal = tmp_path / "state" / "logs" / "decisions.jsonl"
+    async with sim_daemon(env, log_path) as proc:
+        await _journal_lines(journal, proc, WANTED_DECISIONS)
+        assert await stop(proc) == 0
     log = log_path.read_text()
     assert "Traceback" not in log, log
 

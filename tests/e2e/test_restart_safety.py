@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.daemon import daemon_env, sim_daemon, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -25,10 +24,8 @@ MORE_DECISIONS_AFTER_RESTART = 4
 
 
 def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.update(
-        VIGIL_STATE_DIR=str(state_dir),
+    return daemon_env(
+        state_dir,
         VIGIL_SIM__START="2025-03-01T03:00:00Z",  # the fallback buys ETH about 2 h later
         VIGIL_SIM__SPEED="1200",
         # tight stops so an exit follows the entry within minutes of simulated time
@@ -37,21 +34,6 @@ def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
         VIGIL_TRACKER__TRAILING_STOP_PCT="0.2",
         VIGIL_FAILPOINTS=json.dumps(failpoints),
     )
-    return env
-
-
-async def _start(state_dir: Path, failpoints: list[str], log: Path) -> asyncio.subprocess.Process:
-    with log.open("ab") as sink:
-        return await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "runner.cli",
-            "run",
-            "--sim",
-            env=_env(state_dir, failpoints),
-            cwd=REPO,
-            stderr=sink,
-        )
 
 
 def _decision_count(state_dir: Path) -> int:
@@ -79,22 +61,17 @@ async def test_killed_at_a_failpoint_then_restarted_loses_and_doubles_nothing(
     state_dir = tmp_path / "state"
     log = tmp_path / "daemon.log"
 
-    doomed = await _start(state_dir, [failpoint], log)
-    assert await asyncio.wait_for(doomed.wait(), timeout=150) == -signal.SIGKILL, log.read_text()
+    async with sim_daemon(_env(state_dir, [failpoint]), log) as doomed:
+        code = await asyncio.wait_for(doomed.wait(), timeout=150)
+        assert code == -signal.SIGKILL, log.read_text()
     assert f"failpoint {failpoint} reached" in log.read_text()
     before = _decision_count(state_dir)
 
-    survivor = await _start(state_dir, [], log)
-    try:
+    async with sim_daemon(_env(state_dir, []), log) as survivor:
         await _until(
             lambda: _decision_count(state_dir) >= before + MORE_DECISIONS_AFTER_RESTART, survivor
         )
-        survivor.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(survivor.wait(), timeout=30) == 0
-    finally:
-        if survivor.returncode is None:
-            survivor.kill()
-            await survivor.wait()
+        assert await stop(survivor) == 0
     text = log.read_text()
     assert "Traceback" not in text, text
 

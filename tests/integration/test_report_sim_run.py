@@ -6,13 +6,11 @@ from __future__ import annotations
 import asyncio
 import csv
 import json
-import os
-import signal
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from fakes.daemon import daemon_env, sim_daemon, stop
 
 from runner.report_html import write_report
 
@@ -36,23 +34,10 @@ async def _until_traded(state: Path, proc: asyncio.subprocess.Process) -> None:
 @pytest.mark.timeout(180)
 async def test_report_of_a_real_simulator_run(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.update(
-        VIGIL_STATE_DIR=str(state), VIGIL_SIM__START="2025-03-01T00:00:00Z", VIGIL_SIM__SPEED="1200"
-    )
-    with (tmp_path / "daemon.log").open("wb") as log_file:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "runner.cli", "run", "--sim", env=env, cwd=REPO, stderr=log_file
-        )
-        try:
-            await _until_traded(state, proc)
-            proc.send_signal(signal.SIGTERM)
-            assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
-        finally:
-            if proc.returncode is None:
-                proc.kill()
-                await proc.wait()
+    env = daemon_env(state, VIGIL_SIM__START="2025-03-01T00:00:00Z", VIGIL_SIM__SPEED="1200")
+    async with sim_daemon(env, tmp_path / "daemon.log") as proc:
+        await _until_traded(state, proc)
+        assert await stop(proc) == 0
 
     report = write_report(state, tmp_path / "out")
     lines = [json.loads(x) for x in (state / "logs" / "decisions.jsonl").read_text().splitlines()]

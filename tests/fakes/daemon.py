@@ -1,0 +1,48 @@
+"""Runs the real ``vigil run --sim`` as a subprocess for end-to-end tests.
+
+``sim_daemon`` starts it with a clean environment (no stray ``VIGIL_*`` or API key from the caller's
+shell) and its log in a file, and always reaps it: on an exception inside the block it is killed; a
+test that wants the clean stop calls ``stop`` (SIGTERM) and checks the exit code itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    env.update(VIGIL_STATE_DIR=str(state_dir), PYTHONUNBUFFERED="1", **settings)
+    return env
+
+
+@asynccontextmanager
+async def sim_daemon(
+    env: dict[str, str], log_path: Path, *args: str
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    with log_path.open("ab") as log_file:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "run", "--sim", *args,
+            env=env, cwd=REPO, stderr=log_file,
+        )  # fmt: skip
+    try:
+        yield proc
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def stop(proc: asyncio.subprocess.Process, timeout_secs: float = 30.0) -> int:
+    """SIGTERM and the exit code (the daemon stops its loops in order and saves state)."""
+    proc.send_signal(signal.SIGTERM)
+    return await asyncio.wait_for(proc.wait(), timeout=timeout_secs)
