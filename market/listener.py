@@ -100,10 +100,12 @@ class _Stream:
     """Per-stream ordering state: what was last seen and which close was last published."""
 
     __slots__ = (
+        "held_closes",
         "last_closed_open_ms",
         "last_event_ms",
         "last_open_ms",
         "open_closed",
+        "repair_to_ms",
         "step_ms",
         "ticker",
         "timeframe",
@@ -117,6 +119,10 @@ class _Stream:
         self.last_event_ms = -1  # newest event time seen (live frames only)
         self.open_closed = False  # the newest candle's close was seen
         self.last_closed_open_ms = -1  # newest candle whose close was published
+        # while older closes are being repaired by REST, newer live closes wait here, so the
+        # aggregator receives every close in order (a late repair would be a stale close there)
+        self.repair_to_ms = -1  # newest open time a pending repair covers; -1: none pending
+        self.held_closes: list[MarketTick] = []
 
     def note_closed(self, open_ms: int) -> None:
         self.last_closed_open_ms = max(self.last_closed_open_ms, open_ms)
@@ -298,6 +304,9 @@ class MarketListener:
                 self._repairs = None
                 for task in helpers:
                     task.cancel()
+                for stream in self._streams.values():  # pending repairs end with the connection
+                    if stream.repair_to_ms >= 0:
+                        self._release_held(stream)
                 await asyncio.wait(helpers)
 
     async def _drain(self, ws: ClientConnection) -> str:
@@ -322,6 +331,11 @@ class MarketListener:
                 if stream is None:
                     self._drop(Drop.UNEXPECTED_STREAM, f"{message.ticker} {message.timeframe}")
                 elif self._in_order(stream, message):
+                    if message.closed and stream.repair_to_ms >= 0:
+                        stream.held_closes.append(message)
+                        continue
+                    if message.closed:
+                        stream.note_closed(message.open_time_ms)
                     self._ticks += 1
                     publish(message)
             elif type(message) is ServerShutdown:
@@ -348,8 +362,6 @@ class MarketListener:
         stream.last_open_ms = open_ms
         stream.last_event_ms = event_ms
         stream.open_closed = tick.closed
-        if tick.closed:
-            stream.last_closed_open_ms = open_ms
         return True
 
     def _check_closes_before(self, stream: _Stream, open_ms: int) -> None:
@@ -362,6 +374,8 @@ class MarketListener:
             known_ms = stream.last_open_ms - stream.step_ms  # seen forming, never closed
         else:
             return  # nothing known about this stream yet
+        if stream.held_closes:  # seen live, waiting for an older repair: not missed
+            known_ms = max(known_ms, stream.held_closes[-1].open_time_ms)
         first_ms, last_ms = known_ms + stream.step_ms, open_ms - stream.step_ms
         if first_ms > last_ms:
             return
@@ -372,6 +386,7 @@ class MarketListener:
             f"close(s) of {first_ms}..{last_ms}",
         )
         if self._backfill is not None and self._repairs is not None:
+            stream.repair_to_ms = max(stream.repair_to_ms, last_ms)
             self._repairs.put_nowait((stream, first_ms, last_ms))
 
     def _drop(self, reason: str, detail: str) -> None:
@@ -445,12 +460,25 @@ class MarketListener:
                 raise
             except Exception:
                 log.exception("market listener: repairing missed closes failed")
+            if stream.repair_to_ms <= last_ms:  # no later repair of this stream is queued
+                self._release_held(stream)
+
+    def _release_held(self, stream: _Stream) -> None:
+        """Publish the live closes held during a repair, oldest first (the aggregator reports any
+        close still missing as a gap)."""
+        stream.repair_to_ms = -1
+        held, stream.held_closes = stream.held_closes, []
+        for tick in held:
+            if tick.open_time_ms > stream.last_closed_open_ms:
+                stream.note_closed(tick.open_time_ms)
+                self._ticks += 1
+                self._bus.publish(tick)
 
     async def _repair(self, stream: _Stream, first_ms: int, last_ms: int) -> None:
         # the REST side may lag the socket by a moment: ask again until the closes are there
         for attempt in range(self._backfill_attempts):
             if stream.last_closed_open_ms >= last_ms:
-                return  # repaired, or overtaken by a newer live close (then it stays a gap)
+                return  # repaired (newer live closes are held until the repair is done)
             since_ms = max(first_ms, stream.last_closed_open_ms + stream.step_ms)
             candles = await self._fetch(stream, since_ms, self._clock.now_ms())
             self._repaired += self._publish_closes(

@@ -512,3 +512,31 @@ async def test_closes_never_seen_at_all_are_fetched_even_when_rest_lags() -> Non
     assert [call[2] for call in backfill.calls] == [T0, T0, T0]
     stats = listener.stats
     assert (stats.missed_closes, stats.repaired_closes, stats.backfilled) == (2, 2, 2)
+
+
+async def test_a_live_close_waits_for_the_repair_of_an_older_one() -> None:
+    """The next candle's close arrives while an older lost close is still being fetched: the
+    newer close is held and published after the repair, so every close arrives in order."""
+    clock, bus = VirtualClock(EPOCH), EventBus()
+    ticks = Ticks(bus)
+    backfill = FakeBackfill(candle_series([101.0], start_ms=T0))
+    backfill.release.clear()  # the repair's REST call hangs until the live close is in
+    frames = send_all(
+        kline_frame(open_ms=T0, event_ms=T0 + 1_000),
+        kline_frame(open_ms=T0 + STEP, event_ms=T0 + STEP + 1_000),  # T0's close never came
+        kline_frame(open_ms=T0 + STEP, event_ms=T0 + 2 * STEP - 1, closed=True),
+    )
+    async with ScriptedServer(clock, frames) as server:
+        listener = make_listener(clock, bus, server.url, backfill=backfill)
+        async with running(listener):
+            await clock.advance(STEP * 2 / 1000)
+            await wait_until(lambda: listener.stats.frames == 3, what="the live close")
+            await wait_until(lambda: len(backfill.calls) == 1, what="the repair call")
+            assert [t.closed for t in ticks.ticks] == [False, False]  # the close is held
+            backfill.release.set()
+            await wait_until(lambda: len(ticks.ticks) == 4, what="repair, then the held close")
+    assert ticks.summary()[2:] == [
+        ("BTC/USDT", "15m", T0, True),
+        ("BTC/USDT", "15m", T0 + STEP, True),
+    ]
+    assert (listener.stats.missed_closes, listener.stats.repaired_closes) == (1, 1)
