@@ -15,13 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from agent.breaker import BreakerState, CircuitBreaker
-from agent.budget import AgentPricing, DailyBudget, UsageTotals, add_usage
+from agent.budget import DailyBudget, UsageTotals, add_usage
 from agent.claude_client import (
     Attempt,
     CallFailed,
     ClaudeClient,
-    RetryPolicy,
-    build_anthropic_client,
 )
 from agent.claude_prompt import render_request
 from agent.claude_schema import Note, convert_answer, parse_answer_json
@@ -210,33 +208,3 @@ def _journal_attempts(attempts: list[Attempt], notes: list[Note]) -> tuple[dict[
     if notes and rows:
         rows[-1]["notes"] = [n.model_dump(mode="json") for n in notes]
     return tuple(rows)
-
-
-def build_claude_decider(
-    *,
-    config: AgentConfig,
-    api_key: str | None,
-    clock: Clock,
-    fallback: FallbackDecider,
-    pricing: AgentPricing | None = None,
-    daily_budget_usd: float | None = None,
-    bus: EventBus | None = None,
-    policy: RetryPolicy | None = None,
-) -> ClaudeDecider:
-    """The composition root's one call: a real SDK client when a key is given, else disabled."""
-    client = (
-        ClaudeClient(
-            build_anthropic_client(config, api_key), clock, pricing or AgentPricing(), policy
-        )
-        if api_key
-        else None
-    )
-    return ClaudeDecider(
-        client=client,
-        config=config,
-        clock=clock,
-        fallback=fallback,
-        breaker=CircuitBreaker(clock),
-        ledger=UsageLedger(DailyBudget(clock, daily_budget_usd)),
-        bus=bus,
-    )

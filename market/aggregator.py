@@ -264,10 +264,6 @@ class MultiTFAggregator:
         last = self._last_price.get(ticker)
         return last[1] if last is not None else None
 
-    def last_price_at_ms(self, ticker: str) -> int | None:
-        last = self._last_price.get(ticker)
-        return last[0] if last is not None else None
-
     @property
     def stats(self) -> AggregatorStats:
         return AggregatorStats(

@@ -62,22 +62,18 @@ class Daemon:
     sim: Any = None
 
 
-def prepare_state_dir(state_dir: Path) -> None:
-    """Create the state dir and its logs/; refuse to start if either is not writable."""
+def _prepare_logs_dir(logs_dir: Path) -> None:
+    """The store has created and probed the state dir; its logs/ may still be unusable."""
     try:
-        (state_dir / "logs").mkdir(parents=True, exist_ok=True)
-        probe = state_dir / ".write-probe"
-        probe.write_bytes(b"")
-        probe.unlink()
+        logs_dir.mkdir(exist_ok=True)
     except OSError as exc:
         raise RefuseToStartError(
-            f"state dir {state_dir} is not usable ({exc.strerror or exc}); "
-            "point VIGIL_STATE_DIR at a writable directory"
+            f"{logs_dir} cannot be created ({exc.strerror or exc}); fix the state dir's "
+            "ownership/permissions or point VIGIL_STATE_DIR elsewhere"
         ) from None
 
 
 async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
-    prepare_state_dir(settings.state_dir)
     use_sim = settings.market.source == "sim"
     clock: Clock = (
         ScaledClock(settings.sim.start_ms, settings.sim.speed) if use_sim else WallClock()
@@ -85,7 +81,8 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     show_clock_time(clock if use_sim else None)
     bus = EventBus()
     store = RunnerStateStore(settings.runner_state_path, clock)
-    store.load()
+    store.load()  # creates the state dir and refuses to start if it is not writable
+    _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals
     decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
     trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -147,7 +147,3 @@ def require_reasons(snapshot_fields: Mapping[str, Any], unavailable: Mapping[str
     ]
     if silent:
         raise ValueError(f"snapshot fields are null without a reason: {silent}")
-
-
-def ticker_order(tickers: Sequence[str]) -> list[str]:
-    return sorted(dict.fromkeys(tickers))

@@ -101,10 +101,6 @@ class Supervisor:
             self._stop_reason = reason
             self._stop.set()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
-
     async def run(self) -> ShutdownReport:
         """Run every loop until ``request_stop``; then stop them in order and run the hooks."""
         report = ShutdownReport(reason="")

@@ -9,29 +9,13 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 import websockets
+from fakes.context_servers import FORCE_ORDER_DOC_FRAME
 
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
 from runner.clock import ScaledClock
 
-# Binance's documented forceOrder payload (USDⓈ-M "Liquidation Order Streams")
-FRAME = {
-    "e": "forceOrder",
-    "E": 1568014460893,
-    "o": {
-        "s": "BTCUSDT",
-        "S": "SELL",
-        "o": "LIMIT",
-        "f": "IOC",
-        "q": "0.014",
-        "p": "9910",
-        "ap": "9910",
-        "X": "FILLED",
-        "l": "0.014",
-        "z": "0.014",
-        "T": 1568014460893,
-    },
-}
+FRAME = FORCE_ORDER_DOC_FRAME
 
 
 @pytest.fixture

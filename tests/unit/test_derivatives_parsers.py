@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from fakes.context_servers import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -17,21 +18,8 @@ from derivatives.liquidations import (
 )
 from derivatives.web_sources import NO_ETF_PROVIDER, clean_text, fetch_etf_flow
 
-#: Binance's documented forceOrder example (USDⓈ-M "Liquidation Order Streams")
-DOC_ORDER: dict[str, object] = {
-    "s": "BTCUSDT",
-    "S": "SELL",
-    "o": "LIMIT",
-    "f": "IOC",
-    "q": "0.014",
-    "p": "9910",
-    "ap": "9910",
-    "X": "FILLED",
-    "l": "0.014",
-    "z": "0.014",
-    "T": 1568014460893,
-}
-DOC_FRAME: dict[str, object] = {"e": "forceOrder", "E": 1568014460893, "o": DOC_ORDER}
+DOC_ORDER = FORCE_ORDER_DOC_ORDER
+DOC_FRAME = FORCE_ORDER_DOC_FRAME
 
 
 def frame(side: str, price: str, qty: str, at_ms: int) -> bytes:
