@@ -108,14 +108,35 @@ def rate_of_change_pct(close: pd.Series, window: int) -> pd.Series:
     return (close / previous - 1.0) * 100.0
 
 
+def _rolling_windows(values: FloatArray, window: int) -> FloatArray:
+    return np.lib.stride_tricks.sliding_window_view(values, window)
+
+
+def _rolling(close: pd.Series, window: int, stat: str, ddof: int = 0) -> pd.Series:
+    """Two-pass mean or std per full window, NaN before it fills.
+
+    pandas' rolling mean/std add one value and drop one: their error follows the largest values
+    that ever passed through, so a flat window after a volatile stretch reads a std of ~1e-6 of
+    the price instead of 0 (the square root of a cancellation error). Windows here are tens of
+    bars, so recomputing each one costs little and matches the ``*_last`` helpers exactly.
+    """
+    values = close.to_numpy(dtype=np.float64)
+    out = np.full(len(values), np.nan)
+    if len(values) >= window:
+        windows = _rolling_windows(values, window)
+        out[window - 1 :] = (
+            windows.mean(axis=1) if stat == "mean" else windows.std(axis=1, ddof=ddof)
+        )
+    return pd.Series(out, index=close.index)
+
+
 def bollinger_bands(
     close: pd.Series, window: int = BOLLINGER_WINDOW, num_std: float = BOLLINGER_NUM_STD
 ) -> pd.DataFrame:
     """Columns ``middle upper lower percent_b`` on ``close``'s index."""
     _check_window(window)
-    rolling = close.rolling(window, min_periods=window)
-    middle = rolling.mean()
-    deviation = rolling.std(ddof=0)
+    middle = _rolling(close, window, "mean")
+    deviation = _rolling(close, window, "std", ddof=0)
     upper = middle + num_std * deviation
     lower = middle - num_std * deviation
     width = (upper - lower).where(upper != lower)
@@ -127,7 +148,7 @@ def bollinger_bands(
 def realised_vol(close: pd.Series, window: int, periods_per_year: float | None = None) -> pd.Series:
     _check_window(window, minimum=2)
     log_returns = pd.Series(np.log(close.to_numpy(dtype=np.float64)), index=close.index).diff()
-    vol = log_returns.rolling(window, min_periods=window).std(ddof=1)
+    vol = _rolling(log_returns, window, "std", ddof=1)
     return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
 
 

@@ -194,22 +194,60 @@ def test_last_value_helpers_agree_with_the_series(closes: list[float], window: i
         (ind.sma_last(closes, window), ind.sma(series, window)),
         (ind.ema_last(closes, window), ind.ema(series, window)),
         (ind.rate_of_change_last_pct(closes, window), ind.rate_of_change_pct(series, window)),
-        (ind.realised_vol_last(closes, window), ind.realised_vol(series, window)),
     ]
     for last, full in pairs:
         if math.isnan(full.iloc[-1]):
             assert last is None
         else:
             assert last == pytest.approx(full.iloc[-1], rel=1e-9, abs=1e-12)
-    bands = ind.bollinger_bands(series, window)
+
+
+# Both the series and the last-value helpers against exact arithmetic (``statistics`` sums in
+# fractions): an online rolling std would fail these on a flat window after a volatile stretch.
+
+
+@settings(max_examples=150, deadline=None)
+@given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
+def test_realised_vol_matches_exact_arithmetic(closes: list[float], window: int) -> None:
+    last = ind.realised_vol_last(closes, window)
+    full = ind.realised_vol(pd.Series(closes), window)
+    if len(closes) <= window:
+        assert last is None
+        assert math.isnan(full.iloc[-1])
+        return
+    returns = np.diff(np.log(np.asarray(closes)))
+    exact = statistics.stdev(returns[-window:].tolist())
+    assert last == pytest.approx(exact, rel=1e-9, abs=1e-15)
+    assert full.iloc[-1] == pytest.approx(exact, rel=1e-9, abs=1e-15)
+
+
+@settings(max_examples=150, deadline=None)
+@given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
+def test_bollinger_matches_exact_arithmetic(closes: list[float], window: int) -> None:
+    bands = ind.bollinger_bands(pd.Series(closes), window)
     last_bands = ind.bollinger_last(closes, window)
     if len(closes) < window:
         assert last_bands is None
+        assert bands.iloc[-1].isna().all()
         return
     assert last_bands is not None
-    assert last_bands.middle == pytest.approx(bands["middle"].iloc[-1], rel=1e-9)
-    if last_bands.percent_b is not None and last_bands.upper - last_bands.lower > 1e-9:
+    tail = closes[-window:]
+    middle, deviation = statistics.fmean(tail), statistics.pstdev(tail)
+    assert last_bands.middle == pytest.approx(middle, rel=1e-12)
+    assert last_bands.upper == pytest.approx(middle + 2.0 * deviation, rel=1e-12)
+    assert last_bands.lower == pytest.approx(middle - 2.0 * deviation, rel=1e-12)
+    for column, value in (
+        ("middle", middle),
+        ("upper", middle + 2.0 * deviation),
+        ("lower", middle - 2.0 * deviation),
+    ):
+        assert bands[column].iloc[-1] == pytest.approx(value, rel=1e-12)
+    width = last_bands.upper - last_bands.lower
+    if last_bands.percent_b is not None and width > 1e-9:
         # %B places the close between the bands
-        rebuilt = last_bands.lower + last_bands.percent_b * (last_bands.upper - last_bands.lower)
+        rebuilt = last_bands.lower + last_bands.percent_b * width
         assert rebuilt == pytest.approx(closes[-1], rel=1e-9)
-        assert last_bands.percent_b == pytest.approx(bands["percent_b"].iloc[-1], abs=1e-6)
+    if last_bands.percent_b is None:
+        assert math.isnan(bands["percent_b"].iloc[-1])
+    else:
+        assert bands["percent_b"].iloc[-1] == pytest.approx(last_bands.percent_b, rel=1e-9)

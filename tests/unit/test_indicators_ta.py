@@ -69,7 +69,10 @@ def test_bollinger_matches_ta(load: Loader) -> None:
     _assert_same(ours["middle"], reference.bollinger_mavg())
     _assert_same(ours["upper"], reference.bollinger_hband())
     _assert_same(ours["lower"], reference.bollinger_lband())
-    _assert_same(ours["percent_b"], reference.bollinger_pband(), atol=1e-12)
+    # ta's bands come from pandas' online rolling std, whose error grows with the series (ours
+    # recompute each window, exact to ~1e-14 against fractions in test_indicators.py): on 40k
+    # bars of 15m the two differ by up to 4e-9 on %B
+    _assert_same(ours["percent_b"], reference.bollinger_pband(), atol=1e-8)
 
 
 @pytest.mark.parametrize("load", SERIES)
