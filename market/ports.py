@@ -1,8 +1,9 @@
-"""Ports of the market package: what the listener needs from the outside, as Protocols."""
+"""Ports of the market package: what the listener needs from the outside and what a tick source
+is to the rest of the daemon, as Protocols."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from runner.events import Candle
@@ -17,3 +18,29 @@ class CandleBackfill(Protocol):
         """Closed candles of ``ticker``/``timeframe`` with ``since_ms <= open_time_ms`` whose
         close time is ``<= until_ms``, oldest first."""
         ...
+
+
+class TickStats(Protocol):
+    """The figures the status line reads from a tick source."""
+
+    @property
+    def ticks_published(self) -> int: ...
+
+    @property
+    def rejected(self) -> Mapping[str, int]: ...
+
+    @property
+    def reconnects(self) -> Mapping[str, int]: ...
+
+
+class TickSource(Protocol):
+    """What publishes ``market.tick``: the websocket listener live, ``RecordedTicks`` in replay."""
+
+    @property
+    def stats(self) -> TickStats: ...
+
+    def resume_from(self, ticker: str, timeframe: str, last_closed_open_ms: int) -> None:
+        """The newest close already known from seeded history."""
+        ...
+
+    async def run(self) -> None: ...

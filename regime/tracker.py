@@ -4,7 +4,8 @@ One model per ticker, not one BTC model for all: the states are volatility level
 is near BTC's storm (on the bundled data SOL's median 4h realised vol, 1.35 %, is about twice BTC's
 0.69 % and level with BTC's 90th percentile), so a BTC-fitted model would call SOL "high volatility"
 most of the time. Three daily fits of about half a
-second each, in a worker thread, are cheap.
+second each, in a worker thread, are cheap. Replay passes ``offload=run_inline``: a fit then runs on
+the event loop, so its result lands at the same point of every run (byte-identical journals).
 
 A ticker is refitted at its first 4h close and then once ``refit_every_secs`` of clock time has
 passed since its last successful fit. A failed fit (too little data, every restart failed) keeps the
@@ -15,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -25,6 +26,14 @@ from regime.crypto_hmm import CryptoRegime, CryptoRegimeModel, FitReport
 from runner.clock import Clock
 
 log = logging.getLogger(__name__)
+
+#: how a fit leaves the event loop: ``asyncio.to_thread`` (live) or ``run_inline`` (replay)
+Offload = Callable[..., Awaitable[Any]]
+
+
+async def run_inline(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """An ``Offload`` that runs ``fn`` on the event loop itself."""
+    return fn(*args, **kwargs)
 
 
 class RegimeModel(Protocol):
@@ -41,11 +50,14 @@ class CryptoRegimeTracker:
         clock: Clock,
         model_factory: Callable[[], RegimeModel] = CryptoRegimeModel,
         refit_every_secs: float = DEFAULT_REFIT_EVERY_SECS,
+        *,
+        offload: Offload = asyncio.to_thread,
     ) -> None:
         if refit_every_secs <= 0:
             raise ValueError(f"refit_every_secs must be > 0, got {refit_every_secs}")
         self._clock = clock
         self._model_factory = model_factory
+        self._offload = offload
         self.refit_every_secs = refit_every_secs
         self._models: dict[str, RegimeModel] = {}
         self._fitted_at_secs: dict[str, float] = {}  # clock monotonic reading of the last good fit
@@ -85,7 +97,7 @@ class CryptoRegimeTracker:
     async def _refit(self, ticker: str, model: RegimeModel, frame: pd.DataFrame) -> None:
         started_secs = self._clock.monotonic_secs()
         try:
-            report = await asyncio.to_thread(model.fit, frame, fitted_at_ms=self._clock.now_ms())
+            report = await self._offload(model.fit, frame, fitted_at_ms=self._clock.now_ms())
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -105,4 +117,10 @@ class CryptoRegimeTracker:
             log.warning("%s regime model not fitted: %s", ticker, report.reason)
 
 
-__all__ = ["DEFAULT_REFIT_EVERY_SECS", "CryptoRegimeTracker", "RegimeModel"]
+__all__ = [
+    "DEFAULT_REFIT_EVERY_SECS",
+    "CryptoRegimeTracker",
+    "Offload",
+    "RegimeModel",
+    "run_inline",
+]

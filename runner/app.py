@@ -32,9 +32,9 @@ from runner.wiring import (
     DecisionPath,
     MarketPath,
     build_decision_path,
-    build_market_path,
     journal_agent_failures,
     journal_fills,
+    websocket_market_path,
 )
 from state.journal import CsvJournal, JsonlJournal
 from state.store import RunnerStateStore
@@ -110,7 +110,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         ws_base, ws_path = _split_ws_url(settings.market.binance_ws_url)
         rest_url = None
 
-    market = build_market_path(settings, clock, bus, ws_base, rest_url, ws_path=ws_path)
+    market = websocket_market_path(settings, clock, bus, ws_base, rest_url, ws_path=ws_path)
     closers.append(("close exchange client", market.exchange.close))
     decision = build_decision_path(
         settings,
@@ -142,7 +142,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         await store.watch(clock, settings.state.watch_interval_secs)
 
     loops = [
-        LoopSpec("market", market.listener.run),
+        LoopSpec("market", market.ticks.run),
         LoopSpec("derivatives", decision.derivatives.run),
         *(
             [LoopSpec("liquidations", decision.liquidations.run)]
@@ -201,7 +201,7 @@ def _bookkeeping(
     *,
     loop_restarts: Callable[[], int],
 ) -> tuple[Heartbeat, Watchdog]:
-    listener, aggregator = market.listener, market.aggregator
+    listener, aggregator = market.ticks, market.aggregator
     status = StatusReporter(
         clock,
         settings.supervisor.status_interval_secs,
@@ -270,7 +270,7 @@ async def run_daemon(settings: Settings, *, live: bool = False) -> int:
         daemon.clock,
         daemon.market.backfill,
         daemon.market.aggregator,
-        daemon.market.listener,
+        daemon.market.ticks,
         daemon.market.history,
         daemon.decision.regimes,
         settings.market.tickers,

@@ -108,6 +108,20 @@ class VirtualClock:
         self._drop_cancelled()
         return self._sleepers[0][0] if self._sleepers else None
 
+    def release_next(self) -> float | None:
+        """Move time to the earliest live deadline and wake every sleeper due then (FIFO), without
+        yielding: the caller decides how long to let them run (replay waits for quiescence).
+        Returns the new monotonic reading, or None when nobody sleeps."""
+        deadline = self.next_deadline_secs()
+        if deadline is None:
+            return None
+        self._now_secs = max(self._now_secs, deadline)
+        while self._sleepers and self._sleepers[0][0] <= deadline:
+            _, _, future = heapq.heappop(self._sleepers)
+            if not future.done():
+                future.set_result(None)
+        return self._now_secs
+
     async def advance(self, secs: float) -> None:
         await self.advance_to(self._now_secs + secs)
 

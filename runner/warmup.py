@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from market.aggregator import MultiTFAggregator
 from market.history import OhlcvHistory
-from market.listener import MarketListener
-from market.ports import CandleBackfill
+from market.ports import CandleBackfill, TickSource
 from market.timeframes import candle_open_ms, timeframe_ms
 from runner.clock import Clock
 from runner.events import Timeframe
@@ -30,7 +29,7 @@ async def seed_recent_candles(
     clock: Clock,
     backfill: CandleBackfill,
     aggregator: MultiTFAggregator,
-    listener: MarketListener,
+    listener: TickSource,
     tickers: Sequence[str],
     timeframes: Sequence[Timeframe],
 ) -> int:
@@ -51,7 +50,7 @@ async def warm_up(
     clock: Clock,
     backfill: CandleBackfill,
     aggregator: MultiTFAggregator,
-    listener: MarketListener,
+    listener: TickSource,
     history: OhlcvHistory,
     regimes: RegimeView,
     tickers: Sequence[str],

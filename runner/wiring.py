@@ -7,7 +7,9 @@ broker, routine, tick handler) and the bookkeeping (state, journals, heartbeat, 
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,7 +17,7 @@ from agent.risk import RiskConfig, RiskContext
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
-from derivatives.monitor import DerivativesContext, DerivativesMonitor
+from derivatives.monitor import ContextField, DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
 from gate.conditions import build_metric_registry
 from gate.gate import AdaptiveGate
@@ -26,9 +28,10 @@ from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
 from market.history import CcxtCandleBackfill, OhlcvHistory
 from market.listener import MarketListener
+from market.ports import CandleBackfill, TickSource
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
-from regime.tracker import CryptoRegimeTracker
+from regime.tracker import CryptoRegimeTracker, Offload
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
 from runner.bus import EventBus, Overflow
@@ -52,14 +55,14 @@ TRADE_COLUMNS = ("at_ms", "client_order_id", "ticker", "side", "quantity", "pric
 
 @dataclass
 class MarketPath:
-    ws_base_url: str
-    ws_path: str
-    exchange: Any  # ccxt binanceusdm, pointed at Binance or the simulator
+    exchange: Any  # ccxt binanceusdm (Binance or the simulator), or the recording in replay
     aggregator: MultiTFAggregator
     features: FeatureTracker
     backfill: CcxtCandleBackfill
     history: OhlcvHistory
-    listener: MarketListener
+    ticks: TickSource  # the websocket listener, or RecordedTicks in replay
+    ws_base_url: str | None = None  # the websocket the listener reads (None in replay)
+    ws_path: str = "/market/stream"
 
 
 @dataclass
@@ -82,12 +85,11 @@ def build_market_path(
     settings: Settings,
     clock: Clock,
     bus: EventBus,
-    ws_base_url: str,
-    rest_url: str | None,
-    *,
-    ws_path: str = "/market/stream",
+    exchange: Any,
+    make_ticks: Callable[[CandleBackfill], TickSource],
 ) -> MarketPath:
-    exchange = make_binanceusdm(rest_url)
+    """``exchange`` serves OHLCV (``make_binanceusdm`` live and under the simulator);
+    ``make_ticks`` builds what publishes ``market.tick``, given the backfill it may repair with."""
     features = FeatureTracker()
     aggregator = MultiTFAggregator(bus, observers=[features])
     aggregator.attach()  # first on market.tick: everything after it sees updated candles
@@ -95,22 +97,38 @@ def build_market_path(
     history = OhlcvHistory(
         exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
     )
-    listener = MarketListener(
-        clock,
-        bus,
-        base_url=ws_base_url,
-        tickers=settings.market.tickers,
-        timeframes=settings.market.timeframes,
-        backfill=backfill,
-        silence_timeout_secs=settings.market.silence_timeout_secs,
-        rotate_after_secs=settings.market.rotate_after_secs,
-        reconnect_base_secs=settings.market.reconnect_base_secs,
-        reconnect_cap_secs=settings.market.reconnect_cap_secs,
-        path=ws_path,
-    )
-    return MarketPath(
-        ws_base_url, ws_path, exchange, aggregator, features, backfill, history, listener
-    )
+    return MarketPath(exchange, aggregator, features, backfill, history, make_ticks(backfill))
+
+
+def websocket_market_path(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    ws_base_url: str,
+    rest_url: str | None,
+    *,
+    ws_path: str = "/market/stream",
+) -> MarketPath:
+    """The live and simulator market path: Binance's (or the simulator's) websocket and REST."""
+
+    def listener(backfill: CandleBackfill) -> MarketListener:
+        return MarketListener(
+            clock,
+            bus,
+            base_url=ws_base_url,
+            tickers=settings.market.tickers,
+            timeframes=settings.market.timeframes,
+            backfill=backfill,
+            silence_timeout_secs=settings.market.silence_timeout_secs,
+            rotate_after_secs=settings.market.rotate_after_secs,
+            reconnect_base_secs=settings.market.reconnect_base_secs,
+            reconnect_cap_secs=settings.market.reconnect_cap_secs,
+            path=ws_path,
+        )
+
+    market = build_market_path(settings, clock, bus, make_binanceusdm(rest_url), listener)
+    market.ws_base_url, market.ws_path = ws_base_url, ws_path
+    return market
 
 
 def build_decision_path(
@@ -124,7 +142,13 @@ def build_decision_path(
     sim_rest_url: str | None = None,
     live: bool = False,
     failpoints: Failpoints | None = None,
+    context_fields: Sequence[ContextField] | None = None,
+    memory: bool = True,
+    fit_offload: Offload = asyncio.to_thread,
 ) -> DecisionPath:
+    """``context_fields`` replaces the derivatives sources (replay reads the recording);
+    ``memory=False`` keeps the agent's notes and the learner out of the snapshot; ``fit_offload``
+    is how a regime fit leaves the event loop (replay runs it inline, for determinism)."""
     failpoints = failpoints or Failpoints()
     tickers = settings.market.tickers
     registry = build_metric_registry(tickers)
@@ -133,7 +157,7 @@ def build_decision_path(
     derivatives_config = _derivatives_config(settings.derivatives, sim_rest_url)
     liquidations = None
     window = None
-    if sim_rest_url is None:
+    if sim_rest_url is None and context_fields is None and market.ws_base_url is not None:
         window = LiquidationWindow(derivatives_config.liquidation_cascade_usd)
         liquidations = LiquidationStream(
             clock,
@@ -144,17 +168,22 @@ def build_decision_path(
             reconnect_base_secs=settings.market.reconnect_base_secs,
             reconnect_cap_secs=settings.market.reconnect_cap_secs,
         )
+    if context_fields is None:
+        context_fields = build_context_fields(
+            derivatives_config, clock, tickers, market.exchange, liquidations=window
+        )
     derivatives = DerivativesMonitor(
         clock,
         bus,
-        build_context_fields(
-            derivatives_config, clock, tickers, market.exchange, liquidations=window
-        ),
+        context_fields,
         board=board,
         config=derivatives_config,
     )
     regime_tracker = CryptoRegimeTracker(
-        clock, lambda: CryptoRegimeModel(settings.regime.hmm), settings.regime.refit_every_secs
+        clock,
+        lambda: CryptoRegimeModel(settings.regime.hmm),
+        settings.regime.refit_every_secs,
+        offload=fit_offload,
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
     regimes = RegimeView(regime_tracker, macro, market.history, tickers)
@@ -180,11 +209,11 @@ def build_decision_path(
         market=market.aggregator,
         features=market.features,
         broker=broker,
-        agent_memory=lambda: store.current.agent_memory,
+        agent_memory=(lambda: store.current.agent_memory) if memory else (lambda: ""),
         peak_prices=lambda: store.current.trailing_highs,
         regime=regimes.snapshot,
         context_sources=[DerivativesContext(derivatives)],
-        learner=learner,
+        learner=learner if memory else None,
     )
     routine = DecisionRoutine(
         clock,
@@ -306,4 +335,5 @@ __all__ = [
     "journal_agent_failures",
     "journal_fills",
     "risk_context",
+    "websocket_market_path",
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from market.listener import MarketListener
 from runner.app import build_daemon
 from runner.config import MarketConfig, Settings
 
@@ -24,7 +25,9 @@ async def test_live_daemon_wires_every_loop_and_public_binance_urls(tmp_path: Pa
             "heartbeat",
         ]
         assert daemon.sim is None
-        assert daemon.market.listener.url.startswith(
+        listener = daemon.market.ticks
+        assert isinstance(listener, MarketListener)
+        assert listener.url.startswith(
             "wss://fstream.binance.com/market/stream?streams=btcusdt@kline_15m/"
         )
         liquidations = daemon.decision.liquidations
@@ -46,7 +49,9 @@ async def test_sim_daemon_has_no_liquidation_stream(tmp_path: Path) -> None:
         assert daemon.decision.liquidations is None
         assert "liquidations" not in daemon.supervisor.status
         assert daemon.sim is not None
-        assert daemon.market.listener.url.startswith(daemon.sim.ws_base_url)
+        listener = daemon.market.ticks
+        assert isinstance(listener, MarketListener)
+        assert listener.url.startswith(daemon.sim.ws_base_url)
     finally:
         await daemon.market.exchange.close()
         await daemon.sim.stop()
