@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,6 +73,27 @@ def _prepare_logs_dir(logs_dir: Path) -> None:
         ) from None
 
 
+@dataclass
+class Journals:
+    """The state store and the two journals every daemon (live, simulator, replay) writes."""
+
+    store: RunnerStateStore
+    decisions: JsonlJournal
+    trades: CsvJournal
+
+
+def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
+    store = RunnerStateStore(settings.runner_state_path, clock)
+    store.load()  # creates the state dir and refuses to start if it is not writable
+    _prepare_logs_dir(settings.logs_dir)
+    fsync = settings.state.fsync_journals
+    decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
+    trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
+    journal_fills(bus, trades)
+    journal_agent_failures(bus, decisions)
+    return Journals(store, decisions, trades)
+
+
 async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     use_sim = settings.market.source == "sim"
     clock: Clock = (
@@ -80,15 +101,9 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     )
     show_clock_time(clock if use_sim else None)
     bus = EventBus()
-    store = RunnerStateStore(settings.runner_state_path, clock)
-    store.load()  # creates the state dir and refuses to start if it is not writable
-    _prepare_logs_dir(settings.logs_dir)
-    fsync = settings.state.fsync_journals
-    decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
-    trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
+    journals = open_journals(settings, clock, bus)
+    store, decisions = journals.store, journals.decisions
     failpoints = Failpoints(settings.failpoints)
-    journal_fills(bus, trades)
-    journal_agent_failures(bus, decisions)
 
     closers: list[tuple[str, ShutdownHook]] = []
     sim = None
@@ -128,19 +143,57 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     bus.subscribe(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), name="failpoint")
     if decision.broker_parts.close is not None:
         closers.append(("close the broker", decision.broker_parts.close))
-    heartbeat, watchdog = _bookkeeping(
-        settings,
-        clock,
-        bus,
-        market,
-        decision,
-        loop_restarts=lambda: sum(s.restarts for s in supervisor.status.values()),
-    )
-    bus.subscribe(Topic.CANDLE_CLOSED, _log_candle_close, name="log_candle_close")
 
     async def watch_state() -> None:
         await store.watch(clock, settings.state.watch_interval_secs)
 
+    heartbeat, watchdog, supervisor = supervise(
+        settings,
+        clock,
+        bus,
+        journals,
+        market,
+        decision,
+        extra_loops=[LoopSpec("state_watch", watch_state)],
+        closers=closers,
+    )
+    return Daemon(
+        settings,
+        clock,
+        bus,
+        store,
+        decisions,
+        journals.trades,
+        market,
+        decision,
+        heartbeat,
+        watchdog,
+        supervisor,
+        sim,
+    )
+
+
+def supervise(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    journals: Journals,
+    market: MarketPath,
+    decision: DecisionPath,
+    *,
+    extra_loops: Sequence[LoopSpec] = (),
+    closers: Sequence[tuple[str, ShutdownHook]] = (),
+) -> tuple[Heartbeat, Watchdog, Supervisor]:
+    """The loops, their supervisor and the ordered shutdown (journals, state, learner, clients)."""
+    supervisor: Supervisor | None = None
+
+    def loop_restarts() -> int:
+        return 0 if supervisor is None else sum(s.restarts for s in supervisor.status.values())
+
+    heartbeat, watchdog = _bookkeeping(
+        settings, clock, bus, market, decision, loop_restarts=loop_restarts
+    )
+    bus.subscribe(Topic.CANDLE_CLOSED, _log_candle_close, name="log_candle_close")
     loops = [
         LoopSpec("market", market.ticks.run),
         LoopSpec("derivatives", decision.derivatives.run),
@@ -152,14 +205,14 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         LoopSpec("decisions", decision.routine.run),
         LoopSpec("tracker", decision.tracker.run),
         LoopSpec("bus", bus.run),
-        LoopSpec("state_watch", watch_state),
+        *extra_loops,
         LoopSpec("watchdog", watchdog.run),
         LoopSpec("heartbeat", heartbeat.run),
     ]
     hooks: list[tuple[str, ShutdownHook]] = [
-        ("flush decisions journal", decisions.close),
-        ("flush trades journal", trades.close),
-        ("save runner state", store.save),
+        ("flush decisions journal", journals.decisions.close),
+        ("flush trades journal", journals.trades.close),
+        ("save runner state", journals.store.save),
         ("save the learner", lambda: decision.learner.save() if decision.learner.unsaved else None),
         ("close the Claude client", decision.agents.decider.aclose),
         *closers,
@@ -176,20 +229,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         shutdown_hooks=hooks,
         shutdown_deadline_secs=settings.supervisor.shutdown_deadline_secs,
     )
-    return Daemon(
-        settings,
-        clock,
-        bus,
-        store,
-        decisions,
-        trades,
-        market,
-        decision,
-        heartbeat,
-        watchdog,
-        supervisor,
-        sim,
-    )
+    return heartbeat, watchdog, supervisor
 
 
 def _bookkeeping(

@@ -70,6 +70,36 @@ def _parser() -> argparse.ArgumentParser:
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
+    replay = sub.add_parser(
+        "replay", help="the daemon over recorded history on the virtual clock, with a report"
+    )
+    replay.add_argument(
+        "--from", dest="replay_from", help="first day, ISO 8601 (UTC), e.g. 2025-03-01"
+    )
+    replay.add_argument("--to", dest="replay_to", help="last day, inclusive, e.g. 2025-03-14")
+    replay.add_argument("--out", type=Path, help="the run folder to create, e.g. runs/march")
+    replay.add_argument("--tickers", nargs="+", help="a subset of the configured tickers")
+    replay.add_argument(
+        "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
+    )
+    replay.add_argument("--decider", choices=("fallback", "claude"), default="fallback")
+    replay.add_argument(
+        "--no-memory",
+        action="store_true",
+        help="keep the agent's notes and the learner out of the snapshots",
+    )
+    replay.add_argument("--seed", type=int, default=42, help="the regime models' EM seed")
+    replay.add_argument(
+        "--update-secs",
+        type=float,
+        default=75.0,
+        help="kline update interval per stream, simulated seconds (divides 300; default 75)",
+    )
+    replay.add_argument("--verbose", action="store_true", help="log at the configured level")
+    replay.add_argument(
+        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
+    )
+
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     config_sub.add_parser("show", help="print the effective config, secrets redacted")
@@ -117,6 +147,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _health(settings, args.stale_secs)
     if command == "report":
         return _report(args, settings)
+    if command == "replay":
+        return _replay(args, settings)
     if command == "prompt":
         from runner.prompt_cmd import render_prompt
 
@@ -148,6 +180,21 @@ def _report(args: argparse.Namespace, settings: Settings) -> int:
     decided = sum(d.decisions for d in report.deciders)
     print(f"wrote {out / 'report.json'} and {out / 'report.html'} ({decided} decisions)")
     return 0
+
+
+def _replay(args: argparse.Namespace, settings: Settings) -> int:
+    if args.compare:
+        return _report(args, settings)
+    from runner.replay import replay_settings
+    from runner.replay_args import options_from_args
+    from runner.replay_cmd import replay_main
+
+    try:
+        options = options_from_args(args, settings.market.tickers)
+    except ValueError as exc:
+        print(f"vigil replay: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return replay_main(replay_settings(settings, options), options, verbose=args.verbose)
 
 
 def _health(settings: Settings, stale_secs: float | None) -> int:

@@ -83,6 +83,7 @@ class DecisionRoutine:
         self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
         self._wake = asyncio.Event()
         self._seq = 0
+        self._deciding = False
         self.runs = 0
         self.coalesced = 0
         self.failures = 0
@@ -99,6 +100,11 @@ class DecisionRoutine:
     def pending_reasons(self) -> tuple[str, ...]:
         return tuple(self._pending)
 
+    @property
+    def deciding(self) -> bool:
+        """A decision (maybe a Claude call) is in flight: replay keeps time still until it is done."""
+        return self._deciding
+
     async def run(self) -> None:
         """The decision loop: one run at a time, each carrying every reason that piled up."""
         while True:
@@ -106,7 +112,11 @@ class DecisionRoutine:
             self._wake.clear()
             reasons, self._pending = tuple(self._pending), {}
             if reasons:
-                await self.decide_once(reasons)
+                self._deciding = True
+                try:
+                    await self.decide_once(reasons)
+                finally:
+                    self._deciding = False
 
     async def decide_once(self, reasons: Sequence[str]) -> dict[str, Any]:
         at_ms = self._clock.now_ms()

@@ -73,6 +73,7 @@ class PositionTracker:
         self._no_price: set[str] = set()
         self._exit_lock = asyncio.Lock()
         self._reconciled = False
+        self._reviewing = False
         self._agent = AgentLayer(clock, broker, reviewer, self.config, self)
         self.safety_checks = 0
         self.agent_reviews = 0
@@ -187,7 +188,13 @@ class PositionTracker:
                 next_due += interval * (int((now - next_due) / interval) + 1)
             await self._clock.sleep(next_due - now)
 
+    @property
+    def reviewing(self) -> bool:
+        """A review (maybe a Claude call) is in flight: replay keeps time still until it is done."""
+        return self._reviewing
+
     async def _review_logged(self) -> None:
+        self._reviewing = True
         try:
             await self.review_positions()
         except asyncio.CancelledError:
@@ -199,6 +206,8 @@ class PositionTracker:
                 "tracker: agent layer failed; next review in %.0f s",
                 self.config.agent_interval_secs,
             )
+        finally:
+            self._reviewing = False
 
     # ---- safety layer
 

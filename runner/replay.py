@@ -1,0 +1,264 @@
+"""Replay: the daemon itself over recorded history, on the virtual clock.
+
+The same composition as ``vigil run`` (``runner.app.open_journals``, ``runner.wiring``'s market and
+decision paths, ``runner.app.supervise``), with three adapters swapped where the live daemon touches
+the network, all serving the bundled recording through ``sim.feed.SimFeed`` (the simulator's own
+implementation) and never anything after the clock's now:
+
+- ticks: ``market.recorded_ticks.RecordedTicks`` instead of the websocket listener;
+- OHLCV (warm-up seed, 4h history for the regimes): ``sim.inprocess.RecordedOhlcvExchange``;
+- derivatives context: ``derivatives.recorded_sources`` (funding and Fear & Greed recorded; the
+  rest reported unavailable, as against the simulator).
+
+What replay changes on purpose, and why:
+- the clock is a ``VirtualClock`` moved by ``runner.replay_driver.ReplayDriver``;
+- regime fits run inline instead of in a worker thread (determinism);
+- no ``state_watch`` loop: notes edited mid-replay would make the run unrepeatable (the notes in
+  the output folder's runner_state.json at start are used);
+- no FRED key (the recording has no macro series; the macro regime says unavailable);
+- journals without fsync (a replay is rerun, not recovered) and a heartbeat once a simulated hour;
+- ``--decider fallback`` runs without an Anthropic key, ``--decider claude`` needs a daily budget.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from derivatives.recorded_sources import build_recorded_context_fields
+from market.recorded import load_fear_greed
+from market.recorded_ticks import RecordedTicks
+from market.timeframes import TIMEFRAME_MS
+from regime.tracker import run_inline
+from runner.app import Journals, open_journals, supervise
+from runner.bus import EventBus
+from runner.clock import VirtualClock
+from runner.config import Settings
+from runner.errors import RefuseToStartError
+from runner.events import Event, Topic
+from runner.heartbeat import Heartbeat
+from runner.replay_driver import ReplayDriver
+from runner.supervisor import Supervisor
+from runner.wiring import DecisionPath, MarketPath, build_decision_path, build_market_path
+from sim.feed import SimFeed
+from sim.inprocess import RecordedOhlcvExchange
+from sim.rest_payloads import FearGreedBook
+
+log = logging.getLogger(__name__)
+
+DAY_MS = 86_400_000
+#: 4 kline updates per 5m bar per stream: the sim's path rule at a replay-friendly cadence
+DEFAULT_UPDATE_INTERVAL_MS = 75_000
+REPLAY_HEARTBEAT_SECS = 3600.0
+RUN_FILES = ("runner_state.json", "logs/decisions.jsonl", "logs/trades.csv")
+
+Decider = Literal["fallback", "claude"]
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    start_ms: int  # inclusive
+    end_ms: int  # exclusive: the replay stops before the first wake-up at or after it
+    out_dir: Path
+    tickers: tuple[str, ...]
+    decider: Decider = "fallback"
+    memory: bool = True
+    speed: float | None = None  # None: as fast as the machine allows
+    seed: int = 42  # the regime models' EM seed
+    update_interval_ms: int = DEFAULT_UPDATE_INTERVAL_MS
+
+    @property
+    def days(self) -> float:
+        return (self.end_ms - self.start_ms) / DAY_MS
+
+
+class FillCount:
+    """Fills seen on the bus (the progress line and the outcome; trades.csv has them all)."""
+
+    def __init__(self, bus: EventBus) -> None:
+        self.fills = 0
+        bus.subscribe(Topic.ORDER_FILLED, self._on_fill, name="replay_fill_count")
+
+    def _on_fill(self, _event: Event) -> None:
+        self.fills += 1
+
+
+@dataclass
+class Replay:
+    """The wired replay. It holds references; it computes nothing itself."""
+
+    settings: Settings
+    options: ReplayOptions
+    clock: VirtualClock
+    bus: EventBus
+    feed: SimFeed
+    journals: Journals
+    market: MarketPath
+    decision: DecisionPath
+    heartbeat: Heartbeat
+    supervisor: Supervisor
+    driver: ReplayDriver
+    counts: FillCount
+
+    @property
+    def ticks(self) -> RecordedTicks:
+        assert isinstance(self.market.ticks, RecordedTicks)
+        return self.market.ticks
+
+
+def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
+    """The settings a replay runs with: its output folder as the state dir, its tickers, its
+    decider's key (or none), its seed; no FRED key."""
+    unknown = [t for t in options.tickers if t not in settings.market.tickers]
+    if unknown:
+        raise RefuseToStartError(
+            f"--tickers {', '.join(unknown)}: not configured; known: "
+            f"{', '.join(settings.market.tickers)}"
+        )
+    if options.decider == "claude":
+        if settings.anthropic_api_key is None:
+            raise RefuseToStartError("--decider claude needs ANTHROPIC_API_KEY")
+        if not settings.agent.daily_budget_usd:
+            raise RefuseToStartError(
+                "--decider claude needs a daily budget (VIGIL_AGENT__DAILY_BUDGET_USD or "
+                f"[agent] daily_budget_usd): {expected_calls_text(options)}"
+            )
+    regime = settings.regime.model_copy(
+        update={"hmm": settings.regime.hmm.model_copy(update={"seed": options.seed})}
+    )
+    return settings.model_copy(
+        update={
+            "state_dir": options.out_dir,
+            "market": settings.market.model_copy(update={"tickers": options.tickers}),
+            "regime": regime,
+            "anthropic_api_key": settings.anthropic_api_key
+            if options.decider == "claude"
+            else None,
+            "fred_api_key": None,
+            # a replay is rerun, not recovered: no fsync per journal line
+            "state": settings.state.model_copy(update={"fsync_journals": False}),
+            # the beat marks progress in simulated time, not liveness: once a simulated hour
+            "supervisor": settings.supervisor.model_copy(
+                update={"heartbeat_interval_secs": REPLAY_HEARTBEAT_SECS}
+            ),
+        }
+    )
+
+
+def expected_calls_text(options: ReplayOptions) -> str:
+    """What a Claude replay of the span would ask, from the gate's own rules."""
+    closes = int(options.days * DAY_MS // TIMEFRAME_MS["15m"])
+    most = int(options.days * DAY_MS // 120_000)  # the gate's default 120 s cooldown
+    reviews = int(options.days * DAY_MS // 180_000)
+    return (
+        f"{options.days:g} days would make at least {closes} decision calls (one per 15m close) "
+        f"and at most about {most} (one per 120 s cooldown), plus up to {reviews} position "
+        "reviews (one per 3 min while a position is open)"
+    )
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """A replay writes a fresh run: it never appends to (or resumes) an earlier one."""
+    taken = [name for name in RUN_FILES if (out_dir / name).exists()]
+    if taken:
+        raise RefuseToStartError(
+            f"{out_dir} already holds a run ({', '.join(taken)}); choose another --out or delete it"
+        )
+
+
+def check_span(feed: SimFeed, options: ReplayOptions) -> None:
+    if options.end_ms <= options.start_ms:
+        raise RefuseToStartError("--to must be after --from")
+    for ticker in options.tickers:
+        first_ms, last_ms = feed.span_ms(ticker)
+        if options.start_ms < first_ms or options.end_ms > last_ms + 1:
+            raise RefuseToStartError(
+                f"{ticker}: the recording covers {_iso(first_ms)} .. {_iso(last_ms + 1)}; "
+                f"asked {_iso(options.start_ms)} .. {_iso(options.end_ms)}"
+            )
+
+
+def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
+    """Wire the daemon for a replay. ``settings`` must come from ``replay_settings``."""
+    check_out_dir(options.out_dir)
+    feed = SimFeed(
+        options.tickers, data_dir=settings.data_dir, update_interval_ms=options.update_interval_ms
+    )
+    check_span(feed, options)
+    clock = VirtualClock(options.start_ms)
+    bus = EventBus()
+    journals = open_journals(settings, clock, bus)
+    tickers = settings.market.tickers
+
+    def recorded_ticks(_backfill: object) -> RecordedTicks:
+        return RecordedTicks(
+            clock,
+            bus,
+            feed,
+            tickers=tickers,
+            timeframes=settings.market.timeframes,
+            end_ms=options.end_ms,
+        )
+
+    market = build_market_path(
+        settings, clock, bus, RecordedOhlcvExchange(feed, clock), recorded_ticks
+    )
+    fields = build_recorded_context_fields(
+        settings.derivatives,
+        clock,
+        tickers,
+        feed,
+        FearGreedBook(load_fear_greed(settings.data_dir)),
+    )
+    decision = build_decision_path(
+        settings,
+        clock,
+        bus,
+        market,
+        journals.store,
+        journals.decisions,
+        context_fields=fields,
+        memory=options.memory,
+        fit_offload=run_inline,
+    )
+    heartbeat, _watchdog, supervisor = supervise(settings, clock, bus, journals, market, decision)
+    routine, tracker = decision.routine, decision.tracker
+    driver = ReplayDriver(
+        clock,
+        options.end_ms,
+        busy=(lambda: routine.deciding, lambda: tracker.reviewing),
+        speed=options.speed,
+    )
+    return Replay(
+        settings,
+        options,
+        clock,
+        bus,
+        feed,
+        journals,
+        market,
+        decision,
+        heartbeat,
+        supervisor,
+        driver,
+        FillCount(bus),
+    )
+
+
+def _iso(at_ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+__all__ = [
+    "DEFAULT_UPDATE_INTERVAL_MS",
+    "Replay",
+    "ReplayOptions",
+    "build_replay",
+    "check_out_dir",
+    "expected_calls_text",
+    "replay_settings",
+]

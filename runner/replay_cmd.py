@@ -1,0 +1,214 @@
+"""``vigil replay``: run a replay to its end, show progress, write the run folder's report.
+
+The run folder is a state dir as the live daemon writes it (``logs/decisions.jsonl``,
+``logs/trades.csv``, ``runner_state.json``, ``paper_broker.json``, the learner's model) plus
+``report.json`` and ``report.html`` (``runner.report_html``) and ``replay.json`` (what was asked,
+how long it took: the only file with wall-clock figures, kept out of the journals).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TextIO
+
+from runner.config import Settings
+from runner.logging_setup import configure_logging, show_clock_time
+from runner.replay import Replay, ReplayOptions, build_replay, expected_calls_text
+from runner.report_html import write_report
+from runner.warmup import warm_up
+
+log = logging.getLogger(__name__)
+
+WARM_UP_TIMEOUT_SECS = 600.0
+BAR_WIDTH = 24
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    finished: bool
+    wall_secs: float
+    simulated_days: float
+    ticks: int
+    decisions: int
+    fills: int
+    steps: int
+    peak_rss_mb: float
+
+    @property
+    def days_per_sec(self) -> float:
+        return self.simulated_days / self.wall_secs if self.wall_secs > 0 else float("inf")
+
+    @property
+    def ticks_per_sec(self) -> float:
+        return self.ticks / self.wall_secs if self.wall_secs > 0 else float("inf")
+
+
+class Progress:
+    """One status line: simulated date, a bar, equity, decisions and fills so far.
+
+    On a terminal it redraws in place a few times a second; otherwise (a log file, CI) it prints
+    a line at every tenth of the span."""
+
+    def __init__(
+        self,
+        replay: Replay,
+        stream: TextIO,
+        *,
+        wall_secs: Callable[[], float] = time.monotonic,
+        redraw_secs: float = 0.25,
+    ) -> None:
+        self._replay = replay
+        self._stream = stream
+        self._tty = stream.isatty()
+        self._wall_secs = wall_secs
+        self._redraw_secs = redraw_secs
+        self._started = wall_secs()
+        self._last_draw = float("-inf")
+        self._next_tenth = 1
+
+    def on_step(self, now_ms: int) -> None:
+        options = self._replay.options
+        done = (now_ms - options.start_ms) / (options.end_ms - options.start_ms)
+        if self._tty:
+            wall = self._wall_secs()
+            if wall - self._last_draw >= self._redraw_secs:
+                self._last_draw = wall
+                self._stream.write("\r" + self.line(now_ms, done))
+                self._stream.flush()
+        elif done * 10 >= self._next_tenth:
+            self._next_tenth = int(done * 10) + 1
+            self._stream.write(self.line(now_ms, done) + "\n")
+            self._stream.flush()
+
+    def line(self, now_ms: int, done: float) -> str:
+        replay = self._replay
+        filled = int(BAR_WIDTH * min(1.0, done))
+        bar = "#" * filled + "-" * (BAR_WIDTH - filled)
+        elapsed = max(1e-9, self._wall_secs() - self._started)
+        days = (now_ms - replay.options.start_ms) / 86_400_000
+        equity = replay.decision.broker_parts.equity()
+        when = datetime.fromtimestamp(now_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
+        return (
+            f"{when} [{bar}] {done:4.0%}  equity {equity}  "
+            f"decisions {replay.decision.routine.runs:,}  fills {replay.counts.fills:,}  "
+            f"{days / elapsed:.2f} days/s"
+        )
+
+    def finish(self) -> None:
+        if self._tty:
+            self._stream.write("\n")
+            self._stream.flush()
+
+
+async def run_replay(replay: Replay, *, progress: Progress | None = None) -> ReplayOutcome:
+    """Warm up, drive the clock to the end, stop the loops in order (journals flushed, state and
+    learner saved)."""
+    started = time.monotonic()
+    settings, options = replay.settings, replay.options
+    await warm_up(
+        replay.clock,
+        replay.market.backfill,
+        replay.market.aggregator,
+        replay.market.ticks,
+        replay.market.history,
+        replay.decision.regimes,
+        settings.market.tickers,
+        settings.market.timeframes,
+        timeout_secs=WARM_UP_TIMEOUT_SECS,
+    )
+    if progress is not None:
+        replay.driver.on_step = progress.on_step
+    supervised = asyncio.create_task(replay.supervisor.run(), name="replay supervisor")
+    driving = asyncio.create_task(replay.driver.run(), name="replay driver")
+    done, _ = await asyncio.wait({supervised, driving}, return_when=asyncio.FIRST_COMPLETED)
+    if driving in done:
+        result = driving.result()
+        replay.supervisor.request_stop("replay reached its end")
+        await supervised
+    else:  # the supervisor stopped first (a signal): stop driving
+        driving.cancel()
+        await asyncio.wait({driving})
+        result = None
+    if progress is not None:
+        progress.finish()
+    reached_ms = replay.clock.now_ms()
+    return ReplayOutcome(
+        finished=result is not None and result.finished,
+        wall_secs=time.monotonic() - started,
+        simulated_days=(reached_ms - options.start_ms) / 86_400_000,
+        ticks=replay.ticks.stats.ticks_published,
+        decisions=replay.decision.routine.runs,
+        fills=replay.counts.fills,
+        steps=replay.driver.steps,
+        peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    )
+
+
+def replay_main(
+    settings: Settings,
+    options: ReplayOptions,
+    *,
+    verbose: bool = False,
+    stream: TextIO = sys.stderr,
+) -> int:
+    """The CLI's replay: build, run, report. Returns the exit code. Logs warnings and errors
+    only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
+    configure_logging(settings.log_level if verbose else "WARNING")
+    if options.decider == "claude":
+        print(f"vigil replay: {expected_calls_text(options)}", file=stream)
+    outcome = asyncio.run(_replay_and_report(settings, options, stream))
+    return 0 if outcome.finished else 1
+
+
+async def _replay_and_report(
+    settings: Settings, options: ReplayOptions, stream: TextIO
+) -> ReplayOutcome:
+    replay = build_replay(settings, options)
+    show_clock_time(replay.clock)
+    outcome = await run_replay(replay, progress=Progress(replay, stream))
+    _write_replay_json(replay, outcome)
+    report = write_report(options.out_dir)
+    total = report.metrics.total_return_pct
+    print(
+        f"replayed {outcome.simulated_days:.1f} days in {outcome.wall_secs:.1f} s "
+        f"({outcome.days_per_sec:.2f} days/s, {outcome.ticks:,} ticks, "
+        f"{outcome.ticks_per_sec:,.0f} ticks/s): {outcome.decisions:,} decisions, "
+        f"{outcome.fills:,} fills, total return "
+        + ("unavailable" if total is None else f"{total:+.2f} %"),
+        file=stream,
+    )
+    print(f"report: {options.out_dir / 'report.html'}", file=stream)
+    return outcome
+
+
+def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
+    options = replay.options
+    document = {
+        "from_ms": options.start_ms,
+        "to_ms": options.end_ms,
+        "tickers": list(options.tickers),
+        "decider": options.decider,
+        "memory": options.memory,
+        "seed": options.seed,
+        "update_interval_ms": options.update_interval_ms,
+        "finished": outcome.finished,
+        "wall_secs": round(outcome.wall_secs, 3),
+        "ticks": outcome.ticks,
+        "decisions": outcome.decisions,
+        "fills": outcome.fills,
+        "clock_steps": outcome.steps,
+        "peak_rss_mb": round(outcome.peak_rss_mb, 1),
+    }
+    path = options.out_dir / "replay.json"
+    path.write_text(json.dumps(document, indent=2) + "\n")
+
+
+__all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay"]

@@ -1,0 +1,107 @@
+"""Drives a VirtualClock through a replay: wake the next sleepers, wait until the daemon is quiet,
+repeat, so every run of the same inputs takes the same path.
+
+Quiet means the event loop has nothing ready to run and no busy probe says otherwise. The probes
+cover work that waits on something other than the loop: a Claude call in flight (decision routine,
+position tracker) and queued bus handlers. Regime fits run inline in replay, so nothing waits on a
+thread. Only then does time move: a tick, a timer or a candle close never overtakes the work an
+earlier instant started, which is what makes the journals byte-identical from run to run.
+
+The driver paces nothing by default (as fast as the machine allows); with ``speed`` it keeps
+simulated time at most ``speed`` times ahead of real time. It is the clock's driver, not domain
+code, so it reads the wall clock for pacing and progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence, Sized
+from dataclasses import dataclass
+
+from runner.clock import VirtualClock
+
+log = logging.getLogger(__name__)
+
+#: real seconds to wait when only a busy probe (network in flight) keeps the daemon from quiet
+BUSY_POLL_SECS = 0.001
+
+
+@dataclass(frozen=True)
+class DriveResult:
+    steps: int  # wake-ups released
+    reached_ms: int  # the clock's time when the drive stopped
+    finished: bool  # True: reached end_ms; False: nothing left asleep before it
+
+
+def _ready_queue(loop: asyncio.AbstractEventLoop) -> Sized:
+    # CPython's event loops keep the callbacks due on the next turn in ``_ready``; no public API
+    # says "nothing is runnable", and replay's determinism rests on knowing exactly that.
+    ready = getattr(loop, "_ready", None)
+    if not isinstance(ready, Sized):
+        raise RuntimeError(f"replay needs CPython's asyncio event loop, not {type(loop).__name__}")
+    return ready
+
+
+class ReplayDriver:
+    def __init__(
+        self,
+        clock: VirtualClock,
+        end_ms: int,
+        *,
+        busy: Sequence[Callable[[], bool]] = (),
+        on_step: Callable[[int], None] | None = None,
+        speed: float | None = None,
+        wall_secs: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if speed is not None and speed <= 0:
+            raise ValueError(f"speed must be > 0 (or None for as fast as possible), got {speed}")
+        self._clock = clock
+        self._end_ms = end_ms
+        self._busy = tuple(busy)
+        self.on_step = on_step
+        self._speed = speed
+        self._wall_secs = wall_secs
+        self.steps = 0
+
+    async def settle(self) -> None:
+        """Return once nothing is runnable and every busy probe is quiet."""
+        ready = _ready_queue(asyncio.get_running_loop())
+        while True:
+            await asyncio.sleep(0)
+            if len(ready):
+                continue
+            if any(probe() for probe in self._busy):
+                await asyncio.sleep(BUSY_POLL_SECS)
+                continue
+            return
+
+    async def run(self) -> DriveResult:
+        """Advance until the next wake-up is at or after ``end_ms`` (or nobody sleeps)."""
+        clock = self._clock
+        start_virtual = clock.monotonic_secs()
+        start_wall = self._wall_secs()
+        while True:
+            await self.settle()
+            deadline = clock.next_deadline_secs()
+            if deadline is None:
+                log.error("replay: nothing is waiting on the clock before the end; stopping")
+                return DriveResult(self.steps, clock.now_ms(), finished=False)
+            if clock.now_ms() + round((deadline - clock.monotonic_secs()) * 1000) >= self._end_ms:
+                return DriveResult(self.steps, clock.now_ms(), finished=True)
+            if self._speed is not None:
+                await self._pace(deadline - start_virtual, start_wall)
+            clock.release_next()
+            self.steps += 1
+            if self.on_step is not None:
+                self.on_step(clock.now_ms())
+
+    async def _pace(self, virtual_elapsed_secs: float, start_wall: float) -> None:
+        assert self._speed is not None
+        ahead_secs = virtual_elapsed_secs / self._speed - (self._wall_secs() - start_wall)
+        if ahead_secs > 0:
+            await asyncio.sleep(ahead_secs)
+
+
+__all__ = ["BUSY_POLL_SECS", "DriveResult", "ReplayDriver"]
