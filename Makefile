@@ -26,6 +26,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy .
 
 pytest: $(STAMP)
+	./scripts/ensure-chromium
 	$(BIN)/pytest -q
 
 bench: $(STAMP)

@@ -107,9 +107,10 @@ def parse_request_path(path: str) -> tuple[bool, list[str]] | None:
 
 
 def kline_payload(
-    spec: StreamSpec, state: KlineState, event_ms: int, fmt: _Format
+    spec: StreamSpec, state: KlineState, event_ms: int, fmt: KlineFormat
 ) -> dict[str, Any]:
     """Binance's kline event. The recording has no trades: n, q, V, Q, f, L are zero values."""
+    o, h, low, c, v = format_ohlcv(state, fmt)
     return {
         "e": "kline",
         "E": event_ms,
@@ -121,11 +122,11 @@ def kline_payload(
             "i": state.timeframe,
             "f": 0,
             "L": 0,
-            "o": fmt.price % state.open,
-            "c": fmt.price % state.close,
-            "h": fmt.price % state.high,
-            "l": fmt.price % state.low,
-            "v": fmt.quantity % state.volume,
+            "o": o,
+            "c": c,
+            "h": h,
+            "l": low,
+            "v": v,
             "n": 0,
             "x": state.closed,
             "q": "0",
@@ -142,7 +143,7 @@ def mark_price_payload(
     funding_rate: float,
     next_funding_ms: int,
     event_ms: int,
-    fmt: _Format,
+    fmt: KlineFormat,
 ) -> dict[str, Any]:
     """Binance's markPriceUpdate. Mark = last kline price; index and settle price are not recorded."""
     return {
@@ -157,9 +158,30 @@ def mark_price_payload(
     }
 
 
-class _Format(NamedTuple):
+class KlineFormat(NamedTuple):
+    """How a symbol's numbers are written on the wire (replay rounds through the same strings)."""
+
     price: str  # printf format with the symbol's recorded price decimals
     quantity: str
+
+    @classmethod
+    def of(cls, feed: SimFeed, ticker: str) -> KlineFormat:
+        return cls(f"%.{feed.price_decimals(ticker)}f", f"%.{feed.quantity_decimals(ticker)}f")
+
+
+_Format = KlineFormat  # the name the protocol tests import
+
+
+def format_ohlcv(state: KlineState, fmt: KlineFormat) -> tuple[str, str, str, str, str]:
+    """(open, high, low, close, volume) as the kline frame's strings."""
+    price = fmt.price
+    return (
+        price % state.open,
+        price % state.high,
+        price % state.low,
+        price % state.close,
+        fmt.quantity % state.volume,
+    )
 
 
 class _Subscription(NamedTuple):
@@ -221,12 +243,7 @@ class WsServer:
         self._lifetime_ms = round(max_connection_secs * 1000)
         self.faults = faults or WsFaults(clock)
         self.faults.attach(self)
-        self._formats = {
-            ticker: _Format(
-                f"%.{feed.price_decimals(ticker)}f", f"%.{feed.quantity_decimals(ticker)}f"
-            )
-            for ticker in feed.tickers
-        }
+        self._formats = {ticker: KlineFormat.of(feed, ticker) for ticker in feed.tickers}
         self._server: Server | None = None
         self._sessions: set[_Session] = set()
         self._shutdown_tasks: set[asyncio.Task[None]] = set()
@@ -542,10 +559,12 @@ def _error(request_id: object, message: str) -> dict[str, Any]:
 
 __all__ = [
     "KLINE_TIMEFRAMES",
+    "KlineFormat",
     "StreamSpec",
     "UnknownStreamError",
     "WsServer",
     "WsServerStats",
+    "format_ohlcv",
     "kline_payload",
     "mark_price_payload",
     "parse_request_path",

@@ -11,9 +11,9 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from fakes.report_support import DAY_MS, DECISIONS, EXPECTED, T0, decision_line, write_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_report_support import DAY_MS, DECISIONS, EXPECTED, T0, decision_line, write_run
 
 from broker.ledger import Ledger
 from broker.orders import Mark

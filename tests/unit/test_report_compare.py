@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_report_support import DECISIONS, FILLS, decision_line, write_run
+from fakes.report_support import DECISIONS, FILLS, decision_line, write_run
 
 from runner.report import RunFolderError, build_report
 from runner.report_compare import compare_reports, compare_runs, relative_change_pct

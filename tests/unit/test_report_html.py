@@ -5,7 +5,7 @@ from __future__ import annotations
 from html.parser import HTMLParser
 from pathlib import Path
 
-from test_report_support import DECISIONS, FILLS, decision_line, write_run
+from fakes.report_support import DECISIONS, FILLS, decision_line, write_run
 
 from runner.report import build_report
 from runner.report_html import render_html, write_report

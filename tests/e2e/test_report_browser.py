@@ -1,0 +1,212 @@
+"""The run report opens in a real browser: headless Chromium renders report.html.
+
+A run folder from the report tests' builders (hand-worked figures) goes through ``write_report``;
+Chromium then takes a 1280x2400 screenshot and dumps the rendered DOM. The screenshot is decoded
+and must show the charts in their colours inside the page; the DOM must hold both charts and the
+figures table with report.json's numbers; the page must log no console message (no script error,
+no failed load). A page that throws proves the console check can see an error at all.
+
+Chromium missing is a failure, not a skip: run scripts/ensure-chromium (``make test`` does).
+Set VIGIL_KEEP_SCREENSHOT=1 to also copy the screenshot to runs/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import pytest
+from browser_support import BrowserRun, decode_png, read_png_header, run_chromium
+from fakes import report_support
+from numpy.typing import NDArray
+
+from runner.report_html import BUY_COLOUR, EQUITY_COLOUR, HOLD_COLOURS, SELL_COLOUR, write_report
+
+pytestmark = pytest.mark.e2e
+
+WIDTH: Final = 1280
+HEIGHT: Final = 2400
+SCREENSHOTS_DIR: Final = Path(__file__).resolve().parents[2] / "runs" / "screenshots"
+WHITE: Final = 255
+CHART_BACKGROUND: Final = "#fafbfc"  # the svg background in report_html's CSS
+
+
+@dataclass(frozen=True)
+class RenderedReport:
+    fills: int
+    expected: dict[str, Any]  # the standard run's hand-worked figures
+    report_json: dict[str, Any]
+    png: bytes
+    pixels: NDArray[np.uint8]
+    screenshot_run: BrowserRun
+    dom_run: BrowserRun
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> RenderedReport:
+    root = tmp_path_factory.mktemp("report_browser")
+    run = report_support.write_run(root / "run")
+    write_report(run)
+    page = (run / "report.html").as_uri()
+    png_path = root / "report.png"
+    screenshot_run = run_chromium(
+        root / "profile-screenshot",
+        [f"--screenshot={png_path}", f"--window-size={WIDTH},{HEIGHT}", page],
+    )
+    dom_run = run_chromium(root / "profile-dom", ["--virtual-time-budget=5000", "--dump-dom", page])
+    assert png_path.is_file(), f"chromium wrote no screenshot:\n{screenshot_run.stderr[-2000:]}"
+    if os.environ.get("VIGIL_KEEP_SCREENSHOT"):
+        SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(png_path, SCREENSHOTS_DIR / "report-browser.png")
+    return RenderedReport(
+        fills=len(report_support.FILLS),
+        expected=report_support.EXPECTED,
+        report_json=json.loads((run / "report.json").read_bytes()),
+        png=png_path.read_bytes(),
+        pixels=decode_png(png_path.read_bytes()),
+        screenshot_run=screenshot_run,
+        dom_run=dom_run,
+    )
+
+
+def test_screenshot_has_the_window_size_and_shows_the_charts(rendered: RenderedReport) -> None:
+    header = read_png_header(rendered.png)
+    assert (header.width, header.height) == (WIDTH, HEIGHT)
+    pixels = rendered.pixels
+    assert pixels.shape[:2] == (HEIGHT, WIDTH)
+    # anti-aliased text and lines give thousands of colours; a blank page gives one
+    assert len(np.unique(pixels[..., :3].reshape(-1, 3), axis=0)) > 500
+
+    equity_band, drawdown_band = _chart_bands(pixels)
+    equity_chart = pixels[equity_band]
+    chart_columns = np.nonzero(_matches(equity_chart, CHART_BACKGROUND).any(axis=0))[0]
+    chart_width = chart_columns.max() - chart_columns.min()
+    # both lines run across most of the plot, not a dot in a corner
+    for line_colour in (EQUITY_COLOUR, HOLD_COLOURS[0]):  # equity, BTC buy-and-hold
+        columns = np.nonzero(_ink(equity_chart, line_colour).any(axis=0))[0]
+        assert columns.size and columns.max() - columns.min() > 0.8 * chart_width, line_colour
+    assert _ink(equity_chart, BUY_COLOUR).sum() > 30  # the two buys, a second apart: one triangle
+    assert _ink(equity_chart, SELL_COLOUR).sum() > 3 * 30  # three sell triangles
+    # the drawdown area is filled (a translucent red over the chart background)
+    drawdown = pixels[drawdown_band].astype(np.int16)
+    assert ((drawdown[..., 0] - drawdown[..., 1]) > 30).sum() > 2000
+
+
+def test_page_fits_the_window_without_overflow(rendered: RenderedReport) -> None:
+    pixels = rendered.pixels
+    ink_rows, ink_columns = np.nonzero((pixels[..., :3] != WHITE).any(axis=2))
+    # centred column of at most ~980 px: nothing reaches the window's edges, and the whole
+    # report (down to the last table) is inside the screenshot
+    assert ink_columns.min() > 100 and ink_columns.max() < WIDTH - 100
+    assert ink_rows.max() < HEIGHT - 50
+
+
+def test_rendered_dom_holds_both_charts_and_the_real_figures(rendered: RenderedReport) -> None:
+    dom = _Dom()
+    dom.feed(rendered.dom_run.stdout)
+    dom.close()
+    assert dom.tags.count("svg") == 2  # equity vs buy-and-hold, drawdown
+    assert dom.tags.count("polyline") == 2  # equity and the BTC buy-and-hold line
+    assert dom.tags.count("polygon") == rendered.fills + 1  # a marker per fill, the drawdown area
+    assert dom.title.startswith("vigil report")
+    figures = {row[0]: row[1] for row in dom.rows if len(row) >= 2}
+    metrics = rendered.report_json["metrics"]
+    assert figures["total return"] == f"{metrics['total_return_pct']:,.3f} %"
+    assert figures["total return"] == f"{rendered.expected['total_return_pct']:.3f} %"  # 10.250 %
+    assert figures["max drawdown"] == f"{rendered.expected['max_drawdown_pct']:.3f} %"
+    assert figures["end equity"] == f"{metrics['end_equity_usd']:,.2f} USD"
+    assert figures["trades (fills)"] == str(rendered.fills)
+
+
+def test_page_logs_no_console_message(rendered: RenderedReport) -> None:
+    for run in (rendered.screenshot_run, rendered.dom_run):
+        assert run.console_messages() == []
+        assert "Uncaught" not in run.stderr
+
+
+def test_console_check_sees_a_script_error(tmp_path: Path) -> None:
+    """The control for the check above: the same flags do report a page's uncaught error."""
+    page = tmp_path / "throws.html"
+    page.write_text(
+        "<!DOCTYPE html><html><body><script>"
+        "document.body.insertAdjacentHTML('beforeend', '<p id=ran>ran</p>');"
+        "throw new Error('vigil-control');"
+        "</script></body></html>"
+    )
+    run = run_chromium(
+        tmp_path / "profile", ["--virtual-time-budget=5000", "--dump-dom", page.as_uri()]
+    )
+    assert '<p id="ran">ran</p>' in run.stdout  # the script ran before it threw
+    assert any("Uncaught Error: vigil-control" in line for line in run.console_messages())
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _rgb(colour: str) -> NDArray[np.uint8]:
+    return np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.uint8)
+
+
+def _matches(pixels: NDArray[np.uint8], colour: str) -> NDArray[np.bool_]:
+    return np.asarray((pixels[..., :3] == _rgb(colour)).all(axis=-1))
+
+
+def _ink(pixels: NDArray[np.uint8], colour: str) -> NDArray[np.bool_]:
+    """Pixels drawn in ``colour`` over the chart background, at least half covered: anti-aliased
+    edges are blends ``a * colour + (1 - a) * background``, so find ``a`` and require the pixel
+    to lie on that blend (a thin line has few pixels of exactly its colour)."""
+    background = _rgb(CHART_BACKGROUND).astype(np.float64)
+    towards = _rgb(colour).astype(np.float64) - background
+    offset = pixels[..., :3].astype(np.float64) - background
+    share = offset @ towards / (towards @ towards)
+    off_blend = np.linalg.norm(offset - share[..., None] * towards, axis=-1)
+    return np.asarray((share >= 0.5) & (off_blend <= 12.0))
+
+
+def _chart_bands(pixels: NDArray[np.uint8]) -> tuple[slice, slice]:
+    """The row ranges of the two charts: runs of rows holding the svg background colour (a
+    few rows inside a chart, such as the x axis line, hide it: only a wide gap parts two)."""
+    rows = np.nonzero(_matches(pixels, CHART_BACKGROUND).sum(axis=1) > 100)[0]
+    assert rows.size, "no chart background in the screenshot"
+    breaks = np.nonzero(np.diff(rows) > 20)[0]
+    starts = [int(rows[0]), *(int(rows[b + 1]) for b in breaks)]
+    ends = [*(int(rows[b]) + 1 for b in breaks), int(rows[-1]) + 1]
+    assert len(starts) == 2, (
+        f"expected two charts, found row bands {list(zip(starts, ends, strict=True))}"
+    )
+    return slice(starts[0], ends[0]), slice(starts[1], ends[1])
+
+
+class _Dom(HTMLParser):
+    """Tags, the title and each table row's cell texts of a dumped DOM."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.title = ""
+        self.rows: list[list[str]] = []
+        self._in: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        if tag == "tr":
+            self.rows.append([])
+        elif tag in ("td", "th") and self.rows:
+            self.rows[-1].append("")
+        self._in.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self._in:
+            del self._in[len(self._in) - 1 - self._in[::-1].index(tag) :]
+
+    def handle_data(self, data: str) -> None:
+        if self._in and self._in[-1] == "title":
+            self.title += data
+        elif self._in and self._in[-1] in ("td", "th") and self.rows and self.rows[-1]:
+            self.rows[-1][-1] += data
