@@ -48,11 +48,22 @@ class _FngBody(_Lenient):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
+FNG_WHAT: Final = "Fear & Greed (alternative.me)"
+
+
 async def fetch_fear_greed(base_url: str | None) -> dict[str, Any]:
     """``{value, classification, timestamp_ms}`` of the latest daily index."""
-    what = "Fear & Greed (alternative.me)"
-    base_url = _configured(base_url, what)
-    payload = await get_json(_url(base_url, FNG_PATH), {"limit": "1"}, what=what)
+    base_url = _configured(base_url, FNG_WHAT)
+    payload = await get_json(_url(base_url, FNG_PATH), {"limit": "1"}, what=FNG_WHAT)
+    return fear_greed_from_payload(payload)
+
+
+def fear_greed_from_payload(payload: Any, *, what: str = FNG_WHAT) -> dict[str, Any]:
+    """An alternative.me /fng/ body (newest first) -> ``{value, classification, timestamp_ms}``.
+
+    Shared by ``fetch_fear_greed`` and replay (``derivatives.recorded_sources``), so both read the
+    index the same way. No data (alternative.me's error shape) is ``SourceNotAvailableError``.
+    """
     body = parse_body(_FngBody, payload, what=what)
     error = body.metadata.get("error")
     if not body.data:
@@ -178,9 +189,11 @@ def _url(base_url: str, path: str) -> str:
 
 
 __all__ = [
+    "FNG_WHAT",
     "NO_ETF_PROVIDER",
     "EtfFlowProvider",
     "clean_text",
+    "fear_greed_from_payload",
     "fetch_etf_flow",
     "fetch_fear_greed",
     "fetch_stablecoin_supply",

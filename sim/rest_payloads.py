@@ -2,8 +2,11 @@
 
 ``exchange_info`` is Binance USDⓈ-M's /fapi/v1/exchangeInfo for the simulated symbols (order-size
 limits are exchange configuration, approximately Binance's published values; tick and step sizes come
-from the recording's precision). ``FearGreedBook`` answers alternative.me's /fng/ from the recorded
-daily index, never past the simulated now.
+from the recording's precision). ``kline_row`` and ``premium_index_row`` are one kline and one
+premiumIndex entry as Binance sends them (prices and quantities as strings at the recording's
+precision). ``FearGreedBook`` answers alternative.me's /fng/ from the recorded daily index, never past
+the simulated now. The REST server and replay's in-process adapters (``sim.inprocess``) both build
+their answers here, so replay sees exactly what the simulator serves.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from sim.feed import SimFeed
+from market.timeframes import to_binance_symbol
+from sim.feed import KlineState, SimFeed
 
 PERPETUAL_DELIVERY_DATE_MS: Final = 4_133_404_800_000  # Binance's "no delivery" date
 FNG_NAME: Final = "Fear and Greed Index"
@@ -121,6 +125,57 @@ def symbol_info(symbol: str, ticker: str, feed: SimFeed) -> dict[str, Any]:
         ],
         "timeInForce": ["GTC", "IOC", "FOK", "GTX"],
     }
+
+
+def format_price(feed: SimFeed, ticker: str, value: float) -> str:
+    """A price as Binance sends it: a string at the symbol's tick precision."""
+    return f"{value:.{feed.price_decimals(ticker)}f}"
+
+
+def format_qty(feed: SimFeed, ticker: str, value: float) -> str:
+    """A quantity as Binance sends it: a string at the symbol's step precision."""
+    return f"{value:.{feed.quantity_decimals(ticker)}f}"
+
+
+def kline_row(feed: SimFeed, candle: KlineState) -> list[Any]:
+    """One ``/fapi/v1/klines`` row."""
+    t = candle.ticker
+    return [
+        candle.open_time_ms,
+        format_price(feed, t, candle.open),
+        format_price(feed, t, candle.high),
+        format_price(feed, t, candle.low),
+        format_price(feed, t, candle.close),
+        format_qty(feed, t, candle.volume),
+        candle.close_time_ms,
+        "0",  # quote asset volume: not recorded
+        0,  # number of trades: not recorded
+        "0",  # taker buy base volume: not recorded
+        "0",  # taker buy quote volume: not recorded
+        "0",
+    ]
+
+
+def premium_index_row(feed: SimFeed, ticker: str, now_ms: int) -> dict[str, Any] | None:
+    """One ``/fapi/v1/premiumIndex`` entry at ``now_ms``; None when there is no price then.
+
+    ``markPrice`` is the last price; ``indexPrice``, ``estimatedSettlePrice`` and ``interestRate``
+    are not recorded and are left out (never sent as zeros); ``lastFundingRate`` only once a
+    recorded settlement has passed.
+    """
+    price = feed.last_price(ticker, now_ms)
+    if price is None:
+        return None
+    row: dict[str, Any] = {
+        "symbol": to_binance_symbol(ticker),
+        "markPrice": format_price(feed, ticker, price),
+        "nextFundingTime": feed.next_funding_time_ms(now_ms),
+        "time": now_ms,
+    }
+    funding = feed.funding_rate_at(ticker, now_ms)
+    if funding is not None:
+        row["lastFundingRate"] = f"{funding.rate:.8f}"
+    return row
 
 
 class FearGreedBook:

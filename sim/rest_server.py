@@ -64,7 +64,14 @@ from runner.clock import Clock, WallClock
 from sim.feed import BAR_MS, KlineState, SimFeed
 from sim.orders import SimOrders
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
-from sim.rest_payloads import FearGreedBook, exchange_info
+from sim.rest_payloads import (
+    FearGreedBook,
+    exchange_info,
+    format_price,
+    format_qty,
+    kline_row,
+    premium_index_row,
+)
 
 log = logging.getLogger(__name__)
 
@@ -335,10 +342,10 @@ class RestServer:
         return ticker, [ticker] if ticker is not None else list(self._feed.tickers)
 
     def _price(self, ticker: str, value: float) -> str:
-        return f"{value:.{self._feed.price_decimals(ticker)}f}"
+        return format_price(self._feed, ticker, value)
 
     def _qty(self, ticker: str, value: float) -> str:
-        return f"{value:.{self._feed.quantity_decimals(ticker)}f}"
+        return format_qty(self._feed, ticker, value)
 
     # -- endpoints ---------------------------------------------------------------------------
 
@@ -378,7 +385,7 @@ class RestServer:
         if start_ms is not None and end_ms is not None and start_ms > end_ms:
             raise ApiError(-1023, "Start time is greater than end time.")
         candles = self.klines(ticker, interval, start_ms, end_ms, limit, self._clock.now_ms())
-        return _json([self._kline_row(c) for c in candles])
+        return _json([kline_row(self._feed, c) for c in candles])
 
     def klines(
         self,
@@ -409,23 +416,6 @@ class RestServer:
             candles.append(current)
         return candles if start_ms is not None else candles[-limit:]
 
-    def _kline_row(self, c: KlineState) -> list[Any]:
-        t = c.ticker
-        return [
-            c.open_time_ms,
-            self._price(t, c.open),
-            self._price(t, c.high),
-            self._price(t, c.low),
-            self._price(t, c.close),
-            self._qty(t, c.volume),
-            c.close_time_ms,
-            "0",  # quote asset volume: not recorded
-            0,  # number of trades: not recorded
-            "0",  # taker buy base volume: not recorded
-            "0",  # taker buy quote volume: not recorded
-            "0",
-        ]
-
     def _priced_tickers(
         self, request: web.Request
     ) -> tuple[str | None, int, list[tuple[str, float]]]:
@@ -444,18 +434,15 @@ class RestServer:
         return asked, now_ms, priced
 
     async def _premium_index(self, request: web.Request) -> web.Response:
-        asked, now_ms, priced = self._priced_tickers(request)
+        asked, tickers = self._tickers(request.query)
+        now_ms = self._clock.now_ms()
         rows = []
-        for ticker, price in priced:
-            row: dict[str, Any] = {
-                "symbol": to_binance_symbol(ticker),
-                "markPrice": self._price(ticker, price),
-                "nextFundingTime": self._feed.next_funding_time_ms(now_ms),
-                "time": now_ms,
-            }
-            funding = self._feed.funding_rate_at(ticker, now_ms)
-            if funding is not None:
-                row["lastFundingRate"] = f"{funding.rate:.8f}"
+        for ticker in tickers:
+            row = premium_index_row(self._feed, ticker, now_ms)
+            if row is None:  # no price: "not available" if asked for, else left out
+                if asked is not None:
+                    raise not_available(f"the {ticker} price at {now_ms}")
+                continue
             rows.append(row)
         return _json(rows[0] if asked is not None else rows)
 
