@@ -231,6 +231,14 @@ class PaperBroker:
 
     # ---- persistence and events
 
+    def save(self) -> None:
+        """Write the book with its latest marks (shutdown: marks alone never trigger a save)."""
+        if self._state_path is None:
+            return
+        document = self._book.to_document(self._clock.now_ms())
+        write_document(self._state_path, document)
+        self._saved = document
+
     def _commit(self, fills: Sequence[Fill]) -> None:
         """Save what changed, then announce the fills. A failed save undoes the change."""
         if self._book.revision != self._saved_revision and self._state_path is not None:

@@ -141,8 +141,6 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     # after the journal and learner handlers, so a cut here has them done
     bus.subscribe(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), name="failpoint")
     bus.subscribe(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), name="failpoint")
-    if decision.broker_parts.close is not None:
-        closers.append(("close the broker", decision.broker_parts.close))
 
     async def watch_state() -> None:
         await store.watch(clock, settings.state.watch_interval_secs)
@@ -215,6 +213,11 @@ def supervise(
         ("save runner state", journals.store.save),
         ("save the learner", lambda: decision.learner.save() if decision.learner.unsaved else None),
         ("close the Claude client", decision.agents.decider.aclose),
+        *(
+            [("close the broker", decision.broker_parts.close)]
+            if decision.broker_parts.close is not None
+            else []
+        ),
         *closers,
     ]
     supervisor = Supervisor(

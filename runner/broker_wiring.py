@@ -74,10 +74,15 @@ def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
     paper = make_paper_broker(
         settings, clock, bus=bus, state_path=settings.state_dir / "paper_broker.json"
     )
+
+    async def save_marks() -> None:
+        paper.save()
+
     return BrokerParts(
         broker=paper,
         price_sinks=[paper.on_market_tick],
         equity=lambda: f"{float(paper.portfolio_value_usd()):,.2f}",
+        close=save_marks,
     )
 
 

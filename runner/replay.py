@@ -52,7 +52,13 @@ DAY_MS = 86_400_000
 #: 4 kline updates per 5m bar per stream: the sim's path rule at a replay-friendly cadence
 DEFAULT_UPDATE_INTERVAL_MS = 75_000
 REPLAY_HEARTBEAT_SECS = 3600.0
-RUN_FILES = ("runner_state.json", "logs/decisions.jsonl", "logs/trades.csv")
+RUN_FILES = (
+    "runner_state.json",
+    "logs/decisions.jsonl",
+    "logs/trades.csv",
+    "paper_broker.json",
+    "models/online_learner.json",
+)
 
 Decider = Literal["fallback", "claude"]
 

@@ -213,3 +213,18 @@ def test_a_state_file_that_cannot_be_written_refuses_to_start(tmp_path: Path) ->
     missing = tmp_path / "no" / "such" / "dir" / "paper_broker.json"
     with pytest.raises(RefuseToStartError, match="cannot write"):
         PaperBroker(VirtualClock(EPOCH_MS), state_path=missing)
+
+
+async def test_save_writes_the_latest_marks_that_alone_never_trigger_a_save(path: Path) -> None:
+    clock = VirtualClock(EPOCH_MS)
+    broker = await busy_account(path, clock)
+    await clock.advance(60)
+    broker.on_market_price(BTC, 111.0, at_ms=clock.now_ms())  # no order crossed: marks only
+    before = parse_document(path.read_bytes())
+    assert before.marks[BTC].price != 111.0
+    broker.save()  # the daemon's shutdown hook
+    after = parse_document(path.read_bytes())
+    assert after.marks[BTC].price == 111.0
+    assert after.ledger == before.ledger
+    resumed = PaperBroker(clock, state_path=path)
+    assert resumed.portfolio_value_usd() == broker.portfolio_value_usd()

@@ -1,0 +1,376 @@
+"""Two weeks of replay, its report checked against an independent recomputation (issue #8).
+
+One replay of 2025-03-01 .. 2025-03-14 (3 tickers, fallback decider, in process, run once for the
+module), its report written as ``vigil replay`` writes it. Then, from ``logs/trades.csv`` and the
+recording only (``sim.feed.SimFeed``: what the kline stream showed at an instant), never from the
+daemon's snapshots, the tests recompute the fees, the equity at every decision instant, the total
+return, drawdown, ratios, exposure and the round trips, and compare them with report.json
+(see ``replay_support`` for the accounting rules and why they are the paper broker's).
+
+Alongside (in a subprocess, while the two weeks run) ``vigil replay`` runs the first day from the
+command line with a clean environment: its exit code, progress lines, summary and run folder are
+checked, and its journals must equal the first day of the two weeks line for line (a different
+process and hash seed, and nothing in the replay may look past its own end).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pytest
+from fakes.daemon import REPO, daemon_env
+from replay_support import (
+    DAY_MS,
+    DETERMINISTIC_FILES,
+    TICKERS,
+    DecisionLine,
+    RecomputedPoint,
+    TradeRow,
+    daily_sharpe,
+    default_settings,
+    equity_at_decisions,
+    exposure_pct,
+    holdings_after,
+    iso_day,
+    max_drawdown_pct,
+    read_decisions,
+    read_json,
+    read_trades,
+    relative_gap,
+    replay_in_process,
+    replay_options,
+    round_trip_pnls,
+    total_return_pct,
+)
+
+from runner.config import Settings
+from runner.replay import ReplayOptions
+from runner.replay_cmd import ReplayOutcome
+from runner.report_html import write_report
+from sim.feed import SimFeed
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+FIRST_DAY = "2025-03-01"
+DAYS = 14
+#: equity is a sum of a few float products of ~1e4 USD: float rounding is ~1e-12 relative
+EQUITY_REL_TOL = 1e-9
+CLI_TIMEOUT_SECS = 300.0
+
+
+@dataclass(frozen=True)
+class CliRun:
+    returncode: int
+    stderr: str
+    run_dir: Path
+
+
+@dataclass(frozen=True)
+class TwoWeeks:
+    settings: Settings
+    options: ReplayOptions
+    outcome: ReplayOutcome
+    run_dir: Path
+    report: dict[str, Any]  # report.json as written
+    trades: list[TradeRow]
+    decisions: list[DecisionLine]
+    recomputed: list[RecomputedPoint]
+    feed: SimFeed
+    cli: CliRun
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        return dict(self.report["metrics"])
+
+    @property
+    def values(self) -> list[float]:
+        return [p.equity_usd for p in self.recomputed]
+
+
+@pytest.fixture(scope="module")
+def two_weeks(tmp_path_factory: pytest.TempPathFactory) -> TwoWeeks:
+    root = tmp_path_factory.mktemp("two_weeks")
+    settings = default_settings(root)
+    cli_dir, cli_log = root / "cli", root / "cli.log"
+    with cli_log.open("wb") as log_file:
+        cli = _start_cli(root, cli_dir, log_file)
+        try:
+            options = replay_options(root / "run", FIRST_DAY, DAYS)
+            outcome = replay_in_process(settings, options)
+            write_report(options.out_dir)
+            cli.wait(timeout=CLI_TIMEOUT_SECS)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait()
+    feed = SimFeed(
+        TICKERS, data_dir=settings.data_dir, update_interval_ms=options.update_interval_ms
+    )
+    trades = read_trades(options.out_dir)
+    decisions = read_decisions(options.out_dir)
+    recomputed = equity_at_decisions(decisions, trades, feed, settings.broker.starting_cash_usd)
+    return TwoWeeks(
+        settings,
+        options,
+        outcome,
+        options.out_dir,
+        read_json(options.out_dir / "report.json"),
+        trades,
+        decisions,
+        recomputed,
+        feed,
+        CliRun(cli.returncode, cli_log.read_text(), cli_dir),
+    )
+
+
+def _start_cli(root: Path, run_dir: Path, log_file: BinaryIO) -> subprocess.Popen[bytes]:
+    """``vigil replay`` of the first day, its stderr (progress, summary, warnings) to a file."""
+    empty_config = root / "cli.toml"
+    empty_config.write_text("# empty: the defaults\n")
+    env = daemon_env(root / "unused_state", VIGIL_CONFIG_FILE=str(empty_config))
+    return subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "replay", "--from", FIRST_DAY, "--to", FIRST_DAY,
+         "--out", str(run_dir)],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=log_file,
+    )  # fmt: skip
+
+
+# --- the run itself ----------------------------------------------------------------------------
+
+
+def test_the_two_weeks_ran_to_the_end_and_traded(two_weeks: TwoWeeks) -> None:
+    outcome, options = two_weeks.outcome, two_weeks.options
+    assert outcome.finished
+    assert DAYS - 0.01 < outcome.simulated_days <= DAYS
+    # the fallback decides at least at every 15m close
+    assert len(two_weeks.decisions) == outcome.decisions >= DAYS * 96
+    assert all(options.start_ms <= d.at_ms < options.end_ms for d in two_weeks.decisions)
+    assert len(two_weeks.trades) == outcome.fills >= 10
+    assert {t.ticker for t in two_weeks.trades} <= set(TICKERS)
+    assert all(d.portfolio_value is not None for d in two_weeks.decisions)
+
+
+# --- (a) fees ----------------------------------------------------------------------------------
+
+
+def test_fees_paid_are_the_sum_of_the_fills_fees(two_weeks: TwoWeeks) -> None:
+    fees = sum(t.fee_usd for t in two_weeks.trades)
+    assert fees > 0
+    assert relative_gap(two_weeks.metrics["fees_usd"], fees) < 1e-12
+    assert relative_gap(float(two_weeks.report["ledger"]["fees_paid_usd"]), fees) < 1e-9
+
+
+def test_every_fee_follows_the_configured_fee_model(two_weeks: TwoWeeks) -> None:
+    """BUY limits pay the maker fee, SELLs the taker fee, on the notional, to 1e-8 USD."""
+    terms = two_weeks.settings.broker
+    for trade in two_weeks.trades:
+        rate_pct = terms.maker_fee_pct if trade.side == "buy" else terms.taker_fee_pct
+        expected = trade.notional_usd * rate_pct / 100.0
+        assert abs(trade.fee_usd - expected) <= 0.5e-8 + 1e-12 * expected, trade
+
+
+def test_fill_prices_follow_the_recording(two_weeks: TwoWeeks) -> None:
+    """A SELL fills at the recorded price then minus the slippage; a BUY limit at its limit,
+    at the first update after it was placed that traded strictly below it, within its life.
+
+    When a BUY was placed is the broker's record (paper_broker.json): the tracker's position
+    adds are placed outside any decision line."""
+    terms, feed = two_weeks.settings.broker, two_weeks.feed
+    orders = read_json(two_weeks.run_dir / "paper_broker.json")["orders"]
+    placed = {o["client_order_id"]: int(o["placed_at_ms"]) for o in orders}
+    interval_ms = two_weeks.options.update_interval_ms
+    for trade in two_weeks.trades:
+        if trade.side == "sell":
+            market = feed.last_price(trade.ticker, trade.at_ms)
+            assert market is not None
+            assert relative_gap(trade.price, market * (1 - terms.slippage_pct / 100)) < 1e-12
+            continue
+        placed_ms = placed[trade.client_order_id]
+        assert trade.at_ms % interval_ms == 0, "a BUY fills on a kline update"
+        assert 0 < trade.at_ms - placed_ms <= terms.limit_ttl_secs * 1000
+        before = range(placed_ms - placed_ms % interval_ms + interval_ms, trade.at_ms, interval_ms)
+        seen = [feed.last_price(trade.ticker, at) for at in before]
+        assert all(price is not None and price >= trade.price for price in seen), trade
+        fill_price = feed.last_price(trade.ticker, trade.at_ms)
+        assert fill_price is not None and fill_price < trade.price, trade
+
+
+# --- (b) equity at every decision --------------------------------------------------------------
+
+
+def test_equity_at_every_decision_matches_the_recomputation(two_weeks: TwoWeeks) -> None:
+    """The report's equity series is the decision lines' portfolio value (its docstring): all
+    of them match the recomputation, and so does every point report.json keeps for drawing."""
+    mine = two_weeks.recomputed
+    assert [d.at_ms for d in two_weeks.decisions] == [p.at_ms for p in mine]
+    for decision, point in zip(two_weeks.decisions, mine, strict=True):
+        assert decision.portfolio_value is not None
+        gap = relative_gap(decision.portfolio_value, point.equity_usd)
+        assert gap < EQUITY_REL_TOL, f"{decision.portfolio_value} vs {point}"
+    # paper_broker.json is saved on changes only, so it predates the last decision and the
+    # report leaves its final ledger point out: the full series is exactly the decision points
+    report = two_weeks.report
+    assert any("final ledger value left out" in note for note in report["notes"])
+    assert report.get("equity_points", len(report["equity"])) == len(mine)
+    by_instant = {p.at_ms: p.equity_usd for p in mine}
+    assert report["equity"][0]["at_ms"] == mine[0].at_ms
+    assert report["equity"][-1]["at_ms"] == mine[-1].at_ms
+    for shown in report["equity"]:
+        assert relative_gap(shown["value"], by_instant[shown["at_ms"]]) < EQUITY_REL_TOL, shown
+    # the series moves: positions were marked, not just cash carried
+    assert max(two_weeks.values) - min(two_weeks.values) > 1.0
+
+
+def test_cash_after_the_last_fill_is_the_ledgers(two_weeks: TwoWeeks) -> None:
+    ledger = read_json(two_weeks.run_dir / "paper_broker.json")["ledger"]
+    holdings = holdings_after(
+        two_weeks.settings.broker.starting_cash_usd,
+        two_weeks.trades,
+        until_ms=two_weeks.options.end_ms,
+        skip=frozenset(),
+    )
+    assert abs(holdings.cash_usd - float(ledger["cash_usd"]) - float(ledger["reserved_usd"])) < 1e-6
+    assert set(holdings.quantities) == set(ledger["positions"])
+    for ticker, quantity in holdings.quantities.items():
+        assert quantity == pytest.approx(float(ledger["positions"][ticker]["quantity"]), abs=1e-9)
+
+
+# --- (c) returns, drawdown, ratios -------------------------------------------------------------
+
+
+def test_total_return_and_max_drawdown_match(two_weeks: TwoWeeks) -> None:
+    metrics, values = two_weeks.metrics, two_weeks.values
+    assert values[0] == two_weeks.settings.broker.starting_cash_usd  # nothing filled before
+    assert metrics["start_equity_usd"] == pytest.approx(values[0], rel=EQUITY_REL_TOL)
+    assert metrics["end_equity_usd"] == pytest.approx(values[-1], rel=EQUITY_REL_TOL)
+    assert metrics["total_return_pct"] == pytest.approx(total_return_pct(values), abs=1e-6)
+    drawdown = max_drawdown_pct(values)
+    assert drawdown > 0
+    assert metrics["max_drawdown_pct"] == pytest.approx(drawdown, abs=1e-6)
+    assert max(p["value"] for p in two_weeks.report["drawdown_pct"]) == pytest.approx(
+        drawdown, abs=1e-6
+    )
+    for month in two_weeks.report.get("months", []):  # one month: the run's own return
+        assert month["month"] == FIRST_DAY[:7]
+        assert month["end_equity_usd"] == pytest.approx(values[-1], rel=EQUITY_REL_TOL)
+        assert month["return_pct"] == pytest.approx(total_return_pct(values), abs=1e-6)
+
+
+def test_annualised_figures_turnover_and_exposure_match(two_weeks: TwoWeeks) -> None:
+    metrics, points = two_weeks.metrics, two_weeks.recomputed
+    span_days = (points[-1].at_ms - points[0].at_ms) / DAY_MS
+    assert metrics["span_days"] == pytest.approx(span_days, rel=1e-12)
+    if metrics["cagr_pct"] is None:  # the report declines to annualise short runs
+        assert "cagr_pct" in two_weeks.report["unavailable"]
+    else:
+        growth = two_weeks.values[-1] / two_weeks.values[0]
+        cagr = (growth ** (365 / span_days) - 1) * 100
+        assert metrics["cagr_pct"] == pytest.approx(cagr, rel=1e-6)
+    sharpe = daily_sharpe([(p.at_ms, p.equity_usd) for p in points])
+    assert metrics["sharpe"] == pytest.approx(sharpe, rel=1e-6)
+    notional = sum(t.notional_usd for t in two_weeks.trades)
+    assert metrics["traded_notional_usd"] == pytest.approx(notional, rel=1e-12)
+    mean_equity = sum(two_weeks.values) / len(points)
+    assert metrics["turnover"] == pytest.approx(notional / mean_equity, rel=1e-9)
+    exposure = exposure_pct(points)
+    assert 0 < exposure < 100
+    assert metrics["exposure_time_pct"] == pytest.approx(exposure, abs=1e-9)
+
+
+# --- (d) trades, round trips, win rate ---------------------------------------------------------
+
+
+def test_trades_round_trips_and_win_rate_match(two_weeks: TwoWeeks) -> None:
+    metrics, trades = two_weeks.metrics, two_weeks.trades
+    pnls = round_trip_pnls(trades)
+    assert metrics["trades"] == len(trades)
+    assert metrics["round_trips"] == len(pnls) == sum(1 for t in trades if t.side == "sell")
+    wins = sum(1 for pnl in pnls if pnl > 0)
+    assert 0 < wins < len(pnls)  # both kinds, or the rate checks little
+    assert metrics["win_rate_pct"] == pytest.approx(wins / len(pnls) * 100, abs=1e-9)
+    markers = two_weeks.report["trade_markers"]
+    assert [(m["at_ms"], m["ticker"], m["side"]) for m in markers] == [
+        (t.at_ms, t.ticker, t.side) for t in trades
+    ]
+
+
+def test_realised_pnl_matches_the_ledger_when_every_sell_closes_its_position(
+    two_weeks: TwoWeeks,
+) -> None:
+    """The report matches sells FIFO, the ledger by average cost: the two agree when each sell
+    closes the whole position, which is how this span's exits go (checked here)."""
+    trades = two_weeks.trades
+    for sell in (t for t in trades if t.side == "sell"):
+        held = holdings_after(0.0, trades, until_ms=sell.at_ms - 1, skip=frozenset())
+        before_sell = held.quantities.get(sell.ticker, 0.0)
+        assert sell.quantity == pytest.approx(before_sell, abs=1e-9), sell
+    final = holdings_after(0.0, trades, until_ms=two_weeks.options.end_ms, skip=frozenset())
+    assert not final.quantities  # all closed: realised PnL is sells minus buys
+    gross = sum(t.notional_usd * (1 if t.side == "sell" else -1) for t in trades)
+    assert two_weeks.metrics["realised_pnl_usd"] == pytest.approx(gross, abs=1e-6)
+    ledger = two_weeks.report["ledger"]
+    assert float(ledger["realised_pnl_usd"]) == pytest.approx(gross, abs=1e-6)
+
+
+# --- the command line --------------------------------------------------------------------------
+
+PROGRESS = re.compile(
+    r"^(?P<when>\d{4}-\d\d-\d\d \d\d:\d\d) \[[#-]{24}\]\s+(?P<pct>\d+)%  equity [\d,.]+  "
+    r"decisions (?P<decisions>[\d,]+)  fills (?P<fills>[\d,]+)  [\d.]+ days/s$",
+    re.MULTILINE,
+)
+SUMMARY = re.compile(
+    r"^replayed 1\.0 days in [\d.]+ s \([\d.]+ days/s, (?P<ticks>[\d,]+) ticks, [\d,]+ ticks/s\): "
+    r"(?P<decisions>[\d,]+) decisions, (?P<fills>[\d,]+) fills, total return [+-]\d+\.\d\d %$",
+    re.MULTILINE,
+)
+
+
+def _count(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_the_cli_replays_a_day_with_progress_summary_and_run_folder(two_weeks: TwoWeeks) -> None:
+    cli = two_weeks.cli
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    progress = list(PROGRESS.finditer(cli.stderr))
+    assert len(progress) >= 5, cli.stderr[-3000:]
+    assert all(m["when"].startswith(FIRST_DAY) for m in progress)
+    percents = [int(m["pct"]) for m in progress]
+    assert percents == sorted(percents) and percents[-1] >= 90
+    summary = SUMMARY.search(cli.stderr)
+    assert summary is not None, cli.stderr[-3000:]
+    assert f"report: {cli.run_dir / 'report.html'}" in cli.stderr
+    for name in (*DETERMINISTIC_FILES, "report.json", "report.html", "replay.json"):
+        assert (cli.run_dir / name).is_file(), name
+    decisions = read_decisions(cli.run_dir)
+    trades = read_trades(cli.run_dir)
+    assert _count(summary["decisions"]) == len(decisions) > 0
+    assert _count(summary["fills"]) == len(trades)
+    assert _count(progress[-1]["decisions"]) <= len(decisions)
+    replay_json = read_json(cli.run_dir / "replay.json")
+    assert replay_json["finished"] is True
+    assert replay_json["decisions"] == len(decisions)
+    assert replay_json["to_ms"] - replay_json["from_ms"] == DAY_MS
+    assert read_json(cli.run_dir / "report.json")["metrics"]["trades"] == len(trades)
+    assert "<html" in (cli.run_dir / "report.html").read_text()
+
+
+def test_the_cli_day_equals_the_first_day_of_the_two_weeks(two_weeks: TwoWeeks) -> None:
+    """Another process (another hash seed), a shorter span: the same lines up to its end."""
+    day_end_ms = two_weeks.options.start_ms + DAY_MS
+    cli_lines = (two_weeks.cli.run_dir / "logs" / "decisions.jsonl").read_bytes().splitlines()
+    long_lines = (two_weeks.run_dir / "logs" / "decisions.jsonl").read_bytes().splitlines()
+    first_day = [d for d in two_weeks.decisions if d.at_ms < day_end_ms]
+    assert cli_lines == long_lines[: len(first_day)]
+    assert iso_day(first_day[-1].at_ms) == FIRST_DAY
+    cli_trades = (two_weeks.cli.run_dir / "logs" / "trades.csv").read_text().splitlines()
+    long_trades = (two_weeks.run_dir / "logs" / "trades.csv").read_text().splitlines()
+    day_trades = [t for t in two_weeks.trades if t.at_ms < day_end_ms]
+    assert len(day_trades) > 0
+    assert cli_trades == long_trades[: 1 + len(day_trades)]
