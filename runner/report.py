@@ -12,7 +12,9 @@ Every figure and its unit:
 - **Buy-and-hold** per ticker (USD): ``start_equity * price_t / price_0`` from the snapshots'
   ``tickers[t].price``, ``price_0`` the ticker's first recorded price.
 - ``total_return_pct`` = (last / first - 1) x 100.
-- ``cagr_pct`` = ((last / first) ** (365 / span_days) - 1) x 100; None when the run spans < 2 days.
+- ``cagr_pct`` = ((last / first) ** (365 / span_days) - 1) x 100; None (with a reason) when the
+  run spans < 30 days (``MIN_CAGR_SPAN_DAYS``): raising a few days' return to the power 365/days
+  gives absurd figures (a 4-day +10 % is +736,000 % a year), so short runs are not annualised.
 - **Daily series**: last equity value per UTC day; daily returns r_i = v_i / v_(i-1) - 1.
 - ``sharpe`` = mean(r) / stdev(r, sample) x sqrt(365), risk-free 0. ``sortino`` = mean(r) /
   sqrt(mean(min(r, 0)^2)) x sqrt(365). None (with a reason) with fewer than 2 daily returns
@@ -30,16 +32,28 @@ Every figure and its unit:
 - Per UTC day: decisions; Claude position reviews (``review`` lines); agent calls (decision and
   review lines that were billed (``usage``) or list tries (``attempts``)); ``agent_failure``
   lines; tokens (input + output + cache creation + cache read) and cost (USD) from ``usage``.
+- Per UTC month: the days' activity summed, the month's last equity value and its return
+  ``return_pct`` = (that value / the previous month's last value - 1) x 100 (the run's first
+  value for the first month); None for a month without an equity point.
 - Who decided: decision counts by (``decided_by``, ``decider_reason``).
+
+The series in the report (``equity``, ``drawdown_pct``, ``buy_and_hold``) are what the charts
+draw: at most ``MAX_SERIES_POINTS`` points each (``downsample``: the first, the last and each
+bucket's lowest and highest point, so peaks and troughs survive). A year of decisions is ~100k
+points, far more than a chart has pixels, and nothing reads the full series back from
+report.json. Every figure above is computed on the full series (``equity_points`` says how
+many points that was); trade markers carry the full series' equity at their fill.
 """
 
 from __future__ import annotations
 
 import bisect
+import functools
 import itertools
 import math
 import statistics
 from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -52,11 +66,16 @@ from state.journal import read_csv_rows
 
 DAYS_PER_YEAR: Final = 365
 MS_PER_DAY: Final = 86_400_000
+MIN_CAGR_SPAN_DAYS: Final = 30
+MAX_SERIES_POINTS: Final = 2000
 EQUITY_SAMPLING_NOTE: Final = (
     "Equity is sampled at decisions (plus the final ledger value): moves between two decisions "
     "are not seen, so drawdown may be deeper than shown."
 )
 TRADE_COLUMNS: Final = ("at_ms", "ticker", "side", "quantity", "price", "fee_usd")
+
+# (at_ms, value): the full series stay plain tuples; only the downsampled ones become Points
+_Series = list[tuple[int, float]]
 
 
 class RunFolderError(ValueError):
@@ -78,7 +97,7 @@ class TradeMarker(_Frozen):
     side: str
     quantity: float
     price: float
-    equity: float | None  # the equity line's value at the fill (last point at or before it)
+    equity: float | None  # the full equity series' value at the fill (last point at or before it)
 
 
 class DayActivity(_Frozen):
@@ -89,6 +108,19 @@ class DayActivity(_Frozen):
     agent_failures: int  # agent_failure lines
     tokens: int
     cost_usd: float
+
+
+class MonthSummary(_Frozen):
+    month: str  # YYYY-MM, UTC
+    active_days: int  # days with a journal line
+    decisions: int
+    reviews: int
+    agent_calls: int
+    agent_failures: int
+    tokens: int
+    cost_usd: float
+    end_equity_usd: float | None  # the month's last equity point
+    return_pct: float | None  # against the previous month's last point (the run's first)
 
 
 class DeciderCount(_Frozen):
@@ -122,12 +154,14 @@ class Report(_Frozen):
     notes: tuple[str, ...]
     unavailable: dict[str, str]  # metric -> why it is None
     metrics: Metrics
-    equity: tuple[Point, ...]
-    drawdown_pct: tuple[Point, ...]
-    buy_and_hold: dict[str, tuple[Point, ...]]
+    equity_points: int  # points of the full equity series the figures use
+    equity: tuple[Point, ...]  # downsampled for drawing (see the module docstring)
+    drawdown_pct: tuple[Point, ...]  # of the full series, then downsampled
+    buy_and_hold: dict[str, tuple[Point, ...]]  # downsampled
     trade_markers: tuple[TradeMarker, ...]
     gate_passes: dict[str, int]
     days: tuple[DayActivity, ...]
+    months: tuple[MonthSummary, ...]
     deciders: tuple[DeciderCount, ...]
     ledger: dict[str, str] | None  # the paper ledger's own figures (Decimal strings) if present
 
@@ -152,56 +186,131 @@ def build_report(run_dir: Path) -> Report:
     records, torn = _read_journal(decisions_path)
     if torn:
         notes.append(f"skipped an incomplete last line of {decisions_path.name} ({torn} bytes)")
-    decisions = [r for r in records if r.get("type", "decision") == "decision" and "at_ms" in r]
+    decisions = sorted(
+        (r for r in records if r.get("type", "decision") == "decision" and "at_ms" in r),
+        key=lambda r: int(r["at_ms"]),
+    )
     fills = _read_fills(trades_path)
     ledger_doc = _read_ledger(run_dir / "paper_broker.json")
     equity = _equity_series(decisions, ledger_doc, notes)
     if not decisions and not fills:
         notes.append("nothing to report: no decisions and no trades in this run")
     unavailable: dict[str, str] = {}
-    metrics = _metrics(equity, decisions, fills, unavailable)
+    drawdown = _drawdown_series(equity)
+    metrics = _metrics(equity, drawdown, decisions, fills, unavailable)
+    hold = _buy_and_hold(decisions, equity)
+    longest = max([len(equity), len(drawdown), *(len(line) for line in hold.values())])
+    if longest > MAX_SERIES_POINTS:
+        notes.append(
+            f"the charts and report.json's series hold at most {MAX_SERIES_POINTS:,} points each "
+            "(the first, the last and each stretch's lowest and highest); every figure uses all "
+            f"{len(equity):,} equity points"
+        )
+    days = _days(records)
     return Report(
         run_dir=str(run_dir),
         empty=not decisions and not fills,
         notes=tuple(notes),
         unavailable=unavailable,
         metrics=metrics,
-        equity=tuple(equity),
-        drawdown_pct=tuple(_drawdown_series(equity)),
-        buy_and_hold=_buy_and_hold(decisions, equity),
+        equity_points=len(equity),
+        equity=_points(downsample(equity)),
+        drawdown_pct=_points(downsample(drawdown)),
+        buy_and_hold={ticker: _points(downsample(line)) for ticker, line in hold.items()},
         trade_markers=tuple(_markers(fills, equity)),
         gate_passes=dict(sorted(_gate_passes(decisions).items())),
-        days=tuple(_days(records)),
+        days=tuple(days),
+        months=tuple(_months(days, equity)),
         deciders=tuple(_deciders(decisions)),
         ledger=_ledger_figures(ledger_doc),
     )
+
+
+def downsample(
+    points: Sequence[tuple[int, float]], max_points: int = MAX_SERIES_POINTS
+) -> list[tuple[int, float]]:
+    """At most ``max_points`` of ``points``, in their order: the first, the last, and the lowest
+    and highest point of each of (max_points - 2) // 2 equal-count buckets of the rest. Keeping
+    both extremes (not every n-th point) is what lets a drawn drawdown trough or equity peak
+    survive: the chart's line still reaches every bucket's range."""
+    if max_points < 4:
+        raise ValueError(f"max_points must be at least 4, got {max_points}")
+    if len(points) <= max_points:
+        return list(points)
+    inner = len(points) - 2
+    buckets = (max_points - 2) // 2
+    values = [p[1] for p in points]
+    kept = [points[0]]
+    for bucket in range(buckets):
+        start = 1 + bucket * inner // buckets
+        end = 1 + (bucket + 1) * inner // buckets
+        if start == end:
+            continue
+        low = min(range(start, end), key=values.__getitem__)
+        high = max(range(start, end), key=values.__getitem__)
+        kept += [points[i] for i in sorted({low, high})]
+    kept.append(points[-1])
+    return kept
+
+
+def _points(series: Iterable[tuple[int, float]]) -> tuple[Point, ...]:
+    return tuple(Point(at_ms=at_ms, value=value) for at_ms, value in series)
 
 
 # --- reading ----------------------------------------------------------------------------------
 
 
 def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """Records of a JSON-lines journal and the byte length of a torn last line it skipped.
+    """The report's fields of each record of a JSON-lines journal (``_projected``), and the byte
+    length of a torn last line it skipped.
 
     ``state.journal.read_all`` refuses a torn tail (the daemon repairs it on open); a report is
     a reader of a possibly live or crashed run, so it skips the fragment and says so instead.
     """
-    data = path.read_bytes()
     torn = 0
-    if data and not data.endswith(b"\n"):
-        keep = data.rfind(b"\n") + 1
-        torn, data = len(data) - keep, data[:keep]
     records: list[dict[str, Any]] = []
-    for number, line in enumerate(data.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise RunFolderError(f"{path} line {number} is not JSON: {exc}") from None
-        if isinstance(record, dict):
-            records.append(record)
+    # line by line: a year's journal is ~800 MB, which need not be in memory at once
+    with path.open("rb") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.endswith(b"\n"):
+                torn = len(line)  # only the last line can lack its newline
+                break
+            if not line.strip():
+                continue
+            try:
+                record = orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                raise RunFolderError(f"{path} line {number} is not JSON: {exc}") from None
+            if isinstance(record, dict):
+                records.append(_projected(record))
     return records, torn
+
+
+_KEPT_FIELDS: Final = ("type", "at_ms", "decided_by", "decider_reason", "trigger", "usage")
+
+
+def _projected(record: dict[str, Any]) -> dict[str, Any]:
+    """Only what the report reads: a real decision line is ~8 kB of JSON (the whole snapshot
+    and agent answer), and a year holds ~100k of them, too many to keep whole in memory."""
+    kept: dict[str, Any] = {key: record[key] for key in _KEPT_FIELDS if key in record}
+    attempts = record.get("attempts")
+    raw = record.get("raw_decision")
+    if attempts is None and isinstance(raw, dict):
+        attempts = raw.get("attempts")
+    kept["attempts"] = attempts
+    snapshot = record.get("snapshot")
+    if isinstance(snapshot, dict):
+        tickers = snapshot.get("tickers")
+        kept["snapshot"] = {
+            "portfolio_value": snapshot.get("portfolio_value"),
+            "open_positions": bool(snapshot.get("open_positions")),
+            "tickers": {
+                ticker: {"price": view.get("price")}
+                for ticker, view in (tickers.items() if isinstance(tickers, dict) else ())
+                if isinstance(view, dict)
+            },
+        }
+    return kept
 
 
 def _read_fills(path: Path) -> list[_Fill]:
@@ -266,57 +375,55 @@ def _ledger_figures(doc: PaperBookDocument | None) -> dict[str, str] | None:
 
 def _equity_series(
     decisions: list[dict[str, Any]], ledger_doc: PaperBookDocument | None, notes: list[str]
-) -> list[Point]:
+) -> _Series:
+    """From decisions sorted by time."""
     points = []
     for record in decisions:
         value = (record.get("snapshot") or {}).get("portfolio_value")
         if isinstance(value, (int, float)) and math.isfinite(value):
-            points.append(Point(at_ms=int(record["at_ms"]), value=float(value)))
-    points.sort(key=lambda p: p.at_ms)
+            points.append((int(record["at_ms"]), float(value)))
     if ledger_doc is None:
         return points
     final = _ledger_value(ledger_doc)
     if final is None:
         notes.append("final ledger value left out: an open position has no mark price")
-    elif points and ledger_doc.saved_at_ms < points[-1].at_ms:
+    elif points and ledger_doc.saved_at_ms < points[-1][0]:
         notes.append("final ledger value left out: paper_broker.json predates the last decision")
     else:
-        points.append(Point(at_ms=ledger_doc.saved_at_ms, value=final))
+        points.append((ledger_doc.saved_at_ms, final))
     return points
 
 
-def _drawdown_series(equity: list[Point]) -> list[Point]:
+def _drawdown_series(equity: _Series) -> _Series:
     peak = -math.inf
     series = []
-    for point in equity:
-        peak = max(peak, point.value)
-        drawdown = (1.0 - point.value / peak) * 100.0 if peak > 0 else 0.0
-        series.append(Point(at_ms=point.at_ms, value=drawdown))
+    for at_ms, value in equity:
+        peak = max(peak, value)
+        series.append((at_ms, (1.0 - value / peak) * 100.0 if peak > 0 else 0.0))
     return series
 
 
-def _buy_and_hold(
-    decisions: list[dict[str, Any]], equity: list[Point]
-) -> dict[str, tuple[Point, ...]]:
+def _buy_and_hold(decisions: list[dict[str, Any]], equity: _Series) -> dict[str, _Series]:
+    """From decisions sorted by time."""
     if not equity:
         return {}
-    start = equity[0].value
+    start = equity[0][1]
     first_price: dict[str, float] = {}
-    lines: dict[str, list[Point]] = defaultdict(list)
-    for record in sorted(decisions, key=lambda r: int(r["at_ms"])):
+    lines: dict[str, _Series] = defaultdict(list)
+    for record in decisions:
         tickers = (record.get("snapshot") or {}).get("tickers") or {}
         for ticker, view in sorted(tickers.items()):
             price = (view or {}).get("price")
             if not isinstance(price, (int, float)) or price <= 0:
                 continue
             base = first_price.setdefault(ticker, float(price))
-            lines[ticker].append(Point(at_ms=int(record["at_ms"]), value=start * price / base))
-    return {ticker: tuple(points) for ticker, points in sorted(lines.items())}
+            lines[ticker].append((int(record["at_ms"]), start * price / base))
+    return dict(sorted(lines.items()))
 
 
-def _markers(fills: list[_Fill], equity: list[Point]) -> list[TradeMarker]:
-    """Each fill placed on the equity line: the last point at or before it (else the first)."""
-    times = [p.at_ms for p in equity]
+def _markers(fills: list[_Fill], equity: _Series) -> list[TradeMarker]:
+    """Each fill with the equity line's value: the last point at or before it (else the first)."""
+    times = [at_ms for at_ms, _ in equity]
     markers = []
     for f in fills:
         index = max(bisect.bisect_right(times, f.at_ms) - 1, 0)
@@ -327,16 +434,16 @@ def _markers(fills: list[_Fill], equity: list[Point]) -> list[TradeMarker]:
                 side=f.side,
                 quantity=f.quantity,
                 price=f.price,
-                equity=equity[index].value if equity else None,
+                equity=equity[index][1] if equity else None,
             )
         )
     return markers
 
 
-def _daily_closes(equity: list[Point]) -> list[float]:
+def _daily_closes(equity: _Series) -> list[float]:
     by_day: dict[int, float] = {}
-    for point in equity:
-        by_day[point.at_ms // MS_PER_DAY] = point.value  # sorted input: the last one wins
+    for at_ms, value in equity:
+        by_day[at_ms // MS_PER_DAY] = value  # sorted input: the last one wins
     return [by_day[day] for day in sorted(by_day)]
 
 
@@ -344,27 +451,24 @@ def _daily_closes(equity: list[Point]) -> list[float]:
 
 
 def _metrics(
-    equity: list[Point],
+    equity: _Series,
+    drawdown: _Series,
     decisions: list[dict[str, Any]],
     fills: list[_Fill],
     unavailable: dict[str, str],
 ) -> Metrics:
-    first = equity[0].value if equity else None
-    last = equity[-1].value if equity else None
-    span_days = (equity[-1].at_ms - equity[0].at_ms) / MS_PER_DAY if equity else 0.0
+    first = equity[0][1] if equity else None
+    last = equity[-1][1] if equity else None
+    span_days = (equity[-1][0] - equity[0][0]) / MS_PER_DAY if equity else 0.0
     total_return = None
     if first is not None and last is not None and first > 0:
         total_return = (last / first - 1.0) * 100.0
     else:
         unavailable["total_return_pct"] = "no equity recorded (no decision had a portfolio value)"
-    cagr = None
-    if total_return is not None and span_days >= 2 and first and last is not None:
-        cagr = ((last / first) ** (DAYS_PER_YEAR / span_days) - 1.0) * 100.0
-    elif total_return is not None:
-        unavailable["cagr_pct"] = f"the run spans {span_days:.2f} days (< 2): not annualised"
+    cagr = _cagr(first, last, span_days, unavailable) if total_return is not None else None
     sharpe, sortino = _risk_ratios(_daily_closes(equity), unavailable)
     notional = sum(f.quantity * f.price for f in fills)
-    mean_equity = statistics.fmean(p.value for p in equity) if equity else 0.0
+    mean_equity = statistics.fmean(value for _, value in equity) if equity else 0.0
     turnover = notional / mean_equity if mean_equity > 0 else None
     if turnover is None:
         unavailable["turnover"] = "no equity recorded to divide the traded notional by"
@@ -375,7 +479,6 @@ def _metrics(
     exposure = _exposure_pct(decisions)
     if exposure is None:
         unavailable["exposure_time_pct"] = "fewer than two decisions: no time span to measure"
-    drawdown = _drawdown_series(equity)
     return Metrics(
         start_equity_usd=first,
         end_equity_usd=last,
@@ -383,7 +486,7 @@ def _metrics(
         cagr_pct=cagr,
         sharpe=sharpe,
         sortino=sortino,
-        max_drawdown_pct=max(p.value for p in drawdown) if drawdown else None,
+        max_drawdown_pct=max(value for _, value in drawdown) if drawdown else None,
         turnover=turnover,
         trades=len(fills),
         round_trips=len(trips),
@@ -394,6 +497,22 @@ def _metrics(
         exposure_time_pct=exposure,
         span_days=span_days,
     )
+
+
+def _cagr(
+    first: float | None, last: float | None, span_days: float, unavailable: dict[str, str]
+) -> float | None:
+    if span_days < MIN_CAGR_SPAN_DAYS:
+        unavailable["cagr_pct"] = (
+            f"the run spans {span_days:.2f} days (< {MIN_CAGR_SPAN_DAYS}): annualising so short "
+            "a run gives a meaningless figure"
+        )
+        return None
+    if first is None or last is None or first <= 0 or last < 0:
+        unavailable["cagr_pct"] = "equity ended below zero: no growth rate to annualise"
+        return None
+    growth: float = (last / first) ** (DAYS_PER_YEAR / span_days)
+    return (growth - 1.0) * 100.0
 
 
 def _risk_ratios(
@@ -463,7 +582,13 @@ def _gate_passes(decisions: list[dict[str, Any]]) -> Counter[str]:
 
 
 def _day(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d")
+    return _day_name(at_ms // MS_PER_DAY)
+
+
+@functools.cache
+def _day_name(day_number: int) -> str:
+    """YYYY-MM-DD of a UTC day counted from the epoch (a year's 100k lines fall on 365 days)."""
+    return datetime.fromtimestamp(day_number * 86_400, tz=UTC).strftime("%Y-%m-%d")
 
 
 _DAY_FIELDS: Final = ("decisions", "reviews", "agent_calls", "agent_failures", "tokens", "cost_usd")
@@ -510,14 +635,43 @@ def _days(records: list[dict[str, Any]]) -> list[DayActivity]:
     ]
 
 
+def _months(days: list[DayActivity], equity: _Series) -> list[MonthSummary]:
+    """The days' activity per UTC month, with each month's last equity point and its return."""
+    activity: dict[str, list[DayActivity]] = defaultdict(list)
+    for day in days:
+        activity[day.day[:7]].append(day)
+    month_end: dict[str, float] = {}
+    for at_ms, value in equity:
+        month_end[_day(at_ms)[:7]] = value  # sorted input: the last one wins
+    previous = equity[0][1] if equity else None
+    summaries = []
+    for month in sorted(activity.keys() | month_end.keys()):
+        rows = activity.get(month, [])
+        end = month_end.get(month)
+        change = None
+        if end is not None and previous is not None and previous > 0:
+            change = (end / previous - 1.0) * 100.0
+        previous = end if end is not None else previous
+        summaries.append(
+            MonthSummary(
+                month=month,
+                active_days=len(rows),
+                decisions=sum(d.decisions for d in rows),
+                reviews=sum(d.reviews for d in rows),
+                agent_calls=sum(d.agent_calls for d in rows),
+                agent_failures=sum(d.agent_failures for d in rows),
+                tokens=sum(d.tokens for d in rows),
+                cost_usd=sum(d.cost_usd for d in rows),
+                end_equity_usd=end,
+                return_pct=change,
+            )
+        )
+    return summaries
+
+
 def _called_claude(record: dict[str, Any]) -> bool:
     """A decision or review that asked Claude: it was billed or it lists tries."""
-    if isinstance(record.get("usage"), dict):
-        return True
-    attempts = record.get("attempts")
-    if attempts is None:
-        attempts = (record.get("raw_decision") or {}).get("attempts")
-    return bool(attempts)
+    return isinstance(record.get("usage"), dict) or bool(record.get("attempts"))
 
 
 def _deciders(decisions: list[dict[str, Any]]) -> list[DeciderCount]:

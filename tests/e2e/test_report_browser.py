@@ -1,7 +1,7 @@
 """The run report opens in a real browser: headless Chromium renders report.html.
 
 A run folder from the report tests' builders (hand-worked figures) goes through ``write_report``;
-Chromium then takes a 1280x2400 screenshot and dumps the rendered DOM. The screenshot is decoded
+Chromium then takes a 1280x2800 screenshot and dumps the rendered DOM. The screenshot is decoded
 and must show the charts in their colours inside the page; the DOM must hold both charts and the
 figures table with report.json's numbers; the page must log no console message (no script error,
 no failed load). A page that throws proves the console check can see an error at all.
@@ -26,15 +26,27 @@ from browser_support import BrowserRun, decode_png, read_png_header, run_chromiu
 from fakes import report_support
 from numpy.typing import NDArray
 
-from runner.report_html import BUY_COLOUR, EQUITY_COLOUR, HOLD_COLOURS, SELL_COLOUR, write_report
+from runner.report_html import (
+    BUY_COLOUR,
+    CHART_WIDTH,
+    EQUITY_COLOUR,
+    HOLD_COLOURS,
+    LEFT_MARGIN,
+    RIGHT_MARGIN,
+    SELL_COLOUR,
+    write_report,
+)
 
 pytestmark = pytest.mark.e2e
 
 WIDTH: Final = 1280
-HEIGHT: Final = 2400
+HEIGHT: Final = 2800
 SCREENSHOTS_DIR: Final = Path(__file__).resolve().parents[2] / "runs" / "screenshots"
 WHITE: Final = 255
 CHART_BACKGROUND: Final = "#fafbfc"  # the svg background in report_html's CSS
+CHART_BORDER: Final = "#e3e6ec"  # and its border
+NARROW_WIDTH: Final = 600
+NARROW_HEIGHT: Final = 3000
 
 
 @dataclass(frozen=True)
@@ -113,7 +125,9 @@ def test_rendered_dom_holds_both_charts_and_the_real_figures(rendered: RenderedR
     dom.close()
     assert dom.tags.count("svg") == 2  # equity vs buy-and-hold, drawdown
     assert dom.tags.count("polyline") == 2  # equity and the BTC buy-and-hold line
-    assert dom.tags.count("polygon") == rendered.fills + 1  # a marker per fill, the drawdown area
+    # a triangle per fill, but the two buys a second apart share one; and the drawdown area
+    assert dom.tags.count("polygon") == rendered.fills - 1 + 1
+    assert dom.tags.count("details") == 1  # the per-day table, folded
     assert dom.title.startswith("vigil report")
     figures = {row[0]: row[1] for row in dom.rows if len(row) >= 2}
     metrics = rendered.report_json["metrics"]
@@ -122,6 +136,42 @@ def test_rendered_dom_holds_both_charts_and_the_real_figures(rendered: RenderedR
     assert figures["max drawdown"] == f"{rendered.expected['max_drawdown_pct']:.3f} %"
     assert figures["end equity"] == f"{metrics['end_equity_usd']:,.2f} USD"
     assert figures["trades (fills)"] == str(rendered.fills)
+
+
+def test_narrow_window_shows_everything_inside_its_width(tmp_path: Path) -> None:
+    """At 600 px wide the 900 px charts shrink to the page (CSS max-width) and wide tables
+    scroll inside their own box: nothing reaches past the window's right edge."""
+    for name, run in (
+        ("standard", report_support.write_run(tmp_path / "standard")),
+        *_long(tmp_path),
+    ):
+        write_report(run)
+        pixels = _screenshot(tmp_path / name, run, NARROW_WIDTH, NARROW_HEIGHT)
+        ink_columns = np.nonzero((pixels[..., :3] != WHITE).any(axis=2))[1]
+        # the body's 1 em padding stays white on the right; an overflowing chart would not
+        assert ink_columns.max() < NARROW_WIDTH - 10, name
+        for band in _chart_bands(pixels):
+            chart = pixels[band]
+            columns = np.nonzero(_matches(chart, CHART_BACKGROUND).any(axis=0))[0]
+            # the chart's right border (one column past its background) is on screen
+            assert columns.max() + 1 < NARROW_WIDTH - 10, name
+            assert _matches(chart[:, columns.max() + 1 : columns.max() + 2], CHART_BORDER).any()
+
+
+def test_four_hundred_fills_leave_the_equity_line_visible(tmp_path: Path) -> None:
+    """A long run's fills become ticks under the axis: the line keeps its colour across the
+    plot instead of disappearing under 400 triangles."""
+    ((name, run),) = _long(tmp_path)
+    write_report(run)
+    pixels = _screenshot(tmp_path / name, run, WIDTH, HEIGHT)
+    equity_band, _ = _chart_bands(pixels)
+    chart = pixels[equity_band]
+    columns = np.nonzero(_matches(chart, CHART_BACKGROUND).any(axis=0))[0]
+    left = columns.min() + LEFT_MARGIN  # the chart is at its natural 900 px at this width
+    right = columns.min() + CHART_WIDTH - RIGHT_MARGIN
+    covered = _ink(chart[:, left:right], EQUITY_COLOUR).any(axis=0)
+    assert covered.mean() > 0.9, f"the equity line shows in {covered.mean():.0%} of the plot"
+    assert _ink(chart, BUY_COLOUR).sum() > 200 and _ink(chart, SELL_COLOUR).sum() > 200
 
 
 def test_page_logs_no_console_message(rendered: RenderedReport) -> None:
@@ -147,6 +197,33 @@ def test_console_check_sees_a_script_error(tmp_path: Path) -> None:
 
 
 # --- helpers ----------------------------------------------------------------------------------
+
+
+def _long(tmp_path: Path) -> list[tuple[str, Path]]:
+    """A year of 2,000 decisions and 400 fills, its equity above a million (long axis labels)."""
+    lines = report_support.year_run_lines(2000)
+    for line in lines:
+        line["snapshot"]["portfolio_value"] *= 150
+    fills = report_support.year_run_fills(400)
+    return [("year", report_support.write_run(tmp_path / "year", decisions=lines, fills=fills))]
+
+
+def _screenshot(root: Path, run: Path, width: int, height: int) -> NDArray[np.uint8]:
+    png_path = root / "shot.png"
+    root.mkdir(parents=True, exist_ok=True)
+    run_chromium(
+        root / "profile",
+        [
+            "--hide-scrollbars",
+            f"--screenshot={png_path}",
+            f"--window-size={width},{height}",
+            (run / "report.html").as_uri(),
+        ],
+    )
+    assert png_path.is_file(), "chromium wrote no screenshot"
+    pixels = decode_png(png_path.read_bytes())
+    assert pixels.shape[:2] == (height, width)
+    return pixels
 
 
 def _rgb(colour: str) -> NDArray[np.uint8]:

@@ -7,25 +7,43 @@ import itertools
 import math
 import tempfile
 from collections import defaultdict
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 
+import orjson
 import pytest
-from fakes.report_support import DAY_MS, DECISIONS, EXPECTED, T0, decision_line, write_run
+from fakes.report_support import (
+    DAY_MS,
+    DECISIONS,
+    EXPECTED,
+    T0,
+    decision_line,
+    write_run,
+    year_run_fills,
+    year_run_lines,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from broker.ledger import Ledger
 from broker.orders import Mark
 from broker.paper_store import PaperBookDocument, render_document
-from runner.report import RunFolderError, build_report, report_json_bytes
+from runner.report import (
+    MAX_SERIES_POINTS,
+    MIN_CAGR_SPAN_DAYS,
+    RunFolderError,
+    build_report,
+    downsample,
+    report_json_bytes,
+)
 
 
 def test_standard_run_figures_match_hand_computation(tmp_path: Path) -> None:
     m = build_report(write_run(tmp_path)).metrics
     assert m.start_equity_usd == 10_000.0 and m.end_equity_usd == 11_025.0
     assert m.total_return_pct == pytest.approx(EXPECTED["total_return_pct"])
-    assert m.cagr_pct == pytest.approx(EXPECTED["cagr_pct"])
+    assert m.cagr_pct is EXPECTED["cagr_pct"] is None
     assert m.max_drawdown_pct == pytest.approx(EXPECTED["max_drawdown_pct"])
     assert m.fees_usd == pytest.approx(EXPECTED["fees_usd"])
     assert m.realised_pnl_usd == pytest.approx(EXPECTED["realised_pnl_usd"])
@@ -211,3 +229,132 @@ def test_max_drawdown_equals_brute_force(values: list[float]) -> None:
     assert report.metrics.max_drawdown_pct == pytest.approx(brute)
     assert min(p.value for p in report.drawdown_pct) >= 0.0
     assert report.metrics.total_return_pct == pytest.approx((values[-1] / values[0] - 1) * 100)
+
+
+def test_cagr_is_unavailable_below_thirty_days_with_the_reason(tmp_path: Path) -> None:
+    report = build_report(write_run(tmp_path))  # the standard run spans 4 days
+    assert report.metrics.cagr_pct is None
+    reason = report.unavailable["cagr_pct"]
+    assert "4.00 days" in reason and f"< {MIN_CAGR_SPAN_DAYS}" in reason
+
+
+@pytest.mark.parametrize(
+    ("span_days", "expected"),
+    [
+        (73.0, (1.1**5 - 1) * 100),  # 365 / 73 = 5 years' worth of +10 %: +61.051 %
+        (365.0, 10.0),  # a year: CAGR is the total return
+        (MIN_CAGR_SPAN_DAYS, (1.1 ** (365 / 30) - 1) * 100),  # the shortest span annualised
+        (MIN_CAGR_SPAN_DAYS - 0.01, None),
+    ],
+)
+def test_cagr_from_thirty_days_on(tmp_path: Path, span_days: float, expected: float | None) -> None:
+    lines = [
+        decision_line(T0, 10_000.0, 10.0, False, ["agent_timer"], "fallback", "x", None),
+        decision_line(
+            T0 + round(span_days * DAY_MS),
+            11_000.0,
+            10.0,
+            False,
+            ["agent_timer"],
+            "fallback",
+            "x",
+            None,
+        ),
+    ]
+    metrics = build_report(write_run(tmp_path, decisions=lines, fills=[])).metrics
+    assert metrics.total_return_pct == pytest.approx(10.0)
+    if expected is None:
+        assert metrics.cagr_pct is None
+    else:
+        assert metrics.cagr_pct == pytest.approx(expected)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(min_value=-1e6, max_value=1e6), min_size=0, max_size=400),
+    st.integers(min_value=4, max_value=60),
+)
+def test_downsample_keeps_ends_and_every_buckets_extremes(
+    values: list[float], max_points: int
+) -> None:
+    points = [(i * 1000, v) for i, v in enumerate(values)]
+    kept = downsample(points, max_points)
+    assert len(kept) <= max_points
+    assert kept == sorted(set(kept))  # a subsequence of the input, in time order
+    assert set(kept) <= set(points)
+    if len(points) <= max_points:
+        assert kept == points
+        return
+    assert kept[0] == points[0] and kept[-1] == points[-1]
+    assert min(v for _, v in kept) == min(values) and max(v for _, v in kept) == max(values)
+    buckets, inner = (max_points - 2) // 2, len(points) - 2
+    for b in range(buckets):
+        chunk = points[1 + b * inner // buckets : 1 + (b + 1) * inner // buckets]
+        in_chunk = [v for p, v in kept if chunk and chunk[0][0] <= p <= chunk[-1][0]]
+        if chunk:
+            assert min(in_chunk) == min(v for _, v in chunk)
+            assert max(in_chunk) == max(v for _, v in chunk)
+
+
+def test_a_long_run_is_drawn_downsampled_but_measured_in_full(tmp_path: Path) -> None:
+    lines = year_run_lines(10_000)
+    # a one-decision crash and a one-decision spike: a stride sample would likely miss both
+    lines[6_001]["snapshot"]["portfolio_value"] = 1_000.0
+    lines[2_999]["snapshot"]["portfolio_value"] = 50_000.0
+    run = write_run(tmp_path, decisions=lines, fills=year_run_fills(40))
+    report = build_report(run)
+    full = [line["snapshot"]["portfolio_value"] for line in lines]
+    assert report.equity_points == len(full) == 10_000
+    assert len(report.equity) <= MAX_SERIES_POINTS and len(report.drawdown_pct) <= MAX_SERIES_POINTS
+    assert all(len(line) <= MAX_SERIES_POINTS for line in report.buy_and_hold.values())
+    assert set(report.buy_and_hold) == {"BTC/USDT", "ETH/USDT", "SOL/USDT"}
+    # the figures come from all 10,000 points
+    brute_dd = max((1 - v / max(full[: i + 1])) * 100 for i, v in enumerate(full))
+    assert report.metrics.max_drawdown_pct == pytest.approx(brute_dd)
+    assert report.metrics.total_return_pct == pytest.approx((full[-1] / full[0] - 1) * 100)
+    assert report.metrics.turnover == pytest.approx(40 * 0.01 * 90_000 / (sum(full) / len(full)))
+    # and the drawn series still reach the trough, the spike and the deepest drawdown
+    drawn = [p.value for p in report.equity]
+    assert min(drawn) == 1_000.0 and max(drawn) == 50_000.0
+    assert max(p.value for p in report.drawdown_pct) == pytest.approx(brute_dd)
+    assert report.equity[0].at_ms == lines[0]["at_ms"]
+    assert report.equity[-1].at_ms == lines[-1]["at_ms"]
+    # a marker carries the full series' equity at its fill, not the drawn one
+    times = [line["at_ms"] for line in lines]
+    for marker in report.trade_markers:
+        index = max(i for i, t in enumerate(times) if t <= marker.at_ms)
+        assert marker.equity == full[index]
+    assert any("at most 2,000 points" in note and "10,000" in note for note in report.notes)
+    document = orjson.loads(report_json_bytes(report))
+    assert len(document["equity"]) == len(report.equity) and document["equity_points"] == 10_000
+
+
+def test_monthly_summary_sums_days_and_chains_month_end_returns(tmp_path: Path) -> None:
+    def at(month: int, day: int) -> int:
+        return int(datetime(2025, month, day, 12, tzinfo=UTC).timestamp() * 1000)
+
+    usage = {"input_tokens": 100, "output_tokens": 20, "cost_usd": 0.5}
+    lines = [
+        decision_line(at(1, 1), 100.0, 10.0, False, ["agent_timer"], "claude", "ok", usage),
+        decision_line(at(1, 20), 110.0, 10.0, False, ["agent_timer"], "claude", "ok", usage),
+        decision_line(at(2, 10), 99.0, 10.0, False, ["agent_timer"], "fallback", "x", None),
+        {"type": "agent_failure", "at_ms": at(3, 3), "kind": "timeout", "detail": ""},
+        decision_line(at(4, 5), 120.0, 10.0, False, ["agent_timer"], "fallback", "x", None),
+    ]
+    months = build_report(write_run(tmp_path, decisions=lines, fills=[])).months
+    assert [m.month for m in months] == ["2025-01", "2025-02", "2025-03", "2025-04"]
+    january, february, march, april = months
+    assert (january.active_days, january.decisions, january.agent_calls) == (2, 2, 2)
+    assert january.tokens == 240 and january.cost_usd == pytest.approx(1.0)
+    assert january.end_equity_usd == 110.0 and january.return_pct == pytest.approx(10.0)
+    assert february.return_pct == pytest.approx(-10.0)  # 110 -> 99
+    assert (march.agent_failures, march.decisions, march.end_equity_usd) == (1, 0, None)
+    assert march.return_pct is None
+    assert april.return_pct == pytest.approx((120 / 99 - 1) * 100)  # from February's end
+
+
+def test_the_standard_run_is_one_month(tmp_path: Path) -> None:
+    (month,) = build_report(write_run(tmp_path)).months
+    assert (month.month, month.active_days, month.decisions) == ("2025-01", 4, 5)
+    assert month.end_equity_usd == 11_025.0
+    assert month.return_pct == pytest.approx(EXPECTED["total_return_pct"])
