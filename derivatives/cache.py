@@ -129,7 +129,9 @@ class CachedSource(Generic[T]):
             self._note_backoff(now, f"unexpected error: {type(exc).__name__}: {exc}", None)
             return
         self._value = value
-        self._fetched_mono, self._fetched_ms = now, self._clock.now_ms()
+        # aged from the answer, not the request: under a fast scaled clock a slow answer would
+        # otherwise arrive already stale (the timeout above is in real seconds, for sockets)
+        self._fetched_mono, self._fetched_ms = self._clock.monotonic_secs(), self._clock.now_ms()
         self._failures, self._last_error = 0, None
         self._next_attempt_mono = float("-inf")
 

@@ -110,7 +110,12 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
     if use_sim:
         from sim.exchange import SimExchange
 
-        sim = SimExchange(clock, settings.market.tickers, data_dir=settings.data_dir)
+        sim = SimExchange(
+            clock,
+            settings.market.tickers,
+            data_dir=settings.data_dir,
+            update_interval_ms=settings.sim.update_interval_ms,
+        )
         await sim.start()
         closers.append(("stop simulator", sim.stop))
         ws_base, rest_url, ws_path = sim.ws_base_url, sim.rest_url, "/market/stream"

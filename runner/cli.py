@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--rest-port", type=int, help="REST port (default: --port + 1)")
     sim.add_argument("--speed", type=float, help="speed factor")
     sim.add_argument("--start", help="simulated start instant, ISO 8601 UTC")
-    sim.add_argument("--update-interval-ms", type=int, default=250)
+    sim.add_argument("--update-interval-ms", type=int, help="kline cadence (default 250)")
 
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
@@ -220,7 +220,7 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
             start_ms=settings.sim.start_ms,
             speed=settings.sim.speed,
             tickers=settings.market.tickers,
-            update_interval_ms=args.update_interval_ms,
+            update_interval_ms=args.update_interval_ms or settings.sim.update_interval_ms,
         )
     )
     return 0

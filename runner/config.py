@@ -15,7 +15,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -57,6 +65,15 @@ class SimConfig(_Section):
     port: int = Field(0, ge=0, le=65535)  # 0: any free port
     start: datetime = datetime(2025, 3, 1, tzinfo=UTC)
     speed: float = Field(60.0, gt=0, le=100_000)
+    #: simulated ms between two kline updates of a stream (Binance: 250); must divide 5 minutes
+    update_interval_ms: int = Field(250, ge=1, le=75_000)
+
+    @field_validator("update_interval_ms")
+    @classmethod
+    def _divides_a_bar(cls, value: int) -> int:
+        if 300_000 % value:
+            raise ValueError(f"must divide 300000 (one 5m bar), got {value}")
+        return value
 
     @property
     def start_ms(self) -> int:

@@ -176,3 +176,26 @@ async def test_the_same_reason_is_logged_once_and_a_new_one_again(
         r for r in caplog.records if r.levelno == logging.DEBUG and "forceOrder" in r.getMessage()
     ]
     assert len(repeats) == 2
+
+
+async def test_a_slow_answer_is_aged_from_its_arrival_not_from_the_request() -> None:
+    """Under a fast scaled clock a slow answer spans many clock seconds: it must not arrive
+    already stale."""
+    clock = VirtualClock(EPOCH_MS)
+    calls = 0
+
+    async def slow_fetch() -> object:
+        nonlocal calls
+        calls += 1
+        await clock.sleep(50)
+        return {"v": 1}
+
+    src = CachedSource("slow", slow_fetch, clock, CachePolicy(ttl_secs=60.0, stale_factor=1.5))
+    reading = asyncio.create_task(src.read())
+    await clock.advance(50)
+    first = await reading
+    assert first.value == {"v": 1} and not first.stale
+    assert first.fetched_at_ms == EPOCH_MS + 50_000
+    await clock.advance(59)
+    again = await asyncio.wait_for(src.read(), timeout=1.0)  # fresh: served without a request
+    assert (again.value, again.stale, calls) == ({"v": 1}, False, 1)
