@@ -49,6 +49,7 @@ Snapshot fields:
 - regime: per-ticker crypto volatility regime (HMM) and its exposure, the macro quadrant (GOLDILOCKS, REFLATION, STAGFLATION, DEFLATION) and its exposure, the combined label and exposure_scale, the multiplier on total exposure you must respect.
 - ts_posteriors: Beta posteriors per signal source, globally and per regime; a higher mean with more trades is a source to trust more. recent_trades: the latest closed trades with their outcome. historical_insights: lessons from past trades in similar regimes. agent_memory: your own note.
 - open_positions (entry, mark, pnl_pct, peak, holding time), portfolio_value and cash in USDT.
+- pending_orders: your resting BUY limits not filled yet (ticker, notional_usd, limit_price, placed/expiry ms); they already count toward that ticker's position_pct, so asking to BUY the same target again adds nothing.
 - gate_wake_reasons: why you were called now (candle close, timer, z-score move, your wake condition, watchdog).
 
 Sizing: BUY means "hold position_pct of the portfolio in this ticker"; an existing position is topped up to that size, never doubled. SELL closes the whole position. Prefer HOLD when signals disagree or data is missing; a small position with a clear reason beats a large one without. Every BUY and SELL needs a reasoning that names the signals it rests on.

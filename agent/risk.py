@@ -2,7 +2,8 @@
 
 In order: ticker normalised and whitelisted (one decision per ticker), HOLDs dropped, SELLs need an
 open position, BUYs sized as a *target allocation* (``position_pct`` of portfolio value, capped at
-``max_position_pct``; an existing position is topped up, never doubled), then the total exposure cap
+``max_position_pct``; an existing position is topped up, never doubled, and resting BUY orders count
+as held: they become the position without another decision), then the total exposure cap
 scaled by the regime (``max_total_exposure_pct x exposure_scale``), then available cash (minus a fee
 buffer), then the exchange's minimum notional. Every change is recorded with its reason, so the
 journal shows exactly what the caps did.
@@ -11,12 +12,14 @@ journal shows exactly what the caps did.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
 from market.timeframes import from_binance_symbol
+
+RESTING_BUYS_COUNT = "resting buy orders count as held"
 
 
 class RiskConfig(BaseModel):
@@ -39,8 +42,12 @@ class RiskContext(BaseModel):
 
     whitelist: tuple[str, ...]
     portfolio_value_usd: float = Field(ge=0.0)
+    #: free cash: the broker already holds back what resting orders need, so it is not taken twice
     cash_usd: float = Field(ge=0.0)
-    position_notional_usd: dict[str, float] = Field(default_factory=dict)
+    position_notional_usd: dict[str, float] = Field(default_factory=dict)  # filled positions
+    #: per ticker, the notional of BUY orders resting unfilled: exposure once they fill. Apart from
+    #: positions because a SELL closes only what is filled (it does not cancel these orders).
+    resting_buy_notional_usd: dict[str, float] = Field(default_factory=dict)
     prices: dict[str, float | None] = Field(default_factory=dict)
     exposure_scale: float = 1.0
 
@@ -102,6 +109,8 @@ def apply_risk_caps(
         if intent is not None:
             intents.append(intent)
             exposure.pop(sell.ticker, None)
+    for ticker, resting in ctx.resting_buy_notional_usd.items():
+        exposure[ticker] = exposure.get(ticker, 0.0) + max(resting, 0.0)
 
     scale = _exposure_scale(ctx.exposure_scale, config, changes)
     room_usd = config.max_total_exposure_pct * scale * ctx.portfolio_value_usd - sum(
@@ -109,7 +118,7 @@ def apply_risk_caps(
     )
     cash_usd = ctx.cash_usd * (1.0 - config.cash_fee_buffer_pct / 100.0)
     for buy in sorted(buys, key=lambda d: (-d.confidence, d.ticker)):
-        intent = _buy_intent(buy, ctx, config, decision_id, room_usd, cash_usd, exposure, changes)
+        intent = _buy_intent(buy, ctx, config, decision_id, room_usd, cash_usd, changes)
         if intent is not None:
             intents.append(intent)
             room_usd -= intent.notional_usd
@@ -176,7 +185,6 @@ def _buy_intent(
     decision_id: str,
     room_usd: float,
     cash_usd: float,
-    exposure: Mapping[str, float],
     changes: list[CapChange],
 ) -> OrderIntent | None:
     price = ctx.prices.get(buy.ticker)
@@ -195,9 +203,12 @@ def _buy_intent(
             )
         )
         pct = config.max_position_pct
-    wanted = pct * ctx.portfolio_value_usd - exposure.get(buy.ticker, 0.0)
+    wanted = _top_up_usd(buy.ticker, pct, ctx, changes)
     if wanted <= 0.0:
-        changes.append(_drop(buy.ticker, buy, f"already holds {pct:.0%} or more of the portfolio"))
+        why = f"already holds {pct:.0%} or more of the portfolio"
+        if pct * ctx.portfolio_value_usd > ctx.position_notional_usd.get(buy.ticker, 0.0):
+            why += f" ({RESTING_BUYS_COUNT})"  # the position alone is below the target
+        changes.append(_drop(buy.ticker, buy, why))
         return None
     notional = wanted
     for limit, why in ((room_usd, "total exposure cap (scaled by regime)"), (cash_usd, "cash")):
@@ -226,6 +237,26 @@ def _buy_intent(
         signal_weights=buy.signal_weights,
         reasoning=buy.reasoning,
     )
+
+
+def _top_up_usd(ticker: str, pct: float, ctx: RiskContext, changes: list[CapChange]) -> float:
+    """What a BUY to ``pct`` of the portfolio adds: the target less what is held and what resting
+    BUYs will add when they fill (recorded when those orders are what reduces it)."""
+    held_usd = ctx.position_notional_usd.get(ticker, 0.0)
+    resting_usd = max(ctx.resting_buy_notional_usd.get(ticker, 0.0), 0.0)
+    before = pct * ctx.portfolio_value_usd - held_usd
+    after = before - resting_usd
+    if resting_usd > 0.0 and before > 0.0 and after > 0.0:
+        changes.append(
+            CapChange(
+                ticker=ticker,
+                what="notional_usd",
+                before=f"{before:.2f}",
+                after=f"{after:.2f}",
+                reason=f"{RESTING_BUYS_COUNT} ({resting_usd:.2f} USD resting)",
+            )
+        )
+    return after
 
 
 def _exposure_scale(scale: float, config: RiskConfig, changes: list[CapChange]) -> float:

@@ -24,6 +24,9 @@ time offset, one-way position mode (hedge mode refuses to start), leverage, ever
 positions read; open orders the journal does not know (placed by a person) are reported, not
 touched.
 
+``get_open_orders`` (resting BUYs count as exposure in the risk caps) asks the exchange only while
+the journal holds orders without an outcome, one ``openOrders`` request per symbol among them.
+
 Requests use ccxt's raw endpoint methods (``fapiPrivatePostOrder``...) so the answers are Binance's
 own fields, parsed here; reads are retried with ``market.ccxt_client.call_with_retries``.
 """
@@ -45,7 +48,7 @@ from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id
 from broker.live_guard import ApiKeys, Mode
 from broker.order_journal import JournalEntry, JournalIntent, OrderJournal
-from broker.port import OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult, PositionDetail
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     RetryPolicy,
@@ -256,6 +259,35 @@ class CcxtBroker:
         await self._ready()
         account = await self._request("fapiPrivateV3GetAccount", {}, what="account")
         return float(account["availableBalance"])
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        """vigil's resting orders, oldest first (orders a person placed are reconcile's report).
+
+        The journal names the orders that may still rest: those without a final outcome. With
+        none there is nothing to ask. Otherwise the exchange is asked, one ``openOrders`` request
+        per symbol among them (the journal cannot know about fills on its own); a pending order
+        that is no longer open is looked up once, so its outcome is journaled and never asked
+        about again.
+        """
+        await self._ready()
+        async with self._lock:  # an order being sent is either not journaled yet or resting
+            pending = self._journal.pending()
+            if not pending:
+                return []
+            resting: dict[str, dict[str, Any]] = {}
+            for symbol in sorted({to_binance_symbol(e.intent.ticker) for e in pending}):
+                raw = await self._request(
+                    "fapiPrivateGetOpenOrders", {"symbol": symbol}, what=f"open orders {symbol}"
+                )
+                resting.update((str(o["clientOrderId"]), dict(o)) for o in raw)
+            found: list[OpenOrder] = []
+            for entry in pending:
+                raw_order = resting.get(entry.intent.client_order_id)
+                if raw_order is None:
+                    await self._lookup_entry(entry)  # finished since: journal how
+                else:
+                    found.append(_open_order(entry.intent, raw_order))
+            return sorted(found, key=lambda o: o.placed_at_ms)  # ties: journal (placing) order
 
     async def _ready(self) -> None:
         """Reconcile once before anything else talks to the exchange."""
@@ -542,6 +574,23 @@ class CcxtBroker:
             reason=reason,
             at_ms=self._clock.now_ms(),
         )
+
+
+def _open_order(intent: JournalIntent, raw: dict[str, Any]) -> OpenOrder:
+    """A resting order as Binance reports it; the time it was placed is the journal's."""
+    unfilled = max(0.0, float(raw["origQty"]) - float(raw.get("executedQty") or 0.0))
+    price = float(raw.get("price") or 0.0)
+    limit = price if price > 0 else None
+    return OpenOrder(
+        client_order_id=intent.client_order_id,
+        ticker=intent.ticker,
+        side=intent.side,
+        quantity=unfilled,
+        limit_price=limit,
+        notional_usd=unfilled * limit if limit is not None else intent.requested_notional_usd,
+        placed_at_ms=max(0, intent.at_ms),
+        expires_at_ms=None,  # GTC
+    )
 
 
 __all__ = ["CcxtBroker", "ReconcileReport", "binance_code", "build_exchange"]

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from agent.decision import OrderIntent
 from broker.book import BookUpdate, Fill, PaperBook
-from broker.fills import PaperTerms
+from broker.fills import PaperTerms, value_usd
 from broker.ledger import Ledger, LedgerError, to_decimal
 from broker.orders import Mark, PaperOrder
 from broker.paper_store import (
@@ -42,7 +42,7 @@ from broker.paper_store import (
     read_document,
     write_document,
 )
-from broker.port import OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult, PositionDetail
 from broker.traded_range import TradedRangeTracker
 from runner.bus import EventBus
 from runner.clock import Clock
@@ -141,6 +141,12 @@ class PaperBroker:
         """Free cash: what is neither in positions nor reserved by open orders."""
         self.expire_due_orders()
         return float(self._book.ledger.cash_usd)
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        """Resting BUY limits (after expiring those due), oldest first."""
+        self.expire_due_orders()
+        placed = (o for o in self._book.orders() if o.is_open)  # in the order they were placed
+        return [_open_order(o) for o in sorted(placed, key=lambda o: o.placed_at_ms)]
 
     async def cancel(self, client_order_id: str) -> OrderResult | None:
         """Cancel an open order (its cash is released). A finished order is returned as it is;
@@ -330,3 +336,20 @@ class PaperBroker:
                 self._state_path,
             )
         return document
+
+
+def _open_order(order: PaperOrder) -> OpenOrder:
+    limit = order.limit_price
+    unfilled = order.quantity - order.filled_quantity
+    return OpenOrder(
+        client_order_id=order.client_order_id,
+        ticker=order.ticker,
+        side=order.side,
+        quantity=float(unfilled),
+        limit_price=None if limit is None else float(limit),
+        notional_usd=float(
+            order.requested_notional_usd if limit is None else value_usd(unfilled, limit)
+        ),
+        placed_at_ms=order.placed_at_ms,
+        expires_at_ms=order.expires_at_ms,
+    )

@@ -41,6 +41,25 @@ class OrderResult(BaseModel):
     at_ms: int = Field(0, ge=0)
 
 
+class OpenOrder(BaseModel):
+    """An order resting on the book: what it will add to the position if it fills.
+
+    Risk caps count a resting BUY as held (it becomes exposure without another decision), and the
+    snapshot shows it to the decider so it does not ask for the same position twice.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    client_order_id: str
+    ticker: str
+    side: Literal["buy", "sell"]
+    quantity: float = Field(ge=0.0)  # base units still to fill
+    limit_price: float | None  # None for a market order
+    notional_usd: float = Field(ge=0.0)  # unfilled quantity x limit (market: as requested)
+    placed_at_ms: int = Field(ge=0)
+    expires_at_ms: int | None = None  # None: good till cancelled
+
+
 class Broker(Protocol):
     async def execute_decisions(self, intents: Sequence[OrderIntent]) -> Sequence[OrderResult]: ...
 
@@ -49,6 +68,10 @@ class Broker(Protocol):
     async def get_portfolio_value(self) -> float: ...
 
     async def get_cash(self) -> float: ...
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        """Orders placed and not yet filled, cancelled or expired, oldest first."""
+        ...
 
     async def cancel(self, client_order_id: str) -> OrderResult | None: ...
 

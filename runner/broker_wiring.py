@@ -19,7 +19,7 @@ from agent.decision import OrderIntent
 from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys, check_live
 from broker.paper import PaperBroker
-from broker.port import Broker, OrderResult, PositionDetail
+from broker.port import Broker, OpenOrder, OrderResult, PositionDetail
 from runner.bus import EventBus
 from runner.clock import Clock
 from runner.config import Settings
@@ -182,6 +182,9 @@ class FillEvents:
 
     async def get_cash(self) -> float:
         return await self._broker.get_cash()
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        return await self._broker.get_open_orders()
 
     async def cancel(self, client_order_id: str) -> OrderResult | None:
         return await self._broker.cancel(client_order_id)

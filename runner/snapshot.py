@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +46,17 @@ class PositionSnapshot(_Frozen):
     peak_price: float | None
     opened_at_ms: int
     holding_secs: float
+
+
+class PendingOrderSnapshot(_Frozen):
+    """A resting order: exposure the portfolio takes on if it fills, with no further decision."""
+
+    ticker: str
+    side: Literal["buy", "sell"]
+    notional_usd: float
+    limit_price: float | None
+    placed_at_ms: int
+    expires_at_ms: int | None
 
 
 class RegimeSnapshot(_Frozen):
@@ -89,6 +100,7 @@ class MarketSnapshot(_Frozen):
     agent_memory: str = ""
     # portfolio
     open_positions: list[PositionSnapshot]
+    pending_orders: list[PendingOrderSnapshot] = Field(default_factory=list)  # sorted
     portfolio_value: float | None
     cash: float | None
     # why now

@@ -9,16 +9,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.indicators import summarise_closes
-from broker.port import Broker, PositionDetail
+from broker.port import Broker, OpenOrder, PositionDetail
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
 from runner.clock import Clock
 from runner.snapshot import (
     CONTEXT_FIELDS,
     MarketSnapshot,
+    PendingOrderSnapshot,
     PositionSnapshot,
     RegimeSnapshot,
     TickerSnapshot,
@@ -104,7 +106,7 @@ class SnapshotBuilder:
         btc = tickers.get(BTC)
         if btc is None:
             unavailable["btc_price"] = f"{BTC} is not among the configured tickers"
-        positions, portfolio_value, cash = await self._portfolio(at_ms, unavailable)
+        portfolio = await self._portfolio(at_ms, unavailable)
         regime = await self._regime_or_reason(unavailable)
         context = await self._context(unavailable)
         learner = self._learning(regime, unavailable)
@@ -118,9 +120,10 @@ class SnapshotBuilder:
             "regime": regime,
             "exposure_scale": regime.exposure_scale if regime is not None else 1.0,
             "agent_memory": self._agent_memory(),
-            "open_positions": positions,
-            "portfolio_value": portfolio_value,
-            "cash": cash,
+            "open_positions": portfolio.positions,
+            "pending_orders": portfolio.pending_orders,
+            "portfolio_value": portfolio.value,
+            "cash": portfolio.cash,
             "gate_wake_reasons": list(wake_reasons),
             **context,
             **learner,
@@ -156,20 +159,27 @@ class SnapshotBuilder:
             multi_tf=multi_tf,
         )
 
-    async def _portfolio(
-        self, at_ms: int, unavailable: dict[str, str]
-    ) -> tuple[list[PositionSnapshot], float | None, float | None]:
+    async def _portfolio(self, at_ms: int, unavailable: dict[str, str]) -> _Portfolio:
+        """All from the broker or none of it: the risk caps must never see positions without the
+        resting orders that will add to them (with no portfolio value they buy nothing)."""
         try:
             details = await self._broker.get_positions_detail()
+            orders = await self._broker.get_open_orders()
             value = await self._broker.get_portfolio_value()
             cash = await self._broker.get_cash()
         except Exception as exc:
             log.warning("snapshot: broker unavailable: %s", exc)
             reason = f"broker unavailable: {type(exc).__name__}: {exc}"
-            unavailable.update(open_positions=reason, portfolio_value=reason, cash=reason)
-            return [], None, None
+            for name in ("open_positions", "pending_orders", "portfolio_value", "cash"):
+                unavailable[name] = reason
+            return _Portfolio([], [], None, None)
         peaks = self._peak_prices()
-        return [_position(d, peaks.get(d.ticker), at_ms) for d in details], value, cash
+        return _Portfolio(
+            positions=[_position(d, peaks.get(d.ticker), at_ms) for d in details],
+            pending_orders=sorted((_pending(o) for o in orders), key=_pending_order_key),
+            value=value,
+            cash=cash,
+        )
 
     async def _regime_or_reason(self, unavailable: dict[str, str]) -> RegimeSnapshot | None:
         try:
@@ -211,6 +221,35 @@ class SnapshotBuilder:
             "ts_posteriors": self._learner.posteriors(label),
             "recent_trades": self._learner.recent_trades(),
         }
+
+
+@dataclass(frozen=True)
+class _Portfolio:
+    positions: list[PositionSnapshot]
+    pending_orders: list[PendingOrderSnapshot]
+    value: float | None
+    cash: float | None
+
+
+def _pending(order: OpenOrder) -> PendingOrderSnapshot:
+    return PendingOrderSnapshot(
+        ticker=order.ticker,
+        side=order.side,
+        notional_usd=order.notional_usd,
+        limit_price=order.limit_price,
+        placed_at_ms=order.placed_at_ms,
+        expires_at_ms=order.expires_at_ms,
+    )
+
+
+def _pending_order_key(order: PendingOrderSnapshot) -> tuple[str, int, str, float, float]:
+    return (
+        order.ticker,
+        order.placed_at_ms,
+        order.side,
+        order.limit_price or 0.0,
+        order.notional_usd,
+    )
 
 
 def _position(detail: PositionDetail, peak: float | None, at_ms: int) -> PositionSnapshot:

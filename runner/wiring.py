@@ -279,6 +279,12 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
 
 
 def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:
+    """The caps' view of the snapshot. Resting BUYs are exposure too: without them a BUY asked
+    again before the first one fills would be placed in full a second time."""
+    resting: dict[str, float] = {}
+    for order in snapshot.pending_orders:
+        if order.side == "buy":
+            resting[order.ticker] = resting.get(order.ticker, 0.0) + order.notional_usd
     return RiskContext(
         whitelist=tickers,
         portfolio_value_usd=snapshot.portfolio_value or 0.0,
@@ -286,6 +292,7 @@ def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskCont
         position_notional_usd={
             p.ticker: p.quantity * (p.mark_price or p.entry_price) for p in snapshot.open_positions
         },
+        resting_buy_notional_usd=resting,
         prices={t: view.price for t, view in snapshot.tickers.items()},
         exposure_scale=snapshot.exposure_scale,
     )

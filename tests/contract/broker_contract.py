@@ -20,13 +20,15 @@ simulator):
 - client order ids are ``broker.ids.client_order_id(decision_id, ticker, action)``, so the same
   intents executed twice place nothing new; ``lookup`` finds orders by that id;
 - ``get_cash`` is free cash: an open BUY holds back its cost plus fee, ``cancel`` gives it back;
-- ``get_portfolio_value`` = free cash + reserved cash + positions at the market price.
+- ``get_portfolio_value`` = free cash + reserved cash + positions at the market price;
+- ``get_open_orders`` lists each resting BUY (ticker, limit, unfilled quantity, notional) until it
+  fills, is cancelled or expires: the risk caps count it as held.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,7 +36,7 @@ import pytest
 
 from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id, is_valid_client_order_id
-from broker.port import Broker, OrderResult, PositionDetail
+from broker.port import Broker, OpenOrder, OrderResult, PositionDetail
 
 
 class MarketDriver(Protocol):
@@ -64,6 +66,9 @@ class BrokerHarness:
     order_notional_usd: float = 1_000.0  # comfortably above minimums, well below the cash
     money_tolerance_usd: float = 1e-6  # for amounts the port reports as floats
     price_rel_tolerance: float = 1e-9
+    #: lets time pass beyond a resting BUY's time to live; None when BUY limits are good till
+    #: cancelled (the ccxt broker's GTC orders)
+    outlive_order_ttl: Callable[[], Awaitable[None]] | None = None
 
 
 _decision_ids = itertools.count(1)
@@ -319,6 +324,84 @@ class BrokerContract:
         position = position_of(await h.broker.get_positions_detail(), h.ticker)
         assert position is not None
         return position.quantity
+
+    # ---- open orders
+
+    async def open_orders(self, h: BrokerHarness) -> list[OpenOrder]:
+        orders = list(await h.broker.get_open_orders())
+        assert len({o.client_order_id for o in orders}) == len(orders), orders
+        return orders
+
+    async def test_a_resting_buy_is_an_open_order_with_its_notional(
+        self, harness: BrokerHarness
+    ) -> None:
+        assert await self.open_orders(harness) == []
+        price = await harness.market.price(harness.ticker)
+        placed = await self.place_buy(harness)
+
+        (order,) = await self.open_orders(harness)
+        assert (order.client_order_id, order.ticker, order.side) == (
+            placed.client_order_id,
+            harness.ticker,
+            "buy",
+        )
+        assert order.limit_price == self.price_approx(harness, price)
+        wanted = harness.order_notional_usd / price
+        assert wanted - harness.quantity_step <= order.quantity <= wanted * (1 + 1e-12)
+        assert order.notional_usd == self.money(harness, order.quantity * price)
+        assert order.notional_usd <= harness.order_notional_usd + harness.money_tolerance_usd
+        assert order.placed_at_ms > 0
+        assert order.expires_at_ms is None or order.expires_at_ms > order.placed_at_ms
+
+    async def test_open_orders_list_every_resting_buy_oldest_first(
+        self, harness: BrokerHarness
+    ) -> None:
+        first = await self._buy_other(harness)
+        second = await self.place_buy(harness)  # maybe in the same millisecond
+        orders = await self.open_orders(harness)
+        assert [o.client_order_id for o in orders] == [
+            first.client_order_id,
+            second.client_order_id,
+        ]
+        assert [o.ticker for o in orders] == [harness.other_ticker, harness.ticker]
+        assert orders[0].placed_at_ms <= orders[1].placed_at_ms
+
+    async def test_a_filled_buy_is_no_longer_open(self, harness: BrokerHarness) -> None:
+        filled = await self.buy_filled(harness)
+        assert await self.open_orders(harness) == []
+        position = position_of(await harness.broker.get_positions_detail(), harness.ticker)
+        assert position is not None
+        assert position.quantity == pytest.approx(filled.filled_quantity, rel=1e-12)
+
+    async def test_a_cancelled_buy_is_no_longer_open(self, harness: BrokerHarness) -> None:
+        placed = await self.place_buy(harness)
+        kept = await self._buy_other(harness)
+        cancelled = await harness.broker.cancel(placed.client_order_id)
+        assert cancelled is not None and cancelled.status == "cancelled"
+        (left,) = await self.open_orders(harness)
+        assert left.client_order_id == kept.client_order_id
+
+    async def test_an_expired_buy_is_no_longer_open(self, harness: BrokerHarness) -> None:
+        if harness.outlive_order_ttl is None:
+            pytest.skip("this broker's BUY limits are good till cancelled: they never expire")
+        placed = await self.place_buy(harness)
+        (order,) = await self.open_orders(harness)
+        assert order.expires_at_ms is not None
+        cash = await harness.broker.get_cash()
+        await harness.outlive_order_ttl()
+        assert await self.open_orders(harness) == []
+        expired = await harness.broker.lookup(placed.client_order_id)
+        assert expired is not None and expired.status == "cancelled"
+        assert await harness.broker.get_cash() > cash  # its reserved cash came back
+
+    async def _buy_other(self, h: BrokerHarness) -> OrderResult:
+        price = await h.market.price(h.other_ticker)
+        intent = make_intent(
+            h.other_ticker, Action.BUY, notional_usd=h.order_notional_usd, reference_price=price
+        )
+        (result,) = await h.broker.execute_decisions([intent])
+        assert result.status == "open", result
+        return result
 
     # ---- money
 

@@ -48,5 +48,6 @@ def paper_harness(
         taker_fee_pct=0.05,
         slippage_pct=0.05,
         quantity_step=0.000001,
+        outlive_order_ttl=lambda: clock.advance(broker.terms.limit_ttl_secs + 1.0),
     )
     return harness, broker, market

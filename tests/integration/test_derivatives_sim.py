@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.port import OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult, PositionDetail
 from derivatives.config import DerivativesConfig
 from derivatives.liquidations import NOT_CONNECTED
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
@@ -48,6 +48,9 @@ class IdleBroker:
 
     async def get_cash(self) -> float:
         return 10_000.0
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        return ()
 
     async def cancel(self, client_order_id: str) -> OrderResult | None:
         return None

@@ -11,7 +11,7 @@ import pytest
 
 from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
 from agent.risk import RiskConfig, RiskContext
-from broker.port import OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult, PositionDetail
 from runner.bus import EventBus
 from runner.clock import VirtualClock
 from runner.decision import DecisionRoutine
@@ -78,6 +78,9 @@ class FakeBroker:
 
     async def get_cash(self) -> float:
         return 10_000.0
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        return ()
 
     async def cancel(self, client_order_id: str) -> OrderResult | None:
         return None

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from agent.decision import Action, AgentDecision, TradeDecision
 from agent.risk import (
+    RESTING_BUYS_COUNT,
     RiskConfig,
     RiskContext,
     TickerError,
@@ -89,6 +90,101 @@ def test_existing_position_is_topped_up_to_target_not_doubled() -> None:
     assert out.intents == () and "already holds" in out.dropped[0].reason
 
 
+def test_a_buy_asked_again_while_the_first_rests_is_dropped() -> None:
+    """The double entry: the first BUY for 20 % rests unfilled; the same BUY again adds nothing."""
+    first = apply_risk_caps(_decide(_buy("ETH/USDT", 0.2)), _ctx(), RiskConfig(), "d1")
+    (placed,) = first.intents
+    assert placed.notional_usd == pytest.approx(2_000.0)
+    # the broker rounded the quantity down to its step and holds back the cash for it
+    resting = 0.666_666 * 3_000.0
+    ctx = _ctx(cash_usd=10_000.0 - resting * 1.0002, resting_buy_notional_usd={"ETH/USDT": resting})
+    again = apply_risk_caps(_decide(_buy("ETH/USDT", 0.2)), ctx, RiskConfig(), "d2")
+    assert again.intents == ()
+    # what is left is the quantity step's rounding (cents): reduced to it, then below the minimum
+    (reduced,) = [c for c in again.changes if c.what == "notional_usd"]
+    assert RESTING_BUYS_COUNT in reduced.reason and float(reduced.after) < 0.01
+    (dropped,) = again.dropped
+    assert dropped.ticker == "ETH/USDT" and "below minimum" in dropped.reason
+
+
+def test_a_resting_order_at_the_full_target_drops_the_buy_with_its_reason() -> None:
+    ctx = _ctx(cash_usd=8_000.0, resting_buy_notional_usd={"ETH/USDT": 2_000.0})
+    out = apply_risk_caps(_decide(_buy("ETH/USDT", 0.2)), ctx, RiskConfig(), "d")
+    assert out.intents == ()
+    (dropped,) = out.dropped
+    assert "already holds 20%" in dropped.reason and RESTING_BUYS_COUNT in dropped.reason
+
+
+def test_a_larger_target_tops_up_only_the_difference_to_the_resting_order() -> None:
+    ctx = _ctx(cash_usd=9_200.0, resting_buy_notional_usd={"ETH/USDT": 800.0})
+    out = apply_risk_caps(_decide(_buy("ETH/USDT", 0.2)), ctx, RiskConfig(), "d")
+    (intent,) = out.intents
+    assert intent.notional_usd == pytest.approx(1_200.0)
+    (change,) = [c for c in out.changes if c.what == "notional_usd"]
+    assert (change.before, change.after) == ("2000.00", "1200.00")
+    assert RESTING_BUYS_COUNT in change.reason and "800.00 USD resting" in change.reason
+
+
+def test_position_and_resting_orders_together_count_as_held() -> None:
+    ctx = _ctx(
+        position_notional_usd={"SOL/USDT": 500.0},
+        resting_buy_notional_usd={"SOL/USDT": 700.0},
+        cash_usd=8_800.0,
+    )
+    (intent,) = apply_risk_caps(_decide(_buy("SOL/USDT", 0.2)), ctx, RiskConfig(), "d").intents
+    assert intent.notional_usd == pytest.approx(800.0)
+    out = apply_risk_caps(_decide(_buy("SOL/USDT", 0.1)), ctx, RiskConfig(), "d")
+    assert out.intents == ()
+    (dropped,) = out.dropped
+    assert "already holds 10%" in dropped.reason and RESTING_BUYS_COUNT in dropped.reason
+    # a position already at the target needs no resting order to explain the drop
+    out = apply_risk_caps(_decide(_buy("SOL/USDT", 0.05)), ctx, RiskConfig(), "d")
+    (dropped,) = out.dropped
+    assert "already holds 5%" in dropped.reason and RESTING_BUYS_COUNT not in dropped.reason
+
+
+def test_resting_orders_fill_the_total_exposure_cap() -> None:
+    ctx = _ctx(
+        position_notional_usd={"BTC/USDT": 2_000.0},
+        resting_buy_notional_usd={"ETH/USDT": 2_000.0},
+        cash_usd=6_000.0,
+        exposure_scale=0.5,
+    )
+    out = apply_risk_caps(_decide(_buy("SOL/USDT", 0.2)), ctx, RiskConfig(), "d")
+    (intent,) = out.intents  # room = 1.0 * 0.5 * 10k - 2k held - 2k resting = 1k
+    assert intent.notional_usd == pytest.approx(1_000.0)
+    assert any("exposure" in c.reason for c in out.changes)
+
+
+def test_resting_orders_on_other_tickers_do_not_shrink_a_buy() -> None:
+    ctx = _ctx(resting_buy_notional_usd={"BTC/USDT": 2_000.0}, cash_usd=8_000.0)
+    out = apply_risk_caps(_decide(_buy("ETH/USDT", 0.2)), ctx, RiskConfig(), "d")
+    (intent,) = out.intents
+    assert intent.notional_usd == pytest.approx(2_000.0)
+    assert not any(RESTING_BUYS_COUNT in c.reason for c in out.changes)
+
+
+def test_sells_close_only_the_filled_position_whatever_rests() -> None:
+    ctx = _ctx(
+        position_notional_usd={"BTC/USDT": 1_500.0},
+        resting_buy_notional_usd={"BTC/USDT": 500.0, "ETH/USDT": 900.0},
+        cash_usd=7_100.0,
+    )
+    out = apply_risk_caps(
+        _decide(
+            TradeDecision(ticker="BTC/USDT", action=Action.SELL),
+            TradeDecision(ticker="ETH/USDT", action=Action.SELL),
+        ),
+        ctx,
+        RiskConfig(),
+        "d",
+    )
+    (sell,) = out.intents
+    assert (sell.ticker, sell.action, sell.notional_usd) == ("BTC/USDT", Action.SELL, 1_500.0)
+    (dropped,) = out.dropped
+    assert dropped.ticker == "ETH/USDT" and "no open position" in dropped.reason
+
+
 def test_total_exposure_is_scaled_by_the_regime() -> None:
     ctx = _ctx(
         position_notional_usd={"BTC/USDT": 2_000.0, "ETH/USDT": 2_000.0},
@@ -158,6 +254,7 @@ _money = st.floats(0.0, 1e7, allow_nan=False)
     portfolio=_money,
     cash_frac=st.floats(0.0, 1.0),
     held=st.dictionaries(st.sampled_from(WHITELIST), st.floats(0.0, 5e6), max_size=3),
+    resting=st.dictionaries(st.sampled_from(WHITELIST), st.floats(0.0, 5e6), max_size=3),
     scale=st.one_of(st.floats(-1.0, 5.0), st.just(math.nan), st.just(math.inf)),
 )
 def test_random_decisions_never_exceed_the_caps(
@@ -165,6 +262,7 @@ def test_random_decisions_never_exceed_the_caps(
     portfolio: float,
     cash_frac: float,
     held: dict[str, float],
+    resting: dict[str, float],
     scale: float,
 ) -> None:
     config = RiskConfig()
@@ -173,6 +271,7 @@ def test_random_decisions_never_exceed_the_caps(
         portfolio_value_usd=portfolio,
         cash_usd=cash,
         position_notional_usd=held,
+        resting_buy_notional_usd=resting,
         exposure_scale=scale,
     )
     out = apply_risk_caps(_decide(*decisions), ctx, config, "prop")
@@ -184,7 +283,7 @@ def test_random_decisions_never_exceed_the_caps(
     for sell in sells:
         assert sell.notional_usd == held[sell.ticker]
     for buy in buys:
-        after = held.get(buy.ticker, 0.0) + buy.notional_usd
+        after = held.get(buy.ticker, 0.0) + resting.get(buy.ticker, 0.0) + buy.notional_usd
         assert after <= config.max_position_pct * portfolio * (1 + 1e-9)
         minimum = config.min_notional_usd_by_ticker.get(buy.ticker, config.min_notional_usd)
         assert buy.notional_usd >= minimum
@@ -193,6 +292,7 @@ def test_random_decisions_never_exceed_the_caps(
         min(scale, config.max_exposure_scale) if math.isfinite(scale) and scale >= 0 else 0.0
     )
     remaining = sum(v for t, v in held.items() if t not in {s.ticker for s in sells})
+    remaining += sum(resting.values())  # a SELL does not cancel resting BUYs
     if buys:
         total = remaining + sum(b.notional_usd for b in buys)
         assert total <= config.max_total_exposure_pct * effective * portfolio * (1 + 1e-9) + 1e-6

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from broker.port import OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult, PositionDetail
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
 from market.recorded import load_klines, resample, to_candles
@@ -24,8 +24,12 @@ START_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
 
 
 class FakeBroker:
-    def __init__(self, *, fail: bool = False) -> None:
+    def __init__(
+        self, *, fail: bool = False, orders: Sequence[OpenOrder] = (), orders_fail: bool = False
+    ) -> None:
         self.fail = fail
+        self.orders = tuple(orders)
+        self.orders_fail = orders_fail
 
     async def execute_decisions(self, intents: Sequence[Any]) -> Sequence[OrderResult]:
         return ()
@@ -48,6 +52,11 @@ class FakeBroker:
 
     async def get_cash(self) -> float:
         return 9_720.0
+
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        if self.orders_fail:
+            raise TimeoutError("openOrders timed out")
+        return self.orders
 
     async def cancel(self, client_order_id: str) -> OrderResult | None:
         return None
@@ -217,3 +226,63 @@ async def test_serialisation_is_compact_deterministic_and_rejects_nan(
     broken = first.model_copy(update={"btc_price": float("nan")})
     with pytest.raises(ValueError, match="non-finite"):
         broken.to_json_bytes()
+
+
+def _resting(cid: str, ticker: str, placed_at_ms: int, limit: float, quantity: float) -> OpenOrder:
+    return OpenOrder(
+        client_order_id=cid,
+        ticker=ticker,
+        side="buy",
+        quantity=quantity,
+        limit_price=limit,
+        notional_usd=quantity * limit,
+        placed_at_ms=placed_at_ms,
+        expires_at_ms=placed_at_ms + 900_000,
+    )
+
+
+async def test_resting_orders_are_in_the_snapshot_sorted_and_deterministic(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    orders = [
+        _resting("c3", "SOL/USDT", START_MS - 60_000, 146.5, 3.0),
+        _resting("c1", "ETH/USDT", START_MS - 30_000, 2_210.123456789, 0.45),
+        _resting("c2", "ETH/USDT", START_MS - 90_000, 2_200.0, 0.1),
+    ]
+    first = await _builder(*seeded, broker=FakeBroker(orders=orders)).build([])
+    again = await _builder(*seeded, broker=FakeBroker(orders=orders[::-1])).build([])
+    assert [(o.ticker, o.placed_at_ms) for o in first.pending_orders] == [
+        ("ETH/USDT", START_MS - 90_000),
+        ("ETH/USDT", START_MS - 30_000),
+        ("SOL/USDT", START_MS - 60_000),
+    ]
+    assert first.to_json_bytes() == again.to_json_bytes()  # broker order does not matter
+    eth = orjson.loads(first.to_json_bytes())["pending_orders"][1]
+    assert eth == {
+        "ticker": "ETH/USDT",
+        "side": "buy",
+        "notional_usd": round(0.45 * 2_210.123456789, 8),
+        "limit_price": round(2_210.123456789, 8),
+        "placed_at_ms": START_MS - 30_000,
+        "expires_at_ms": START_MS - 30_000 + 900_000,
+    }
+    assert "pending_orders" not in first.unavailable
+
+
+async def test_no_resting_orders_is_an_empty_list_not_a_gap(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snap = await _builder(*seeded).build([])
+    assert snap.pending_orders == [] and "pending_orders" not in snap.unavailable
+    assert orjson.loads(snap.to_json_bytes())["pending_orders"] == []
+
+
+async def test_unreadable_open_orders_make_the_whole_portfolio_unavailable(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    """Positions without the orders about to add to them would let the caps buy twice."""
+    snap = await _builder(*seeded, broker=FakeBroker(orders_fail=True)).build([])
+    assert snap.portfolio_value is None and snap.cash is None
+    assert snap.open_positions == [] and snap.pending_orders == []
+    for name in ("open_positions", "pending_orders", "portfolio_value", "cash"):
+        assert "openOrders timed out" in snap.unavailable[name]

@@ -1,0 +1,96 @@
+"""CcxtBroker.get_open_orders against the sim: what it costs in requests, and what the journal
+learns from it (the contract suite checks the orders it reports)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_ccxt_broker_faults import BTC, buy_intent
+from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
+
+from broker.order_journal import OrderJournal
+from runner.broker_wiring import FillEvents
+from runner.bus import EventBus
+from runner.clock import WallClock
+
+OPEN_ORDERS = "/fapi/v1/openOrders"
+
+
+def requests(sim: CcxtSim) -> int:
+    return sum(sim.server.requests.values())
+
+
+def journaled_status(sim: CcxtSim, client_order_id: str) -> str | None:
+    journal = OrderJournal(sim.journal_path)
+    journal.load()
+    entry = journal.get(client_order_id)
+    assert entry is not None
+    return None if entry.final is None else entry.final.status
+
+
+async def test_nothing_pending_in_the_journal_asks_the_exchange_nothing(tmp_path: Path) -> None:
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        await broker.reconcile()
+        before = requests(sim)
+        assert await broker.get_open_orders() == []
+        assert requests(sim) == before
+
+
+async def test_a_fill_nobody_saw_is_journaled_and_then_costs_nothing(tmp_path: Path) -> None:
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        (placed,) = await broker.execute_decisions([buy_intent(sim)])
+        asked = sim.server.requests[OPEN_ORDERS]
+        (order,) = await broker.get_open_orders()
+        assert order.client_order_id == placed.client_order_id
+        assert sim.server.requests[OPEN_ORDERS] == asked + 1  # one symbol, one request
+
+        limit = sim.server.orders.book.price(BTC)
+        await sim.market.trade(BTC, low=limit * 0.99, high=limit, close=limit * 0.995)
+        assert await broker.get_open_orders() == []
+        assert journaled_status(sim, placed.client_order_id) == "filled"
+
+        before = requests(sim)
+        assert await broker.get_open_orders() == []
+        assert requests(sim) == before  # the journal knows it is final
+
+
+async def test_a_resting_order_survives_a_restart_with_its_placement_time(
+    tmp_path: Path,
+) -> None:
+    async with ccxt_sim(tmp_path) as sim:
+        async with running_broker(sim) as before:
+            (placed,) = await before.execute_decisions([buy_intent(sim, notional_usd=800.0)])
+            (first,) = await before.get_open_orders()
+        async with running_broker(sim) as after:
+            (again,) = await after.get_open_orders()
+        assert again == first
+        assert again.client_order_id == placed.client_order_id
+        assert again.limit_price is not None
+        assert again.notional_usd == pytest.approx(again.quantity * again.limit_price)
+        assert 700.0 < again.notional_usd <= 800.0  # the quantity is rounded down to the lot
+        journal = OrderJournal(sim.journal_path)
+        journal.load()
+        entry = journal.get(placed.client_order_id)
+        assert entry is not None and again.placed_at_ms == entry.intent.at_ms
+        assert again.expires_at_ms is None  # GTC
+
+
+async def test_orders_a_person_placed_are_not_vigils(tmp_path: Path) -> None:
+    async with ccxt_sim(tmp_path) as sim:
+        async with running_broker(sim) as someone_else:
+            await someone_else.execute_decisions([buy_intent(sim)])
+        sim.journal_path.unlink()
+        async with running_broker(sim) as broker:
+            report = await broker.reconcile()
+            assert len(report.foreign_open_orders) == 1
+            assert await broker.get_open_orders() == []
+
+
+async def test_the_fill_events_wrapper_forwards_open_orders(tmp_path: Path) -> None:
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        wrapped = FillEvents(broker, EventBus(), WallClock())
+        (placed,) = await wrapped.execute_decisions([buy_intent(sim)])
+        (order,) = await wrapped.get_open_orders()
+        assert order.client_order_id == placed.client_order_id
+        assert list(await broker.get_open_orders()) == [order]
