@@ -178,7 +178,12 @@ class AgentLayer:
         if await self._add_still_open(ticker):
             log.info("tracker: ADD %s skipped: the previous ADD order is still open", ticker)
             return 0.0
-        size = add_size(portfolio, cash, held.quantity * price, self._config)
+        resting_usd = sum(
+            order.notional_usd
+            for order in await self._broker.get_open_orders()
+            if order.ticker == ticker and order.side == "buy"
+        )  # a decision's BUY still resting will be held too: the cap counts it
+        size = add_size(portfolio, cash, held.quantity * price + resting_usd, self._config)
         if size.notional_usd < self._config.min_order_usd:
             log.info(
                 "tracker: ADD %s skipped: %.2f USD allowed (limited by %s) is below %.2f",

@@ -20,9 +20,11 @@ from test_tracker_support import (
     make_rig,
 )
 
+from agent.decision import Action
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
 from broker.port import PositionDetail
+from contract.broker_contract import make_intent
 from tracker.agent_layer import add_size
 from tracker.config import TrackerConfig
 from tracker.ports import ReviewAction
@@ -86,6 +88,20 @@ async def test_an_add_at_the_max_position_is_skipped(tmp_path: Path) -> None:
     await rig.open_position(BTC, 100.0, notional_usd=2000.0)  # 20 % of 10 000 already
     await rig.tracker.review_positions()
     assert rig.broker.open_orders() == []
+
+
+async def test_an_add_counts_a_decisions_resting_buy_as_held(tmp_path: Path) -> None:
+    rig = make_rig(tmp_path, reviewer=ScriptedReviewer({BTC: ReviewAction.ADD}))
+    await rig.open_position(BTC, 100.0, notional_usd=1000.0)  # 10 % of 10 000
+    resting = make_intent(BTC, Action.BUY, notional_usd=900.0, reference_price=90.0)
+    (placed,) = await rig.broker.execute_decisions([resting])  # a limit under the market: rests
+    assert placed.status == "open"
+    await rig.tracker.review_positions()
+    add_id = client_order_id(f"add-{BTC}-{rig.clock.now_ms()}", BTC, "BUY")
+    order = rig.broker.order(add_id)
+    # max position 20 %: 2000 - 1000 held - 900 resting leaves 100 (not add_pct's 500)
+    assert order is not None
+    assert float(order.requested_notional_usd) == pytest.approx(100.0, rel=1e-3)
 
 
 async def test_a_failing_reviewer_falls_back_to_the_score(
