@@ -34,6 +34,7 @@ from replay_support import (
     daily_sharpe,
     default_settings,
     equity_at_decisions,
+    equity_usd,
     exposure_pct,
     holdings_after,
     iso_day,
@@ -79,7 +80,8 @@ class TwoWeeks:
     report: dict[str, Any]  # report.json as written
     trades: list[TradeRow]
     decisions: list[DecisionLine]
-    recomputed: list[RecomputedPoint]
+    recomputed: list[RecomputedPoint]  # one per decision line
+    final: RecomputedPoint  # the paper ledger as saved at shutdown (the report's last point)
     feed: SimFeed
     cli: CliRun
 
@@ -89,7 +91,12 @@ class TwoWeeks:
 
     @property
     def values(self) -> list[float]:
-        return [p.equity_usd for p in self.recomputed]
+        return [p.equity_usd for p in self.series]
+
+    @property
+    def series(self) -> list[RecomputedPoint]:
+        """The report's equity series: every decision, then the final ledger value."""
+        return [*self.recomputed, self.final]
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +120,11 @@ def two_weeks(tmp_path_factory: pytest.TempPathFactory) -> TwoWeeks:
     )
     trades = read_trades(options.out_dir)
     decisions = read_decisions(options.out_dir)
-    recomputed = equity_at_decisions(decisions, trades, feed, settings.broker.starting_cash_usd)
+    cash = settings.broker.starting_cash_usd
+    recomputed = equity_at_decisions(decisions, trades, feed, cash)
+    saved_ms = int(read_json(options.out_dir / "paper_broker.json")["saved_at_ms"])
+    at_end = holdings_after(cash, trades, until_ms=saved_ms, skip=frozenset())
+    final = RecomputedPoint(saved_ms, equity_usd(at_end, feed, saved_ms), bool(at_end.quantities))
     return TwoWeeks(
         settings,
         options,
@@ -123,6 +134,7 @@ def two_weeks(tmp_path_factory: pytest.TempPathFactory) -> TwoWeeks:
         trades,
         decisions,
         recomputed,
+        final,
         feed,
         CliRun(cli.returncode, cli_log.read_text(), cli_dir),
     )
@@ -212,14 +224,15 @@ def test_equity_at_every_decision_matches_the_recomputation(two_weeks: TwoWeeks)
         assert decision.portfolio_value is not None
         gap = relative_gap(decision.portfolio_value, point.equity_usd)
         assert gap < EQUITY_REL_TOL, f"{decision.portfolio_value} vs {point}"
-    # paper_broker.json is saved on changes only, so it predates the last decision and the
-    # report leaves its final ledger point out: the full series is exactly the decision points
-    report = two_weeks.report
-    assert any("final ledger value left out" in note for note in report["notes"])
-    assert report.get("equity_points", len(report["equity"])) == len(mine)
-    by_instant = {p.at_ms: p.equity_usd for p in mine}
+    # the paper broker saves its book with the latest marks at shutdown, after the last
+    # decision: the report ends its series with that ledger value, recomputed here too
+    report, final = two_weeks.report, two_weeks.final
+    assert final.at_ms > mine[-1].at_ms
+    assert not any("final ledger value left out" in note for note in report["notes"])
+    assert report.get("equity_points", len(report["equity"])) == len(mine) + 1
+    by_instant = {p.at_ms: p.equity_usd for p in two_weeks.series}
     assert report["equity"][0]["at_ms"] == mine[0].at_ms
-    assert report["equity"][-1]["at_ms"] == mine[-1].at_ms
+    assert report["equity"][-1]["at_ms"] == final.at_ms
     for shown in report["equity"]:
         assert relative_gap(shown["value"], by_instant[shown["at_ms"]]) < EQUITY_REL_TOL, shown
     # the series moves: positions were marked, not just cash carried
@@ -262,7 +275,7 @@ def test_total_return_and_max_drawdown_match(two_weeks: TwoWeeks) -> None:
 
 
 def test_annualised_figures_turnover_and_exposure_match(two_weeks: TwoWeeks) -> None:
-    metrics, points = two_weeks.metrics, two_weeks.recomputed
+    metrics, points = two_weeks.metrics, two_weeks.series
     span_days = (points[-1].at_ms - points[0].at_ms) / DAY_MS
     assert metrics["span_days"] == pytest.approx(span_days, rel=1e-12)
     if metrics["cagr_pct"] is None:  # the report declines to annualise short runs
@@ -277,7 +290,7 @@ def test_annualised_figures_turnover_and_exposure_match(two_weeks: TwoWeeks) -> 
     assert metrics["traded_notional_usd"] == pytest.approx(notional, rel=1e-12)
     mean_equity = sum(two_weeks.values) / len(points)
     assert metrics["turnover"] == pytest.approx(notional / mean_equity, rel=1e-9)
-    exposure = exposure_pct(points)
+    exposure = exposure_pct(two_weeks.recomputed)  # the report's exposure reads decisions
     assert 0 < exposure < 100
     assert metrics["exposure_time_pct"] == pytest.approx(exposure, abs=1e-9)
 
