@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.indicators import summarise_closes
+from agent.indicators import TimeframeSummary, summarise_closes
 from broker.port import Broker, OpenOrder, PositionDetail
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
@@ -97,6 +97,7 @@ class SnapshotBuilder:
         self._regime = regime
         self._sources = tuple(context_sources)
         self._learner = learner
+        self._summaries: dict[tuple[str, str], tuple[CandleArrays, TimeframeSummary]] = {}
         self._source_timeout_secs = source_timeout_secs
 
     async def build(self, wake_reasons: Sequence[str]) -> MarketSnapshot:
@@ -144,10 +145,7 @@ class SnapshotBuilder:
             unavailable[f"tickers.{ticker}.volume_24h"] = (
                 f"needs 24 closed 1h candles, have {len(hourly.volume)}"
             )
-        multi_tf = {
-            tf: summarise_closes(self._market.closed_arrays(ticker, tf).close)
-            for tf in SUMMARY_TIMEFRAMES
-        }
+        multi_tf = {tf: self._summary(ticker, tf) for tf in SUMMARY_TIMEFRAMES}
         return TickerSnapshot(
             price=self._market.last_price(ticker),
             change_1h_pct=feats.change_1h_pct if feats else None,
@@ -158,6 +156,18 @@ class SnapshotBuilder:
             return_zscore=feats.return_zscore if feats else None,
             multi_tf=multi_tf,
         )
+
+    def _summary(self, ticker: str, timeframe: str) -> TimeframeSummary:
+        """Indicators of the closed candles, recomputed only when a candle has closed: the
+        aggregator hands out the same arrays object until then (most decisions come between
+        closes)."""
+        arrays = self._market.closed_arrays(ticker, timeframe)
+        cached = self._summaries.get((ticker, timeframe))
+        if cached is not None and cached[0] is arrays:
+            return cached[1]
+        summary = summarise_closes(arrays.close)
+        self._summaries[(ticker, timeframe)] = (arrays, summary)
+        return summary
 
     async def _portfolio(self, at_ms: int, unavailable: dict[str, str]) -> _Portfolio:
         """All from the broker or none of it: the risk caps must never see positions without the

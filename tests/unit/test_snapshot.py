@@ -286,3 +286,34 @@ async def test_unreadable_open_orders_make_the_whole_portfolio_unavailable(
     assert snap.open_positions == [] and snap.pending_orders == []
     for name in ("open_positions", "pending_orders", "portfolio_value", "cash"):
         assert "openOrders timed out" in snap.unavailable[name]
+
+
+async def test_timeframe_summaries_follow_each_close_and_equal_a_fresh_computation(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    agg, features = seeded
+    builder = _builder(agg, features)
+    before = (await builder.build(["agent_timer"])).tickers["BTC/USDT"].multi_tf
+    last = agg.last_closed("BTC/USDT", "15m")
+    assert last is not None
+    jump = last.close * 1.05  # a big close: the 15m RSI and bands must move
+    agg.update(
+        MarketTick(
+            ticker="BTC/USDT",
+            timeframe="15m",
+            open_time_ms=START_MS,
+            close_time_ms=START_MS + 899_999,
+            open=last.close,
+            high=jump,
+            low=last.close,
+            close=jump,
+            volume=1.0,
+            closed=True,
+            event_time_ms=START_MS + 899_999,
+        )
+    )
+    after = (await builder.build(["candle_close:BTC/USDT:15m"])).tickers["BTC/USDT"].multi_tf
+    fresh = (await _builder(agg, features).build(["agent_timer"])).tickers["BTC/USDT"].multi_tf
+    assert after == fresh  # the cached summaries are what a new builder computes
+    assert after["15m"] != before["15m"]
+    assert after["1h"] == before["1h"]  # no 1h close: the same summary
