@@ -1,0 +1,94 @@
+"""Replay with ``--decider claude`` against a fake Messages API on loopback (the real SDK through
+``base_url``): every decision is Claude's, its usage is journaled and reported, and virtual time
+stands still while a call is in flight (the driver's busy probe), however slow the answer."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.claude_support import answer
+from fakes.messages_api import FakeMessagesApi, json_message
+from pydantic import SecretStr
+from replay_support import default_settings, replay_options
+
+from runner.config import AgentConfig
+from runner.replay import build_replay, replay_settings
+from runner.replay_cmd import run_replay
+from runner.report_html import write_report
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+
+TICKER = "BTC/USDT"
+SCRIPTED = 40  # more than the span asks for: the test counts what was used
+SPAN_HOURS = 6
+ANSWER_DELAY_SECS = 0.05  # real seconds: the replay must not move on meanwhile
+
+
+def _hold(next_check_seconds: int) -> dict[str, Any]:
+    return answer(
+        decisions=[
+            {
+                "ticker": TICKER,
+                "action": "HOLD",
+                "position_pct": 0.0,
+                "confidence": 0.5,
+                "reasoning": "No edge.",
+            }
+        ],
+        next_check_seconds=next_check_seconds,
+        wake_conditions=[],
+    )
+
+
+async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answer(
+    tmp_path: Path,
+) -> None:
+    async with FakeMessagesApi() as api:
+        api.script(
+            *(
+                replace(json_message(_hold(3600)), delay_secs=ANSWER_DELAY_SECS)
+                for _ in range(SCRIPTED)
+            )
+        )
+        config_dir = tmp_path / "config"
+        config_dir.mkdir()
+        settings = default_settings(config_dir).model_copy(
+            update={
+                "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
+                "agent": AgentConfig(base_url=api.base_url, daily_budget_usd=5.0),
+            }
+        )
+        whole_day = replay_options(
+            tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
+        )
+        options = replace(whole_day, end_ms=whole_day.start_ms + SPAN_HOURS * 3_600_000)
+        outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+        calls = len(api.requests)
+
+    assert outcome.finished
+    lines = [
+        json.loads(line)
+        for line in (options.out_dir / "logs" / "decisions.jsonl").read_bytes().splitlines()
+    ]
+    decisions = [line for line in lines if line.get("type") == "decision"]
+    # 6 h of 15m closes (the hour timer Claude set never fires before the next close)
+    assert len(decisions) == 24 == calls
+    assert all(d["decided_by"] == "claude" for d in decisions), {d["decided_by"] for d in decisions}
+    for d in decisions:
+        # the gate was updated at the instant the decision started: no clock step happened
+        # during the 50 ms the answer took
+        assert d["gate_update"]["at_ms"] == d["at_ms"], d["decision_id"]
+        assert d["gate_update"]["next_check_secs"] == 3600.0
+    last_agent = decisions[-1]["agent"]
+    assert last_agent["calls"] == calls and last_agent["failed_calls"] == 0
+    assert last_agent["input_tokens"] > 0 and last_agent["cost_total_usd"] > 0
+
+    report = write_report(options.out_dir)
+    assert {(d.decided_by, d.decisions) for d in report.deciders} == {("claude", 24)}
+    (day,) = report.days
+    assert day.agent_calls == calls
+    assert day.cost_usd == pytest.approx(last_agent["cost_total_usd"], rel=1e-9)
