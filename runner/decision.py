@@ -21,7 +21,7 @@ from broker.port import Broker, OrderResult
 from runner.bus import EventBus
 from runner.clock import Clock
 from runner.events import DecisionMade
-from runner.snapshot import MarketSnapshot
+from runner.snapshot import MarketSnapshot, sent_digest
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,9 @@ class DecisionRoutine:
         self, decision_id: str, reasons: Sequence[str], record: dict[str, Any]
     ) -> None:
         snapshot = await self._build_snapshot(reasons)
-        record["snapshot_digest"] = snapshot.digest()
-        record["snapshot"] = snapshot.model_dump(mode="json")
+        sent = snapshot.as_sent()  # what the decider reads, byte for byte, rounded once
+        record["snapshot_digest"] = sent_digest(sent)
+        record["snapshot"] = sent
         decision = await self._decider.decide(snapshot)
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason

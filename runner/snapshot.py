@@ -107,11 +107,25 @@ class MarketSnapshot(_Frozen):
     gate_wake_reasons: list[str]
     unavailable: dict[str, str] = Field(default_factory=dict)
 
+    def as_sent(self) -> dict[str, Any]:
+        """The snapshot as the decider is sent it and the journal keeps it (floats rounded)."""
+        sent: dict[str, Any] = _rounded(self.model_dump(mode="json"))
+        return sent
+
     def to_json_bytes(self) -> bytes:
-        return orjson.dumps(_rounded(self.model_dump(mode="json")), option=orjson.OPT_SORT_KEYS)
+        return sent_json_bytes(self.as_sent())
 
     def digest(self) -> str:
-        return hashlib.sha256(self.to_json_bytes()).hexdigest()[:16]
+        return sent_digest(self.as_sent())
+
+
+def sent_json_bytes(sent: Mapping[str, Any]) -> bytes:
+    return orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
+
+
+def sent_digest(sent: Mapping[str, Any]) -> str:
+    """The digest of ``MarketSnapshot.as_sent()`` (journal lines carry it)."""
+    return hashlib.sha256(sent_json_bytes(sent)).hexdigest()[:16]
 
 
 #: snapshot fields that outside sources fill; listed so a missing source is always named

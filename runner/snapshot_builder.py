@@ -31,6 +31,10 @@ from runner.snapshot import (
 log = logging.getLogger(__name__)
 
 BTC = "BTC/USDT"
+#: the learner keeps 50 closed trades for its posteriors; the decider reads the newest few (50 of
+#: them were ~13 KB, two thirds of every snapshot and its journal line, and ~4k tokens per call)
+RECENT_TRADES_SHOWN = 10
+
 SUMMARY_TIMEFRAMES = ("15m", "1h", "4h")
 
 
@@ -229,7 +233,7 @@ class SnapshotBuilder:
         label = regime.combined if regime is not None else None
         return {
             "ts_posteriors": self._learner.posteriors(label),
-            "recent_trades": self._learner.recent_trades(),
+            "recent_trades": self._learner.recent_trades()[-RECENT_TRADES_SHOWN:],
         }
 
 

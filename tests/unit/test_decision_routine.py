@@ -16,7 +16,7 @@ from runner.bus import EventBus
 from runner.clock import VirtualClock
 from runner.decision import DecisionRoutine
 from runner.events import DecisionMade, Topic
-from runner.snapshot import MarketSnapshot
+from runner.snapshot import MarketSnapshot, sent_digest
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 
@@ -191,6 +191,10 @@ async def test_one_run_caps_executes_updates_gate_and_journals() -> None:
     assert line["trigger"] == ["candle_close:BTC/USDT:1h"]
     assert line["decided_by"] == "fallback" and line["decider_reason"] == "no_api_key"
     assert len(line["snapshot_digest"]) == 16
+    # the journal keeps the snapshot exactly as the decider was sent it, and its digest is of that
+    sent = _snapshot(["candle_close:BTC/USDT:1h"], line["at_ms"])
+    assert line["snapshot"] == sent.as_sent()
+    assert line["snapshot_digest"] == sent.digest() == sent_digest(line["snapshot"])
     assert line["raw_decision"]["decisions"][0]["position_pct"] == 1.0
     assert [a["ticker"] for a in line["accepted"]] == ["SOL/USDT"]
     assert {c["what"] for c in line["cap_changes"]} >= {"ticker", "position_pct", "dropped"}

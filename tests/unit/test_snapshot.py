@@ -317,3 +317,32 @@ async def test_timeframe_summaries_follow_each_close_and_equal_a_fresh_computati
     assert after == fresh  # the cached summaries are what a new builder computes
     assert after["15m"] != before["15m"]
     assert after["1h"] == before["1h"]  # no 1h close: the same summary
+
+
+class ManyTradesLearner:
+    def posteriors(self, regime: str | None) -> dict[str, Any]:
+        return {"global": {}, "regime": regime}
+
+    def recent_trades(self) -> list[dict[str, Any]]:
+        return [{"at_ms": i, "pnl_pct": 0.1 * i} for i in range(50)]
+
+
+async def test_the_decider_reads_the_newest_ten_of_the_learners_trades(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    agg, features = seeded
+    builder = SnapshotBuilder(
+        VirtualClock(epoch_ms=START_MS),
+        tickers=TICKERS,
+        market=agg,
+        features=features,
+        broker=FakeBroker(),
+        agent_memory=lambda: "",
+        peak_prices=dict,
+        regime=_returning(None),
+        context_sources=(),
+        learner=ManyTradesLearner(),
+    )
+    snap = await builder.build(["agent_timer"])
+    assert snap.recent_trades is not None
+    assert [t["at_ms"] for t in snap.recent_trades] == list(range(40, 50))
