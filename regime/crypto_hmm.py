@@ -194,7 +194,9 @@ class CryptoRegimeModel:
             self._fitted = fitted
         self.last_report = report
         if report.warnings:
-            log.warning("regime HMM fit: %s", "; ".join(report.warnings))
+            # restarts that stopped early or failed are notes when the chosen fit converged
+            level = logging.INFO if _chosen_converged(report) else logging.WARNING
+            log.log(level, "regime HMM fit: %s", "; ".join(report.warnings))
         return report
 
     def predict(self, frame: pd.DataFrame) -> CryptoRegime:
@@ -348,6 +350,11 @@ class CryptoRegimeModel:
             if best is None or candidate.log_likelihood > best[0].log_likelihood:
                 best = (candidate, hmm)
         return best
+
+
+def _chosen_converged(report: FitReport) -> bool:
+    chosen = [c for c in report.candidates if c.n_states == report.chosen_n_states]
+    return report.fitted and bool(chosen) and all(c.converged for c in chosen)
 
 
 def _converged(monitor: Any, n_iter: int, tol: float) -> bool:

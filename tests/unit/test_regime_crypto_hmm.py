@@ -260,3 +260,30 @@ def test_config_refuses_an_empty_state_range() -> None:
         CryptoHmmConfig(n_states_min=4, n_states_max=3)
     with pytest.raises(ValidationError):
         CryptoHmmConfig(n_states_max=5)
+
+
+def test_a_restart_that_stopped_early_is_a_note_when_the_chosen_fit_converged() -> None:
+    from regime.crypto_hmm import CandidateFit, FitReport, _chosen_converged
+
+    def candidate(n_states: int, converged: bool) -> CandidateFit:
+        return CandidateFit(
+            n_states=n_states,
+            seed=42,
+            log_likelihood=-1.0,
+            n_params=10,
+            bic=1.0,
+            converged=converged,
+            iterations=100 if not converged else 12,
+        )
+
+    chosen_fine = FitReport(
+        fitted=True,
+        n_rows=500,
+        n_segments=1,
+        chosen_n_states=2,
+        candidates=(candidate(2, True), candidate(3, False)),
+        warnings=("n=3 seed=42: EM stopped at n_iter=100 before converging",),
+    )
+    assert _chosen_converged(chosen_fine)  # logged at INFO: a note, not a warning
+    chosen_stuck = chosen_fine.model_copy(update={"chosen_n_states": 3})
+    assert not _chosen_converged(chosen_stuck)  # the model in use did not converge: WARNING
