@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -254,8 +255,6 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
 
 
 def _iso(at_ms: int) -> str:
-    from datetime import UTC, datetime
-
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
