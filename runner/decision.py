@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from agent.decision import AgentDecision, OrderIntent
+from agent.decision import Action, AgentDecision, OrderIntent
 from agent.port import Decider
-from agent.risk import RiskConfig, RiskContext, apply_risk_caps
+from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
 from broker.port import Broker, OrderResult
 from runner.bus import EventBus
 from runner.clock import Clock
@@ -164,6 +164,9 @@ class DecisionRoutine:
         )
         record["accepted"] = [i.model_dump(mode="json") for i in outcome.intents]
         record["cap_changes"] = [c.model_dump(mode="json") for c in outcome.changes]
+        cancelled = await self._cancel_resting_buys(_sold_tickers(decision))
+        if cancelled:
+            record["cancelled"] = cancelled
         results = await self._execute(outcome.intents, record)
         record["orders"] = [r.model_dump(mode="json") for r in results]
 
@@ -188,6 +191,33 @@ class DecisionRoutine:
             _summary(decision),
             ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
         )
+
+    async def _cancel_resting_buys(self, tickers: frozenset[str]) -> list[dict[str, Any]]:
+        """A SELL means out: a BUY limit of that ticker still resting would buy back in later.
+        A cancel that fails is journaled with its error; the SELL goes ahead regardless."""
+        if not tickers:
+            return []
+        try:
+            resting = await self._broker.get_open_orders()
+        except Exception as exc:
+            log.exception("could not list resting orders to cancel for %s", sorted(tickers))
+            return [{"tickers": sorted(tickers), "error": f"{type(exc).__name__}: {exc}"}]
+        done: list[dict[str, Any]] = []
+        for order in resting:
+            if order.side != "buy" or order.ticker not in tickers:
+                continue
+            entry: dict[str, Any] = {
+                "client_order_id": order.client_order_id,
+                "ticker": order.ticker,
+            }
+            try:
+                result = await self._broker.cancel(order.client_order_id)
+                entry["status"] = result.status if result is not None else "unknown"
+            except Exception as exc:
+                log.exception("could not cancel resting BUY %s", order.client_order_id)
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            done.append(entry)
+        return done
 
     async def _execute(
         self, intents: Sequence[OrderIntent], record: dict[str, Any]
@@ -224,6 +254,17 @@ class DecisionRoutine:
             log.exception("could not journal decision %s", record.get("decision_id"))
             return
         self._failpoint("after_decision_journaled")
+
+
+def _sold_tickers(decision: AgentDecision) -> frozenset[str]:
+    sold = set()
+    for d in decision.decisions:
+        if d.action is Action.SELL:
+            try:
+                sold.add(normalize_ticker(d.ticker))
+            except TickerError:
+                continue  # the caps journal the bad ticker
+    return frozenset(sold)
 
 
 def _summary(decision: AgentDecision) -> str:

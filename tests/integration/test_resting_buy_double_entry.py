@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from agent.decision import Action, AgentDecision, TradeDecision
+from agent.port import Decider
 from agent.risk import RESTING_BUYS_COUNT, RiskConfig, RiskContext
 from broker.paper import PaperBroker
 from market.aggregator import CandleArrays
@@ -95,11 +96,14 @@ async def no_regime() -> RegimeSnapshot | None:
 
 
 class Rig:
-    def __init__(self, risk: Callable[[MarketSnapshot], RiskContext]) -> None:
+    def __init__(
+        self, risk: Callable[[MarketSnapshot], RiskContext], decider: Decider | None = None
+    ) -> None:
         self.clock = VirtualClock(EPOCH_MS)
         self.broker = PaperBroker(self.clock)  # 10 000 USD, 15 min limit time to live
         self.market = Market(self.broker, self.clock)
         self.decider = SameBuyTwice()
+        chosen: Decider = decider or self.decider
         self.journal = Journal()
         snapshots = SnapshotBuilder(
             self.clock,
@@ -115,7 +119,7 @@ class Rig:
             self.clock,
             EventBus(),
             build_snapshot=snapshots.build,
-            decider=self.decider,
+            decider=chosen,
             risk_context=risk,
             risk_config=RiskConfig(),
             broker=self.broker,
@@ -182,3 +186,34 @@ async def test_without_resting_orders_in_the_risk_context_the_bug_comes_back() -
     await rig.two_decisions_a_minute_apart()
     assert len(rig.buys_placed()) == 2
     assert len(rig.broker.open_orders()) == 2
+
+
+class BuyThenSell:
+    """BUY ETH, then change its mind: SELL ETH (no position yet, only the resting limit)."""
+
+    def __init__(self) -> None:
+        self.actions = [Action.BUY, Action.SELL]
+
+    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+        action = self.actions.pop(0)
+        pct = 0.2 if action is Action.BUY else 0.0
+        choice = TradeDecision(ticker="ethusdt", action=action, position_pct=pct, confidence=0.7)
+        return AgentDecision(decisions=(choice,), decided_by="fallback", decider_reason="test")
+
+
+async def test_a_sell_cancels_the_resting_buy_so_it_cannot_buy_back_in_later() -> None:
+    rig = Rig(with_wiring, BuyThenSell())
+    await rig.two_decisions_a_minute_apart()
+
+    first, second = rig.journal.records
+    (placed,) = first["orders"]
+    assert placed["status"] == "open"
+    assert second["cancelled"] == [
+        {"client_order_id": placed["client_order_id"], "ticker": ETH, "status": "cancelled"}
+    ]
+    assert rig.broker.open_orders() == []
+    # the market later trades through the old limit: nothing is bought
+    await rig.clock.advance(60.0)
+    rig.market.trade(ETH, low=2_150.0, high=2_204.0, close=2_160.0)
+    assert ETH not in rig.broker.ledger.positions
+    assert float(rig.broker.portfolio_value_usd()) == pytest.approx(10_000.0)

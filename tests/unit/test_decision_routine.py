@@ -115,11 +115,17 @@ class FakeStore:
 
 
 class Rig:
-    def __init__(self, answer: AgentDecision, *, snapshot_error: Exception | None = None) -> None:
+    def __init__(
+        self,
+        answer: AgentDecision,
+        *,
+        snapshot_error: Exception | None = None,
+        broker: FakeBroker | None = None,
+    ) -> None:
         self.clock = VirtualClock(epoch_ms=1_735_689_600_000)
         self.bus = EventBus()
         self.decider = FakeDecider(answer)
-        self.broker = FakeBroker()
+        self.broker = broker or FakeBroker()
         self.gate = FakeGate()
         self.store = FakeStore()
         self.journal: list[Mapping[str, Any]] = []
@@ -263,3 +269,20 @@ async def test_intents_the_tracker_refuses_are_skipped_and_journaled() -> None:
         {"ticker": "SOL/USDT", "action": "BUY", "reason": "position not tracked"}
     ]
     assert record["orders"] == []
+
+
+class BrokerThatCannotList(FakeBroker):
+    async def get_open_orders(self) -> Sequence[OpenOrder]:
+        raise ConnectionError("exchange unreachable")
+
+
+async def test_a_sell_whose_resting_buys_cannot_be_listed_says_so_and_goes_on() -> None:
+    sell = TradeDecision(ticker="ETH/USDT", action=Action.SELL, position_pct=0.0, confidence=0.6)
+    rig = Rig(AgentDecision(decisions=(sell,), decided_by="fallback", decider_reason="no_api_key"))
+    rig.broker = BrokerThatCannotList()
+    rig.routine._broker = rig.broker
+    record = await rig.routine.decide_once(["agent_timer"])
+    assert record["cancelled"] == [
+        {"tickers": ["ETH/USDT"], "error": "ConnectionError: exchange unreachable"}
+    ]
+    assert "error" not in record  # the decision itself completed and was journaled
