@@ -18,6 +18,7 @@ from agent.decision import Action, AgentDecision, OrderIntent
 from agent.port import Decider
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
 from broker.port import Broker, OrderResult
+from broker.resting import cancel_resting_buys
 from runner.bus import EventBus
 from runner.clock import Clock
 from runner.events import DecisionMade
@@ -164,7 +165,8 @@ class DecisionRoutine:
         )
         record["accepted"] = [i.model_dump(mode="json") for i in outcome.intents]
         record["cap_changes"] = [c.model_dump(mode="json") for c in outcome.changes]
-        cancelled = await self._cancel_resting_buys(_sold_tickers(decision))
+        # a SELL means out: a BUY limit of that ticker left resting would buy back in later
+        cancelled = await cancel_resting_buys(self._broker, _sold_tickers(decision))
         if cancelled:
             record["cancelled"] = cancelled
         results = await self._execute(outcome.intents, record)
@@ -191,33 +193,6 @@ class DecisionRoutine:
             _summary(decision),
             ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
         )
-
-    async def _cancel_resting_buys(self, tickers: frozenset[str]) -> list[dict[str, Any]]:
-        """A SELL means out: a BUY limit of that ticker still resting would buy back in later.
-        A cancel that fails is journaled with its error; the SELL goes ahead regardless."""
-        if not tickers:
-            return []
-        try:
-            resting = await self._broker.get_open_orders()
-        except Exception as exc:
-            log.exception("could not list resting orders to cancel for %s", sorted(tickers))
-            return [{"tickers": sorted(tickers), "error": f"{type(exc).__name__}: {exc}"}]
-        done: list[dict[str, Any]] = []
-        for order in resting:
-            if order.side != "buy" or order.ticker not in tickers:
-                continue
-            entry: dict[str, Any] = {
-                "client_order_id": order.client_order_id,
-                "ticker": order.ticker,
-            }
-            try:
-                result = await self._broker.cancel(order.client_order_id)
-                entry["status"] = result.status if result is not None else "unknown"
-            except Exception as exc:
-                log.exception("could not cancel resting BUY %s", order.client_order_id)
-                entry["error"] = f"{type(exc).__name__}: {exc}"
-            done.append(entry)
-        return done
 
     async def _execute(
         self, intents: Sequence[OrderIntent], record: dict[str, Any]

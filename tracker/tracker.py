@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from agent.decision import Action, OrderIntent
 from broker.port import Broker, OrderResult, PositionDetail
+from broker.resting import cancel_resting_buys
 from runner.backoff import backoff_delay_secs
 from runner.bus import EventBus
 from runner.clock import Clock
@@ -278,6 +279,10 @@ class PositionTracker:
                 )
                 self.untrack(ticker)
                 return None
+            for cancelled in await cancel_resting_buys(self._broker, (ticker,)):
+                log.info(
+                    "tracker: %s for %s cancels resting BUY %s", reason.value, ticker, cancelled
+                )
             price = reference_price or self.mark_price(ticker) or held.mark_price
             price = price or position.entry_price
             at_ms = self._clock.now_ms()

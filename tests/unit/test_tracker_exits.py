@@ -58,6 +58,31 @@ async def test_stop_loss_sells_publishes_the_exit_and_untracks(tmp_path: Path) -
     assert dict(saved.entry_prices) == {} and dict(saved.trailing_highs) == {}
 
 
+async def test_a_stop_loss_cancels_the_tickers_resting_buy_so_it_cannot_buy_back_in(
+    tmp_path: Path,
+) -> None:
+    rig = make_rig(tmp_path)
+    await rig.open_position(BTC, 100.0)
+    top_up = OrderIntent(
+        decision_id="d-topup",
+        ticker=BTC,
+        action=Action.BUY,
+        notional_usd=500.0,
+        reference_price=80.0,  # a limit far under the market: it rests
+        position_pct=0.05,
+    )
+    (resting,) = await rig.broker.execute_decisions([top_up])
+    assert resting.status == "open"
+    await rig.clock.advance(60)
+    rig.set_price(BTC, 90.0)  # the stop fires (-10 %) with the top-up limit still resting
+    (done,) = await rig.tracker.check_safety()
+    assert done.reason == "STOP LOSS"
+    cancelled = rig.broker.order(resting.client_order_id)
+    assert cancelled is not None and cancelled.status == "cancelled"
+    rig.set_price(BTC, 79.0)  # through the old limit: nothing is bought back
+    assert BTC not in rig.broker.ledger.positions
+
+
 async def test_trailing_stop_arms_after_8_pct_and_fires_12_pct_below_the_high(
     tmp_path: Path,
 ) -> None:
