@@ -12,9 +12,11 @@ import asyncio
 import json
 import logging
 import resource
+import signal
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
@@ -173,12 +175,19 @@ async def _replay_and_report(
 ) -> ReplayOutcome:
     replay = build_replay(settings, options)
     show_clock_time(replay.clock)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        # stops the loops in order (journals flushed, state and learner saved); the run folder
+        # and its report then cover the part replayed
+        with suppress(NotImplementedError):
+            loop.add_signal_handler(sig, replay.supervisor.request_stop, sig.name)
     outcome = await run_replay(replay, progress=Progress(replay, stream))
     _write_replay_json(replay, outcome)
     report = write_report(options.out_dir)
     total = report.metrics.total_return_pct
     print(
-        f"replayed {outcome.simulated_days:.1f} days in {outcome.wall_secs:.1f} s "
+        ("" if outcome.finished else "stopped early: ")
+        + f"replayed {outcome.simulated_days:.1f} days in {outcome.wall_secs:.1f} s "
         f"({outcome.days_per_sec:.2f} days/s, {outcome.ticks:,} ticks, "
         f"{outcome.ticks_per_sec:,.0f} ticks/s): {outcome.decisions:,} decisions, "
         f"{outcome.fills:,} fills, total return "
