@@ -80,6 +80,20 @@ def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
     return frame
 
 
+def with_newer_closes(frame: pd.DataFrame, closes: Sequence[Candle]) -> pd.DataFrame:
+    """``frame`` plus the closed candles newer than its last row (oldest first).
+
+    The history is refreshed over REST after a close; the live stream has the closed candle at
+    once. A decision made meanwhile (a slow or rate-limited refresh) must not read indicators a
+    candle behind, so readers take the cache extended with the stream's newer closes."""
+    last_ms = int(frame.index[-1]) if len(frame) else None
+    newer = [c for c in closes if last_ms is None or c.open_time_ms > last_ms]
+    if not newer:
+        return frame
+    rows = [(c.open_time_ms, c.open, c.high, c.low, c.close, c.volume) for c in newer]
+    return pd.concat([frame, rows_to_frame(rows)]) if len(frame) else rows_to_frame(rows)
+
+
 class _PagedOhlcv:
     """Paginated closed-candle fetches with retries: shared by the cache and the backfill."""
 

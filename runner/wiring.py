@@ -13,6 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
+
 from agent.risk import RiskConfig, RiskContext
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
@@ -26,7 +28,7 @@ from learner.online import OnlineLearner
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
-from market.history import CcxtCandleBackfill, OhlcvHistory
+from market.history import CcxtCandleBackfill, OhlcvHistory, with_newer_closes
 from market.listener import MarketListener
 from market.ports import CandleBackfill, TickSource
 from regime.crypto_hmm import CryptoRegimeModel
@@ -189,7 +191,13 @@ def build_decision_path(
     regimes = RegimeView(regime_tracker, macro, market.history, tickers)
     broker_parts = build_broker(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
     broker = broker_parts.broker
-    agents = build_agents(settings, clock, bus, market.history.frame, decisions_journal.append)
+
+    def history_to_now(ticker: str) -> pd.DataFrame:
+        return with_newer_closes(
+            market.history.frame(ticker), market.aggregator.closed(ticker, market.history.timeframe)
+        )
+
+    agents = build_agents(settings, clock, bus, history_to_now, decisions_journal.append)
     tracker = PositionTracker(
         clock,
         bus,

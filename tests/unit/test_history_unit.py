@@ -31,6 +31,7 @@ from market.history import (
     OhlcvHistory,
     empty_ohlcv_frame,
     rows_to_frame,
+    with_newer_closes,
 )
 from runner.errors import RetryableError
 from runner.events import Candle, CandleClosed, MarketGap
@@ -363,3 +364,20 @@ async def test_backfill_without_a_clock_makes_one_attempt() -> None:
     assert len(exchange.calls) == 1
     candles = await backfill.closed_candles("BTC/USDT", "4h", START_MS, START_MS + DAY_MS - 1)
     assert len(candles) == 6
+
+
+def _candle(open_ms: int, close: float) -> Candle:
+    return Candle(
+        open_time_ms=open_ms, open=close, high=close + 1, low=close - 1, close=close, volume=2
+    )
+
+
+def test_the_history_read_to_now_appends_only_the_streams_newer_closes() -> None:
+    step = 14_400_000
+    cached = rows_to_frame([(0, 1, 2, 0, 1.5, 3), (step, 1.5, 2, 1, 1.8, 4)])
+    stream = [_candle(0, 9.0), _candle(step, 9.0), _candle(2 * step, 2.0), _candle(3 * step, 2.5)]
+    extended = with_newer_closes(cached, stream)
+    assert list(extended.index) == [0, step, 2 * step, 3 * step]
+    assert list(extended["close"]) == [1.5, 1.8, 2.0, 2.5]  # the cache's own rows are kept
+    assert with_newer_closes(cached, stream[:2]) is cached  # nothing newer: the cache as it is
+    assert list(with_newer_closes(empty_ohlcv_frame(), stream)["close"]) == [9.0, 9.0, 2.0, 2.5]
