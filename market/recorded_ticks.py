@@ -35,7 +35,7 @@ from market.timeframes import TIMEFRAME_MS
 from runner.bus import EventBus
 from runner.clock import Clock
 from runner.events import MarketTick, Timeframe
-from sim.feed import KlineState, SimFeed
+from sim.feed import KlineState, SimFeed, closing_updates
 from sim.ws_server import KlineFormat, format_ohlcv
 
 log = logging.getLogger(__name__)
@@ -75,11 +75,8 @@ def due_updates(
     if latest_ms <= last_ms:
         return due
     for index, tf_ms in enumerate(timeframes_ms):
-        # a candle's closing update is at open + tf - interval: the first one after last_ms
-        closing = ((last_ms + interval_ms) // tf_ms + 1) * tf_ms - interval_ms
-        while closing < latest_ms:
-            due.append((closing, index))
-            closing += tf_ms
+        closes = closing_updates(last_ms, latest_ms, tf_ms, interval_ms)
+        due.extend((closing, index) for closing in closes)
         due.append((latest_ms, index))
     due.sort()
     return due

@@ -42,6 +42,14 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 
+def closing_updates(after_ms: int, before_ms: int, timeframe_ms: int, interval_ms: int) -> range:
+    """Instants in ``(after_ms, before_ms)`` of a stream's candle-closing updates (a candle's last
+    update is at ``open + timeframe - interval``): what a stream that fell behind still sends, so
+    skipping updates never skips a close. Shared by the simulator's websocket and replay."""
+    first = ((after_ms + interval_ms) // timeframe_ms + 1) * timeframe_ms - interval_ms
+    return range(first, before_ms, timeframe_ms)
+
+
 class KlineState(NamedTuple):
     """One kline as a Binance stream shows it at an instant (a NamedTuple: built on the hot path)."""
 

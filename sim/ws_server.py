@@ -31,7 +31,7 @@ from websockets.http11 import Request, Response
 from market.timeframes import TIMEFRAME_MS, from_binance_symbol, to_binance_symbol
 from runner.clock import Clock
 from sim.faults import WsFaults, malformed_frame
-from sim.feed import KlineState, SimFeed
+from sim.feed import KlineState, SimFeed, closing_updates
 
 log = logging.getLogger(__name__)
 
@@ -543,11 +543,9 @@ def _due_instants(
             continue
         if spec.timeframe is not None:
             tf_ms = TIMEFRAME_MS[spec.timeframe]
-            # a candle's closing update is at open + tf - period: the first one after after_ms
-            closing = ((after_ms + period) // tf_ms + 1) * tf_ms - period
-            while closing < latest:
-                due.append((closing, index))
-                closing += tf_ms
+            due.extend(
+                (closing, index) for closing in closing_updates(after_ms, latest, tf_ms, period)
+            )
         due.append((latest, index))
     due.sort()
     return due
