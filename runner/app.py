@@ -307,6 +307,28 @@ def _log_candle_close(event: Event) -> None:
     )
 
 
+async def warm_up_paths(
+    settings: Settings,
+    clock: Clock,
+    market: MarketPath,
+    decision: DecisionPath,
+    *,
+    timeout_secs: float = WARM_UP_TIMEOUT_SECS,
+) -> None:
+    """``runner.warmup.warm_up`` for a wired daemon (live, simulator or replay)."""
+    await warm_up(
+        clock,
+        market.backfill,
+        market.aggregator,
+        market.ticks,
+        market.history,
+        decision.regimes,
+        settings.market.tickers,
+        settings.market.timeframes,
+        timeout_secs=timeout_secs,
+    )
+
+
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
     configure_logging(settings.log_level)
     daemon = await build_daemon(settings, live=live)
@@ -314,17 +336,7 @@ async def run_daemon(settings: Settings, *, live: bool = False) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         with suppress(NotImplementedError):
             loop.add_signal_handler(sig, daemon.supervisor.request_stop, sig.name)
-    await warm_up(
-        daemon.clock,
-        daemon.market.backfill,
-        daemon.market.aggregator,
-        daemon.market.ticks,
-        daemon.market.history,
-        daemon.decision.regimes,
-        settings.market.tickers,
-        settings.market.timeframes,
-        timeout_secs=WARM_UP_TIMEOUT_SECS,
-    )
+    await warm_up_paths(settings, daemon.clock, daemon.market, daemon.decision)
     if daemon.decision.broker_parts.start is not None:
         await daemon.decision.broker_parts.start()  # reconcile with the exchange before trading
     report = await daemon.supervisor.run()

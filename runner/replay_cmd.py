@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
+from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.replay import Replay, ReplayOptions, build_replay, expected_calls_text
 from runner.report_html import write_report
-from runner.warmup import warm_up
 
 log = logging.getLogger(__name__)
 
@@ -115,15 +115,11 @@ async def run_replay(replay: Replay, *, progress: Progress | None = None) -> Rep
     learner saved)."""
     started = time.monotonic()
     settings, options = replay.settings, replay.options
-    await warm_up(
+    await warm_up_paths(
+        settings,
         replay.clock,
-        replay.market.backfill,
-        replay.market.aggregator,
-        replay.market.ticks,
-        replay.market.history,
-        replay.decision.regimes,
-        settings.market.tickers,
-        settings.market.timeframes,
+        replay.market,
+        replay.decision,
         timeout_secs=WARM_UP_TIMEOUT_SECS,
     )
     if progress is not None:

@@ -4,7 +4,7 @@ decided at candle closes and which candles it saw close.
 Both runs are in-process so the test can subscribe to each bus for ``CandleClosed``: the simulator
 path is ``runner.app.build_daemon`` (what ``vigil run --sim`` builds: ScaledClock, in-process
 SimExchange on loopback, warm-up through ccxt, the websocket listener, the paper broker) followed by
-``warm_up`` and ``supervisor.run`` exactly as ``runner.app.run_daemon`` does; the replay path is
+``warm_up_paths`` and ``supervisor.run`` exactly as ``runner.app.run_daemon`` does; the replay path is
 ``runner.replay.build_replay`` + ``runner.replay_cmd.run_replay``.
 """
 
@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.app import WARM_UP_TIMEOUT_SECS, build_daemon
+from runner.app import build_daemon, warm_up_paths
 from runner.config import Settings
 from runner.events import CandleClosed, Event, Topic
 from runner.replay import ReplayOptions, build_replay, replay_settings
 from runner.replay_cmd import run_replay
-from runner.warmup import warm_up
 
 CANDLE_MS = 900_000  # the 15m grid every candle close falls on
 CLOSE_PREFIX = "candle_close:"
@@ -125,17 +124,7 @@ async def run_sim_daemon(settings: Settings, end_ms: int, timeout_secs: float) -
     recorder = CloseRecorder(end_ms)
     daemon.bus.subscribe(Topic.CANDLE_CLOSED, recorder.on_close, name="parity_closes")
     market = daemon.market
-    await warm_up(
-        daemon.clock,
-        market.backfill,
-        market.aggregator,
-        market.ticks,
-        market.history,
-        daemon.decision.regimes,
-        settings.market.tickers,
-        settings.market.timeframes,
-        timeout_secs=WARM_UP_TIMEOUT_SECS,
-    )
+    await warm_up_paths(settings, daemon.clock, market, daemon.decision)
     if daemon.decision.broker_parts.start is not None:
         await daemon.decision.broker_parts.start()
     trading_from_ms = daemon.clock.now_ms()
