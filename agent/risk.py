@@ -46,7 +46,7 @@ class RiskContext(BaseModel):
     cash_usd: float = Field(ge=0.0)
     position_notional_usd: dict[str, float] = Field(default_factory=dict)  # filled positions
     #: per ticker, the notional of BUY orders resting unfilled: exposure once they fill. Apart from
-    #: positions because a SELL closes only what is filled (it does not cancel these orders).
+    #: positions because a SELL is sized by what is filled (the routine cancels these orders).
     resting_buy_notional_usd: dict[str, float] = Field(default_factory=dict)
     prices: dict[str, float | None] = Field(default_factory=dict)
     exposure_scale: float = 1.0
