@@ -13,13 +13,14 @@ timing policy, so the monitor, the snapshot and their reasons behave as live:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from derivatives.binance import BinanceDerivatives
-from derivatives.cache import CachedSource, SourceNotAvailableError
-from derivatives.config import DerivativesConfig, SourceTiming
+from derivatives.cache import SourceNotAvailableError
+from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
+from derivatives.sources import Fetch, cached_fields
 from derivatives.web_sources import fear_greed_from_payload
 from runner.clock import Clock
 from sim.feed import SimFeed
@@ -30,7 +31,7 @@ NOT_RECORDED: Final = "not in the recording: it holds OHLCV, funding and Fear & 
 FNG_WHAT: Final = "Fear & Greed (recorded alternative.me index)"
 
 
-def _not_recorded(what: str) -> Callable[[], Awaitable[Any]]:
+def _not_recorded(what: str) -> Fetch:
     async def fetch() -> Any:
         raise SourceNotAvailableError(f"{what}: {NOT_RECORDED}")
 
@@ -46,34 +47,17 @@ def build_recorded_context_fields(
 ) -> list[ContextField]:
     binance = BinanceDerivatives(RecordedPremiumIndex(feed, clock), tickers)
 
-    def cached(
-        name: str, fetch: Callable[[], Awaitable[Any]], timing: SourceTiming
-    ) -> CachedSource[Any]:
-        return CachedSource(name, fetch, clock, timing.policy())
-
-    def missing(field: str, name: str, timing: SourceTiming) -> ContextField:
-        return ContextField(field, cached(name, _not_recorded(name), timing))
-
     async def fear_greed_now() -> dict[str, Any]:
         payload = fear_greed.answer({"limit": "1"}, clock.now_ms() // 1000)
         return fear_greed_from_payload(payload, what=FNG_WHAT)
 
-    c = config
-    return [
-        ContextField(
-            "funding_rates",
-            cached("funding (premiumIndex)", binance.fetch_funding_rates, c.funding),
-        ),
-        missing("open_interest", "open interest", c.open_interest),
-        missing("taker_delta", "taker buy/sell ratio", c.taker_delta),
-        missing("long_short_ratio", "top-trader long/short", c.long_short),
-        missing("basis", "basis", c.basis),
-        missing("liquidations", "liquidations", c.liquidations),
-        missing("stablecoin_supply", "stablecoin supply", c.stablecoin_supply),
-        ContextField("fear_greed", cached("Fear & Greed", fear_greed_now, c.fear_greed)),
-        missing("news_summary", "trending coins", c.trending),
-        missing("etf_flow", "BTC ETF flow", c.etf_flow),
-    ]
+    recorded: dict[str, Fetch] = {
+        "funding_rates": binance.fetch_funding_rates,
+        "fear_greed": fear_greed_now,
+    }
+    return cached_fields(
+        config, clock, lambda field, name: recorded.get(field) or _not_recorded(name)
+    )
 
 
 __all__ = ["FNG_WHAT", "NOT_RECORDED", "build_recorded_context_fields"]

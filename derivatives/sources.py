@@ -24,6 +24,36 @@ from derivatives.web_sources import (
 )
 from runner.clock import Clock
 
+Fetch = Callable[[], Awaitable[Any]]
+
+
+def context_sources(config: DerivativesConfig) -> tuple[tuple[str, str, SourceTiming], ...]:
+    """(snapshot field, source name, timing) of every context field, in the snapshot's order:
+    the one table the live and the recorded builders share."""
+    c = config
+    return (
+        ("funding_rates", "funding (premiumIndex)", c.funding),
+        ("open_interest", "open interest", c.open_interest),
+        ("taker_delta", "taker buy/sell ratio", c.taker_delta),
+        ("long_short_ratio", "top-trader long/short", c.long_short),
+        ("basis", "basis", c.basis),
+        ("liquidations", "liquidations", c.liquidations),
+        ("stablecoin_supply", "stablecoin supply", c.stablecoin_supply),
+        ("fear_greed", "Fear & Greed", c.fear_greed),
+        ("news_summary", "trending coins", c.trending),
+        ("etf_flow", "BTC ETF flow", c.etf_flow),
+    )
+
+
+def cached_fields(
+    config: DerivativesConfig, clock: Clock, fetch_for: Callable[[str, str], Fetch]
+) -> list[ContextField]:
+    """One ``CachedSource`` per context field; ``fetch_for(field, source_name)`` gives its fetch."""
+    return [
+        ContextField(field, CachedSource(name, fetch_for(field, name), clock, timing.policy()))
+        for field, name, timing in context_sources(config)
+    ]
+
 
 def build_context_fields(
     config: DerivativesConfig,
@@ -35,57 +65,20 @@ def build_context_fields(
     etf_provider: EtfFlowProvider | None = None,
 ) -> list[ContextField]:
     binance = BinanceDerivatives(exchange, tickers)
-
-    def cached(
-        name: str, fetch: Callable[[], Awaitable[Any]], timing: SourceTiming
-    ) -> CachedSource[Any]:
-        return CachedSource(name, fetch, clock, timing.policy())
-
     c = config
-    return [
-        ContextField(
-            "funding_rates",
-            cached("funding (premiumIndex)", binance.fetch_funding_rates, c.funding),
-        ),
-        ContextField(
-            "open_interest", cached("open interest", binance.fetch_open_interest, c.open_interest)
-        ),
-        ContextField(
-            "taker_delta", cached("taker buy/sell ratio", binance.fetch_taker_delta, c.taker_delta)
-        ),
-        ContextField(
-            "long_short_ratio",
-            cached("top-trader long/short", binance.fetch_long_short, c.long_short),
-        ),
-        ContextField("basis", cached("basis", binance.fetch_basis, c.basis)),
-        ContextField(
-            "liquidations",
-            cached(
-                "liquidations",
-                lambda: fetch_liquidations(liquidations, clock.now_ms()),
-                c.liquidations,
-            ),
-        ),
-        ContextField(
-            "stablecoin_supply",
-            cached(
-                "stablecoin supply",
-                lambda: fetch_stablecoin_supply(c.defillama_base_url),
-                c.stablecoin_supply,
-            ),
-        ),
-        ContextField(
-            "fear_greed",
-            cached("Fear & Greed", lambda: fetch_fear_greed(c.fng_base_url), c.fear_greed),
-        ),
-        ContextField(
-            "news_summary",
-            cached("trending coins", lambda: fetch_trending(c.coingecko_base_url), c.trending),
-        ),
-        ContextField(
-            "etf_flow", cached("BTC ETF flow", lambda: fetch_etf_flow(etf_provider), c.etf_flow)
-        ),
-    ]
+    fetches: dict[str, Fetch] = {
+        "funding_rates": binance.fetch_funding_rates,
+        "open_interest": binance.fetch_open_interest,
+        "taker_delta": binance.fetch_taker_delta,
+        "long_short_ratio": binance.fetch_long_short,
+        "basis": binance.fetch_basis,
+        "liquidations": lambda: fetch_liquidations(liquidations, clock.now_ms()),
+        "stablecoin_supply": lambda: fetch_stablecoin_supply(c.defillama_base_url),
+        "fear_greed": lambda: fetch_fear_greed(c.fng_base_url),
+        "news_summary": lambda: fetch_trending(c.coingecko_base_url),
+        "etf_flow": lambda: fetch_etf_flow(etf_provider),
+    }
+    return cached_fields(config, clock, lambda field, _name: fetches[field])
 
 
-__all__ = ["build_context_fields"]
+__all__ = ["Fetch", "build_context_fields", "cached_fields", "context_sources"]
