@@ -39,7 +39,6 @@ from runner.clock import VirtualClock
 from runner.config import Settings
 from runner.errors import RefuseToStartError
 from runner.events import Event, Topic
-from runner.heartbeat import Heartbeat
 from runner.replay_driver import ReplayDriver
 from runner.supervisor import Supervisor
 from runner.wiring import DecisionPath, MarketPath, build_decision_path, build_market_path
@@ -100,11 +99,9 @@ class Replay:
     options: ReplayOptions
     clock: VirtualClock
     bus: EventBus
-    feed: SimFeed
     journals: Journals
     market: MarketPath
     decision: DecisionPath
-    heartbeat: Heartbeat
     supervisor: Supervisor
     driver: ReplayDriver
     counts: FillCount
@@ -230,7 +227,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         memory=options.memory,
         fit_offload=run_inline,
     )
-    heartbeat, _watchdog, supervisor = supervise(settings, clock, bus, journals, market, decision)
+    _heartbeat, _watchdog, supervisor = supervise(settings, clock, bus, journals, market, decision)
     routine, tracker = decision.routine, decision.tracker
     driver = ReplayDriver(
         clock,
@@ -243,11 +240,9 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         options,
         clock,
         bus,
-        feed,
         journals,
         market,
         decision,
-        heartbeat,
         supervisor,
         driver,
         FillCount(bus),
