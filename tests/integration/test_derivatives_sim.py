@@ -8,12 +8,11 @@ stands still: the REST server and the monitor agree on 2025-03-01 12:34 UTC.
 from __future__ import annotations
 
 import math
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from collections.abc import AsyncIterator
 
 import pytest
+from fakes.brokers import IdleBroker
 
-from broker.port import OpenOrder, OrderResult, PositionDetail
 from derivatives.config import DerivativesConfig
 from derivatives.liquidations import NOT_CONNECTED
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
@@ -34,29 +33,6 @@ from sim.rest_server import RestServer
 TICKERS = ("BTC/USDT", "ETH/USDT")
 NOW_MS = 1_740_832_440_000  # 2025-03-01T12:34:00Z
 NOT_RECORDED = "is not available in the recorded data"
-
-
-class IdleBroker:
-    async def execute_decisions(self, intents: Sequence[Any]) -> Sequence[OrderResult]:
-        return ()
-
-    async def get_positions_detail(self) -> Sequence[PositionDetail]:
-        return []
-
-    async def get_portfolio_value(self) -> float:
-        return 10_000.0
-
-    async def get_cash(self) -> float:
-        return 10_000.0
-
-    async def get_open_orders(self) -> Sequence[OpenOrder]:
-        return ()
-
-    async def cancel(self, client_order_id: str) -> OrderResult | None:
-        return None
-
-    async def lookup(self, client_order_id: str) -> OrderResult | None:
-        return None
 
 
 @pytest.fixture(scope="module")

@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from fakes.brokers import IdleBroker
 
 from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
 from agent.risk import RiskConfig, RiskContext
-from broker.port import OpenOrder, OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderResult
 from runner.bus import EventBus
 from runner.clock import VirtualClock
 from runner.decision import DecisionRoutine
@@ -53,7 +54,9 @@ class FakeDecider:
         return self.answer
 
 
-class FakeBroker:
+class FakeBroker(IdleBroker):
+    """Records what it was sent and answers every order as open."""
+
     def __init__(self) -> None:
         self.executed: list[OrderIntent] = []
 
@@ -69,24 +72,6 @@ class FakeBroker:
             )
             for i in intents
         ]
-
-    async def get_positions_detail(self) -> Sequence[PositionDetail]:
-        return ()
-
-    async def get_portfolio_value(self) -> float:
-        return 10_000.0
-
-    async def get_cash(self) -> float:
-        return 10_000.0
-
-    async def get_open_orders(self) -> Sequence[OpenOrder]:
-        return ()
-
-    async def cancel(self, client_order_id: str) -> OrderResult | None:
-        return None
-
-    async def lookup(self, client_order_id: str) -> OrderResult | None:
-        return None
 
 
 class FakeGate:
