@@ -11,7 +11,7 @@ import enum
 
 from pydantic import BaseModel, ConfigDict
 
-from runner.clock import Clock
+from core.clock import Clock
 
 
 class BreakerState(enum.StrEnum):

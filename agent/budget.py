@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import Usage
-from runner.clock import Clock
+from core.clock import Clock
 
 DAY_MS = 86_400_000
 

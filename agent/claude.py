@@ -23,13 +23,13 @@ from agent.claude_client import (
 )
 from agent.claude_prompt import render_request
 from agent.claude_schema import Note, convert_answer, parse_answer_json
+from agent.config import AgentConfig
 from agent.decision import AgentDecision, Usage
 from agent.fallback_decider import FallbackDecider
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.config import AgentConfig
-from runner.events import AgentFailure
-from runner.snapshot import MarketSnapshot
+from agent.snapshot import MarketSnapshot
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import AgentFailure
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.budget import AgentPricing
 from agent.claude_schema import AnswerInvalid
+from agent.config import AgentConfig
 from agent.decision import Usage
-from runner.backoff import backoff_delay_secs
-from runner.clock import Clock
-from runner.config import AgentConfig
+from core.backoff import backoff_delay_secs
+from core.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,9 @@ from anthropic import transform_schema
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.claude_schema import MAX_POSITION_PCT, SIGNAL_NAMES, output_config
+from agent.config import AgentConfig
+from agent.snapshot import MarketSnapshot
 from gate.conditions import describe_metrics
-from runner.config import AgentConfig
-from runner.snapshot import MarketSnapshot
 from tracker.ports import PositionReview
 
 DECISION_SYSTEM_PROMPT = f"""\

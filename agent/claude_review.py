@@ -22,11 +22,11 @@ from agent.claude import NO_API_KEY, UsageLedger, gate_reason
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_prompt import RawReviewAnswer, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
+from agent.config import AgentConfig
 from agent.risk import TickerError, normalize_ticker
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.config import AgentConfig
-from runner.events import AgentFailure
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import AgentFailure
 from tracker.ports import PositionReview, ReviewAction, ReviewVerdict
 
 log = logging.getLogger(__name__)

@@ -20,9 +20,10 @@ import orjson
 from anthropic import transform_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from agent.decision import Action, AgentDecision, TradeDecision, Usage
+from agent.decision import AgentDecision, TradeDecision, Usage
 from agent.fallback_config import DERIVATIVES_SIGNAL, TECHNICAL_SIGNALS
 from agent.risk import TickerError, normalize_ticker
+from broker.port import Action
 from gate.conditions import validate_conditions
 from state.memory_clip import clip_memory
 

@@ -8,18 +8,12 @@ decider can bypass them.
 
 from __future__ import annotations
 
-import enum
 import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-
-class Action(enum.StrEnum):
-    BUY = "BUY"
-    SELL = "SELL"
-    HOLD = "HOLD"
-
+from broker.port import Action
 
 DecidedBy = Literal["claude", "fallback"]
 
@@ -73,18 +67,3 @@ class AgentDecision(BaseModel):
     decider_reason: str = ""  # why this decider decided (e.g. "no_api_key", "breaker_open")
     usage: Usage | None = None  # the model calls behind this decision (None: no call made)
     attempts: tuple[dict[str, Any], ...] = ()  # each model attempt: outcome, error, usage
-
-
-class OrderIntent(BaseModel):
-    """A capped, whitelisted decision ready for the broker. Quantities are in quote (USDT)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    decision_id: str
-    ticker: str
-    action: Literal[Action.BUY, Action.SELL]
-    notional_usd: float = Field(gt=0.0)
-    reference_price: float = Field(gt=0.0)
-    position_pct: float = Field(ge=0.0, le=1.0)
-    signal_weights: dict[str, float] = Field(default_factory=dict)
-    reasoning: str = ""

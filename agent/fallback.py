@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from agent.decision import Action, AgentDecision, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.fallback_config import FallbackConfig, RegimeLabel
 from agent.fallback_nodes import (
     BlendedScore,
@@ -39,6 +39,7 @@ from agent.fallback_nodes import (
     RegimeBlendExit,
     RegimeBlendSignal,
 )
+from broker.port import Action
 from market.timeframes import timeframe_ms
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {

@@ -10,8 +10,8 @@ import pandas as pd
 from agent.decision import AgentDecision
 from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
 from agent.fallback_nodes import OpenPosition
+from agent.snapshot import MarketSnapshot, PositionSnapshot
 from broker.port import PositionDetail
-from runner.snapshot import MarketSnapshot, PositionSnapshot
 
 HistorySource = Callable[[str], pd.DataFrame]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from agent.decision import AgentDecision
-from runner.snapshot import MarketSnapshot
+from agent.snapshot import MarketSnapshot
 
 
 class Decider(Protocol):

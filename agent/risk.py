@@ -16,7 +16,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
+from broker.port import Action, OrderIntent
 from market.timeframes import from_binance_symbol
 
 RESTING_BUYS_COUNT = "resting buy orders count as held"

@@ -19,12 +19,12 @@ import sys
 import time
 from collections.abc import Callable
 
+from core.clock import VirtualClock
+from core.events import MarketTick
 from gate.conditions import METRICS
 from gate.gate import AdaptiveGate, GateConfig
 from gate.metrics import MetricBoard
 from market.features import TickFeatures
-from runner.clock import VirtualClock
-from runner.events import MarketTick
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 PRICES = {"BTC/USDT": 95_000.0, "ETH/USDT": 3_300.0, "SOL/USDT": 190.0}

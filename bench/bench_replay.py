@@ -32,8 +32,8 @@ from pathlib import Path
 
 from runner.config import load_settings
 from runner.logging_setup import configure_logging, show_clock_time
-from runner.replay import DAY_MS, Replay, ReplayOptions, build_replay, replay_settings
-from runner.replay_cmd import ReplayOutcome, run_replay
+from runner.replay.build import DAY_MS, Replay, ReplayOptions, build_replay, replay_settings
+from runner.replay.command import ReplayOutcome, run_replay
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 FULL_FROM = date(2025, 1, 1)

@@ -19,11 +19,11 @@ from collections.abc import Callable
 
 import orjson
 
+from core.bus import EventBus
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
 from market.parse import parse_kline_frame
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.bus import EventBus
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 TIMEFRAMES = ("15m", "1h", "4h")

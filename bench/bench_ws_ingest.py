@@ -24,13 +24,13 @@ from multiprocessing.connection import Connection
 import orjson
 from websockets.asyncio.client import connect
 
+from core.bus import EventBus
+from core.clock import WallClock
+from core.events import Event, Timeframe, Topic
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
 from market.listener import MarketListener
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.bus import EventBus
-from runner.clock import WallClock
-from runner.events import Event, Timeframe, Topic
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 TIMEFRAMES: tuple[Timeframe, ...] = ("15m", "1h", "4h")

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from agent.decision import Action, OrderIntent
 from broker.fills import (
     PaperTerms,
     buy_limit_trades_through,
@@ -28,6 +27,7 @@ from broker.ids import client_order_id
 from broker.ledger import WIDE, InsufficientCashError, Ledger, LedgerError, to_decimal
 from broker.orders import Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
+from broker.port import Action, OrderIntent
 
 log = logging.getLogger(__name__)
 

@@ -44,11 +44,12 @@ import ccxt.async_support as ccxt_async
 from ccxt.base import errors as ccxt_errors
 from pydantic import BaseModel, ConfigDict
 
-from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id
 from broker.live_guard import ApiKeys, Mode
 from broker.order_journal import JournalEntry, JournalIntent, OrderJournal
-from broker.port import OpenOrder, OrderResult, PositionDetail
+from broker.port import Action, OpenOrder, OrderIntent, OrderResult, PositionDetail
+from core.clock import Clock
+from core.errors import HaltTradingError, RefuseToStartError
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     RetryPolicy,
@@ -58,8 +59,6 @@ from market.ccxt_client import (
     to_ccxt_symbol,
 )
 from market.timeframes import to_binance_symbol
-from runner.clock import Clock
-from runner.errors import HaltTradingError, RefuseToStartError
 
 log = logging.getLogger(__name__)
 

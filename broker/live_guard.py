@@ -23,7 +23,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
-from runner.errors import RefuseToStartError
+from core.errors import RefuseToStartError
 
 Mode = Literal["testnet", "live"]
 

@@ -21,7 +21,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from broker.port import OrderResult
-from runner.errors import RefuseToStartError
+from core.errors import RefuseToStartError
 
 log = logging.getLogger(__name__)
 

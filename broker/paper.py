@@ -31,7 +31,6 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 
-from agent.decision import OrderIntent
 from broker.book import BookUpdate, Fill, PaperBook
 from broker.fills import PaperTerms, value_usd
 from broker.ledger import Ledger, LedgerError, to_decimal
@@ -42,12 +41,12 @@ from broker.paper_store import (
     read_document,
     write_document,
 )
-from broker.port import OpenOrder, OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderIntent, OrderResult, PositionDetail
 from broker.traded_range import TradedRangeTracker
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.errors import HaltTradingError, RefuseToStartError
-from runner.events import Event, MarketTick, OrderFilled, PositionOpened
+from core.bus import EventBus
+from core.clock import Clock
+from core.errors import HaltTradingError, RefuseToStartError
+from core.events import Event, MarketTick, OrderFilled, PositionOpened
 from state.atomic import remove_stale_tmp_files
 
 log = logging.getLogger(__name__)

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.decision import OrderIntent
+
+class Action(enum.StrEnum):
+    BUY = "BUY"
+    SELL = "SELL"
+    HOLD = "HOLD"
+
+
+class OrderIntent(BaseModel):
+    """A capped, whitelisted decision ready for the broker. Quantities are in quote (USDT)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decision_id: str
+    ticker: str
+    action: Literal[Action.BUY, Action.SELL]
+    notional_usd: float = Field(gt=0.0)
+    reference_price: float = Field(gt=0.0)
+    position_pct: float = Field(ge=0.0, le=1.0)
+    signal_weights: dict[str, float] = Field(default_factory=dict)
+    reasoning: str = ""
 
 
 class PositionDetail(BaseModel):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from runner.events import MarketTick
+from core.events import MarketTick
 
 
 class TradedRange(NamedTuple):

@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from runner.backoff import backoff_delay_secs
-from runner.clock import Clock
-from runner.errors import RetryableError, VigilError
+from core.backoff import backoff_delay_secs
+from core.clock import Clock
+from core.errors import RetryableError, VigilError
 
 log = logging.getLogger(__name__)
 

@@ -16,11 +16,11 @@ from typing import NoReturn
 
 import websockets
 
+from core.backoff import backoff_delay_secs
+from core.clock import Clock
 from derivatives.cache import SourceFailedError
 from derivatives.liquidations import LiquidationWindow, parse_force_order
 from market.timeframes import to_binance_symbol
-from runner.backoff import backoff_delay_secs
-from runner.clock import Clock
 
 log = logging.getLogger(__name__)
 

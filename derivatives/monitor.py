@@ -19,15 +19,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from core.backoff import backoff_delay_secs
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import DerivativesUpdate
 from derivatives.cache import Cached
 from derivatives.config import DerivativesConfig
+from derivatives.fields import CONTEXT_FIELDS
 from derivatives.signal import DerivativesSignal, SignalInputs, derivatives_signal
 from gate.conditions import metric_prefix
-from runner.backoff import backoff_delay_secs
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import DerivativesUpdate
-from runner.snapshot import CONTEXT_FIELDS
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class MetricSink(Protocol):
 class DerivativesReading:
     """The latest poll: values of the context fields, a reason for each missing one.
 
-    A plain (mutable) dataclass so it satisfies ``runner.snapshot_builder.ContextReading``; the
+    A plain (mutable) dataclass so it satisfies ``agent.snapshot_builder.ContextReading``; the
     monitor never changes a reading once published (``DerivativesContext`` hands out copies).
     """
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
+from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import CachedSource
 from derivatives.config import DerivativesConfig, SourceTiming
@@ -22,7 +23,6 @@ from derivatives.web_sources import (
     fetch_stablecoin_supply,
     fetch_trending,
 )
-from runner.clock import Clock
 
 Fetch = Callable[[], Awaitable[Any]]
 

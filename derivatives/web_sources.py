@@ -61,7 +61,7 @@ async def fetch_fear_greed(base_url: str | None) -> dict[str, Any]:
 def fear_greed_from_payload(payload: Any, *, what: str = FNG_WHAT) -> dict[str, Any]:
     """An alternative.me /fng/ body (newest first) -> ``{value, classification, timestamp_ms}``.
 
-    Shared by ``fetch_fear_greed`` and replay (``derivatives.recorded_sources``), so both read the
+    Shared by ``fetch_fear_greed`` and replay (``sim.recorded_sources``), so both read the
     index the same way. No data (alternative.me's error shape) is ``SourceNotAvailableError``.
     """
     body = parse_body(_FngBody, payload, what=what)

@@ -31,6 +31,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.clock import Clock
+from core.events import MarketTick
 from gate.compiled import HELD, UNAVAILABLE, CompiledConditions
 from gate.conditions import (
     MAX_WAKE_CONDITIONS,
@@ -43,8 +45,6 @@ from gate.conditions import (
 )
 from gate.metrics import MetricSource
 from market.features import TickFeatures
-from runner.clock import Clock
-from runner.events import MarketTick
 
 log = logging.getLogger(__name__)
 

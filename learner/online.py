@@ -32,6 +32,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
+from core.errors import RefuseToStartError
+from core.events import Event, PositionExit
 from learner.model_file import (
     InvalidLearnerFileError,
     LearnerFile,
@@ -41,8 +43,6 @@ from learner.model_file import (
     write_learner_file,
 )
 from learner.thompson import BetaPosterior, outcome_for
-from runner.errors import RefuseToStartError
-from runner.events import Event, PositionExit
 from state.atomic import remove_stale_tmp_files
 
 log = logging.getLogger(__name__)

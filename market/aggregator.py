@@ -27,9 +27,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
+from core.bus import EventBus
+from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Timeframe, Topic
 from market.timeframes import timeframe_ms
-from runner.bus import EventBus
-from runner.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Timeframe, Topic
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,9 @@ import ccxt.async_support as ccxt_async
 from ccxt.base import errors as ccxt_errors
 from pydantic import BaseModel, ConfigDict, Field
 
-from runner.backoff import backoff_delay_secs
-from runner.clock import Clock
-from runner.errors import RetryableError, VigilError
+from core.backoff import backoff_delay_secs
+from core.clock import Clock
+from core.errors import RetryableError, VigilError
 
 log = logging.getLogger(__name__)
 

@@ -25,8 +25,8 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.events import Candle, MarketTick
 from market.timeframes import timeframe_ms
-from runner.events import Candle, MarketTick
 
 HOUR_MS: Final = 3_600_000
 CHANGE_HORIZONS_MS: Final[dict[str, int]] = {

@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
+from core.clock import Clock
+from core.events import Candle, CandleClosed, Event
 from market.ccxt_client import (
     OHLCV_PAGE_LIMIT,
     RetryPolicy,
@@ -32,8 +34,6 @@ from market.ccxt_client import (
 )
 from market.recorded import OHLCV_COLUMNS
 from market.timeframes import candle_open_ms, timeframe_ms
-from runner.clock import Clock
-from runner.events import Candle, CandleClosed, Event
 
 log = logging.getLogger(__name__)
 

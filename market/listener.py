@@ -37,13 +37,13 @@ from pydantic import BaseModel, ConfigDict
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
+from core.backoff import backoff_delay_secs
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import Candle, MarketTick, Timeframe
 from market.parse import FrameRejected, ServerShutdown, kline_stream_name, parse_frame
 from market.ports import CandleBackfill
 from market.timeframes import timeframe_ms, to_binance_symbol
-from runner.backoff import backoff_delay_secs
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import Candle, MarketTick, Timeframe
 
 log = logging.getLogger(__name__)
 

@@ -22,9 +22,9 @@ from typing import Any, Final, NamedTuple
 import orjson
 from pydantic import BaseModel, ConfigDict
 
+from core.errors import VigilError
+from core.events import MarketTick
 from market.timeframes import TIMEFRAME_MS
-from runner.errors import VigilError
-from runner.events import MarketTick
 
 
 class RejectReason(enum.StrEnum):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from runner.events import Candle
+from core.events import Candle
 
 
 class CandleBackfill(Protocol):

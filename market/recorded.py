@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core.events import Candle
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
-from runner.events import Candle
 
 OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
 RECORDED_INTERVALS = ("5m", "1h")

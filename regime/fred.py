@@ -27,10 +27,10 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
+from core.clock import Clock
+from core.errors import RetryableError
 from regime.config import FRED_BASE_URL, RegimeConfig
 from regime.macro import MacroDataError, MacroRegime, MacroRule, classify_macro
-from runner.clock import Clock
-from runner.errors import RetryableError
 
 log = logging.getLogger(__name__)
 

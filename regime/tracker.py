@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 import pandas as pd
 
+from core.clock import Clock
 from regime.config import DEFAULT_REFIT_EVERY_SECS
 from regime.crypto_hmm import CryptoRegime, CryptoRegimeModel, FitReport
-from runner.clock import Clock
 
 log = logging.getLogger(__name__)
 

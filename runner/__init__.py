@@ -1,4 +1,4 @@
-"""Composition root: CryptoRunner, event bus, clocks, supervisor, config, CLI.
+"""Composition root: builds the daemon from Settings, supervises its loops, and the CLI.
 
 Importing this package builds nothing; `runner.app` wires the daemon when asked.
 """

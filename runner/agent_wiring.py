@@ -17,8 +17,8 @@ from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_clien
 from agent.claude_review import ClaudePositionReviewer
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
-from runner.bus import EventBus
-from runner.clock import Clock
+from core.bus import EventBus
+from core.clock import Clock
 from runner.config import Settings
 
 log = logging.getLogger(__name__)

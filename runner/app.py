@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runner.bus import EventBus
-from runner.clock import Clock, ScaledClock, WallClock
+from core.bus import EventBus
+from core.clock import Clock, ScaledClock, WallClock
+from core.errors import RefuseToStartError
+from core.events import CandleClosed, Event, Topic
+from core.failpoints import Failpoints
 from runner.config import Settings
-from runner.errors import RefuseToStartError
-from runner.events import CandleClosed, Event, Topic
-from runner.failpoints import Failpoints
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.status import StatusReporter

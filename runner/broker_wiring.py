@@ -15,17 +15,16 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from agent.decision import OrderIntent
 from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys, check_live
 from broker.paper import PaperBroker
-from broker.port import Broker, OpenOrder, OrderResult, PositionDetail
-from runner.bus import EventBus
-from runner.clock import Clock
+from broker.port import Broker, OpenOrder, OrderIntent, OrderResult, PositionDetail
+from core.bus import EventBus
+from core.clock import Clock
+from core.errors import RefuseToStartError
+from core.events import OrderFilled, PositionOpened
 from runner.config import Settings
 from runner.crypto_runner import PriceSink
-from runner.errors import RefuseToStartError
-from runner.events import OrderFilled, PositionOpened
 
 log = logging.getLogger(__name__)
 

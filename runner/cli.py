@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.config import Settings, load_settings
-from runner.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -163,9 +163,9 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _report(args: argparse.Namespace, settings: Settings) -> int:
-    from runner.report import RunFolderError
-    from runner.report_compare import compare_runs
-    from runner.report_html import write_report
+    from report.compare import compare_runs
+    from report.figures import RunFolderError
+    from report.html import write_report
 
     try:
         if args.compare:
@@ -185,9 +185,9 @@ def _report(args: argparse.Namespace, settings: Settings) -> int:
 def _replay(args: argparse.Namespace, settings: Settings) -> int:
     if args.compare:
         return _report(args, settings)
-    from runner.replay import replay_settings
-    from runner.replay_args import options_from_args
-    from runner.replay_cmd import replay_main
+    from runner.replay.args import options_from_args
+    from runner.replay.build import replay_settings
+    from runner.replay.command import replay_main
 
     try:
         options = options_from_args(args, settings.market.tickers)

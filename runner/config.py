@@ -33,11 +33,11 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from agent.budget import AgentPricing
+from agent.config import AgentConfig
+from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from regime.config import RegimeConfig
-from runner.errors import RefuseToStartError
 from tracker.config import TrackerConfig
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
@@ -113,21 +113,6 @@ class BrokerConfig(_Section):
     limit_ttl_secs: float = Field(900.0, gt=0)
 
 
-class AgentConfig(_Section):
-    """Claude as the decider. Without ANTHROPIC_API_KEY the rule-based fallback decides."""
-
-    model: str = "claude-sonnet-4-6"
-    max_tokens: int = Field(2048, ge=256, le=64_000)
-    timeout_secs: float = Field(60.0, gt=0)
-    base_url: str | None = None  # e.g. a proxy; the SDK's default when unset
-    pricing: AgentPricing = AgentPricing()  # USD per million tokens
-    daily_budget_usd: float | None = Field(None, gt=0)  # spent -> fallback until the next UTC day
-    max_attempts: int = Field(2, ge=1, le=5)  # per decision, our own retry (the SDK's is off)
-    retry_after_cap_secs: float = Field(10.0, ge=0)  # a longer retry-after fails over at once
-    breaker_failures: int = Field(3, ge=1)  # consecutive failed decisions that open the breaker
-    breaker_open_secs: float = Field(900.0, gt=0)  # then one trial call
-
-
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="VIGIL_",
@@ -161,7 +146,7 @@ class Settings(BaseSettings):
     binance_api_secret: SecretStr | None = Field(
         None, validation_alias=AliasChoices("binance_api_secret", "BINANCE_API_SECRET")
     )
-    # restart-safety tests only: named points where the daemon kills itself (runner/failpoints.py)
+    # restart-safety tests only: named points where the daemon kills itself (core/failpoints.py)
     failpoints: tuple[str, ...] = ()
     fred_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("fred_api_key", "FRED_API_KEY")

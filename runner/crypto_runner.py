@@ -13,11 +13,11 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from core.bus import EventBus
+from core.events import DecisionRequested, Event, GateWake, MarketTick, Topic
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
 from market.features import TickFeatures
-from runner.bus import EventBus
-from runner.events import DecisionRequested, Event, GateWake, MarketTick, Topic
 
 log = logging.getLogger(__name__)
 

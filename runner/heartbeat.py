@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from runner.clock import Clock
+from core.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import logging
 import sys
 from datetime import UTC, datetime
 
-from runner.clock import Clock
+from core.clock import Clock
 
 _FORMAT = "%(asctime)s [%(clock_time)s] %(levelname)-7s %(name)s: %(message)s"
 

@@ -24,6 +24,12 @@ import pandas as pd
 from pydantic import ValidationError
 
 from agent.claude_prompt import render_request
+from agent.snapshot import MarketSnapshot
+from agent.snapshot_builder import SnapshotBuilder
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import MarketTick
+from derivatives.fields import CONTEXT_FIELDS
 from learner.online import OnlineLearner
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
@@ -32,14 +38,9 @@ from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker
+from regime.view import RegimeView
 from runner.broker_wiring import make_paper_broker
-from runner.bus import EventBus
-from runner.clock import VirtualClock
 from runner.config import Settings
-from runner.events import MarketTick
-from runner.regime_view import RegimeView
-from runner.snapshot import CONTEXT_FIELDS, MarketSnapshot
-from runner.snapshot_builder import SnapshotBuilder
 from runner.warmup import SEED_SECS
 
 #: what the offline snapshot says triggered it

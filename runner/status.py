@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
-from runner.clock import Clock
+from core.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from runner.backoff import backoff_delay_secs
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import LoopFailed
+from core.backoff import backoff_delay_secs
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import LoopFailed
 
 log = logging.getLogger(__name__)
 

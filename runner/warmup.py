@@ -11,13 +11,13 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
+from core.clock import Clock
+from core.events import Timeframe
 from market.aggregator import MultiTFAggregator
 from market.history import OhlcvHistory
 from market.ports import CandleBackfill, TickSource
 from market.timeframes import candle_open_ms, timeframe_ms
-from runner.clock import Clock
-from runner.events import Timeframe
-from runner.regime_view import RegimeView
+from regime.view import RegimeView
 
 log = logging.getLogger(__name__)
 

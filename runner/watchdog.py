@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import logging
 
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import DecisionRequested, Event, Topic
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import DecisionRequested, Event, Topic
 
 log = logging.getLogger(__name__)
 

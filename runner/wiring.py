@@ -16,6 +16,13 @@ from typing import Any
 import pandas as pd
 
 from agent.risk import RiskConfig, RiskContext
+from agent.routine import DecisionRoutine
+from agent.snapshot import MarketSnapshot
+from agent.snapshot_builder import SnapshotBuilder
+from core.bus import EventBus, Overflow
+from core.clock import Clock
+from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
+from core.failpoints import Failpoints
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
@@ -34,18 +41,11 @@ from market.ports import CandleBackfill, TickSource
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker, Offload
+from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
-from runner.bus import EventBus, Overflow
-from runner.clock import Clock
 from runner.config import Settings
 from runner.crypto_runner import CryptoRunner
-from runner.decision import DecisionRoutine
-from runner.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
-from runner.failpoints import Failpoints
-from runner.regime_view import RegimeView
-from runner.snapshot import MarketSnapshot
-from runner.snapshot_builder import SnapshotBuilder
 from state.journal import CsvJournal, JsonlJournal
 from state.store import RunnerStateStore
 from tracker.tracker import PositionTracker

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner.clock import Clock, ScaledClock
-from runner.errors import RefuseToStartError
+from core.clock import Clock, ScaledClock
+from core.errors import RefuseToStartError
 from sim.faults import WsFaults
 from sim.feed import SimFeed
 from sim.ws_server import WsServer

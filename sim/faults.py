@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from runner.clock import Clock
+from core.clock import Clock
 
 log = logging.getLogger(__name__)
 

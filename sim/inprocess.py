@@ -30,8 +30,8 @@ from typing import Any, Final
 import orjson
 from ccxt.base import errors as ccxt_errors
 
+from core.clock import Clock
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.clock import Clock
 from sim.feed import SimFeed
 from sim.rest_payloads import kline_row, premium_index_row
 from sim.rest_server import not_available

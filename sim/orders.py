@@ -30,8 +30,8 @@ from urllib.parse import parse_qsl
 import orjson
 from aiohttp import web
 
+from core.clock import Clock
 from market.timeframes import to_binance_symbol
-from runner.clock import Clock
 from sim.feed import SimFeed
 from sim.order_book import OrderBook, OrderRejected, SimAccountConfig, SimOrder, SimTrade
 

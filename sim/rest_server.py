@@ -58,9 +58,9 @@ import numpy.typing as npt
 import orjson
 from aiohttp import web
 
+from core.clock import Clock, WallClock
 from market.recorded import load_fear_greed, load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.clock import Clock, WallClock
 from sim.feed import BAR_MS, KlineState, SimFeed
 from sim.orders import SimOrders
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter

@@ -28,8 +28,8 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from core.clock import Clock
 from market.timeframes import TIMEFRAME_MS, from_binance_symbol, to_binance_symbol
-from runner.clock import Clock
 from sim.faults import WsFaults, malformed_frame
 from sim.feed import KlineState, SimFeed, closing_updates
 

@@ -24,8 +24,8 @@ from typing import Any, Final, Self
 import orjson
 from pydantic import BaseModel
 
-from runner.clock import Clock, WallClock
-from runner.errors import RefuseToStartError
+from core.clock import Clock, WallClock
+from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, fsync_dir
 from state.naming import unused_sibling
 

@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from runner.backoff import backoff_delay_secs
-from runner.clock import Clock
-from runner.errors import RefuseToStartError, RetryableError
+from core.backoff import backoff_delay_secs
+from core.clock import Clock
+from core.errors import RefuseToStartError, RetryableError
 from state.atomic import (
     SwapUnsupportedError,
     atomic_swap_bytes,

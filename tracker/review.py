@@ -15,10 +15,9 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from agent.decision import Action, OrderIntent
-from broker.port import Broker, PositionDetail
-from runner.clock import Clock, wait_for
-from runner.events import PositionExit
+from broker.port import Action, Broker, OrderIntent, PositionDetail
+from core.clock import Clock, wait_for
+from core.events import PositionExit
 from tracker.agent_layer import add_size, fallback_verdict, position_review
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, PositionReviewer, ReviewAction, ReviewVerdict

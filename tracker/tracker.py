@@ -22,13 +22,12 @@ import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.decision import Action, OrderIntent
-from broker.port import Broker, OrderResult, PositionDetail
+from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
 from broker.resting import cancel_resting_buys
-from runner.backoff import backoff_delay_secs
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import Event, PositionExit, PositionOpened, Topic
+from core.backoff import backoff_delay_secs
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import Event, PositionExit, PositionOpened, Topic
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReviewer, ReviewVerdict
 from tracker.positions import (

@@ -34,9 +34,8 @@ from typing import Protocol
 
 import pytest
 
-from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id, is_valid_client_order_id
-from broker.port import Broker, OpenOrder, OrderResult, PositionDetail
+from broker.port import Action, Broker, OpenOrder, OrderIntent, OrderResult, PositionDetail
 
 
 class MarketDriver(Protocol):

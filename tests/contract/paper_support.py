@@ -6,8 +6,8 @@ from pathlib import Path
 
 from broker.paper import PaperBroker
 from contract.broker_contract import BrokerHarness
-from runner.bus import EventBus
-from runner.clock import VirtualClock
+from core.bus import EventBus
+from core.clock import VirtualClock
 
 EPOCH_MS = 1_740_787_200_000  # 2025-03-01, inside the bundled data's span
 START_PRICES = {"BTC/USDT": 84_321.5, "ETH/USDT": 2_217.37, "SOL/USDT": 142.83}

@@ -5,7 +5,7 @@ Both runs are in-process so the test can subscribe to each bus for ``CandleClose
 path is ``runner.app.build_daemon`` (what ``vigil run --sim`` builds: ScaledClock, in-process
 SimExchange on loopback, warm-up through ccxt, the websocket listener, the paper broker) followed by
 ``warm_up_paths`` and ``supervisor.run`` exactly as ``runner.app.run_daemon`` does; the replay path is
-``runner.replay.build_replay`` + ``runner.replay_cmd.run_replay``.
+``runner.replay.build.build_replay`` + ``runner.replay.command.run_replay``.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.events import CandleClosed, Event, Topic
 from runner.app import build_daemon, warm_up_paths
 from runner.config import Settings
-from runner.events import CandleClosed, Event, Topic
-from runner.replay import ReplayOptions, build_replay, replay_settings
-from runner.replay_cmd import run_replay
+from runner.replay.build import ReplayOptions, build_replay, replay_settings
+from runner.replay.command import run_replay
 
 CANDLE_MS = 900_000  # the 15m grid every candle close falls on
 CLOSE_PREFIX = "candle_close:"

@@ -36,8 +36,8 @@ import orjson
 import pytest
 
 from runner.config import Settings
-from runner.replay import ReplayOptions, build_replay, replay_settings
-from runner.replay_cmd import ReplayOutcome, run_replay
+from runner.replay.build import ReplayOptions, build_replay, replay_settings
+from runner.replay.command import ReplayOutcome, run_replay
 from sim.feed import SimFeed
 
 TICKERS: Final = ("BTC/USDT", "ETH/USDT", "SOL/USDT")

@@ -24,9 +24,9 @@ from fakes.messages_api import (
 )
 
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT, render_request
-from runner.config import AgentConfig
+from agent.config import AgentConfig
+from agent.snapshot import MarketSnapshot
 from runner.prompt_cmd import request_json
-from runner.snapshot import MarketSnapshot
 from state.journal import read_all
 
 pytestmark = pytest.mark.e2e

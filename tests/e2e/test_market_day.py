@@ -21,6 +21,9 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from core.bus import EventBus
+from core.clock import ScaledClock
+from core.events import Candle, Event, MarketGap, Timeframe, Topic
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
@@ -28,9 +31,6 @@ from market.history import CcxtCandleBackfill
 from market.listener import ListenerStats, MarketListener
 from market.recorded import load_klines, resample
 from market.timeframes import TIMEFRAME_MS
-from runner.bus import EventBus
-from runner.clock import ScaledClock
-from runner.events import Candle, Event, MarketGap, Timeframe, Topic
 from sim.exchange import SimExchange
 from sim.faults import FaultCounts
 from sim.feed import SimFeed

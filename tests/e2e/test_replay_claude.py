@@ -15,10 +15,10 @@ from fakes.messages_api import FakeMessagesApi, json_message
 from pydantic import SecretStr
 from replay_support import default_settings, replay_options
 
-from runner.config import AgentConfig
-from runner.replay import build_replay, replay_settings
-from runner.replay_cmd import run_replay
-from runner.report_html import write_report
+from agent.config import AgentConfig
+from report.html import write_report
+from runner.replay.build import build_replay, replay_settings
+from runner.replay.command import run_replay
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 

@@ -25,11 +25,11 @@ from replay_support import (
     replay_options,
 )
 
+from core.errors import RefuseToStartError
+from report.figures import build_report
 from runner.config import Settings
-from runner.errors import RefuseToStartError
-from runner.replay import ReplayOptions, build_replay, replay_settings
-from runner.replay_cmd import ReplayOutcome
-from runner.report import build_report
+from runner.replay.build import ReplayOptions, build_replay, replay_settings
+from runner.replay.command import ReplayOutcome
 from sim.feed import SimFeed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]

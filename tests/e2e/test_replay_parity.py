@@ -52,7 +52,7 @@ from parity_support import (
 
 from gate.gate import GateConfig
 from runner.config import MarketConfig, Settings, SimConfig
-from runner.replay import ReplayOptions
+from runner.replay.build import ReplayOptions
 
 pytestmark = pytest.mark.e2e
 

@@ -49,10 +49,10 @@ from replay_support import (
     total_return_pct,
 )
 
+from report.html import write_report
 from runner.config import Settings
-from runner.replay import ReplayOptions
-from runner.replay_cmd import ReplayOutcome
-from runner.report_html import write_report
+from runner.replay.build import ReplayOptions
+from runner.replay.command import ReplayOutcome
 from sim.feed import SimFeed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]

@@ -26,7 +26,7 @@ from browser_support import BrowserRun, decode_png, read_png_header, run_chromiu
 from fakes import report_support
 from numpy.typing import NDArray
 
-from runner.report_html import (
+from report.html import (
     BUY_COLOUR,
     CHART_WIDTH,
     EQUITY_COLOUR,

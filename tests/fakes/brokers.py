@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agent.decision import OrderIntent
-from broker.port import OpenOrder, OrderResult, PositionDetail
+from broker.port import OpenOrder, OrderIntent, OrderResult, PositionDetail
 
 CASH_USD = 10_000.0
 

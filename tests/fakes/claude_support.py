@@ -10,11 +10,12 @@ from agent.breaker import CircuitBreaker
 from agent.budget import AgentPricing, DailyBudget
 from agent.claude import ClaudeDecider, UsageLedger
 from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.config import AgentConfig
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
-from runner.bus import EventBus
-from runner.config import AgentConfig
-from runner.snapshot import MarketSnapshot, RegimeSnapshot, TickerSnapshot
+from agent.snapshot import MarketSnapshot, TickerSnapshot
+from core.bus import EventBus
+from regime.snapshot import RegimeSnapshot
 
 AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 API_KEY = "sk-ant-test-key-do-not-log"

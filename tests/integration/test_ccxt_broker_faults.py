@@ -9,9 +9,9 @@ import orjson
 import pytest
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
-from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id
 from broker.order_journal import JournalIntent, OrderJournal
+from broker.port import Action, OrderIntent
 from contract.broker_contract import make_intent
 from market.ccxt_client import CcxtRetryableError
 

@@ -13,7 +13,7 @@ from broker.ccxt_broker import binance_code, build_exchange
 from broker.live_guard import ApiKeys, check_live, load_api_keys
 from broker.order_journal import JournalIntent, OrderJournal
 from broker.port import OrderResult
-from runner.errors import RefuseToStartError
+from core.errors import RefuseToStartError
 
 KEYS = ApiKeys.model_validate({"api_key": "k" * 64, "api_secret": "s" * 64})
 

@@ -10,9 +10,9 @@ from test_ccxt_broker_faults import BTC, buy_intent
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
 from broker.order_journal import OrderJournal
+from core.bus import EventBus
+from core.clock import WallClock
 from runner.broker_wiring import FillEvents
-from runner.bus import EventBus
-from runner.clock import WallClock
 
 OPEN_ORDERS = "/fapi/v1/openOrders"
 

@@ -18,8 +18,8 @@ from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys
 from contract.broker_contract import BrokerHarness
 from contract.paper_support import EPOCH_MS, START_PRICES
+from core.clock import ScaledClock, WallClock
 from market.ccxt_client import RetryPolicy
-from runner.clock import ScaledClock, WallClock
 from sim.order_book import SimAccountConfig
 from sim.orders import TEST_API_KEY, TEST_API_SECRET
 from sim.rest_server import RestServer

@@ -30,9 +30,9 @@ from fakes.messages_api import (
 )
 
 from agent.claude import ClaudeDecider
-from agent.decision import Action
-from runner.bus import EventBus
-from runner.events import AgentFailure, Event, Topic
+from broker.port import Action
+from core.bus import EventBus
+from core.events import AgentFailure, Event, Topic
 
 
 @pytest.fixture

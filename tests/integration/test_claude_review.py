@@ -15,7 +15,7 @@ from agent.budget import AgentPricing, DailyBudget
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, build_anthropic_client
 from agent.claude_review import ClaudePositionReviewer, ClaudeUnavailable
-from runner.config import AgentConfig
+from agent.config import AgentConfig
 from tracker.ports import PositionReview, ReviewAction
 
 

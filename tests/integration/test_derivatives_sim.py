@@ -13,6 +13,10 @@ from collections.abc import AsyncIterator
 import pytest
 from fakes.brokers import IdleBroker
 
+from agent.snapshot import MarketSnapshot
+from agent.snapshot_builder import SnapshotBuilder
+from core.bus import EventBus
+from core.clock import VirtualClock
 from derivatives.config import DerivativesConfig
 from derivatives.liquidations import NOT_CONNECTED
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
@@ -23,10 +27,6 @@ from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
 from market.recorded import load_fear_greed, load_funding
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.snapshot import MarketSnapshot
-from runner.snapshot_builder import SnapshotBuilder
 from sim.feed import SimFeed
 from sim.rest_server import RestServer
 

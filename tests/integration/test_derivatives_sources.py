@@ -20,11 +20,11 @@ from fakes.context_servers import (
     ContextServers,
 )
 
+from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import CachedSource, CachePolicy
 from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply, fetch_trending
 from market.ccxt_client import make_binanceusdm
-from runner.clock import VirtualClock
 
 EPOCH_MS = 1_740_787_200_000
 TICKERS = ("BTC/USDT", "ETH/USDT")

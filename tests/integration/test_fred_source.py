@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from core.clock import VirtualClock
 from regime.fred import FredSource
 from regime.macro import MacroQuadrant
-from runner.clock import VirtualClock
 
 API_KEY = "abcdef0123456789abcdef0123456789"  # FRED keys are 32 lower-case alphanumerics
 NOW_MS = int(pd.Timestamp("2025-03-20", tz="UTC").timestamp() * 1000)

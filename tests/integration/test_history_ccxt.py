@@ -24,6 +24,8 @@ from test_sim_rest_support import (
     utc_ms,
 )
 
+from core.clock import ScaledClock, VirtualClock
+from core.events import Candle, CandleClosed
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     CcxtRetryableError,
@@ -33,8 +35,6 @@ from market.ccxt_client import (
 from market.history import DAY_MS, CcxtCandleBackfill, OhlcvHistory
 from market.recorded import load_funding, load_klines, resample
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from runner.clock import ScaledClock, VirtualClock
-from runner.events import Candle, CandleClosed
 from sim.rest_server import RestServer
 
 SIM_START_MS = utc_ms(2025, 9, 1, 13, 21)  # the 180-day window starts after the Jan 2025 quirks

@@ -16,14 +16,14 @@ import pytest
 from ccxt.base import errors as ccxt_errors
 from test_sim_rest_support import get_json, running_server, shared_feed, sim_exchange, utc_ms
 
+from core.clock import VirtualClock
 from derivatives.cache import SourceNotAvailableError
 from derivatives.config import DerivativesConfig
-from derivatives.recorded_sources import FNG_WHAT, build_recorded_context_fields
 from derivatives.web_sources import fear_greed_from_payload, fetch_fear_greed
 from market.recorded import load_fear_greed
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from runner.clock import VirtualClock
 from sim.inprocess import RecordedOhlcvExchange, RecordedPremiumIndex
+from sim.recorded_sources import FNG_WHAT, build_recorded_context_fields
 from sim.rest_payloads import FearGreedBook
 
 START_MS = utc_ms(2025, 3, 1, 12, 34) + 4_321

@@ -11,9 +11,9 @@ import pytest
 import websockets
 from fakes.context_servers import FORCE_ORDER_DOC_FRAME
 
+from core.clock import ScaledClock
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
-from runner.clock import ScaledClock
 
 FRAME = FORCE_ORDER_DOC_FRAME
 

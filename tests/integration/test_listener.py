@@ -20,12 +20,12 @@ from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from core.backoff import backoff_delay_secs
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import Candle, Event, MarketTick, Topic
 from market.listener import Cause, MarketListener
 from market.timeframes import to_binance_symbol
-from runner.backoff import backoff_delay_secs
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import Candle, Event, MarketTick, Topic
 
 STEP = 900_000
 T0 = 1_740_787_200_000  # 2025-03-01 00:00 UTC, a 15m (and 4h) boundary

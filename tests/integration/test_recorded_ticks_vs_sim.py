@@ -14,12 +14,12 @@ from collections.abc import Callable
 
 import pytest
 
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import Event, MarketTick, Timeframe, Topic
 from market.listener import MarketListener
-from market.recorded_ticks import RecordedTicks
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import Event, MarketTick, Timeframe, Topic
 from sim.feed import SimFeed
+from sim.recorded_ticks import RecordedTicks
 from sim.ws_server import WsServer
 
 U = 15_000  # 20 updates per 5m bar

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fakes.daemon import daemon_env, sim_daemon, stop
 
-from runner.report_html import write_report
+from report.html import write_report
 
 REPO = Path(__file__).resolve().parents[2]
 WANTED_DECISIONS = 6

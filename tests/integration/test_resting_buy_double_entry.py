@@ -11,17 +11,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from agent.decision import Action, AgentDecision, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.port import Decider
 from agent.risk import RESTING_BUYS_COUNT, RiskConfig, RiskContext
+from agent.routine import DecisionRoutine
+from agent.snapshot import MarketSnapshot
+from agent.snapshot_builder import SnapshotBuilder
 from broker.paper import PaperBroker
+from broker.port import Action
+from core.bus import EventBus
+from core.clock import VirtualClock
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.decision import DecisionRoutine
-from runner.snapshot import MarketSnapshot, RegimeSnapshot
-from runner.snapshot_builder import SnapshotBuilder
+from regime.snapshot import RegimeSnapshot
 from runner.wiring import risk_context
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")

@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_sim_rest_support import get_json, running_server, utc_ms
 
+from core.clock import VirtualClock
 from market.recorded import load_fear_greed
-from runner.clock import VirtualClock
 from sim.rest_faults import MINUTE_MS, RestFaults, WeightLimiter
 from sim.rest_server import request_weight
 

@@ -22,9 +22,9 @@ from test_sim_rest_support import (
     utc_ms,
 )
 
+from core.clock import VirtualClock
 from market.recorded import load_funding, load_klines, resample
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from runner.clock import VirtualClock
 from sim.feed import KlineState
 from sim.rest_server import RestServer
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import aiohttp
 
+from core.clock import Clock
 from market.ccxt_client import make_binanceusdm
-from runner.clock import Clock
 from sim.feed import SimFeed
 from sim.rest_server import RestServer
 

@@ -11,9 +11,9 @@ from test_sim_ws_support import WAIT_SECS, data_of, eventually, open_recorder, s
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from core.clock import ScaledClock, VirtualClock
 from market.recorded import resample
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.clock import ScaledClock, VirtualClock
 from sim.feed import SimFeed
 from sim.ws_server import WsServer
 

@@ -9,8 +9,8 @@ import aiohttp
 import pytest
 from test_sim_ws_support import WAIT_SECS, open_recorder
 
-from runner.clock import ScaledClock, VirtualClock
-from runner.errors import RefuseToStartError
+from core.clock import ScaledClock, VirtualClock
+from core.errors import RefuseToStartError
 from sim.exchange import SimExchange, run_standalone
 from sim.feed import SimFeed
 

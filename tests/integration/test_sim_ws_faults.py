@@ -10,7 +10,7 @@ from test_sim_ws_support import WAIT_SECS, eventually, open_recorder, step_and_c
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 from sim.feed import SimFeed
 from sim.ws_server import WsServer
 

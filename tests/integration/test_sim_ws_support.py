@@ -10,7 +10,7 @@ import orjson
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 
 #: a safety net for waits on conditions; never reached when the code works
 WAIT_SECS = 20.0

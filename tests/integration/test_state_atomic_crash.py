@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 from state.atomic import is_tmp_file_of, remove_stale_tmp_files
 from state.models import RunnerState, render_state
 from state.store import RunnerStateStore

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 from state.atomic import SwapUnsupportedError, atomic_swap_bytes
 from state.edits import StateEditReport
 from state.models import render_state

@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
+from core.events import Candle, MarketTick, Timeframe
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from runner.events import Candle, MarketTick, Timeframe
 
 
 def kline_payload(

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import Event, MarketTick, Topic
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import Event, MarketTick, Topic
 from sim.feed import BAR_MS, FUNDING_INTERVAL_MS
 
 SYNTH_START_MS = 1_700_006_400_000  # a 4h boundary

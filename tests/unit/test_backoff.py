@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner.backoff import backoff_delay_secs
+from core.backoff import backoff_delay_secs
 
 BASE_SECS = 1.0
 CAP_SECS = 60.0

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agent.breaker import BreakerState, CircuitBreaker
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 
 EPOCH_MS = 1_743_984_000_000
 

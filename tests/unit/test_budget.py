@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from agent.budget import DAY_MS, AgentPricing, DailyBudget, add_usage
 from agent.decision import Usage
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 
 MIDNIGHT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.bus import EventBus, Overflow, QueuedSubscriber
-from runner.events import Event
+from core.bus import EventBus, Overflow, QueuedSubscriber
+from core.events import Event
 
 MAX_TURNS = 10_000
 
@@ -126,7 +126,7 @@ def test_events_without_subscribers_are_counted_and_go_nowhere() -> None:
 
 
 def _failure_records(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
-    return [r for r in caplog.records if r.name == "runner.bus" and r.levelno >= logging.ERROR]
+    return [r for r in caplog.records if r.name == "core.bus" and r.levelno >= logging.ERROR]
 
 
 def test_a_raising_inline_handler_is_logged_counted_and_does_not_stop_the_others(
@@ -140,7 +140,7 @@ def test_a_raising_inline_handler_is_logged_counted_and_does_not_stop_the_others
 
     bus.subscribe(Ping.topic, broken, name="broken")
     bus.subscribe(Ping.topic, lambda e: got.append(_n(e)), name="healthy")
-    with caplog.at_level(logging.ERROR, logger="runner.bus"):
+    with caplog.at_level(logging.ERROR, logger="core.bus"):
         bus.publish(Ping(n=1))
         bus.publish(Ping(n=2))
     assert got == [1, 2]
@@ -173,7 +173,7 @@ def test_a_raising_handler_during_a_nested_publish_keeps_the_bus_usable(
     bus.subscribe(Ping.topic, lambda e: bus.publish(Pong(n=_n(e))))
     bus.subscribe(Pong.topic, fails_on_pong)
     bus.subscribe(Pong.topic, lambda e: got.append(f"pong{_n(e)}"))
-    with caplog.at_level(logging.ERROR, logger="runner.bus"):
+    with caplog.at_level(logging.ERROR, logger="core.bus"):
         bus.publish(Ping(n=1))
         bus.publish(Ping(n=2))
     assert got == ["pong1", "pong2"]
@@ -200,7 +200,7 @@ async def test_a_raising_queued_handler_is_logged_counted_and_its_consumer_keeps
     bus.subscribe_queued(Ping.topic, flaky, name="flaky")
     bus.subscribe_queued(Ping.topic, steady, name="steady")
     runner = asyncio.create_task(bus.run())
-    with caplog.at_level(logging.ERROR, logger="runner.bus"):
+    with caplog.at_level(logging.ERROR, logger="core.bus"):
         for n in range(4):
             bus.publish(Ping(n=n))
         await bus.drain()
@@ -237,7 +237,7 @@ async def test_a_raising_coalescing_key_function_is_isolated_like_a_handler(
 
     bus.subscribe_queued(Ping.topic, never, name="keyed", overflow=Overflow.COALESCE, key=bad_key)
     bus.subscribe(Ping.topic, lambda e: inline_got.append(_n(e)))
-    with caplog.at_level(logging.ERROR, logger="runner.bus"):
+    with caplog.at_level(logging.ERROR, logger="core.bus"):
         bus.publish(Ping(n=1))
         bus.publish(Ping(n=2))
     assert inline_got == [1, 2]

@@ -19,7 +19,7 @@ from agent.claude_schema import (
     extract_signal_weights,
     parse_answer_json,
 )
-from runner.config import AgentConfig
+from agent.config import AgentConfig
 
 
 def _objects(node: Any) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from runner.clock import Clock, ScaledClock, VirtualClock, WallClock, wait_for
+from core.clock import Clock, ScaledClock, VirtualClock, WallClock, wait_for
 
 T = TypeVar("T")
 

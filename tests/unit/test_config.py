@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr, ValidationError
 
+from agent.config import AgentConfig
+from core.errors import RefuseToStartError
 from runner.config import (
-    AgentConfig,
     MarketConfig,
     Settings,
     SimConfig,
@@ -18,7 +19,6 @@ from runner.config import (
     SupervisorConfig,
     load_settings,
 )
-from runner.errors import RefuseToStartError
 
 SECRET = "sk-ant-test-0123456789-do-not-leak"
 SECRET_ENV = ("ANTHROPIC_API_KEY", "BINANCE_API_KEY", "BINANCE_API_SECRET")

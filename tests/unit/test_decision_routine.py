@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 from fakes.brokers import IdleBroker
 
-from agent.decision import Action, AgentDecision, OrderIntent, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.risk import RiskConfig, RiskContext
-from broker.port import OpenOrder, OrderResult
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.decision import DecisionRoutine
-from runner.events import DecisionMade, Topic
-from runner.snapshot import MarketSnapshot, sent_digest
+from agent.routine import DecisionRoutine
+from agent.snapshot import MarketSnapshot, sent_digest
+from broker.port import Action, OpenOrder, OrderIntent, OrderResult
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import DecisionMade, Topic
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 

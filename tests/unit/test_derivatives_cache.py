@@ -8,13 +8,13 @@ import logging
 
 import pytest
 
+from core.clock import VirtualClock
 from derivatives.cache import (
     CachedSource,
     CachePolicy,
     SourceFailedError,
     SourceNotAvailableError,
 )
-from runner.clock import VirtualClock
 
 EPOCH_MS = 1_740_787_200_000  # 2025-03-01T00:00:00Z
 

@@ -8,8 +8,13 @@ from typing import Any
 
 import pytest
 
+from agent.snapshot_builder import ContextSource
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import DerivativesUpdate
 from derivatives.cache import Cached
 from derivatives.config import DerivativesConfig
+from derivatives.fields import CONTEXT_FIELDS
 from derivatives.monitor import (
     NOT_POLLED,
     NOT_WIRED,
@@ -19,11 +24,6 @@ from derivatives.monitor import (
     board_metrics,
 )
 from gate.metrics import MetricBoard
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import DerivativesUpdate
-from runner.snapshot import CONTEXT_FIELDS
-from runner.snapshot_builder import ContextSource
 
 EPOCH_MS = 1_740_787_200_000
 CALM = {"BTC/USDT": 0.0001, "ETH/USDT": -0.0001}

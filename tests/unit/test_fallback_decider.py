@@ -6,8 +6,9 @@ import pandas as pd
 
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider, fallback_inputs
+from agent.snapshot import MarketSnapshot, PositionSnapshot, TickerSnapshot
 from market.recorded import load_klines, resample
-from runner.snapshot import MarketSnapshot, PositionSnapshot, RegimeSnapshot, TickerSnapshot
+from regime.snapshot import RegimeSnapshot
 
 AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 

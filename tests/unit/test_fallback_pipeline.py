@@ -15,9 +15,10 @@ from test_fallback_support import (
     utc_ms,
 )
 
-from agent.decision import Action, AgentDecision, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
 from agent.fallback_config import FallbackConfig
+from broker.port import Action
 
 SIGNAL_NAMES = {"rsi", "momentum", "bollinger", "derivatives"}
 #: a spread of 2025 instants, on and between 4h candle closes

@@ -6,10 +6,10 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.clock import VirtualClock
+from core.events import MarketTick, Timeframe
 from gate.gate import AdaptiveGate, GateConfig, GateVerdict
 from market.features import TickFeatures
-from runner.clock import VirtualClock
-from runner.events import MarketTick, Timeframe
 
 T0_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
 

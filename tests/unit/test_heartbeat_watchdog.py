@@ -6,9 +6,9 @@ import asyncio
 import os
 from pathlib import Path
 
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import DecisionRequested, MarketTick, Topic
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import DecisionRequested, MarketTick, Topic
 from runner.heartbeat import Heartbeat, check_health
 from runner.watchdog import WATCHDOG_REASON, Watchdog
 

@@ -16,6 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.errors import RetryableError
+from core.events import Candle, CandleClosed, MarketGap
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     CcxtRetryableError,
@@ -33,8 +35,6 @@ from market.history import (
     rows_to_frame,
     with_newer_closes,
 )
-from runner.errors import RetryableError
-from runner.events import Candle, CandleClosed, MarketGap
 
 H4 = 4 * 3_600_000
 START_MS = 1_700_000_000_000 - 1_700_000_000_000 % H4  # a 4h boundary

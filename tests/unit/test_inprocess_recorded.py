@@ -20,20 +20,20 @@ from ccxt.base import errors as ccxt_errors
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from core.bus import EventBus
+from core.clock import VirtualClock
 from derivatives.cache import SourceNotAvailableError
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import DerivativesMonitor
-from derivatives.recorded_sources import NOT_RECORDED, build_recorded_context_fields
 from derivatives.sources import build_context_fields
 from derivatives.web_sources import fear_greed_from_payload
 from market.ccxt_client import CcxtRequestRejectedError, to_ccxt_symbol
 from market.history import DAY_MS, CcxtCandleBackfill, OhlcvHistory
 from market.recorded import load_fear_greed, load_funding, load_klines, resample
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from runner.bus import EventBus
-from runner.clock import VirtualClock
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange, RecordedPremiumIndex
+from sim.recorded_sources import NOT_RECORDED, build_recorded_context_fields
 from sim.rest_payloads import FearGreedBook
 
 T = TypeVar("T")

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent.snapshot_builder import LearnerView
+from core.bus import EventBus
+from core.events import DecisionRequested, PositionExit, Topic
 from learner.online import OnlineLearner
-from runner.bus import EventBus
-from runner.events import DecisionRequested, PositionExit, Topic
-from runner.snapshot_builder import LearnerView
 
 
 def trade(

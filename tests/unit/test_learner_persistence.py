@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import RefuseToStartError
 from learner.model_file import SCHEMA_VERSION
 from learner.online import OnlineLearner
-from runner.errors import RefuseToStartError
 
 
 def teach(learner: OnlineLearner) -> None:

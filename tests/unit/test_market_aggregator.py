@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, close_tick, make_tick
 
+from core.bus import EventBus
+from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Topic
 from market.aggregator import MultiTFAggregator
-from runner.bus import EventBus
-from runner.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Topic
 
 STEP = 900_000
 T0 = 1_740_787_200_000

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
 
+from core.bus import EventBus
+from core.events import Candle
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker, TickFeatures
-from runner.bus import EventBus
-from runner.events import Candle
 
 STEP = 900_000
 T0 = 1_740_787_200_000  # 2025-03-01 00:00 UTC

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import make_tick
 
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import MarketTick
 from market.listener import MarketListener
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import MarketTick
 
 STEP = 900_000
 T0 = 1_740_787_200_000

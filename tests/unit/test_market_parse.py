@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import combined, kline_frame, kline_payload
 
+from core.events import MarketTick
 from market import parse
 from market.parse import (
     BinanceKline,
@@ -26,7 +27,6 @@ from market.parse import (
     parse_mark_price_frame,
     unified_ticker,
 )
-from runner.events import MarketTick
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "binance-ws"
 

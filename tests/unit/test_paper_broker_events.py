@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from agent.decision import Action
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
 from broker.paper_store import parse_document
+from broker.port import Action
 from contract.broker_contract import make_intent
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.errors import HaltTradingError
-from runner.events import Event, MarketTick, OrderFilled, PositionOpened, Topic
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.errors import HaltTradingError
+from core.events import Event, MarketTick, OrderFilled, PositionOpened, Topic
 
 EPOCH_MS = 1_740_787_200_000
 BTC = "BTC/USDT"

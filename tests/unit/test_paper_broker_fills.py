@@ -8,13 +8,12 @@ from typing import Any
 
 import pytest
 
-from agent.decision import Action
 from broker.book import BookUpdate
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
-from broker.port import OrderResult
+from broker.port import Action, OrderResult
 from contract.broker_contract import make_intent
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 
 EPOCH_MS = 1_740_787_200_000
 BTC = "BTC/USDT"

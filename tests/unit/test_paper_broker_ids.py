@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.decision import Action
 from broker.ids import CLIENT_ORDER_ID_PATTERN, client_order_id, is_valid_client_order_id
+from broker.port import Action
 
 _actions = st.sampled_from(["BUY", "SELL", "buy", "Sell", Action.BUY, Action.SELL])
 _order_keys = st.tuples(

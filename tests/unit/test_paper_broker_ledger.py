@@ -13,11 +13,11 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from agent.decision import Action
 from broker.book import PaperBook
 from broker.fills import PaperTerms
 from broker.ledger import InsufficientCashError, Ledger, LedgerError, money
 from broker.paper_store import parse_document, render_document
+from broker.port import Action
 from contract.broker_contract import make_intent
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")

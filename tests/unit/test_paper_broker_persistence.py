@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
-from agent.decision import Action
 from broker.paper import PaperBroker
 from broker.paper_store import SCHEMA_VERSION, parse_document
-from broker.port import OrderResult
+from broker.port import Action, OrderResult
 from contract.broker_contract import make_intent
-from runner.clock import VirtualClock
-from runner.errors import RefuseToStartError
+from core.clock import VirtualClock
+from core.errors import RefuseToStartError
 
 EPOCH_MS = 1_740_787_200_000
 BTC, ETH, SOL = "BTC/USDT", "ETH/USDT", "SOL/USDT"

@@ -6,13 +6,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.decision import Action
 from broker.paper import PaperBroker
+from broker.port import Action
 from broker.traded_range import TradedRangeTracker
 from contract.broker_contract import make_intent
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import MarketTick, Topic
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import MarketTick, Topic
 
 EPOCH_MS = 1_740_787_200_000
 CANDLE_MS = 300_000

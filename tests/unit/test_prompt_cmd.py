@@ -14,6 +14,8 @@ from fakes.claude_support import snapshot
 
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT
 from agent.claude_schema import output_config
+from agent.snapshot import MarketSnapshot
+from derivatives.fields import CONTEXT_FIELDS
 from market.recorded import load_klines
 from runner.config import Settings
 from runner.prompt_cmd import (
@@ -22,7 +24,6 @@ from runner.prompt_cmd import (
     latest_journal_snapshot,
     render_prompt,
 )
-from runner.snapshot import CONTEXT_FIELDS, MarketSnapshot
 
 SECRET = "sk-ant-test-prompt-secret-0123456789"
 # mid-way through a 15m candle, so the open candle is built from two closed 5m candles

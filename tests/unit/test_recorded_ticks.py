@@ -21,15 +21,15 @@ from recorded_ticks_support import (
     write_recording,
 )
 
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import CandleClosed, Event, MarketGap, Timeframe, Topic
 from market.aggregator import MultiTFAggregator
 from market.parse import parse_frame
 from market.recorded import resample
-from market.recorded_ticks import RecordedTicks, due_updates
 from market.timeframes import TIMEFRAME_MS
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import CandleClosed, Event, MarketGap, Timeframe, Topic
 from sim.feed import BAR_MS, SimFeed
+from sim.recorded_ticks import RecordedTicks, due_updates
 from sim.ws_server import KlineFormat, _due_instants, _Subscription, kline_payload, parse_stream
 
 U = 60_000  # 5 updates per 5m bar: small, so a day of virtual time replays fast

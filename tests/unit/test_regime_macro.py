@@ -14,6 +14,7 @@ import pytest
 from pydantic import SecretStr
 from test_regime_support import compounding, monthly_series, utc_ms
 
+from core.clock import VirtualClock
 from regime.config import RegimeConfig
 from regime.fred import (
     FredSnapshotSource,
@@ -29,7 +30,6 @@ from regime.macro import (
     MacroRule,
     classify_macro,
 )
-from runner.clock import VirtualClock
 
 NOW_MS = utc_ms("2025-02-20")  # Dec 2024 figures are public, Jan 2025 ones not yet (lag 45 d)
 MONTHS = 36  # 2022-01 .. 2024-12

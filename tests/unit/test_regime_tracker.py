@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from test_regime_support import last_180_days, recorded_4h
 
+from core.clock import VirtualClock
 from regime.crypto_hmm import (
     CryptoHmmConfig,
     CryptoLabel,
@@ -17,7 +18,6 @@ from regime.crypto_hmm import (
     FitReport,
 )
 from regime.tracker import CryptoRegimeTracker
-from runner.clock import VirtualClock
 
 DAY_SECS = 86_400.0
 FOUR_HOURS_SECS = 14_400.0

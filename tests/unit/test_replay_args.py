@@ -10,17 +10,18 @@ import pytest
 from fakes.report_support import write_run
 from pydantic import SecretStr
 
+from agent.config import AgentConfig
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.cli import EXIT_USAGE, main
-from runner.config import AgentConfig, Settings
-from runner.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.replay import (
+from runner.config import Settings
+from runner.replay.args import options_from_args, parse_speed
+from runner.replay.build import (
     ReplayOptions,
     check_out_dir,
     check_span,
     expected_calls_text,
     replay_settings,
 )
-from runner.replay_args import options_from_args, parse_speed
 from sim.feed import SimFeed
 
 DAY_MS = 86_400_000

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from runner.clock import VirtualClock
-from runner.replay_driver import ReplayDriver
+from core.clock import VirtualClock
+from runner.replay.driver import ReplayDriver
 
 EPOCH_MS = 1_740_787_200_000  # 2025-03-01T00:00Z
 

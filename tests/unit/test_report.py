@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 from broker.ledger import Ledger
 from broker.orders import Mark
 from broker.paper_store import PaperBookDocument, render_document
-from runner.report import (
+from report.figures import (
     MAX_SERIES_POINTS,
     MIN_CAGR_SPAN_DAYS,
     RunFolderError,

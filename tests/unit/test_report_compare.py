@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from fakes.report_support import DECISIONS, FILLS, decision_line, write_run
 
-from runner.report import RunFolderError, build_report
-from runner.report_compare import compare_reports, compare_runs, relative_change_pct
+from report.compare import compare_reports, compare_runs, relative_change_pct
+from report.figures import RunFolderError, build_report
 
 
 def _row(table: str, label: str) -> list[str]:

@@ -20,8 +20,8 @@ from fakes.report_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner.report import build_report
-from runner.report_html import (
+from report.figures import build_report
+from report.html import (
     BUY_COLOUR,
     EQUITY_COLOUR,
     HOLD_COLOURS,

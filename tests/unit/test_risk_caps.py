@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.decision import Action, AgentDecision, TradeDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.risk import (
     RESTING_BUYS_COUNT,
     RiskConfig,
@@ -17,6 +17,7 @@ from agent.risk import (
     apply_risk_caps,
     normalize_ticker,
 )
+from broker.port import Action
 
 WHITELIST = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 PRICES: dict[str, float | None] = {"BTC/USDT": 90_000.0, "ETH/USDT": 3_000.0, "SOL/USDT": 150.0}

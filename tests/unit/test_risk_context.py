@@ -6,7 +6,7 @@ from typing import Literal
 
 import pytest
 
-from runner.snapshot import MarketSnapshot, PendingOrderSnapshot, PositionSnapshot
+from agent.snapshot import MarketSnapshot, PendingOrderSnapshot, PositionSnapshot
 from runner.wiring import risk_context
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")

@@ -8,7 +8,7 @@ from typing import Any
 import orjson
 import pytest
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 from sim.faults import MalformedKind, WsFaults, malformed_frame
 
 KLINE_FRAME: dict[str, Any] = {

@@ -9,15 +9,16 @@ from typing import Any
 import orjson
 import pytest
 
+from agent.snapshot_builder import NOT_BUILT, SnapshotBuilder
 from broker.port import OpenOrder, OrderResult, PositionDetail
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import MarketTick
+from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
 from market.recorded import load_klines, resample, to_candles
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import MarketTick
-from runner.snapshot import CONTEXT_FIELDS, RegimeSnapshot
-from runner.snapshot_builder import NOT_BUILT, SnapshotBuilder
+from regime.snapshot import RegimeSnapshot
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 START_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC

@@ -15,8 +15,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from runner.clock import VirtualClock
-from runner.errors import RefuseToStartError
+from core.clock import VirtualClock
+from core.errors import RefuseToStartError
 from state.journal import (
     CsvJournal,
     JournalClosedError,

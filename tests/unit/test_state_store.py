@@ -19,8 +19,8 @@ import pytest
 
 import state.atomic
 import state.store as store_module
-from runner.clock import VirtualClock
-from runner.errors import RefuseToStartError, RetryableError
+from core.clock import VirtualClock
+from core.errors import RefuseToStartError, RetryableError
 from state.atomic import tmp_path_for
 from state.models import SCHEMA_VERSION, RunnerState, render_state
 from state.store import RunnerStateStore

@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import LoopFailed, Topic
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import LoopFailed, Topic
 from runner.supervisor import LoopSpec, RestartPolicy, Supervisor
 
 

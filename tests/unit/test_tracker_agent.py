@@ -20,10 +20,9 @@ from test_tracker_support import (
     make_rig,
 )
 
-from agent.decision import Action
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
-from broker.port import PositionDetail
+from broker.port import Action, PositionDetail
 from contract.broker_contract import make_intent
 from tracker.agent_layer import add_size
 from tracker.config import TrackerConfig
@@ -194,7 +193,7 @@ class FlakyBroker(PaperBroker):
 async def test_a_failing_check_is_logged_and_retried_with_backoff(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from runner.clock import VirtualClock
+    from core.clock import VirtualClock
 
     clock = VirtualClock(T0_MS)
     broker = FlakyBroker(clock, failures=2)

@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from test_tracker_support import BTC, ETH, T0_MS, make_rig
 
-from agent.decision import Action, OrderIntent
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
-from broker.port import OrderResult
+from broker.port import Action, OrderIntent, OrderResult
 from state.models import RunnerState
 from tracker.safety import ExitReason
 

@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.decision import Action, OrderIntent
 from broker.paper import PaperBroker
-from runner.bus import EventBus
-from runner.clock import VirtualClock
-from runner.events import Event, PositionExit, Topic
+from broker.port import Action, OrderIntent
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.events import Event, PositionExit, Topic
 from state.store import RunnerStateStore
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, ReviewAction, ReviewVerdict

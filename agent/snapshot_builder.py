@@ -13,20 +13,20 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent.indicators import TimeframeSummary, summarise_closes
-from broker.port import Broker, OpenOrder, PositionDetail
-from market.aggregator import CandleArrays
-from market.features import TickFeatures
-from runner.clock import Clock
-from runner.snapshot import (
-    CONTEXT_FIELDS,
+from agent.snapshot import (
     MarketSnapshot,
     PendingOrderSnapshot,
     PositionSnapshot,
-    RegimeSnapshot,
     TickerSnapshot,
     merge_unavailable,
     require_reasons,
 )
+from broker.port import Broker, OpenOrder, PositionDetail
+from core.clock import Clock
+from derivatives.fields import CONTEXT_FIELDS
+from market.aggregator import CandleArrays
+from market.features import TickFeatures
+from regime.snapshot import RegimeSnapshot
 
 log = logging.getLogger(__name__)
 

@@ -17,6 +17,8 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.indicators import TimeframeSummary
+from derivatives.fields import CONTEXT_FIELDS
+from regime.snapshot import RegimeSnapshot
 
 SNAPSHOT_SCHEMA_VERSION = 1
 FLOAT_DECIMALS = 8
@@ -57,18 +59,6 @@ class PendingOrderSnapshot(_Frozen):
     limit_price: float | None
     placed_at_ms: int
     expires_at_ms: int | None
-
-
-class RegimeSnapshot(_Frozen):
-    crypto: dict[
-        str, str
-    ]  # ticker -> low_volatility / medium_volatility / high_volatility / unknown
-    crypto_exposure: dict[str, float]
-    macro: str  # GOLDILOCKS / REFLATION / STAGFLATION / DEFLATION / unavailable
-    macro_exposure: float
-    combined: str  # e.g. low_volatility_goldilocks (BTC's crypto regime x macro)
-    exposure_scale: float
-    notes: tuple[str, ...] = ()
 
 
 class MarketSnapshot(_Frozen):
@@ -126,22 +116,6 @@ def sent_json_bytes(sent: Mapping[str, Any]) -> bytes:
 def sent_digest(sent: Mapping[str, Any]) -> str:
     """The digest of ``MarketSnapshot.as_sent()`` (journal lines carry it)."""
     return hashlib.sha256(sent_json_bytes(sent)).hexdigest()[:16]
-
-
-#: snapshot fields that outside sources fill; listed so a missing source is always named
-CONTEXT_FIELDS = (
-    "funding_rates",
-    "open_interest",
-    "taker_delta",
-    "long_short_ratio",
-    "liquidations",
-    "basis",
-    "stablecoin_supply",
-    "fear_greed",
-    "news_summary",
-    "etf_flow",
-    "derivatives_signal",
-)
 
 
 def _rounded(value: Any) -> Any:

@@ -5,13 +5,13 @@ decision paths, ``runner.app.supervise``), with three adapters swapped where the
 the network, all serving the bundled recording through ``sim.feed.SimFeed`` (the simulator's own
 implementation) and never anything after the clock's now:
 
-- ticks: ``market.recorded_ticks.RecordedTicks`` instead of the websocket listener;
+- ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener;
 - OHLCV (warm-up seed, 4h history for the regimes): ``sim.inprocess.RecordedOhlcvExchange``;
-- derivatives context: ``derivatives.recorded_sources`` (funding and Fear & Greed recorded; the
+- derivatives context: ``sim.recorded_sources`` (funding and Fear & Greed recorded; the
   rest reported unavailable, as against the simulator).
 
 What replay changes on purpose, and why:
-- the clock is a ``VirtualClock`` moved by ``runner.replay_driver.ReplayDriver``;
+- the clock is a ``VirtualClock`` moved by ``runner.replay.driver.ReplayDriver``;
 - regime fits run inline instead of in a worker thread (determinism);
 - no ``state_watch`` loop: notes edited mid-replay would make the run unrepeatable (the notes in
   the output folder's runner_state.json at start are used);
@@ -28,22 +28,22 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from derivatives.recorded_sources import build_recorded_context_fields
+from core.bus import EventBus
+from core.clock import VirtualClock
+from core.errors import RefuseToStartError
+from core.events import Event, Topic
 from market.recorded import load_fear_greed
-from market.recorded_ticks import RecordedTicks
 from market.timeframes import TIMEFRAME_MS
 from regime.tracker import run_inline
 from runner.app import Journals, open_journals, supervise
-from runner.bus import EventBus
-from runner.clock import VirtualClock
 from runner.config import Settings
-from runner.errors import RefuseToStartError
-from runner.events import Event, Topic
-from runner.replay_driver import ReplayDriver
+from runner.replay.driver import ReplayDriver
 from runner.supervisor import Supervisor
 from runner.wiring import DecisionPath, MarketPath, build_decision_path, build_market_path
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange
+from sim.recorded_sources import build_recorded_context_fields
+from sim.recorded_ticks import RecordedTicks
 from sim.rest_payloads import FearGreedBook
 
 log = logging.getLogger(__name__)

@@ -31,10 +31,10 @@ from typing import Any, Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import MarketTick, Timeframe
 from market.timeframes import TIMEFRAME_MS
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import MarketTick, Timeframe
 from sim.feed import KlineState, SimFeed, closing_updates
 from sim.ws_server import KlineFormat, format_ohlcv
 

@@ -10,13 +10,13 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol
 
+from core.events import CandleClosed, Event
 from market.history import OhlcvHistory
 from regime.combined import combine
 from regime.crypto_hmm import CryptoRegime
 from regime.macro import MacroRegime
+from regime.snapshot import RegimeSnapshot
 from regime.tracker import CryptoRegimeTracker
-from runner.events import CandleClosed, Event
-from runner.snapshot import RegimeSnapshot
 
 log = logging.getLogger(__name__)
 

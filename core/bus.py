@@ -22,7 +22,7 @@ from collections import OrderedDict, defaultdict, deque
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 
-from runner.events import Event
+from core.events import Event
 
 log = logging.getLogger(__name__)
 

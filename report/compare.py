@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from runner.report import DeciderCount, Report, build_report
+from report.figures import DeciderCount, Report, build_report
 
 _Pick = Callable[[Report], float | int]
 

@@ -16,13 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
+from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import SourceNotAvailableError
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
 from derivatives.sources import Fetch, cached_fields
 from derivatives.web_sources import fear_greed_from_payload
-from runner.clock import Clock
 from sim.feed import SimFeed
 from sim.inprocess import RecordedPremiumIndex
 from sim.rest_payloads import FearGreedBook

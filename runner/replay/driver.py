@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence, Sized
 from dataclasses import dataclass
 
-from runner.clock import VirtualClock
+from core.clock import VirtualClock
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ import os
 import signal
 from collections.abc import Iterable
 
-from runner.errors import RefuseToStartError
+from core.errors import RefuseToStartError
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 The run folder is a state dir as the live daemon writes it (``logs/decisions.jsonl``,
 ``logs/trades.csv``, ``runner_state.json``, ``paper_broker.json``, the learner's model) plus
-``report.json`` and ``report.html`` (``runner.report_html``) and ``replay.json`` (what was asked,
+``report.json`` and ``report.html`` (``report.html``) and ``replay.json`` (what was asked,
 how long it took: the only file with wall-clock figures, kept out of the journals).
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
+from report.html import write_report
 from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.logging_setup import configure_logging, show_clock_time
-from runner.replay import Replay, ReplayOptions, build_replay, expected_calls_text
-from runner.report_html import write_report
+from runner.replay.build import Replay, ReplayOptions, build_replay, expected_calls_text
 
 log = logging.getLogger(__name__)
 

@@ -14,15 +14,15 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from agent.decision import Action, AgentDecision, OrderIntent
+from agent.decision import AgentDecision
 from agent.port import Decider
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
-from broker.port import Broker, OrderResult
+from agent.snapshot import MarketSnapshot, sent_digest
+from broker.port import Action, Broker, OrderIntent, OrderResult
 from broker.resting import cancel_resting_buys
-from runner.bus import EventBus
-from runner.clock import Clock
-from runner.events import DecisionMade
-from runner.snapshot import MarketSnapshot, sent_digest
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import DecisionMade
 
 log = logging.getLogger(__name__)
 

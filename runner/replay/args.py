@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
-from runner.replay import ReplayOptions
+from runner.replay.build import ReplayOptions
 
 
 def parse_day(text: str | None, flag: str) -> date:

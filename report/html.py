@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
-from runner.report import Point, Report, TradeMarker, build_report, report_json_bytes
+from report.figures import Point, Report, TradeMarker, build_report, report_json_bytes
 from state.atomic import atomic_write_bytes
 
 CHART_WIDTH: Final = 900
@@ -66,7 +66,7 @@ summary { cursor: pointer; font-weight: 600; margin: .5em 0; }
 
 def write_report(run_dir: Path, out_dir: Path | None = None) -> Report:
     """Build the report of ``run_dir`` and write ``report.json`` and ``report.html`` to ``out_dir``
-    (default: the run folder). Raises ``runner.report.RunFolderError`` for a bad run folder."""
+    (default: the run folder). Raises ``report.figures.RunFolderError`` for a bad run folder."""
     report = build_report(run_dir)
     target = out_dir if out_dir is not None else run_dir
     target.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,1 @@
+"""Replay: the daemon itself over recorded history on the VirtualClock (build, driver, command)."""
