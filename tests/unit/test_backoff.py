@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
+import random
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff, backoff_delay_secs, retrying
+from core.clock import VirtualClock
 
 BASE_SECS = 1.0
 CAP_SECS = 60.0
@@ -110,3 +113,61 @@ def test_out_of_range_inputs_are_refused(
 ) -> None:
     with pytest.raises(ValueError, match=match):
         backoff_delay_secs(attempt, base, cap, jitter, rand)
+
+
+# --- the policy type and retrying() on the injected clock -------------------------------------
+
+
+class _Flaky(Exception):
+    pass
+
+
+async def test_retrying_sleeps_on_the_injected_clock_and_gives_up_after_max_attempts() -> None:
+    clock = VirtualClock()
+    policy = Backoff(base_secs=2.0, cap_secs=5.0, jitter_fraction=0.0, max_attempts=3)
+    calls: list[float] = []
+
+    async def call() -> None:
+        async for attempt in retrying(policy, clock, retry_on=lambda e: isinstance(e, _Flaky)):
+            with attempt:
+                calls.append(clock.monotonic_secs())
+                raise _Flaky("down")
+
+    task = asyncio.create_task(call())
+    await clock.advance(100.0)
+    with pytest.raises(_Flaky):
+        await task
+    assert calls == [0.0, 2.0, 6.0]  # 2 s, then 4 s; the third failure is re-raised as is
+
+
+async def test_retrying_waits_at_least_the_servers_hint_and_stops_on_other_errors() -> None:
+    clock = VirtualClock()
+    policy = Backoff(base_secs=1.0, cap_secs=1.0, jitter_fraction=0.5, max_attempts=5)
+    seen: list[float] = []
+
+    async def call() -> str:
+        async for attempt in retrying(
+            policy,
+            clock,
+            retry_on=lambda e: isinstance(e, _Flaky),
+            rng=random.Random(1),
+            wait_hint=lambda e: 7.0,
+        ):
+            with attempt:
+                seen.append(clock.monotonic_secs())
+                if len(seen) == 1:
+                    raise _Flaky("busy")
+                if len(seen) == 2:
+                    raise KeyError("not worth a retry")
+        raise AssertionError("unreachable")
+
+    task = asyncio.create_task(call())
+    await clock.advance(30.0)
+    with pytest.raises(KeyError):
+        await task
+    assert seen == [0.0, 7.0]
+
+
+def test_backoff_policy_delay_is_the_pure_function() -> None:
+    policy = Backoff(base_secs=1.0, cap_secs=60.0, jitter_fraction=0.5)
+    assert policy.delay_secs(3, 0.5) == backoff_delay_secs(3, 1.0, 60.0, 0.5, 0.5)
