@@ -20,6 +20,7 @@ from collections.abc import Callable
 import orjson
 
 from core.bus import EventBus
+from core.events import Topic
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
 from market.parse import parse_kline_frame
@@ -111,7 +112,7 @@ def _through_aggregator(*, tracker: bool, read_features: bool) -> Callable[[byte
     bus = EventBus()
     features = FeatureTracker()
     aggregator = MultiTFAggregator(bus, observers=[features] if tracker else [])
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     publish = bus.publish
 
     def step(raw: bytes) -> object:

@@ -129,7 +129,8 @@ async def _raw_rate(url: str, count: int) -> float:
 async def _listener_rate(url: str, count: int, *, full_path: bool) -> float:
     bus = EventBus()
     if full_path:
-        MultiTFAggregator(bus, observers=[FeatureTracker()]).attach()
+        aggregator = MultiTFAggregator(bus, observers=[FeatureTracker()])
+        bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     done = asyncio.Event()
     seen = 0
     started = 0.0

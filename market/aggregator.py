@@ -28,7 +28,7 @@ import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from core.bus import EventBus
-from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Timeframe, Topic
+from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Timeframe
 from market.timeframes import timeframe_ms
 
 log = logging.getLogger(__name__)
@@ -107,10 +107,6 @@ class MultiTFAggregator:
         self._gaps = 0
         self._missing = 0
         self._seeded = 0
-
-    def attach(self) -> None:
-        """Subscribe inline to ``market.tick``."""
-        self._bus.subscribe(Topic.MARKET_TICK, self.on_tick, name="market.aggregator")
 
     def on_tick(self, event: Event) -> None:
         """Bus handler: only ``MarketTick`` travels on ``market.tick``."""

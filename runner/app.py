@@ -18,12 +18,12 @@ from typing import Any
 from core.bus import EventBus
 from core.clock import Clock, ScaledClock, WallClock
 from core.errors import RefuseToStartError
-from core.events import CandleClosed, Event, Topic
 from core.failpoints import Failpoints
 from runner.config import Settings
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.status import StatusReporter
+from runner.subscriptions import Subscription, daemon_subscriptions, subscribe_all
 from runner.supervisor import LoopSpec, RestartPolicy, ShutdownHook, Supervisor
 from runner.warmup import warm_up
 from runner.watchdog import Watchdog
@@ -32,8 +32,6 @@ from runner.wiring import (
     DecisionPath,
     MarketPath,
     build_decision_path,
-    journal_agent_failures,
-    journal_fills,
     websocket_market_path,
 )
 from state.journal import CsvJournal, JsonlJournal
@@ -89,8 +87,6 @@ def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
     fsync = settings.state.fsync_journals
     decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
     trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
-    journal_fills(bus, trades)
-    journal_agent_failures(bus, decisions)
     return Journals(store, decisions, trades)
 
 
@@ -143,9 +139,6 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         live=live,
         failpoints=failpoints,
     )
-    # after the journal and learner handlers, so a cut here has them done
-    bus.subscribe(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), name="failpoint")
-    bus.subscribe(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), name="failpoint")
 
     async def watch_state() -> None:
         await store.watch(clock, settings.state.watch_interval_secs)
@@ -159,6 +152,7 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         decision,
         extra_loops=[LoopSpec("state_watch", watch_state)],
         closers=closers,
+        failpoints=failpoints,
     )
     return Daemon(
         settings,
@@ -186,8 +180,11 @@ def supervise(
     *,
     extra_loops: Sequence[LoopSpec] = (),
     closers: Sequence[tuple[str, ShutdownHook]] = (),
+    failpoints: Failpoints | None = None,
+    extra_subscriptions: Sequence[Subscription] = (),
 ) -> tuple[Heartbeat, Watchdog, Supervisor]:
-    """The loops, their supervisor and the ordered shutdown (journals, state, learner, clients)."""
+    """The bus subscriptions (one table, ``runner.subscriptions``), the loops, their supervisor
+    and the ordered shutdown (journals, state, learner, clients)."""
     supervisor: Supervisor | None = None
 
     def loop_restarts() -> int:
@@ -196,7 +193,14 @@ def supervise(
     heartbeat, watchdog = _bookkeeping(
         settings, clock, bus, market, decision, loop_restarts=loop_restarts
     )
-    bus.subscribe(Topic.CANDLE_CLOSED, _log_candle_close, name="log_candle_close")
+    table = daemon_subscriptions(
+        decision,
+        decisions_journal=journals.decisions,
+        trades_journal=journals.trades,
+        watchdog=watchdog,
+        failpoints=failpoints or Failpoints(),
+    )
+    subscribe_all(bus, [*table, *extra_subscriptions])
     loops = [
         LoopSpec("market", market.ticks.run),
         LoopSpec("derivatives", decision.derivatives.run),
@@ -287,24 +291,6 @@ def _split_ws_url(url: str) -> tuple[str, str]:
     scheme, _, rest = url.partition("://")
     host, _, path = rest.partition("/")
     return f"{scheme}://{host}", "/" + (path or "stream")
-
-
-def _log_candle_close(event: Event) -> None:
-    if not isinstance(event, CandleClosed):
-        return
-    c = event.candle
-    level = logging.DEBUG if event.timeframe == "15m" else logging.INFO
-    log.log(
-        level,
-        "%s %s closed o=%g h=%g l=%g c=%g v=%g",
-        event.ticker,
-        event.timeframe,
-        c.open,
-        c.high,
-        c.low,
-        c.close,
-        c.volume,
-    )
 
 
 async def warm_up_paths(

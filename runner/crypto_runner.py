@@ -1,6 +1,6 @@
 """CryptoRunner: the tick handler. It wires the hot path; each step is computed elsewhere.
 
-market.tick (after the aggregator, which updates candles and features)
+market.tick -> aggregator.update (candles, closes, tick features), called here first and explicitly
   -> metric board (the gate's view of named metrics)
   -> price sink (the paper broker fills limits and marks positions)
   -> gate.evaluate -> on a pass: ``gate.wake`` on the bus and a decision request.
@@ -14,12 +14,18 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from core.bus import EventBus
-from core.events import DecisionRequested, Event, GateWake, MarketTick, Topic
+from core.events import DecisionRequested, Event, GateWake, MarketTick
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
 from market.features import TickFeatures
 
 log = logging.getLogger(__name__)
+
+
+class TickConsumer(Protocol):
+    """The aggregator: updates candles (publishing closes) and the tick features."""
+
+    def update(self, tick: MarketTick) -> None: ...
 
 
 class FeaturesView(Protocol):
@@ -38,6 +44,7 @@ class CryptoRunner:
         self,
         bus: EventBus,
         *,
+        aggregator: TickConsumer,
         features: FeaturesView,
         board: MetricBoard,
         gate: AdaptiveGate,
@@ -45,6 +52,7 @@ class CryptoRunner:
         price_sinks: Sequence[PriceSink] = (),
     ) -> None:
         self._bus = bus
+        self._aggregator = aggregator
         self._features = features
         self._board = board
         self._gate = gate
@@ -52,17 +60,11 @@ class CryptoRunner:
         self._price_sinks = tuple(price_sinks)
         self.wakes = 0
 
-    def attach(self) -> None:
-        """Subscribe after the aggregator, so features already include the tick."""
-        self._bus.subscribe(Topic.MARKET_TICK, self.handle_tick, name="crypto_runner.tick")
-        self._bus.subscribe(
-            Topic.DECISION_REQUESTED, self.handle_request, name="crypto_runner.request"
-        )
-
     def handle_tick(self, event: Event) -> None:
         tick = event if type(event) is MarketTick else None
         if tick is None:
             raise TypeError(f"tick handler got {type(event).__name__}")
+        self._aggregator.update(tick)  # first: everything below sees the tick's candles
         features = self._features.features(tick.ticker)
         if features is not None:
             self._board.update_features(features)

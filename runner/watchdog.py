@@ -10,7 +10,7 @@ import logging
 
 from core.bus import EventBus
 from core.clock import Clock
-from core.events import DecisionRequested, Event, Topic
+from core.events import DecisionRequested, Event
 
 log = logging.getLogger(__name__)
 
@@ -28,9 +28,9 @@ class Watchdog:
         self._last_data_secs = clock.monotonic_secs()
         self._last_request_secs: float | None = None
         self.requests = 0
-        bus.subscribe(Topic.MARKET_TICK, self._on_market_data, name="watchdog")
 
-    def _on_market_data(self, _event: Event) -> None:
+    def on_market_data(self, _event: Event) -> None:
+        """Inline ``market.tick`` handler: any tick is market data."""
         self._last_data_secs = self._clock.monotonic_secs()
         self._last_request_secs = None
 

@@ -19,9 +19,8 @@ from agent.risk import RiskConfig, RiskContext
 from agent.routine import DecisionRoutine
 from agent.snapshot import MarketSnapshot
 from agent.snapshot_builder import SnapshotBuilder
-from core.bus import EventBus, Overflow
+from core.bus import EventBus
 from core.clock import Clock
-from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
 from core.failpoints import Failpoints
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
@@ -46,7 +45,7 @@ from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
 from runner.config import Settings
 from runner.crypto_runner import CryptoRunner
-from state.journal import CsvJournal, JsonlJournal
+from state.journal import JsonlJournal
 from state.store import RunnerStateStore
 from tracker.tracker import PositionTracker
 
@@ -94,7 +93,6 @@ def build_market_path(
     ``make_ticks`` builds what publishes ``market.tick``, given the backfill it may repair with."""
     features = FeatureTracker()
     aggregator = MultiTFAggregator(bus, observers=[features])
-    aggregator.attach()  # first on market.tick: everything after it sees updated candles
     backfill = CcxtCandleBackfill(exchange, clock=clock)
     history = OhlcvHistory(
         exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
@@ -208,9 +206,7 @@ def build_decision_path(
         regime=lambda ticker: regimes.crypto(ticker).label.value,
         config=settings.tracker,
     )
-    tracker.attach()
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
-    bus.subscribe(Topic.POSITION_EXIT, learner.on_position_exit, name="learner")
     snapshots = SnapshotBuilder(
         clock,
         tickers=tickers,
@@ -241,20 +237,12 @@ def build_decision_path(
     )
     runner = CryptoRunner(
         bus,
+        aggregator=market.aggregator,
         features=market.features,
         board=board,
         gate=gate,
         decisions=routine,
         price_sinks=broker_parts.price_sinks,
-    )
-    runner.attach()
-    bus.subscribe_queued(
-        Topic.CANDLE_CLOSED,
-        regimes.on_candle_closed,
-        name="history_and_regime",
-        maxsize=64,
-        overflow=Overflow.COALESCE,
-        key=_stream_key,
     )
     return DecisionPath(
         derivatives,
@@ -306,49 +294,12 @@ def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskCont
     )
 
 
-def journal_agent_failures(bus: EventBus, decisions: JsonlJournal) -> None:
-    """Every agent failure is a journal line too (decision failures also sit in their decision's
-    ``attempts``; the tracker's review failures are only here)."""
-
-    def on_failure(event: Event) -> None:
-        if isinstance(event, AgentFailure):
-            decisions.append({"type": "agent_failure", **event.model_dump(mode="json")})
-
-    bus.subscribe(Topic.AGENT_FAILURE, on_failure, name="agent_failure_journal")
-
-
-def journal_fills(bus: EventBus, trades: CsvJournal) -> None:
-    def on_fill(event: Event) -> None:
-        if isinstance(event, OrderFilled):
-            trades.append(
-                {
-                    "at_ms": event.at_ms,
-                    "client_order_id": event.client_order_id,
-                    "ticker": event.ticker,
-                    "side": event.side,
-                    "quantity": event.quantity,
-                    "price": event.price,
-                    "fee_usd": event.fee,
-                }
-            )
-
-    bus.subscribe(Topic.ORDER_FILLED, on_fill, name="trades_journal")
-
-
-def _stream_key(event: Event) -> tuple[str, str]:
-    if isinstance(event, CandleClosed):
-        return (event.ticker, event.timeframe)
-    return ("", event.topic)
-
-
 __all__ = [
     "TRADE_COLUMNS",
     "DecisionPath",
     "MarketPath",
     "build_decision_path",
     "build_market_path",
-    "journal_agent_failures",
-    "journal_fills",
     "risk_context",
     "websocket_market_path",
 ]

@@ -27,7 +27,7 @@ from broker.resting import cancel_resting_buys
 from core.backoff import backoff_delay_secs
 from core.bus import EventBus
 from core.clock import Clock
-from core.events import Event, PositionExit, PositionOpened, Topic
+from core.events import Event, PositionExit, PositionOpened
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReviewer, ReviewVerdict
 from tracker.positions import (
@@ -83,11 +83,8 @@ class PositionTracker:
 
     # ---- tracking
 
-    def attach(self) -> None:
-        """Track every position the broker opens (inline: tracked before the next safety check)."""
-        self._bus.subscribe(Topic.POSITION_OPENED, self._on_position_opened, name="tracker")
-
-    def _on_position_opened(self, event: Event) -> None:
+    def on_position_opened(self, event: Event) -> None:
+        """Inline ``position.opened`` handler: tracked before the next safety check."""
         if isinstance(event, PositionOpened):
             self.track(
                 event.ticker,

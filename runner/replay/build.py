@@ -38,6 +38,7 @@ from regime.tracker import run_inline
 from runner.app import Journals, open_journals, supervise
 from runner.config import Settings
 from runner.replay.driver import ReplayDriver
+from runner.subscriptions import Inline
 from runner.supervisor import Supervisor
 from runner.wiring import DecisionPath, MarketPath, build_decision_path, build_market_path
 from sim.feed import SimFeed
@@ -83,11 +84,10 @@ class ReplayOptions:
 class FillCount:
     """Fills seen on the bus (the progress line and the outcome; trades.csv has them all)."""
 
-    def __init__(self, bus: EventBus) -> None:
+    def __init__(self) -> None:
         self.fills = 0
-        bus.subscribe(Topic.ORDER_FILLED, self._on_fill, name="replay_fill_count")
 
-    def _on_fill(self, _event: Event) -> None:
+    def on_fill(self, _event: Event) -> None:
         self.fills += 1
 
 
@@ -227,7 +227,16 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         memory=options.memory,
         fit_offload=run_inline,
     )
-    _heartbeat, _watchdog, supervisor = supervise(settings, clock, bus, journals, market, decision)
+    counts = FillCount()
+    _heartbeat, _watchdog, supervisor = supervise(
+        settings,
+        clock,
+        bus,
+        journals,
+        market,
+        decision,
+        extra_subscriptions=[Inline(Topic.ORDER_FILLED, counts.on_fill, "replay_fill_count")],
+    )
     routine, tracker = decision.routine, decision.tracker
     driver = ReplayDriver(
         clock,
@@ -245,7 +254,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         decision,
         supervisor,
         driver,
-        FillCount(bus),
+        counts,
     )
 
 

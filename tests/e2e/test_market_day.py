@@ -96,7 +96,7 @@ async def run_market(
     clock = ScaledClock(DAY_START_MS - 300_000, SPEED)  # five simulated minutes before midnight
     bus = EventBus()
     aggregator = MultiTFAggregator(bus, observers=[FeatureTracker()])
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     for (ticker, tf), frame in recorded.items():
         aggregator.seed(ticker, tf, _candles(frame.loc[: DAY_START_MS - TIMEFRAME_MS[tf]]))
     gaps: list[MarketGap] = []

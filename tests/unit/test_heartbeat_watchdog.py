@@ -83,6 +83,7 @@ async def test_market_data_rearms_the_watchdog() -> None:
     requests: list[DecisionRequested] = []
     bus.subscribe(Topic.DECISION_REQUESTED, requests.append)  # type: ignore[arg-type]
     dog = Watchdog(clock, bus, silence_secs=300.0, check_secs=15.0)
+    bus.subscribe(Topic.MARKET_TICK, dog.on_market_data, name="watchdog")
     task = asyncio.create_task(dog.run())
     for _ in range(40):  # data every 60 s for 40 minutes: never silent long enough
         await clock.advance(60.0)

@@ -53,7 +53,7 @@ def bus() -> EventBus:
 
 def _aggregator(bus: EventBus, **kwargs: Any) -> tuple[MultiTFAggregator, Recorder]:
     aggregator = MultiTFAggregator(bus, **kwargs)
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     return aggregator, Recorder(bus)
 
 
@@ -183,7 +183,7 @@ def test_observers_see_accepted_ticks_and_closes_before_the_event(bus: EventBus)
     spy = SpyObserver()
     seen_at_close: list[list[tuple[str, int]]] = []
     aggregator = MultiTFAggregator(bus, observers=[spy])
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     bus.subscribe(Topic.CANDLE_CLOSED, lambda e: seen_at_close.append(list(spy.calls)))
     bus.publish(make_tick(open_ms=T0))
     bus.publish(make_tick(open_ms=T0, closed=True))

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
 
 from core.bus import EventBus
-from core.events import Candle
+from core.events import Candle, Topic
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker, TickFeatures
 
@@ -158,7 +158,7 @@ def test_the_aggregator_feeds_the_tracker_including_seeded_history() -> None:
     bus = EventBus()
     tracker = FeatureTracker()
     aggregator = MultiTFAggregator(bus, observers=[tracker])
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     aggregator.seed("BTC/USDT", "15m", candle_series([100.0 + i for i in range(97)], start_ms=T0))
     bus.publish(
         make_tick(open_ms=T0 + 97 * STEP, event_ms=T0 + 97 * STEP + 60_000, c=250.0, h=260.0)

@@ -69,7 +69,7 @@ class Replay:
         self.bus = EventBus()
         self.log = TickLog(self.bus, self.clock)
         self.aggregator = MultiTFAggregator(self.bus)
-        self.aggregator.attach()
+        self.bus.subscribe(Topic.MARKET_TICK, self.aggregator.on_tick, name="aggregator")
         self.closes: list[CandleClosed] = []
         self.gaps: list[MarketGap] = []
         self.bus.subscribe(Topic.CANDLE_CLOSED, self._on_close, name="test.closes")

@@ -191,13 +191,15 @@ async def test_a_check_without_a_price_waits_and_logs_once(
 
 
 async def test_an_exit_fill_reaches_trades_csv_and_other_state_is_kept(tmp_path: Path) -> None:
-    from runner.wiring import TRADE_COLUMNS, journal_fills
+    from core.events import Topic
+    from runner.subscriptions import trades_row_writer
+    from runner.wiring import TRADE_COLUMNS
     from state.journal import CsvJournal
 
     rig = make_rig(tmp_path)
     rig.store.replace(extra={"learner": {"alpha": 1.0}})
     journal = CsvJournal(tmp_path / "trades.csv", TRADE_COLUMNS, fsync=False, clock=rig.clock)
-    journal_fills(rig.bus, journal)
+    rig.bus.subscribe(Topic.ORDER_FILLED, trades_row_writer(journal), name="trades_journal")
     await rig.open_position(BTC, 100.0)
     rig.set_price(BTC, 80.0)
     (done,) = await rig.tracker.check_safety()

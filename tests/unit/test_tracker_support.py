@@ -95,7 +95,7 @@ def make_rig(
         config=config,
     )
     if attach:
-        tracker.attach()
+        bus.subscribe(Topic.POSITION_OPENED, tracker.on_position_opened, name="tracker")
     rig = Rig(clock, bus, broker, store, tracker, state_path, regime_map)
     bus.subscribe(Topic.POSITION_EXIT, lambda e: rig.exits.append(_exit(e)), name="test_exits")
     return rig

@@ -1,0 +1,166 @@
+"""Every bus subscription of the daemon, in one table, the way ``supervise()`` lists its loops.
+
+No domain object subscribes itself: each exposes handlers, and this table says which topic feeds
+which handler. Within a topic, inline handlers run in the order of the table (the bus keeps
+subscription order), so the order of the rows below is behaviour:
+
+- ``market.tick``: the tick path first (aggregator -> features -> gate -> decision request, all
+  called explicitly by ``CryptoRunner.handle_tick``), then the watchdog's liveness mark.
+- ``order.filled``: the trades journal first, then the ``after_fill`` failpoint, so a kill there
+  has the fill row written (the restart tests rely on it).
+- ``position.exit``: the learner first, then the ``after_exit`` failpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from core.bus import AsyncHandler, EventBus, InlineHandler, Overflow
+from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
+from core.failpoints import Failpoints
+from runner.watchdog import Watchdog
+from runner.wiring import DecisionPath
+from state.journal import CsvJournal, JsonlJournal
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Inline:
+    """Called synchronously inside ``publish`` (cheap work only)."""
+
+    topic: str
+    handler: InlineHandler
+    name: str
+
+
+@dataclass(frozen=True)
+class Queued:
+    """Fed through a bounded queue by its own consumer task."""
+
+    topic: str
+    handler: AsyncHandler
+    name: str
+    maxsize: int
+    overflow: Overflow
+    key: Callable[[Event], Hashable]
+
+
+Subscription = Inline | Queued
+
+
+def daemon_subscriptions(
+    decision: DecisionPath,
+    *,
+    decisions_journal: JsonlJournal,
+    trades_journal: CsvJournal,
+    watchdog: Watchdog,
+    failpoints: Failpoints,
+) -> list[Subscription]:
+    """The table for a wired daemon (live, simulator and replay alike)."""
+    return [
+        Inline(Topic.MARKET_TICK, decision.runner.handle_tick, "tick_path"),
+        Inline(Topic.MARKET_TICK, watchdog.on_market_data, "watchdog"),
+        Inline(Topic.DECISION_REQUESTED, decision.runner.handle_request, "decision_requests"),
+        Queued(
+            Topic.CANDLE_CLOSED,
+            decision.regimes.on_candle_closed,
+            "history_and_regime",
+            maxsize=64,
+            overflow=Overflow.COALESCE,
+            key=_stream_key,
+        ),
+        Inline(Topic.CANDLE_CLOSED, log_candle_close, "log_candle_close"),
+        Inline(Topic.POSITION_OPENED, decision.tracker.on_position_opened, "tracker"),
+        Inline(Topic.ORDER_FILLED, trades_row_writer(trades_journal), "trades_journal"),
+        Inline(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), "failpoint"),
+        Inline(Topic.POSITION_EXIT, decision.learner.on_position_exit, "learner"),
+        Inline(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), "failpoint"),
+        Inline(
+            Topic.AGENT_FAILURE, agent_failure_writer(decisions_journal), "agent_failure_journal"
+        ),
+    ]
+
+
+def subscribe_all(bus: EventBus, table: Sequence[Subscription]) -> None:
+    for row in table:
+        if isinstance(row, Inline):
+            bus.subscribe(row.topic, row.handler, name=row.name)
+        else:
+            bus.subscribe_queued(
+                row.topic,
+                row.handler,
+                name=row.name,
+                maxsize=row.maxsize,
+                overflow=row.overflow,
+                key=row.key,
+            )
+
+
+def trades_row_writer(trades: CsvJournal) -> InlineHandler:
+    """One trades.csv row per fill."""
+
+    def on_fill(event: Event) -> None:
+        if isinstance(event, OrderFilled):
+            trades.append(
+                {
+                    "at_ms": event.at_ms,
+                    "client_order_id": event.client_order_id,
+                    "ticker": event.ticker,
+                    "side": event.side,
+                    "quantity": event.quantity,
+                    "price": event.price,
+                    "fee_usd": event.fee,
+                }
+            )
+
+    return on_fill
+
+
+def agent_failure_writer(decisions: JsonlJournal) -> InlineHandler:
+    """Every agent failure is a journal line too (decision failures also sit in their decision's
+    ``attempts``; the tracker's review failures are only here)."""
+
+    def on_failure(event: Event) -> None:
+        if isinstance(event, AgentFailure):
+            decisions.append({"type": "agent_failure", **event.model_dump(mode="json")})
+
+    return on_failure
+
+
+def log_candle_close(event: Event) -> None:
+    if not isinstance(event, CandleClosed):
+        return
+    c = event.candle
+    level = logging.DEBUG if event.timeframe == "15m" else logging.INFO
+    log.log(
+        level,
+        "%s %s closed o=%g h=%g l=%g c=%g v=%g",
+        event.ticker,
+        event.timeframe,
+        c.open,
+        c.high,
+        c.low,
+        c.close,
+        c.volume,
+    )
+
+
+def _stream_key(event: Event) -> tuple[str, str]:
+    if isinstance(event, CandleClosed):
+        return (event.ticker, event.timeframe)
+    return ("", event.topic)
+
+
+__all__ = [
+    "Inline",
+    "Queued",
+    "Subscription",
+    "agent_failure_writer",
+    "daemon_subscriptions",
+    "log_candle_close",
+    "subscribe_all",
+    "trades_row_writer",
+]
