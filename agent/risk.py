@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import AgentDecision, TradeDecision
+from agent.snapshot import MarketSnapshot
 from broker.port import Action, OrderIntent
 from market.timeframes import from_binance_symbol
 
@@ -289,4 +290,24 @@ def _exposure_scale(scale: float, config: RiskConfig, changes: list[CapChange]) 
 def _drop(ticker: str, decision: TradeDecision, reason: str) -> CapChange:
     return CapChange(
         ticker=ticker, what="dropped", before=decision.action.value, after="none", reason=reason
+    )
+
+
+def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:
+    """The caps' view of the snapshot. Resting BUYs are exposure too: without them a BUY asked
+    again before the first one fills would be placed in full a second time."""
+    resting: dict[str, float] = {}
+    for order in snapshot.pending_orders:
+        if order.side == "buy":
+            resting[order.ticker] = resting.get(order.ticker, 0.0) + order.notional_usd
+    return RiskContext(
+        whitelist=tickers,
+        portfolio_value_usd=snapshot.portfolio_value or 0.0,
+        cash_usd=snapshot.cash or 0.0,
+        position_notional_usd={
+            p.ticker: p.quantity * (p.mark_price or p.entry_price) for p in snapshot.open_positions
+        },
+        resting_buy_notional_usd=resting,
+        prices={t: view.price for t, view in snapshot.tickers.items()},
+        exposure_scale=snapshot.exposure_scale,
     )

@@ -67,10 +67,10 @@ class LearnerView(Protocol):
     def recent_trades(self) -> list[dict[str, Any]]: ...
 
 
-#: components of the design that later work adds, and the reason the snapshot gives until then
-NOT_BUILT = {
-    "context": "no outside-data source configured yet (the derivatives issue, #7, adds them)",
-    "learner": "the Thompson-sampling learner is not built yet (#6)",
+#: what the snapshot says when a part is not wired into this daemon
+NOT_WIRED = {
+    "context": "no outside-data source is configured",
+    "learner": "learning is off for this run (--no-memory keeps the learner out of the snapshot)",
     "insights": "the trading memory graph is not built yet",
 }
 
@@ -115,7 +115,7 @@ class SnapshotBuilder:
         regime = await self._regime_or_reason(unavailable)
         context = await self._context(unavailable)
         learner = self._learning(regime, unavailable)
-        unavailable["historical_insights"] = NOT_BUILT["insights"]
+        unavailable["historical_insights"] = NOT_WIRED["insights"]
         fields: dict[str, Any] = {
             "at_ms": at_ms,
             "tickers": tickers,
@@ -221,14 +221,14 @@ class SnapshotBuilder:
             reasons.update(reading.unavailable)
         for name in CONTEXT_FIELDS:
             if values.get(name) is None:
-                unavailable[name] = reasons.get(name, NOT_BUILT["context"])
+                unavailable[name] = reasons.get(name, NOT_WIRED["context"])
         return {name: values.get(name) for name in CONTEXT_FIELDS}
 
     def _learning(
         self, regime: RegimeSnapshot | None, unavailable: dict[str, str]
     ) -> dict[str, Any]:
         if self._learner is None:
-            unavailable["ts_posteriors"] = unavailable["recent_trades"] = NOT_BUILT["learner"]
+            unavailable["ts_posteriors"] = unavailable["recent_trades"] = NOT_WIRED["learner"]
             return {"ts_posteriors": None, "recent_trades": None}
         label = regime.combined if regime is not None else None
         return {

@@ -15,9 +15,8 @@ from typing import Any
 
 import pandas as pd
 
-from agent.risk import RiskConfig, RiskContext
+from agent.risk import RiskConfig, risk_context
 from agent.routine import DecisionRoutine
-from agent.snapshot import MarketSnapshot
 from agent.snapshot_builder import SnapshotBuilder
 from core.bus import EventBus
 from core.clock import Clock
@@ -274,32 +273,11 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
     )
 
 
-def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskContext:
-    """The caps' view of the snapshot. Resting BUYs are exposure too: without them a BUY asked
-    again before the first one fills would be placed in full a second time."""
-    resting: dict[str, float] = {}
-    for order in snapshot.pending_orders:
-        if order.side == "buy":
-            resting[order.ticker] = resting.get(order.ticker, 0.0) + order.notional_usd
-    return RiskContext(
-        whitelist=tickers,
-        portfolio_value_usd=snapshot.portfolio_value or 0.0,
-        cash_usd=snapshot.cash or 0.0,
-        position_notional_usd={
-            p.ticker: p.quantity * (p.mark_price or p.entry_price) for p in snapshot.open_positions
-        },
-        resting_buy_notional_usd=resting,
-        prices={t: view.price for t, view in snapshot.tickers.items()},
-        exposure_scale=snapshot.exposure_scale,
-    )
-
-
 __all__ = [
     "TRADE_COLUMNS",
     "DecisionPath",
     "MarketPath",
     "build_decision_path",
     "build_market_path",
-    "risk_context",
     "websocket_market_path",
 ]

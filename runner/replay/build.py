@@ -127,7 +127,7 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
         if not settings.agent.daily_budget_usd:
             raise RefuseToStartError(
                 "--decider claude needs a daily budget (VIGIL_AGENT__DAILY_BUDGET_USD or "
-                f"[agent] daily_budget_usd): {expected_calls_text(options)}"
+                f"[agent] daily_budget_usd): {expected_calls_text(options, settings)}"
             )
     regime = settings.regime.model_copy(
         update={"hmm": settings.regime.hmm.model_copy(update={"seed": options.seed})}
@@ -151,15 +151,25 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
     )
 
 
-def expected_calls_text(options: ReplayOptions) -> str:
-    """What a Claude replay of the span would ask, from the gate's own rules."""
-    closes = int(options.days * DAY_MS // TIMEFRAME_MS["15m"])
-    most = int(options.days * DAY_MS // 120_000)  # the gate's default 120 s cooldown
-    reviews = int(options.days * DAY_MS // 180_000)
+def expected_calls_text(options: ReplayOptions, settings: Settings) -> str:
+    """What a Claude replay of the span would ask, from the gate's and the tracker's settings."""
+    span_ms = options.days * DAY_MS
+    closes = int(span_ms // TIMEFRAME_MS["15m"])
+    cooldown_secs = settings.gate.cooldown_secs
+    review_secs = settings.tracker.agent_interval_secs
+    most = int(span_ms // (cooldown_secs * 1000)) if cooldown_secs > 0 else None
+    reviews = int(span_ms // (review_secs * 1000))
+    ceiling = (
+        f"at most about {most} (one per {cooldown_secs:g} s cooldown)"
+        if most is not None and most >= closes
+        else "more when the gate's other layers fire (no cooldown)"
+        if most is None
+        else f"about {closes} (the {cooldown_secs:g} s cooldown lets only closes through)"
+    )
     return (
         f"{options.days:g} days would make at least {closes} decision calls (one per 15m close) "
-        f"and at most about {most} (one per 120 s cooldown), plus up to {reviews} position "
-        "reviews (one per 3 min while a position is open)"
+        f"and {ceiling}, plus up to {reviews} position reviews (one per {review_secs:g} s while "
+        "a position is open)"
     )
 
 

@@ -161,7 +161,7 @@ def replay_main(
     only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
     configure_logging(settings.log_level if verbose else "WARNING")
     if options.decider == "claude":
-        print(f"vigil replay: {expected_calls_text(options)}", file=stream)
+        print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
     outcome = asyncio.run(_replay_and_report(settings, options, stream))
     return 0 if outcome.finished else 1
 

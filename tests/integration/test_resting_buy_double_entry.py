@@ -1,5 +1,5 @@
 """The double entry, through the real decision path: snapshot builder -> decider -> risk caps
-(``runner.wiring.risk_context``) -> paper broker. A BUY limit rests unfilled; a minute later the
+(``agent.risk.risk_context``) -> paper broker. A BUY limit rests unfilled; a minute later the
 same BUY is asked again while the market stays above the limit. It must not be placed twice.
 """
 
@@ -13,7 +13,7 @@ import pytest
 
 from agent.decision import AgentDecision, TradeDecision
 from agent.port import Decider
-from agent.risk import RESTING_BUYS_COUNT, RiskConfig, RiskContext
+from agent.risk import RESTING_BUYS_COUNT, RiskConfig, RiskContext, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot import MarketSnapshot
 from agent.snapshot_builder import SnapshotBuilder
@@ -24,7 +24,6 @@ from core.clock import VirtualClock
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
 from regime.snapshot import RegimeSnapshot
-from runner.wiring import risk_context
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 EPOCH_MS = 1_740_787_200_000  # 2025-03-01

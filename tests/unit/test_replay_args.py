@@ -12,6 +12,7 @@ from pydantic import SecretStr
 
 from agent.config import AgentConfig
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from gate.gate import GateConfig
 from runner.cli import EXIT_USAGE, main
 from runner.config import Settings
 from runner.replay.args import options_from_args, parse_speed
@@ -23,6 +24,7 @@ from runner.replay.build import (
     replay_settings,
 )
 from sim.feed import SimFeed
+from tracker.config import TrackerConfig
 
 DAY_MS = 86_400_000
 MARCH_1_MS = 1_740_787_200_000
@@ -113,7 +115,22 @@ def test_claude_needs_a_key_and_a_daily_budget_and_says_how_many_calls(tmp_path:
     assert "at least 192 decision calls" in str(refused.value)  # 2 days of 15m closes
     budgeted = keyed.model_copy(update={"agent": AgentConfig(daily_budget_usd=5.0)})
     assert replay_settings(budgeted, options).anthropic_api_key is not None
-    assert "at most about 1440" in expected_calls_text(options)  # one per 120 s cooldown
+    assert "at most about 1440" in expected_calls_text(options, keyed)  # one per 120 s cooldown
+    assert "up to 960 position reviews" in expected_calls_text(options, keyed)  # one per 180 s
+
+
+def test_the_call_estimate_reads_the_cooldown_and_review_cadence_from_settings(
+    tmp_path: Path,
+) -> None:
+    options = _options(tmp_path, decider="claude")
+    slower = Settings(
+        state_dir=tmp_path,
+        gate=GateConfig(cooldown_secs=600.0),
+        tracker=TrackerConfig(agent_interval_secs=360.0),
+    )
+    text = expected_calls_text(options, slower)
+    assert "at most about 288 (one per 600 s cooldown)" in text
+    assert "up to 480 position reviews (one per 360 s" in text
 
 
 def test_an_unconfigured_ticker_is_refused(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""``runner.wiring.risk_context``: the snapshot's resting BUY orders reach the risk caps."""
+"""``agent.risk.risk_context``: the snapshot's resting BUY orders reach the risk caps."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Literal
 
 import pytest
 
+from agent.risk import risk_context
 from agent.snapshot import MarketSnapshot, PendingOrderSnapshot, PositionSnapshot
-from runner.wiring import risk_context
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 

@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
-from agent.snapshot_builder import NOT_BUILT, SnapshotBuilder
+from agent.snapshot_builder import NOT_WIRED, SnapshotBuilder
 from broker.port import OpenOrder, OrderResult, PositionDetail
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -158,9 +158,9 @@ async def test_every_null_field_has_a_reason(
     dumped = snap.model_dump()
     for name in CONTEXT_FIELDS:
         assert dumped[name] is None
-        assert snap.unavailable[name] == NOT_BUILT["context"]
-    assert snap.unavailable["ts_posteriors"] == NOT_BUILT["learner"]
-    assert snap.unavailable["historical_insights"] == NOT_BUILT["insights"]
+        assert snap.unavailable[name] == NOT_WIRED["context"]
+    assert snap.unavailable["ts_posteriors"] == NOT_WIRED["learner"]
+    assert snap.unavailable["historical_insights"] == NOT_WIRED["insights"]
     assert snap.regime is None and "regime" in snap.unavailable
     assert snap.exposure_scale == 1.0  # no regime: no scaling, said so above
 
