@@ -27,6 +27,7 @@ from agent.risk import TickerError, normalize_ticker
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
+from state.records import ReviewRecord
 from tracker.ports import PositionReview, ReviewAction, ReviewVerdict
 
 log = logging.getLogger(__name__)
@@ -113,15 +114,14 @@ class ClaudePositionReviewer:
         for attempt in attempts:
             usage = add_usage(usage, attempt.usage)
         self._journal(
-            {
-                "type": "review",
-                "at_ms": self._clock.now_ms(),
-                "tickers": list(asked),
-                "decided_by": "claude" if verdicts else "fallback",
-                "usage": usage.model_dump(mode="json") if usage is not None else None,
-                "attempts": [a.model_dump(mode="json") for a in attempts],
-                "verdicts": [v.model_dump(mode="json") for v in verdicts],
-            }
+            ReviewRecord(
+                at_ms=self._clock.now_ms(),
+                tickers=list(asked),
+                decided_by="claude" if verdicts else "fallback",
+                usage=usage.model_dump(mode="json") if usage is not None else None,
+                attempts=[a.model_dump(mode="json") for a in attempts],
+                verdicts=[v.model_dump(mode="json") for v in verdicts],
+            ).model_dump(mode="json")
         )
 
     def _failed(self, attempts: list[Attempt]) -> None:

@@ -14,6 +14,8 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
+from pydantic import ValidationError
+
 from agent.decision import AgentDecision
 from agent.port import Decider
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
@@ -23,6 +25,7 @@ from broker.resting import cancel_resting_buys
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import DecisionMade
+from state.records import DecisionRecord
 
 log = logging.getLogger(__name__)
 
@@ -224,11 +227,21 @@ class DecisionRoutine:
             "decision %s took %.1f ms", record["decision_id"], (time.perf_counter() - started) * 1e3
         )
         try:
-            self._journal.append(record)
+            self._journal.append(_typed_line(record))
         except Exception:
             log.exception("could not journal decision %s", record.get("decision_id"))
             return
         self._failpoint("after_decision_journaled")
+
+
+def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
+    """The line as a ``DecisionRecord``. A record this code built that does not fit its own model
+    is a bug: say so loudly, and still journal the line as it is, with the reason beside it."""
+    try:
+        return DecisionRecord.model_validate(record).as_line()
+    except ValidationError as exc:
+        log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)
+        return {**record, "record_invalid": str(exc)[:2000]}
 
 
 def _sold_tickers(decision: AgentDecision) -> frozenset[str]:

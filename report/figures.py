@@ -62,7 +62,15 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
-from state.journal import read_csv_rows
+from state.records import (
+    DecisionRecord,
+    JournalLineError,
+    JournalReader,
+    JournalRecord,
+    ReviewRecord,
+    TradesFileError,
+    read_trades,
+)
 
 DAYS_PER_YEAR: Final = 365
 MS_PER_DAY: Final = 86_400_000
@@ -72,7 +80,6 @@ EQUITY_SAMPLING_NOTE: Final = (
     "Equity is sampled at decisions (plus the final ledger value): moves between two decisions "
     "are not seen, so drawdown may be deeper than shown."
 )
-TRADE_COLUMNS: Final = ("at_ms", "ticker", "side", "quantity", "price", "fee_usd")
 
 # (at_ms, value): the full series stay plain tuples; only the downsampled ones become Points
 _Series = list[tuple[int, float]]
@@ -261,45 +268,36 @@ def _points(series: Iterable[tuple[int, float]]) -> tuple[Point, ...]:
 
 
 def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The report's fields of each record of a JSON-lines journal (``_projected``), and the byte
-    length of a torn last line it skipped.
-
-    ``state.journal.read_all`` refuses a torn tail (the daemon repairs it on open); a report is
-    a reader of a possibly live or crashed run, so it skips the fragment and says so instead.
-    """
-    torn = 0
-    records: list[dict[str, Any]] = []
-    # line by line: a year's journal is ~800 MB, which need not be in memory at once
-    with path.open("rb") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.endswith(b"\n"):
-                torn = len(line)  # only the last line can lack its newline
-                break
-            if not line.strip():
-                continue
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError as exc:
-                raise RunFolderError(f"{path} line {number} is not JSON: {exc}") from None
-            if isinstance(record, dict):
-                records.append(_projected(record))
-    return records, torn
+    """The report's fields of each record of a journal (``_projected``), and the byte length of a
+    torn last line it skipped (a report reads a possibly live or crashed run: it says so instead
+    of failing; the daemon repairs the tail when it opens the journal)."""
+    reader = JournalReader(path)
+    try:
+        records = [_projected(record) for record in reader]
+    except JournalLineError as exc:
+        raise RunFolderError(str(exc)) from None
+    return records, reader.torn_bytes
 
 
-_KEPT_FIELDS: Final = ("type", "at_ms", "decided_by", "decider_reason", "trigger", "usage")
-
-
-def _projected(record: dict[str, Any]) -> dict[str, Any]:
+def _projected(record: JournalRecord) -> dict[str, Any]:
     """Only what the report reads: a real decision line is ~8 kB of JSON (the whole snapshot
     and agent answer), and a year holds ~100k of them, too many to keep whole in memory."""
-    kept: dict[str, Any] = {key: record[key] for key in _KEPT_FIELDS if key in record}
-    attempts = record.get("attempts")
-    raw = record.get("raw_decision")
-    if attempts is None and isinstance(raw, dict):
-        attempts = raw.get("attempts")
-    kept["attempts"] = attempts
-    snapshot = record.get("snapshot")
-    if isinstance(snapshot, dict):
+    kept: dict[str, Any] = {"type": record.type}
+    if record.at_ms is not None:
+        kept["at_ms"] = record.at_ms
+    if isinstance(record, ReviewRecord):
+        kept.update(usage=record.usage, attempts=record.attempts)
+    if not isinstance(record, DecisionRecord):
+        return kept
+    kept.update(
+        decided_by=record.decided_by,
+        decider_reason=record.decider_reason,
+        trigger=record.trigger,
+        usage=record.usage,
+        attempts=record.attempts,
+    )
+    snapshot = record.snapshot
+    if snapshot is not None:
         tickers = snapshot.get("tickers")
         kept["snapshot"] = {
             "portfolio_value": snapshot.get("portfolio_value"),
@@ -314,25 +312,21 @@ def _projected(record: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_fills(path: Path) -> list[_Fill]:
-    rows = read_csv_rows(path)
-    fills: list[_Fill] = []
-    for number, row in enumerate(rows, start=2):
-        absent = [c for c in TRADE_COLUMNS if not row.get(c)]
-        if absent:
-            raise RunFolderError(f"{path} line {number} lacks {', '.join(absent)}")
-        try:
-            fills.append(
-                _Fill(
-                    at_ms=int(row["at_ms"]),
-                    ticker=row["ticker"],
-                    side=row["side"].lower(),
-                    quantity=float(row["quantity"]),
-                    price=float(row["price"]),
-                    fee_usd=float(row["fee_usd"]),
-                )
-            )
-        except ValueError as exc:
-            raise RunFolderError(f"{path} line {number}: {exc}") from None
+    try:
+        rows = read_trades(path)
+    except TradesFileError as exc:
+        raise RunFolderError(str(exc)) from None
+    fills = [
+        _Fill(
+            at_ms=row.at_ms,
+            ticker=row.ticker,
+            side=row.side,
+            quantity=row.quantity,
+            price=row.price,
+            fee_usd=row.fee_usd or 0.0,  # a fee not known yet counts as none
+        )
+        for row in rows
+    ]
     return sorted(fills, key=lambda f: f.at_ms)
 
 

@@ -28,13 +28,13 @@ from runner.supervisor import LoopSpec, RestartPolicy, ShutdownHook, Supervisor
 from runner.warmup import warm_up
 from runner.watchdog import Watchdog
 from runner.wiring import (
-    TRADE_COLUMNS,
     DecisionPath,
     MarketPath,
     build_decision_path,
     websocket_market_path,
 )
 from state.journal import CsvJournal, JsonlJournal
+from state.records import TRADE_COLUMNS
 from state.store import RunnerStateStore
 
 log = logging.getLogger(__name__)

@@ -42,6 +42,7 @@ from regime.view import RegimeView
 from runner.broker_wiring import make_paper_broker
 from runner.config import Settings
 from runner.warmup import SEED_SECS
+from state.records import DecisionRecord, parse_record
 
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
@@ -94,25 +95,31 @@ def latest_journal_snapshot(path: Path) -> JournalSnapshot | None:
     """
     if not path.is_file():
         return None
-    for record in _records_newest_first(path.read_bytes()):
-        if record.get("type") != "decision" or not isinstance(record.get("snapshot"), dict):
+    for record in _decisions_newest_first(path.read_bytes()):
+        if record.snapshot is None:
             continue
         try:
-            snapshot = MarketSnapshot.model_validate(record["snapshot"])
+            snapshot = MarketSnapshot.model_validate(record.snapshot)
         except ValidationError:
             continue  # written by another schema version: an older line may still fit
-        return JournalSnapshot(snapshot, str(record.get("decision_id", "?")), path)
+        return JournalSnapshot(snapshot, record.decision_id, path)
     return None
 
 
-def _records_newest_first(data: bytes) -> Iterator[dict[str, Any]]:
+def _decisions_newest_first(data: bytes) -> Iterator[DecisionRecord]:
     complete = data[: data.rfind(b"\n") + 1]
     for line in reversed(complete.splitlines()):
         try:
-            record = orjson.loads(line)
+            raw = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(record, dict):
+        if not isinstance(raw, dict) or raw.get("type") != "decision":
+            continue
+        try:
+            record = parse_record(raw)
+        except ValidationError:
+            continue
+        if isinstance(record, DecisionRecord):
             yield record
 
 

@@ -23,6 +23,7 @@ from core.failpoints import Failpoints
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath
 from state.journal import CsvJournal, JsonlJournal
+from state.records import AgentFailureRecord, TradeRow
 
 log = logging.getLogger(__name__)
 
@@ -104,17 +105,16 @@ def trades_row_writer(trades: CsvJournal) -> InlineHandler:
 
     def on_fill(event: Event) -> None:
         if isinstance(event, OrderFilled):
-            trades.append(
-                {
-                    "at_ms": event.at_ms,
-                    "client_order_id": event.client_order_id,
-                    "ticker": event.ticker,
-                    "side": event.side,
-                    "quantity": event.quantity,
-                    "price": event.price,
-                    "fee_usd": event.fee,
-                }
+            row = TradeRow(
+                at_ms=event.at_ms,
+                client_order_id=event.client_order_id,
+                ticker=event.ticker,
+                side=event.side,
+                quantity=event.quantity,
+                price=event.price,
+                fee_usd=event.fee,
             )
+            trades.append(row.as_row())
 
     return on_fill
 
@@ -125,7 +125,8 @@ def agent_failure_writer(decisions: JsonlJournal) -> InlineHandler:
 
     def on_failure(event: Event) -> None:
         if isinstance(event, AgentFailure):
-            decisions.append({"type": "agent_failure", **event.model_dump(mode="json")})
+            line = AgentFailureRecord.model_validate(event.model_dump(mode="json"))
+            decisions.append(line.as_line())
 
     return on_failure
 

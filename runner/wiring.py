@@ -50,8 +50,6 @@ from tracker.tracker import PositionTracker
 
 log = logging.getLogger(__name__)
 
-TRADE_COLUMNS = ("at_ms", "client_order_id", "ticker", "side", "quantity", "price", "fee_usd")
-
 
 @dataclass
 class MarketPath:
@@ -274,7 +272,6 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
 
 
 __all__ = [
-    "TRADE_COLUMNS",
     "DecisionPath",
     "MarketPath",
     "build_decision_path",

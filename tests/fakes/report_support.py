@@ -118,6 +118,7 @@ def decision_line(
 ) -> dict[str, Any]:
     record: dict[str, Any] = {
         "type": "decision",
+        "decision_id": f"d{at_ms}",
         "at_ms": at_ms,
         "decided_by": decided_by,
         "decider_reason": reason,

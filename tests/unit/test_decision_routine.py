@@ -178,7 +178,7 @@ async def test_one_run_caps_executes_updates_gate_and_journals() -> None:
     assert rig.store.memory == ANSWER.memory_update and rig.store.saves == 1
 
     (line,) = rig.journal
-    assert line is record
+    assert line == record
     assert line["trigger"] == ["candle_close:BTC/USDT:1h"]
     assert line["decided_by"] == "fallback" and line["decider_reason"] == "no_api_key"
     assert len(line["snapshot_digest"]) == 16

@@ -31,7 +31,13 @@ OFFLINE_START = datetime(2025, 4, 7, 0, 10, tzinfo=UTC)
 
 
 def _decision_line(decision_id: str, snap: MarketSnapshot | None) -> dict[str, Any]:
-    line: dict[str, Any] = {"type": "decision", "decision_id": decision_id, "trigger": ["t"]}
+    at_ms = snap.at_ms if snap is not None else 0
+    line: dict[str, Any] = {
+        "type": "decision",
+        "decision_id": decision_id,
+        "at_ms": at_ms,
+        "trigger": ["t"],
+    }
     if snap is not None:
         line["snapshot"] = snap.model_dump(mode="json")
     else:

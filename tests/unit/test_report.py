@@ -131,6 +131,8 @@ def test_reviews_and_failures_count_as_agent_activity(tmp_path: Path) -> None:
     review = {
         "type": "review",
         "at_ms": T0 + 60_000,
+        "tickers": ["BTC/USDT"],
+        "decided_by": "claude",
         "usage": {"input_tokens": 10, "output_tokens": 5, "cost_usd": 0.001},
         "attempts": [{"kind": "ok"}],
     }

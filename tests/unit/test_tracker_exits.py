@@ -193,8 +193,8 @@ async def test_a_check_without_a_price_waits_and_logs_once(
 async def test_an_exit_fill_reaches_trades_csv_and_other_state_is_kept(tmp_path: Path) -> None:
     from core.events import Topic
     from runner.subscriptions import trades_row_writer
-    from runner.wiring import TRADE_COLUMNS
     from state.journal import CsvJournal
+    from state.records import TRADE_COLUMNS
 
     rig = make_rig(tmp_path)
     rig.store.replace(extra={"learner": {"alpha": 1.0}})

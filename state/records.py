@@ -1,0 +1,210 @@
+"""Typed journal records: what a line of ``decisions.jsonl`` and a row of ``trades.csv`` hold.
+
+The writers (the decision routine, the tracker's review, the journal subscriptions) build these
+models, and every reader (the report, ``vigil prompt``, the tests, later the API) parses lines back
+into them, so the two sides cannot drift apart. Records are tolerant of fields a newer vigil adds
+(``extra="allow"``): an old reader still reads a new journal. Nested payloads (the snapshot, the
+agent's raw answer) stay plain JSON objects here; their own models live with their owners.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from state.journal import read_csv_rows
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    type: str
+
+    def as_line(self) -> dict[str, Any]:
+        """The mapping the journal writes: its type and the fields the writer set."""
+        return {**self.model_dump(mode="json", exclude_unset=True), "type": self.type}
+
+
+class DecisionRecord(_Record):
+    """One decision: trigger, snapshot as sent, the decider's answer, caps, orders, gate update."""
+
+    type: Literal["decision"] = "decision"
+    decision_id: str
+    at_ms: int
+    trigger: list[str]
+    snapshot_digest: str | None = None
+    snapshot: dict[str, Any] | None = None
+    decided_by: str | None = None
+    decider_reason: str | None = None
+    raw_decision: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    agent: dict[str, Any] | None = None
+    accepted: list[dict[str, Any]] = Field(default_factory=list)
+    cap_changes: list[dict[str, Any]] = Field(default_factory=list)
+    cancelled: list[dict[str, Any]] | None = None
+    skipped: list[dict[str, Any]] | None = None
+    orders: list[dict[str, Any]] = Field(default_factory=list)
+    gate_update: Any = None
+    memory_saved: Any = None
+    error: str | None = None
+
+    @property
+    def attempts(self) -> list[dict[str, Any]]:
+        """The model calls behind the decision (in the agent's answer)."""
+        raw = self.raw_decision or {}
+        found = raw.get("attempts")
+        return list(found) if isinstance(found, list) else []
+
+
+class ReviewRecord(_Record):
+    """One review of open positions by the tracker's agent layer."""
+
+    type: Literal["review"] = "review"
+    at_ms: int
+    tickers: list[str]
+    decided_by: str
+    usage: dict[str, Any] | None = None
+    attempts: list[dict[str, Any]] = Field(default_factory=list)
+    verdicts: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class AgentFailureRecord(_Record):
+    """A failed model call (also inside its decision's ``attempts`` when a decision made it)."""
+
+    type: Literal["agent_failure"] = "agent_failure"
+    at_ms: int
+    kind: str
+    detail: str
+
+
+class OtherRecord(_Record):
+    """A line of a type this reader does not know (written by a newer vigil)."""
+
+    type: str = ""
+    at_ms: int | None = None
+
+
+JournalRecord = DecisionRecord | ReviewRecord | AgentFailureRecord | OtherRecord
+
+_BY_TYPE: Final[dict[str, type[_Record]]] = {
+    "decision": DecisionRecord,
+    "review": ReviewRecord,
+    "agent_failure": AgentFailureRecord,
+}
+
+
+class JournalLineError(ValueError):
+    """A journal line that is not a JSON object of its type (``number`` is 1-based)."""
+
+    def __init__(self, path: Path, number: int, detail: str) -> None:
+        super().__init__(f"{path} line {number}: {detail}")
+        self.path, self.number = path, number
+
+
+def parse_record(raw: dict[str, Any]) -> JournalRecord:
+    """A decoded line as its typed record (``OtherRecord`` for unknown types)."""
+    model = _BY_TYPE.get(str(raw.get("type", "")), OtherRecord)
+    record = model.model_validate(raw)
+    assert isinstance(record, DecisionRecord | ReviewRecord | AgentFailureRecord | OtherRecord)
+    return record
+
+
+class JournalReader:
+    """Streams a (possibly live or crashed) ``decisions.jsonl`` as typed records.
+
+    A torn last line (a crash mid-write; the daemon repairs it on open) is skipped and its length
+    kept in ``torn_bytes``: a reader reports it instead of failing. Any other bad line raises
+    ``JournalLineError`` naming the file and line.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.torn_bytes = 0
+
+    def __iter__(self) -> Iterator[JournalRecord]:
+        # line by line: a year's journal is about a gigabyte, which need not be in memory at once
+        with self.path.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.endswith(b"\n"):
+                    self.torn_bytes = len(line)  # only the last line can lack its newline
+                    return
+                if not line.strip():
+                    continue
+                yield self._parse(line, number)
+
+    def _parse(self, line: bytes, number: int) -> JournalRecord:
+        try:
+            raw = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise JournalLineError(self.path, number, f"not JSON: {exc}") from None
+        if not isinstance(raw, dict):
+            raise JournalLineError(self.path, number, "not a JSON object")
+        try:
+            return parse_record(raw)
+        except ValueError as exc:
+            raise JournalLineError(self.path, number, f"not a journal record: {exc}") from None
+
+
+def read_journal(path: Path) -> list[JournalRecord]:
+    """Every complete record of a journal (small journals and tests; large ones: JournalReader)."""
+    return list(JournalReader(path))
+
+
+class TradeRow(BaseModel):
+    """One fill, one row of ``trades.csv``. ``fee_usd`` is empty when the fee is not known."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    at_ms: int
+    client_order_id: str
+    ticker: str
+    side: Literal["buy", "sell"]
+    quantity: float
+    price: float
+    fee_usd: float | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+#: the columns of trades.csv, in order: the writer's and every reader's
+TRADE_COLUMNS: Final = tuple(TradeRow.model_fields)
+
+
+class TradesFileError(ValueError):
+    """A trades.csv row that is not a fill (``number`` is the 1-based line, header = 1)."""
+
+
+def read_trades(path: Path) -> list[TradeRow]:
+    """Every row of a trades.csv as ``TradeRow``, in file order."""
+    rows: list[TradeRow] = []
+    for number, row in enumerate(read_csv_rows(path), start=2):
+        cells: dict[str, Any] = {k: (v if v != "" else None) for k, v in row.items()}
+        if isinstance(cells.get("side"), str):
+            cells["side"] = cells["side"].lower()
+        try:
+            rows.append(TradeRow.model_validate(cells))
+        except ValueError as exc:
+            raise TradesFileError(f"{path} line {number}: {exc}") from None
+    return rows
+
+
+__all__ = [
+    "TRADE_COLUMNS",
+    "AgentFailureRecord",
+    "DecisionRecord",
+    "JournalLineError",
+    "JournalReader",
+    "JournalRecord",
+    "OtherRecord",
+    "ReviewRecord",
+    "TradeRow",
+    "TradesFileError",
+    "parse_record",
+    "read_journal",
+    "read_trades",
+]
