@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Generic, TypeVar
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RetryableError, VigilError
 
@@ -63,6 +63,14 @@ class CachePolicy:
     backoff_base_secs: float = 5.0
     backoff_cap_secs: float = 600.0
     jitter_fraction: float = 0.5
+
+    @property
+    def backoff(self) -> Backoff:
+        return Backoff(
+            base_secs=self.backoff_base_secs,
+            cap_secs=self.backoff_cap_secs,
+            jitter_fraction=self.jitter_fraction,
+        )
 
     def __post_init__(self) -> None:
         if self.ttl_secs <= 0 or self.timeout_secs <= 0:
@@ -136,10 +144,7 @@ class CachedSource(Generic[T]):
         self._next_attempt_mono = float("-inf")
 
     def _note_backoff(self, now: float, reason: str, retry_after_secs: float | None) -> None:
-        p = self.policy
-        delay = backoff_delay_secs(
-            self._failures, p.backoff_base_secs, p.backoff_cap_secs, p.jitter_fraction, self._rand()
-        )
+        delay = self.policy.backoff.delay_secs(self._failures, self._rand())
         if retry_after_secs is not None:
             delay = max(delay, retry_after_secs)
         self._failures += 1

@@ -11,6 +11,7 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.backoff import Backoff
 from derivatives.cache import CachePolicy
 
 #: alternative.me's Fear & Greed API (``/fng/``)
@@ -68,6 +69,12 @@ class DerivativesConfig(BaseModel):
     fast_open_interest_change_pct: float = Field(10.0, gt=0)
     loop_backoff_base_secs: float = Field(5.0, gt=0)
     loop_backoff_cap_secs: float = Field(300.0, gt=0)
+
+    @property
+    def loop_backoff(self) -> Backoff:
+        """The poll loop's own backoff after an unexpected failure."""
+        return Backoff(base_secs=self.loop_backoff_base_secs, cap_secs=self.loop_backoff_cap_secs)
+
     # per-source timing: Binance data refreshes each poll; outside context on its own cadence
     funding: SourceTiming = _timing(55.0)
     open_interest: SourceTiming = _timing(55.0)

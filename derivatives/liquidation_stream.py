@@ -16,7 +16,7 @@ from typing import NoReturn
 
 import websockets
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.clock import Clock
 from derivatives.cache import SourceFailedError
 from derivatives.liquidations import LiquidationWindow, parse_force_order
@@ -42,8 +42,7 @@ class LiquidationStream:
         self.url = f"{base_url.rstrip('/')}{path}?streams={streams}"
         self._clock = clock
         self._window = window
-        self._base_secs = reconnect_base_secs
-        self._cap_secs = reconnect_cap_secs
+        self._backoff = Backoff(base_secs=reconnect_base_secs, cap_secs=reconnect_cap_secs)
         self._rng = rng or random.Random()
         self.received = 0
         self.rejected = 0
@@ -64,9 +63,7 @@ class LiquidationStream:
                 raise
             except Exception as exc:
                 log.warning("liquidations: stream failed (%s: %s)", type(exc).__name__, exc)
-            delay_secs = backoff_delay_secs(
-                attempt, self._base_secs, self._cap_secs, 0.5, self._rng.random()
-            )
+            delay_secs = self._backoff.delay_secs(attempt, self._rng.random())
             attempt += 1
             await self._clock.sleep(delay_secs)
 

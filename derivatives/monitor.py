@@ -19,7 +19,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from core.backoff import backoff_delay_secs
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import DerivativesUpdate
@@ -113,13 +112,7 @@ class DerivativesMonitor:
                 raise
             except Exception:
                 cfg = self.config
-                delay = backoff_delay_secs(
-                    failures,
-                    cfg.loop_backoff_base_secs,
-                    cfg.loop_backoff_cap_secs,
-                    0.5,
-                    self._rand(),
-                )
+                delay = cfg.loop_backoff.delay_secs(failures, self._rand())
                 failures += 1
                 log.exception(
                     "derivatives poll failed (%d in a row); next in %.0f s", failures, delay

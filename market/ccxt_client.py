@@ -26,9 +26,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import ccxt.async_support as ccxt_async
 from ccxt.base import errors as ccxt_errors
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RetryableError, VigilError
 
@@ -53,14 +53,10 @@ class CcxtRequestRejectedError(VigilError):
     """The exchange rejected the request itself (unknown symbol, bad parameter): do not retry."""
 
 
-class RetryPolicy(BaseModel):
-    """How persistently a ccxt call is retried; delays are seconds of the injected Clock."""
+class RetryPolicy(Backoff):
+    """How persistently a ccxt call is retried (``Backoff``, the one policy type, plus the
+    longest Retry-After worth waiting out); delays are seconds of the injected Clock."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    max_attempts: int = Field(6, ge=1)
-    base_secs: float = Field(1.0, gt=0)
-    cap_secs: float = Field(60.0, gt=0)
-    jitter_fraction: float = Field(0.5, ge=0, le=1)
     #: a server's Retry-After up to this is waited out (a 429 asks for at most the rest of the
     #: minute); a longer one is a ban: give up at once and let the caller come back later
     max_retry_after_secs: float = Field(120.0, gt=0)
@@ -172,9 +168,7 @@ async def call_with_retries(
                     f"{type(exc).__name__}: {exc}",
                     retry_after_secs=hint,
                 ) from exc
-            delay = backoff_delay_secs(
-                attempt, policy.base_secs, policy.cap_secs, policy.jitter_fraction, rand()
-            )
+            delay = policy.delay_secs(attempt, rand())
             if hint is not None:
                 delay = max(delay, hint)
             log.warning(

@@ -37,7 +37,7 @@ from pydantic import BaseModel, ConfigDict
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import Candle, MarketTick, Timeframe
@@ -181,8 +181,11 @@ class MarketListener:
         self._backfill = backfill
         self._silence_timeout_secs = silence_timeout_secs
         self._rotate_after_secs = rotate_after_secs
-        self._reconnect_base_secs = reconnect_base_secs
-        self._reconnect_cap_secs = reconnect_cap_secs
+        self._reconnect = Backoff(
+            base_secs=reconnect_base_secs,
+            cap_secs=reconnect_cap_secs,
+            jitter_fraction=JITTER_FRACTION,
+        )
         self._rng = rng or random.Random()
         self._backfill_attempts = backfill_attempts
         self._streams: dict[tuple[str, str], _Stream] = {
@@ -528,13 +531,7 @@ class MarketListener:
         return ()
 
     def _retry_delay_secs(self, attempt: int) -> float:
-        return backoff_delay_secs(
-            attempt,
-            self._reconnect_base_secs,
-            self._reconnect_cap_secs,
-            JITTER_FRACTION,
-            self._rng.random(),
-        )
+        return self._reconnect.delay_secs(attempt, self._rng.random())
 
     def _publish_closes(
         self, stream: _Stream, candles: Sequence[Candle], before_open_ms: int | None

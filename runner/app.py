@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock, ScaledClock, WallClock
 from core.errors import RefuseToStartError
@@ -24,7 +25,7 @@ from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.status import StatusReporter
 from runner.subscriptions import Subscription, daemon_subscriptions, subscribe_all
-from runner.supervisor import LoopSpec, RestartPolicy, ShutdownHook, Supervisor
+from runner.supervisor import LoopSpec, ShutdownHook, Supervisor
 from runner.warmup import warm_up
 from runner.watchdog import Watchdog
 from runner.wiring import (
@@ -233,10 +234,10 @@ def supervise(
         clock,
         bus,
         loops,
-        policy=RestartPolicy(
-            settings.supervisor.restart_base_secs,
-            settings.supervisor.restart_cap_secs,
-            settings.supervisor.restart_jitter_fraction,
+        policy=Backoff(
+            base_secs=settings.supervisor.restart_base_secs,
+            cap_secs=settings.supervisor.restart_cap_secs,
+            jitter_fraction=settings.supervisor.restart_jitter_fraction,
         ),
         shutdown_hooks=hooks,
         shutdown_deadline_secs=settings.supervisor.shutdown_deadline_secs,

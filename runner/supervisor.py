@@ -22,7 +22,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import LoopFailed
@@ -37,13 +37,6 @@ ShutdownHook = Callable[[], object]  # may return an awaitable, which is awaited
 class LoopSpec:
     name: str
     run: LoopFactory
-
-
-@dataclass(frozen=True)
-class RestartPolicy:
-    base_secs: float = 1.0
-    cap_secs: float = 60.0
-    jitter_fraction: float = 0.5
 
 
 class LoopState(enum.StrEnum):
@@ -75,7 +68,7 @@ class Supervisor:
         bus: EventBus,
         loops: Sequence[LoopSpec],
         *,
-        policy: RestartPolicy = RestartPolicy(),
+        policy: Backoff | None = None,
         shutdown_hooks: Sequence[tuple[str, ShutdownHook]] = (),
         shutdown_deadline_secs: float = 8.0,
         rng: random.Random | None = None,
@@ -86,7 +79,7 @@ class Supervisor:
         self._clock = clock
         self._bus = bus
         self._loops = tuple(loops)
-        self._policy = policy
+        self._policy = policy or Backoff()
         self._hooks = tuple(shutdown_hooks)
         self._deadline_secs = shutdown_deadline_secs
         self._rng = rng or random.Random()
@@ -143,13 +136,7 @@ class Supervisor:
                 return  # shutting down: a loop that ends now is done, not restarted
             if self._clock.monotonic_secs() - started_secs >= self._policy.cap_secs:
                 attempt = 0
-            delay_secs = backoff_delay_secs(
-                attempt,
-                self._policy.base_secs,
-                self._policy.cap_secs,
-                self._policy.jitter_fraction,
-                self._rng.random(),
-            )
+            delay_secs = self._policy.delay_secs(attempt, self._rng.random())
             attempt += 1
             status.restarts += 1
             status.last_error = error

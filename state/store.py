@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RefuseToStartError, RetryableError
 from state.atomic import (
@@ -340,6 +340,11 @@ class RunnerStateStore:
         """Poll for a person's edits every ``interval_secs`` of ``clock`` time, until cancelled."""
         if interval_secs <= 0:
             raise ValueError(f"interval_secs must be > 0, got {interval_secs}")
+        backoff = Backoff(
+            base_secs=interval_secs,
+            cap_secs=max(interval_secs, WATCH_BACKOFF_CAP_SECS),
+            jitter_fraction=WATCH_BACKOFF_JITTER_FRACTION,
+        )
         failures = 0
         while True:
             try:
@@ -349,13 +354,7 @@ class RunnerStateStore:
             except asyncio.CancelledError:
                 raise
             except Exception:
-                delay_secs = backoff_delay_secs(
-                    failures,
-                    interval_secs,
-                    max(interval_secs, WATCH_BACKOFF_CAP_SECS),
-                    WATCH_BACKOFF_JITTER_FRACTION,
-                    random.random(),
-                )
+                delay_secs = backoff.delay_secs(failures, random.random())
                 failures += 1
                 log.exception(
                     "checking %s for edits failed (%d in a row); next try in %.1f s",

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
 from broker.resting import cancel_resting_buys
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import Event, PositionExit, PositionOpened
@@ -67,6 +67,13 @@ class PositionTracker:
         self._price = price
         self._regime = regime
         self.config = config or TrackerConfig()
+        self._retry = Backoff(
+            base_secs=self.config.retry_base_secs,
+            # never wait longer than a safety interval: the stops must keep being checked
+            cap_secs=min(self.config.retry_cap_secs, self.config.safety_interval_secs),
+            jitter_fraction=self.config.retry_jitter_fraction,
+        )
+        self._rng = random.Random()
         self._positions = positions_from_state(store.current)
         self._samples: dict[str, deque[float]] = {}
         self._pending_exits: dict[str, tuple[str, ExitReason]] = {}  # ticker -> (order id, why)
@@ -161,13 +168,7 @@ class PositionTracker:
                 raise
             except Exception:
                 self.loop_failures += 1
-                delay = backoff_delay_secs(
-                    failures,
-                    self.config.retry_base_secs,
-                    min(self.config.retry_cap_secs, interval),
-                    self.config.retry_jitter_fraction,
-                    random.random(),
-                )
+                delay = self._retry.delay_secs(failures, self._rng.random())
                 failures += 1
                 log.exception(
                     "tracker: safety check failed (%d in a row); retry in %.1f s", failures, delay

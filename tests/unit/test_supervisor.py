@@ -9,10 +9,11 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
+from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import LoopFailed, Topic
-from runner.supervisor import LoopSpec, RestartPolicy, Supervisor
+from runner.supervisor import LoopSpec, Supervisor
 
 
 async def _until(
@@ -51,7 +52,7 @@ async def test_crashing_loop_is_logged_and_restarted_with_backoff(
         clock,
         bus,
         [LoopSpec("flaky", flaky)],
-        policy=RestartPolicy(base_secs=2.0, cap_secs=60.0, jitter_fraction=0.0),
+        policy=Backoff(base_secs=2.0, cap_secs=60.0, jitter_fraction=0.0),
     )
     caplog.set_level(logging.ERROR)
     task = asyncio.create_task(sup.run())
@@ -83,7 +84,7 @@ async def test_one_failing_loop_does_not_disturb_the_others() -> None:
         clock,
         bus,
         [LoopSpec("steady", steady), LoopSpec("broken", broken)],
-        policy=RestartPolicy(base_secs=1.0, cap_secs=4.0, jitter_fraction=0.0),
+        policy=Backoff(base_secs=1.0, cap_secs=4.0, jitter_fraction=0.0),
     )
     task = asyncio.create_task(sup.run())
     await clock.advance(30.0)
@@ -101,7 +102,12 @@ async def test_a_loop_that_returns_is_restarted() -> None:
         nonlocal runs
         runs += 1
 
-    sup = Supervisor(clock, bus, [LoopSpec("quits", quits)], policy=RestartPolicy(1.0, 1.0, 0.0))
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("quits", quits)],
+        policy=Backoff(base_secs=1.0, cap_secs=1.0, jitter_fraction=0.0),
+    )
     task = asyncio.create_task(sup.run())
     await _until(lambda: runs >= 3, clock)
     assert sup.status["quits"].last_error is not None
@@ -122,7 +128,12 @@ async def test_attempts_reset_after_a_healthy_run() -> None:
             await clock.sleep(100.0)  # healthy for longer than the cap
         raise RuntimeError("x")
 
-    sup = Supervisor(clock, bus, [LoopSpec("s", sometimes)], policy=RestartPolicy(1.0, 10.0, 0.0))
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("s", sometimes)],
+        policy=Backoff(base_secs=1.0, cap_secs=10.0, jitter_fraction=0.0),
+    )
     task = asyncio.create_task(sup.run())
     await _until(lambda: len(failures) >= 4, clock)
     assert [f.restart_in_secs for f in failures[:4]] == [1.0, 2.0, 1.0, 2.0]
@@ -235,7 +246,7 @@ async def test_jitter_keeps_delays_within_bounds() -> None:
         clock,
         bus,
         [LoopSpec("b", broken)],
-        policy=RestartPolicy(base_secs=1.0, cap_secs=8.0, jitter_fraction=0.5),
+        policy=Backoff(base_secs=1.0, cap_secs=8.0, jitter_fraction=0.5),
         rng=random.Random(7),
     )
     task = asyncio.create_task(sup.run())
