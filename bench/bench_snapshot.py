@@ -1,6 +1,6 @@
 """Snapshot build time with warm caches: the builder a fresh daemon has at 2025-07-01 (warm-up
 candles seeded, one HMM per ticker fitted on 180 days of 4h history, a paper account), from the
-bundled data through ``runner.prompt_cmd.build_offline_builder``."""
+bundled data through ``runner.prompt_cmd.offline_decision_path`` (the real root on replay's ports)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,20 @@ import statistics
 import time
 from datetime import UTC, datetime
 
+from agent.snapshot_builder import SnapshotBuilder
 from runner.config import Settings, SimConfig
-from runner.prompt_cmd import build_offline_builder
+from runner.prompt_cmd import offline_decision_path
 
 AT = datetime(2025, 7, 1, tzinfo=UTC)
 RUNS = 300
 
 
 async def _run() -> None:
-    builder = await build_offline_builder(Settings(sim=SimConfig(start=AT)))
+    async with offline_decision_path(Settings(sim=SimConfig(start=AT))) as decision:
+        await _measure(decision.snapshots)
+
+
+async def _measure(builder: SnapshotBuilder) -> None:
     await builder.build(["warm"])
     times = []
     for _ in range(RUNS):

@@ -32,7 +32,8 @@ from runner.wiring import (
     DecisionPath,
     MarketPath,
     build_decision_path,
-    websocket_market_path,
+    build_market_path,
+    websocket_ports,
 )
 from state.journal import CsvJournal, JsonlJournal
 from state.records import TRADE_COLUMNS
@@ -127,18 +128,20 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         ws_base, ws_path = _split_ws_url(settings.market.binance_ws_url)
         rest_url = None
 
-    market = websocket_market_path(settings, clock, bus, ws_base, rest_url, ws_path=ws_path)
-    closers.append(("close exchange client", market.exchange.close))
-    decision = build_decision_path(
+    ports = websocket_ports(
         settings,
         clock,
         bus,
-        market,
-        store,
-        decisions,
-        sim_rest_url=rest_url if use_sim else None,
-        live=live,
-        failpoints=failpoints,
+        ws_base,
+        rest_url,
+        ws_path=ws_path,
+        simulator=use_sim,
+        live_orders=live,
+    )
+    market = build_market_path(settings, clock, bus, ports)
+    closers.append(("close exchange client", market.exchange.close))
+    decision = build_decision_path(
+        settings, clock, bus, market, store, decisions, ports, failpoints
     )
 
     async def watch_state() -> None:

@@ -2,8 +2,10 @@
 
 The latest snapshot is the one in the last complete decision line of ``logs/decisions.jsonl``.
 Before the daemon has decided anything, a snapshot is built offline from the bundled recorded data
-at ``sim.start``: aggregator and features seeded with the recorded candles, regimes fitted on the
-4h history, a fresh paper account, no runner state. Nothing is fetched over the network.
+at ``sim.start`` by the real composition root: the replay ports (``runner.replay.build``) on a
+VirtualClock, the daemon's own warm-up (candles seeded, 4h history, regimes fitted), one poll of the
+recorded context, the open 15m candle as the first tick, a fresh paper account and no runner state
+(in a throw-away state dir). Nothing is fetched over the network.
 
 stdout carries only the JSON (so it pipes into ``jq``); where the snapshot came from goes to stderr.
 No secret can appear: a request body never holds the API key (the SDK sends it as a header).
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,33 +29,21 @@ from pydantic import ValidationError
 
 from agent.claude_prompt import render_request
 from agent.snapshot import MarketSnapshot
-from agent.snapshot_builder import SnapshotBuilder
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import MarketTick
-from derivatives.fields import CONTEXT_FIELDS
-from learner.online import OnlineLearner
-from market.aggregator import MultiTFAggregator
-from market.features import FeatureTracker
-from market.recorded import load_klines, resample, to_candles
+from market.recorded import load_klines
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from regime.crypto_hmm import CryptoRegimeModel
-from regime.fred import build_macro_source
-from regime.tracker import CryptoRegimeTracker
-from regime.view import RegimeView
-from runner.broker_wiring import make_paper_broker
+from runner.app import open_journals, warm_up_paths
 from runner.config import Settings
-from runner.warmup import SEED_SECS
+from runner.replay.build import replay_ports
+from runner.wiring import DecisionPath, build_decision_path, build_market_path
+from sim.feed import SimFeed
 from state.records import DecisionRecord, parse_record
 
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
-OFFLINE_CONTEXT_REASON = (
-    "not queried: `vigil prompt` builds this snapshot offline from the bundled data "
-    "(outside sources are read only by the running daemon)"
-)
 _FIVE_MIN_MS = TIMEFRAME_MS["5m"]
-_DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)
@@ -124,73 +116,42 @@ def _decisions_newest_first(data: bytes) -> Iterator[DecisionRecord]:
 
 
 async def build_offline_snapshot(settings: Settings) -> MarketSnapshot:
-    """A snapshot at ``settings.sim.start`` from the bundled data, as a fresh daemon would see it."""
-    builder = await build_offline_builder(settings)
-    return await builder.build([OFFLINE_WAKE_REASON])
+    """The snapshot a fresh daemon would build at ``settings.sim.start`` from the bundled data."""
+    async with offline_decision_path(settings) as decision:
+        return await decision.snapshots.build([OFFLINE_WAKE_REASON])
 
 
-async def build_offline_builder(settings: Settings) -> SnapshotBuilder:
-    """The snapshot builder a fresh daemon would have at ``settings.sim.start``, from bundled data:
-    warm-up candles seeded, regimes fitted, a fresh paper account, no state, nothing queried."""
+@asynccontextmanager
+async def offline_decision_path(settings: Settings) -> AsyncIterator[DecisionPath]:
+    """A fresh daemon's decision path at ``settings.sim.start``, built by the real root on replay's
+    ports in a throw-away state dir: warmed up, the recorded context polled once, and the open 15m
+    candle of each ticker as its first tick."""
     at_ms = settings.sim.start_ms
-    clock = VirtualClock(epoch_ms=at_ms)
-    tickers = tuple(settings.market.tickers)
-    features = FeatureTracker()
-    aggregator = MultiTFAggregator(EventBus(), observers=[features])
-    tracker = CryptoRegimeTracker(clock, lambda: CryptoRegimeModel(settings.regime.hmm))
-    for ticker in tickers:
-        # the same closed candles a fresh daemon's warm-up seeds (runner.warmup)
-        seed_from_ms = candle_open_ms(at_ms - SEED_SECS * 1000, "4h")
-        five = _before(load_klines(ticker, "5m", settings.data_dir), seed_from_ms, at_ms)
-        for timeframe in ("15m", "1h", "4h"):
-            since_ms = candle_open_ms(at_ms - SEED_SECS * 1000, timeframe)
-            closed = resample(five, "5m", timeframe)
-            aggregator.seed(ticker, timeframe, to_candles(closed[closed.index >= since_ms]))
-        aggregator.update(_current_15m_tick(ticker, five, at_ms))
-        hourly = load_klines(ticker, "1h", settings.data_dir)
-        history_start_ms = at_ms - settings.market.history_days * _DAY_MS
-        await tracker.on_4h_close(
-            ticker, resample(_before(hourly, history_start_ms, at_ms), "1h", "4h")
+    with tempfile.TemporaryDirectory(prefix="vigil-prompt-") as scratch:
+        fresh = settings.model_copy(
+            update={"state_dir": Path(scratch), "anthropic_api_key": None, "fred_api_key": None}
         )
-    regimes = RegimeView(
-        tracker,
-        build_macro_source(clock, settings.regime, None),  # offline: a FRED key is never used
-        _FourHourHistory(),  # type: ignore[arg-type]  # snapshot() reads no history
-        tickers,
-    )
-    return SnapshotBuilder(
-        clock,
-        tickers=tickers,
-        market=aggregator,
-        features=features,
-        broker=make_paper_broker(settings, clock),
-        agent_memory=str,  # no state: an empty note
-        peak_prices=dict,
-        regime=regimes.snapshot,
-        context_sources=[_OfflineContext()],
-        learner=OnlineLearner(None),  # no state: the priors a fresh daemon starts from
-    )
-
-
-class _FourHourHistory:
-    timeframe = "4h"
-
-
-@dataclass
-class _Reading:
-    values: Mapping[str, Any]
-    unavailable: Mapping[str, str]
-
-
-class _OfflineContext:
-    """Says, for every outside field, that the offline snapshot does not query it."""
-
-    name = "offline"
-
-    async def read(self) -> _Reading:
-        return _Reading(
-            values={}, unavailable=dict.fromkeys(CONTEXT_FIELDS, OFFLINE_CONTEXT_REASON)
+        tickers = fresh.market.tickers
+        clock = VirtualClock(epoch_ms=at_ms)
+        bus = EventBus()
+        ports = replay_ports(
+            fresh, clock, bus, SimFeed(tickers, data_dir=fresh.data_dir), end_ms=at_ms + 1
         )
+        journals = open_journals(fresh, clock, bus)
+        market = build_market_path(fresh, clock, bus, ports)
+        decision = build_decision_path(
+            fresh, clock, bus, market, journals.store, journals.decisions, ports
+        )
+        try:
+            await warm_up_paths(fresh, clock, market, decision)
+            await decision.derivatives.poll_once()  # the monitor's first poll, as on start
+            for ticker in tickers:
+                five = _before(load_klines(ticker, "5m", fresh.data_dir), 0, at_ms)
+                market.aggregator.update(_current_15m_tick(ticker, five, at_ms))
+            yield decision
+        finally:
+            journals.decisions.close()
+            journals.trades.close()
 
 
 def _before(frame: pd.DataFrame, start_ms: int, end_ms: int) -> pd.DataFrame:
@@ -241,6 +202,7 @@ __all__: Sequence[str] = (
     "JournalSnapshot",
     "build_offline_snapshot",
     "latest_journal_snapshot",
+    "offline_decision_path",
     "render_prompt",
     "request_json",
 )

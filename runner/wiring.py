@@ -51,6 +51,31 @@ from tracker.tracker import PositionTracker
 log = logging.getLogger(__name__)
 
 
+ContextFieldsFactory = Callable[
+    [DerivativesConfig, LiquidationWindow | None], Sequence[ContextField]
+]
+
+
+@dataclass(frozen=True)
+class Ports:
+    """Where one daemon meets the outside world: the only part that differs between ``vigil run``
+    (live Binance), ``vigil run --sim`` (the simulator on loopback) and ``vigil replay`` (the
+    recording, in-process). Built by ``websocket_ports`` here and by
+    ``runner.replay.build.replay_ports``; everything else is built the same way from Settings.
+    """
+
+    exchange: Any  # OHLCV over REST: ccxt binanceusdm (Binance or the simulator), or the recording
+    make_ticks: Callable[[CandleBackfill], TickSource]  # what publishes market.tick
+    #: the websocket of the liquidation stream (live only: the simulator and the recording have none)
+    liquidations_ws: tuple[str, str] | None = None
+    sim_rest_url: str | None = None  # the simulator's REST: its order API and /fng/
+    #: the outside-context sources (None: from settings, against the network or the simulator)
+    context_fields: ContextFieldsFactory | None = None
+    fit_offload: Offload = asyncio.to_thread  # how a regime fit leaves the event loop
+    memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
+    live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
+
+
 @dataclass
 class MarketPath:
     exchange: Any  # ccxt binanceusdm (Binance or the simulator), or the recording in replay
@@ -59,8 +84,6 @@ class MarketPath:
     backfill: CcxtCandleBackfill
     history: OhlcvHistory
     ticks: TickSource  # the websocket listener, or RecordedTicks in replay
-    ws_base_url: str | None = None  # the websocket the listener reads (None in replay)
-    ws_path: str = "/market/stream"
 
 
 @dataclass
@@ -79,25 +102,7 @@ class DecisionPath:
     runner: CryptoRunner
 
 
-def build_market_path(
-    settings: Settings,
-    clock: Clock,
-    bus: EventBus,
-    exchange: Any,
-    make_ticks: Callable[[CandleBackfill], TickSource],
-) -> MarketPath:
-    """``exchange`` serves OHLCV (``make_binanceusdm`` live and under the simulator);
-    ``make_ticks`` builds what publishes ``market.tick``, given the backfill it may repair with."""
-    features = FeatureTracker()
-    aggregator = MultiTFAggregator(bus, observers=[features])
-    backfill = CcxtCandleBackfill(exchange, clock=clock)
-    history = OhlcvHistory(
-        exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
-    )
-    return MarketPath(exchange, aggregator, features, backfill, history, make_ticks(backfill))
-
-
-def websocket_market_path(
+def websocket_ports(
     settings: Settings,
     clock: Clock,
     bus: EventBus,
@@ -105,8 +110,10 @@ def websocket_market_path(
     rest_url: str | None,
     *,
     ws_path: str = "/market/stream",
-) -> MarketPath:
-    """The live and simulator market path: Binance's (or the simulator's) websocket and REST."""
+    simulator: bool = False,
+    live_orders: bool = False,
+) -> Ports:
+    """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
 
     def listener(backfill: CandleBackfill) -> MarketListener:
         return MarketListener(
@@ -123,9 +130,24 @@ def websocket_market_path(
             path=ws_path,
         )
 
-    market = build_market_path(settings, clock, bus, make_binanceusdm(rest_url), listener)
-    market.ws_base_url, market.ws_path = ws_base_url, ws_path
-    return market
+    return Ports(
+        exchange=make_binanceusdm(rest_url),
+        make_ticks=listener,
+        liquidations_ws=None if simulator else (ws_base_url, ws_path),
+        sim_rest_url=rest_url if simulator else None,
+        live_orders=live_orders,
+    )
+
+
+def build_market_path(settings: Settings, clock: Clock, bus: EventBus, ports: Ports) -> MarketPath:
+    features = FeatureTracker()
+    aggregator = MultiTFAggregator(bus, observers=[features])
+    backfill = CcxtCandleBackfill(ports.exchange, clock=clock)
+    history = OhlcvHistory(
+        ports.exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
+    )
+    ticks = ports.make_ticks(backfill)
+    return MarketPath(ports.exchange, aggregator, features, backfill, history, ticks)
 
 
 def build_decision_path(
@@ -135,56 +157,19 @@ def build_decision_path(
     market: MarketPath,
     store: RunnerStateStore,
     decisions_journal: JsonlJournal,
-    *,
-    sim_rest_url: str | None = None,
-    live: bool = False,
+    ports: Ports,
     failpoints: Failpoints | None = None,
-    context_fields: Sequence[ContextField] | None = None,
-    memory: bool = True,
-    fit_offload: Offload = asyncio.to_thread,
 ) -> DecisionPath:
-    """``context_fields`` replaces the derivatives sources (replay reads the recording);
-    ``memory=False`` keeps the agent's notes and the learner out of the snapshot; ``fit_offload``
-    is how a regime fit leaves the event loop (replay runs it inline, for determinism)."""
-    failpoints = failpoints or Failpoints()
+    """Regimes, gate, derivatives, broker, tracker, learner, snapshot, deciders and the routine."""
     tickers = settings.market.tickers
     registry = build_metric_registry(tickers)
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
     board = MetricBoard(registry)
-    derivatives_config = _derivatives_config(settings.derivatives, sim_rest_url)
-    liquidations = None
-    window = None
-    if sim_rest_url is None and context_fields is None and market.ws_base_url is not None:
-        window = LiquidationWindow(derivatives_config.liquidation_cascade_usd)
-        liquidations = LiquidationStream(
-            clock,
-            window,
-            base_url=market.ws_base_url,
-            tickers=tickers,
-            path=market.ws_path,
-            reconnect_base_secs=settings.market.reconnect_base_secs,
-            reconnect_cap_secs=settings.market.reconnect_cap_secs,
-        )
-    if context_fields is None:
-        context_fields = build_context_fields(
-            derivatives_config, clock, tickers, market.exchange, liquidations=window
-        )
-    derivatives = DerivativesMonitor(
-        clock,
-        bus,
-        context_fields,
-        board=board,
-        config=derivatives_config,
+    derivatives, liquidations = _derivatives(settings, clock, bus, market, board, ports)
+    regimes = _regimes(settings, clock, market, ports)
+    broker_parts = build_broker(
+        settings, clock, bus, live=ports.live_orders, sim_rest_url=ports.sim_rest_url
     )
-    regime_tracker = CryptoRegimeTracker(
-        clock,
-        lambda: CryptoRegimeModel(settings.regime.hmm),
-        settings.regime.refit_every_secs,
-        offload=fit_offload,
-    )
-    macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
-    regimes = RegimeView(regime_tracker, macro, market.history, tickers)
-    broker_parts = build_broker(settings, clock, bus, live=live, sim_rest_url=sim_rest_url)
     broker = broker_parts.broker
 
     def history_to_now(ticker: str) -> pd.DataFrame:
@@ -210,11 +195,11 @@ def build_decision_path(
         market=market.aggregator,
         features=market.features,
         broker=broker,
-        agent_memory=(lambda: store.current.agent_memory) if memory else (lambda: ""),
+        agent_memory=(lambda: store.current.agent_memory) if ports.memory else (lambda: ""),
         peak_prices=lambda: store.current.trailing_highs,
         regime=regimes.snapshot,
         context_sources=[DerivativesContext(derivatives)],
-        learner=learner if memory else None,
+        learner=learner if ports.memory else None,
     )
     routine = DecisionRoutine(
         clock,
@@ -228,7 +213,7 @@ def build_decision_path(
         gate=gate,
         journal=decisions_journal,
         store=store,
-        failpoint=failpoints.hit,
+        failpoint=(failpoints or Failpoints()).hit,
         before_execution=tracker.filter_sells,
         after_execution=tracker.on_executed,
     )
@@ -257,6 +242,49 @@ def build_decision_path(
     )
 
 
+def _derivatives(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    market: MarketPath,
+    board: MetricBoard,
+    ports: Ports,
+) -> tuple[DerivativesMonitor, LiquidationStream | None]:
+    """The derivatives monitor over its context sources, and the liquidation stream (live only)."""
+    tickers = settings.market.tickers
+    config = _derivatives_config(settings.derivatives, ports.sim_rest_url)
+    liquidations = window = None
+    if ports.liquidations_ws is not None and ports.context_fields is None:
+        window = LiquidationWindow(config.liquidation_cascade_usd)
+        base_url, path = ports.liquidations_ws
+        liquidations = LiquidationStream(
+            clock,
+            window,
+            base_url=base_url,
+            tickers=tickers,
+            path=path,
+            reconnect_base_secs=settings.market.reconnect_base_secs,
+            reconnect_cap_secs=settings.market.reconnect_cap_secs,
+        )
+    if ports.context_fields is not None:
+        fields = ports.context_fields(config, window)
+    else:
+        fields = build_context_fields(config, clock, tickers, market.exchange, liquidations=window)
+    monitor = DerivativesMonitor(clock, bus, fields, board=board, config=config)
+    return monitor, liquidations
+
+
+def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports) -> RegimeView:
+    tracker = CryptoRegimeTracker(
+        clock,
+        lambda: CryptoRegimeModel(settings.regime.hmm),
+        settings.regime.refit_every_secs,
+        offload=ports.fit_offload,
+    )
+    macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
+    return RegimeView(tracker, macro, market.history, settings.market.tickers)
+
+
 def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> DerivativesConfig:
     """Against the simulator: Fear & Greed from its /fng/; outside web sources off (no network),
     each said so in the snapshot."""
@@ -274,7 +302,8 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
 __all__ = [
     "DecisionPath",
     "MarketPath",
+    "Ports",
     "build_decision_path",
     "build_market_path",
-    "websocket_market_path",
+    "websocket_ports",
 ]

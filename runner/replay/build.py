@@ -23,6 +23,7 @@ What replay changes on purpose, and why:
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,6 +33,8 @@ from core.bus import EventBus
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
 from core.events import Event, Topic
+from derivatives.config import DerivativesConfig
+from derivatives.monitor import ContextField
 from market.recorded import load_fear_greed
 from market.timeframes import TIMEFRAME_MS
 from regime.tracker import run_inline
@@ -40,7 +43,13 @@ from runner.config import Settings
 from runner.replay.driver import ReplayDriver
 from runner.subscriptions import Inline
 from runner.supervisor import Supervisor
-from runner.wiring import DecisionPath, MarketPath, build_decision_path, build_market_path
+from runner.wiring import (
+    DecisionPath,
+    MarketPath,
+    Ports,
+    build_decision_path,
+    build_market_path,
+)
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange
 from sim.recorded_sources import build_recorded_context_fields
@@ -194,6 +203,36 @@ def check_span(feed: SimFeed, options: ReplayOptions) -> None:
             )
 
 
+def replay_ports(
+    settings: Settings,
+    clock: VirtualClock,
+    bus: EventBus,
+    feed: SimFeed,
+    *,
+    end_ms: int,
+    memory: bool = True,
+) -> Ports:
+    """The recording in-process: ticks, OHLCV and the recorded context; fits inline."""
+    tickers = settings.market.tickers
+
+    def recorded_ticks(_backfill: object) -> RecordedTicks:
+        return RecordedTicks(
+            clock, bus, feed, tickers=tickers, timeframes=settings.market.timeframes, end_ms=end_ms
+        )
+
+    def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
+        fear_greed = FearGreedBook(load_fear_greed(settings.data_dir))
+        return build_recorded_context_fields(config, clock, tickers, feed, fear_greed)
+
+    return Ports(
+        exchange=RecordedOhlcvExchange(feed, clock),
+        make_ticks=recorded_ticks,
+        context_fields=recorded_context,
+        fit_offload=run_inline,
+        memory=memory,
+    )
+
+
 def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     """Wire the daemon for a replay. ``settings`` must come from ``replay_settings``."""
     check_out_dir(options.out_dir)
@@ -204,38 +243,10 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     journals = open_journals(settings, clock, bus)
-    tickers = settings.market.tickers
-
-    def recorded_ticks(_backfill: object) -> RecordedTicks:
-        return RecordedTicks(
-            clock,
-            bus,
-            feed,
-            tickers=tickers,
-            timeframes=settings.market.timeframes,
-            end_ms=options.end_ms,
-        )
-
-    market = build_market_path(
-        settings, clock, bus, RecordedOhlcvExchange(feed, clock), recorded_ticks
-    )
-    fields = build_recorded_context_fields(
-        settings.derivatives,
-        clock,
-        tickers,
-        feed,
-        FearGreedBook(load_fear_greed(settings.data_dir)),
-    )
+    ports = replay_ports(settings, clock, bus, feed, end_ms=options.end_ms, memory=options.memory)
+    market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
-        settings,
-        clock,
-        bus,
-        market,
-        journals.store,
-        journals.decisions,
-        context_fields=fields,
-        memory=options.memory,
-        fit_offload=run_inline,
+        settings, clock, bus, market, journals.store, journals.decisions, ports
     )
     counts = FillCount()
     _heartbeat, _watchdog, supervisor = supervise(

@@ -19,7 +19,6 @@ from derivatives.fields import CONTEXT_FIELDS
 from market.recorded import load_klines
 from runner.config import Settings
 from runner.prompt_cmd import (
-    OFFLINE_CONTEXT_REASON,
     OFFLINE_WAKE_REASON,
     latest_journal_snapshot,
     render_prompt,
@@ -142,11 +141,14 @@ def test_without_state_the_snapshot_is_built_from_the_bundled_data(
     assert snap["portfolio_value"] == snap["cash"] == settings.broker.starting_cash_usd
     assert snap["agent_memory"] == ""
     assert snap["gate_wake_reasons"] == [OFFLINE_WAKE_REASON]
-    # regimes fitted on the 4h history; outside data named as not queried, never invented
+    # regimes fitted on the 4h history by the daemon's own warm-up; the recorded context (funding,
+    # Fear & Greed) polled once as on start; what the recording lacks is null with its reason
     assert snap["regime"] is not None
     assert set(snap["regime"]["crypto"]) == set(settings.market.tickers)
+    assert set(snap["funding_rates"]) == set(settings.market.tickers)
+    assert snap["fear_greed"] is not None
     for field in CONTEXT_FIELDS:
-        assert snap[field] is None and snap["unavailable"][field] == OFFLINE_CONTEXT_REASON
+        assert snap[field] is not None or snap["unavailable"][field]
     assert len(notes) == 1 and "bundled data" in notes[0] and "2025-04-07T00:10:00Z" in notes[0]
 
 
