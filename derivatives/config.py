@@ -21,6 +21,8 @@ DEFILLAMA_BASE_URL: Final = "https://stablecoins.llama.fi"
 COINGECKO_BASE_URL: Final = "https://api.coingecko.com"
 #: Binance USDⓈ-M REST (premiumIndex, openInterestHist, futures/data/*)
 BINANCE_FAPI_URL: Final = "https://fapi.binance.com"
+#: Binance spot REST (``/api/v3/klines`` of PAXGUSDT, the gold hedge)
+BINANCE_SPOT_URL: Final = "https://api.binance.com"
 
 
 class SourceTiming(BaseModel):
@@ -60,6 +62,7 @@ class DerivativesConfig(BaseModel):
     fng_base_url: str | None = FNG_BASE_URL
     defillama_base_url: str | None = DEFILLAMA_BASE_URL
     coingecko_base_url: str | None = COINGECKO_BASE_URL
+    binance_spot_url: str | None = BINANCE_SPOT_URL
     # adaptive cadence
     normal_interval_secs: float = Field(300.0, gt=0)
     fast_interval_secs: float = Field(60.0, gt=0)
@@ -79,11 +82,13 @@ class DerivativesConfig(BaseModel):
     fear_greed: SourceTiming = _timing(3600.0)
     trending: SourceTiming = _timing(3600.0)
     etf_flow: SourceTiming = _timing(4 * 3600.0)
+    paxg: SourceTiming = _timing(55.0)
     liquidation_cascade_usd: float = Field(10_000_000.0, gt=0)
 
 
 __all__ = [
     "BINANCE_FAPI_URL",
+    "BINANCE_SPOT_URL",
     "COINGECKO_BASE_URL",
     "DEFILLAMA_BASE_URL",
     "FNG_BASE_URL",

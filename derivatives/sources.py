@@ -14,6 +14,7 @@ from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import CachedSource
 from derivatives.config import DerivativesConfig, SourceTiming
+from derivatives.hedge import fetch_paxg
 from derivatives.liquidations import LiquidationWindow, fetch_liquidations
 from derivatives.monitor import ContextField
 from derivatives.web_sources import (
@@ -42,6 +43,7 @@ def context_sources(config: DerivativesConfig) -> tuple[tuple[str, str, SourceTi
         ("fear_greed", "Fear & Greed", c.fear_greed),
         ("news_summary", "trending coins", c.trending),
         ("etf_flow", "BTC ETF flow", c.etf_flow),
+        ("paxg", "PAXG (gold hedge)", c.paxg),
     )
 
 
@@ -77,6 +79,7 @@ def build_context_fields(
         "fear_greed": lambda: fetch_fear_greed(c.fng_base_url),
         "news_summary": lambda: fetch_trending(c.coingecko_base_url),
         "etf_flow": lambda: fetch_etf_flow(etf_provider),
+        "paxg": lambda: fetch_paxg(c.binance_spot_url, clock.now_ms()),
     }
     return cached_fields(config, clock, lambda field, _name: fetches[field])
 

@@ -61,6 +61,7 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
         fng_base_url=server.url,
         defillama_base_url=None,
         coingecko_base_url=None,
+        binance_spot_url=server.url,
     )
     exchange = make_binanceusdm(server.url)
     exchange.timeout_on_exit = 0  # plain HTTP on loopback: no TLS shutdown to wait for
@@ -95,6 +96,10 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
     assert "no base URL configured" in snapshot.unavailable["stablecoin_supply"]
     assert "no base URL configured" in snapshot.unavailable["news_summary"]
     assert server.requests["/fapi/v1/premiumIndex"] == 1
+    # the gold hedge from the sim's recorded spot klines (12:00 .. 12:34 is in progress)
+    assert snapshot.paxg is not None and "paxg" not in snapshot.unavailable
+    assert snapshot.paxg["price_at_ms"] == NOW_MS - 34 * 60_000 - 1
+    assert "PAXG/USDT" not in snapshot.tickers  # context, not a traded ticker
 
 
 async def test_after_the_fear_greed_recording_ends_it_is_null_with_the_sims_reason(
@@ -107,6 +112,7 @@ async def test_after_the_fear_greed_recording_ends_it_is_null_with_the_sims_reas
             fng_base_url=server.url,
             defillama_base_url=None,
             coingecko_base_url=None,
+            binance_spot_url=server.url,
         )
         exchange = make_binanceusdm(server.url)
         exchange.timeout_on_exit = 0
