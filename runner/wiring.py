@@ -269,6 +269,7 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
             "fng_base_url": sim_rest_url,
             "defillama_base_url": None,
             "coingecko_base_url": None,
+            "etf_flow_url": None,
             "binance_spot_url": sim_rest_url,  # PAXGUSDT from the recording
         }
     )

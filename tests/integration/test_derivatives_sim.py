@@ -21,7 +21,6 @@ from derivatives.config import DerivativesConfig
 from derivatives.liquidations import NOT_CONNECTED
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
-from derivatives.web_sources import NO_ETF_PROVIDER
 from gate.metrics import MetricBoard
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
@@ -62,6 +61,7 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
         defillama_base_url=None,
         coingecko_base_url=None,
         binance_spot_url=server.url,
+        etf_flow_url=None,
     )
     exchange = make_binanceusdm(server.url)
     exchange.timeout_on_exit = 0  # plain HTTP on loopback: no TLS shutdown to wait for
@@ -92,7 +92,8 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
         assert getattr(snapshot, name) is None
         assert NOT_RECORDED in snapshot.unavailable[name], snapshot.unavailable[name]
     assert snapshot.liquidations is None and snapshot.unavailable["liquidations"] == NOT_CONNECTED
-    assert snapshot.etf_flow is None and snapshot.unavailable["etf_flow"] == NO_ETF_PROVIDER
+    assert snapshot.etf_flow is None
+    assert "no URL configured" in snapshot.unavailable["etf_flow"]
     assert "no base URL configured" in snapshot.unavailable["stablecoin_supply"]
     assert "no base URL configured" in snapshot.unavailable["news_summary"]
     assert server.requests["/fapi/v1/premiumIndex"] == 1
@@ -113,6 +114,7 @@ async def test_after_the_fear_greed_recording_ends_it_is_null_with_the_sims_reas
             defillama_base_url=None,
             coingecko_base_url=None,
             binance_spot_url=server.url,
+            etf_flow_url=None,
         )
         exchange = make_binanceusdm(server.url)
         exchange.timeout_on_exit = 0
