@@ -45,7 +45,8 @@ matters, or null to leave it unchanged.
 Snapshot fields:
 - at_ms: the instant (Unix ms, UTC). tickers: per ticker price, change_1h_pct, return_4h_pct, return_24h_pct (percent), volume_24h (base units), volume_ratio (current candle volume vs its rolling mean), return_zscore, and multi_tf: per timeframe (15m, 1h, 4h) indicator summaries.
 - btc_price, btc_change_1h_pct, btc_change_24h_pct: the market leader at a glance.
-- funding_rates (per 8 h, as a fraction), open_interest, taker_delta, long_short_ratio, liquidations, basis, stablecoin_supply, fear_greed, news_summary, etf_flow: outside context; derivatives_signal: their weighted summary in [-1, 1]. Many are unavailable: see `unavailable`.
+- funding_rates (per 8 h, as a fraction), open_interest, taker_delta, long_short_ratio, liquidations, basis, stablecoin_supply, fear_greed, news_summary, etf_flow (US spot-BTC-ETF net flow of the latest trading day, USD millions, with its date and source): outside context; derivatives_signal: their weighted summary in [-1, 1]. Many are unavailable: see `unavailable`.
+- paxg: the gold hedge (PAXGUSDT spot price, return_1h_pct, return_4h_pct of its last closed candles); context for risk-off moves, not a ticker you can trade.
 - regime: per-ticker crypto volatility regime (HMM) and its exposure, the macro quadrant (GOLDILOCKS, REFLATION, STAGFLATION, DEFLATION) and its exposure, the combined label and exposure_scale, the multiplier on total exposure you must respect.
 - ts_posteriors: Beta posteriors per signal source, globally and per regime; a higher mean with more trades is a source to trust more. recent_trades: the latest closed trades with their outcome. historical_insights: lessons from past trades in similar regimes. agent_memory: your own note.
 - open_positions (entry, mark, pnl_pct, peak, holding time), portfolio_value and cash in USDT.

@@ -79,6 +79,8 @@ class MarketSnapshot(_Frozen):
     fear_greed: dict[str, Any] | None = None
     news_summary: str | None = None
     etf_flow: dict[str, Any] | None = None
+    # the gold hedge (PAXGUSDT spot): context, never a traded ticker
+    paxg: dict[str, Any] | None = None
     derivatives_signal: float | None = None
     # regimes
     regime: RegimeSnapshot | None

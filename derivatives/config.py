@@ -22,6 +22,10 @@ DEFILLAMA_BASE_URL: Final = "https://stablecoins.llama.fi"
 COINGECKO_BASE_URL: Final = "https://api.coingecko.com"
 #: Binance USDⓈ-M REST (premiumIndex, openInterestHist, futures/data/*)
 BINANCE_FAPI_URL: Final = "https://fapi.binance.com"
+#: Farside Investors' US spot-BTC-ETF flow table (HTML, no key; ``derivatives.etf_flow``)
+FARSIDE_BTC_URL: Final = "https://farside.co.uk/bitcoin-etf-flow-all-data/"
+#: Binance spot REST (``/api/v3/klines`` of PAXGUSDT, the gold hedge)
+BINANCE_SPOT_URL: Final = "https://api.binance.com"
 
 
 class SourceTiming(BaseModel):
@@ -61,6 +65,8 @@ class DerivativesConfig(BaseModel):
     fng_base_url: str | None = FNG_BASE_URL
     defillama_base_url: str | None = DEFILLAMA_BASE_URL
     coingecko_base_url: str | None = COINGECKO_BASE_URL
+    binance_spot_url: str | None = BINANCE_SPOT_URL
+    etf_flow_url: str | None = FARSIDE_BTC_URL
     # adaptive cadence
     normal_interval_secs: float = Field(300.0, gt=0)
     fast_interval_secs: float = Field(60.0, gt=0)
@@ -85,14 +91,17 @@ class DerivativesConfig(BaseModel):
     stablecoin_supply: SourceTiming = _timing(4 * 3600.0)
     fear_greed: SourceTiming = _timing(3600.0)
     trending: SourceTiming = _timing(3600.0)
-    etf_flow: SourceTiming = _timing(4 * 3600.0)
+    etf_flow: SourceTiming = _timing(24 * 3600.0)  # a daily figure: polled daily
+    paxg: SourceTiming = _timing(55.0)
     liquidation_cascade_usd: float = Field(10_000_000.0, gt=0)
 
 
 __all__ = [
     "BINANCE_FAPI_URL",
+    "BINANCE_SPOT_URL",
     "COINGECKO_BASE_URL",
     "DEFILLAMA_BASE_URL",
+    "FARSIDE_BTC_URL",
     "FNG_BASE_URL",
     "DerivativesConfig",
     "SourceTiming",

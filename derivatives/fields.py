@@ -14,5 +14,6 @@ CONTEXT_FIELDS = (
     "fear_greed",
     "news_summary",
     "etf_flow",
+    "paxg",
     "derivatives_signal",
 )

@@ -24,6 +24,19 @@ BODY_SNIPPET_CHARS = 160
 
 async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
     """GET ``url`` and decode its JSON body; raises the errors described in the module docstring."""
+    body = await _get(url, params, what=what)
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise SourceFailedError(f"{what}: malformed body (not JSON): {snippet(body)}") from None
+
+
+async def get_text(url: str, params: Mapping[str, str], *, what: str) -> str:
+    """GET ``url`` and decode its body as text (an HTML page), with ``get_json``'s errors."""
+    return (await _get(url, params, what=what)).decode("utf-8", "replace")
+
+
+async def _get(url: str, params: Mapping[str, str], *, what: str) -> bytes:
     try:
         async with (
             aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session,
@@ -41,10 +54,7 @@ async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
         raise SourceFailedError(f"{what}: server error {status}: {snippet(body)}")
     if status >= 400:
         raise SourceNotAvailableError(f"{what}: refused with HTTP {status}: {snippet(body)}")
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise SourceFailedError(f"{what}: malformed body (not JSON): {snippet(body)}") from None
+    return body
 
 
 def parse_body(model: type[M], payload: Any, *, what: str) -> M:
@@ -72,4 +82,4 @@ def _seconds(value: str | None) -> float | None:
         return None
 
 
-__all__ = ["get_json", "parse_body", "snippet"]
+__all__ = ["get_json", "get_text", "parse_body", "snippet"]

@@ -14,11 +14,11 @@ from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import CachedSource
 from derivatives.config import DerivativesConfig, SourceTiming
+from derivatives.etf_flow import fetch_etf_flow
+from derivatives.hedge import fetch_paxg
 from derivatives.liquidations import LiquidationWindow, fetch_liquidations
 from derivatives.monitor import ContextField
 from derivatives.web_sources import (
-    EtfFlowProvider,
-    fetch_etf_flow,
     fetch_fear_greed,
     fetch_stablecoin_supply,
     fetch_trending,
@@ -42,6 +42,7 @@ def context_sources(config: DerivativesConfig) -> tuple[tuple[str, str, SourceTi
         ("fear_greed", "Fear & Greed", c.fear_greed),
         ("news_summary", "trending coins", c.trending),
         ("etf_flow", "BTC ETF flow", c.etf_flow),
+        ("paxg", "PAXG (gold hedge)", c.paxg),
     )
 
 
@@ -62,7 +63,6 @@ def build_context_fields(
     exchange: Any,
     *,
     liquidations: LiquidationWindow | None = None,
-    etf_provider: EtfFlowProvider | None = None,
 ) -> list[ContextField]:
     binance = BinanceDerivatives(exchange, tickers)
     c = config
@@ -76,7 +76,8 @@ def build_context_fields(
         "stablecoin_supply": lambda: fetch_stablecoin_supply(c.defillama_base_url),
         "fear_greed": lambda: fetch_fear_greed(c.fng_base_url),
         "news_summary": lambda: fetch_trending(c.coingecko_base_url),
-        "etf_flow": lambda: fetch_etf_flow(etf_provider),
+        "etf_flow": lambda: fetch_etf_flow(c.etf_flow_url, clock.now_ms()),
+        "paxg": lambda: fetch_paxg(c.binance_spot_url, clock.now_ms()),
     }
     return cached_fields(config, clock, lambda field, _name: fetches[field])
 

@@ -1,4 +1,6 @@
-"""Context from outside Binance: Fear & Greed, stablecoin supply, trending coins, BTC ETF flow.
+"""Context from outside Binance: Fear & Greed, stablecoin supply, trending coins.
+
+(BTC ETF flow: ``derivatives.etf_flow``.)
 
 Each ``fetch_*`` asks one public, key-less API and returns the snapshot field's value, raising the
 ``derivatives.cache`` errors on failure (``CachedSource`` turns them into reasons). Base URLs come
@@ -11,7 +13,6 @@ digits, spaces and a few punctuation marks survive, each name is bounded, and th
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,7 +28,6 @@ NAME_MAX_CHARS: Final = 32
 SYMBOL_MAX_CHARS: Final = 12
 TRENDING_MAX_COINS: Final = 10
 _ALLOWED_PUNCTUATION: Final = frozenset(" -._()&'")
-NO_ETF_PROVIDER: Final = "no BTC ETF flow provider configured (optional source)"
 
 
 class _Lenient(BaseModel):
@@ -166,18 +166,6 @@ def clean_text(text: str, max_chars: int) -> str:
     return " ".join("".join(kept).split())[:max_chars].strip()
 
 
-# -- BTC ETF flow --------------------------------------------------------------------------------
-
-EtfFlowProvider = Callable[[], Awaitable[dict[str, Any]]]
-
-
-async def fetch_etf_flow(provider: EtfFlowProvider | None) -> dict[str, Any]:
-    """The configured provider's latest daily flow; without one the field is unavailable."""
-    if provider is None:
-        raise SourceNotAvailableError(NO_ETF_PROVIDER)
-    return await provider()
-
-
 def _configured(base_url: str | None, what: str) -> str:
     if base_url is None:
         raise SourceNotAvailableError(f"{what}: no base URL configured (source disabled)")
@@ -190,11 +178,8 @@ def _url(base_url: str, path: str) -> str:
 
 __all__ = [
     "FNG_WHAT",
-    "NO_ETF_PROVIDER",
-    "EtfFlowProvider",
     "clean_text",
     "fear_greed_from_payload",
-    "fetch_etf_flow",
     "fetch_fear_greed",
     "fetch_stablecoin_supply",
     "fetch_trending",

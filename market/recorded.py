@@ -50,6 +50,22 @@ def load_klines(ticker: str, interval: str, data_dir: Path | None = None) -> pd.
     return frame
 
 
+def load_spot_klines(symbol: str, interval: str, data_dir: Path | None = None) -> pd.DataFrame:
+    """Recorded Binance SPOT klines of ``symbol`` (``PAXGUSDT``) at ``interval`` (1h or 4h)."""
+    path = (data_dir or default_data_dir()) / "binance-spot" / f"{symbol}-{interval}.csv.gz"
+    if not path.is_file():
+        raise DataUnavailableError(
+            f"no recorded spot {interval} klines for {symbol}: {path} missing"
+        )
+    frame = pd.read_csv(
+        path,
+        dtype={"open_time_ms": np.int64, **dict.fromkeys(OHLCV_COLUMNS, np.float64)},
+    )
+    frame = frame.set_index("open_time_ms").sort_index()
+    _check_ohlcv(frame, path)
+    return frame
+
+
 def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     """Recorded funding: index ``funding_time_ms``, column ``funding_rate`` (per 8 h)."""
     path = (

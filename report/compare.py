@@ -2,16 +2,20 @@
 
 Relative change = (b - a) / |a| x 100, in percent; "n/a" when either side is missing or a is 0.
 For figures that are already percentages the absolute difference in points is shown as well,
-since a relative change of a return near zero says little.
+since a relative change of a return near zero says little. The table opens with what each run was
+asked (span, tickers, decider, seed, data dir, memory, config digest: "same", "differs", or "n/a"
+where a run has no record) and shows buy-and-hold of each ticker beside the runs' own figures.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from report.figures import DeciderCount, Report, build_report
+from report.params import RunParameters
 
 _Pick = Callable[[Report], float | int]
 
@@ -33,6 +37,11 @@ _FIGURES: Final = (
     ("exposure time %", "exposure_time_pct", True),
     ("span days", "span_days", False),
 )
+_HOLD_FIGURES: Final = (
+    ("return %", "total_return_pct", True),
+    ("max drawdown %", "max_drawdown_pct", True),
+    ("Sharpe", "sharpe", False),
+)
 
 
 def compare_reports(a: Report, b: Report) -> str:
@@ -40,6 +49,17 @@ def compare_reports(a: Report, b: Report) -> str:
     rows: list[tuple[str, str, str, str]] = []
     for label, field, is_pct in _FIGURES:
         rows.append(_row(label, getattr(a.metrics, field), getattr(b.metrics, field), is_pct))
+    for ticker in sorted(set(a.buy_and_hold_figures) | set(b.buy_and_hold_figures)):
+        hold_a, hold_b = a.buy_and_hold_figures.get(ticker), b.buy_and_hold_figures.get(ticker)
+        for label, field, is_pct in _HOLD_FIGURES:
+            rows.append(
+                _row(
+                    f"buy-and-hold {ticker} {label}",
+                    getattr(hold_a, field) if hold_a is not None else None,
+                    getattr(hold_b, field) if hold_b is not None else None,
+                    is_pct,
+                )
+            )
     for label, pick in _activity_figures():
         rows.append(_row(label, pick(a), pick(b), False))
     for layer in sorted(set(a.gate_passes) | set(b.gate_passes)):
@@ -50,6 +70,7 @@ def compare_reports(a: Report, b: Report) -> str:
         rows.append(_row(f"decided by {who}", _decided(a, who), _decided(b, who)))
     header = ("figure", "a", "b", "change")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    rows = [*_parameter_rows(a, b), *rows]
     lines = [f"a: {a.run_dir}", f"b: {b.run_dir}", ""]
     for row in [header, *rows]:
         lines.append(
@@ -59,6 +80,47 @@ def compare_reports(a: Report, b: Report) -> str:
             ).rstrip()
         )
     return "\n".join(lines) + "\n"
+
+
+def _parameter_rows(a: Report, b: Report) -> list[tuple[str, str, str, str]]:
+    """What each run was asked, with "same" or "differs" (n/a where a run has no record)."""
+    rows = []
+    for label, pick in _PARAMETERS:
+        text_a, text_b = pick(a.parameters), pick(b.parameters)
+        same = "n/a" if "n/a" in (text_a, text_b) else ("same" if text_a == text_b else "differs")
+        rows.append((label, text_a, text_b, same))
+    return rows
+
+
+def _span(p: RunParameters) -> str:
+    if p.from_ms is None or p.to_ms is None:
+        return "n/a"
+    return f"{_day(p.from_ms)}..{_day(p.to_ms)}"
+
+
+def _day(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, tuple):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+_PARAMETERS: Final[tuple[tuple[str, Callable[[RunParameters], str]], ...]] = (
+    ("span", _span),
+    ("tickers", lambda p: _text(p.tickers)),
+    ("decider", lambda p: _text(p.decider)),
+    ("seed", lambda p: _text(p.seed)),
+    ("data dir", lambda p: _text(p.data_dir)),
+    ("memory", lambda p: _text(p.memory)),
+    ("config digest", lambda p: _text(p.config_digest)),
+)
 
 
 def compare_runs(a_dir: Path, b_dir: Path) -> str:

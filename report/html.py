@@ -18,11 +18,19 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from report.figures import Point, Report, TradeMarker, build_report, report_json_bytes
+from report.tables import (
+    days_table,
+    hold_table,
+    metrics_table,
+    months_table,
+    parameters_table,
+    stamp,
+    table,
+)
 from state.atomic import atomic_write_bytes
 
 CHART_WIDTH: Final = 900
@@ -85,6 +93,8 @@ def render_html(report: Report) -> str:
         f"<h1>vigil run report</h1><p class='note'>{e(report.run_dir)}</p>",
     ]
     parts += [f"<p class='note'>{e(note)}</p>" for note in report.notes]
+    parts.append("<h2>Run</h2>")
+    parts.append(parameters_table(report.parameters))
     if report.empty:
         parts.append(
             "<p><strong>Nothing to report: this run has no decisions and no trades.</strong></p>"
@@ -95,135 +105,29 @@ def render_html(report: Report) -> str:
         parts.append("<h2>Drawdown</h2>")
         parts.append(_drawdown_chart(report.drawdown_pct))
     parts.append("<h2>Figures</h2>")
-    parts.append(_metrics_table(report))
+    parts.append(metrics_table(report))
+    parts.append("<h2>Run against buy-and-hold</h2>")
+    parts.append(hold_table(report))
     parts.append("<h2>Who decided</h2>")
     parts.append(
-        _table(
+        table(
             ("decided by", "reason", "decisions"),
             [(d.decided_by, d.decider_reason, str(d.decisions)) for d in report.deciders],
         )
     )
     parts.append("<h2>Gate passes per layer</h2>")
-    parts.append(_table(("layer", "passes"), [(k, str(v)) for k, v in report.gate_passes.items()]))
+    parts.append(table(("layer", "passes"), [(k, str(v)) for k, v in report.gate_passes.items()]))
     parts.append("<h2>Per month (UTC)</h2>")
-    parts.append(_months_table(report))
+    parts.append(months_table(report))
     parts.append(
         f"<details><summary>Per day (UTC): {len(report.days):,} days</summary>"
-        f"{_days_table(report)}</details>"
+        f"{days_table(report)}</details>"
     )
     if report.ledger is not None:
         parts.append("<h2>Paper ledger (final)</h2>")
-        parts.append(_table(("figure", "value"), sorted(report.ledger.items())))
+        parts.append(table(("figure", "value"), sorted(report.ledger.items())))
     parts.append("</body></html>\n")
     return "\n".join(parts)
-
-
-# --- tables -----------------------------------------------------------------------------------
-
-
-def _fmt(value: float | int | None, unit: str = "", digits: int = 2) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, int):
-        return f"{value:,}{unit}"
-    return f"{value:,.{digits}f}{unit}"
-
-
-def _metrics_table(report: Report) -> str:
-    m = report.metrics
-    rows = [
-        ("start equity", _fmt(m.start_equity_usd, " USD"), "start_equity_usd"),
-        ("end equity", _fmt(m.end_equity_usd, " USD"), "end_equity_usd"),
-        ("total return", _fmt(m.total_return_pct, " %", 3), "total_return_pct"),
-        ("CAGR", _fmt(m.cagr_pct, " %"), "cagr_pct"),
-        ("Sharpe (daily, 365 d)", _fmt(m.sharpe), "sharpe"),
-        ("Sortino (daily, 365 d)", _fmt(m.sortino), "sortino"),
-        ("max drawdown", _fmt(m.max_drawdown_pct, " %", 3), "max_drawdown_pct"),
-        ("turnover", _fmt(m.turnover, " x", 3), "turnover"),
-        ("trades (fills)", _fmt(m.trades), "trades"),
-        ("round trips", _fmt(m.round_trips), "round_trips"),
-        ("win rate", _fmt(m.win_rate_pct, " %", 1), "win_rate_pct"),
-        ("fees paid", _fmt(m.fees_usd, " USD", 4), "fees_usd"),
-        ("realised PnL (fees apart)", _fmt(m.realised_pnl_usd, " USD", 4), "realised_pnl_usd"),
-        ("exposure time", _fmt(m.exposure_time_pct, " %", 1), "exposure_time_pct"),
-        ("span", _fmt(m.span_days, " days", 2), "span_days"),
-        ("agent calls", _fmt(sum(d.agent_calls for d in report.days)), ""),
-        ("agent failures", _fmt(sum(d.agent_failures for d in report.days)), ""),
-        ("tokens", _fmt(sum(d.tokens for d in report.days)), ""),
-        ("agent cost", _fmt(sum(d.cost_usd for d in report.days), " USD", 4), ""),
-    ]
-    body = [(label, value, report.unavailable.get(key, "")) for label, value, key in rows]
-    return _table(("figure", "value", "why n/a"), body)
-
-
-def _months_table(report: Report) -> str:
-    header = (
-        "month",
-        "end equity USD",
-        "return",
-        "active days",
-        "decisions",
-        "reviews",
-        "agent calls",
-        "agent failures",
-        "tokens",
-        "cost USD",
-    )
-    rows = [
-        (
-            m.month,
-            _fmt(m.end_equity_usd),
-            "n/a" if m.return_pct is None else f"{m.return_pct:+,.2f} %",
-            str(m.active_days),
-            f"{m.decisions:,}",
-            f"{m.reviews:,}",
-            f"{m.agent_calls:,}",
-            f"{m.agent_failures:,}",
-            f"{m.tokens:,}",
-            f"{m.cost_usd:.4f}",
-        )
-        for m in report.months
-    ]
-    return _table(header, rows)
-
-
-def _days_table(report: Report) -> str:
-    return _table(
-        ("day", "decisions", "reviews", "agent calls", "agent failures", "tokens", "cost USD"),
-        [
-            (
-                d.day,
-                str(d.decisions),
-                str(d.reviews),
-                str(d.agent_calls),
-                str(d.agent_failures),
-                str(d.tokens),
-                f"{d.cost_usd:.4f}",
-            )
-            for d in report.days
-        ],
-    )
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    e = html.escape
-    head = "".join(f"<th>{e(h)}</th>" for h in header)
-    # a wide table scrolls inside its box instead of widening the page on a narrow window
-    lines = [f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>"]
-    for row in rows:
-        cells = "".join(
-            f"<td class='num'>{e(c)}</td>" if _numeric(c) else f"<td>{e(c)}</td>" for c in row
-        )
-        lines.append(f"<tr>{cells}</tr>")
-    if not rows:
-        lines.append(f"<tr><td colspan='{len(header)}' class='note'>none</td></tr>")
-    lines.append("</tbody></table></div>")
-    return "".join(lines)
-
-
-def _numeric(text: str) -> bool:
-    head = text.split(" ", maxsplit=1)[0].replace(",", "").lstrip("-+")
-    return head.replace(".", "", 1).isdigit()
 
 
 # --- scales and axes --------------------------------------------------------------------------
@@ -289,13 +193,9 @@ def _axes(scale: _Scale, unit: str) -> str:
     for at_ms, anchor in ((scale.t0, "start"), (scale.t1, "end")):
         parts.append(
             f"<text x='{scale.x(at_ms):.1f}' y='{scale.height - 6}' font-size='{LABEL_FONT_PX}' "
-            f"text-anchor='{anchor}'>{e(_stamp(at_ms))}</text>"
+            f"text-anchor='{anchor}'>{e(stamp(at_ms))}</text>"
         )
     return "".join(parts)
-
-
-def _stamp(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%MZ")
 
 
 def _svg(height: int, label: str, body: str) -> str:
@@ -426,7 +326,7 @@ def _side_colour(side: str) -> str:
 
 def _title(group: _MarkerGroup) -> str:
     shown = [
-        f"{m.side} {m.quantity:g} {m.ticker} @ {m.price:g} ({_stamp(m.at_ms)})"
+        f"{m.side} {m.quantity:g} {m.ticker} @ {m.price:g} ({stamp(m.at_ms)})"
         for m in group.fills[:MARKER_TITLE_FILLS]
     ]
     if len(group.fills) > MARKER_TITLE_FILLS:

@@ -7,6 +7,8 @@ Unknown keys and wrong types refuse to start with a message naming the field and
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import tomllib
@@ -181,6 +183,16 @@ class Settings(BaseSettings):
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+    def digest(self) -> str:
+        """16 hex digits of the effective config that shapes a run's decisions: secrets only as
+        set / not set; the state dir, config file path and log level left out (the same
+        settings in another folder, or more verbose, are the same experiment)."""
+        data = self.redacted()
+        for name in ("state_dir", "config_file", "log_level"):
+            data.pop(name, None)
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
     def redacted(self) -> dict[str, Any]:
         """The effective config as plain data, secrets shown only as set / not set."""

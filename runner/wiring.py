@@ -286,8 +286,8 @@ def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports)
 
 
 def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> DerivativesConfig:
-    """Against the simulator: Fear & Greed from its /fng/; outside web sources off (no network),
-    each said so in the snapshot."""
+    """Against the simulator: Fear & Greed from its /fng/, PAXG from its /api/v3/klines; outside
+    web sources off (no network), each said so in the snapshot."""
     if sim_rest_url is None:
         return config
     return config.model_copy(
@@ -295,6 +295,8 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
             "fng_base_url": sim_rest_url,
             "defillama_base_url": None,
             "coingecko_base_url": None,
+            "etf_flow_url": None,
+            "binance_spot_url": sim_rest_url,  # PAXGUSDT from the recording
         }
     )
 

@@ -7,8 +7,11 @@ timing policy, so the monitor, the snapshot and their reasons behave as live:
   ``sim.inprocess.RecordedPremiumIndex`` (the simulator's premiumIndex payload at the clock's now);
 - ``fear_greed``: the recorded index's /fng/ answer at now (``FearGreedBook``, what the simulator
   serves), read by the live parser ``fear_greed_from_payload``;
-- every other field is not in the recording (only OHLCV, funding and Fear & Greed were recorded):
-  unavailable with ``NOT_RECORDED`` as the reason, never an invented number.
+- ``paxg`` (the gold hedge): the recorded PAXGUSDT spot klines closed at now
+  (``sim.recorded_spot``, what the simulator's /api/v3/klines serves), read by the live parser
+  ``derivatives.hedge.paxg_from_klines``; outside the recording it is unavailable;
+- every other field is not in the recording (only OHLCV, funding, Fear & Greed and PAXG spot
+  were recorded): unavailable with ``NOT_RECORDED`` as the reason, never an invented number.
 """
 
 from __future__ import annotations
@@ -20,14 +23,18 @@ from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import SourceNotAvailableError
 from derivatives.config import DerivativesConfig
+from derivatives.hedge import KLINES_ASKED, PAXG_SYMBOL, paxg_from_klines
 from derivatives.monitor import ContextField
 from derivatives.sources import Fetch, cached_fields
 from derivatives.web_sources import fear_greed_from_payload
 from sim.feed import SimFeed
 from sim.inprocess import RecordedPremiumIndex
+from sim.recorded_spot import RecordedSpotKlines
 from sim.rest_payloads import FearGreedBook
 
-NOT_RECORDED: Final = "not in the recording: it holds OHLCV, funding and Fear & Greed only"
+NOT_RECORDED: Final = (
+    "not in the recording: it holds OHLCV, funding, Fear & Greed and PAXG spot klines only"
+)
 FNG_WHAT: Final = "Fear & Greed (recorded alternative.me index)"
 
 
@@ -44,6 +51,7 @@ def build_recorded_context_fields(
     tickers: Sequence[str],
     feed: SimFeed,
     fear_greed: FearGreedBook,
+    spot: RecordedSpotKlines,
 ) -> list[ContextField]:
     binance = BinanceDerivatives(RecordedPremiumIndex(feed, clock), tickers)
 
@@ -51,9 +59,17 @@ def build_recorded_context_fields(
         payload = fear_greed.answer({"limit": "1"}, clock.now_ms() // 1000)
         return fear_greed_from_payload(payload, what=FNG_WHAT)
 
+    async def paxg_now() -> dict[str, Any]:
+        now_ms = clock.now_ms()
+        hourly, four_hourly = (
+            spot.answer(PAXG_SYMBOL, timeframe, KLINES_ASKED, now_ms) for timeframe in ("1h", "4h")
+        )
+        return paxg_from_klines(hourly, four_hourly, now_ms)
+
     recorded: dict[str, Fetch] = {
         "funding_rates": binance.fetch_funding_rates,
         "fear_greed": fear_greed_now,
+        "paxg": paxg_now,
     }
     return cached_fields(
         config, clock, lambda field, name: recorded.get(field) or _not_recorded(name)

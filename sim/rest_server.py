@@ -24,6 +24,8 @@ Served (GET, Binance shapes, the paths ccxt's ``binanceusdm`` calls):
   at or after now - 24 h, plus the bar in progress). ``quoteVolume``, ``weightedAvgPrice``,
   ``lastQty``, ``count``, ``firstId``, ``lastId`` are not recorded: sent as zeros.
 - ``/fapi/v1/ticker/price``.
+- ``/api/v3/klines`` (Binance SPOT) for PAXGUSDT 1h / 4h, the gold hedge's recorded spot candles:
+  closed candles only (``sim.recorded_spot``); other symbols -1121, other intervals -1120.
 - ``/fng/`` shaped like alternative.me (``limit``, 0 = all; ``date_format`` us/cn/kr/world):
   the values at or before sim now, newest first. A daily value is current for 24 h; once the
   recording is over (after 2025-06-26) or before it starts, the answer is alternative.me's error
@@ -63,6 +65,7 @@ from market.recorded import load_fear_greed, load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import BAR_MS, KlineState, SimFeed
 from sim.orders import SimOrders
+from sim.recorded_spot import SPOT_INTERVALS, SPOT_SYMBOLS, RecordedSpotKlines
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
 from sim.rest_payloads import (
     FearGreedBook,
@@ -194,6 +197,7 @@ class RestServer:
             )
         fng = load_fear_greed(data_dir)
         self._fear_greed_book = FearGreedBook(fng)
+        self._spot = RecordedSpotKlines(data_dir)
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
         self.orders = SimOrders(clock, feed)  # signed order endpoints (sim/orders.py)
@@ -221,6 +225,7 @@ class RestServer:
             "/fapi/v1/ticker/price": self._ticker_price,
             "/fng/": self._fear_greed,
             "/fng": self._fear_greed,
+            "/api/v3/klines": self._spot_klines,
         }
         for path in _NOT_RECORDED:
             routes[path] = self._not_recorded
@@ -363,6 +368,23 @@ class RestServer:
         return _json(
             exchange_info(self._clock.now_ms(), self.limiter.limit_1m, self._symbols, self._feed)
         )
+
+    async def _spot_klines(self, request: web.Request) -> web.Response:
+        """Binance SPOT klines of the recorded spot symbols (PAXGUSDT), closed candles only.
+        Spot is not /fapi: no USDⓈ-M weight is charged, so errors are answered here."""
+        query = request.query
+        symbol, interval = query.get("symbol", ""), query.get("interval", "")
+        try:
+            if symbol not in SPOT_SYMBOLS:
+                raise ApiError(-1121, "Invalid symbol.")
+            if interval not in SPOT_INTERVALS:
+                raise ApiError(-1120, "Invalid interval.")
+            limit = _int_param(query, "limit", KLINES_DEFAULT_LIMIT) or 0
+            if limit < 1:
+                raise ApiError(-1130, "Data sent for parameter 'limit' is not valid.")
+        except ApiError as exc:
+            return exc.response()
+        return _json(self._spot.answer(symbol, interval, min(limit, 1000), self._clock.now_ms()))
 
     async def _klines(self, request: web.Request) -> web.Response:
         query = request.query

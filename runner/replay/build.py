@@ -7,8 +7,8 @@ implementation) and never anything after the clock's now:
 
 - ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener;
 - OHLCV (warm-up seed, 4h history for the regimes): ``sim.inprocess.RecordedOhlcvExchange``;
-- derivatives context: ``sim.recorded_sources`` (funding and Fear & Greed recorded; the
-  rest reported unavailable, as against the simulator).
+- derivatives context: ``sim.recorded_sources`` (funding, Fear & Greed and PAXG spot recorded;
+  the rest reported unavailable, as against the simulator).
 
 What replay changes on purpose, and why:
 - the clock is a ``VirtualClock`` moved by ``runner.replay.driver.ReplayDriver``;
@@ -53,6 +53,7 @@ from runner.wiring import (
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange
 from sim.recorded_sources import build_recorded_context_fields
+from sim.recorded_spot import RecordedSpotKlines
 from sim.recorded_ticks import RecordedTicks
 from sim.rest_payloads import FearGreedBook
 
@@ -222,7 +223,8 @@ def replay_ports(
 
     def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
         fear_greed = FearGreedBook(load_fear_greed(settings.data_dir))
-        return build_recorded_context_fields(config, clock, tickers, feed, fear_greed)
+        spot = RecordedSpotKlines(settings.data_dir)
+        return build_recorded_context_fields(config, clock, tickers, feed, fear_greed, spot)
 
     return Ports(
         exchange=RecordedOhlcvExchange(feed, clock),

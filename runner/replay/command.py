@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
+from market.recorded import default_data_dir
 from report.html import write_report
 from runner.app import warm_up_paths
 from runner.config import Settings
@@ -203,6 +204,8 @@ def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
         "decider": options.decider,
         "memory": options.memory,
         "seed": options.seed,
+        "data_dir": str((replay.settings.data_dir or default_data_dir()).resolve()),
+        "config_digest": replay.settings.digest(),
         "update_interval_ms": options.update_interval_ms,
         "finished": outcome.finished,
         "wall_secs": round(outcome.wall_secs, 3),

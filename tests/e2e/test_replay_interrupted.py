@@ -65,3 +65,10 @@ def test_an_interrupted_replay_keeps_a_whole_run_folder_and_reports_it(tmp_path:
     last_ms = max(int(r["at_ms"]) for r in records)
     assert report["equity"][-1]["at_ms"] >= last_ms  # the report covers what was replayed
     assert (run_dir / "report.html").is_file()
+    # what was asked, in replay.json and back in the report
+    assert replayed["data_dir"] == str((REPO / "data").resolve())
+    assert len(replayed["config_digest"]) == 16
+    asked = report["parameters"]
+    assert asked["source"] == "replay.json" and asked["unavailable"] == {}
+    assert asked["config_digest"] == replayed["config_digest"]
+    assert (asked["decider"], asked["memory"], asked["seed"]) == ("fallback", True, 42)

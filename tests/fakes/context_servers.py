@@ -1,10 +1,14 @@
-"""Fake context providers on loopback: Binance futures data, alternative.me, DeFiLlama, CoinGecko.
+"""Fake context providers on loopback: Binance futures data, alternative.me, DeFiLlama, CoinGecko,
+Binance spot klines (PAXGUSDT) and Farside's BTC ETF flow page.
 
 One aiohttp server answers every provider's path in that provider's documented response shape, so
 one base URL serves as Binance's ``fapi`` (through ccxt's re-pointed URLs) and as each web API's
 base. Binance bodies are the 2-row examples of Binance's USDⓈ-M docs (``timestamp`` as the
-string the docs show); the DeFiLlama / CoinGecko / Fear & Greed numbers are TEST FIXTURES, not
-market data. Each path can be switched to fail: ``"429"``/``"418"`` (with ``Retry-After``),
+string the docs show); the DeFiLlama / CoinGecko / Fear & Greed / PAXG / ETF-flow numbers are TEST
+FIXTURES, not market data. The Farside page follows the real page's structure (a ``table.etf``:
+a row of issuers, a row of tickers ending in "Total", a fee row, one row per day with
+``<span class="tabletext">`` cells, outflows in parentheses, "-" where a fund has no figure, and
+the summary rows after the days). Each path can be switched to fail: ``"429"``/``"418"`` (with ``Retry-After``),
 ``"500"``, ``"html"`` (a 200 that is not JSON), ``"wrong_shape"`` (valid JSON, wrong fields),
 ``"hang"`` (never answers until the server stops), ``"not_available"`` (the simulator's 404 -1020).
 """
@@ -26,6 +30,12 @@ BASIS: Final = "/futures/data/basis"
 FNG: Final = "/fng/"
 STABLECOINS: Final = "/stablecoins"
 TRENDING: Final = "/api/v3/search/trending"
+SPOT_KLINES: Final = "/api/v3/klines"
+FARSIDE: Final = "/bitcoin-etf-flow-all-data/"
+#: the fake Farside page's latest reported day and its figures (US$ millions)
+ETF_LATEST_DAY: Final = "2025-02-28"
+ETF_LATEST_TOTAL: Final = 94.3
+ETF_SUM_5D: Final = -371.6 + -937.9 + -754.6 + -275.0 + 94.3
 
 #: Binance's documented forceOrder example (USDⓈ-M "Liquidation Order Streams")
 FORCE_ORDER_DOC_ORDER: Final[dict[str, object]] = {
@@ -217,6 +227,126 @@ def trending() -> dict[str, Any]:
     }
 
 
+_FUNDS: Final = (
+    "IBIT",
+    "FBTC",
+    "BITB",
+    "ARKB",
+    "BTCO",
+    "EZBC",
+    "BRRR",
+    "HODL",
+    "BTCW",
+    "GBTC",
+    "BTC",
+)
+_ISSUERS: Final = (
+    "Blackrock", "Fidelity", "Bitwise", "Ark", "Invesco", "Franklin", "Valkyrie", "VanEck",
+    "WTree", "Grayscale", "Grayscale",
+)  # fmt: skip
+# (day, per fund in _FUNDS order, total): "-" no figure, "(x)" an outflow
+_ETF_ROWS: Final = (
+    (
+        "21 Feb 2025",
+        ("(10.0)", "(5.0)", "-", "(3.1)", "0.0", "0.0", "0.0", "(1.0)", "0.0", "(20.0)", "(1.0)"),
+        "(40.1)",
+    ),
+    (
+        "24 Feb 2025",
+        ("(158.6)", "(247.0)", "-", "-", "0.0", "0.0", "0.0", "0.0", "0.0", "(46.0)", "80.0"),
+        "(371.6)",
+    ),
+    (
+        "25 Feb 2025",
+        (
+            "(164.4)",
+            "(344.7)",
+            "(88.4)",
+            "(60.6)",
+            "(2.1)",
+            "0.0",
+            "0.0",
+            "(31.2)",
+            "0.0",
+            "(142.7)",
+            "(103.8)",
+        ),
+        "(937.9)",
+    ),
+    (
+        "26 Feb 2025",
+        (
+            "(418.1)",
+            "(145.7)",
+            "(1.0)",
+            "(43.9)",
+            "0.0",
+            "0.0",
+            "0.0",
+            "(28.4)",
+            "0.0",
+            "(60.3)",
+            "(57.2)",
+        ),
+        "(754.6)",
+    ),
+    (
+        "27 Feb 2025",
+        (
+            "(82.5)",
+            "(108.8)",
+            "0.0",
+            "(62.1)",
+            "0.0",
+            "0.0",
+            "0.0",
+            "(3.1)",
+            "0.0",
+            "(18.5)",
+            "0.0",
+        ),
+        "(275.0)",
+    ),
+    (
+        "28 Feb 2025",
+        ("(1.0)", "5.0", "0.0", "94.3", "0.0", "0.0", "0.0", "0.0", "0.0", "(4.0)", "0.0"),
+        "94.3",
+    ),
+    ("3 Mar 2025", ("-",) * 11, "-"),  # listed before its figures arrive
+)
+
+
+def farside_page() -> str:
+    def cells(tag: str, texts: tuple[str, ...]) -> str:
+        return "".join(f'<{tag}><span class="tabletext">{t}</span></{tag}>' for t in texts)
+
+    head = [
+        "<tr>" + cells("th", ("", *_ISSUERS, "")) + "</tr>",
+        "<tr>" + cells("th", ("", *_FUNDS, "Total")) + "</tr>",
+        "<tr>" + cells("th", ("Fee", *("0.25%",) * 11, "")) + "</tr>",
+    ]
+    body = ["<tr>" + cells("td", (day, *funds, total)) + "</tr>" for day, funds, total in _ETF_ROWS]
+    for label in ("Total", "Average", "Maximum", "Minimum"):
+        body.append("<tr>" + cells("td", (label, *("1.0",) * 11, "11.0")) + "</tr>")
+    return (
+        "<!DOCTYPE html><html><head><title>Bitcoin ETF Flow - All Data - Farside Investors</title>"
+        '</head><body><div class="entry-content"><p>All data in US$m</p><table class="etf">'
+        f"<thead>{''.join(head)}</thead><tbody>{''.join(body)}</tbody></table>"
+        "<p>Source: Farside Investors</p></div></body></html>"
+    )
+
+
+def paxg_klines(interval: str) -> list[list[Any]]:
+    """Three PAXGUSDT spot klines ending at 2025-03-01T00:00Z, as /api/v3/klines sends them."""
+    step = 3_600_000 if interval == "1h" else 14_400_000
+    closes = ("2858.10", "2861.40", "2859.95")
+    first = 1_740_787_200_000 - 3 * step
+    return [
+        [first + i * step, c, c, c, c, "12.5", first + (i + 1) * step - 1, "0", 40, "0", "0", "0"]
+        for i, c in enumerate(closes)
+    ]
+
+
 class ContextServers:
     """The fake providers on 127.0.0.1; ``mode[path]`` switches a path's answer."""
 
@@ -240,6 +370,8 @@ class ContextServers:
             FNG,
             STABLECOINS,
             TRENDING,
+            SPOT_KLINES,
+            FARSIDE,
         ):
             app.router.add_get(path, self._handle)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.05)
@@ -280,10 +412,12 @@ class ContextServers:
         if mode == "wrong_shape":
             return _json(
                 {"unexpected": True}
-                if path in (FNG, STABLECOINS, TRENDING, PREMIUM_INDEX)
+                if path in (FNG, STABLECOINS, TRENDING, PREMIUM_INDEX, FARSIDE)
                 else [{"symbol": "BTCUSDT"}],
                 200,
             )
+        if path == FARSIDE:
+            return web.Response(text=farside_page(), content_type="text/html")
         return _json(self._ok(path, request.query), 200)
 
     def _ok(self, path: str, query: Any) -> Any:
@@ -315,6 +449,8 @@ class ContextServers:
             return fear_greed()
         if path == STABLECOINS:
             return stablecoins()
+        if path == SPOT_KLINES:
+            return paxg_klines(query.get("interval", "1h"))
         return trending()
 
 

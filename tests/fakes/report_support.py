@@ -102,7 +102,9 @@ EXPECTED: Final = {
     "win_rate_pct": 200 / 3,  # ETH +95.9 and BTC +244.75 win, BTC -254.75 loses
     "turnover": 14_100 / 10_190,  # notional / mean of the five equity points
     "exposure_time_pct": 50.0,  # open from day 0 12:00 to day 2 12:00 of 4 days
-    "daily_closes": [10_500.0, 9_450.0, 9_975.0, 11_025.0],  # last per UTC day (day 3 has none)
+    # the starting equity, then the last value per UTC day (day 3 has none): four daily returns,
+    # the first (day 0's close against the start, +5 %) included
+    "daily_closes": [10_000.0, 10_500.0, 9_450.0, 9_975.0, 11_025.0],
 }
 
 

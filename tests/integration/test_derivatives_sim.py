@@ -21,7 +21,6 @@ from derivatives.config import DerivativesConfig
 from derivatives.liquidations import NOT_CONNECTED
 from derivatives.monitor import DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
-from derivatives.web_sources import NO_ETF_PROVIDER
 from gate.metrics import MetricBoard
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
@@ -61,6 +60,8 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
         fng_base_url=server.url,
         defillama_base_url=None,
         coingecko_base_url=None,
+        binance_spot_url=server.url,
+        etf_flow_url=None,
     )
     exchange = make_binanceusdm(server.url)
     exchange.timeout_on_exit = 0  # plain HTTP on loopback: no TLS shutdown to wait for
@@ -91,10 +92,15 @@ async def test_snapshot_has_recorded_funding_and_fear_greed_and_reasons_for_the_
         assert getattr(snapshot, name) is None
         assert NOT_RECORDED in snapshot.unavailable[name], snapshot.unavailable[name]
     assert snapshot.liquidations is None and snapshot.unavailable["liquidations"] == NOT_CONNECTED
-    assert snapshot.etf_flow is None and snapshot.unavailable["etf_flow"] == NO_ETF_PROVIDER
+    assert snapshot.etf_flow is None
+    assert "no URL configured" in snapshot.unavailable["etf_flow"]
     assert "no base URL configured" in snapshot.unavailable["stablecoin_supply"]
     assert "no base URL configured" in snapshot.unavailable["news_summary"]
     assert server.requests["/fapi/v1/premiumIndex"] == 1
+    # the gold hedge from the sim's recorded spot klines (12:00 .. 12:34 is in progress)
+    assert snapshot.paxg is not None and "paxg" not in snapshot.unavailable
+    assert snapshot.paxg["price_at_ms"] == NOW_MS - 34 * 60_000 - 1
+    assert "PAXG/USDT" not in snapshot.tickers  # context, not a traded ticker
 
 
 async def test_after_the_fear_greed_recording_ends_it_is_null_with_the_sims_reason(
@@ -107,6 +113,8 @@ async def test_after_the_fear_greed_recording_ends_it_is_null_with_the_sims_reas
             fng_base_url=server.url,
             defillama_base_url=None,
             coingecko_base_url=None,
+            binance_spot_url=server.url,
+            etf_flow_url=None,
         )
         exchange = make_binanceusdm(server.url)
         exchange.timeout_on_exit = 0

@@ -10,9 +10,14 @@ from typing import Any
 import pytest
 from fakes.context_servers import (
     BASIS,
+    ETF_LATEST_DAY,
+    ETF_LATEST_TOTAL,
+    ETF_SUM_5D,
+    FARSIDE,
     FNG,
     OPEN_INTEREST_HIST,
     PREMIUM_INDEX,
+    SPOT_KLINES,
     STABLECOINS,
     TAKER_RATIO,
     TOP_LONG_SHORT,
@@ -23,6 +28,8 @@ from fakes.context_servers import (
 from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import CachedSource, CachePolicy
+from derivatives.etf_flow import fetch_etf_flow
+from derivatives.hedge import fetch_paxg
 from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply, fetch_trending
 from market.ccxt_client import make_binanceusdm
 
@@ -112,6 +119,21 @@ def check_trending(v: Any) -> None:
     assert len(v) < 200
 
 
+def check_paxg(v: Any) -> None:
+    assert v["symbol"] == "PAXGUSDT" and v["price"] == 2859.95
+    assert v["return_1h_pct"] == pytest.approx((2859.95 / 2861.40 - 1) * 100)
+    assert v["return_4h_pct"] == v["return_1h_pct"]  # the fake serves the same closes
+
+
+def check_etf_flow(v: Any) -> None:
+    assert v["date"] == ETF_LATEST_DAY  # 3 Mar is listed without figures: not a reported day
+    assert v["net_flow_usd_millions"] == pytest.approx(ETF_LATEST_TOTAL)
+    assert v["sum_5d_usd_millions"] == pytest.approx(ETF_SUM_5D)
+    assert v["by_fund_usd_millions"]["ARKB"] == pytest.approx(94.3)
+    assert v["by_fund_usd_millions"]["GBTC"] == pytest.approx(-4.0)
+    assert "Farside" in v["source"]
+
+
 SOURCES: dict[str, tuple[str, Callable[[Env], Fetch], Callable[[Any], None], str]] = {
     # name: (path, fetch, check of the success value, what a malformed body's reason names)
     "funding": (
@@ -150,6 +172,18 @@ SOURCES: dict[str, tuple[str, Callable[[Env], Fetch], Callable[[Any], None], str
         lambda e: lambda: fetch_stablecoin_supply(e.servers.url),
         check_stablecoins,
         "DeFiLlama",
+    ),
+    "paxg": (
+        SPOT_KLINES,
+        lambda e: lambda: fetch_paxg(e.servers.url, e.clock.now_ms()),
+        check_paxg,
+        "PAXG",
+    ),
+    "etf_flow": (
+        FARSIDE,
+        lambda e: lambda: fetch_etf_flow(e.servers.url + FARSIDE, e.clock.now_ms()),
+        check_etf_flow,
+        "Farside",
     ),
     "trending": (
         TRENDING,

@@ -19,11 +19,13 @@ from test_sim_rest_support import get_json, running_server, shared_feed, sim_exc
 from core.clock import VirtualClock
 from derivatives.cache import SourceNotAvailableError
 from derivatives.config import DerivativesConfig
+from derivatives.hedge import fetch_paxg
 from derivatives.web_sources import fear_greed_from_payload, fetch_fear_greed
 from market.recorded import load_fear_greed
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.inprocess import RecordedOhlcvExchange, RecordedPremiumIndex
 from sim.recorded_sources import FNG_WHAT, build_recorded_context_fields
+from sim.recorded_spot import RecordedSpotKlines
 from sim.rest_payloads import FearGreedBook
 
 START_MS = utc_ms(2025, 3, 1, 12, 34) + 4_321
@@ -119,7 +121,7 @@ async def test_fear_greed_equals_the_sims(both: tuple[VirtualClock, Any, str]) -
     clock, _, url = both
     book = FearGreedBook(load_fear_greed())
     fields = build_recorded_context_fields(
-        DerivativesConfig(), clock, ("BTC/USDT",), shared_feed(), book
+        DerivativesConfig(), clock, ("BTC/USDT",), shared_feed(), book, RecordedSpotKlines()
     )
     fear_greed = next(f.source for f in fields if f.field == "fear_greed")
     async with aiohttp.ClientSession() as http:
@@ -135,3 +137,27 @@ async def test_fear_greed_equals_the_sims(both: tuple[VirtualClock, Any, str]) -
                 continue
             assert got.value == live == fear_greed_from_payload(served)
             assert live["timestamp_ms"] <= now_ms
+
+
+async def test_paxg_equals_the_sims(both: tuple[VirtualClock, Any, str]) -> None:
+    """Replay's hedge field and the live source asking the simulator's /api/v3/klines agree."""
+    clock, _, url = both
+    fields = build_recorded_context_fields(
+        DerivativesConfig(),
+        clock,
+        ("BTC/USDT",),
+        shared_feed(),
+        FearGreedBook(load_fear_greed()),
+        RecordedSpotKlines(),
+    )
+    paxg = next(f.source for f in fields if f.field == "paxg")
+    async for now_ms in instants(clock):
+        got = await paxg.read()
+        live = await fetch_paxg(url, now_ms)
+        assert got.value == live and live["price_at_ms"] < now_ms
+        assert live["return_1h_pct"] is not None and live["return_4h_pct"] is not None
+    async with aiohttp.ClientSession() as http:
+        status, body, _ = await get_json(
+            http, url + "/api/v3/klines", symbol="BTCUSDT", interval="1h"
+        )
+    assert (status, body["code"]) == (400, -1121)

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from fakes.context_servers import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER
+from fakes.context_servers import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER, farside_page
 from hypothesis import given
 from hypothesis import strategies as st
 
 from derivatives.binance import zscore
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
+from derivatives.etf_flow import etf_flow_from_html, fetch_etf_flow
 from derivatives.liquidations import (
     NOT_CONNECTED,
     LiquidationWindow,
     fetch_liquidations,
     parse_force_order,
 )
-from derivatives.web_sources import NO_ETF_PROVIDER, clean_text, fetch_etf_flow
+from derivatives.web_sources import clean_text
 
 DOC_ORDER = FORCE_ORDER_DOC_ORDER
 DOC_FRAME = FORCE_ORDER_DOC_FRAME
@@ -72,17 +73,24 @@ async def test_liquidations_without_a_stream_are_unavailable() -> None:
     assert "not in the recorded data" in NOT_CONNECTED
 
 
-async def test_etf_flow_without_a_provider_is_unavailable() -> None:
-    with pytest.raises(SourceNotAvailableError) as info:
-        await fetch_etf_flow(None)
-    assert str(info.value) == NO_ETF_PROVIDER
+async def test_etf_flow_without_a_url_is_unavailable() -> None:
+    with pytest.raises(SourceNotAvailableError, match="no URL configured"):
+        await fetch_etf_flow(None, 0)
 
 
-async def test_etf_flow_with_a_provider_returns_its_value() -> None:
-    async def provider() -> dict[str, float]:
-        return {"net_flow_usd": -1.5e8}
+def test_etf_flow_of_a_stale_page_is_unavailable_not_todays() -> None:
+    ten_days_later = 1_740_700_800_000 + 10 * 86_400_000  # 28 Feb 2025 + 10 days
+    with pytest.raises(SourceNotAvailableError, match="2025-02-28, 10 days ago"):
+        etf_flow_from_html(farside_page(), ten_days_later)
 
-    assert await fetch_etf_flow(provider) == {"net_flow_usd": -1.5e8}
+
+def test_etf_flow_of_a_page_without_the_table_is_a_failed_attempt() -> None:
+    challenge = "<html><body><h1>Just a moment...</h1><table><tr><td>x</td></tr></table></body>"
+    with pytest.raises(SourceFailedError, match="malformed page"):
+        etf_flow_from_html(challenge, 0)
+    header_only = "<table><tr><th></th><th>IBIT</th><th>Total</th></tr></table>"
+    with pytest.raises(SourceNotAvailableError, match="no reported day"):
+        etf_flow_from_html(header_only, 0)
 
 
 def test_clean_text_drops_control_bidi_and_markup() -> None:

@@ -34,6 +34,7 @@ from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange, RecordedPremiumIndex
 from sim.recorded_sources import NOT_RECORDED, build_recorded_context_fields
+from sim.recorded_spot import RecordedSpotKlines
 from sim.rest_payloads import FearGreedBook
 
 T = TypeVar("T")
@@ -327,7 +328,9 @@ def test_recorded_fields_match_the_live_builder(feed: SimFeed) -> None:
     config = DerivativesConfig()
     clock = VirtualClock(NOW_MS)
     live = build_context_fields(config, clock, TICKERS, exchange=object())
-    replay = build_recorded_context_fields(config, clock, TICKERS, feed, fng_book())
+    replay = build_recorded_context_fields(
+        config, clock, TICKERS, feed, fng_book(), RecordedSpotKlines()
+    )
     assert _live_shape(replay) == _live_shape(live)
 
 
@@ -337,7 +340,9 @@ async def test_monitor_reads_recorded_funding_and_fear_greed_and_reasons_for_the
     config = DerivativesConfig()
     for now_ms in (NOW_MS, 1_740_832_440_000, 1_766_000_000_000):
         clock = VirtualClock(now_ms)
-        fields = build_recorded_context_fields(config, clock, TICKERS, feed, fng_book())
+        fields = build_recorded_context_fields(
+            config, clock, TICKERS, feed, fng_book(), RecordedSpotKlines()
+        )
         reading = await DerivativesMonitor(clock, EventBus(), fields, config=config).poll_once()
 
         expected = {}
@@ -371,3 +376,16 @@ async def test_monitor_reads_recorded_funding_and_fear_greed_and_reasons_for_the
         ):
             assert name not in reading.values
             assert NOT_RECORDED in reading.unavailable[name], reading.unavailable[name]
+        _check_recorded_paxg(reading.values["paxg"], now_ms)
+
+
+def _check_recorded_paxg(paxg: dict[str, Any], now_ms: int) -> None:
+    """The hedge field against the recorded CSVs, read here apart from the code under test:
+    the newest candle closed at now gives the price, it and the one before it the return."""
+    for timeframe, name in (("1h", "return_1h_pct"), ("4h", "return_4h_pct")):
+        frame = pd.read_csv(f"data/binance-spot/PAXGUSDT-{timeframe}.csv.gz")
+        closed = frame[frame["open_time_ms"] + TIMEFRAME_MS[timeframe] <= now_ms]["close"]
+        assert paxg[name] == pytest.approx((closed.iloc[-1] / closed.iloc[-2] - 1) * 100)
+        if timeframe == "1h":
+            assert paxg["price"] == closed.iloc[-1]
+    assert paxg["symbol"] == "PAXGUSDT" and paxg["price_at_ms"] < now_ms

@@ -1,0 +1,56 @@
+"""Recorded Binance spot klines (PAXGUSDT, the gold hedge) answered as ``GET /api/v3/klines``.
+
+Only candles CLOSED at now are answered (open time + interval <= now): the recording holds each
+candle's final values, so serving the candle in progress would hand out a close from the future.
+A symbol or interval that was not recorded, or a time outside the recording, gets no rows; the
+reader (``derivatives.hedge``) then reports the field unavailable. Quote volume, trade count and
+taker volumes were not recorded and are sent as zeros, as the simulator's USDⓈ-M klines are.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from market.recorded import DataUnavailableError, load_spot_klines
+from market.timeframes import TIMEFRAME_MS
+
+SPOT_SYMBOLS: Final = ("PAXGUSDT",)
+SPOT_INTERVALS: Final = ("1h", "4h")
+
+
+class RecordedSpotKlines:
+    def __init__(self, data_dir: Path | None = None) -> None:
+        self._books: dict[tuple[str, str], tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] = {}
+        #: why a recorded series is missing (the data dir lacks its file)
+        self.missing: dict[tuple[str, str], str] = {}
+        for symbol in SPOT_SYMBOLS:
+            for interval in SPOT_INTERVALS:
+                try:
+                    frame = load_spot_klines(symbol, interval, data_dir)
+                except DataUnavailableError as exc:
+                    self.missing[(symbol, interval)] = str(exc)
+                    continue
+                values = frame[["open", "high", "low", "close", "volume"]].to_numpy()
+                self._books[(symbol, interval)] = (frame.index.to_numpy(dtype=np.int64), values)
+
+    def answer(self, symbol: str, interval: str, limit: int, now_ms: int) -> list[list[Any]]:
+        """The newest ``limit`` candles closed at ``now_ms``, as Binance spot kline rows."""
+        book = self._books.get((symbol, interval))
+        if book is None or limit < 1:
+            return []
+        opens, values = book
+        step_ms = TIMEFRAME_MS[interval]
+        upto = int(np.searchsorted(opens, now_ms - step_ms, side="right"))
+        rows = []
+        for i in range(max(0, upto - limit), upto):
+            open_ms = int(opens[i])
+            o, h, low, c, v = (repr(float(x)) for x in values[i])
+            rows.append([open_ms, o, h, low, c, v, open_ms + step_ms - 1, "0", 0, "0", "0", "0"])
+        return rows
+
+
+__all__ = ["SPOT_INTERVALS", "SPOT_SYMBOLS", "RecordedSpotKlines"]
