@@ -18,6 +18,7 @@ import pandas as pd
 from agent.risk import RiskConfig, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot_builder import SnapshotBuilder
+from broker.port import Broker
 from core.bus import EventBus
 from core.clock import Clock
 from core.failpoints import Failpoints
@@ -189,34 +190,13 @@ def build_decision_path(
         config=settings.tracker,
     )
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
-    snapshots = SnapshotBuilder(
-        clock,
-        tickers=tickers,
-        market=market.aggregator,
-        features=market.features,
-        broker=broker,
-        agent_memory=(lambda: store.current.agent_memory) if ports.memory else (lambda: ""),
-        peak_prices=lambda: store.current.trailing_highs,
-        regime=regimes.snapshot,
-        context_sources=[DerivativesContext(derivatives)],
-        learner=learner if ports.memory else None,
+    snapshots = _snapshots(
+        settings, clock, market, broker, store, regimes, derivatives, learner, ports
     )
-    routine = DecisionRoutine(
-        clock,
-        bus,
-        build_snapshot=snapshots.build,
-        decider=agents.decider,
-        agent_status=agents.decider.status,
-        risk_context=lambda snapshot: risk_context(snapshot, tickers),
-        risk_config=RiskConfig(),
-        broker=broker,
-        gate=gate,
-        journal=decisions_journal,
-        store=store,
-        failpoint=(failpoints or Failpoints()).hit,
-        before_execution=tracker.filter_sells,
-        after_execution=tracker.on_executed,
-    )
+    routine = _routine(
+        settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
+        failpoints,
+    )  # fmt: skip
     runner = CryptoRunner(
         bus,
         aggregator=market.aggregator,
@@ -227,19 +207,9 @@ def build_decision_path(
         price_sinks=broker_parts.price_sinks,
     )
     return DecisionPath(
-        derivatives,
-        liquidations,
-        gate,
-        board,
-        regimes,
-        broker_parts,
-        tracker,
-        learner,
-        snapshots,
-        agents,
-        routine,
-        runner,
-    )
+        derivatives, liquidations, gate, board, regimes, broker_parts,
+        tracker, learner, snapshots, agents, routine, runner,
+    )  # fmt: skip
 
 
 def _derivatives(
@@ -272,6 +242,65 @@ def _derivatives(
         fields = build_context_fields(config, clock, tickers, market.exchange, liquidations=window)
     monitor = DerivativesMonitor(clock, bus, fields, board=board, config=config)
     return monitor, liquidations
+
+
+def _routine(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    snapshots: SnapshotBuilder,
+    agents: Agents,
+    broker: Broker,
+    gate: AdaptiveGate,
+    journal: JsonlJournal,
+    store: RunnerStateStore,
+    tracker: PositionTracker,
+    failpoints: Failpoints | None,
+) -> DecisionRoutine:
+    """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state."""
+    tickers = settings.market.tickers
+    return DecisionRoutine(
+        clock,
+        bus,
+        build_snapshot=snapshots.build,
+        decider=agents.decider,
+        agent_status=agents.decider.status,
+        risk_context=lambda snapshot: risk_context(snapshot, tickers),
+        risk_config=RiskConfig(),
+        broker=broker,
+        gate=gate,
+        journal=journal,
+        store=store,
+        failpoint=(failpoints or Failpoints()).hit,
+        before_execution=tracker.filter_sells,
+        after_execution=tracker.on_executed,
+    )
+
+
+def _snapshots(
+    settings: Settings,
+    clock: Clock,
+    market: MarketPath,
+    broker: Broker,
+    store: RunnerStateStore,
+    regimes: RegimeView,
+    derivatives: DerivativesMonitor,
+    learner: OnlineLearner,
+    ports: Ports,
+) -> SnapshotBuilder:
+    """The snapshot builder over the daemon's views; without memory, no notes and no learner."""
+    return SnapshotBuilder(
+        clock,
+        tickers=settings.market.tickers,
+        market=market.aggregator,
+        features=market.features,
+        broker=broker,
+        agent_memory=(lambda: store.current.agent_memory) if ports.memory else (lambda: ""),
+        peak_prices=lambda: store.current.trailing_highs,
+        regime=regimes.snapshot,
+        context_sources=[DerivativesContext(derivatives)],
+        learner=learner if ports.memory else None,
+    )
 
 
 def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports) -> RegimeView:
