@@ -55,3 +55,27 @@ async def test_sim_daemon_has_no_liquidation_stream(tmp_path: Path) -> None:
     finally:
         await daemon.market.exchange.close()
         await daemon.sim.stop()
+
+
+async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_path: Path) -> None:
+    """No domain object subscribes itself: the bus holds exactly the table's rows, and within a
+    topic the order that correctness rests on (tick path before the watchdog; the trades journal
+    and the learner before the failpoints that kill the daemon after them)."""
+    settings = Settings(state_dir=tmp_path / "state", market=MarketConfig(source="binance"))
+    daemon = await build_daemon(settings)
+    try:
+        assert list(daemon.bus.stats()) == [
+            "market.tick:tick_path",
+            "market.tick:watchdog",
+            "decision.requested:decision_requests",
+            "market.candle_closed:log_candle_close",
+            "position.opened:tracker",
+            "order.filled:trades_journal",
+            "order.filled:failpoint",
+            "position.exit:learner",
+            "position.exit:failpoint",
+            "agent.failure:agent_failure_journal",
+            "market.candle_closed:history_and_regime",
+        ]
+    finally:
+        await daemon.market.exchange.close()
