@@ -13,7 +13,12 @@ import pandas as pd
 from agent.breaker import CircuitBreaker
 from agent.budget import DailyBudget
 from agent.claude import NO_API_KEY, ClaudeDecider, UsageLedger
-from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.claude_client import (
+    DEFAULT_BACKOFF,
+    ClaudeClient,
+    RetryPolicy,
+    build_anthropic_client,
+)
 from agent.claude_review import ClaudePositionReviewer
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
@@ -44,7 +49,8 @@ def build_agents(
     client = None
     if key is not None:  # without a key the decider itself says so, once, when built
         policy = RetryPolicy(
-            max_attempts=config.max_attempts, retry_after_cap_secs=config.retry_after_cap_secs
+            backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": config.max_attempts}),
+            retry_after_cap_secs=config.retry_after_cap_secs,
         )
         client = ClaudeClient(
             build_anthropic_client(config, key.get_secret_value()), clock, config.pricing, policy
