@@ -9,7 +9,6 @@ silent HOLD. The returned decision always lists the tries in ``attempts`` and th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -156,20 +155,18 @@ class ClaudeDecider:
         def parse(text: str) -> tuple[AgentDecision, list[Note]]:
             return convert_answer(parse_answer_json(text), prices=prices)
 
-        try:
-            result = await self._client.call(render_request(self._config, snapshot), parse)
-        except asyncio.CancelledError:
-            self.breaker.release_trial()
-            raise
-        except CallFailed as failure:
-            return self._failed(snapshot, failure.attempts)
-        except Exception as exc:  # a bug or an SDK surprise must still end in a decision
-            log.exception("claude decider: unexpected error")
-            attempt = Attempt(
-                attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)
-            )
-            return self._failed(snapshot, [attempt])
-        self.breaker.record_success()
+        with self.breaker.guard():  # every way out of the call gives the breaker a verdict
+            try:
+                result = await self._client.call(render_request(self._config, snapshot), parse)
+            except CallFailed as failure:
+                return self._failed(snapshot, failure.attempts)
+            except Exception as exc:  # a bug or an SDK surprise must still end in a decision
+                log.exception("claude decider: unexpected error")
+                attempt = Attempt(
+                    attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:500]
+                )
+                return self._failed(snapshot, [attempt])
+            self.breaker.record_success()
         usage = self.ledger.record(result.attempts, failed=False)
         decision, notes = result.value
         return decision.model_copy(

@@ -19,7 +19,7 @@ import anthropic
 from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict
 
-from agent.budget import AgentPricing
+from agent.budget import TOKEN_FIELDS, AgentPricing, usage_problems
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
 from agent.decision import Usage
@@ -236,13 +236,18 @@ class ClaudeClient:
         return message
 
     def _usage(self, message: Message) -> Usage:
-        u = message.usage
-        return self._pricing.usage(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
-        )
+        """The billed usage, or a non-retryable ``usage_anomaly`` when the counts make no sense
+        (negative, not integers, or past any real call): never a cost computed from nonsense."""
+        counts = {name: getattr(message.usage, name, None) for name in TOKEN_FIELDS}
+        problems = usage_problems(counts)
+        if problems:
+            raise _TryFailed(
+                "usage_anomaly",
+                f"implausible usage block, not billed: {', '.join(problems)}",
+                retryable=False,
+                stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
+            )
+        return self._pricing.usage(**{name: int(counts[name] or 0) for name in TOKEN_FIELDS})
 
 
 def _failed_attempt(number: int, failure: _TryFailed) -> Attempt:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -181,6 +182,15 @@ class FakeMessagesApi:
             # A real-time delay is the point here: the client under test has a real socket timeout.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), scripted.delay_secs)
-        payload = scripted.body if isinstance(scripted.body, bytes) else orjson.dumps(scripted.body)
+        payload = scripted.body if isinstance(scripted.body, bytes) else _encode(scripted.body)
         headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
         return web.Response(status=scripted.status, body=payload, headers=headers)
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """orjson, or the stdlib for what orjson refuses (integers past 64 bits, NaN as a literal):
+    hostile answers must reach the SDK exactly as scripted."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body).encode()

@@ -377,3 +377,38 @@ async def test_a_cancelled_trial_call_frees_the_half_open_slot(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert decider.breaker.allow()  # the next call may try again
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("input_tokens", 10**9),
+        ("output_tokens", 2**64),
+        ("input_tokens", -5),
+        ("cache_read_input_tokens", 1.5),
+        ("input_tokens", "1200"),
+        ("output_tokens", None),
+    ],
+)
+async def test_an_absurd_usage_block_is_a_reported_anomaly_never_a_cost(
+    api: FakeMessagesApi, clock: InstantClock, make: Make, field: str, value: object
+) -> None:
+    bus = EventBus()
+    failures: list[Event] = []
+    bus.subscribe(Topic.AGENT_FAILURE, failures.append)
+    api.script(json_message(answer(), usage={**usage_body(), field: value}))
+    decider = make(bus=bus, budget_usd=5.0)
+
+    decision = await decider.decide(snapshot())
+
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason == "claude_failed: usage_anomaly"
+    assert len(api.requests) == 1  # a billing report that makes no sense is not retried
+    (attempt,) = decision.attempts
+    assert attempt["usage"] is None and field in attempt["detail"]
+    assert decision.usage is None
+    status = decider.status()
+    assert status["cost_total_usd"] == 0.0 and status["input_tokens"] == 0
+    orjson.dumps(decision.model_dump(mode="json"))  # the journal can encode it
+    await bus.drain()
+    assert [getattr(f, "kind", "") for f in failures] == ["usage_anomaly"]
