@@ -36,6 +36,7 @@ from runner.wiring import (
     websocket_ports,
 )
 from state.journal import CsvJournal, JsonlJournal
+from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS
 from state.store import RunnerStateStore
 
@@ -87,8 +88,13 @@ def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals
-    decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
-    trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
+    health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
+    decisions = JsonlJournal(
+        settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock, health=health
+    )
+    trades = CsvJournal(
+        settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock, health=health
+    )
     return Journals(store, decisions, trades)
 
 
