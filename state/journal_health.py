@@ -103,8 +103,9 @@ def read_fault_file(state_dir: Path) -> dict[str, Any] | None:
 
 def degraded_record(record: object, reason: str) -> dict[str, Any]:
     """``record`` with what JSON cannot hold replaced by its repr, plus ``journal_degraded``."""
+    plain: dict[str, Any]
     if isinstance(record, Mapping):
-        plain = _sanitized(record)
+        plain = {str(key)[:_REPR_CHARS]: _sanitized(item) for key, item in record.items()}
     else:
         plain = {"unencodable_record": repr(record)[:_REPR_CHARS]}
     plain["journal_degraded"] = reason[:500]
