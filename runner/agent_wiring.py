@@ -24,6 +24,7 @@ from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
 from core.bus import EventBus
 from core.clock import Clock
+from core.redact import Redactor
 from runner.config import Settings
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ def build_agents(
         breaker=breaker,
         ledger=ledger,
         bus=bus,
+        redactor=Redactor(settings.secret_values()),
     )
     reviewer = (
         None

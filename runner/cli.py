@@ -210,7 +210,7 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
     from sim.exchange import run_standalone
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.secret_values())
     rest_port = args.rest_port if args.rest_port is not None else args.port + 1
     asyncio.run(
         run_standalone(
