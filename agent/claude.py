@@ -160,6 +160,8 @@ class ClaudeDecider:
 
         with self.breaker.guard():  # every way out of the call gives the breaker a verdict
             try:
+                if trial:  # a key rotated while the breaker was open must not keep Claude off
+                    await self._client.refresh_credentials()
                 result = await self._client.call(render_request(self._config, snapshot), parse)
             except CallFailed as failure:
                 return self._failed(snapshot, failure.attempts)

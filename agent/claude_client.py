@@ -48,6 +48,15 @@ class RetryPolicy(BaseModel):
         return self.backoff.max_attempts
 
 
+@dataclass(frozen=True)
+class Credentials:
+    """Where the key comes from (``read_key``: env or secret file, read again on each call) and
+    how to build an SDK client on a key (``build``)."""
+
+    read_key: Callable[[], str | None]
+    build: Callable[[str], anthropic.AsyncAnthropic]
+
+
 class Attempt(BaseModel):
     """One try, as the journal shows it."""
 
@@ -116,8 +125,11 @@ class ClaudeClient:
         pricing: AgentPricing,
         policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        *,
+        credentials: Credentials | None = None,
     ) -> None:
         self._sdk = sdk
+        self._credentials = credentials
         self._clock = clock
         self._pricing = pricing
         self.policy = policy or RetryPolicy()
@@ -125,6 +137,23 @@ class ClaudeClient:
 
     async def aclose(self) -> None:
         await self._sdk.close()
+
+    async def refresh_credentials(self) -> bool:
+        """Read the key again (a rotated key takes effect without a restart); when it changed,
+        rebuild the SDK client on it. True when rebuilt. Called before a breaker's trial call."""
+        if self._credentials is None:
+            return False
+        try:
+            key = self._credentials.read_key()
+        except OSError as exc:  # a secret file mid-rotation: keep the old key, say so
+            log.warning("could not re-read the Anthropic API key: %s", exc)
+            return False
+        if not key or key == self._sdk.api_key:
+            return False
+        old, self._sdk = self._sdk, self._credentials.build(key)
+        await old.close()
+        log.info("Anthropic API key changed: the client was rebuilt on the new key")
+        return True
 
     async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
         """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or

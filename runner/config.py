@@ -214,6 +214,11 @@ def _toml_file() -> Path | None:
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
 
 
+def secrets_dir_now() -> Path | None:
+    """The secret files' directory as configured now (a key rotation may be read from it)."""
+    return _secrets_dir()
+
+
 def _secrets_dir() -> Path | None:
     configured = os.environ.get("VIGIL_SECRETS_DIR")
     if configured:

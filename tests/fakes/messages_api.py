@@ -29,6 +29,7 @@ ErrorType = Literal[
 ]
 
 _ids = itertools.count(1)
+_JSON = {"content-type": "application/json", "request-id": "req_fake"}
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,8 @@ class FakeMessagesApi:
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._closing = asyncio.Event()
+        #: when set, only these keys are accepted (others: 401, the script untouched)
+        self.accepted_keys: set[str] | None = None
 
     @property
     def base_url(self) -> str:
@@ -173,6 +176,12 @@ class FakeMessagesApi:
                 body=orjson.loads(raw) if raw else {},
             )
         )
+        # the key as sent: x-api-key, or a bearer token (this SDK version's way)
+        key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
+        key = key.removeprefix("Bearer ")
+        if self.accepted_keys is not None and key not in self.accepted_keys:
+            rejected = error_response(401, "authentication_error", "invalid x-api-key")
+            return web.Response(status=401, body=_encode(rejected.body), headers=_JSON)  # type: ignore[arg-type]
         scripted = (
             self._queue.popleft()
             if self._queue
