@@ -177,11 +177,12 @@ class FakeMessagesApi:
             )
         )
         # the key as sent: x-api-key, or a bearer token (this SDK version's way)
-        key = request.headers.get("x-api-key") or request.headers.get("authorization", "")
-        key = key.removeprefix("Bearer ")
+        sent = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+        key = sent.removeprefix("Bearer ")
         if self.accepted_keys is not None and key not in self.accepted_keys:
             rejected = error_response(401, "authentication_error", "invalid x-api-key")
-            return web.Response(status=401, body=_encode(rejected.body), headers=_JSON)  # type: ignore[arg-type]
+            assert isinstance(rejected.body, dict)
+            return web.Response(status=401, body=_encode(rejected.body), headers=_JSON)
         scripted = (
             self._queue.popleft()
             if self._queue
