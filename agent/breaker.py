@@ -7,7 +7,10 @@ transition is kept with its timestamp so the journal can say when and why Claude
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
+from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict
 
@@ -42,6 +45,7 @@ class CircuitBreaker:
         self._consecutive_failures = 0
         self._opened_at_secs = 0.0
         self._trial_in_flight = False
+        self._verdicts = 0  # success or failure records so far: tells guard() one was given
         self.transitions: list[BreakerTransition] = []
 
     @property
@@ -74,13 +78,38 @@ class CircuitBreaker:
         """The trial call was abandoned (e.g. cancelled at shutdown): let the next call try."""
         self._trial_in_flight = False
 
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[None]:
+        """Around one call that ``allow()`` let out: every way out gives a verdict.
+
+        An exception that leaves before ``record_success``/``record_failure`` (a validation error
+        nobody expected, a bug) counts as a failure; a cancellation or a silent exit without a
+        verdict frees the half-open slot. Without this, a trial ending in a foreign exception kept
+        the slot forever: "next trial in 0 s" and Claude off until restart.
+        """
+        before = self._verdicts
+        try:
+            yield
+        except asyncio.CancelledError:
+            if self._verdicts == before:
+                self.release_trial()
+            raise
+        except BaseException as exc:
+            if self._verdicts == before:
+                self.record_failure(type(exc).__name__)
+            raise
+        if self._verdicts == before:
+            self.release_trial()
+
     def record_success(self) -> None:
+        self._verdicts += 1
         self._consecutive_failures = 0
         self._trial_in_flight = False
         if self._state is not BreakerState.CLOSED:
             self._move(BreakerState.CLOSED, "trial call succeeded")
 
     def record_failure(self, reason: str = "") -> None:
+        self._verdicts += 1
         self._consecutive_failures += 1
         trial_failed = self._state is BreakerState.HALF_OPEN
         self._trial_in_flight = False

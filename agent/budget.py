@@ -57,6 +57,31 @@ class AgentPricing(BaseModel):
         )
 
 
+#: far above any real call (the largest context window is 1M tokens): a count past it is a fault
+MAX_TOKENS_PER_CALL = 10_000_000
+#: the token counts of one call, as the Messages API names them (the cache ones may be absent)
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+_OPTIONAL_FIELDS = frozenset({"cache_creation_input_tokens", "cache_read_input_tokens"})
+
+
+def usage_problems(counts: dict[str, object]) -> list[str]:
+    """Why a usage block reported by the API cannot be billed: each count must be an integer in
+    [0, MAX_TOKENS_PER_CALL] (None only for the optional cache counts). Empty when it can."""
+    problems = []
+    for name in TOKEN_FIELDS:
+        value = counts.get(name)
+        if value is None and name in _OPTIONAL_FIELDS:
+            continue
+        if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_CALL:
+            problems.append(f"{name}={repr(value)[:40]}")
+    return problems
+
+
 def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
     if a is None:
         return b

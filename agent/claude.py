@@ -9,7 +9,6 @@ silent HOLD. The returned decision always lists the tries in ``attempts`` and th
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime
 from typing import Any
@@ -30,6 +29,7 @@ from agent.snapshot import MarketSnapshot
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
+from core.redact import Redactor
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +104,10 @@ class ClaudeDecider:
         breaker: CircuitBreaker,
         ledger: UsageLedger,
         bus: EventBus | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._client = client
+        self._redactor = redactor or Redactor()
         self._config = config
         self._clock = clock
         self._fallback = fallback
@@ -156,22 +158,22 @@ class ClaudeDecider:
         def parse(text: str) -> tuple[AgentDecision, list[Note]]:
             return convert_answer(parse_answer_json(text), prices=prices)
 
-        try:
-            result = await self._client.call(render_request(self._config, snapshot), parse)
-        except asyncio.CancelledError:
-            self.breaker.release_trial()
-            raise
-        except CallFailed as failure:
-            return self._failed(snapshot, failure.attempts)
-        except Exception as exc:  # a bug or an SDK surprise must still end in a decision
-            log.exception("claude decider: unexpected error")
-            attempt = Attempt(
-                attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)
-            )
-            return self._failed(snapshot, [attempt])
-        self.breaker.record_success()
+        with self.breaker.guard():  # every way out of the call gives the breaker a verdict
+            try:
+                if trial:  # a key rotated while the breaker was open must not keep Claude off
+                    await self._client.refresh_credentials()
+                result = await self._client.call(render_request(self._config, snapshot), parse)
+            except CallFailed as failure:
+                return self._failed(snapshot, failure.attempts)
+            except Exception as exc:  # a bug or an SDK surprise must still end in a decision
+                log.exception("claude decider: unexpected error")
+                attempt = Attempt(
+                    attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:500]
+                )
+                return self._failed(snapshot, [attempt])
+            self.breaker.record_success()
         usage = self.ledger.record(result.attempts, failed=False)
-        decision, notes = result.value
+        decision, notes = redact_decision(*result.value, self._redactor)
         return decision.model_copy(
             update={
                 "decider_reason": "answered (breaker trial)" if trial else "answered",
@@ -201,6 +203,36 @@ class ClaudeDecider:
             self._bus.publish(
                 AgentFailure(at_ms=self._clock.now_ms(), kind=attempt.kind, detail=attempt.detail)
             )
+
+
+def redact_decision(
+    decision: AgentDecision, notes: list[Note], redactor: Redactor
+) -> tuple[AgentDecision, list[Note]]:
+    """Model-written text without secrets before anything stores, journals or re-sends it; each
+    redaction is a note."""
+    total = 0
+
+    def clean(text: str) -> str:
+        nonlocal total
+        cleaned, count = redactor.redact(text)
+        total += count
+        return cleaned
+
+    trades = tuple(
+        d.model_copy(update={"reasoning": clean(d.reasoning)}) for d in decision.decisions
+    )
+    update: dict[str, Any] = {
+        "decisions": trades,
+        "market_assessment": clean(decision.market_assessment),
+        "regime_agreement": clean(decision.regime_agreement),
+        "learning_note": clean(decision.learning_note),
+    }
+    if decision.memory_update is not None:
+        update["memory_update"] = clean(decision.memory_update)
+    if not total:
+        return decision, notes
+    note = Note(what="redaction", reason=f"{total} secret(s) taken out of the model's text")
+    return decision.model_copy(update=update), [*notes, note]
 
 
 def _journal_attempts(attempts: list[Attempt], notes: list[Note]) -> tuple[dict[str, Any], ...]:

@@ -19,11 +19,11 @@ import anthropic
 from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict
 
-from agent.budget import AgentPricing
+from agent.budget import TOKEN_FIELDS, AgentPricing, usage_problems
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
 from agent.decision import Usage
-from core.backoff import backoff_delay_secs
+from core.backoff import Backoff, retrying
 from core.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -31,14 +31,30 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+#: a decision's default: one retry after at most 8 s (a decision is worth less the later it comes)
+DEFAULT_BACKOFF = Backoff(base_secs=1.0, cap_secs=8.0, jitter_fraction=0.5, max_attempts=2)
+
+
 class RetryPolicy(BaseModel):
+    """The one retry policy (``core.backoff.Backoff``) plus how long a server's retry-after may be."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    max_attempts: int = 2
+    backoff: Backoff = DEFAULT_BACKOFF
     retry_after_cap_secs: float = 10.0
-    backoff_base_secs: float = 1.0
-    backoff_cap_secs: float = 8.0
-    jitter_fraction: float = 0.5
+
+    @property
+    def max_attempts(self) -> int:
+        return self.backoff.max_attempts
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Where the key comes from (``read_key``: env or secret file, read again on each call) and
+    how to build an SDK client on a key (``build``)."""
+
+    read_key: Callable[[], str | None]
+    build: Callable[[str], anthropic.AsyncAnthropic]
 
 
 class Attempt(BaseModel):
@@ -109,8 +125,11 @@ class ClaudeClient:
         pricing: AgentPricing,
         policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
+        *,
+        credentials: Credentials | None = None,
     ) -> None:
         self._sdk = sdk
+        self._credentials = credentials
         self._clock = clock
         self._pricing = pricing
         self.policy = policy or RetryPolicy()
@@ -119,53 +138,79 @@ class ClaudeClient:
     async def aclose(self) -> None:
         await self._sdk.close()
 
+    async def refresh_credentials(self) -> bool:
+        """Read the key again (a rotated key takes effect without a restart); when it changed,
+        rebuild the SDK client on it. True when rebuilt. Called before a breaker's trial call."""
+        if self._credentials is None:
+            return False
+        try:
+            key = self._credentials.read_key()
+        except OSError as exc:  # a secret file mid-rotation: keep the old key, say so
+            log.warning("could not re-read the Anthropic API key: %s", exc)
+            return False
+        if not key or key == self._sdk.api_key:
+            return False
+        old, self._sdk = self._sdk, self._credentials.build(key)
+        await old.close()
+        log.info("Anthropic API key changed: the client was rebuilt on the new key")
+        return True
+
     async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
         """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or
-        raises ``AnswerInvalid``. Raises ``CallFailed`` when no try produced a usable answer."""
-        attempts: list[Attempt] = []
-        for number in range(1, self.policy.max_attempts + 1):
-            try:
-                value, usage, stop = await self._try_once(request, parse)
-            except _TryFailed as failure:
-                wait = self._wait_before_retry(failure, number)  # may add to the detail
-                attempts.append(
-                    Attempt(
-                        attempt=number,
-                        outcome="failed",
-                        kind=failure.kind,
-                        detail=failure.detail[:500],
-                        stop_reason=failure.stop_reason,
-                        usage=failure.usage,
-                    )
-                )
-                log.warning("claude call try %d failed: %s", number, failure)
-                if wait is None:
-                    raise CallFailed(attempts) from None
-                await self._clock.sleep(wait)
-                continue
-            attempts.append(Attempt(attempt=number, outcome="ok", stop_reason=stop, usage=usage))
-            return CallResult(value=value, attempts=attempts)
-        raise CallFailed(attempts)  # pragma: no cover - the loop always returns or raises
+        raises ``AnswerInvalid``. Raises ``CallFailed`` when no try produced a usable answer.
 
-    def _wait_before_retry(self, failure: _TryFailed, number: int) -> float | None:
-        """Seconds to wait before the next try, or None to give up now."""
-        if not failure.retryable or number >= self.policy.max_attempts:
-            return None
-        if failure.wait_secs is not None:
-            if failure.wait_secs > self.policy.retry_after_cap_secs:
-                failure.detail += (
-                    f" (retry-after {failure.wait_secs:g} s > cap "
-                    f"{self.policy.retry_after_cap_secs:g} s: not waiting)"
-                )
-                return None
-            return failure.wait_secs
-        return backoff_delay_secs(
-            number - 1,
-            self.policy.backoff_base_secs,
-            self.policy.backoff_cap_secs,
-            self.policy.jitter_fraction,
-            self._rng.random(),
+        The tries run under ``core.backoff.retrying`` (tenacity sleeping on the injected clock):
+        a retryable failure waits the backoff, or the server's retry-after when it is longer and
+        within the cap; a longer retry-after or a failure not worth retrying ends the call now.
+        """
+        attempts: list[Attempt] = []
+
+        def worth_retrying(exc: BaseException) -> bool:
+            return isinstance(exc, _TryFailed) and self._worth_retrying(exc, len(attempts))
+
+        try:
+            async for trying in retrying(
+                self.policy.backoff,
+                self._clock,
+                retry_on=worth_retrying,
+                rng=self._rng,
+                wait_hint=_wait_hint,
+            ):
+                with trying:
+                    number = trying.retry_state.attempt_number
+                    try:
+                        value, usage, stop = await self._try_once(request, parse)
+                    except _TryFailed as failure:
+                        self._note_long_retry_after(failure)
+                        attempts.append(_failed_attempt(number, failure))
+                        log.warning("claude call try %d failed: %s", number, failure)
+                        raise
+                    attempts.append(
+                        Attempt(attempt=number, outcome="ok", stop_reason=stop, usage=usage)
+                    )
+                    return CallResult(value=value, attempts=attempts)
+        except _TryFailed:
+            raise CallFailed(attempts) from None
+        raise CallFailed(attempts)  # pragma: no cover - tenacity returns or re-raises
+
+    def _worth_retrying(self, failure: _TryFailed, tries: int) -> bool:
+        """Another try after ``failure`` (try number ``tries``)?"""
+        if not failure.retryable or tries >= self.policy.max_attempts:
+            return False
+        return not self._retry_after_too_long(failure)
+
+    def _retry_after_too_long(self, failure: _TryFailed) -> bool:
+        return (
+            failure.wait_secs is not None and failure.wait_secs > self.policy.retry_after_cap_secs
         )
+
+    def _note_long_retry_after(self, failure: _TryFailed) -> None:
+        """Say in the journaled detail why a server's retry-after is not waited out."""
+        if failure.retryable and self._retry_after_too_long(failure):
+            failure.detail += (
+                f" (retry-after {failure.wait_secs:g} s > cap "
+                f"{self.policy.retry_after_cap_secs:g} s: not waiting)"
+            )
 
     async def _try_once(
         self, request: dict[str, Any], parse: Callable[[str], T]
@@ -220,13 +265,34 @@ class ClaudeClient:
         return message
 
     def _usage(self, message: Message) -> Usage:
-        u = message.usage
-        return self._pricing.usage(
-            input_tokens=u.input_tokens,
-            output_tokens=u.output_tokens,
-            cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-            cache_read_input_tokens=u.cache_read_input_tokens or 0,
-        )
+        """The billed usage, or a non-retryable ``usage_anomaly`` when the counts make no sense
+        (negative, not integers, or past any real call): never a cost computed from nonsense."""
+        counts = {name: getattr(message.usage, name, None) for name in TOKEN_FIELDS}
+        problems = usage_problems(counts)
+        if problems:
+            raise _TryFailed(
+                "usage_anomaly",
+                f"implausible usage block, not billed: {', '.join(problems)}",
+                retryable=False,
+                stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
+            )
+        return self._pricing.usage(**{name: int(counts[name] or 0) for name in TOKEN_FIELDS})
+
+
+def _failed_attempt(number: int, failure: _TryFailed) -> Attempt:
+    return Attempt(
+        attempt=number,
+        outcome="failed",
+        kind=failure.kind,
+        detail=failure.detail[:500],
+        stop_reason=failure.stop_reason,
+        usage=failure.usage,
+    )
+
+
+def _wait_hint(exc: BaseException) -> float | None:
+    """The server's own wait (retry-after), which the backoff never undercuts."""
+    return exc.wait_secs if isinstance(exc, _TryFailed) else None
 
 
 def _status_kind(status: int) -> str:

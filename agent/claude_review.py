@@ -9,14 +9,13 @@ fallback covers the positions left without a verdict).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
 
-from agent.breaker import CircuitBreaker
+from agent.breaker import BreakerState, CircuitBreaker
 from agent.budget import add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
@@ -91,16 +90,17 @@ class ClaudePositionReviewer:
             raise ClaudeUnavailable(blocked or NO_API_KEY)
         asked = [p.ticker for p in positions]
         request = render_review_request(self._config, positions, context)
-        try:
-            result = await self._client.call(request, lambda text: parse_reviews(text, asked))
-        except asyncio.CancelledError:
-            self.breaker.release_trial()
-            raise
-        except CallFailed as failure:
-            self._failed(failure.attempts)
-            self._write(asked, failure.attempts, verdicts=())
-            raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
-        self.breaker.record_success()
+        trial = self.breaker.state is BreakerState.HALF_OPEN
+        with self.breaker.guard():  # every way out of the call gives the breaker a verdict
+            try:
+                if trial:  # a rotated key takes effect at the trial, not at a restart
+                    await self._client.refresh_credentials()
+                result = await self._client.call(request, lambda text: parse_reviews(text, asked))
+            except CallFailed as failure:
+                self._failed(failure.attempts)
+                self._write(asked, failure.attempts, verdicts=())
+                raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
+            self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
         self._write(asked, result.attempts, verdicts=result.value)
         return result.value

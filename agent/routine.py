@@ -88,6 +88,7 @@ class DecisionRoutine:
         self._wake = asyncio.Event()
         self._seq = 0
         self._deciding = False
+        self._task: asyncio.Task[Any] | None = None
         self.runs = 0
         self.coalesced = 0
         self.failures = 0
@@ -109,8 +110,14 @@ class DecisionRoutine:
         """A decision (maybe a Claude call) is in flight: replay keeps time still until it is done."""
         return self._deciding
 
+    @property
+    def task(self) -> asyncio.Task[Any] | None:
+        """The task running the decision loop (replay asks whether it is parked on the clock)."""
+        return self._task
+
     async def run(self) -> None:
         """The decision loop: one run at a time, each carrying every reason that piled up."""
+        self._task = asyncio.current_task()
         while True:
             await self._wake.wait()
             self._wake.clear()

@@ -16,7 +16,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Awaitable
-from typing import Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 
@@ -87,6 +87,7 @@ class VirtualClock:
         self._now_secs = 0.0
         self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
         self._seq = itertools.count()
+        self._parked: dict[asyncio.Task[Any], int] = {}  # task -> sleeps it awaits right now
 
     def now_ms(self) -> int:
         return self._epoch_ms + round(self._now_secs * 1000.0)
@@ -97,7 +98,22 @@ class VirtualClock:
     async def sleep(self, secs: float) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._sleepers, (self._now_secs + max(0.0, secs), next(self._seq), future))
-        await future
+        task = asyncio.current_task()
+        if task is None:
+            await future
+            return
+        self._parked[task] = self._parked.get(task, 0) + 1
+        try:
+            await future
+        finally:
+            left = self._parked.pop(task) - 1
+            if left:
+                self._parked[task] = left
+
+    def is_parked(self, task: asyncio.Task[Any] | None) -> bool:
+        """Is ``task`` waiting on this clock right now? A busy worker parked here (a retry's
+        backoff inside a decision) needs time to move, so a driver must not wait for it."""
+        return task is not None and task in self._parked
 
     @property
     def pending_sleepers(self) -> int:

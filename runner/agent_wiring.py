@@ -4,22 +4,32 @@ the position reviewer for the tracker's agent layer, sharing one client, breaker
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from pydantic import SecretStr
 
 from agent.breaker import CircuitBreaker
 from agent.budget import DailyBudget
 from agent.claude import NO_API_KEY, ClaudeDecider, UsageLedger
-from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.claude_client import (
+    DEFAULT_BACKOFF,
+    ClaudeClient,
+    Credentials,
+    RetryPolicy,
+    build_anthropic_client,
+)
 from agent.claude_review import ClaudePositionReviewer
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
 from core.bus import EventBus
 from core.clock import Clock
-from runner.config import Settings
+from core.redact import Redactor
+from runner.config import Settings, secrets_dir_now
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +39,26 @@ class Agents:
     decider: ClaudeDecider
     reviewer: ClaudePositionReviewer | None
     client: ClaudeClient | None
+
+
+def anthropic_key_reader(configured: str) -> Callable[[], str | None]:
+    """Reads the key as it is now: the file named by ``ANTHROPIC_API_KEY_FILE``, else the
+    environment's ``ANTHROPIC_API_KEY``, else the secrets dir's ``anthropic_api_key``, else the
+    key the daemon started with. Read at each breaker trial, so a rotation needs no restart."""
+
+    def read() -> str | None:
+        named = os.environ.get("ANTHROPIC_API_KEY_FILE")
+        if named:
+            return Path(named).read_text(encoding="utf-8").strip() or None
+        from_env = os.environ.get("ANTHROPIC_API_KEY")
+        if from_env:
+            return from_env.strip()
+        secrets_dir = secrets_dir_now()
+        if secrets_dir is not None and (secrets_dir / "anthropic_api_key").is_file():
+            return (secrets_dir / "anthropic_api_key").read_text(encoding="utf-8").strip() or None
+        return configured
+
+    return read
 
 
 def build_agents(
@@ -41,13 +71,24 @@ def build_agents(
     config = settings.agent
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
     key = settings.anthropic_api_key
+    if key is None and os.environ.get("ANTHROPIC_API_KEY_FILE"):  # a key only in a secret file
+        from_file = anthropic_key_reader("")()
+        key = SecretStr(from_file) if from_file else None
     client = None
     if key is not None:  # without a key the decider itself says so, once, when built
         policy = RetryPolicy(
-            max_attempts=config.max_attempts, retry_after_cap_secs=config.retry_after_cap_secs
+            backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": config.max_attempts}),
+            retry_after_cap_secs=config.retry_after_cap_secs,
         )
         client = ClaudeClient(
-            build_anthropic_client(config, key.get_secret_value()), clock, config.pricing, policy
+            build_anthropic_client(config, key.get_secret_value()),
+            clock,
+            config.pricing,
+            policy,
+            credentials=Credentials(
+                read_key=anthropic_key_reader(key.get_secret_value()),
+                build=lambda new_key: build_anthropic_client(config, new_key),
+            ),
         )
         log.info(
             "Claude decides (%s; daily budget %s); the rule-based pipeline takes over on failure",
@@ -64,6 +105,7 @@ def build_agents(
         breaker=breaker,
         ledger=ledger,
         bus=bus,
+        redactor=Redactor(settings.secret_values()),
     )
     reviewer = (
         None

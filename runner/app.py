@@ -20,6 +20,7 @@ from core.bus import EventBus
 from core.clock import Clock, ScaledClock, WallClock
 from core.errors import RefuseToStartError
 from core.failpoints import Failpoints
+from core.redact import Redactor
 from runner.config import Settings
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
@@ -36,6 +37,7 @@ from runner.wiring import (
     websocket_ports,
 )
 from state.journal import CsvJournal, JsonlJournal
+from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS
 from state.store import RunnerStateStore
 
@@ -83,12 +85,17 @@ class Journals:
 
 
 def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
-    store = RunnerStateStore(settings.runner_state_path, clock)
+    store = RunnerStateStore(settings.runner_state_path, clock, Redactor(settings.secret_values()))
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals
-    decisions = JsonlJournal(settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock)
-    trades = CsvJournal(settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock)
+    health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
+    decisions = JsonlJournal(
+        settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock, health=health
+    )
+    trades = CsvJournal(
+        settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock, health=health
+    )
     return Journals(store, decisions, trades)
 
 
@@ -320,7 +327,7 @@ async def warm_up_paths(
 
 
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.secret_values())
     daemon = await build_daemon(settings, live=live)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

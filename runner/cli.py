@@ -18,6 +18,7 @@ from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.config import Settings, load_settings
+from runner.memory_cmd import add_memory_parser, run_memory
 
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -54,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
 
+    add_memory_parser(sub)
     sub.add_parser(
         "prompt",
         help="print exactly what would be sent to Claude for the latest snapshot (JSON)",
@@ -156,6 +158,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "sim":
         return _sim(args, settings)
+    if command == "memory":
+        return run_memory(args, settings)
     from runner.app import run_daemon
 
     exit_code: int = asyncio.run(run_daemon(settings, live=getattr(args, "live", False)))
@@ -210,7 +214,7 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
     from sim.exchange import run_standalone
 
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.secret_values())
     rest_port = args.rest_port if args.rest_port is not None else args.port + 1
     asyncio.run(
         run_standalone(

@@ -194,6 +194,10 @@ class Settings(BaseSettings):
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
+    def secret_values(self) -> list[str]:
+        """Every configured secret's value, for redaction (logs, memory notes)."""
+        return [v.get_secret_value() for _, v in self if isinstance(v, SecretStr)]
+
     def redacted(self) -> dict[str, Any]:
         """The effective config as plain data, secrets shown only as set / not set."""
         data = self.model_dump(mode="json")
@@ -208,6 +212,11 @@ def _toml_file() -> Path | None:
     if explicit:
         return Path(explicit)
     return DEFAULT_CONFIG_FILE if DEFAULT_CONFIG_FILE.is_file() else None
+
+
+def secrets_dir_now() -> Path | None:
+    """The secret files' directory as configured now (a key rotation may be read from it)."""
+    return _secrets_dir()
 
 
 def _secrets_dir() -> Path | None:

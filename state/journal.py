@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from core.clock import Clock, WallClock
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, fsync_dir
+from state.journal_health import JournalHealth, degraded_record
 from state.naming import unused_sibling
 
 log = logging.getLogger(__name__)
@@ -83,14 +84,31 @@ class _Journal:
 
 
 class JsonlJournal(_Journal):
-    """One JSON object per line, keys sorted (so equal records give equal bytes)."""
+    """One JSON object per line, keys sorted (so equal records give equal bytes).
 
-    def __init__(self, path: Path | str, fsync: bool, *, clock: Clock | None = None) -> None:
-        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock())
+    A record JSON cannot hold as given is written degraded with the reason (``journal_health``),
+    never dropped; a failed write is noted in ``health`` (and its fault file) and raised.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        fsync: bool,
+        *,
+        clock: Clock | None = None,
+        health: JournalHealth | None = None,
+    ) -> None:
+        self.health = health or JournalHealth()
+        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock(), self.health)
 
     def append(self, record: Mapping[str, Any]) -> None:
-        """Write ``record`` as one line. Raises ``JournalRecordError`` for non-JSON data."""
-        self._file.append_bytes(encode_jsonl_record(record))
+        """Write ``record`` as one line (degraded, with the reason, if it must be)."""
+        try:
+            line = encode_jsonl_record(record)
+        except JournalRecordError as exc:
+            self.health.note_degraded(self.path, str(exc))
+            line = orjson.dumps(degraded_record(record, str(exc)), option=_ORJSON_OPTIONS)
+        self._file.append_bytes(line)
 
 
 def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
@@ -161,10 +179,12 @@ class CsvJournal(_Journal):
         fsync: bool,
         *,
         clock: Clock | None = None,
+        health: JournalHealth | None = None,
     ) -> None:
         self._columns = _checked_columns(columns)
         self._column_set = frozenset(self._columns)
-        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock())
+        self.health = health or JournalHealth()
+        self._file = _AppendOnlyFile(Path(path), fsync, clock or WallClock(), self.health)
         try:
             self._ensure_header()
         except BaseException:
@@ -249,9 +269,11 @@ def _csv_line(cells: list[str]) -> bytes:
 
 
 class _AppendOnlyFile:
-    def __init__(self, path: Path, fsync: bool, clock: Clock) -> None:
+    def __init__(self, path: Path, fsync: bool, clock: Clock, health: JournalHealth) -> None:
         self.path = path
         self._fsync = fsync
+        self._clock = clock
+        self._health = health
         path.parent.mkdir(parents=True, exist_ok=True)
         self.torn_fragment_path = repair_torn_tail(path, clock.now_ms())
         created = not path.exists()
@@ -263,6 +285,14 @@ class _AppendOnlyFile:
 
     def append_bytes(self, data: bytes) -> None:
         fd = self._open_fd()
+        try:
+            self._write(fd, data)
+        except OSError as exc:
+            self._health.note_write_failed(self.path, exc, self._clock.now_ms())
+            raise
+        self._health.note_write_ok(self._clock.now_ms())
+
+    def _write(self, fd: int, data: bytes) -> None:
         written = os.write(fd, data)
         if written != len(data):
             # only on a full disk or similar: take the partial line back so no reader sees it
@@ -294,6 +324,9 @@ class _AppendOnlyFile:
         fd, self._fd = self._fd, None
         try:
             os.fsync(fd)
+        except OSError as exc:  # what was written may not be on disk: as loud as a failed write
+            self._health.note_write_failed(self.path, exc, self._clock.now_ms())
+            raise
         finally:
             os.close(fd)
 

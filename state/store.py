@@ -40,6 +40,7 @@ from typing import Any, Final, NamedTuple
 from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RefuseToStartError, RetryableError
+from core.redact import Redactor
 from state.atomic import (
     SwapUnsupportedError,
     atomic_swap_bytes,
@@ -49,6 +50,7 @@ from state.atomic import (
 )
 from state.edits import FieldChange, StateEditReport
 from state.memory_clip import clip_memory
+from state.memory_history import Author, MemoryVersion, find_version, memory_history, with_version
 from state.models import (
     DAEMON_FIELDS,
     EDITABLE_FIELDS,
@@ -123,9 +125,10 @@ class _FileInFluxError(Exception):
 class RunnerStateStore:
     """The daemon's persistent state (see the module docstring). Not thread-safe: one owner."""
 
-    def __init__(self, path: Path, clock: Clock) -> None:
+    def __init__(self, path: Path, clock: Clock, redactor: Redactor | None = None) -> None:
         self._path = Path(path)
         self._clock = clock
+        self._redactor = redactor or Redactor()  # memory notes are re-sent: no secret in them
         self._current: RunnerState | None = None
         # the daemon-owned values the file had when last written or loaded: a person's edit that
         # differs from them changed daemon-owned fields, which is reported as ignored
@@ -232,13 +235,34 @@ class RunnerStateStore:
             )
         return self._commit({**self.current.model_dump(), **daemon_fields})
 
-    def set_agent_memory(self, text: str) -> str:
-        """Store the agent's memory, clipped to the limit at a sentence boundary; returns it."""
-        clipped = clip_memory(text)
-        if len(clipped) < len(text):
-            log.info("agent memory clipped from %d to %d characters", len(text), len(clipped))
-        self._commit({**self.current.model_dump(), "agent_memory": clipped})
+    def set_agent_memory(self, text: str, author: Author = "model", note: str = "") -> str:
+        """Store the agent's memory, secrets redacted, clipped to the limit at a sentence
+        boundary, and kept as a new version with its author; returns what was stored."""
+        redacted, redactions = self._redactor.redact(text)
+        if redactions:
+            log.warning("agent memory from the %s: %d secret(s) redacted", author, redactions)
+        clipped = clip_memory(redacted)
+        if len(clipped) < len(redacted):
+            log.info("agent memory clipped from %d to %d characters", len(redacted), len(clipped))
+        current = self.current
+        extra = with_version(
+            current.extra,
+            clipped,
+            author=author,
+            at_ms=self._clock.now_ms(),
+            redactions=redactions,
+            note=note,
+        )
+        self._commit({**current.model_dump(), "agent_memory": clipped, "extra": extra})
         return clipped
+
+    def memory_history(self) -> list[MemoryVersion]:
+        return memory_history(self.current.extra)
+
+    def rollback_memory(self, version: int) -> str:
+        """A person restores version ``version`` (``KeyError`` if it is not kept)."""
+        found = find_version(self.current.extra, version)
+        return self.set_agent_memory(found.text, author="person", note=f"rollback to {version}")
 
     def _commit(self, values: dict[str, Any]) -> RunnerState:
         # validate again: model_copy(update=...) and fn results may bypass validation
@@ -403,6 +427,8 @@ class RunnerStateStore:
         if changes:
             merged = {c.field: c.new for c in changes}
             self._current = current.model_copy(update={**merged, "updated_at_ms": now_ms})
+            if "agent_memory" in merged:  # a person's note: redacted and versioned like any
+                self.set_agent_memory(merged["agent_memory"], author="person")
         return StateEditReport(
             path=self._path,
             detected_at_ms=now_ms,

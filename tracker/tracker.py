@@ -21,6 +21,7 @@ import logging
 import random
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
 from broker.resting import cancel_resting_buys
@@ -81,6 +82,7 @@ class PositionTracker:
         self._exit_lock = asyncio.Lock()
         self._reconciled = False
         self._reviewing = False
+        self._review_task: asyncio.Task[Any] | None = None
         self._agent = AgentLayer(clock, broker, reviewer, self.config, self)
         self.safety_checks = 0
         self.agent_reviews = 0
@@ -191,8 +193,14 @@ class PositionTracker:
         """A review (maybe a Claude call) is in flight: replay keeps time still until it is done."""
         return self._reviewing
 
+    @property
+    def review_task(self) -> asyncio.Task[Any] | None:
+        """The task running the last review (replay asks whether it is parked on the clock)."""
+        return self._review_task
+
     async def _review_logged(self) -> None:
         self._reviewing = True
+        self._review_task = asyncio.current_task()
         try:
             await self.review_positions()
         except asyncio.CancelledError:

@@ -264,7 +264,11 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     driver = ReplayDriver(
         clock,
         options.end_ms,
-        busy=(lambda: routine.deciding, lambda: tracker.reviewing),
+        # in flight = waiting on the network; a retry's backoff waits on this clock, which must move
+        busy=(
+            lambda: routine.deciding and not clock.is_parked(routine.task),
+            lambda: tracker.reviewing and not clock.is_parked(tracker.review_task),
+        ),
         speed=options.speed,
     )
     return Replay(

@@ -160,7 +160,7 @@ def replay_main(
 ) -> int:
     """The CLI's replay: build, run, report. Returns the exit code. Logs warnings and errors
     only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
-    configure_logging(settings.log_level if verbose else "WARNING")
+    configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
     if options.decider == "claude":
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
     outcome = asyncio.run(_replay_and_report(settings, options, stream))

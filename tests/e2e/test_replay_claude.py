@@ -4,6 +4,7 @@ stands still while a call is in flight (the driver's busy probe), however slow t
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -11,7 +12,13 @@ from typing import Any
 
 import pytest
 from fakes.claude_support import answer
-from fakes.messages_api import FakeMessagesApi, json_message
+from fakes.messages_api import (
+    FakeMessagesApi,
+    error_response,
+    json_message,
+    rate_limited,
+    text_message,
+)
 from pydantic import SecretStr
 from replay_support import default_settings, replay_options
 
@@ -92,3 +99,47 @@ async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answe
     (day,) = report.days
     assert day.agent_calls == calls
     assert day.cost_usd == pytest.approx(last_agent["cost_total_usd"], rel=1e-9)
+
+
+#: real seconds: a replay of one hour with two answers takes well under a second; a deadlocked
+#: one never ends (the driver's busy probe spins), so only a bound this loose tells them apart
+DEADLOCK_BOUND_SECS = 60.0
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        pytest.param(lambda: error_response(529, "overloaded_error", "Overloaded"), id="529"),
+        pytest.param(lambda: rate_limited(2.0), id="short-retry-after"),
+        pytest.param(lambda: text_message("not json at all"), id="invalid-answer"),
+    ],
+)
+async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_replay_goes_on(
+    tmp_path: Path, first: Any
+) -> None:
+    async with FakeMessagesApi() as api:
+        api.script(first(), *(json_message(_hold(3600)) for _ in range(SCRIPTED)))
+        config_dir = tmp_path / "config"
+        config_dir.mkdir()
+        settings = default_settings(config_dir).model_copy(
+            update={
+                "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
+                "agent": AgentConfig(base_url=api.base_url, max_attempts=2, daily_budget_usd=5.0),
+            }
+        )
+        whole_day = replay_options(
+            tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
+        )
+        options = replace(whole_day, end_ms=whole_day.start_ms + 3_600_000)
+        async with asyncio.timeout(DEADLOCK_BOUND_SECS):
+            outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+
+    assert outcome.finished
+    lines = (options.out_dir / "logs" / "decisions.jsonl").read_bytes().splitlines()
+    decisions = [d for d in map(json.loads, lines) if d.get("type") == "decision"]
+    assert len(decisions) == 4
+    assert all(d["decided_by"] == "claude" for d in decisions)
+    attempts = decisions[0]["raw_decision"]["attempts"]
+    assert [a["outcome"] for a in attempts] == ["failed", "ok"]
+    # the retry waited on the virtual clock: the decision's gate update is later than its start
+    assert decisions[0]["gate_update"]["at_ms"] > decisions[0]["at_ms"]

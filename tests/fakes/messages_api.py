@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import json
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
@@ -28,6 +29,7 @@ ErrorType = Literal[
 ]
 
 _ids = itertools.count(1)
+_JSON = {"content-type": "application/json", "request-id": "req_fake"}
 
 
 @dataclass(frozen=True)
@@ -127,6 +129,8 @@ class FakeMessagesApi:
         self._runner: web.AppRunner | None = None
         self._port = 0
         self._closing = asyncio.Event()
+        #: when set, only these keys are accepted (others: 401, the script untouched)
+        self.accepted_keys: set[str] | None = None
 
     @property
     def base_url(self) -> str:
@@ -172,6 +176,13 @@ class FakeMessagesApi:
                 body=orjson.loads(raw) if raw else {},
             )
         )
+        # the key as sent: x-api-key, or a bearer token (this SDK version's way)
+        sent = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
+        key = sent.removeprefix("Bearer ")
+        if self.accepted_keys is not None and key not in self.accepted_keys:
+            rejected = error_response(401, "authentication_error", "invalid x-api-key")
+            assert isinstance(rejected.body, dict)
+            return web.Response(status=401, body=_encode(rejected.body), headers=_JSON)
         scripted = (
             self._queue.popleft()
             if self._queue
@@ -181,6 +192,15 @@ class FakeMessagesApi:
             # A real-time delay is the point here: the client under test has a real socket timeout.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), scripted.delay_secs)
-        payload = scripted.body if isinstance(scripted.body, bytes) else orjson.dumps(scripted.body)
+        payload = scripted.body if isinstance(scripted.body, bytes) else _encode(scripted.body)
         headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
         return web.Response(status=scripted.status, body=payload, headers=headers)
+
+
+def _encode(body: dict[str, Any]) -> bytes:
+    """orjson, or the stdlib for what orjson refuses (integers past 64 bits, NaN as a literal):
+    hostile answers must reach the SDK exactly as scripted."""
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        return json.dumps(body).encode()

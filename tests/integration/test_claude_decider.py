@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -14,6 +15,7 @@ from fakes.claude_support import (
     MODEL,
     answer,
     decision_with,
+    fallback,
     make_decider,
     snapshot,
 )
@@ -29,10 +31,15 @@ from fakes.messages_api import (
     usage_body,
 )
 
-from agent.claude import ClaudeDecider
+from agent.breaker import CircuitBreaker
+from agent.budget import AgentPricing, DailyBudget
+from agent.claude import ClaudeDecider, UsageLedger
+from agent.claude_client import ClaudeClient, Credentials, build_anthropic_client
+from agent.config import AgentConfig
 from broker.port import Action
 from core.bus import EventBus
 from core.events import AgentFailure, Event, Topic
+from runner.agent_wiring import anthropic_key_reader
 
 
 @pytest.fixture
@@ -377,3 +384,83 @@ async def test_a_cancelled_trial_call_frees_the_half_open_slot(
     with pytest.raises(asyncio.CancelledError):
         await task
     assert decider.breaker.allow()  # the next call may try again
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("input_tokens", 10**9),
+        ("output_tokens", 2**64),
+        ("input_tokens", -5),
+        ("cache_read_input_tokens", 1.5),
+        ("input_tokens", "1200"),
+        ("output_tokens", None),
+    ],
+)
+async def test_an_absurd_usage_block_is_a_reported_anomaly_never_a_cost(
+    api: FakeMessagesApi, clock: InstantClock, make: Make, field: str, value: object
+) -> None:
+    bus = EventBus()
+    failures: list[Event] = []
+    bus.subscribe(Topic.AGENT_FAILURE, failures.append)
+    api.script(json_message(answer(), usage={**usage_body(), field: value}))
+    decider = make(bus=bus, budget_usd=5.0)
+
+    decision = await decider.decide(snapshot())
+
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason == "claude_failed: usage_anomaly"
+    assert len(api.requests) == 1  # a billing report that makes no sense is not retried
+    (attempt,) = decision.attempts
+    assert attempt["usage"] is None and field in attempt["detail"]
+    assert decision.usage is None
+    status = decider.status()
+    assert status["cost_total_usd"] == 0.0 and status["input_tokens"] == 0
+    orjson.dumps(decision.model_dump(mode="json"))  # the journal can encode it
+    await bus.drain()
+    assert [getattr(f, "kind", "") for f in failures] == ["usage_anomaly"]
+
+
+async def test_a_key_rotated_while_the_breaker_is_open_is_read_at_the_trial(
+    api: FakeMessagesApi,
+    clock: InstantClock,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    key_file = tmp_path / "anthropic_api_key"
+    key_file.write_text("sk-ant-old-key-revoked-000\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
+    api.accepted_keys = {"sk-ant-new-key-rotated-111"}
+    config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+    read_key = anthropic_key_reader("sk-ant-old-key-revoked-000")
+    client = ClaudeClient(
+        build_anthropic_client(config, "sk-ant-old-key-revoked-000"),
+        clock,
+        AgentPricing(),
+        credentials=Credentials(read_key, lambda key: build_anthropic_client(config, key)),
+    )
+    breaker = CircuitBreaker(clock)
+    decider = ClaudeDecider(
+        client=client,
+        config=config,
+        clock=clock,
+        fallback=fallback(),
+        breaker=breaker,
+        ledger=UsageLedger(DailyBudget(clock, None)),
+    )
+    try:
+        for _ in range(3):  # 401: not retried, three failed decisions open the breaker
+            assert (await decider.decide(snapshot())).decided_by == "fallback"
+        assert breaker.state.value == "open" and len(api.requests) == 3
+
+        key_file.write_text("sk-ant-new-key-rotated-111\n")  # a person rotates the key
+        clock.advance(breaker.open_secs)
+        api.script(json_message(answer()))
+        trial = await decider.decide(snapshot())
+    finally:
+        await decider.aclose()
+
+    assert (trial.decided_by, trial.decider_reason) == ("claude", "answered (breaker trial)")
+    sent = api.requests[-1].headers
+    assert (sent.get("x-api-key") or sent["authorization"]).endswith("sk-ant-new-key-rotated-111")
+    assert breaker.state.value == "closed"

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fakes.claude_support import API_KEY, AT_MS, MODEL
 from fakes.instant_clock import InstantClock
-from fakes.messages_api import FakeMessagesApi, json_message, overloaded
+from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
 
 from agent.breaker import CircuitBreaker
 from agent.budget import AgentPricing, DailyBudget
@@ -127,3 +127,21 @@ async def test_every_review_call_is_journaled_with_its_usage() -> None:
     journaled = [line["usage"] for line in lines if line["usage"] is not None]
     assert sum(u["input_tokens"] for u in journaled) == totals.input_tokens
     assert sum(u["cost_usd"] for u in journaled) == pytest.approx(totals.cost_total_usd)
+
+
+async def test_a_trial_review_that_ends_in_a_bad_usage_block_reopens_the_breaker(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer],
+) -> None:
+    api, claude = reviewer
+    for _ in range(3):
+        claude.breaker.record_failure("overloaded")
+    claude._clock.advance(claude.breaker.open_secs)  # type: ignore[attr-defined]
+    bad_usage = {**usage_body(), "input_tokens": "lots"}
+    verdicts = [{"ticker": "BTC/USDT", "action": "HOLD", "reason": "fine"}]
+    api.script(json_message({"reviews": verdicts}, usage=bad_usage))
+
+    with pytest.raises(ClaudeUnavailable):
+        await claude.review([_position("BTC/USDT")], {})
+
+    assert claude.breaker.state.value == "open"
+    assert claude.breaker.reopens_in_secs() == claude.breaker.open_secs

@@ -101,3 +101,33 @@ def test_it_opens_exactly_when_the_last_three_outcomes_failed(outcomes: list[boo
             breaker.record_failure("x")
             streak += 1
         assert (breaker.state is BreakerState.OPEN) == (streak >= 3)
+
+
+def _half_open_trial(clock: VirtualClock) -> CircuitBreaker:
+    breaker = _opened(clock)
+    clock._now_secs += breaker.open_secs  # the open time is up (no sleeper to release)
+    assert breaker.state is BreakerState.HALF_OPEN
+    return breaker
+
+
+def test_a_trial_that_ends_in_a_foreign_exception_counts_as_a_failed_trial() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    breaker = _half_open_trial(clock)
+    with pytest.raises(KeyError), breaker.guard():
+        assert breaker.allow()
+        raise KeyError("a validation error nobody expected")
+    assert breaker.state is BreakerState.OPEN
+    assert breaker.reopens_in_secs() == breaker.open_secs  # not "next trial in 0 s" forever
+    assert breaker.transitions[-1].reason == "trial call failed: KeyError"
+
+
+def test_a_trial_left_without_a_verdict_frees_the_slot_and_a_verdict_is_kept() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    breaker = _half_open_trial(clock)
+    with breaker.guard():
+        assert breaker.allow()
+    assert breaker.allow()  # abandoned: the next call may try
+    with pytest.raises(ValueError), breaker.guard():
+        breaker.record_success()
+        raise ValueError("after the verdict: the success stands")
+    assert breaker.state is BreakerState.CLOSED

@@ -53,8 +53,11 @@ def _write_journal(state_dir: Path, lines: list[dict[str, Any]], torn_tail: byte
 
 def _user_snapshot(request: dict[str, Any]) -> dict[str, Any]:
     content = request["messages"][0]["content"]
-    body = content.split("<snapshot>\n", 1)[1].split("\n</snapshot>", 1)[0]
+    body, after = content.split("<snapshot>\n", 1)[1].split("\n</snapshot>", 1)
     parsed: dict[str, Any] = json.loads(body)
+    # the memory note is sent apart, fenced as model-written data: put it back for the checks
+    fenced = after.split("<model_notes", 1)[1].split(">\n", 1)[1].split("\n</model_notes>")[0]
+    parsed["agent_memory"] = json.loads(fenced)
     return parsed
 
 

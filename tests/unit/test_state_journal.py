@@ -28,6 +28,7 @@ from state.journal import (
     read_csv_rows,
     repair_torn_tail,
 )
+from state.journal_health import FAULT_FILE_NAME, JournalHealth, read_fault_file
 
 EPOCH_MS = 1_740_000_000_000  # 2025-02-19T21:20:00Z
 TRADE_COLUMNS = ("time_ms", "ticker", "side", "qty", "price", "fee", "client_order_id")
@@ -102,13 +103,39 @@ def test_encoding_is_deterministic_and_round_trips(record: dict[str, Any]) -> No
     assert orjson.loads(line) == json.loads(json.dumps(record))
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
-def test_non_finite_floats_are_refused_and_nothing_is_written(tmp_path: Path, bad: float) -> None:
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 2**64, -(2**63) - 1])
+def test_an_unencodable_value_is_written_degraded_with_the_reason_and_the_next_line_is_whole(
+    tmp_path: Path, bad: float
+) -> None:
     path = tmp_path / "decisions.jsonl"
-    refused = pytest.raises(JournalRecordError, match=r"record\.snapshot\.rsi\[1\] is .*finite")
-    with JsonlJournal(path, fsync=False) as journal, refused:
-        journal.append({"snapshot": {"rsi": [50.0, bad]}})
-    assert path.read_bytes() == b""
+    with JsonlJournal(path, fsync=False) as journal:
+        journal.append({"decision_id": "d1", "agent": {"input_tokens": 3, "totals": [1, bad]}})
+        journal.append({"decision_id": "d2"})
+    first, second = read_all(path)
+    assert first["decision_id"] == "d1" and first["agent"]["input_tokens"] == 3
+    assert first["agent"]["totals"] == [1, repr(bad)]
+    assert (
+        "record.agent.totals[1]" in first["journal_degraded"]
+        or "encode" in first["journal_degraded"]
+    )
+    assert second == {"decision_id": "d2"}
+    assert journal.health.degraded_lines == 1 and journal.health.ok
+
+
+def test_a_failed_write_is_a_loud_fault_in_the_health_and_the_fault_file(tmp_path: Path) -> None:
+    full = tmp_path / "decisions.jsonl"
+    full.symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
+    health = JournalHealth(tmp_path / FAULT_FILE_NAME)
+    journal = JsonlJournal(full, fsync=False, health=health)
+    with pytest.raises(OSError):
+        journal.append({"decision_id": "d1"})
+    assert not health.ok and health.failed_writes == 1
+    assert "No space left" in (health.last_error or "")
+    fault = read_fault_file(tmp_path)
+    assert fault is not None and fault["failed_writes"] == 1 and fault["ok"] is False
+    with pytest.raises(OSError):
+        journal.close()  # /dev/full refuses the fsync too: still a fault, never a silent loss
+    assert health.failed_writes == 2
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,58 @@
+"""``vigil memory notes history`` and ``vigil memory notes rollback N``: the agent's memory note,
+version by version, and a person's way back to one of them.
+
+Works on ``runner_state.json`` like any person's edit: with the daemon running, it notices the
+changed note, merges it and keeps it as a version written by a person.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from core.clock import WallClock
+from core.redact import Redactor
+from runner.config import Settings
+from state.store import RunnerStateStore
+
+
+def add_memory_parser(sub: Any) -> None:
+    memory = sub.add_parser("memory", help="the agent's memory")
+    memory_sub = memory.add_subparsers(dest="memory_command", required=True)
+    notes = memory_sub.add_parser("notes", help="the memory note Claude keeps (agent_memory)")
+    notes_sub = notes.add_subparsers(dest="notes_command", required=True)
+    notes_sub.add_parser("history", help="the last 20 versions, with who wrote each")
+    rollback = notes_sub.add_parser("rollback", help="restore version N as the current note")
+    rollback.add_argument("version", type=int, help="a version number from `history`")
+
+
+def run_memory(args: argparse.Namespace, settings: Settings) -> int:
+    store = RunnerStateStore(
+        settings.runner_state_path, WallClock(), Redactor(settings.secret_values())
+    )
+    store.load()
+    if args.notes_command == "history":
+        for v in store.memory_history():
+            at = datetime.fromtimestamp(v.at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+            extra = "".join(
+                [
+                    f", {v.redactions} redacted" if v.redactions else "",
+                    f", {v.note}" if v.note else "",
+                ]
+            )
+            print(f"{v.version:>4}  {at}  {v.author}{extra}\n      {v.text}")
+        print(f"current: {store.current.agent_memory}")
+        return 0
+    try:
+        restored = store.rollback_memory(args.version)
+    except KeyError as exc:
+        print(f"vigil: {exc.args[0]}", file=sys.stderr)
+        return 2
+    store.save()
+    print(f"restored version {args.version}: {restored}")
+    return 0
+
+
+__all__ = ["add_memory_parser", "run_memory"]
