@@ -39,6 +39,8 @@ class GateUpdater(Protocol):
 class Journal(Protocol):
     def append(self, record: Mapping[str, Any]) -> None: ...
 
+    async def append_async(self, record: Mapping[str, Any]) -> None: ...
+
 
 class MemoryStore(Protocol):
     def set_agent_memory(self, text: str) -> str: ...
@@ -144,14 +146,14 @@ class DecisionRoutine:
             await self._decide(decision_id, reasons, record)
         except asyncio.CancelledError:
             record["error"] = "cancelled (shutdown) before the decision completed"
-            self._write(record, started)
+            self._write_now(record)
             raise
         except Exception as exc:
             self.failures += 1
             record["error"] = f"{type(exc).__name__}: {exc}"
             log.exception("decision %s failed", decision_id)
         self.runs += 1
-        self._write(record, started)
+        await self._write(record, started)
         return record
 
     async def _decide(
@@ -229,16 +231,23 @@ class DecisionRoutine:
             record["memory_saved"] = self._store.set_agent_memory(decision.memory_update)
         self._store.save()
 
-    def _write(self, record: dict[str, Any], started: float) -> None:
+    async def _write(self, record: dict[str, Any], started: float) -> None:
         log.debug(
             "decision %s took %.1f ms", record["decision_id"], (time.perf_counter() - started) * 1e3
         )
         try:
-            self._journal.append(_typed_line(record))
+            await self._journal.append_async(_typed_line(record))
         except Exception:
             log.exception("could not journal decision %s", record.get("decision_id"))
             return
         self._failpoint("after_decision_journaled")
+
+    def _write_now(self, record: dict[str, Any]) -> None:
+        """The line of a decision cancelled by shutdown, written before the cancellation goes on."""
+        try:
+            self._journal.append(_typed_line(record))
+        except Exception:
+            log.exception("could not journal decision %s", record.get("decision_id"))
 
 
 def _typed_line(record: dict[str, Any]) -> dict[str, Any]:

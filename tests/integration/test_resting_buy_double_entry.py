@@ -91,6 +91,9 @@ class Journal:
     def append(self, record: Mapping[str, Any]) -> None:
         self.records.append(record)
 
+    async def append_async(self, record: Mapping[str, Any]) -> None:
+        self.records.append(record)
+
 
 async def no_regime() -> RegimeSnapshot | None:
     return None

@@ -136,6 +136,9 @@ class Rig:
             def append(_self, record: Mapping[str, Any]) -> None:
                 self.journal.append(record)
 
+            async def append_async(_self, record: Mapping[str, Any]) -> None:
+                self.journal.append(record)
+
         self.routine = DecisionRoutine(
             self.clock,
             self.bus,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -377,3 +379,43 @@ def test_csv_with_other_columns_refuses_to_start(tmp_path: Path) -> None:
 def test_bad_column_lists_are_refused(tmp_path: Path, columns: tuple[str, ...]) -> None:
     with pytest.raises(ValueError, match="column"):
         CsvJournal(tmp_path / "t.csv", columns, fsync=False)
+
+
+async def test_async_appends_with_fsync_run_off_the_loop_in_order(tmp_path: Path) -> None:
+    path = tmp_path / "async.jsonl"
+    journal = JsonlJournal(path, fsync=True)
+    loop_thread = threading.get_ident()
+    writers: set[int] = set()
+    real_write = journal._file._write
+
+    def spy(fd: int, data: bytes) -> None:
+        writers.add(threading.get_ident())
+        real_write(fd, data)
+
+    journal._file._write = spy  # type: ignore[method-assign]
+    for n in range(20):
+        await journal.append_async({"n": n})
+    journal.close()
+    assert [json.loads(line)["n"] for line in path.read_bytes().splitlines()] == list(range(20))
+    assert writers and loop_thread not in writers  # the writer thread, never the event loop
+
+
+async def test_a_cancelled_async_append_still_writes_its_line_whole(tmp_path: Path) -> None:
+    path = tmp_path / "cancelled.jsonl"
+    journal = JsonlJournal(path, fsync=True)
+    task = asyncio.create_task(journal.append_async({"big": "x" * 100_000}))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    journal.close()  # waits for the line in flight
+    (line,) = path.read_bytes().splitlines()
+    assert json.loads(line) == {"big": "x" * 100_000}
+
+
+async def test_without_fsync_an_async_append_stays_on_the_loop(tmp_path: Path) -> None:
+    path = tmp_path / "replay.jsonl"
+    with JsonlJournal(path, fsync=False) as journal:
+        await journal.append_async({"n": 1})
+        assert journal._file._writer is None  # replay: no thread, deterministic placement
+    assert path.read_bytes() == b'{"n":1}\n'
