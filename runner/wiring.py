@@ -129,6 +129,10 @@ def websocket_ports(
             reconnect_base_secs=settings.market.reconnect_base_secs,
             reconnect_cap_secs=settings.market.reconnect_cap_secs,
             path=ws_path,
+            guard=settings.market.guard(),
+            # read at frame time, once ``market`` exists: the seeded history's last close is the
+            # first frame's plausibility anchor
+            reference_price=lambda ticker: market.aggregator.last_price(ticker),  # noqa: PLW0108
         )
 
     return Ports(
