@@ -46,11 +46,11 @@ async def test_oversized_frames_cost_a_reconnect_each_and_are_logged_once_a_minu
         listener = make_listener(clock, bus, server.url)
         async with running(listener):
             for opened in (1, 2, 3):
-                await wait_until(lambda n=opened: server.opened == n, what=f"connection {opened}")
-                await wait_until(
-                    lambda n=opened: listener.stats.reconnects.get("oversized") == n,
-                    what=f"oversized close {opened}",
-                )
+
+                def ended(n: int = opened) -> bool:
+                    return server.opened == n and listener.stats.reconnects.get("oversized") == n
+
+                await wait_until(ended, what=f"connection {opened} ended by its oversized frame")
                 await clock.advance(2.0)  # the backoff after a working connection
     stats = listener.stats
     assert stats.rejected == {"oversized": 3}
