@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import random
 from collections import Counter
@@ -27,6 +28,8 @@ from sim.hostile import IN_PROCESS_KINDS, HostileKind, hostile_frame
 
 log = logging.getLogger(__name__)
 
+CAPTURED = "captured"  # the kind under which extra (captured) frames are counted
+
 
 class HostileProxy:
     def __init__(
@@ -38,14 +41,18 @@ class HostileProxy:
         kinds: Sequence[HostileKind] = IN_PROCESS_KINDS,
         oversized_every: int = 0,
         seed: int = 0,
+        extra_frames: Sequence[bytes] = (),
     ) -> None:
         """``oversized_every``: after that many forwarded frames, one oversized frame (each costs
-        the client a reconnect, so they are kept rarer than the rest); 0 for none."""
+        the client a reconnect, so they are kept rarer than the rest); 0 for none.
+        ``extra_frames``: sent in turn in one hostile slot out of ten (e.g. real frames captured
+        on another day: old, other intervals and contracts), counted as ``captured``."""
         self._clock = clock
         self._upstream = upstream_base_url.rstrip("/")
         self._rate = rate
         self._kinds = tuple(kinds)
         self._oversized_every = oversized_every
+        self._extra = itertools.cycle(extra_frames) if extra_frames else None
         self._rng = random.Random(seed)
         self._server: Server | None = None
         self.counts: Counter[str] = Counter()  # injected hostile frames by kind
@@ -97,6 +104,10 @@ class HostileProxy:
             template = _kline_template(raw)
             if template is None:
                 continue
+            if not oversized and self._extra is not None and self._rng.random() < 0.1:
+                self.counts[CAPTURED] += 1
+                await client.send(next(self._extra).decode())
+                continue
             kind = HostileKind.OVERSIZED if oversized else self._rng.choice(self._kinds)
             frame = hostile_frame(kind, template, self._clock.now_ms(), self._rng)
             self.counts[kind] += 1
@@ -114,4 +125,4 @@ def _kline_template(raw: str | bytes) -> dict[str, object] | None:
     return frame  # type: ignore[no-any-return]
 
 
-__all__ = ["HostileProxy"]
+__all__ = ["CAPTURED", "HostileProxy"]
