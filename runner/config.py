@@ -50,6 +50,10 @@ class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
+#: Binance pushes every kline stream every 250 ms
+BINANCE_UPDATE_MS = 250
+
+
 class MarketConfig(_Section):
     source: Literal["sim", "binance"] = "binance"
     tickers: tuple[str, ...] = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
@@ -68,8 +72,11 @@ class MarketConfig(_Section):
     max_candle_range_frac: float = Field(1.0, gt=0)  # high / low - 1 of one candle
     reanchor_after_secs: float = Field(60.0, ge=0)  # a new level held this long is the market
 
-    def guard(self) -> FrameGuardConfig:
+    def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
+        """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its
+        close) carries the instant of its last update, up to one interval before the close time."""
         return FrameGuardConfig(
+            close_tolerance_ms=max(1_000, feed_update_ms),
             max_clock_skew_secs=self.max_clock_skew_secs,
             max_frame_age_secs=self.max_frame_age_secs,
             max_price_move_frac=self.max_price_move_frac,

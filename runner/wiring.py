@@ -43,7 +43,7 @@ from regime.tracker import CryptoRegimeTracker, Offload
 from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
-from runner.config import Settings
+from runner.config import BINANCE_UPDATE_MS, Settings
 from runner.crypto_runner import CryptoRunner
 from state.journal import JsonlJournal
 from state.store import RunnerStateStore
@@ -129,7 +129,11 @@ def websocket_ports(
             reconnect_base_secs=settings.market.reconnect_base_secs,
             reconnect_cap_secs=settings.market.reconnect_cap_secs,
             path=ws_path,
-            guard=settings.market.guard(),
+            guard=settings.market.guard(
+                feed_update_ms=settings.sim.update_interval_ms
+                if settings.market.source == "sim"
+                else BINANCE_UPDATE_MS
+            ),
             # read at frame time, once ``market`` exists: the seeded history's last close is the
             # first frame's plausibility anchor
             reference_price=lambda ticker: market.aggregator.last_price(ticker),  # noqa: PLW0108

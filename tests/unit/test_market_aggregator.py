@@ -93,7 +93,7 @@ def test_duplicate_and_stale_closes_are_ignored_and_counted(bus: EventBus) -> No
 def test_a_different_close_of_the_newest_candle_corrects_it(bus: EventBus) -> None:
     spy = SpyObserver()
     aggregator = MultiTFAggregator(bus, observers=[spy])
-    aggregator.attach()
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     rec = Recorder(bus)
     bus.publish(make_tick(open_ms=T0, closed=True, v=0.5))  # provisional: 5 % of the volume
     bus.publish(make_tick(open_ms=T0, closed=True, c=99.0, v=10.0))  # the exchange corrects it

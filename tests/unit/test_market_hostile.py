@@ -58,7 +58,7 @@ class Path:
         self.bus = EventBus()
         self.features = FeatureTracker()
         self.aggregator = MultiTFAggregator(self.bus, observers=[self.features])
-        self.aggregator.attach()
+        self.bus.subscribe(Topic.MARKET_TICK, self.aggregator.on_tick, name="aggregator")
         self.listener = MarketListener(
             self.clock,
             self.bus,
