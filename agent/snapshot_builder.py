@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -107,7 +108,7 @@ class SnapshotBuilder:
     async def build(self, wake_reasons: Sequence[str]) -> MarketSnapshot:
         at_ms = self._clock.now_ms()
         unavailable: dict[str, str] = {}
-        tickers = {t: self._ticker(t, unavailable) for t in self._tickers}
+        tickers = {t: self._ticker_or_reason(t, unavailable) for t in self._tickers}
         btc = tickers.get(BTC)
         if btc is None:
             unavailable["btc_price"] = f"{BTC} is not among the configured tickers"
@@ -135,6 +136,30 @@ class SnapshotBuilder:
         }
         require_reasons(fields, unavailable)
         return MarketSnapshot(**fields, unavailable=merge_unavailable(unavailable))
+
+    def _ticker_or_reason(self, ticker: str, unavailable: dict[str, str]) -> TickerSnapshot:
+        """One ticker's figures, or none of them with the reason: a bad number in one ticker
+        (or a view that fails on it) must not stop the decision on the others."""
+        reasons: dict[str, str] = {}
+        try:
+            snapshot = self._ticker(ticker, reasons)
+            bad = _non_finite(snapshot.model_dump())
+            if bad:
+                raise ValueError(f"non-finite {', '.join(bad)}")
+        except Exception as exc:
+            log.warning("snapshot: %s unavailable: %r", ticker, exc)
+            unavailable[f"tickers.{ticker}"] = f"market data unusable: {type(exc).__name__}: {exc}"
+            return TickerSnapshot(
+                price=None,
+                change_1h_pct=None,
+                return_4h_pct=None,
+                return_24h_pct=None,
+                volume_24h=None,
+                volume_ratio=None,
+                return_zscore=None,
+            )
+        unavailable.update(reasons)
+        return snapshot
 
     def _ticker(self, ticker: str, unavailable: dict[str, str]) -> TickerSnapshot:
         feats = self._features.features(ticker)
@@ -243,6 +268,17 @@ class _Portfolio:
     pending_orders: list[PendingOrderSnapshot]
     value: float | None
     cash: float | None
+
+
+def _non_finite(value: Any, path: str = "") -> list[str]:
+    """Paths of the NaN / infinite numbers in a dumped model (the snapshot cannot carry them)."""
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [f"{path or 'value'}={value!r}"]
+    if isinstance(value, Mapping):
+        return [p for k, v in value.items() for p in _non_finite(v, f"{path}.{k}".lstrip("."))]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in _non_finite(v, f"{path}[{i}]")]
+    return []
 
 
 def _pending(order: OpenOrder) -> PendingOrderSnapshot:

@@ -4,9 +4,11 @@ Kline streams repeat themselves: every update re-sends the forming candle, a rec
 closes the stream may also deliver, and a late frame can trail a newer one. The aggregator turns
 that into a clean record:
 
-- ``CandleClosed`` is published exactly once per candle: the first closed tick for an open time
-  newer than the last one emitted wins; a repeat is a duplicate, an older one is stale (both are
-  counted and ignored).
+- ``CandleClosed`` is published once per candle: the first closed tick for an open time newer
+  than the last one emitted wins; an identical repeat is a duplicate, an older one is stale (both
+  are counted and ignored). A repeat of the newest candle with other values is a correction (the
+  exchange, or REST settling a conflict, said something else): the stored candle is replaced and
+  ``CandleClosed`` is published again with the corrected candle.
 - ``MarketGap`` is published when a close skips candles after the previous close; the missing span
   is reported, never filled in.
 - The last ``window`` closed candles are kept per series, as ``Candle`` objects and, on demand, as
@@ -47,6 +49,10 @@ class CandleObserver(Protocol):
         """A newly closed (or seeded) candle; per series, open times only increase."""
         ...
 
+    def on_correct(self, ticker: str, timeframe: str, candle: Candle) -> None:
+        """The newest closed candle of a series, replaced by a corrected one (same open time)."""
+        ...
+
 
 class CandleArrays(NamedTuple):
     """Closed candles of one series as read-only numpy columns, oldest first."""
@@ -63,7 +69,8 @@ class AggregatorStats(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     ticks: int
     closes_emitted: int
-    duplicate_closes: int  # a close for the candle already emitted
+    duplicate_closes: int  # a close for the candle already emitted, with the same values
+    corrected_closes: int  # a close for the newest candle emitted, with other values
     stale_closes: int  # a close older than the last emitted one
     late_updates: int  # a forming update for a candle already closed
     stale_updates: int  # a forming update older than the current one
@@ -73,7 +80,7 @@ class AggregatorStats(BaseModel):
 
 
 class _Series:
-    __slots__ = ("arrays", "closed", "current", "last_closed_open_ms", "step_ms")
+    __slots__ = ("arrays", "closed", "current", "last_closed_open_ms", "last_seeded", "step_ms")
 
     def __init__(self, timeframe: str, window: int) -> None:
         self.step_ms = timeframe_ms(timeframe)
@@ -81,6 +88,7 @@ class _Series:
         self.last_closed_open_ms = -1  # no close yet
         self.current: MarketTick | None = None
         self.arrays: CandleArrays | None = None  # cache, dropped on every close
+        self.last_seeded = False  # the newest candle came from history (REST): it is final
 
 
 class MultiTFAggregator:
@@ -101,6 +109,7 @@ class MultiTFAggregator:
         self._ticks = 0
         self._closes = 0
         self._duplicate_closes = 0
+        self._corrected_closes = 0
         self._stale_closes = 0
         self._late_updates = 0
         self._stale_updates = 0
@@ -148,25 +157,35 @@ class MultiTFAggregator:
     def _close(self, tick: MarketTick, series: _Series) -> bool:
         open_ms, last = tick.open_time_ms, series.last_closed_open_ms
         if open_ms == last:
-            self._duplicate_closes += 1
-            return False
+            return self._correct(tick, series)
         if open_ms < last:
             self._stale_closes += 1
             return False
         if last >= 0 and open_ms > last + series.step_ms:
             self._report_gap(tick, last + series.step_ms, open_ms, series.step_ms)
-        candle = Candle(
-            open_time_ms=open_ms,
-            open=tick.open,
-            high=tick.high,
-            low=tick.low,
-            close=tick.close,
-            volume=tick.volume,
-        )
+        candle = _candle(tick)
         self._append(tick.ticker, tick.timeframe, series, candle)
         if series.current is not None and series.current.open_time_ms <= open_ms:
             series.current = None
         self._closes += 1
+        self._bus.publish(CandleClosed(ticker=tick.ticker, timeframe=tick.timeframe, candle=candle))
+        return True
+
+    def _correct(self, tick: MarketTick, series: _Series) -> bool:
+        previous = series.closed[-1] if series.closed else None
+        candle = _candle(tick)
+        if previous is None or previous == candle or series.last_seeded:
+            self._duplicate_closes += 1
+            return False
+        series.closed[-1] = candle
+        series.arrays = None
+        self._corrected_closes += 1
+        log.warning(
+            "market: %s %s candle %d corrected: %s -> %s", tick.ticker, tick.timeframe,
+            tick.open_time_ms, previous, candle,
+        )  # fmt: skip
+        for observer in self._observers:
+            observer.on_correct(tick.ticker, tick.timeframe, candle)
         self._bus.publish(CandleClosed(ticker=tick.ticker, timeframe=tick.timeframe, candle=candle))
         return True
 
@@ -195,6 +214,7 @@ class MultiTFAggregator:
     def _append(self, ticker: str, timeframe: str, series: _Series, candle: Candle) -> None:
         series.closed.append(candle)
         series.last_closed_open_ms = candle.open_time_ms
+        series.last_seeded = False
         series.arrays = None
         for observer in self._observers:
             observer.on_close(ticker, timeframe, candle)
@@ -215,6 +235,7 @@ class MultiTFAggregator:
             if candle.open_time_ms <= series.last_closed_open_ms:
                 continue
             self._append(ticker, timeframe, series, candle)
+            series.last_seeded = True
             taken += 1
         if series.current is not None and series.current.open_time_ms <= series.last_closed_open_ms:
             series.current = None
@@ -266,6 +287,7 @@ class MultiTFAggregator:
             ticks=self._ticks,
             closes_emitted=self._closes,
             duplicate_closes=self._duplicate_closes,
+            corrected_closes=self._corrected_closes,
             stale_closes=self._stale_closes,
             late_updates=self._late_updates,
             stale_updates=self._stale_updates,
@@ -273,6 +295,17 @@ class MultiTFAggregator:
             missing_candles=self._missing,
             seeded=self._seeded,
         )
+
+
+def _candle(tick: MarketTick) -> Candle:
+    return Candle(
+        open_time_ms=tick.open_time_ms,
+        open=tick.open,
+        high=tick.high,
+        low=tick.low,
+        close=tick.close,
+        volume=tick.volume,
+    )
 
 
 def _arrays(candles: Iterable[Candle]) -> CandleArrays:

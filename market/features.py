@@ -152,6 +152,24 @@ class FeatureTracker:
         state.references.clear()
         state.cached = None
 
+    def on_correct(self, ticker: str, timeframe: str, candle: Candle) -> None:
+        """The newest close was corrected: its price, its volume and the return into it."""
+        state = self._tickers.get(ticker)
+        if timeframe != self.timeframe or state is None or candle.open_time_ms not in state.closes:
+            return
+        if candle.open_time_ms == state.last_open_ms:
+            previous = state.closes.get(candle.open_time_ms - self._step_ms)
+            if previous is not None and state.returns:
+                state.returns[-1] = candle.close / previous - 1.0
+                state.return_mean, state.return_std = _mean_std(state.returns)
+            if state.volumes:
+                state.volumes[-1] = candle.volume
+                state.volume_sum = math.fsum(state.volumes)
+            state.last_close = candle.close
+        state.closes[candle.open_time_ms] = candle.close
+        state.references.clear()
+        state.cached = None
+
     # -- reading --------------------------------------------------------------------------------
 
     def features(self, ticker: str) -> TickFeatures | None:

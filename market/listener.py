@@ -30,17 +30,19 @@ import logging
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
-from typing import Final, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Final, NamedTuple, NoReturn
 
 from pydantic import BaseModel, ConfigDict
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, WebSocketException
+from websockets.frames import CloseCode
 
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import Candle, MarketTick, Timeframe
+from market.guard import FrameGuard, FrameGuardConfig, RejectionCounter
 from market.parse import FrameRejected, ServerShutdown, kline_stream_name, parse_frame
 from market.ports import CandleBackfill
 from market.timeframes import timeframe_ms, to_binance_symbol
@@ -67,6 +69,7 @@ class Cause:
     ROTATE = "rotate"
     SERVER_SHUTDOWN = "server_shutdown"
     ERROR = "error"  # a bug or an unexpected exception: logged with its traceback
+    OVERSIZED = "oversized"  # a frame over MAX_MESSAGE_BYTES: websockets closes with 1009
 
 
 class Drop:
@@ -77,6 +80,7 @@ class Drop:
     UNEXPECTED_STREAM = "unexpected_stream"
     NOT_KLINE = "not_kline"
     PARSE_ERROR = "parse_error"  # the parser raised something unexpected (a bug): see the log
+    OVERSIZED = "oversized"  # over MAX_MESSAGE_BYTES; costs a reconnect
 
 
 _PROMPT_CAUSES: Final = frozenset({Cause.ROTATE, Cause.SERVER_SHUTDOWN})
@@ -94,13 +98,17 @@ class ListenerStats(BaseModel):
     backfill_failures: int
     missed_closes: int  # a stream moved on without its close frame
     repaired_closes: int  # of those, closes fetched by REST
+    corrected_closes: int  # a later, different close from the exchange for a published candle
+    arbitrated_closes: int  # conflicting closes settled by REST
 
 
 class _Stream:
     """Per-stream ordering state: what was last seen and which close was last published."""
 
     __slots__ = (
+        "arbitrated_open_ms",
         "held_closes",
+        "last_close",
         "last_closed_open_ms",
         "last_event_ms",
         "last_open_ms",
@@ -123,6 +131,8 @@ class _Stream:
         # aggregator receives every close in order (a late repair would be a stale close there)
         self.repair_to_ms = -1  # newest open time a pending repair covers; -1: none pending
         self.held_closes: list[MarketTick] = []
+        self.last_close: MarketTick | None = None  # the newest close published, as published
+        self.arbitrated_open_ms = -1  # newest candle whose close came from (or was settled by) REST
 
     def note_closed(self, open_ms: int) -> None:
         self.last_closed_open_ms = max(self.last_closed_open_ms, open_ms)
@@ -171,6 +181,8 @@ class MarketListener:
         rng: random.Random | None = None,
         path: str = "/market/stream",
         backfill_attempts: int = 3,
+        guard: FrameGuardConfig | None = None,
+        reference_price: Callable[[str], float | None] | None = None,
     ) -> None:
         if not tickers or not timeframes:
             raise ValueError("MarketListener needs at least one ticker and one timeframe")
@@ -201,17 +213,20 @@ class MarketListener:
         self._warnings = _Warnings(clock, WARN_INTERVAL_SECS)
         self._end_cause: str | None = None
         self._last_frame_mono = -math.inf
-        self._repairs: asyncio.Queue[tuple[_Stream, int, int]] | None = None
+        self._repairs: asyncio.Queue[_Repair] | None = None
+        self.guard = FrameGuard(clock, guard, reference_price=reference_price)
         # counters (read through ``stats``)
         self._connects = 0
         self._frames = 0
         self._ticks = 0
-        self._rejected: Counter[str] = Counter()
+        self._rejected = RejectionCounter()
         self._reconnects: Counter[str] = Counter()
         self._backfilled = 0
         self._backfill_failures = 0
         self._missed_closes = 0
         self._repaired = 0
+        self._corrected = 0
+        self._arbitrated = 0
 
     # -- public ---------------------------------------------------------------------------------
 
@@ -233,14 +248,21 @@ class MarketListener:
             connects=self._connects,
             frames=self._frames,
             ticks_published=self._ticks,
-            rejected=dict(self._rejected),
+            rejected=self._rejected.as_dict(),
             reconnects=dict(self._reconnects),
             last_frame_at_ms=last_frame_at_ms,
             backfilled=self._backfilled,
             backfill_failures=self._backfill_failures,
             missed_closes=self._missed_closes,
             repaired_closes=self._repaired,
+            corrected_closes=self._corrected,
+            arbitrated_closes=self._arbitrated,
         )
+
+    @property
+    def rejections(self) -> RejectionCounter:
+        """The live per-reason counter (for a metrics exporter)."""
+        return self._rejected
 
     async def run(self) -> NoReturn:
         """Connect, stream and reconnect forever; only cancellation ends it."""
@@ -265,7 +287,11 @@ class MarketListener:
                 continue
             delay_secs = self._retry_delay_secs(attempt)
             attempt += 1
-            log.warning("market listener: %s; reconnecting in %.1f s", cause, delay_secs)
+            message = f"market listener: {cause}; reconnecting in {delay_secs:.1f} s"
+            if cause == Cause.OVERSIZED:  # a flood of them must not flood the log
+                self._warnings.warn(Cause.OVERSIZED, message)
+            else:
+                log.warning("%s", message)
             await self._clock.sleep(delay_secs)
 
     # -- one connection -------------------------------------------------------------------------
@@ -300,7 +326,10 @@ class MarketListener:
                 return await self._drain(ws)
             except ConnectionClosed as exc:
                 cause = self._end_cause or Cause.CLOSED
-                if cause == Cause.CLOSED:
+                if cause == Cause.CLOSED and _too_big(exc):
+                    cause = Cause.OVERSIZED
+                    self._drop(Drop.OVERSIZED, f"a frame over {MAX_MESSAGE_BYTES} bytes")
+                elif cause == Cause.CLOSED:
                     log.warning("market listener: connection closed: %r", exc)
                 return cause
             finally:
@@ -314,39 +343,50 @@ class MarketListener:
 
     async def _drain(self, ws: ClientConnection) -> str:
         """Read frames until the server announces shutdown (other ends raise ConnectionClosed)."""
-        monotonic = self._clock.monotonic_secs
-        publish = self._bus.publish
-        streams = self._streams
+        on_frame = self.on_frame
         while True:
-            raw = await ws.recv(decode=False)
-            self._last_frame_mono = monotonic()
-            self._frames += 1
-            try:
-                message = parse_frame(raw)
-            except FrameRejected as exc:
-                self._drop(exc.reason, exc.detail)
-                continue
-            except Exception as exc:  # a parser bug must not take the feed down with it
-                self._drop(Drop.PARSE_ERROR, repr(exc))
-                continue
-            if type(message) is MarketTick:
-                stream = streams.get((message.ticker, message.timeframe))
-                if stream is None:
-                    self._drop(Drop.UNEXPECTED_STREAM, f"{message.ticker} {message.timeframe}")
-                elif self._in_order(stream, message):
-                    if message.closed and stream.repair_to_ms >= 0:
-                        stream.held_closes.append(message)
-                        continue
-                    if message.closed:
-                        stream.note_closed(message.open_time_ms)
-                    self._ticks += 1
-                    publish(message)
-            elif type(message) is ServerShutdown:
+            if on_frame(await ws.recv(decode=False)):
                 log.warning("market listener: server announced shutdown; reconnecting")
                 self._end_cause = Cause.SERVER_SHUTDOWN
                 return Cause.SERVER_SHUTDOWN
-            else:
-                self._drop(Drop.NOT_KLINE, f"unsubscribed {type(message).__name__}")
+
+    def on_frame(self, raw: bytes | str) -> bool:
+        """Take one frame: publish it, or drop and count it. True when it announces a shutdown.
+
+        Nothing a frame holds may raise out of here: one bad frame must never end the feed."""
+        self._frames += 1
+        self._last_frame_mono = self._clock.monotonic_secs()
+        try:
+            message = parse_frame(raw)
+            if type(message) is MarketTick:
+                stream = self._streams.get((message.ticker, message.timeframe))
+                if stream is None:
+                    self._drop(Drop.UNEXPECTED_STREAM, f"{message.ticker} {message.timeframe}")
+                    return False
+                self.guard.check(message)
+                if self._in_order(stream, message):
+                    self._publish_live(stream, message)
+                return False
+        except FrameRejected as exc:
+            self._drop(exc.reason, exc.detail)
+            return False
+        except Exception as exc:  # a parser bug must not take the feed down with it
+            self._drop(Drop.PARSE_ERROR, repr(exc))
+            return False
+        if type(message) is ServerShutdown:
+            return True
+        self._drop(Drop.NOT_KLINE, f"unsubscribed {type(message).__name__}")
+        return False
+
+    def _publish_live(self, stream: _Stream, tick: MarketTick) -> None:
+        if tick.closed and stream.repair_to_ms >= 0:
+            stream.held_closes.append(tick)
+            return
+        if tick.closed:
+            stream.note_closed(tick.open_time_ms)
+            stream.last_close = tick
+        self._ticks += 1
+        self._bus.publish(tick)
 
     def _in_order(self, stream: _Stream, tick: MarketTick) -> bool:
         """Accept a live tick unless it is older than, or repeats, what the stream already said."""
@@ -357,7 +397,9 @@ class MarketListener:
             )
             return False
         if open_ms == stream.last_open_ms:
-            if stream.open_closed or (event_ms == stream.last_event_ms and not tick.closed):
+            if stream.open_closed and tick.closed and self._corrects(stream, tick):
+                pass  # a later close that says something else: it corrects the one published
+            elif stream.open_closed or (event_ms == stream.last_event_ms and not tick.closed):
                 self._drop(Drop.DUPLICATE, f"{tick.ticker} {tick.timeframe} t={open_ms}")
                 return False
         else:
@@ -365,6 +407,31 @@ class MarketListener:
         stream.last_open_ms = open_ms
         stream.last_event_ms = event_ms
         stream.open_closed = tick.closed
+        return True
+
+    def _corrects(self, stream: _Stream, tick: MarketTick) -> bool:
+        """A second close of the newest candle, with other values: the exchange corrected it
+        (or one of the two is wrong). It is published as a correction, and REST, when there is
+        one, settles the candle once; after that only REST's values stand."""
+        last = stream.last_close
+        if last is None or last.open_time_ms != tick.open_time_ms or _same_candle(last, tick):
+            return False
+        if stream.arbitrated_open_ms == tick.open_time_ms:
+            return False
+        self._corrected += 1
+        log.warning(
+            "market listener: %s %s close of %d corrected by the exchange (c %g -> %g, v %g -> %g)",
+            tick.ticker,
+            tick.timeframe,
+            tick.open_time_ms,
+            last.close,
+            tick.close,
+            last.volume,
+            tick.volume,
+        )
+        if self._backfill is not None and self._repairs is not None:
+            stream.arbitrated_open_ms = tick.open_time_ms  # one REST look per candle
+            self._repairs.put_nowait(_Repair(stream, tick.open_time_ms, tick.open_time_ms, True))
         return True
 
     def _check_closes_before(self, stream: _Stream, open_ms: int) -> None:
@@ -390,10 +457,10 @@ class MarketListener:
         )
         if self._backfill is not None and self._repairs is not None:
             stream.repair_to_ms = max(stream.repair_to_ms, last_ms)
-            self._repairs.put_nowait((stream, first_ms, last_ms))
+            self._repairs.put_nowait(_Repair(stream, first_ms, last_ms, False))
 
     def _drop(self, reason: str, detail: str) -> None:
-        self._rejected[reason] += 1
+        self._rejected.add(reason)
         self._warnings.warn(reason, f"market listener: dropped a frame ({reason}: {detail})")
 
     async def _watch(self, ws: ClientConnection, connected_mono: float) -> None:
@@ -453,11 +520,15 @@ class MarketListener:
             candles = await self._fetch(stream, since_ms, until_ms)
             self._publish_closes(stream, candles, before_open_ms=None)
 
-    async def _repair_loop(self, queue: asyncio.Queue[tuple[_Stream, int, int]]) -> None:
-        """Fetch closes that never arrived on the socket (see ``_check_closes_before``)."""
+    async def _repair_loop(self, queue: asyncio.Queue[_Repair]) -> None:
+        """Fetch closes that never arrived on the socket (see ``_check_closes_before``), and
+        settle conflicting closes (see ``_corrects``)."""
         while True:
-            stream, first_ms, last_ms = await queue.get()
+            stream, first_ms, last_ms, arbiter = await queue.get()
             try:
+                if arbiter:
+                    await self._arbitrate(stream, first_ms)
+                    continue
                 await self._repair(stream, first_ms, last_ms)
             except asyncio.CancelledError:
                 raise
@@ -474,8 +545,33 @@ class MarketListener:
         for tick in held:
             if tick.open_time_ms > stream.last_closed_open_ms:
                 stream.note_closed(tick.open_time_ms)
+                stream.last_close = tick
                 self._ticks += 1
                 self._bus.publish(tick)
+
+    async def _arbitrate(self, stream: _Stream, open_ms: int) -> None:
+        """REST's close of a candle the stream closed twice, differently, published as the final
+        correction when it differs from what was last published."""
+        candles = await self._fetch(stream, open_ms, self._clock.now_ms())
+        candle = next((c for c in candles if c.open_time_ms == open_ms), None)
+        if candle is None:
+            log.warning(
+                "market listener: REST has no %s %s close of %d to settle the conflict with",
+                stream.ticker,
+                stream.timeframe,
+                open_ms,
+            )
+            return
+        tick = self._close_tick(stream, candle)
+        self.guard.note_price(stream.ticker, candle.close)
+        last = stream.last_close
+        if last is not None and last.open_time_ms == open_ms and _same_candle(last, tick):
+            return  # the last correction was right
+        if stream.last_closed_open_ms > open_ms:
+            return  # newer closes are out: the aggregator only corrects its newest candle
+        self._arbitrated += 1
+        stream.last_close = tick
+        self._bus.publish(tick)
 
     async def _repair(self, stream: _Stream, first_ms: int, last_ms: int) -> None:
         # the REST side may lag the socket by a moment: ask again until the closes are there
@@ -543,26 +639,48 @@ class MarketListener:
                 continue
             if before_open_ms is not None and open_ms >= before_open_ms:
                 continue  # the stream is already past it live: only older closes are missing
-            close_time_ms = open_ms + stream.step_ms - 1
-            self._bus.publish(
-                MarketTick(
-                    ticker=stream.ticker,
-                    timeframe=stream.timeframe,
-                    open_time_ms=open_ms,
-                    close_time_ms=close_time_ms,
-                    open=candle.open,
-                    high=candle.high,
-                    low=candle.low,
-                    close=candle.close,
-                    volume=candle.volume,
-                    closed=True,
-                    event_time_ms=close_time_ms,
-                )
-            )
+            tick = self._close_tick(stream, candle)
+            self._bus.publish(tick)
+            self.guard.note_price(stream.ticker, candle.close)  # REST is trusted
             stream.note_closed(open_ms)
+            stream.last_close = tick
+            stream.arbitrated_open_ms = open_ms  # REST's close is final: no live correction
             published += 1
         self._backfilled += published
         return published
+
+    @staticmethod
+    def _close_tick(stream: _Stream, candle: Candle) -> MarketTick:
+        close_time_ms = candle.open_time_ms + stream.step_ms - 1
+        return MarketTick(
+            ticker=stream.ticker,
+            timeframe=stream.timeframe,
+            open_time_ms=candle.open_time_ms,
+            close_time_ms=close_time_ms,
+            open=candle.open,
+            high=candle.high,
+            low=candle.low,
+            close=candle.close,
+            volume=candle.volume,
+            closed=True,
+            event_time_ms=close_time_ms,
+        )
+
+
+class _Repair(NamedTuple):
+    stream: _Stream
+    first_ms: int
+    last_ms: int
+    arbiter: bool  # settle a conflicting close of first_ms rather than fetch missed ones
+
+
+def _same_candle(a: MarketTick, b: MarketTick) -> bool:
+    return (a.open, a.high, a.low, a.close, a.volume) == (b.open, b.high, b.low, b.close, b.volume)
+
+
+def _too_big(exc: ConnectionClosed) -> bool:
+    """websockets closed the connection itself because a frame exceeded ``max_size``."""
+    return exc.sent is not None and exc.sent.code == CloseCode.MESSAGE_TOO_BIG
 
 
 __all__ = ["DEFAULT_TIMEFRAMES", "Cause", "Drop", "ListenerStats", "MarketListener"]

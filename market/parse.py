@@ -38,6 +38,12 @@ class RejectReason(enum.StrEnum):
     INCONSISTENT = "inconsistent"  # high < low, close outside [low, high], times disagree, ...
     UNKNOWN_INTERVAL = "unknown_interval"  # not a Binance interval, or not one vigil tracks
     UNKNOWN_SYMBOL = "unknown_symbol"  # a symbol that maps to no unified ticker
+    # checked against the clock and the market by ``market.guard.FrameGuard``
+    FUTURE_TIME = "future_time"  # E or t beyond the clock plus the allowed skew
+    STALE_TIME = "stale_time"  # E older than the allowed frame age
+    EARLY_CLOSE = "early_close"  # x=true before the candle's close time
+    IMPLAUSIBLE_PRICE = "implausible_price"  # over the cap, or far from the last good price
+    IMPLAUSIBLE_VOLUME = "implausible_volume"  # over the cap
 
 
 class FrameRejected(VigilError):

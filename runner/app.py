@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +99,15 @@ def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
     return Journals(store, decisions, trades)
 
 
-async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
+async def build_daemon(
+    settings: Settings,
+    *,
+    live: bool = False,
+    ws_front: Callable[[Clock, str], Awaitable[str]] | None = None,
+) -> Daemon:
+    """``ws_front``: given the clock and the simulator's websocket base URL, start something in
+    front of it and return the URL the listener connects to instead (the hostile-frame fuzz's man
+    in the middle, ``sim.hostile_proxy``)."""
     use_sim = settings.market.source == "sim"
     clock: Clock = (
         ScaledClock(settings.sim.start_ms, settings.sim.speed) if use_sim else WallClock()
@@ -124,6 +132,8 @@ async def build_daemon(settings: Settings, *, live: bool = False) -> Daemon:
         await sim.start()
         closers.append(("stop simulator", sim.stop))
         ws_base, rest_url, ws_path = sim.ws_base_url, sim.rest_url, "/market/stream"
+        if ws_front is not None:
+            ws_base = await ws_front(clock, ws_base)
         log.info(
             "simulator on %s (ws) and %s (REST), %sx from %s",
             ws_base,

@@ -39,6 +39,7 @@ from agent.config import AgentConfig
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
+from market.guard import FrameGuardConfig
 from regime.config import RegimeConfig
 from tracker.config import TrackerConfig
 
@@ -47,6 +48,10 @@ DEFAULT_CONFIG_FILE = Path("vigil.toml")
 
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+#: Binance pushes every kline stream every 250 ms
+BINANCE_UPDATE_MS = 250
 
 
 class MarketConfig(_Section):
@@ -60,6 +65,24 @@ class MarketConfig(_Section):
     reconnect_base_secs: float = Field(1.0, gt=0)
     reconnect_cap_secs: float = Field(60.0, gt=0)
     history_days: int = Field(180, ge=1, le=3650)
+    # what a kline frame must satisfy to be taken (market.guard): see the README's Configuration
+    max_clock_skew_secs: float = Field(300.0, gt=0)  # E and t at most this far past the clock
+    max_frame_age_secs: float = Field(6 * 3600.0, gt=0)  # E at most this far behind the clock
+    max_price_move_frac: float = Field(0.3, gt=0)  # vs the last good price of the ticker
+    max_candle_range_frac: float = Field(1.0, gt=0)  # high / low - 1 of one candle
+    reanchor_after_secs: float = Field(60.0, ge=0)  # a new level held this long is the market
+
+    def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
+        """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its
+        close) carries the instant of its last update, up to one interval before the close time."""
+        return FrameGuardConfig(
+            close_tolerance_ms=max(1_000, feed_update_ms),
+            max_clock_skew_secs=self.max_clock_skew_secs,
+            max_frame_age_secs=self.max_frame_age_secs,
+            max_price_move_frac=self.max_price_move_frac,
+            max_candle_range_frac=self.max_candle_range_frac,
+            reanchor_after_secs=self.reanchor_after_secs,
+        )
 
 
 class SimConfig(_Section):

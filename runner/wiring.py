@@ -43,7 +43,7 @@ from regime.tracker import CryptoRegimeTracker, Offload
 from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
-from runner.config import Settings
+from runner.config import BINANCE_UPDATE_MS, Settings
 from runner.crypto_runner import CryptoRunner
 from state.journal import JsonlJournal
 from state.store import RunnerStateStore
@@ -66,7 +66,9 @@ class Ports:
     """
 
     exchange: Any  # OHLCV over REST: ccxt binanceusdm (Binance or the simulator), or the recording
-    make_ticks: Callable[[CandleBackfill], TickSource]  # what publishes market.tick
+    #: what publishes market.tick, given the backfill it may repair with and the newest known
+    #: price per ticker (the seeded history's last close: the first frame's plausibility anchor)
+    make_ticks: Callable[[CandleBackfill, Callable[[str], float | None]], TickSource]
     #: the websocket of the liquidation stream (live only: the simulator and the recording have none)
     liquidations_ws: tuple[str, str] | None = None
     sim_rest_url: str | None = None  # the simulator's REST: its order API and /fng/
@@ -116,7 +118,9 @@ def websocket_ports(
 ) -> Ports:
     """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
 
-    def listener(backfill: CandleBackfill) -> MarketListener:
+    def listener(
+        backfill: CandleBackfill, known_price: Callable[[str], float | None]
+    ) -> MarketListener:
         return MarketListener(
             clock,
             bus,
@@ -129,6 +133,12 @@ def websocket_ports(
             reconnect_base_secs=settings.market.reconnect_base_secs,
             reconnect_cap_secs=settings.market.reconnect_cap_secs,
             path=ws_path,
+            guard=settings.market.guard(
+                feed_update_ms=settings.sim.update_interval_ms
+                if settings.market.source == "sim"
+                else BINANCE_UPDATE_MS
+            ),
+            reference_price=known_price,
         )
 
     return Ports(
@@ -147,7 +157,7 @@ def build_market_path(settings: Settings, clock: Clock, bus: EventBus, ports: Po
     history = OhlcvHistory(
         ports.exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
     )
-    ticks = ports.make_ticks(backfill)
+    ticks = ports.make_ticks(backfill, aggregator.last_price)
     return MarketPath(ports.exchange, aggregator, features, backfill, history, ticks)
 
 

@@ -216,7 +216,7 @@ def replay_ports(
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline."""
     tickers = settings.market.tickers
 
-    def recorded_ticks(_backfill: object) -> RecordedTicks:
+    def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
         return RecordedTicks(
             clock, bus, feed, tickers=tickers, timeframes=settings.market.timeframes, end_ms=end_ms
         )

@@ -27,6 +27,7 @@ from core.events import Candle, Event, MarketGap, Timeframe, Topic
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
+from market.guard import FrameGuardConfig
 from market.history import CcxtCandleBackfill
 from market.listener import ListenerStats, MarketListener
 from market.recorded import load_klines, resample
@@ -117,6 +118,9 @@ async def run_market(
             backfill=CcxtCandleBackfill(exchange, clock=clock),
             silence_timeout_secs=SILENCE_SECS,
             rotate_after_secs=rotate_after_secs,
+            # closes carry their last update's time; at 20,000x a second of machine stall is
+            # 5.6 simulated hours, so frame age is bounded by the day, not the 6 h default
+            guard=FrameGuardConfig(close_tolerance_ms=UPDATE_MS, max_frame_age_secs=86_400.0),
         )
         for ticker in TICKERS:
             for tf in TIMEFRAMES:

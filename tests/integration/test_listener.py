@@ -24,6 +24,7 @@ from core.backoff import backoff_delay_secs
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import Candle, Event, MarketTick, Topic
+from market.guard import FrameGuardConfig
 from market.listener import Cause, MarketListener
 from market.timeframes import to_binance_symbol
 
@@ -198,6 +199,9 @@ def make_listener(clock: VirtualClock, bus: EventBus, url: str, **kwargs: object
         "tickers": ["BTC/USDT"],
         "timeframes": ["15m"],
         "rng": random.Random(7),
+        # the scripts stamp frames ahead of the virtual clock (a close at T while the clock is at
+        # T - 10 min): a wide skew keeps these tests about ordering; the bound has its own tests
+        "guard": FrameGuardConfig(max_clock_skew_secs=7 * 86_400),
     }
     options.update(kwargs)
     return MarketListener(clock, bus, base_url=url, **options)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ import pytest
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import Event, MarketTick, Timeframe, Topic
+from market.guard import FrameGuardConfig
 from market.listener import MarketListener
 from sim.feed import SimFeed
 from sim.recorded_ticks import RecordedTicks
@@ -67,7 +68,14 @@ async def listener_ticks(feed: SimFeed) -> list[MarketTick]:
     bus = EventBus()
     ticks = collect(bus)
     async with WsServer(clock, feed) as server:
-        listener = MarketListener(clock, bus, base_url=server.url, tickers=TICKERS, timeframes=TFS)
+        listener = MarketListener(
+            clock,
+            bus,
+            base_url=server.url,
+            tickers=TICKERS,
+            timeframes=TFS,
+            guard=FrameGuardConfig(close_tolerance_ms=U),  # closes carry their last update's time
+        )
         task = asyncio.create_task(listener.run())
         try:
             await wait_until(lambda: server.stats.connections_open == 1, "the connection")

@@ -45,6 +45,9 @@ class SpyObserver:
     def on_close(self, ticker: str, timeframe: str, candle: Candle) -> None:
         self.calls.append(("close", candle.open_time_ms))
 
+    def on_correct(self, ticker: str, timeframe: str, candle: Candle) -> None:
+        self.calls.append(("correct", candle.open_time_ms))
+
 
 @pytest.fixture
 def bus() -> EventBus:
@@ -78,12 +81,27 @@ def test_duplicate_and_stale_closes_are_ignored_and_counted(bus: EventBus) -> No
     aggregator, rec = _aggregator(bus)
     for i in (0, 1):
         bus.publish(make_tick(open_ms=T0 + i * STEP, closed=True))
-    bus.publish(make_tick(open_ms=T0 + STEP, closed=True, c=99.0))  # duplicate (other values)
-    bus.publish(make_tick(open_ms=T0, closed=True))  # older than the last emitted
+    bus.publish(make_tick(open_ms=T0 + STEP, closed=True))  # duplicate (same values)
+    bus.publish(make_tick(open_ms=T0, closed=True, c=99.0))  # older than the last emitted
     assert [e.candle.open_time_ms for e in rec.closed] == [T0, T0 + STEP]
-    assert rec.closed[1].candle.close == 105.0  # the first close won
+    assert rec.closed[0].candle.close == 105.0  # a stale close corrects nothing
     stats = aggregator.stats
     assert (stats.duplicate_closes, stats.stale_closes, stats.closes_emitted) == (1, 1, 2)
+    assert stats.corrected_closes == 0
+
+
+def test_a_different_close_of_the_newest_candle_corrects_it(bus: EventBus) -> None:
+    spy = SpyObserver()
+    aggregator = MultiTFAggregator(bus, observers=[spy])
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
+    rec = Recorder(bus)
+    bus.publish(make_tick(open_ms=T0, closed=True, v=0.5))  # provisional: 5 % of the volume
+    bus.publish(make_tick(open_ms=T0, closed=True, c=99.0, v=10.0))  # the exchange corrects it
+    assert [e.candle.close for e in rec.closed] == [105.0, 99.0]  # CandleClosed again, corrected
+    assert aggregator.closed("BTC/USDT", "15m") == (rec.closed[1].candle,)
+    assert aggregator.closed_arrays("BTC/USDT", "15m").volume.tolist() == [10.0]
+    assert aggregator.stats.corrected_closes == 1 and aggregator.stats.closes_emitted == 1
+    assert spy.calls == [("close", T0), ("tick", T0), ("correct", T0), ("tick", T0)]
 
 
 def test_late_and_stale_forming_updates_are_ignored(bus: EventBus) -> None:
