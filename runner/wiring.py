@@ -200,6 +200,7 @@ def build_decision_path(
         regime=regimes.snapshot,
         context_sources=[DerivativesContext(derivatives)],
         learner=learner if ports.memory else None,
+        draw_seed=settings.regime.hmm.seed,
     )
     routine = DecisionRoutine(
         clock,
