@@ -56,9 +56,7 @@ def test_the_prior_mean_draw_or_no_draw_leaves_the_blend_alone(weights: dict[str
 
 
 def _inputs(at_ms: int, draw: dict[str, float]) -> FallbackInputs:
-    tickers = tuple(
-        ticker_at(t, at_ms).model_copy(update={"learned_draw": draw}) for t in TICKERS
-    )
+    tickers = tuple(ticker_at(t, at_ms).model_copy(update={"learned_draw": draw}) for t in TICKERS)
     return FallbackInputs(at_ms=at_ms, tickers=tickers, portfolio_value=1e4, cash=1e4)
 
 
