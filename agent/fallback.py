@@ -154,7 +154,9 @@ class FallbackPipeline:
         return AgentDecision(
             decisions=tuple(decisions),
             market_assessment=_clip(_assessment(analyses, decisions), 4000),
-            regime_agreement=_clip(_regime_agreement(analyses), 1000),
+            # the rule-based pipeline blends by the regime model's labels: it always agrees
+            regime_agreement=True if analyses else None,
+            regime_agreement_reason=_clip(_regime_agreement(analyses), 1000),
             learning_note="",
             next_check_seconds=self._next_check_secs(analyses),
             wake_conditions=(),
