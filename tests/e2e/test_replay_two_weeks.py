@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import orjson
 import pytest
 from fakes.daemon import REPO, daemon_env
 from replay_support import (
@@ -165,6 +166,30 @@ def test_the_two_weeks_ran_to_the_end_and_traded(two_weeks: TwoWeeks) -> None:
     assert len(two_weeks.trades) == outcome.fills >= 10
     assert {t.ticker for t in two_weeks.trades} <= set(TICKERS)
     assert all(d.portfolio_value is not None for d in two_weeks.decisions)
+
+
+def test_a_regime_with_three_trades_puts_its_posteriors_in_force(two_weeks: TwoWeeks) -> None:
+    """Exits are learned under the ticker's crypto regime and each ticker's snapshot looks its
+    posteriors up under the same key: once that regime has 3 trades they are in force, and the
+    Thompson draw the decision used sits beside each mean."""
+    model = read_json(two_weeks.run_dir / "models" / "online_learner.json")
+    assert max(model["regime_counts"].values()) >= 3, model["regime_counts"]
+    in_force_regime = 0
+    for raw in (two_weeks.run_dir / "logs" / "decisions.jsonl").read_bytes().splitlines():
+        snapshot = orjson.loads(raw)["snapshot"]
+        posteriors = snapshot["ts_posteriors"]
+        for ticker, view in posteriors["tickers"].items():
+            label = (snapshot["regime"] or {}).get("crypto", {}).get(ticker)
+            if label in (None, "unknown"):
+                assert view["in_force"] == "global", (ticker, view)
+                continue
+            assert view["regime"] == label
+            expected = "regime" if view["regime_trades"] >= 3 else "global"
+            assert view["in_force"] == expected, (ticker, view)
+            in_force_regime += expected == "regime"
+            for signal in view["signals"].values():
+                assert 0.0 <= signal["draw"] <= 1.0 and 0.0 < signal["mean"] < 1.0
+    assert in_force_regime > 0, "no snapshot ever used a regime's own posteriors"
 
 
 # --- (a) fees ----------------------------------------------------------------------------------
