@@ -224,7 +224,7 @@ def redact_decision(
     update: dict[str, Any] = {
         "decisions": trades,
         "market_assessment": clean(decision.market_assessment),
-        "regime_agreement": clean(decision.regime_agreement),
+        "regime_agreement_reason": clean(decision.regime_agreement_reason),
         "learning_note": clean(decision.learning_note),
     }
     if decision.memory_update is not None:

@@ -18,11 +18,11 @@ from typing import Any, Literal
 
 import orjson
 from anthropic import transform_schema
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent.decision import AgentDecision, TradeDecision, Usage
-from agent.fallback_config import DERIVATIVES_SIGNAL, TECHNICAL_SIGNALS
 from agent.risk import TickerError, normalize_ticker
+from agent.signal_names import SIGNAL_KEYWORDS, SIGNAL_NAMES, canonical_signal
 from broker.port import Action
 from gate.conditions import validate_conditions
 from state.memory_clip import clip_memory
@@ -31,31 +31,20 @@ MAX_ANSWER_BYTES = 64 * 1024  # a real answer is a few KB; far more is a model g
 MAX_POSITION_PCT = 0.20
 NEXT_CHECK_MIN_SECS = 60
 NEXT_CHECK_MAX_SECS = 3600
-#: the signal sources the Thompson learner keeps posteriors for
-SIGNAL_NAMES: tuple[str, ...] = (*TECHNICAL_SIGNALS, DERIVATIVES_SIGNAL, "regime", "sentiment")
-
-#: reasoning keyword -> signal, for answers that leave ``signal_weights`` out
-SIGNAL_KEYWORDS: Mapping[str, tuple[str, ...]] = {
-    "rsi": ("rsi", "overbought", "oversold"),
-    "momentum": ("momentum", "trend", "macd", "moving average", "ema", "breakout"),
-    "bollinger": ("bollinger", "band"),
-    DERIVATIVES_SIGNAL: ("funding", "open interest", "derivative", "basis", "liquidation"),
-    "regime": ("regime", "volatility", "hmm"),
-    "sentiment": ("sentiment", "fear", "greed"),
-}
+__all__ = ["SIGNAL_NAMES"]  # re-exported: the prompt names them
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
-class RawSignalWeights(_Strict):
-    rsi: float | None = None
-    momentum: float | None = None
-    bollinger: float | None = None
-    derivatives: float | None = None
-    regime: float | None = None
-    sentiment: float | None = None
+#: the schema's signal_weights object: one optional weight per known signal name (on arrival any
+#: spelling in ``agent.signal_names.SYNONYMS`` is accepted too, see ``_given_weights``)
+RawSignalWeights = create_model(
+    "RawSignalWeights",
+    __config__=ConfigDict(frozen=True, extra="forbid"),
+    **{name: (float | None, None) for name in SIGNAL_NAMES},  # type: ignore[call-overload]
+)
 
 
 class RawDecision(_Strict):
@@ -83,7 +72,8 @@ class RawAnswer(_Strict):
 
     decisions: list[RawDecision]
     market_assessment: str = Field(max_length=4000)
-    regime_agreement: str = Field(max_length=1000)
+    regime_agreement: bool = Field(description="true when you agree with the regime model's labels")
+    regime_agreement_reason: str = Field(max_length=1000)
     learning_note: str = Field(max_length=2000)
     next_check_seconds: int = Field(description="seconds until the next scheduled look, 60-3600")
     wake_conditions: list[RawWakeCondition]
@@ -95,7 +85,8 @@ class _Envelope(_Strict):
 
     decisions: list[dict[str, Any]]
     market_assessment: str = Field(max_length=4000)
-    regime_agreement: str = Field(max_length=1000)
+    regime_agreement: bool | str  # a string (the old free text) is kept as the reason
+    regime_agreement_reason: str = Field("", max_length=1000)
     learning_note: str = Field(max_length=2000)
     next_check_seconds: int
     wake_conditions: list[Any]
@@ -158,10 +149,12 @@ def convert_answer(
     next_check = _clamped_next_check(envelope.next_check_seconds, notes)
     wake = _wake_conditions(envelope.wake_conditions, notes)
     memory = _memory(envelope.memory_update, notes)
+    agreement, agreement_reason = _agreement(envelope, notes)
     decision = AgentDecision(
         decisions=tuple(decisions),
         market_assessment=envelope.market_assessment,
-        regime_agreement=envelope.regime_agreement,
+        regime_agreement=agreement,
+        regime_agreement_reason=agreement_reason,
         learning_note=envelope.learning_note,
         next_check_seconds=next_check,
         wake_conditions=tuple(wake),
@@ -181,7 +174,9 @@ def _decisions(
     for index, entry in enumerate(raw):
         label = str(entry.get("ticker", f"#{index}"))[:32]
         try:
-            item = RawDecision.model_validate(dict(entry))
+            fields = dict(entry)
+            given = fields.pop("signal_weights", None)  # any known spelling: read on its own
+            item = RawDecision.model_validate(fields)
             ticker = normalize_ticker(item.ticker)
         except (ValidationError, TickerError) as exc:
             notes.append(Note(what="decision", ticker=label, reason=f"dropped: {_brief(exc)}"))
@@ -191,7 +186,7 @@ def _decisions(
             notes.append(Note(what="decision", ticker=ticker, reason=f"dropped: {problem}"))
             continue
         seen.add(ticker)
-        out.append(_trade_decision(item, ticker, notes))
+        out.append(_trade_decision(item, ticker, _given_weights(given, ticker, notes), notes))
     return out
 
 
@@ -208,7 +203,9 @@ def _ticker_problem(
     return ""
 
 
-def _trade_decision(item: RawDecision, ticker: str, notes: list[Note]) -> TradeDecision:
+def _trade_decision(
+    item: RawDecision, ticker: str, weights: dict[str, float], notes: list[Note]
+) -> TradeDecision:
     pct = item.position_pct
     if pct > MAX_POSITION_PCT:
         notes.append(
@@ -219,7 +216,6 @@ def _trade_decision(item: RawDecision, ticker: str, notes: list[Note]) -> TradeD
             )
         )
         pct = MAX_POSITION_PCT
-    weights = _given_weights(item.signal_weights)
     if not weights:
         weights = extract_signal_weights(item.reasoning)
         if weights:
@@ -240,14 +236,35 @@ def _trade_decision(item: RawDecision, ticker: str, notes: list[Note]) -> TradeD
     )
 
 
-def _given_weights(raw: RawSignalWeights | None) -> dict[str, float]:
+def _given_weights(raw: object, ticker: str, notes: list[Note]) -> dict[str, float]:
+    """The answer's ``signal_weights`` under the canonical names (``agent.signal_names``): a
+    synonym counts for its signal (two spellings of one signal add up); an unknown name or a
+    weight that is not a finite number is dropped and noted, never the whole decision."""
     if raw is None:
         return {}
-    return {
-        name: value
-        for name, value in raw.model_dump().items()
-        if value is not None and math.isfinite(value)
-    }
+    if not isinstance(raw, Mapping):
+        notes.append(Note(what="signal_weights", ticker=ticker, reason="not an object: ignored"))
+        return {}
+    weights: dict[str, float] = {}
+    dropped: list[str] = []
+    for name, value in raw.items():
+        signal = canonical_signal(str(name))
+        if value is None:
+            continue
+        number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
+        if signal is None or number is None or not math.isfinite(number):
+            dropped.append(str(name)[:40])
+            continue
+        weights[signal] = weights.get(signal, 0.0) + float(number)
+    if dropped:
+        notes.append(
+            Note(
+                what="signal_weights",
+                ticker=ticker,
+                reason=f"dropped unknown names or non-numbers: {sorted(dropped)}",
+            )
+        )
+    return weights
 
 
 def extract_signal_weights(reasoning: str) -> dict[str, float]:
@@ -260,6 +277,18 @@ def extract_signal_weights(reasoning: str) -> dict[str, float]:
         if any(re.search(rf"\b{re.escape(word)}", text) for word in words)
     ]
     return {signal: 1.0 / len(named) for signal in named} if named else {}
+
+
+def _agreement(envelope: _Envelope, notes: list[Note]) -> tuple[bool | None, str]:
+    """A boolean as asked; free text instead (the old schema) is kept as the reason, the answer
+    counted as not saying, and noted."""
+    if isinstance(envelope.regime_agreement, bool):
+        return envelope.regime_agreement, envelope.regime_agreement_reason
+    notes.append(
+        Note(what="regime_agreement", reason="free text instead of true/false: kept as the reason")
+    )
+    text = (envelope.regime_agreement + " " + envelope.regime_agreement_reason).strip()
+    return None, text[:1000]
 
 
 def _clamped_next_check(secs: int, notes: list[Note]) -> int:

@@ -58,7 +58,9 @@ class AgentDecision(BaseModel):
 
     decisions: tuple[TradeDecision, ...] = ()
     market_assessment: str = Field("", max_length=4000)
-    regime_agreement: str = Field("", max_length=1000)
+    #: does the decider agree with the HMM regime model's labels? None: it did not say
+    regime_agreement: bool | None = None
+    regime_agreement_reason: str = Field("", max_length=1000)  # the decider's words on it
     learning_note: str = Field("", max_length=2000)
     next_check_seconds: int = 900  # clamped by the gate to [60, 3600]
     wake_conditions: tuple[dict[str, Any], ...] = ()  # validated by the gate, not here

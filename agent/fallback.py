@@ -11,6 +11,11 @@ why (below threshold, no data, stale history, no price, too little cash...). ``s
 holds each available signal's value in [-1, 1] (rsi, momentum, bollinger, derivatives): the
 learner keys its posteriors by these names; a signal without data is absent, never a made-up 0.
 
+The learner acts here too: ``TickerInputs.learned_draw`` (the snapshot's Thompson draw for the
+ticker's regime, absent under ``--no-memory``) re-weights the blend within [0.5x, 1.5x] per signal
+(``fallback_nodes.learned_weights``). When that changes a ticker's action against the fixed blend,
+its reasoning says so and what the fixed blend would have done.
+
 Entry sizes are multiplied by the ticker's crypto regime exposure times the combined regime's
 ``exposure_scale``; BUYs are funded in descending score order from the cash left, so several BUYs
 never plan more than the cash. A SELL's ``position_pct`` is the whole position's share of
@@ -65,6 +70,16 @@ class TickerInputs(BaseModel):
     derivatives_signal: float | None = Field(None, ge=-1.0, le=1.0)
     derivatives_unavailable_reason: str = ""
     position: OpenPosition | None = None
+    #: the learner's Thompson draw per signal, each in [0, 1] (empty: the fixed blend)
+    learned_draw: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("learned_draw")
+    @classmethod
+    def _unit_draws(cls, draws: dict[str, float]) -> dict[str, float]:
+        bad = {name: value for name, value in draws.items() if not 0.0 <= value <= 1.0}
+        if bad:
+            raise ValueError(f"learned draws must be in [0, 1], got {bad}")
+        return draws
 
     @field_validator("closes")
     @classmethod
@@ -129,10 +144,19 @@ class FallbackPipeline:
     def decide(self, inputs: FallbackInputs, decider_reason: str = "") -> AgentDecision:
         analyses = [self._analyse(ticker, inputs.at_ms) for ticker in inputs.tickers]
         decisions = self._decisions(analyses, inputs)
+        if any(analysis.blended.learned for analysis in analyses):
+            fixed = [self._analyse(t, inputs.at_ms, learned=False) for t in inputs.tickers]
+            baseline = self._decisions(fixed, inputs)
+            decisions = [
+                _say_if_moved(decision, without, analysis)
+                for decision, without, analysis in zip(decisions, baseline, fixed, strict=True)
+            ]
         return AgentDecision(
             decisions=tuple(decisions),
             market_assessment=_clip(_assessment(analyses, decisions), 4000),
-            regime_agreement=_clip(_regime_agreement(analyses), 1000),
+            # the rule-based pipeline blends by the regime model's labels: it always agrees
+            regime_agreement=True if analyses else None,
+            regime_agreement_reason=_clip(_regime_agreement(analyses), 1000),
             learning_note="",
             next_check_seconds=self._next_check_secs(analyses),
             wake_conditions=(),
@@ -141,13 +165,17 @@ class FallbackPipeline:
             decider_reason=decider_reason,
         )
 
-    def _analyse(self, ticker: TickerInputs, at_ms: int) -> _Analysis:
+    def _analyse(self, ticker: TickerInputs, at_ms: int, *, learned: bool = True) -> _Analysis:
         blend = self._detect.run(ticker.regime_label)
         derivatives = self._derivatives.run(
             ticker.derivatives_signal, ticker.derivatives_unavailable_reason
         )
         blended = self._signal.run(
-            ticker.closes, blend, derivatives, self._history_problem(ticker, at_ms)
+            ticker.closes,
+            blend,
+            derivatives,
+            self._history_problem(ticker, at_ms),
+            learned=ticker.learned_draw if learned else None,
         )
         return _Analysis(inputs=ticker, blend=blend, blended=blended)
 
@@ -216,6 +244,21 @@ class FallbackPipeline:
             return self.config.next_check_secs["unknown"]
         regime = max((a.blend.regime for a in analyses), key=_VOLATILITY_RANK.__getitem__)
         return self.config.next_check_secs[regime]
+
+
+def _say_if_moved(
+    decision: TradeDecision, fixed: TradeDecision, fixed_analysis: _Analysis
+) -> TradeDecision:
+    """``decision`` with a note when the learned weights changed its action."""
+    if decision.action == fixed.action:
+        return decision
+    score = fixed_analysis.blended.score
+    shown = "no score" if score is None else f"score {score:+.2f}"
+    note = (
+        f" The learner moved this decision: with the fixed regime weights it would be "
+        f"{fixed.action.value} ({shown})."
+    )
+    return decision.model_copy(update={"reasoning": _clip(decision.reasoning + note, 4000)})
 
 
 def _hold(analysis: _Analysis, why: str) -> TradeDecision:

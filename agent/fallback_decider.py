@@ -45,6 +45,7 @@ def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> Fallbac
             derivatives_signal=snapshot.derivatives_signal,
             derivatives_unavailable_reason=snapshot.unavailable.get("derivatives_signal", ""),
             position=_open_position(positions.get(ticker)),
+            learned_draw=learned_draw(snapshot, ticker),
         )
         for ticker, view in sorted(snapshot.tickers.items())
     )
@@ -57,6 +58,18 @@ def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> Fallbac
         # BTC's crypto exposure too, so passing it would count crypto twice. Macro is what is left.
         exposure_scale=regime.macro_exposure if regime else 1.0,
     )
+
+
+def learned_draw(snapshot: MarketSnapshot, ticker: str) -> dict[str, float]:
+    """The snapshot's Thompson draw for ``ticker`` (see ``agent.snapshot_builder.learner_view``);
+    empty when the learner is out of the snapshot (``--no-memory``) or has learned nothing."""
+    posteriors = snapshot.ts_posteriors or {}
+    table = posteriors.get("tickers", {}).get(ticker, {})
+    return {
+        name: float(entry["draw"])
+        for name, entry in table.get("signals", {}).items()
+        if isinstance(entry, dict) and isinstance(entry.get("draw"), int | float)
+    }
 
 
 def _open_position(position: PositionSnapshot | None) -> OpenPosition | None:

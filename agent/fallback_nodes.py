@@ -13,7 +13,10 @@ positive means "buy"):
 - derivatives: the DerivativesSignal as given, already in [-1, 1].
 
 score = sum of weight x signal over the available signals, weights renormalised over what is
-available (the derivatives share stays fixed when present). confidence = coverage x agreement:
+available (the derivatives share stays fixed when present). When the learner's Thompson draw for
+the ticker's regime is given (``learned``: signal -> draw in [0, 1]), each drawn signal's weight is
+multiplied by ``0.5 + draw`` (a bounded [0.5x, 1.5x]: the prior mean 0.5 leaves it as it is) and
+the weights are renormalised to sum 1, so signals that have worked get more say. confidence = coverage x agreement:
 coverage is the share of the regime's technical weights that had data (when present, the
 derivatives signal counts as covered for its own share); agreement is |score| / sum of weight x
 |signal| (1 when every signal points the same way, 0 when they cancel out).
@@ -21,6 +24,7 @@ derivatives signal counts as covered for its own share); agreement is |score| / 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -117,6 +121,8 @@ class BlendedScore(_Frozen):
     indicators: dict[str, float]  # raw values: rsi, rate_of_change_pct, percent_b
     unavailable: dict[str, str]  # signal -> why it dropped out
     summary: str
+    #: signal -> the learner's multiplier applied, in [0.5, 1.5] (empty: the fixed blend)
+    learned: dict[str, float] = Field(default_factory=dict)
 
 
 class RegimeBlendSignal:
@@ -129,8 +135,10 @@ class RegimeBlendSignal:
         blend: BlendWeights,
         derivatives: DerivativesReading,
         history_unavailable: str | None = None,
+        learned: Mapping[str, float] | None = None,
     ) -> BlendedScore:
-        """``history_unavailable``: a reason the candles cannot be used at all (e.g. stale)."""
+        """``history_unavailable``: a reason the candles cannot be used at all (e.g. stale);
+        ``learned``: the learner's Thompson draw per signal (absent or empty: the fixed blend)."""
         if history_unavailable is not None:
             raw: dict[str, float] = {}
             signals: dict[str, float] = {}
@@ -158,6 +166,7 @@ class RegimeBlendSignal:
         weights = _renormalised(blend.weights, signals, derivatives)
         if derivatives.value is not None:
             signals[DERIVATIVES_SIGNAL] = derivatives.value
+        weights, multipliers = learned_weights(weights, learned or {})
         score = _clip_unit(sum(weights[name] * signals[name] for name in weights))
         spread = sum(weights[name] * abs(signals[name]) for name in weights)
         coverage = (1.0 - derivatives.weight) * sum(
@@ -171,7 +180,9 @@ class RegimeBlendSignal:
             weights=weights,
             indicators=raw,
             unavailable=unavailable,
-            summary=_score_summary(score, confidence, blend, raw, signals, weights, unavailable),
+            summary=_score_summary(score, confidence, blend, raw, signals, weights, unavailable)
+            + _learned_summary(multipliers),
+            learned=multipliers,
         )
 
     def _technical(
@@ -203,6 +214,38 @@ class RegimeBlendSignal:
             raw["percent_b"] = bands.percent_b
             signals["bollinger"] = bollinger_signal(bands.percent_b)
         return raw, signals, unavailable
+
+
+LEARNED_MIN_FACTOR = 0.5
+LEARNED_MAX_FACTOR = 1.5
+
+
+def learned_weights(
+    weights: Mapping[str, float], draws: Mapping[str, float]
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The blend weights re-weighted by the learner's draws, and the multipliers applied.
+
+    A drawn signal's weight is scaled by ``0.5 + draw`` (clipped to [0.5, 1.5]); signals the
+    learner has no posterior for keep theirs; then all are renormalised to sum 1."""
+    multipliers = {
+        name: min(LEARNED_MAX_FACTOR, max(LEARNED_MIN_FACTOR, 0.5 + draws[name]))
+        for name in weights
+        if name in draws
+    }
+    if not multipliers:
+        return dict(weights), {}
+    scaled = {name: weight * multipliers.get(name, 1.0) for name, weight in weights.items()}
+    total = sum(scaled.values())
+    if total <= 0:
+        return dict(weights), {}
+    return {name: weight / total for name, weight in scaled.items()}, multipliers
+
+
+def _learned_summary(multipliers: Mapping[str, float]) -> str:
+    if not multipliers:
+        return ""
+    shown = ", ".join(f"{name} x{factor:.2f}" for name, factor in sorted(multipliers.items()))
+    return f" (learned weights: {shown})"
 
 
 def _renormalised(

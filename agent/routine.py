@@ -48,7 +48,14 @@ class MemoryStore(Protocol):
     def save(self) -> object: ...
 
 
-SnapshotSource = Callable[[Sequence[str]], Awaitable[MarketSnapshot]]
+class SnapshotSource(Protocol):
+    """Builds the snapshot for one decision; ``decision_id`` seeds its Thompson draw."""
+
+    def __call__(
+        self, reasons: Sequence[str], /, *, decision_id: str
+    ) -> Awaitable[MarketSnapshot]: ...
+
+
 RiskContextSource = Callable[[MarketSnapshot], RiskContext]
 
 
@@ -159,7 +166,7 @@ class DecisionRoutine:
     async def _decide(
         self, decision_id: str, reasons: Sequence[str], record: dict[str, Any]
     ) -> None:
-        snapshot = await self._build_snapshot(reasons)
+        snapshot = await self._build_snapshot(reasons, decision_id=decision_id)
         sent = snapshot.as_sent()  # what the decider reads, byte for byte, rounded once
         record["snapshot_digest"] = sent_digest(sent)
         record["snapshot"] = sent

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -65,6 +66,8 @@ class ContextSource(Protocol):
 class LearnerView(Protocol):
     def posteriors(self, regime: str | None) -> dict[str, Any]: ...
 
+    def draw(self, regime: str | None, rng: random.Random) -> dict[str, float]: ...
+
     def recent_trades(self) -> list[dict[str, Any]]: ...
 
 
@@ -90,8 +93,11 @@ class SnapshotBuilder:
         regime: Callable[[], Awaitable[RegimeSnapshot | None]],
         context_sources: Sequence[ContextSource] = (),
         learner: LearnerView | None = None,
+        draw_seed: int = 0,
         source_timeout_secs: float = 5.0,
     ) -> None:
+        """``draw_seed``: the run's seed; each snapshot's Thompson draw is seeded from it and the
+        decision id, so a replay draws the same numbers every time."""
         self._clock = clock
         self._tickers = tuple(sorted(dict.fromkeys(tickers)))
         self._market = market
@@ -102,10 +108,13 @@ class SnapshotBuilder:
         self._regime = regime
         self._sources = tuple(context_sources)
         self._learner = learner
+        self._draw_seed = draw_seed
         self._summaries: dict[tuple[str, str], tuple[CandleArrays, TimeframeSummary]] = {}
         self._source_timeout_secs = source_timeout_secs
 
-    async def build(self, wake_reasons: Sequence[str]) -> MarketSnapshot:
+    async def build(self, wake_reasons: Sequence[str], *, decision_id: str = "") -> MarketSnapshot:
+        """``decision_id`` seeds the Thompson draw (with the run's seed); without one (``vigil
+        prompt``) the instant stands in for it."""
         at_ms = self._clock.now_ms()
         unavailable: dict[str, str] = {}
         tickers = {t: self._ticker_or_reason(t, unavailable) for t in self._tickers}
@@ -115,7 +124,7 @@ class SnapshotBuilder:
         portfolio = await self._portfolio(at_ms, unavailable)
         regime = await self._regime_or_reason(unavailable)
         context = await self._context(unavailable)
-        learner = self._learning(regime, unavailable)
+        learner = self._learning(regime, decision_id or f"t{at_ms}", unavailable)
         unavailable["historical_insights"] = NOT_WIRED["insights"]
         fields: dict[str, Any] = {
             "at_ms": at_ms,
@@ -250,16 +259,41 @@ class SnapshotBuilder:
         return {name: values.get(name) for name in CONTEXT_FIELDS}
 
     def _learning(
-        self, regime: RegimeSnapshot | None, unavailable: dict[str, str]
+        self, regime: RegimeSnapshot | None, decision_id: str, unavailable: dict[str, str]
     ) -> dict[str, Any]:
         if self._learner is None:
             unavailable["ts_posteriors"] = unavailable["recent_trades"] = NOT_WIRED["learner"]
             return {"ts_posteriors": None, "recent_trades": None}
-        label = regime.combined if regime is not None else None
         return {
-            "ts_posteriors": self._learner.posteriors(label),
+            "ts_posteriors": learner_view(
+                self._learner, self._tickers, regime, f"{self._draw_seed}:{decision_id}"
+            ),
             "recent_trades": self._learner.recent_trades()[-RECENT_TRADES_SHOWN:],
         }
+
+
+def learner_view(
+    learner: LearnerView,
+    tickers: Sequence[str],
+    regime: RegimeSnapshot | None,
+    draw_seed: str,
+) -> dict[str, Any]:
+    """Per ticker, the posteriors in force for the ticker's crypto regime (the regime its exits
+    are learned under), each signal's mean beside this decision's Thompson draw.
+
+    One ``random.Random(draw_seed)`` draws for the whole decision, tickers in name order; a
+    string seed is hashed with SHA-512, so the draw is the same in every process."""
+    rng = random.Random(draw_seed)
+    view: dict[str, Any] = {}
+    for ticker in sorted(tickers):
+        label = regime.crypto.get(ticker) if regime is not None else None
+        table = learner.posteriors(label)
+        drawn = learner.draw(label, rng)
+        table["signals"] = {
+            name: {**posterior, "draw": drawn[name]} for name, posterior in table["signals"].items()
+        }
+        view[ticker] = table
+    return {"draw_seed": draw_seed, "tickers": view}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,13 @@ Decisions the seed leaves open, made here:
   posteriors once that regime has ``min_regime_trades`` recorded trades (counted per regime, not
   per signal), else the global ones. The signals sampled are every signal the learner has seen;
   one never seen in the regime in force has the prior Beta(prior_alpha, prior_beta) there.
-- **no regime**: a trade with regime ``None`` or ``""`` updates only the global posteriors.
+- **no regime**: a trade with regime ``None``, ``""`` or ``unknown`` updates only the global
+  posteriors.
+- **one regime key**: every regime given to the learner, to learn or to read, goes through
+  ``learner.regime_key.regime_key`` (a combined label keys by its volatility level), so the
+  tracker's exits and the snapshot's look-ups always meet.
+- **the draw**: ``draw(regime, rng)`` is one Thompson sample per signal, the raw Beta draws in
+  (0, 1); ``sample_weights`` is the same draw normalised to sum 1.
 
 The model is saved atomically after every update when a path is given; a save that fails is
 logged and retried at the next update (the learning stays in memory meanwhile).
@@ -42,6 +48,7 @@ from learner.model_file import (
     read_learner_file,
     write_learner_file,
 )
+from learner.regime_key import regime_key
 from learner.thompson import BetaPosterior, outcome_for
 from state.atomic import remove_stale_tmp_files
 
@@ -97,7 +104,7 @@ class OnlineLearner:
 
         Raises ``ValueError`` (and learns nothing) on a non-finite pnl or signal value.
         """
-        regime = regime or None
+        regime = regime_key(regime)
         # Both validate (ValueError) before anything changes, so a bad trade leaves no trace.
         record = TradeRecord(
             ticker=ticker,
@@ -145,16 +152,22 @@ class OnlineLearner:
 
     # -- reading ----------------------------------------------------------------------------
 
-    def sample_weights(self, regime: str | None, rng: random.Random) -> dict[str, float]:
-        """One Thompson draw per signal from the posteriors in force, normalised to sum 1.
+    def draw(self, regime: str | None, rng: random.Random) -> dict[str, float]:
+        """One Thompson draw per signal from the posteriors in force, each in [0, 1].
 
         Signals are drawn in name order, so the result depends only on the state and ``rng``.
         Empty when no trade has been learned yet.
         """
         _, table = self._in_force(regime)
-        draws = {
+        return {
             name: rng.betavariate(table[name].alpha, table[name].beta) for name in sorted(table)
         }
+
+    def sample_weights(self, regime: str | None, rng: random.Random) -> dict[str, float]:
+        """``draw`` normalised to sum 1 (empty when no trade has been learned yet)."""
+        draws = self.draw(regime, rng)
+        if not draws:
+            return {}
         total = sum(draws.values())
         if total <= 0:
             # Only reachable when every draw underflows to 0.0 (alphas driven near 0 by long
@@ -165,10 +178,11 @@ class OnlineLearner:
 
     def posteriors(self, regime: str | None) -> dict[str, Any]:
         """The posteriors in force for ``regime`` and which table they come from (for snapshots)."""
+        regime = regime_key(regime)
         in_force, table = self._in_force(regime)
         return {
             "in_force": in_force,
-            "regime": regime or None,
+            "regime": regime,
             "regime_trades": self._regime_counts.get(regime, 0) if regime else 0,
             "min_regime_trades": self._min_regime_trades,
             "signals": {
@@ -192,6 +206,7 @@ class OnlineLearner:
         return self._unsaved
 
     def _in_force(self, regime: str | None) -> tuple[InForce, Table]:
+        regime = regime_key(regime)
         if regime and self._regime_counts.get(regime, 0) >= self._min_regime_trades:
             regime_table = self._regimes.get(regime, {})
             return "regime", {name: regime_table.get(name, self._prior) for name in self._global}

@@ -156,6 +156,9 @@ def _value(value: float | int | None) -> str:
 def _activity_figures() -> list[tuple[str, _Pick]]:
     return [
         ("decisions", lambda r: sum(d.decisions for d in r.days)),
+        ("decisions with the learner", lambda r: int(r.learning["decisions_with_learner"])),
+        ("decisions the learner moved", lambda r: int(r.learning["moved_decisions"])),
+        ("regime disagreements", lambda r: int(r.learning["regime_agreement"]["disagreed"])),
         ("reviews", lambda r: sum(d.reviews for d in r.days)),
         ("agent calls", lambda r: sum(d.agent_calls for d in r.days)),
         ("agent failures", lambda r: sum(d.agent_failures for d in r.days)),

@@ -43,6 +43,8 @@ Every figure and its unit:
   ``return_pct`` = (that value / the previous month's last value - 1) x 100 (the run's first
   value for the first month); None for a month without an equity point.
 - Who decided: decision counts by (``decided_by``, ``decider_reason``).
+- What was learned (``learning``): the learner's posterior mean per signal over time, decisions
+  the learned weights moved, regime agreement counts; see ``report.learning``.
 
 The series in the report (``equity``, ``drawdown_pct``, ``buy_and_hold``) are what the charts
 draw: at most ``MAX_SERIES_POINTS`` points each (``downsample``: the first, the last and each
@@ -74,6 +76,7 @@ from report.activity import (
     gate_passes,
     month_summaries,
 )
+from report.learning import LearningFigures, learning_figures, projected_learning
 from report.metrics import (
     DAYS_PER_YEAR,
     MIN_CAGR_SPAN_DAYS,
@@ -144,6 +147,8 @@ class Report(_Frozen):
     months: tuple[MonthSummary, ...]
     deciders: tuple[DeciderCount, ...]
     ledger: dict[str, str] | None  # the paper ledger's own figures (Decimal strings) if present
+    learned_weights: dict[str, tuple[Point, ...]]  # signal -> posterior mean, downsampled
+    learning: dict[str, Any]  # decisions_with_learner, moved_decisions, regime_agreement
 
 
 def build_report(run_dir: Path) -> Report:
@@ -178,6 +183,7 @@ def build_report(run_dir: Path) -> Report:
             f"{len(equity):,} equity points"
         )
     days = day_activity(records)
+    learned = learning_figures(decisions)
     return Report(
         run_dir=str(run_dir),
         empty=not decisions and not fills,
@@ -196,7 +202,13 @@ def build_report(run_dir: Path) -> Report:
         months=tuple(month_summaries(days, equity)),
         deciders=tuple(decider_counts(decisions)),
         ledger=_ledger_figures(ledger_doc),
+        learned_weights={name: _points(downsample(line)) for name, line in learned.weights.items()},
+        learning=_learning_counts(learned),
     )
+
+
+def _learning_counts(learned: LearningFigures) -> dict[str, Any]:
+    return learned.model_dump(exclude={"weights"})
 
 
 def downsample(
@@ -261,6 +273,9 @@ def _projected(record: JournalRecord) -> dict[str, Any]:
         trigger=record.trigger,
         usage=record.usage,
         attempts=record.attempts,
+    )
+    kept["learning"] = projected_learning(
+        {"snapshot": record.snapshot, "raw_decision": record.raw_decision}
     )
     snapshot = record.snapshot
     if snapshot is not None:

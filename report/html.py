@@ -123,6 +123,8 @@ def render_html(report: Report) -> str:
         f"<details><summary>Per day (UTC): {len(report.days):,} days</summary>"
         f"{days_table(report)}</details>"
     )
+    parts.append("<h2>What the learner learned</h2>")
+    parts += _learning_section(report)
     if report.ledger is not None:
         parts.append("<h2>Paper ledger (final)</h2>")
         parts.append(table(("figure", "value"), sorted(report.ledger.items())))
@@ -352,6 +354,51 @@ def _legend(report: Report, as_ticks: bool) -> str:
 
 
 # --- the drawdown chart -----------------------------------------------------------------------
+
+
+LEARNED_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
+
+
+def _learning_section(report: Report) -> list[str]:
+    """The posterior mean per signal over time (a line each) and the learning counts."""
+    counts = report.learning
+    agreement = counts.get("regime_agreement", {})
+    section = [
+        table(
+            ("figure", "value"),
+            [
+                (
+                    "decisions whose snapshot had the learner",
+                    str(counts.get("decisions_with_learner", 0)),
+                ),
+                ("decisions the learned weights moved", str(counts.get("moved_decisions", 0))),
+                *((f"regime agreement: {k}", str(v)) for k, v in agreement.items()),
+            ],
+        )
+    ]
+    lines = report.learned_weights
+    if not lines:
+        section.append(
+            "<p class='note'>No learned weights: the learner was off (--no-memory) or no trade "
+            "had closed.</p>"
+        )
+        return section
+    times = [p.at_ms for line in lines.values() for p in line]
+    scale = _Scale(min(times), max(times), 0.0, 1.0, DRAWDOWN_HEIGHT, DRAWDOWN_BOTTOM)
+    body = [_axes(scale, "")]
+    legend = []
+    for index, (name, line) in enumerate(lines.items()):
+        colour = LEARNED_COLOURS[index % len(LEARNED_COLOURS)]
+        body.append(_polyline(_step_coords(line, scale), colour, 1.5))
+        legend.append(f"<span style='color:{colour}'>&#9632; {html.escape(name)}</span>")
+    section.append(f"<p>{' '.join(legend)}</p>")
+    section.append(_svg(DRAWDOWN_HEIGHT, "learned weights", "".join(body)))
+    section.append(
+        "<p class='note'>Posterior mean per signal (averaged over the tickers' tables in force). "
+        "The rule-based decider scales a signal's weight by 0.5 + a Thompson draw from it: above "
+        "0.5 the signal gets more say than the fixed regime blend gives it.</p>"
+    )
+    return section
 
 
 def _drawdown_chart(drawdown: Sequence[Point]) -> str:

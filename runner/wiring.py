@@ -198,6 +198,7 @@ def build_decision_path(
         price=market.aggregator.last_price,
         regime=lambda ticker: regimes.crypto(ticker).label.value,
         config=settings.tracker,
+        btc_change_1h_pct=lambda: _change_1h_pct(market.features, settings.tracker.btc_ticker),
     )
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     snapshots = _snapshots(
@@ -310,6 +311,7 @@ def _snapshots(
         regime=regimes.snapshot,
         context_sources=[DerivativesContext(derivatives)],
         learner=learner if ports.memory else None,
+        draw_seed=settings.regime.hmm.seed,
     )
 
 
@@ -322,6 +324,11 @@ def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports)
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
     return RegimeView(tracker, macro, market.history, settings.market.tickers)
+
+
+def _change_1h_pct(features: FeatureTracker, ticker: str) -> float | None:
+    feats = features.features(ticker)
+    return feats.change_1h_pct if feats is not None else None
 
 
 def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> DerivativesConfig:

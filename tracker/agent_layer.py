@@ -32,16 +32,18 @@ def position_review(
 def fallback_verdict(
     review: PositionReview,
     recent_prices: Sequence[float],
-    other_recent_prices: Sequence[Sequence[float]],
+    btc_change_1h_pct: float | None,
     config: TrackerConfig,
     why: str,
 ) -> ReviewVerdict:
-    """The fallback score's verdict; ``why`` says why the reviewer did not decide."""
+    """The fallback score's verdict; ``why`` says why the reviewer did not decide;
+    ``btc_change_1h_pct`` is BTC's change over the last hour (None: unknown)."""
     scored = fallback_score(
         regime_at_entry=review.regime_at_entry,
         regime_now=review.regime_now,
         recent_prices=recent_prices,
-        other_recent_prices=other_recent_prices,
+        btc_change_1h_pct=btc_change_1h_pct,
+        is_btc=review.ticker == config.btc_ticker,
         pnl_pct=review.pnl_pct,
         peak_pnl_pct=review.peak_pnl_pct,
         holding_secs=review.holding_secs,

@@ -47,7 +47,14 @@ class TrackerConfig(BaseModel):
     momentum_samples: int = Field(10, ge=2)  # safety-cycle prices kept per ticker (5 min at 30 s)
     momentum_scale_pct: float = Field(2.0, gt=0.0)  # a 2 % move over the window is ~tanh(1)
     trajectory_scale_pct: float = Field(5.0, gt=0.0)
+    # correlation risk: BTC down ``btc_crash_pct`` in 1 h scores -``btc_crash_score`` for altcoins
+    btc_ticker: str = "BTC/USDT"
+    btc_crash_pct: float = Field(5.0, gt=0.0)
+    btc_crash_score: float = Field(0.9, gt=0.0, le=1.0)
+    # time decay: only holds past ``time_decay_after_secs`` with pnl below ``time_decay_max_pnl_pct``
+    time_decay_after_secs: float = Field(24 * 3600.0, ge=0.0)
     time_horizon_secs: float = Field(48 * 3600.0, gt=0.0)
+    time_decay_max_pnl_pct: float = 2.0
 
     # --- failures of the loop itself (broker down...): capped, jittered backoff
     retry_base_secs: float = Field(1.0, gt=0.0)
@@ -62,6 +69,8 @@ class TrackerConfig(BaseModel):
                 "agent_interval_secs must be a whole multiple of safety_interval_secs "
                 f"(got {self.agent_interval_secs} and {self.safety_interval_secs})"
             )
+        if self.time_decay_after_secs >= self.time_horizon_secs:
+            raise ValueError("time_decay_after_secs must be below time_horizon_secs")
         if self.exit_below >= self.add_above:
             raise ValueError("exit_below must be below add_above")
         return self

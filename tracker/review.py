@@ -39,6 +39,8 @@ class TrackerView(Protocol):
 
     def recent_prices(self, ticker: str) -> list[float]: ...
 
+    def btc_change_1h_pct(self) -> float | None: ...
+
     def is_exiting(self, ticker: str) -> bool: ...
 
     def reconcile_one(self, detail: PositionDetail) -> None: ...
@@ -127,10 +129,8 @@ class AgentLayer:
 
     def _fallback(self, review: PositionReview, why: str) -> ReviewVerdict:
         own = self._tracker.recent_prices(review.ticker)
-        others = [
-            self._tracker.recent_prices(t) for t in self._tracker.positions if t != review.ticker
-        ]
-        return fallback_verdict(review, own, others, self._config, why)
+        btc = self._tracker.btc_change_1h_pct()
+        return fallback_verdict(review, own, btc, self._config, why)
 
     async def _apply(
         self,

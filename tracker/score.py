@@ -10,16 +10,19 @@ entry direction is always up. The components:
 - momentum reversal (0.25): the return over the recent safety-cycle prices (oldest to newest),
   in the entry direction: ``tanh(return_pct / momentum_scale_pct)``. Falling against a long is
   negative. Fewer than two prices: 0.
-- correlation risk (0.20): how much this position moves together with the other tracked ones.
-  All positions are long (the same direction), so what concentrates risk is co-movement: the
-  Pearson correlation of this position's recent price returns with each other position's, over
-  their common tail; the component is ``-mean(max(corr, 0))``, in [-1, 0]. Alone, or with fewer
-  than three common returns, or a flat series: 0 (nothing known to move together).
+- correlation risk (0.20): an altcoin falls with BTC, so a BTC crash is a risk to every altcoin
+  position, held alone or not. From BTC's change over the last hour:
+  ``max(-1, crash_score x min(btc_change_1h_pct, 0) / crash_pct)``, in [-1, 0]: the design's
+  example, BTC -5 % in 1 h, scores -0.9 (``btc_crash_pct`` 5, ``btc_crash_score`` 0.9) and
+  anything from -5.6 % scores -1. BTC rising, a BTC position itself (its own fall is the momentum
+  term's) or BTC's change unknown: 0.
 - PnL trajectory (0.15): PnL now minus what was given back since the peak,
   ``(pnl - (peak - pnl)) / trajectory_scale_pct``, clipped. At a new peak it is ``pnl / scale``;
   a position that rose 8 % and is back at 2 % scores ``(2 - 6) / 5 = -0.8``.
-- time decay (0.15): ``-min(holding_secs / time_horizon_secs, 1)``: a position that has not
-  been exited ages towards the exit; 0 when just opened, -1 at the horizon (48 h).
+- time decay (0.15): only a long hold with a low profit ages towards the exit, never a winner:
+  with ``pnl_pct < time_decay_max_pnl_pct`` (2 %) it falls linearly from 0 at
+  ``time_decay_after_secs`` (24 h) to -1 at ``time_horizon_secs`` (48 h); a position in profit
+  by 2 % or more, or held less than 24 h, scores 0.
 
 Score < ``exit_below`` (-0.3) -> EXIT, > ``add_above`` (+0.4) -> ADD, else HOLD (strict: a score
 exactly at a cut-off holds).
@@ -27,7 +30,6 @@ exactly at a cut-off holds).
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 
@@ -37,7 +39,6 @@ from tracker.config import TrackerConfig
 from tracker.ports import ReviewAction
 
 _VOLATILITY_RISK = {"low_volatility": 0, "medium_volatility": 1, "high_volatility": 2}
-_MIN_CORRELATION_RETURNS = 3
 
 
 class ScoreComponents(BaseModel):
@@ -88,33 +89,12 @@ def momentum_component(prices: Sequence[float], scale_pct: float) -> float:
     return math.tanh((prices[-1] / prices[0] - 1.0) * 100.0 / scale_pct)
 
 
-def _returns(prices: Sequence[float]) -> list[float]:
-    return [b / a - 1.0 for a, b in itertools.pairwise(prices)]  # prices are > 0
-
-
-def _pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
-    n = len(xs)
-    mx, my = sum(xs) / n, sum(ys) / n
-    sxx = sum((x - mx) ** 2 for x in xs)
-    syy = sum((y - my) ** 2 for y in ys)
-    if sxx <= 0.0 or syy <= 0.0:
-        return None
-    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
-    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
-
-
-def correlation_component(own: Sequence[float], others: Sequence[Sequence[float]]) -> float:
-    own_returns = _returns(own)
-    together: list[float] = []
-    for other in others:
-        other_returns = _returns(other)
-        n = min(len(own_returns), len(other_returns))
-        if n < _MIN_CORRELATION_RETURNS:
-            continue
-        corr = _pearson(own_returns[-n:], other_returns[-n:])
-        if corr is not None:
-            together.append(max(corr, 0.0))
-    return -sum(together) / len(together) if together else 0.0
+def correlation_component(
+    btc_change_1h_pct: float | None, is_btc: bool, crash_pct: float, crash_score: float
+) -> float:
+    if is_btc or btc_change_1h_pct is None or not math.isfinite(btc_change_1h_pct):
+        return 0.0
+    return max(-1.0, crash_score * min(btc_change_1h_pct, 0.0) / crash_pct)
 
 
 def trajectory_component(pnl_pct: float, peak_pnl_pct: float, scale_pct: float) -> float:
@@ -122,8 +102,12 @@ def trajectory_component(pnl_pct: float, peak_pnl_pct: float, scale_pct: float) 
     return _clip((pnl_pct - given_back) / scale_pct)
 
 
-def time_decay_component(holding_secs: float, horizon_secs: float) -> float:
-    return -min(max(holding_secs, 0.0) / horizon_secs, 1.0)
+def time_decay_component(
+    holding_secs: float, pnl_pct: float, after_secs: float, horizon_secs: float, max_pnl_pct: float
+) -> float:
+    if pnl_pct >= max_pnl_pct or holding_secs <= after_secs:
+        return 0.0
+    return -min((holding_secs - after_secs) / (horizon_secs - after_secs), 1.0)
 
 
 def score_action(score: float, config: TrackerConfig) -> ReviewAction:
@@ -139,7 +123,8 @@ def fallback_score(
     regime_at_entry: str,
     regime_now: str,
     recent_prices: Sequence[float],
-    other_recent_prices: Sequence[Sequence[float]],
+    btc_change_1h_pct: float | None,
+    is_btc: bool,
     pnl_pct: float,
     peak_pnl_pct: float,
     holding_secs: float,
@@ -148,9 +133,17 @@ def fallback_score(
     components = ScoreComponents(
         regime_change=regime_change_component(regime_at_entry, regime_now),
         momentum_reversal=momentum_component(recent_prices, config.momentum_scale_pct),
-        correlation_risk=correlation_component(recent_prices, other_recent_prices),
+        correlation_risk=correlation_component(
+            btc_change_1h_pct, is_btc, config.btc_crash_pct, config.btc_crash_score
+        ),
         pnl_trajectory=trajectory_component(pnl_pct, peak_pnl_pct, config.trajectory_scale_pct),
-        time_decay=time_decay_component(holding_secs, config.time_horizon_secs),
+        time_decay=time_decay_component(
+            holding_secs,
+            pnl_pct,
+            config.time_decay_after_secs,
+            config.time_horizon_secs,
+            config.time_decay_max_pnl_pct,
+        ),
     )
     return score_from_components(components, config)
 

@@ -59,14 +59,18 @@ class PositionTracker:
         price: PriceSource,
         regime: RegimeSource,
         config: TrackerConfig | None = None,
+        btc_change_1h_pct: Callable[[], float | None] = lambda: None,
     ) -> None:
-        """``store`` must be loaded; the positions it holds are tracked again (a restart)."""
+        """``store`` must be loaded; the positions it holds are tracked again (a restart).
+        ``btc_change_1h_pct``: BTC's change over the last hour in percent (None: unknown), for
+        the fallback score's correlation term."""
         self._clock = clock
         self._bus = bus
         self._broker = broker
         self._store = store
         self._price = price
         self._regime = regime
+        self._btc_change_1h_pct = btc_change_1h_pct
         self.config = config or TrackerConfig()
         self._retry = Backoff(
             base_secs=self.config.retry_base_secs,
@@ -503,6 +507,13 @@ class PositionTracker:
         except Exception:
             log.exception("tracker: regime of %s unavailable; using %r", ticker, UNKNOWN_REGIME)
             return UNKNOWN_REGIME
+
+    def btc_change_1h_pct(self) -> float | None:
+        try:
+            return self._btc_change_1h_pct()
+        except Exception:
+            log.exception("tracker: BTC's 1h change unavailable; the correlation term is 0")
+            return None
 
     def recent_prices(self, ticker: str) -> list[float]:
         """The prices the last safety checks saw for ``ticker``, oldest first."""

@@ -253,11 +253,12 @@ def max_drawdown_pct(values: Sequence[float]) -> float:
 
 
 def daily_sharpe(points: Sequence[tuple[int, float]]) -> float:
-    """Last value per UTC day; mean / sample stdev of daily returns x sqrt(365)."""
+    """Last value per UTC day, the first day's against the starting equity (the first point);
+    mean / sample stdev of daily returns x sqrt(365)."""
     last_of_day: dict[int, float] = {}
     for at_ms, value in points:
         last_of_day[at_ms // DAY_MS] = value
-    closes = [last_of_day[day] for day in sorted(last_of_day)]
+    closes = [points[0][1], *(last_of_day[day] for day in sorted(last_of_day))]
     returns = [b / a - 1.0 for a, b in itertools.pairwise(closes)]
     return statistics.fmean(returns) / statistics.stdev(returns) * math.sqrt(365)
 

@@ -56,7 +56,8 @@ async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: 
             assert snap[field] is None and snap["unavailable"][field]
         for field in ("funding_rates", "fear_greed"):  # filled once the monitor has polled
             assert (snap[field] is None) == (field in snap["unavailable"])
-        assert snap["ts_posteriors"]["in_force"] in {"global", "regime"}
+        for view in snap["ts_posteriors"]["tickers"].values():  # no regime has 3 trades yet
+            assert view["in_force"] == "global" and view["regime_trades"] < 3, view
         assert isinstance(snap["recent_trades"], list)
         assert snap["regime"] is not None, snap["unavailable"].get("regime")
         gate = rec["gate_update"]

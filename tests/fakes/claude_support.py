@@ -89,7 +89,8 @@ def answer(**overrides: Any) -> dict[str, Any]:
             },
         ],
         "market_assessment": "Calm uptrend.",
-        "regime_agreement": "agrees with medium volatility",
+        "regime_agreement": True,
+        "regime_agreement_reason": "agrees with medium volatility",
         "learning_note": "momentum has worked this week",
         "next_check_seconds": 900,
         "wake_conditions": [

@@ -313,7 +313,7 @@ async def run_corpus(corpus: Sequence[tuple[str, ScriptedResponse]], workdir: Pa
         decider.breaker.failure_threshold = 10**9  # every answer reaches the model path
         decider._redactor = Redactor([API_KEY, BINANCE_SECRET])
 
-        async def build(_reasons: Sequence[str]) -> Any:
+        async def build(_reasons: Sequence[str], *, decision_id: str = "") -> Any:
             return snapshot(memory=store.current.agent_memory)
 
         def risk(_snapshot: Any) -> RiskContext:

@@ -207,7 +207,7 @@ async def test_a_perpetual_ticker_is_normalised_and_weights_come_from_the_reason
 
     (trade,) = decision.decisions
     assert trade.ticker == "BTC/USDT"
-    assert trade.signal_weights == {"rsi": 0.5, "derivatives": 0.5}
+    assert trade.signal_weights == {"rsi": 0.5, "funding": 0.5}  # funding is its own source
 
 
 @pytest.mark.parametrize(("asked", "clamped"), [(0, 60), (10**9, 3600)])

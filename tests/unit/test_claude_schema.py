@@ -101,7 +101,7 @@ def test_next_check_seconds_always_lands_in_60_3600(secs: int) -> None:
 
 def test_keyword_extraction_matches_word_starts_and_sums_to_one() -> None:
     weights = extract_signal_weights("Bollinger squeeze, fear index low; funding flat; trend up")
-    assert set(weights) == {"bollinger", "sentiment", "derivatives", "momentum"}
+    assert set(weights) == {"bollinger", "fear_greed", "funding", "momentum"}
     assert sum(weights.values()) == pytest.approx(1.0)
     assert extract_signal_weights("Nothing to see; operator words: trendy") == {"momentum": 1.0}
     assert extract_signal_weights("no keywords here") == {}

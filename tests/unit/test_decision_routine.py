@@ -118,7 +118,7 @@ class Rig:
         self.made: list[DecisionMade] = []
         self.bus.subscribe(Topic.DECISION_MADE, self.made.append)  # type: ignore[arg-type]
 
-        async def build(reasons: Sequence[str]) -> MarketSnapshot:
+        async def build(reasons: Sequence[str], *, decision_id: str = "") -> MarketSnapshot:
             self.snapshots += 1
             if snapshot_error is not None:
                 raise snapshot_error

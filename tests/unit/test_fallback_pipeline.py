@@ -62,7 +62,7 @@ def test_recorded_data_gives_valid_deterministic_decisions(at_ms: int, regime: s
     expected_secs = {"high_volatility": 300, "medium_volatility": 900, "unknown": 900}
     assert decision.next_check_seconds == expected_secs.get(regime, 1800)
     assert [d.ticker for d in decision.decisions] == list(TICKERS)
-    assert regime in decision.regime_agreement
+    assert decision.regime_agreement is True and regime in decision.regime_agreement_reason
     assert decision.market_assessment.startswith("fallback (rule-based): BTC/USDT")
     for trade in decision.decisions:
         assert trade.action in (Action.BUY, Action.HOLD)  # nothing is held yet
@@ -238,7 +238,7 @@ def test_unrecognised_regime_label_is_treated_as_unknown_and_said() -> None:
     btc = ticker_at("BTC/USDT", at_ms, regime_label="risk_on")
     inputs = FallbackInputs(at_ms=at_ms, tickers=(btc,), portfolio_value=1.0, cash=1.0)
     decision = FallbackPipeline().decide(inputs)
-    assert "'risk_on' -> unknown" in decision.regime_agreement
+    assert "'risk_on' -> unknown" in decision.regime_agreement_reason
     assert "unrecognised regime label 'risk_on'" in decision.decisions[0].reasoning
     assert decision.next_check_seconds == 900
 

@@ -180,7 +180,7 @@ def test_bus_handler_learns_from_position_exit_in_percent() -> None:
     rsi = learner.posteriors(None)["signals"]["rsi"]
     # 5 % is pnl 0.05: alpha = 0.95 + sigmoid(0.5) (had it been read as 5.0, reward ~ 1)
     assert rsi["alpha"] == pytest.approx(0.95 + 1 / (1 + math.exp(-0.5)))
-    assert learner.regime_counts == {"low_volatility_goldilocks": 1}
+    assert learner.regime_counts == {"low_volatility": 1}  # the one regime key (regime_key)
     assert learner.recent_trades()[0]["ticker"] == "ETH/USDT"
 
 

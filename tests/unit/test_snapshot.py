@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -322,7 +323,10 @@ async def test_timeframe_summaries_follow_each_close_and_equal_a_fresh_computati
 
 class ManyTradesLearner:
     def posteriors(self, regime: str | None) -> dict[str, Any]:
-        return {"global": {}, "regime": regime}
+        return {"in_force": "global", "regime": regime, "signals": {}}
+
+    def draw(self, regime: str | None, rng: random.Random) -> dict[str, float]:
+        return {}
 
     def recent_trades(self) -> list[dict[str, Any]]:
         return [{"at_ms": i, "pnl_pct": 0.1 * i} for i in range(50)]

@@ -31,20 +31,17 @@ regimes = st.sampled_from(
 )
 
 
-@given(
-    regimes,
-    regimes,
-    prices,
-    st.lists(prices, max_size=3),
-    pcts,
-    pcts,
-    st.floats(min_value=0, max_value=1e8),
-)
+btc_changes = st.one_of(st.none(), st.floats(min_value=-100.0, max_value=1000.0))
+holdings = st.floats(min_value=0, max_value=1e8)
+
+
+@given(regimes, regimes, prices, btc_changes, st.booleans(), pcts, pcts, holdings)
 def test_every_component_is_in_minus_one_to_one(
     before: str,
     now: str,
     own: list[float],
-    others: list[list[float]],
+    btc: float | None,
+    is_btc: bool,
     pnl: float,
     peak: float,
     holding: float,
@@ -53,7 +50,8 @@ def test_every_component_is_in_minus_one_to_one(
         regime_at_entry=before,
         regime_now=now,
         recent_prices=own,
-        other_recent_prices=others,
+        btc_change_1h_pct=btc,
+        is_btc=is_btc,
         pnl_pct=pnl,
         peak_pnl_pct=max(pnl, peak),
         holding_secs=holding,
@@ -80,16 +78,52 @@ def test_momentum_is_the_windows_return_in_the_long_direction() -> None:
     assert momentum_component([], 2.0) == 0.0
 
 
-def test_correlation_risk_is_minus_the_mean_positive_correlation_with_the_others() -> None:
-    own = [100.0, 101.0, 100.5, 102.0, 101.0]
-    twin = [p * 30 for p in own]  # moves exactly together
-    mirror = [200.0 - p for p in own]  # moves exactly against
-    assert correlation_component(own, [twin]) == pytest.approx(-1.0)
-    assert correlation_component(own, [mirror]) == 0.0
-    assert correlation_component(own, [twin, mirror]) == pytest.approx(-0.5)
-    assert correlation_component(own, []) == 0.0  # alone
-    assert correlation_component(own[:3], [twin[:3]]) == 0.0  # two returns: too few to say
-    assert correlation_component(own, [[5.0] * 5]) == 0.0  # a flat series moves with nothing
+def _correlation(btc: float | None, is_btc: bool = False) -> float:
+    return correlation_component(btc, is_btc, CONFIG.btc_crash_pct, CONFIG.btc_crash_score)
+
+
+def test_a_btc_crash_scores_every_altcoin_position_as_the_design_says() -> None:
+    assert _correlation(-5.0) == pytest.approx(-0.9)  # the design's example: BTC -5 % in 1 h
+    assert _correlation(-2.5) == pytest.approx(-0.45)
+    assert _correlation(-10.0) == -1.0
+    assert _correlation(0.0) == 0.0
+    assert _correlation(3.0) == 0.0  # BTC rising is no crash risk
+    assert _correlation(None) == 0.0  # unknown: no signal
+    assert _correlation(-5.0, is_btc=True) == 0.0  # BTC's own fall is the momentum term's
+
+
+@given(btc_changes, btc_changes)
+def test_correlation_risk_is_bounded_and_never_better_when_btc_falls_more(
+    a: float | None, b: float | None
+) -> None:
+    for change in (a, b):
+        assert -1.0 <= _correlation(change) <= 0.0
+        assert _correlation(change, is_btc=True) == 0.0
+    if a is not None and b is not None and a <= b:
+        assert _correlation(a) <= _correlation(b)
+
+
+@given(regimes, prices, pcts, holdings, st.floats(min_value=-100.0, max_value=-5.0))
+def test_a_btc_crash_alone_weighs_on_a_single_altcoin_position(
+    regime: str, own: list[float], pnl: float, holding: float, btc: float
+) -> None:
+    """Held alone (nothing to correlate with), an altcoin still pays for BTC's crash: the score
+    is lower than with BTC flat by the term's weight times at least 0.9."""
+    common = {
+        "regime_at_entry": regime,
+        "regime_now": regime,
+        "recent_prices": own,
+        "is_btc": False,
+        "pnl_pct": pnl,
+        "peak_pnl_pct": pnl,
+        "holding_secs": holding,
+        "config": CONFIG,
+    }
+    crashed = fallback_score(btc_change_1h_pct=btc, **common)  # type: ignore[arg-type]
+    flat = fallback_score(btc_change_1h_pct=0.0, **common)  # type: ignore[arg-type]
+    assert crashed.components.correlation_risk <= -0.9
+    gap = flat.score - crashed.score
+    assert gap >= CONFIG.weights.correlation_risk * 0.9 - 1e-12
 
 
 def test_pnl_trajectory_is_pnl_minus_what_was_given_back() -> None:
@@ -99,10 +133,61 @@ def test_pnl_trajectory_is_pnl_minus_what_was_given_back() -> None:
     assert trajectory_component(-20.0, 0.0, 5.0) == -1.0
 
 
-def test_time_decay_goes_from_zero_to_minus_one_at_the_horizon() -> None:
-    assert time_decay_component(0.0, 3600.0) == 0.0
-    assert time_decay_component(1800.0, 3600.0) == -0.5
-    assert time_decay_component(10 * 3600.0, 3600.0) == -1.0
+def _decay(holding_secs: float, pnl_pct: float) -> float:
+    return time_decay_component(
+        holding_secs,
+        pnl_pct,
+        CONFIG.time_decay_after_secs,
+        CONFIG.time_horizon_secs,
+        CONFIG.time_decay_max_pnl_pct,
+    )
+
+
+def test_time_decay_ages_only_long_holds_with_a_low_profit() -> None:
+    hour = 3600.0
+    assert _decay(0.0, 0.0) == 0.0
+    assert _decay(24 * hour, 0.5) == 0.0  # not a long hold yet
+    assert _decay(36 * hour, 0.5) == pytest.approx(-0.5)
+    assert _decay(48 * hour, -3.0) == -1.0
+    assert _decay(100 * hour, 1.99) == -1.0
+    assert _decay(100 * hour, 2.0) == 0.0  # a winner is never pushed out by age alone
+    assert _decay(100 * hour, 15.0) == 0.0
+
+
+@given(holdings, pcts)
+def test_time_decay_is_bounded_and_zero_for_winners_and_short_holds(
+    holding: float, pnl: float
+) -> None:
+    value = _decay(holding, pnl)
+    assert -1.0 <= value <= 0.0
+    if pnl >= CONFIG.time_decay_max_pnl_pct or holding <= CONFIG.time_decay_after_secs:
+        assert value == 0.0
+
+
+@given(holdings, holdings, st.floats(min_value=-100.0, max_value=1.99))
+def test_time_decay_never_improves_with_age(a: float, b: float, pnl: float) -> None:
+    younger, older = sorted((a, b))
+    assert _decay(older, pnl) <= _decay(younger, pnl)
+
+
+@given(regimes, prices, st.floats(min_value=2.0, max_value=1000.0), holdings)
+def test_a_winner_scores_the_same_however_long_it_is_held(
+    regime: str, own: list[float], pnl: float, holding: float
+) -> None:
+    def scored(secs: float) -> float:
+        return fallback_score(
+            regime_at_entry=regime,
+            regime_now=regime,
+            recent_prices=own,
+            btc_change_1h_pct=None,
+            is_btc=False,
+            pnl_pct=pnl,
+            peak_pnl_pct=pnl,
+            holding_secs=secs,
+            config=CONFIG,
+        ).score
+
+    assert scored(holding) == scored(0.0)
 
 
 def test_the_score_is_the_issues_weighted_sum() -> None:
@@ -140,10 +225,11 @@ def test_a_position_going_wrong_in_a_wilder_regime_scores_exit() -> None:
         regime_at_entry="low_volatility_goldilocks",
         regime_now="high_volatility_goldilocks",
         recent_prices=[100.0, 98.0, 96.0, 95.0],
-        other_recent_prices=[[50.0, 49.0, 48.0, 47.0]],
+        btc_change_1h_pct=-1.0,
+        is_btc=False,
         pnl_pct=-5.0,
         peak_pnl_pct=3.0,
-        holding_secs=24 * 3600.0,
+        holding_secs=30 * 3600.0,
         config=CONFIG,
     )
     assert scored.action is ReviewAction.EXIT
@@ -155,7 +241,8 @@ def test_a_fresh_winner_in_a_calmer_regime_scores_add() -> None:
         regime_at_entry="high_volatility_goldilocks",
         regime_now="low_volatility_goldilocks",
         recent_prices=[100.0, 101.0, 102.0, 103.0],
-        other_recent_prices=[],
+        btc_change_1h_pct=0.5,
+        is_btc=False,
         pnl_pct=5.0,
         peak_pnl_pct=5.0,
         holding_secs=600.0,
