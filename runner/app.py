@@ -336,15 +336,30 @@ async def warm_up_paths(
     )
 
 
+#: ``run_daemon``'s exit code when a loop ignored its cancellation: state was saved, but the process
+#: must exit without waiting for that loop (``runner.cli`` exits at once on it)
+EXIT_STUCK = 1
+
+
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
     configure_logging(settings.log_level, settings.secret_values())
-    daemon = await build_daemon(settings, live=live)
+    stop_requests: list[str] = []  # a signal that lands while the daemon is still being built
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop_requests.append, sig.name)
+    daemon = await build_daemon(settings, live=live)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with suppress(NotImplementedError):
             loop.add_signal_handler(sig, daemon.supervisor.request_stop, sig.name)
-    await warm_up_paths(settings, daemon.clock, daemon.market, daemon.decision)
-    if daemon.decision.broker_parts.start is not None:
-        await daemon.decision.broker_parts.start()  # reconcile with the exchange before trading
-    report = await daemon.supervisor.run()
-    return 0 if not report.stuck else 1
+    if stop_requests:
+        daemon.supervisor.request_stop(stop_requests[0])
+
+    async def start() -> None:
+        # supervised: SIGTERM during a minutes-long warm-up or reconcile stops the daemon at once
+        await warm_up_paths(settings, daemon.clock, daemon.market, daemon.decision)
+        if daemon.decision.broker_parts.start is not None:
+            await daemon.decision.broker_parts.start()  # reconcile with the exchange first
+
+    report = await daemon.supervisor.run(start=start)
+    return 0 if not report.stuck else EXIT_STUCK

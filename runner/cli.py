@@ -160,9 +160,28 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _sim(args, settings)
     if command == "memory":
         return run_memory(args, settings)
-    from runner.app import run_daemon
+    return _run(settings, live=getattr(args, "live", False))
 
-    exit_code: int = asyncio.run(run_daemon(settings, live=getattr(args, "live", False)))
+
+def _run(settings: Settings, *, live: bool) -> int:
+    import logging
+
+    from runner.app import EXIT_STUCK, run_daemon
+
+    runner = asyncio.Runner()
+    try:
+        exit_code: int = runner.run(run_daemon(settings, live=live))
+    except BaseException:
+        runner.close()
+        raise
+    if exit_code == EXIT_STUCK:
+        # a loop swallowed its cancellation: journals are flushed and state saved, but closing the
+        # event loop would wait for that loop forever
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exit_code)
+    runner.close()
     return exit_code
 
 

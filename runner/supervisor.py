@@ -9,6 +9,11 @@ backoff cap, so a loop that fails once a week restarts quickly every time.
 (input first: nothing new arrives while the rest wind down), then runs the shutdown hooks (flush
 journals, save state) in order. The whole stop has a deadline in *real* seconds: it exists to finish
 before the container runtime's own kill timer, which runs on real time whatever the daemon's clock is.
+The deadline is enforced: a loop that swallows its cancellation is abandoned and reported stuck, and
+the hooks run anyway.
+
+``run(start=...)`` first runs a start phase (warm-up, reconcile with the exchange): a stop requested
+during it cancels it, the loops never start, and the hooks still run (state saved).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.backoff import Backoff
@@ -94,15 +99,28 @@ class Supervisor:
             self._stop_reason = reason
             self._stop.set()
 
-    async def run(self) -> ShutdownReport:
-        """Run every loop until ``request_stop``; then stop them in order and run the hooks."""
+    async def run(self, start: LoopFactory | None = None) -> ShutdownReport:
+        """Run ``start`` (warm-up, reconcile), then every loop until ``request_stop``; then stop
+        them in order and run the hooks.
+
+        A stop requested during ``start`` cancels it and the loops never start. The stop deadline
+        is enforced: a loop (or start) that swallows its cancellation is abandoned, reported in
+        ``stuck``, and the hooks run regardless, so journals are flushed and state is saved.
+        If ``start`` raises, the hooks run and the error propagates.
+        """
         report = ShutdownReport(reason="")
-        async with asyncio.TaskGroup() as group:
+        started = start is None or await self._start_phase(start, report)
+        if started:
             tasks = {
-                spec.name: group.create_task(self._supervise(spec), name=f"loop:{spec.name}")
+                spec.name: asyncio.create_task(self._supervise(spec), name=f"loop:{spec.name}")
                 for spec in self._loops
             }
-            await self._stop.wait()
+            try:
+                await self._stop.wait()
+            except asyncio.CancelledError:
+                for task in tasks.values():  # the caller gave up on us: leave no loop behind
+                    task.cancel()
+                raise
             report.reason = self._stop_reason
             await self._stop_in_order(tasks, report)
         await self._run_hooks(report)
@@ -110,10 +128,30 @@ class Supervisor:
         log.info(
             "stopped (%s): loops %s%s",
             report.reason,
-            ", ".join(report.stopped_in_order),
+            ", ".join(report.stopped_in_order) or "none",
             f"; did not stop in time: {report.stuck}" if report.stuck else "",
         )
         return report
+
+    async def _start_phase(self, start: LoopFactory, report: ShutdownReport) -> bool:
+        """True when ``start`` completed; False when a stop request cancelled it."""
+        task = asyncio.ensure_future(start())
+        stop = asyncio.ensure_future(self._stop.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if task.done():
+            try:
+                task.result()
+            except BaseException:
+                await self._run_hooks(report)
+                raise
+            return True
+        report.reason = self._stop_reason
+        log.info("stop requested during start-up (%s): cancelling it", report.reason)
+        await self._cancel_within({"start": task}, report, time.monotonic() + self._deadline_secs)
+        return False
 
     async def _supervise(self, spec: LoopSpec) -> None:
         status = self.status[spec.name]
@@ -158,7 +196,16 @@ class Supervisor:
     async def _stop_in_order(
         self, tasks: dict[str, asyncio.Task[None]], report: ShutdownReport
     ) -> None:
-        deadline = time.monotonic() + self._deadline_secs
+        await self._cancel_within(tasks, report, time.monotonic() + self._deadline_secs)
+
+    async def _cancel_within(
+        self,
+        tasks: Mapping[str, asyncio.Future[None]],
+        report: ShutdownReport,
+        deadline: float,
+    ) -> None:
+        """Cancel each task in order and wait for it until the real-time ``deadline``; a task
+        still running then is abandoned (it swallowed its cancellation) and reported stuck."""
         for name, task in tasks.items():
             task.cancel()
             remaining = max(0.0, deadline - time.monotonic())
@@ -167,7 +214,11 @@ class Supervisor:
                 report.stopped_in_order.append(name)
             else:
                 report.stuck.append(name)
-                log.error("loop %s did not stop within the shutdown deadline", name)
+                log.error(
+                    "%s did not stop within the shutdown deadline (%.1f s); abandoned",
+                    name,
+                    self._deadline_secs,
+                )
 
     async def _run_hooks(self, report: ShutdownReport) -> None:
         for name, hook in self._hooks:

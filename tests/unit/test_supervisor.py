@@ -256,3 +256,93 @@ async def test_jitter_keeps_delays_within_bounds() -> None:
         assert full * 0.5 <= failure.restart_in_secs <= full
     sup.request_stop("test")
     await task
+
+
+async def test_a_loop_that_swallows_cancellation_cannot_keep_run_from_returning() -> None:
+    """The deadline is enforced: run() returns and the hooks (flush, save) run while the stubborn
+    loop is still alive, instead of waiting for it forever."""
+    clock, bus = VirtualClock(), EventBus()
+    never = asyncio.Event()
+    hooks: list[str] = []
+
+    async def stubborn() -> None:
+        while not never.is_set():
+            try:
+                await never.wait()
+            except asyncio.CancelledError:
+                continue
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("stubborn", stubborn)],
+        shutdown_hooks=[("save", lambda: hooks.append("save"))],
+        shutdown_deadline_secs=0.05,
+    )
+    task = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)
+    sup.request_stop("SIGTERM")
+    report = await asyncio.wait_for(task, timeout=5.0)
+    assert report.stuck == ["stubborn"]
+    assert hooks == ["save"]
+    (abandoned,) = [t for t in asyncio.all_tasks() if t.get_name() == "loop:stubborn"]
+    assert not abandoned.done()
+    never.set()  # let the test end
+    await abandoned
+
+
+async def test_a_stop_during_the_start_phase_cancels_it_and_still_runs_the_hooks() -> None:
+    clock, bus = VirtualClock(), EventBus()
+    events: list[str] = []
+
+    async def warm_up() -> None:
+        events.append("warm-up started")
+        try:
+            await asyncio.Event().wait()  # a slow REST API
+        except asyncio.CancelledError:
+            events.append("warm-up cancelled")
+            raise
+
+    async def loop() -> None:
+        events.append("loop started")
+        await clock.sleep(10**9)
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("market", loop)],
+        shutdown_hooks=[("save", lambda: events.append("save state"))],
+    )
+    task = asyncio.create_task(sup.run(start=warm_up))
+    await asyncio.sleep(0)
+    sup.request_stop("SIGTERM")
+    report = await asyncio.wait_for(task, timeout=5.0)
+    assert events == ["warm-up started", "warm-up cancelled", "save state"]
+    assert report.reason == "SIGTERM" and report.stopped_in_order == ["start"]
+
+
+async def test_loops_start_after_the_start_phase_and_a_failing_start_still_saves() -> None:
+    clock, bus = VirtualClock(), EventBus()
+    events: list[str] = []
+
+    async def start() -> None:
+        events.append("start")
+
+    async def loop() -> None:
+        events.append("loop")
+        await clock.sleep(10**9)
+
+    sup = Supervisor(clock, bus, [LoopSpec("market", loop)])
+    task = asyncio.create_task(sup.run(start=start))
+    await _until(lambda: events == ["start", "loop"], clock)
+    sup.request_stop("test")
+    assert (await task).stopped_in_order == ["market"]
+
+    async def refused() -> None:
+        raise RuntimeError("live trading not confirmed")
+
+    saved: list[str] = []
+    failing = Supervisor(clock, bus, [], shutdown_hooks=[("save", lambda: saved.append("x"))])
+    with pytest.raises(RuntimeError, match="not confirmed"):
+        await failing.run(start=refused)
+    assert saved == ["x"]

@@ -1,0 +1,44 @@
+"""SIGTERM while the daemon is still starting (warm-up, reconcile): it stops promptly, saves state and
+never starts its loops."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.fakes.daemon import daemon_env, sim_daemon, stop
+
+pytestmark = pytest.mark.e2e
+
+
+async def _wait_for_text(path: Path, needle: str, timeout_secs: float = 60.0) -> None:
+    async with asyncio.timeout(timeout_secs):
+        while needle not in (path.read_text() if path.exists() else ""):
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.timeout(120)
+async def test_sigterm_during_warm_up_stops_promptly_with_state_saved(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    log_path = tmp_path / "daemon.log"
+    env = daemon_env(state_dir, VIGIL_SIM__SPEED="300", VIGIL_SIM__START="2025-03-02T00:00:00Z")
+    async with sim_daemon(env, log_path) as proc:
+        # the learner is the last part built; warm-up (seconds against the simulator, minutes
+        # against a slow exchange) follows
+        await _wait_for_text(log_path, "learner: no model")
+        sent = time.monotonic()
+        code = await stop(proc)
+        took_secs = time.monotonic() - sent
+    log = log_path.read_text()
+    assert code == 0, log
+    assert "stop requested during start-up (SIGTERM)" in log, log
+    assert "warm-up: crypto regimes" not in log  # warm-up was cut short...
+    assert "market listener: connected" not in log  # ...and no loop started
+    assert "shutdown: save runner state done" in log
+    assert json.loads((state_dir / "runner_state.json").read_text())["schema_version"] >= 1
+    assert "Traceback" not in log, log
+    assert took_secs < 10.0, f"stop took {took_secs:.1f} s"
