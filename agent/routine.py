@@ -22,8 +22,10 @@ from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, no
 from agent.snapshot import MarketSnapshot, sent_digest
 from broker.port import Action, Broker, OrderIntent, OrderResult
 from broker.resting import cancel_resting_buys
+from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import HaltTradingError
 from core.events import DecisionMade
 from state.records import DecisionRecord
 
@@ -78,7 +80,10 @@ class DecisionRoutine:
         before_execution: Callable[[Sequence[OrderIntent]], Sequence[OrderIntent]] | None = None,
         after_execution: Callable[[Sequence[OrderIntent], Sequence[OrderResult]], Awaitable[None]]
         | None = None,
+        trading: TradingSwitch | None = None,
     ) -> None:
+        """``trading``: while it is HALTED no BUY is placed (SELLs still are), and a
+        ``HaltTradingError`` from any step halts it."""
         self._clock = clock
         self._bus = bus
         self._build_snapshot = build_snapshot
@@ -93,6 +98,7 @@ class DecisionRoutine:
         self._before_execution = before_execution
         self._failpoint = failpoint
         self._after_execution = after_execution
+        self._trading = trading
         self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
         self._wake = asyncio.Event()
         self._seq = 0
@@ -159,6 +165,9 @@ class DecisionRoutine:
             self.failures += 1
             record["error"] = f"{type(exc).__name__}: {exc}"
             log.exception("decision %s failed", decision_id)
+            if isinstance(exc, HaltTradingError) and self._trading is not None:
+                self._trading.halt(f"decision {decision_id}: {exc}")
+                record["trading"] = self._trading.state.mode
         self.runs += 1
         await self._write(record, started)
         return record
@@ -225,6 +234,7 @@ class DecisionRoutine:
                     for i in skipped
                 ]
             intents = kept
+        intents = self._hold_entries_while_halted(intents, record)
         if not intents:
             return ()
         results = await self._broker.execute_decisions(intents)
@@ -232,6 +242,22 @@ class DecisionRoutine:
         if self._after_execution is not None:
             await self._after_execution(intents, results)
         return results
+
+    def _hold_entries_while_halted(
+        self, intents: Sequence[OrderIntent], record: dict[str, Any]
+    ) -> Sequence[OrderIntent]:
+        if self._trading is None or not self._trading.halted:
+            return intents
+        held = [i for i in intents if i.action is not Action.SELL]
+        if held:
+            why = f"trading halted: {self._trading.state.reason or 'no reason given'}"
+            record.setdefault("skipped", []).extend(
+                {"ticker": i.ticker, "action": i.action.value, "reason": why} for i in held
+            )
+            log.warning(
+                "decision %s: %d entries not placed: %s", record["decision_id"], len(held), why
+            )
+        return [i for i in intents if i.action is Action.SELL]
 
     def _remember(self, decision: AgentDecision, record: dict[str, Any]) -> None:
         if decision.memory_update:

@@ -18,7 +18,7 @@ from typing import Any
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock, ScaledClock, WallClock
-from core.errors import RefuseToStartError
+from core.errors import HaltTradingError, RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
 from runner.config import Settings
@@ -162,7 +162,9 @@ async def build_daemon(
     )
 
     async def watch_state() -> None:
-        await store.watch(clock, settings.state.watch_interval_secs)
+        await store.watch(
+            clock, settings.state.watch_interval_secs, after_poll=decision.trading.observe
+        )
 
     heartbeat, watchdog, supervisor = supervise(
         settings,
@@ -261,6 +263,7 @@ def supervise(
         ),
         shutdown_hooks=hooks,
         shutdown_deadline_secs=settings.supervisor.shutdown_deadline_secs,
+        on_halt=decision.trading.halt,
     )
     return heartbeat, watchdog, supervisor
 
@@ -289,6 +292,7 @@ def _bookkeeping(
             "equity": decision.broker_parts.equity,
             "positions": lambda: len(decision.tracker.positions),
             "loop_restarts": loop_restarts,
+            "trading": decision.trading.status,
         },
         prices=lambda: [(t, aggregator.last_price(t)) for t in settings.market.tickers],
     )
@@ -359,7 +363,10 @@ async def run_daemon(settings: Settings, *, live: bool = False) -> int:
         # supervised: SIGTERM during a minutes-long warm-up or reconcile stops the daemon at once
         await warm_up_paths(settings, daemon.clock, daemon.market, daemon.decision)
         if daemon.decision.broker_parts.start is not None:
-            await daemon.decision.broker_parts.start()  # reconcile with the exchange first
+            try:
+                await daemon.decision.broker_parts.start()  # reconcile with the exchange first
+            except HaltTradingError as exc:  # run on: exits and stops still work, entries wait
+                daemon.decision.trading.halt(f"broker start: {exc}")
 
     report = await daemon.supervisor.run(start=start)
     return 0 if not report.stuck else EXIT_STUCK

@@ -102,6 +102,15 @@ def _parser() -> argparse.ArgumentParser:
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
+    trading = sub.add_parser(
+        "trading", help="halt or resume trading (a running daemon picks it up from the state dir)"
+    )
+    trading_sub = trading.add_subparsers(dest="trading_command", required=True)
+    trading_sub.add_parser("status", help="print the trading state (exit 1 when halted)")
+    halt = trading_sub.add_parser("halt", help="stop new entries; exits and stops still run")
+    halt.add_argument("--reason", required=True, help="why, for the journal and the status line")
+    trading_sub.add_parser("resume", help="allow new entries again")
+
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     config_sub.add_parser("show", help="print the effective config, secrets redacted")
@@ -149,6 +158,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _health(settings, args.stale_secs)
     if command == "report":
         return _report(args, settings)
+    if command == "trading":
+        from runner.trading_cmd import trading_command
+
+        return trading_command(settings.runner_state_path, args.trading_command, args)
     if command == "replay":
         return _replay(args, settings)
     if command == "prompt":

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import HaltTradingError
 from core.events import LoopFailed
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,9 @@ class Supervisor:
         shutdown_hooks: Sequence[tuple[str, ShutdownHook]] = (),
         shutdown_deadline_secs: float = 8.0,
         rng: random.Random | None = None,
+        on_halt: Callable[[str], object] | None = None,
     ) -> None:
+        """``on_halt`` receives a ``HaltTradingError`` a loop raised (the loop still restarts)."""
         names = [spec.name for spec in loops]
         if len(set(names)) != len(names):
             raise ValueError(f"loop names must be unique: {names}")
@@ -88,6 +91,7 @@ class Supervisor:
         self._hooks = tuple(shutdown_hooks)
         self._deadline_secs = shutdown_deadline_secs
         self._rng = rng or random.Random()
+        self._on_halt = on_halt
         self._stop = asyncio.Event()
         self._stop_reason = ""
         self.status: dict[str, LoopStatus] = {name: LoopStatus() for name in names}
@@ -169,6 +173,8 @@ class Supervisor:
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 log.exception("loop %s crashed: %s", spec.name, error)
+                if isinstance(exc, HaltTradingError) and self._on_halt is not None:
+                    self._on_halt(f"loop {spec.name}: {exc}")
             if self._stop.is_set():
                 status.state = LoopState.STOPPED
                 return  # shutting down: a loop that ends now is done, not restarted

@@ -19,6 +19,7 @@ from agent.risk import RiskConfig, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot_builder import SnapshotBuilder
 from broker.port import Broker
+from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
 from core.failpoints import Failpoints
@@ -103,6 +104,7 @@ class DecisionPath:
     agents: Agents
     routine: DecisionRoutine
     runner: CryptoRunner
+    trading: TradingSwitch
 
 
 def websocket_ports(
@@ -189,6 +191,7 @@ def build_decision_path(
         )
 
     agents = build_agents(settings, clock, bus, history_to_now, decisions_journal.append)
+    trading = TradingSwitch(clock, store, decisions_journal.append)
     tracker = PositionTracker(
         clock,
         bus,
@@ -199,6 +202,7 @@ def build_decision_path(
         regime=lambda ticker: regimes.crypto(ticker).label.value,
         config=settings.tracker,
         btc_change_1h_pct=lambda: _change_1h_pct(market.features, settings.tracker.btc_ticker),
+        trading=trading,
     )
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     snapshots = _snapshots(
@@ -206,7 +210,7 @@ def build_decision_path(
     )
     routine = _routine(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
-        failpoints,
+        failpoints, trading,
     )  # fmt: skip
     runner = CryptoRunner(
         bus,
@@ -219,7 +223,7 @@ def build_decision_path(
     )
     return DecisionPath(
         derivatives, liquidations, gate, board, regimes, broker_parts,
-        tracker, learner, snapshots, agents, routine, runner,
+        tracker, learner, snapshots, agents, routine, runner, trading,
     )  # fmt: skip
 
 
@@ -267,6 +271,7 @@ def _routine(
     store: RunnerStateStore,
     tracker: PositionTracker,
     failpoints: Failpoints | None,
+    trading: TradingSwitch,
 ) -> DecisionRoutine:
     """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state."""
     tickers = settings.market.tickers
@@ -285,6 +290,7 @@ def _routine(
         failpoint=(failpoints or Failpoints()).hit,
         before_execution=tracker.filter_sells,
         after_execution=tracker.on_executed,
+        trading=trading,
     )
 
 

@@ -29,13 +29,14 @@ from pydantic import (
 )
 
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
+from state.trading import TradingState
 
 #: the version this code writes; files with a higher version are refused, lower ones migrated
 SCHEMA_VERSION: Final = 1
 
 #: fields a person may edit in the file. EXTENSION POINT: a later issue that adds a person-editable
 #: field adds it to the model and here (and the store merges it like the others).
-EDITABLE_FIELDS: Final = ("agent_memory", "notes")
+EDITABLE_FIELDS: Final = ("agent_memory", "notes", "trading")
 
 #: fields only the daemon changes, through ``RunnerStateStore.update`` / ``replace``.
 #: EXTENSION POINT: a later issue adds its daemon-owned field to the model and here, or keeps small
@@ -110,6 +111,8 @@ class RunnerState(BaseModel):
     # --- editable by a person while the daemon runs (EDITABLE_FIELDS) ---
     agent_memory: str = Field("", max_length=AGENT_MEMORY_MAX_CHARS)
     notes: str = ""
+    # ACTIVE / HALTED with a reason: a person resumes trading here (or with `vigil trading resume`)
+    trading: TradingState = Field(default_factory=TradingState)
     # --- daemon-owned (DAEMON_FIELDS); keyed by unified ticker, e.g. "BTC/USDT" ---
     entry_prices: PriceByTicker = Field(default_factory=dict)
     entry_times_ms: EpochMsByTicker = Field(default_factory=dict)

@@ -61,6 +61,7 @@ from state.models import (
     render_state,
 )
 from state.naming import unused_sibling
+from state.trading import TradingState
 
 log = logging.getLogger(__name__)
 
@@ -264,6 +265,11 @@ class RunnerStateStore:
         found = find_version(self.current.extra, version)
         return self.set_agent_memory(found.text, author="person", note=f"rollback to {version}")
 
+    def set_trading(self, trading: TradingState) -> TradingState:
+        """Set the trading state (ACTIVE / HALTED); a person may change it too (an editable field)."""
+        self._commit({**self.current.model_dump(), "trading": trading.model_dump()})
+        return trading
+
     def _commit(self, values: dict[str, Any]) -> RunnerState:
         # validate again: model_copy(update=...) and fn results may bypass validation
         values["updated_at_ms"] = self._clock.now_ms()
@@ -360,8 +366,11 @@ class RunnerStateStore:
             return [report, *_some(self._preserve_rejected_edit())]
         return [self._record(self._merge(edited, now_ms))]
 
-    async def watch(self, clock: Clock, interval_secs: float) -> None:
-        """Poll for a person's edits every ``interval_secs`` of ``clock`` time, until cancelled."""
+    async def watch(
+        self, clock: Clock, interval_secs: float, *, after_poll: Callable[[], None] | None = None
+    ) -> None:
+        """Poll for a person's edits every ``interval_secs`` of ``clock`` time, until cancelled;
+        ``after_poll`` lets an owner of an editable field act on what was merged."""
         if interval_secs <= 0:
             raise ValueError(f"interval_secs must be > 0, got {interval_secs}")
         backoff = Backoff(
@@ -373,6 +382,8 @@ class RunnerStateStore:
         while True:
             try:
                 self.poll()
+                if after_poll is not None:
+                    after_poll()
                 failures = 0
                 delay_secs = interval_secs
             except asyncio.CancelledError:

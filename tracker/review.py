@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from broker.port import Action, Broker, OrderIntent, PositionDetail
@@ -58,8 +58,12 @@ class AgentLayer:
         reviewer: PositionReviewer | None,
         config: TrackerConfig,
         tracker: TrackerView,
+        *,
+        halted: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``halted``: trading is HALTED, so no ADD is placed (an EXIT still is)."""
         self._clock = clock
+        self._halted = halted
         self._broker = broker
         self._reviewer = reviewer
         self._config = config
@@ -171,6 +175,9 @@ class AgentLayer:
     ) -> float:
         """Place the ADD (capped: see ``add_size``); returns the notional it committed."""
         ticker = verdict.ticker
+        if self._halted():
+            log.warning("tracker: ADD %s skipped: trading is halted", ticker)
+            return 0.0
         if held is None:
             log.warning("tracker: ADD %s skipped: the broker holds no such position", ticker)
             return 0.0

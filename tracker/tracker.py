@@ -25,9 +25,11 @@ from typing import Any
 
 from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
 from broker.resting import cancel_resting_buys
+from broker.trading_state import TradingSwitch
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import HaltTradingError
 from core.events import Event, PositionExit, PositionOpened
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReviewer, ReviewVerdict
@@ -60,10 +62,12 @@ class PositionTracker:
         regime: RegimeSource,
         config: TrackerConfig | None = None,
         btc_change_1h_pct: Callable[[], float | None] = lambda: None,
+        trading: TradingSwitch | None = None,
     ) -> None:
         """``store`` must be loaded; the positions it holds are tracked again (a restart).
         ``btc_change_1h_pct``: BTC's change over the last hour in percent (None: unknown), for
-        the fallback score's correlation term."""
+        the fallback score's correlation term. ``trading``: a ``HaltTradingError`` halts it, and
+        while it is HALTED the agent layer places no ADD (stops and exits still run)."""
         self._clock = clock
         self._bus = bus
         self._broker = broker
@@ -87,7 +91,10 @@ class PositionTracker:
         self._reconciled = False
         self._reviewing = False
         self._review_task: asyncio.Task[Any] | None = None
-        self._agent = AgentLayer(clock, broker, reviewer, self.config, self)
+        self._trading = trading
+        self._agent = AgentLayer(
+            clock, broker, reviewer, self.config, self, halted=lambda: self.trading_halted
+        )
         self.safety_checks = 0
         self.agent_reviews = 0
         self.loop_failures = 0
@@ -172,8 +179,9 @@ class PositionTracker:
                 await self.check_safety()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
                 self.loop_failures += 1
+                self._halt_on(exc, "safety check")
                 delay = self._retry.delay_secs(failures, self._rng.random())
                 failures += 1
                 log.exception(
@@ -209,9 +217,10 @@ class PositionTracker:
             await self.review_positions()
         except asyncio.CancelledError:
             raise
-        except Exception:
+        except Exception as exc:
             # the agent layer is advisory; the safety layer keeps running on its own cadence
             self.loop_failures += 1
+            self._halt_on(exc, "agent layer")
             log.exception(
                 "tracker: agent layer failed; next review in %.0f s",
                 self.config.agent_interval_secs,
@@ -418,6 +427,7 @@ class PositionTracker:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
+            self._halt_on(exc, "reconcile")
             log.warning("tracker: reconcile with the broker failed (%s); next cycle", exc)
 
     async def reconcile_with_broker(self) -> None:
@@ -478,6 +488,14 @@ class PositionTracker:
         self._persist()
 
     # ---- helpers
+
+    @property
+    def trading_halted(self) -> bool:
+        return self._trading is not None and self._trading.halted
+
+    def _halt_on(self, exc: Exception, where: str) -> None:
+        if isinstance(exc, HaltTradingError) and self._trading is not None:
+            self._trading.halt(f"tracker {where}: {exc}")
 
     def _persist(self) -> None:
         """Record the tracked set in the state store and save it. A failed save is logged; the

@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from tests.fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import daemon_env, sim_daemon, stop
 
 pytestmark = pytest.mark.e2e
 

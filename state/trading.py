@@ -1,0 +1,42 @@
+"""``TradingState``: whether the daemon may open positions, as stored in ``runner_state.json``.
+
+ACTIVE: trading as usual. HALTED (with a reason): no new entries until a person resumes trading;
+exits and stops still run. The field is person-editable (``vigil trading resume`` or an editor), so it
+lives with the state file; ``broker.trading_state.TradingSwitch`` is what the daemon acts through.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ACTIVE: Literal["active"] = "active"
+HALTED: Literal["halted"] = "halted"
+
+
+class TradingState(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    mode: Literal["active", "halted"] = ACTIVE
+    reason: Annotated[str, Field(max_length=2000)] = ""
+    since_ms: Annotated[int, Field(ge=0)] = 0
+    #: who changed it last: "daemon", "cli" or "state edit"
+    by: Annotated[str, Field(max_length=200)] = ""
+
+    @property
+    def halted(self) -> bool:
+        return self.mode == HALTED
+
+    def describe(self) -> str:
+        """One line for a person: ``active`` or ``HALTED since <time> by <who>: <reason>``."""
+        if not self.halted:
+            return ACTIVE
+        since = (
+            f" since {datetime.fromtimestamp(self.since_ms / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}Z"
+            if self.since_ms
+            else ""
+        )
+        by = f" by {self.by}" if self.by else ""
+        return f"HALTED{since}{by}: {self.reason or 'no reason given'}"
