@@ -427,16 +427,18 @@ class RunnerStateStore:
 
     def _merge(self, edited: RunnerState, now_ms: int) -> StateEditReport:
         current = self.current
+        changed = [f for f in EDITABLE_FIELDS if getattr(edited, f) != getattr(current, f)]
         changes = tuple(
-            FieldChange(field=f, old=getattr(current, f), new=getattr(edited, f))
-            for f in EDITABLE_FIELDS
-            if getattr(edited, f) != getattr(current, f)
+            FieldChange(
+                field=f, old=_as_text(getattr(current, f)), new=_as_text(getattr(edited, f))
+            )
+            for f in changed
         )
         ignored = tuple(
             f for f in _COMPARED_DAEMON_FIELDS if getattr(edited, f) != getattr(self._baseline, f)
         )
         if changes:
-            merged = {c.field: c.new for c in changes}
+            merged = {f: getattr(edited, f) for f in changed}
             self._current = current.model_copy(update={**merged, "updated_at_ms": now_ms})
             if "agent_memory" in merged:  # a person's note: redacted and versioned like any
                 self.set_agent_memory(merged["agent_memory"], author="person")
@@ -507,6 +509,11 @@ class RunnerStateStore:
             if after == stamp:
                 return stamp, data
         raise _FileInFluxError(f"{self._path} kept changing while being read")
+
+
+def _as_text(value: str | TradingState) -> str:
+    """An editable field as a report shows it (the trading state as its one-line description)."""
+    return value if isinstance(value, str) else value.describe()
 
 
 def _some(report: StateEditReport | None) -> list[StateEditReport]:

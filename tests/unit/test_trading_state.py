@@ -1,0 +1,185 @@
+"""Trading state ACTIVE / HALTED: a ``HaltTradingError`` halts trading (journaled and persisted), no
+entries while halted (exits and stops still run), a restart stays halted, a person resumes with
+``vigil trading resume`` or by editing runner_state.json while the daemon runs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from test_decision_routine import FakeBroker, Rig
+from test_tracker_support import BTC, make_rig
+
+from agent.decision import AgentDecision, TradeDecision
+from agent.risk import RiskContext
+from broker.port import Action, OrderIntent, OrderResult, PositionDetail
+from broker.trading_state import TradingSwitch
+from core.clock import VirtualClock
+from core.errors import HaltTradingError
+from runner.cli import main
+from state.store import RunnerStateStore
+from tracker.ports import ReviewAction
+
+T0_MS = 1_740_787_200_000
+
+
+class _Journal:
+    def __init__(self) -> None:
+        self.lines: list[Mapping[str, Any]] = []
+
+    def append(self, record: Mapping[str, Any]) -> None:
+        self.lines.append(record)
+
+    def trading_lines(self) -> list[Mapping[str, Any]]:
+        return [line for line in self.lines if line["type"] == "trading_state"]
+
+
+def _switch(tmp_path: Path, clock: VirtualClock | None = None) -> tuple[TradingSwitch, _Journal]:
+    store = RunnerStateStore(tmp_path / "runner_state.json", clock or VirtualClock(T0_MS))
+    store.load()
+    journal = _Journal()
+    return TradingSwitch(clock or VirtualClock(T0_MS), store, journal.append), journal
+
+
+def _on_disk(tmp_path: Path) -> dict[str, Any]:
+    trading: dict[str, Any] = json.loads((tmp_path / "runner_state.json").read_text())["trading"]
+    return trading
+
+
+class _HaltingBroker(FakeBroker):
+    async def execute_decisions(self, intents: Sequence[OrderIntent]) -> Sequence[OrderResult]:
+        raise HaltTradingError("paper broker could not save its state: disk full")
+
+
+BUY_AND_SELL = AgentDecision(
+    decisions=(
+        TradeDecision(ticker="SOL/USDT", action=Action.BUY, position_pct=0.1),
+        TradeDecision(ticker="ETH/USDT", action=Action.SELL),
+    ),
+    decided_by="fallback",
+)
+
+
+async def test_a_halt_error_in_a_decision_halts_trading_journals_and_persists_it(
+    tmp_path: Path,
+) -> None:
+    rig = Rig(BUY_AND_SELL, broker=_HaltingBroker())
+    switch, journal = _switch(tmp_path)
+    rig.routine._trading = switch
+    record = await rig.routine.decide_once(["agent_timer"])
+
+    assert "HaltTradingError" in record["error"] and record["trading"] == "halted"
+    assert switch.halted and "disk full" in switch.state.reason
+    (line,) = journal.trading_lines()
+    assert line["mode"] == "halted" and line["previous"] == "active" and line["by"] == "daemon"
+    assert _on_disk(tmp_path)["mode"] == "halted"  # saved at once: a restart stays halted
+    assert switch.status().startswith("HALTED(decision ")
+
+    # a restart reads it back and stays halted
+    restarted, _ = _switch(tmp_path)
+    assert restarted.halted and restarted.state.reason == switch.state.reason
+
+
+async def test_while_halted_entries_are_held_and_exits_still_go_out(tmp_path: Path) -> None:
+    rig = Rig(BUY_AND_SELL)
+    switch, _ = _switch(tmp_path)
+    switch.halt("broker disagreement")
+    rig.routine._trading = switch
+    rig.routine._risk_context = lambda _snapshot: RiskContext(
+        whitelist=("SOL/USDT", "ETH/USDT"),
+        portfolio_value_usd=10_000.0,
+        cash_usd=9_500.0,
+        position_notional_usd={"ETH/USDT": 500.0},
+        prices={"SOL/USDT": 150.0, "ETH/USDT": 3_000.0},
+    )
+    record = await rig.routine.decide_once(["agent_timer"])
+
+    assert [(i.ticker, i.action) for i in rig.broker.executed] == [("ETH/USDT", Action.SELL)]
+    assert record["skipped"] == [
+        {"ticker": "SOL/USDT", "action": "BUY", "reason": "trading halted: broker disagreement"}
+    ]
+    switch.resume(by="test")
+    await rig.routine.decide_once(["agent_timer"])
+    assert ("SOL/USDT", Action.BUY) in [(i.ticker, i.action) for i in rig.broker.executed]
+
+
+async def test_the_tracker_halts_on_a_halt_error_and_adds_nothing_while_halted(
+    tmp_path: Path,
+) -> None:
+    rig = make_rig(tmp_path, reviewer=_AddEverything())
+    switch = TradingSwitch(rig.clock, rig.store, _Journal().append)
+    rig.tracker._trading = switch
+    await rig.open_position(BTC, 100.0)
+
+    real_positions = rig.broker.get_positions_detail
+
+    async def short_on_the_exchange() -> list[PositionDetail]:
+        raise HaltTradingError("short position of -1 BTC/USDT on the exchange")
+
+    rig.broker.get_positions_detail = short_on_the_exchange  # type: ignore[method-assign]
+    loop = asyncio.create_task(rig.tracker.run())
+    await rig.clock.advance(1)
+    assert switch.halted and "short position" in switch.state.reason
+
+    rig.broker.get_positions_detail = real_positions  # type: ignore[method-assign]
+    await rig.tracker.review_positions()
+    assert rig.broker.open_orders() == []  # no ADD while halted
+    rig.set_price(BTC, 90.0)  # below the stop loss: the exit still runs
+    await rig.tracker.check_safety()
+    assert [e.ticker for e in rig.exits] == [BTC]
+    loop.cancel()
+
+
+class _AddEverything:
+    async def review(self, positions: Sequence[Any], context: Mapping[str, object]) -> list[Any]:
+        from tracker.ports import ReviewVerdict
+
+        return [
+            ReviewVerdict(ticker=p.ticker, action=ReviewAction.ADD, reason="x", decided_by="claude")
+            for p in positions
+        ]
+
+
+def test_a_person_resumes_with_the_cli_and_the_running_daemon_journals_it(
+    tmp_path: Path, capsys: Any
+) -> None:
+    clock = VirtualClock(T0_MS)
+    store = RunnerStateStore(tmp_path / "runner_state.json", clock)
+    store.load()
+    journal = _Journal()
+    switch = TradingSwitch(clock, store, journal.append)
+    switch.halt("unknown order status 'WEIRD'")
+
+    assert main(["--state-dir", str(tmp_path), "trading", "status"]) == 1
+    assert "HALTED" in capsys.readouterr().out
+    assert main(["--state-dir", str(tmp_path), "trading", "resume"]) == 0
+
+    store.poll()  # the daemon's state watch...
+    switch.observe()  # ...and what runs after each poll
+    assert not switch.halted
+    resumed = journal.trading_lines()[-1]
+    assert resumed["mode"] == "active" and resumed["by"] == "cli"
+    assert resumed["previous"] == "halted"
+
+    assert main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", "audit"]) == 0
+    store.poll()
+    switch.observe()
+    assert switch.halted and switch.state.reason == "audit"
+    assert len(journal.trading_lines()) == 3
+
+
+def test_a_hand_edit_of_the_mode_is_merged_stamped_and_journaled(tmp_path: Path) -> None:
+    switch, journal = _switch(tmp_path)
+    switch.halt("broker disagreement")
+    path = tmp_path / "runner_state.json"
+    edited = json.loads(path.read_text())
+    edited["trading"]["mode"] = "active"
+    path.write_text(json.dumps(edited))
+    switch._store.poll()  # type: ignore[attr-defined]
+    switch.observe()
+    assert not switch.halted
+    line = journal.trading_lines()[-1]
+    assert line["mode"] == "active" and line["by"] == "state edit"
