@@ -213,8 +213,18 @@ def supervise(
     def loop_restarts() -> int:
         return 0 if supervisor is None else sum(s.restarts for s in supervisor.status.values())
 
+    def journal_error() -> str | None:
+        health = journals.decisions.health  # shared by both journals
+        return None if health.ok else health.last_error or "a journal write failed"
+
     heartbeat, watchdog = _bookkeeping(
-        settings, clock, bus, market, decision, loop_restarts=loop_restarts
+        settings,
+        clock,
+        bus,
+        market,
+        decision,
+        loop_restarts=loop_restarts,
+        journal_error=journal_error,
     )
     table = daemon_subscriptions(
         decision,
@@ -276,6 +286,7 @@ def _bookkeeping(
     decision: DecisionPath,
     *,
     loop_restarts: Callable[[], int],
+    journal_error: Callable[[], str | None],
 ) -> tuple[Heartbeat, Watchdog]:
     listener, aggregator = market.ticks, market.aggregator
     status = StatusReporter(
@@ -296,17 +307,27 @@ def _bookkeeping(
         },
         prices=lambda: [(t, aggregator.last_price(t)) for t in settings.market.tickers],
     )
-    heartbeat = Heartbeat(
-        clock,
-        settings.heartbeat_path,
-        settings.supervisor.heartbeat_interval_secs,
-        on_beat=status.maybe_report,
-    )
     watchdog = Watchdog(
         clock,
         bus,
         silence_secs=settings.supervisor.watchdog_silence_secs,
         check_secs=settings.supervisor.watchdog_check_secs,
+        streams=[f"{t} {tf}" for t in settings.market.tickers for tf in settings.market.timeframes],
+    )
+
+    def facts() -> dict[str, Any]:
+        return {
+            "market": watchdog.last_frames_ms(),
+            "trading": decision.trading.state.model_dump(mode="json"),
+            "journal_error": journal_error(),
+        }
+
+    heartbeat = Heartbeat(
+        clock,
+        settings.heartbeat_path,
+        settings.supervisor.heartbeat_interval_secs,
+        on_beat=status.maybe_report,
+        facts=facts,
     )
     return heartbeat, watchdog
 

@@ -237,9 +237,18 @@ def _health(settings: Settings, stale_secs: float | None) -> int:
     from runner.heartbeat import check_health
 
     limit = stale_secs if stale_secs is not None else settings.supervisor.heartbeat_stale_secs
-    status = check_health(settings.heartbeat_path, limit, time.time())
-    print(("healthy: " if status.healthy else "unhealthy: ") + status.reason)
-    return 0 if status.healthy else EXIT_UNHEALTHY
+    status = check_health(
+        settings.heartbeat_path,
+        limit,
+        time.time(),
+        market_stale_secs=settings.supervisor.market_stale_secs,
+    )
+    if status.healthy:
+        print("healthy: " + status.reason)
+        return 0
+    for reason in status.reasons or (status.reason,):
+        print("unhealthy: " + reason)
+    return EXIT_UNHEALTHY
 
 
 def _sim(args: argparse.Namespace, settings: Settings) -> int:

@@ -109,6 +109,8 @@ class SimConfig(_Section):
 class SupervisorConfig(_Section):
     heartbeat_interval_secs: float = Field(30.0, gt=0)
     heartbeat_stale_secs: float = Field(90.0, gt=0)
+    # `vigil health` fails when a stream had no valid frame for this long (daemon clock)
+    market_stale_secs: float = Field(300.0, gt=0)
     watchdog_silence_secs: float = Field(300.0, gt=0)
     watchdog_check_secs: float = Field(15.0, gt=0)
     shutdown_deadline_secs: float = Field(8.0, gt=0)  # under docker stop's 10 s

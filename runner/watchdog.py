@@ -7,10 +7,11 @@ request repeats every ``silence_secs`` while the silence lasts, never on every c
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 from core.bus import EventBus
 from core.clock import Clock
-from core.events import DecisionRequested, Event
+from core.events import DecisionRequested, Event, MarketTick
 
 log = logging.getLogger(__name__)
 
@@ -19,8 +20,15 @@ WATCHDOG_REASON = "watchdog_no_market_data"
 
 class Watchdog:
     def __init__(
-        self, clock: Clock, bus: EventBus, *, silence_secs: float = 300.0, check_secs: float = 15.0
+        self,
+        clock: Clock,
+        bus: EventBus,
+        *,
+        silence_secs: float = 300.0,
+        check_secs: float = 15.0,
+        streams: Sequence[str] = (),
     ) -> None:
+        """``streams`` (``"BTC/USDT 15m"``): reported by ``last_frames_ms`` even before any frame."""
         self._clock = clock
         self._bus = bus
         self._silence_secs = silence_secs
@@ -28,11 +36,18 @@ class Watchdog:
         self._last_data_secs = clock.monotonic_secs()
         self._last_request_secs: float | None = None
         self.requests = 0
+        self._last_frame_ms: dict[str, int | None] = dict.fromkeys(streams)
 
-    def on_market_data(self, _event: Event) -> None:
-        """Inline ``market.tick`` handler: any tick is market data."""
+    def on_market_data(self, event: Event) -> None:
+        """Inline ``market.tick`` handler: any tick is market data (parsed and validated)."""
         self._last_data_secs = self._clock.monotonic_secs()
         self._last_request_secs = None
+        if isinstance(event, MarketTick):
+            self._last_frame_ms[f"{event.ticker} {event.timeframe}"] = self._clock.now_ms()
+
+    def last_frames_ms(self) -> dict[str, int | None]:
+        """Per stream, when its last valid frame arrived (clock ms; None: none yet)."""
+        return dict(self._last_frame_ms)
 
     def silence_secs(self) -> float:
         return self._clock.monotonic_secs() - self._last_data_secs

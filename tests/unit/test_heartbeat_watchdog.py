@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import time
 from pathlib import Path
+
+import pytest
 
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import DecisionRequested, MarketTick, Topic
+from runner.cli import main
 from runner.heartbeat import Heartbeat, check_health
 from runner.watchdog import WATCHDOG_REASON, Watchdog
 
@@ -19,14 +24,14 @@ async def test_heartbeat_touches_the_file_every_interval(tmp_path: Path) -> None
     hb = Heartbeat(clock, path, interval_secs=30.0)
     task = asyncio.create_task(hb.run())
     await clock.advance(0)
-    assert hb.beats == 1 and path.read_text().split()[0] == "1700000000000"
+    assert hb.beats == 1 and json.loads(path.read_text())["at_ms"] == 1_700_000_000_000
     await clock.advance(29.0)
     assert hb.beats == 1
     await clock.advance(1.0)
     assert hb.beats == 2
     await clock.advance(90.0)
     assert hb.beats == 5
-    assert path.read_text().split()[0] == str(1_700_000_000_000 + 120_000)
+    assert json.loads(path.read_text())["at_ms"] == 1_700_000_000_000 + 120_000
     task.cancel()
 
 
@@ -106,3 +111,87 @@ async def test_silence_counts_from_when_the_watchdog_starts_watching() -> None:
     await clock.advance(15.0)
     assert len(requests) == 1
     task.cancel()
+
+
+# --- health sees the market, the journal and the trading state -----------------------------
+
+
+def _beat(tmp_path: Path, clock: VirtualClock, **facts: object) -> Path:
+    path = tmp_path / "heartbeat"
+    Heartbeat(clock, path, 30.0, facts=lambda: facts).beat()
+    return path
+
+
+async def test_health_fails_with_no_market_data_at_all(tmp_path: Path) -> None:
+    """A network cut: the daemon beats, but no stream ever had a valid frame."""
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    streams = {"BTC/USDT 15m": None, "ETH/USDT 15m": None}
+    hb = Heartbeat(clock, tmp_path / "heartbeat", 30.0, facts=lambda: {"market": streams})
+    hb.beat()  # watching starts
+    await clock.advance(400.0)
+    hb.beat()
+    now = (tmp_path / "heartbeat").stat().st_mtime
+    status = check_health(tmp_path / "heartbeat", 90, now, market_stale_secs=300)
+    assert not status.healthy
+    (reason,) = status.reasons
+    assert reason.startswith("market: no valid frame within 300 s on 2 of 2 streams")
+    assert "BTC/USDT 15m 400 s (never)" in reason
+    # without the market check the same beat is healthy: the check is what catches it
+    assert check_health(tmp_path / "heartbeat", 90, now).healthy
+
+
+def test_health_is_fine_with_fresh_frames_and_names_each_stale_stream(tmp_path: Path) -> None:
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    t = 1_700_000_000_000
+    path = _beat(tmp_path, clock, market={"BTC/USDT 15m": t - 5_000, "ETH/USDT 1h": t - 10_000})
+    now = path.stat().st_mtime
+    ok = check_health(path, 90, now, market_stale_secs=300)
+    assert ok.healthy and "market" in ok.reason
+    path = _beat(tmp_path, clock, market={"BTC/USDT 15m": t - 5_000, "ETH/USDT 1h": t - 301_000})
+    stale = check_health(path, 90, path.stat().st_mtime, market_stale_secs=300)
+    assert not stale.healthy and "1 of 2 streams (ETH/USDT 1h 301 s)" in stale.reason
+
+
+def test_health_fails_on_a_journal_fault_and_on_halted_trading_one_line_each(
+    tmp_path: Path,
+) -> None:
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    path = _beat(
+        tmp_path,
+        clock,
+        market={"BTC/USDT 15m": None},
+        journal_error="logs/decisions.jsonl: OSError: [Errno 28] No space left on device",
+        trading={"mode": "halted", "reason": "broker disagreement", "by": "daemon"},
+    )
+    now = path.stat().st_mtime + 400  # also 400 s since watching started: no frame at all
+    status = check_health(path, 900, now, market_stale_secs=300)
+    assert not status.healthy
+    assert [r.split(":")[0] for r in status.reasons] == ["market", "journal", "trading"]
+    assert "No space left" in status.reasons[1]
+    assert "HALTED by daemon: broker disagreement" in status.reasons[2]
+
+
+def test_vigil_health_prints_one_line_per_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    clock = VirtualClock(epoch_ms=int(time.time() * 1000))
+    _beat(
+        tmp_path,
+        clock,
+        market={"BTC/USDT 15m": clock.now_ms()},
+        journal_error="disk full",
+        trading={"mode": "halted", "reason": "audit", "by": "cli"},
+    )
+    assert main(["--state-dir", str(tmp_path), "health"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "unhealthy: journal: cannot be written (disk full)",
+        "unhealthy: trading: HALTED by cli: audit (resume with `vigil trading resume`)",
+    ]
+
+
+def test_the_watchdog_records_the_last_valid_frame_per_stream() -> None:
+    clock, bus = VirtualClock(epoch_ms=1_000_000), EventBus()
+    dog = Watchdog(clock, bus, streams=["BTC/USDT 15m", "ETH/USDT 15m"])
+    dog.on_market_data(_tick(1_000_000))
+    assert dog.last_frames_ms() == {"BTC/USDT 15m": 1_000_000, "ETH/USDT 15m": None}
