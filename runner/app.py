@@ -12,6 +12,7 @@ import signal
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from core.redact import Redactor
 from runner.config import Settings
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
+from runner.sim_start import sim_start_ms
 from runner.status import StatusReporter
 from runner.subscriptions import Subscription, daemon_subscriptions, subscribe_all
 from runner.supervisor import LoopSpec, ShutdownHook, Supervisor
@@ -109,9 +111,23 @@ async def build_daemon(
     front of it and return the URL the listener connects to instead (the hostile-frame fuzz's man
     in the middle, ``sim.hostile_proxy``)."""
     use_sim = settings.market.source == "sim"
-    clock: Clock = (
-        ScaledClock(settings.sim.start_ms, settings.sim.speed) if use_sim else WallClock()
-    )
+    feed = None
+    clock: Clock = WallClock()
+    if use_sim:
+        from sim.feed import SimFeed
+
+        feed = SimFeed(
+            settings.market.tickers,
+            data_dir=settings.data_dir,
+            update_interval_ms=settings.sim.update_interval_ms,
+        )
+        start_ms = sim_start_ms(
+            settings.sim.start_ms,
+            settings.runner_state_path,
+            settings.logs_dir / "decisions.jsonl",
+            feed,
+        )
+        clock = ScaledClock(start_ms, settings.sim.speed)
     show_clock_time(clock if use_sim else None)
     bus = EventBus()
     journals = open_journals(settings, clock, bus)
@@ -128,6 +144,7 @@ async def build_daemon(
             settings.market.tickers,
             data_dir=settings.data_dir,
             update_interval_ms=settings.sim.update_interval_ms,
+            feed=feed,
         )
         await sim.start()
         closers.append(("stop simulator", sim.stop))
@@ -139,7 +156,7 @@ async def build_daemon(
             ws_base,
             rest_url,
             settings.sim.speed,
-            settings.sim.start.isoformat(),
+            datetime.fromtimestamp(clock.now_ms() / 1000, tz=UTC).isoformat(),
         )
     else:
         ws_base, ws_path = _split_ws_url(settings.market.binance_ws_url)

@@ -41,3 +41,28 @@ async def test_sigterm_during_warm_up_stops_promptly_with_state_saved(tmp_path: 
     assert json.loads((state_dir / "runner_state.json").read_text())["schema_version"] >= 1
     assert "Traceback" not in log, log
     assert took_secs < 10.0, f"stop took {took_secs:.1f} s"
+
+
+def _journal_times(state_dir: Path) -> list[int]:
+    lines = (state_dir / "logs" / "decisions.jsonl").read_text().splitlines()
+    return [json.loads(line)["at_ms"] for line in lines]
+
+
+@pytest.mark.timeout(240)
+async def test_a_restart_on_the_same_state_dir_never_rewinds_simulated_time(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "state"
+    env = daemon_env(state_dir, VIGIL_SIM__SPEED="600", VIGIL_SIM__START="2025-03-02T00:00:00Z")
+    for run in (1, 2):
+        log_path = tmp_path / f"daemon{run}.log"
+        async with sim_daemon(env, log_path) as proc:
+            await _wait_for_text(log_path, "market listener: connected")
+            await _wait_for_text(log_path, "agent.routine: decision ")
+            assert await stop(proc) == 0, log_path.read_text()
+        if run == 1:
+            first_run_times = _journal_times(state_dir)
+    assert "resuming from" in (tmp_path / "daemon2.log").read_text()
+    times = _journal_times(state_dir)
+    assert len(times) > len(first_run_times)
+    assert times == sorted(times), "journal time went backwards"

@@ -1,0 +1,88 @@
+"""Where ``vigil run --sim`` starts simulated time, so a restart never rewinds it.
+
+A state dir remembers a simulated instant: the state's last change, its held positions' entry
+times, the last line of ``decisions.jsonl``. Restarting the simulator at an earlier ``--start`` would
+make the journal's time go backwards and a held position "opened in the future", so the daemon
+resumes from that instant instead (and says so). A start outside the recording is refused, like a
+replay outside it: the streams would be silent and health would fail for no visible reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.errors import RefuseToStartError
+from sim.feed import SimFeed
+from state.models import InvalidStateFileError, parse_state_bytes
+
+log = logging.getLogger(__name__)
+
+_TAIL_BYTES = 1 << 16
+
+
+def sim_start_ms(requested_ms: int, state_path: Path, decisions_path: Path, feed: SimFeed) -> int:
+    """``requested_ms``, or the state dir's last simulated instant when that is later; refuses a
+    start outside the recording of any ticker."""
+    last_ms = last_state_time_ms(state_path, decisions_path)
+    start_ms = requested_ms
+    if last_ms is not None and last_ms > requested_ms:
+        log.warning(
+            "sim: the state dir was last at %s, after the requested start %s; resuming from %s "
+            "so simulated time does not run backwards (use a fresh state dir to start over)",
+            _iso(last_ms),
+            _iso(requested_ms),
+            _iso(last_ms),
+        )
+        start_ms = last_ms
+    for ticker in feed.tickers:
+        first_ms, end_ms = feed.span_ms(ticker)
+        if not first_ms <= start_ms <= end_ms:
+            resumed = "" if start_ms == requested_ms else " (resumed from the state dir)"
+            raise RefuseToStartError(
+                f"sim start {_iso(start_ms)}{resumed} is outside the recording of {ticker}, "
+                f"which covers {_iso(first_ms)} .. {_iso(end_ms + 1)}; choose --start inside it"
+                + (" or use a fresh state dir" if resumed else "")
+            )
+    return start_ms
+
+
+def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:
+    """The latest instant the state dir records, None for a fresh one. An unreadable state file
+    is left for the store to refuse with its own message."""
+    times: list[int] = []
+    try:
+        state, _ = parse_state_bytes(state_path.read_bytes())
+        times += [state.updated_at_ms, *state.entry_times_ms.values()]
+    except (OSError, InvalidStateFileError):
+        pass
+    last = _last_journal_time_ms(decisions_path)
+    if last is not None:
+        times.append(last)
+    times = [t for t in times if t > 0]
+    return max(times) if times else None
+
+
+def _last_journal_time_ms(path: Path) -> int | None:
+    try:
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - _TAIL_BYTES))
+            tail = f.read()
+    except OSError:
+        return None
+    for line in reversed(tail.splitlines()):
+        try:
+            at_ms = json.loads(line).get("at_ms")
+        except (ValueError, AttributeError):
+            continue  # a torn or cut-off line
+        if isinstance(at_ms, int):
+            return at_ms
+    return None
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
