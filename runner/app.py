@@ -334,7 +334,7 @@ def _bookkeeping(
 
     def facts() -> dict[str, Any]:
         return {
-            "market": watchdog.last_frames_ms(),
+            "market": watchdog.market_report(),
             "trading": decision.trading.state.model_dump(mode="json"),
             "journal_error": journal_error(),
         }

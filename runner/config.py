@@ -109,7 +109,7 @@ class SimConfig(_Section):
 class SupervisorConfig(_Section):
     heartbeat_interval_secs: float = Field(30.0, gt=0)
     heartbeat_stale_secs: float = Field(90.0, gt=0)
-    # `vigil health` fails when a stream had no valid frame for this long (daemon clock)
+    # `vigil health` fails when no stream had a valid frame for this long (real seconds)
     market_stale_secs: float = Field(300.0, gt=0)
     watchdog_silence_secs: float = Field(300.0, gt=0)
     watchdog_check_secs: float = Field(15.0, gt=0)

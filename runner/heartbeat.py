@@ -5,8 +5,8 @@ JSON object: the daemon's instant (``at_ms``), its pid, when watching started, t
 frame per stream, the trading state and the journal's write fault. ``check_health`` judges it:
 
 - the file's modification time against real time (Docker judges liveness in real seconds);
-- every configured stream must have had a valid frame within ``market_stale_secs`` (a cut network or
-  a feed that only sends garbage leaves the daemon alive but blind);
+- some stream must have had a valid frame within ``market_stale_secs`` real seconds (a cut network
+  or a feed that only sends garbage leaves the daemon alive but blind);
 - the journal must be writable; trading must not be HALTED.
 
 Each failing check is one reason line.
@@ -26,8 +26,8 @@ from core.clock import Clock
 
 log = logging.getLogger(__name__)
 
-#: what the daemon adds to each beat: {"market": {stream: ms | None}, "trading": {...},
-#: "journal_error": str | None}
+#: what the daemon adds to each beat: {"market": {stream: {"last_frame_ms": ms | None,
+#: "silent_real_secs": s}}, "trading": {...}, "journal_error": str | None}
 Facts = Callable[[], Mapping[str, Any]]
 
 
@@ -125,30 +125,28 @@ def _unhealthy(reason: str, age_secs: float | None) -> HealthStatus:
 def _market_reasons(
     document: Mapping[str, Any], age_secs: float, limit_secs: float | None
 ) -> list[str]:
+    """Unhealthy when no stream had a valid frame within ``limit_secs`` real seconds (as of the
+    beat, plus the beat's age): the daemon is alive but blind. A single quiet stream is the
+    listener's business (it reconnects it); its silence is named only when the whole market is."""
     market = document.get("market")
-    if limit_secs is None or not isinstance(market, dict):
+    if limit_secs is None or not isinstance(market, dict) or not market:
         return []
-    at_ms, started_ms = document.get("at_ms"), document.get("started_ms")
-    if not isinstance(at_ms, int) or not market:
+    silences: dict[str, float] = {}
+    for stream, report in market.items():
+        silent = report.get("silent_real_secs") if isinstance(report, dict) else None
+        if isinstance(silent, (int, float)):
+            silences[stream] = silent + age_secs
+    if not silences or min(silences.values()) <= limit_secs:
         return []
-    silent: list[tuple[str, float]] = []
-    for stream, last_ms in sorted(market.items()):
-        since_ms = last_ms if isinstance(last_ms, int) else started_ms
-        if not isinstance(since_ms, int):
-            continue
-        # the silence as of the beat, plus the beat's own age
-        silence_secs = (at_ms - since_ms) / 1000 + age_secs
-        if silence_secs > limit_secs:
-            silent.append((stream, silence_secs))
-    if not silent:
-        return []
-    shown = ", ".join(
-        f"{stream} {secs:.0f} s" + ("" if isinstance(market[stream], int) else " (never)")
-        for stream, secs in silent
+    never = [s for s in silences if not market[s].get("last_frame_ms")]
+    what = (
+        "since the daemon started watching"
+        if len(never) == len(silences)
+        else f"for {min(silences.values()):.0f} s"
     )
     return [
-        f"market: no valid frame within {limit_secs:.0f} s on {len(silent)} of {len(market)} "
-        f"streams ({shown})"
+        f"market: no valid frame on any of {len(silences)} streams {what} "
+        f"(limit {limit_secs:.0f} s; network cut or every frame rejected?)"
     ]
 
 

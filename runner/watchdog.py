@@ -7,7 +7,8 @@ request repeats every ``silence_secs`` while the silence lasts, never on every c
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from core.bus import EventBus
 from core.clock import Clock
@@ -27,8 +28,11 @@ class Watchdog:
         silence_secs: float = 300.0,
         check_secs: float = 15.0,
         streams: Sequence[str] = (),
+        real_secs: Callable[[], float] = time.monotonic,
     ) -> None:
-        """``streams`` (``"BTC/USDT 15m"``): reported by ``last_frames_ms`` even before any frame."""
+        """``streams`` (``"BTC/USDT 15m"``) are reported by ``market_report`` even before any
+        frame. ``real_secs``: the health check judges silence in real seconds, like Docker does,
+        whatever the daemon's clock (a simulator at 300 x would otherwise flap it)."""
         self._clock = clock
         self._bus = bus
         self._silence_secs = silence_secs
@@ -36,18 +40,37 @@ class Watchdog:
         self._last_data_secs = clock.monotonic_secs()
         self._last_request_secs: float | None = None
         self.requests = 0
+        self._real_secs = real_secs
+        self._watch_start_real_secs = real_secs()
         self._last_frame_ms: dict[str, int | None] = dict.fromkeys(streams)
+        self._last_frame_real_secs: dict[str, float] = {}
 
     def on_market_data(self, event: Event) -> None:
         """Inline ``market.tick`` handler: any tick is market data (parsed and validated)."""
         self._last_data_secs = self._clock.monotonic_secs()
         self._last_request_secs = None
         if isinstance(event, MarketTick):
-            self._last_frame_ms[f"{event.ticker} {event.timeframe}"] = self._clock.now_ms()
+            stream = f"{event.ticker} {event.timeframe}"
+            self._last_frame_ms[stream] = self._clock.now_ms()
+            self._last_frame_real_secs[stream] = self._real_secs()
 
     def last_frames_ms(self) -> dict[str, int | None]:
         """Per stream, when its last valid frame arrived (clock ms; None: none yet)."""
         return dict(self._last_frame_ms)
+
+    def market_report(self) -> dict[str, dict[str, float | int | None]]:
+        """Per stream: its last valid frame (clock ms, None: none yet) and the real seconds of
+        silence since then (since watching started when there was none)."""
+        now = self._real_secs()
+        return {
+            stream: {
+                "last_frame_ms": last_ms,
+                "silent_real_secs": round(
+                    now - self._last_frame_real_secs.get(stream, self._watch_start_real_secs), 3
+                ),
+            }
+            for stream, last_ms in self._last_frame_ms.items()
+        }
 
     def silence_secs(self) -> float:
         return self._clock.monotonic_secs() - self._last_data_secs
@@ -78,6 +101,7 @@ class Watchdog:
     async def run(self) -> None:
         # Silence counts from when watching starts: start-up work (warm-up) is not a dead feed.
         self._last_data_secs = max(self._last_data_secs, self._clock.monotonic_secs())
+        self._watch_start_real_secs = max(self._watch_start_real_secs, self._real_secs())
         while True:
             await self._clock.sleep(self._check_secs)
             self.check()

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 from pathlib import Path
 
 import pytest
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import REPO, daemon_env, sim_daemon, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -66,3 +67,42 @@ async def test_a_restart_on_the_same_state_dir_never_rewinds_simulated_time(
     times = _journal_times(state_dir)
     assert len(times) > len(first_run_times)
     assert times == sorted(times), "journal time went backwards"
+
+
+async def _vigil(env: dict[str, str], *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runner.cli", *args,
+        env=env, cwd=REPO, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    out, _ = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode()
+
+
+@pytest.mark.timeout(240)
+async def test_a_person_halts_and_resumes_a_running_daemon_and_health_says_so(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "state"
+    log_path = tmp_path / "daemon.log"
+    env = daemon_env(
+        state_dir,
+        VIGIL_SIM__SPEED="300",
+        VIGIL_SIM__START="2025-03-02T00:00:00Z",
+        VIGIL_STATE__WATCH_INTERVAL_SECS="5",
+        VIGIL_SUPERVISOR__HEARTBEAT_INTERVAL_SECS="5",
+    )
+    async with sim_daemon(env, log_path) as proc:
+        await _wait_for_text(log_path, "market listener: connected")
+        await _wait_for_text(log_path, "agent.routine: decision ")
+        assert (await _vigil(env, "trading", "halt", "--reason", "audit"))[0] == 0
+        await _wait_for_text(log_path, "trading state changed by cli: HALTED")
+        await _wait_for_text(log_path, "trading=HALTED(audit)")  # the status line
+        code, out = await _vigil(env, "health")
+        assert code == 1 and "unhealthy: trading: HALTED by cli: audit" in out, out
+        assert (await _vigil(env, "trading", "resume"))[0] == 0
+        await _wait_for_text(log_path, "trading state changed by cli: active")
+        assert await stop(proc) == 0
+    lines = (state_dir / "logs" / "decisions.jsonl").read_text().splitlines()
+    changes = [json.loads(x) for x in lines if '"trading_state"' in x]
+    assert [(c["mode"], c["by"]) for c in changes] == [("halted", "cli"), ("active", "cli")]
