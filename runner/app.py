@@ -21,6 +21,7 @@ from core.clock import Clock, ScaledClock, WallClock
 from core.errors import RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
+from runner.api_wiring import OperatorSurface
 from runner.config import Settings
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
@@ -62,6 +63,7 @@ class Daemon:
     watchdog: Watchdog
     supervisor: Supervisor
     sim: Any = None
+    operator: OperatorSurface | None = None
 
 
 def _prepare_logs_dir(logs_dir: Path) -> None:
@@ -164,6 +166,7 @@ async def build_daemon(
     async def watch_state() -> None:
         await store.watch(clock, settings.state.watch_interval_secs)
 
+    operator = OperatorSurface(settings, clock)
     heartbeat, watchdog, supervisor = supervise(
         settings,
         clock,
@@ -171,10 +174,12 @@ async def build_daemon(
         journals,
         market,
         decision,
-        extra_loops=[LoopSpec("state_watch", watch_state)],
+        extra_loops=[LoopSpec("state_watch", watch_state), *operator.loops()],
         closers=closers,
         failpoints=failpoints,
+        extra_subscriptions=operator.subscriptions(),
     )
+    operator.attach(supervisor, decision, store)
     return Daemon(
         settings,
         clock,
@@ -188,6 +193,7 @@ async def build_daemon(
         watchdog,
         supervisor,
         sim,
+        operator,
     )
 
 
