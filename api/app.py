@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.auth import BearerAuth
 from api.config import ApiConfig
 from api.files import StateDirFiles, StateFileError
+from api.metrics import DaemonMetrics
 from api.models import (
     AccountBody,
     DecisionsPage,
@@ -49,6 +51,7 @@ class ApiContext:
     token: str
     daemon: LiveDaemon | None = None
     trading: TradingControl | None = None
+    metrics: DaemonMetrics | None = None
     extensions: list[Extension] = field(default_factory=list)
 
 
@@ -138,6 +141,21 @@ def create_app(ctx: ApiContext) -> FastAPI:
     @app.post("/api/trading/resume", dependencies=authed, tags=["trading"])
     async def resume() -> TradingBody:
         return _trading(ctx).resume()
+
+    @app.get(
+        "/metrics",
+        dependencies=authed,
+        tags=["metrics"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+    )
+    async def metrics() -> Response:
+        """Prometheus text format (scrape with ``authorization: {credentials: <token>}``)."""
+        if ctx.daemon is None or ctx.metrics is None:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_DAEMON)
+        daemon = ctx.daemon
+        body = ctx.metrics.render(daemon.counts(), daemon.agent(), await daemon.account())
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
 
     for extend in ctx.extensions:
         extend(app, ctx, auth)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from api.metrics import DaemonCounts
 from api.models import AccountBody, AgentBody, LoopBody, StreamBody, TradingBody
 from state.edits import StateEditReport
 
@@ -22,6 +23,8 @@ class LiveDaemon(Protocol):
     def agent(self) -> AgentBody: ...
 
     async def account(self) -> AccountBody: ...
+
+    def counts(self) -> DaemonCounts: ...
 
     def poll_state(self) -> StateEditReport | None:
         """The store's look at runner_state.json now (merges a person's edit); None: unchanged."""

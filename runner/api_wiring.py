@@ -11,16 +11,22 @@ from api.app import ApiContext, create_app
 from api.auth import resolve_token
 from api.files import StateDirFiles, position_body
 from api.freshness import StreamFreshness
+from api.metrics import DaemonCounts, DaemonMetrics
 from api.models import AccountBody, AgentBody, LoopBody, StreamBody
 from api.server import ApiServer
+from api.stream import DecisionStream, stream_routes
 from broker.port import Broker
+from core.bus import EventBus
 from core.clock import Clock
 from core.events import Topic
+from gate.gate import AdaptiveGate
+from market.ports import TickSource
 from runner.config import Settings
 from runner.subscriptions import Inline, Subscription
 from runner.supervisor import LoopSpec, LoopStatus, Supervisor
-from runner.wiring import DecisionPath
+from runner.wiring import DecisionPath, MarketPath
 from state.edits import StateEditReport
+from state.journal_health import JournalHealth
 from state.store import RunnerStateStore
 
 
@@ -35,6 +41,10 @@ class DaemonPorts:
     broker: Broker
     store: RunnerStateStore
     starting_cash_usd: float | None  # the paper account's; a ccxt account does not say
+    ticks: TickSource
+    bus: EventBus
+    gate: AdaptiveGate
+    journal_health: JournalHealth
 
     def now_ms(self) -> int:
         return self.clock.now_ms()
@@ -88,11 +98,33 @@ class DaemonPorts:
             ),
         )
 
+    def counts(self) -> DaemonCounts:
+        ticks = self.ticks.stats
+        bus = self.bus.stats()
+        gate = self.gate.stats()
+        layers = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+        return DaemonCounts(
+            ticks=ticks.ticks_published,
+            frames=int(getattr(ticks, "frames", ticks.ticks_published)),
+            rejected_frames=dict(ticks.rejected),
+            reconnects=dict(ticks.reconnects),
+            bus_queue_depth={k: v["queued"] for k, v in bus.items() if "queued" in v},
+            bus_dropped={k: v["dropped"] for k, v in bus.items()},
+            bus_failed={k: v["failed"] for k, v in bus.items()},
+            gate_passes={name: getattr(gate, name).passed for name in layers},
+            gate_evaluations=gate.evaluations,
+            loop_restarts={name: s.restarts for name, s in self.loop_status().items()},
+            journal_failed_writes=self.journal_health.failed_writes,
+            journal_degraded_lines=self.journal_health.degraded_lines,
+        )
+
     def poll_state(self) -> StateEditReport | None:
         return self.store.poll()
 
 
-def build_api_server(settings: Settings, ports: DaemonPorts) -> ApiServer:
+def build_api_server(
+    settings: Settings, ports: DaemonPorts, metrics: DaemonMetrics, stream: DecisionStream
+) -> ApiServer:
     token = settings.api_token.get_secret_value() if settings.api_token else None
     config = settings.api
     ctx = ApiContext(
@@ -100,6 +132,8 @@ def build_api_server(settings: Settings, ports: DaemonPorts) -> ApiServer:
         config=config,
         token=resolve_token(token, config.host, settings.state_dir),
         daemon=ports,
+        metrics=metrics,
+        extensions=[stream_routes(stream)],
     )
     return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
 
@@ -112,18 +146,32 @@ class OperatorSurface:
         self._settings = settings
         self._clock = clock
         self.freshness = StreamFreshness(settings.market.tickers, settings.market.timeframes)
+        self.metrics = DaemonMetrics()
+        self.stream = DecisionStream(settings.api.stream_queue_size)
         self.server: ApiServer | None = None
 
     def loops(self) -> list[LoopSpec]:
         return [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
 
     def subscriptions(self) -> list[Subscription]:
-        return [Inline(Topic.MARKET_TICK, self.freshness.on_tick, "api_freshness")]
+        return [
+            Inline(Topic.MARKET_TICK, self.freshness.on_tick, "api_freshness"),
+            Inline(Topic.ORDER_FILLED, self.metrics.on_event, "metrics"),
+            Inline(Topic.POSITION_EXIT, self.metrics.on_event, "metrics"),
+        ]
 
     def attach(
-        self, supervisor: Supervisor, decision: DecisionPath, store: RunnerStateStore
+        self,
+        supervisor: Supervisor,
+        bus: EventBus,
+        market: MarketPath,
+        decision: DecisionPath,
+        store: RunnerStateStore,
+        journal_health: JournalHealth,
     ) -> None:
         settings = self._settings
+        decision.routine.observers.append(self.metrics.on_decision)
+        decision.routine.observers.append(self.stream.publish)
         ports = DaemonPorts(
             clock=self._clock,
             loop_status=lambda: supervisor.status,
@@ -134,9 +182,13 @@ class OperatorSurface:
             starting_cash_usd=(
                 settings.broker.starting_cash_usd if settings.broker.kind == "paper" else None
             ),
+            ticks=market.ticks,
+            bus=bus,
+            gate=decision.gate,
+            journal_health=journal_health,
         )
         if settings.api.enabled:
-            self.server = build_api_server(settings, ports)
+            self.server = build_api_server(settings, ports, self.metrics, self.stream)
 
     async def _serve(self) -> None:
         if self.server is None:

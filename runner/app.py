@@ -179,7 +179,7 @@ async def build_daemon(
         failpoints=failpoints,
         extra_subscriptions=operator.subscriptions(),
     )
-    operator.attach(supervisor, decision, store)
+    operator.attach(supervisor, bus, market, decision, store, decisions.health)
     return Daemon(
         settings,
         clock,

@@ -11,6 +11,7 @@ from api.app import ApiContext, create_app
 from api.auth import TOKEN_FILE_NAME, resolve_token
 from api.files import StateDirFiles
 from api.server import ApiServer, read_endpoint
+from api.stream import stream_routes
 from core.errors import RefuseToStartError
 from runner.config import Settings
 from runner.logging_setup import configure_logging
@@ -28,6 +29,7 @@ def build_serve(settings: Settings) -> ApiServer:
         files=StateDirFiles(state_dir),
         config=settings.api,
         token=resolve_token(configured, settings.api.host, state_dir),
+        extensions=[stream_routes(None)],
     )
     return ApiServer(create_app(ctx), settings.api.host, settings.api.port, state_dir)
 

@@ -204,3 +204,15 @@ async def test_the_port_in_use_is_an_error_not_an_exit(state_dir: Path) -> None:
     finally:
         held.close()
     assert aiohttp  # the client library the tests use
+
+
+async def test_metrics_and_stream_need_a_daemon(state_dir: Path) -> None:
+    from api.stream import stream_routes
+
+    async with serve_api(state_dir, extensions=[stream_routes(None)]) as api:
+        for path in ("/metrics", "/api/decisions/stream"):
+            async with api.session.get(api.url + path, headers=api.auth) as r:
+                assert r.status == 503, path
+                assert "no daemon" in (await r.json())["detail"]
+            async with api.session.get(api.url + path) as r:
+                assert r.status == 401, path
