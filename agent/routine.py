@@ -107,6 +107,9 @@ class DecisionRoutine:
         self.runs = 0
         self.coalesced = 0
         self.failures = 0
+        #: called with each journaled decision line and its real duration in seconds (the
+        #: operator's metrics and live stream); an observer that raises is logged, never fatal
+        self.observers: list[Callable[[Mapping[str, Any], float], None]] = []
 
     def request(self, reasons: Sequence[str]) -> None:
         """Ask for a decision; cheap and synchronous, callable from a tick handler."""
@@ -268,12 +271,19 @@ class DecisionRoutine:
         log.debug(
             "decision %s took %.1f ms", record["decision_id"], (time.perf_counter() - started) * 1e3
         )
+        line = _typed_line(record)
         try:
-            await self._journal.append_async(_typed_line(record))
+            await self._journal.append_async(line)
         except Exception:
             log.exception("could not journal decision %s", record.get("decision_id"))
             return
         self._failpoint("after_decision_journaled")
+        elapsed_secs = time.perf_counter() - started
+        for observe in self.observers:
+            try:
+                observe(line, elapsed_secs)
+            except Exception:
+                log.exception("decision observer %r failed", observe)
 
     def _write_now(self, record: dict[str, Any]) -> None:
         """The line of a decision cancelled by shutdown, written before the cancellation goes on."""

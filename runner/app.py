@@ -22,6 +22,7 @@ from core.clock import Clock, ScaledClock, WallClock
 from core.errors import HaltTradingError, RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
+from runner.api_wiring import OperatorSurface
 from runner.config import Settings
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
@@ -64,6 +65,7 @@ class Daemon:
     watchdog: Watchdog
     supervisor: Supervisor
     sim: Any = None
+    operator: OperatorSurface | None = None
 
 
 def _prepare_logs_dir(logs_dir: Path) -> None:
@@ -183,6 +185,7 @@ async def build_daemon(
             clock, settings.state.watch_interval_secs, after_poll=decision.trading.observe
         )
 
+    operator = OperatorSurface(settings, clock)
     heartbeat, watchdog, supervisor = supervise(
         settings,
         clock,
@@ -190,10 +193,12 @@ async def build_daemon(
         journals,
         market,
         decision,
-        extra_loops=[LoopSpec("state_watch", watch_state)],
+        extra_loops=[LoopSpec("state_watch", watch_state), *operator.loops()],
         closers=closers,
         failpoints=failpoints,
+        extra_subscriptions=operator.subscriptions(),
     )
+    operator.attach(supervisor, bus, market, decision, store, decisions.health)
     return Daemon(
         settings,
         clock,
@@ -207,6 +212,7 @@ async def build_daemon(
         watchdog,
         supervisor,
         sim,
+        operator,
     )
 
 

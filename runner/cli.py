@@ -55,6 +55,12 @@ def _parser() -> argparse.ArgumentParser:
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
 
+    serve = sub.add_parser(
+        "serve", help="the operator's HTTP API on a state dir without a daemon (config: [api])"
+    )
+    serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 8780; 0: any free port)")
+
     add_memory_parser(sub)
     sub.add_parser(
         "prompt",
@@ -130,6 +136,11 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         overrides["sim"] = sim
     if getattr(args, "sim", False):
         overrides["market"] = {"source": "sim"}
+    if args.command == "serve":
+        api = {"host": args.host, "port": args.port}
+        api = {k: v for k, v in api.items() if v is not None}
+        if api:
+            overrides["api"] = api
     if getattr(args, "broker", None) is not None:
         overrides["broker"] = {"kind": args.broker}
     return overrides
@@ -173,6 +184,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _sim(args, settings)
     if command == "memory":
         return run_memory(args, settings)
+    if command == "serve":
+        from runner.serve_cmd import serve
+
+        return asyncio.run(serve(settings))
     return _run(settings, live=getattr(args, "live", False))
 
 

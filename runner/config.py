@@ -36,6 +36,7 @@ from pydantic_settings import (
 )
 
 from agent.config import AgentConfig
+from api.config import ApiConfig
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
@@ -163,6 +164,9 @@ class Settings(BaseSettings):
     regime: RegimeConfig = RegimeConfig()
     tracker: TrackerConfig = TrackerConfig()
     derivatives: DerivativesConfig = DerivativesConfig()
+    api: ApiConfig = ApiConfig()
+    #: the API's bearer token: VIGIL_API_TOKEN or the secret file vigil_api_token (see api.auth)
+    api_token: SecretStr | None = None
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")
@@ -211,10 +215,11 @@ class Settings(BaseSettings):
 
     def digest(self) -> str:
         """16 hex digits of the effective config that shapes a run's decisions: secrets only as
-        set / not set; the state dir, config file path and log level left out (the same
-        settings in another folder, or more verbose, are the same experiment)."""
+        set / not set; the state dir, config file path, log level and the operator's API left
+        out (the same settings in another folder, more verbose or watched differently, are the
+        same experiment)."""
         data = self.redacted()
-        for name in ("state_dir", "config_file", "log_level"):
+        for name in ("state_dir", "config_file", "log_level", "api", "api_token"):
             data.pop(name, None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

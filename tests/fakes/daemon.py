@@ -21,7 +21,9 @@ REPO = Path(__file__).resolve().parents[2]
 def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
     env.pop("ANTHROPIC_API_KEY", None)
-    env.update(VIGIL_STATE_DIR=str(state_dir), PYTHONUNBUFFERED="1", **settings)
+    env.update(
+        VIGIL_STATE_DIR=str(state_dir), VIGIL_API__PORT="0", PYTHONUNBUFFERED="1", **settings
+    )
     return env
 
 

@@ -21,6 +21,7 @@ async def test_live_daemon_wires_every_loop_and_public_binance_urls(tmp_path: Pa
             "tracker",
             "bus",
             "state_watch",
+            "api",  # the operator's API (api/), after the trading loops
             "watchdog",
             "heartbeat",
         ]
@@ -67,13 +68,16 @@ async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_pat
         assert list(daemon.bus.stats()) == [
             "market.tick:tick_path",
             "market.tick:watchdog",
+            "market.tick:api_freshness",  # the operator's rows come after the daemon's own
             "decision.requested:decision_requests",
             "market.candle_closed:log_candle_close",
             "position.opened:tracker",
             "order.filled:trades_journal",
             "order.filled:failpoint",
+            "order.filled:metrics",
             "position.exit:learner",
             "position.exit:failpoint",
+            "position.exit:metrics",
             "agent.failure:agent_failure_journal",
             "market.candle_closed:history_and_regime",
         ]

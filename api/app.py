@@ -1,0 +1,214 @@
+"""The FastAPI app: status, positions, trades, decisions, memory notes, trading halt/resume.
+
+Built by ``create_app`` from an ``ApiContext``: the state dir's files always, and the running
+daemon's ports when there is one (``vigil run``); ``vigil serve`` has only the files. Every data
+route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the reason, never a 500.
+"""
+
+# no `from __future__ import annotations`: FastAPI reads the routes' annotations, and one of
+# them uses the configured page size
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
+from fastapi.responses import JSONResponse, Response
+from prometheus_client import CONTENT_TYPE_LATEST
+
+from api.auth import BearerAuth
+from api.config import ApiConfig
+from api.files import StateDirFiles, StateFileError
+from api.metrics import DaemonMetrics
+from api.models import (
+    AccountBody,
+    DecisionsPage,
+    ErrorBody,
+    HaltRequest,
+    MemoryBody,
+    NotesEdit,
+    NotesEditResult,
+    StatusBody,
+    TradesPage,
+    TradingBody,
+)
+from api.notes import NotesRejectedError, apply_notes_edit
+from api.ports import LiveDaemon, TradingControl
+from state.memory_clip import AGENT_MEMORY_MAX_CHARS
+from state.memory_history import memory_history
+
+NO_DAEMON = "no daemon is running on this state dir (vigil serve reads its files)"
+NO_TRADING_STATE = "this build has no trading state (ACTIVE/HALTED)"
+NO_MEMORY_GRAPH = "this build has no trading memory graph yet"
+
+#: routers added by later parts (metrics, stream, dashboard, runs): given the app and its context
+Extension = Callable[[FastAPI, "ApiContext", BearerAuth], None]
+
+
+@dataclass
+class ApiContext:
+    files: StateDirFiles
+    config: ApiConfig
+    token: str
+    daemon: LiveDaemon | None = None
+    trading: TradingControl | None = None
+    metrics: DaemonMetrics | None = None
+    extensions: list[Extension] = field(default_factory=list)
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorBody, "description": "no or wrong bearer token"},
+    409: {"model": ErrorBody, "description": "a state-dir file cannot be read"},
+}
+
+
+def create_app(ctx: ApiContext) -> FastAPI:
+    app = FastAPI(
+        title="vigil",
+        summary="The operator's API of the vigil trading daemon",
+        version="1",
+        responses=_ERRORS,
+    )
+    auth = BearerAuth(ctx.token)
+    authed = [Depends(auth)]
+
+    @app.exception_handler(StateFileError)
+    async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness without a token: is the API up, and how old is the heartbeat."""
+        return {"ok": True, "heartbeat_age_secs": ctx.files.heartbeat_age_secs()}
+
+    @app.get("/api/status", dependencies=authed, tags=["daemon"])
+    async def get_status() -> StatusBody:
+        return await _status(ctx)
+
+    @app.get("/api/positions", dependencies=authed, tags=["daemon"])
+    async def get_positions() -> AccountBody:
+        """Equity, cash and every open position with its unrealised PnL."""
+        if ctx.daemon is not None:
+            return await ctx.daemon.account()
+        return ctx.files.paper_account()
+
+    @app.get("/api/trades", dependencies=authed, tags=["journal"])
+    async def get_trades(
+        since: Annotated[int | None, Query(ge=0, description="fills after this ms")] = None,
+        limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
+    ) -> TradesPage:
+        return TradesPage(trades=ctx.files.trades(since, limit))
+
+    @app.get("/api/decisions", dependencies=authed, tags=["journal"])
+    async def get_decisions(
+        since: Annotated[
+            int | None, Query(ge=0, description="decisions after this at_ms; none: the newest")
+        ] = None,
+        limit: Annotated[int, Query(ge=1, le=ctx.config.decisions_page_max)] = 50,
+    ) -> DecisionsPage:
+        """Decision lines of decisions.jsonl and its rotated segments, oldest first."""
+        return ctx.files.decisions(since, limit)
+
+    @app.get("/api/memory", dependencies=authed, tags=["memory"])
+    async def get_memory() -> MemoryBody:
+        state = ctx.files.runner_state()
+        return MemoryBody(
+            agent_memory=state.agent_memory,
+            notes=state.notes,
+            agent_memory_max_chars=AGENT_MEMORY_MAX_CHARS,
+            history=memory_history(state.extra),
+            insights=None,
+            unavailable={"insights": NO_MEMORY_GRAPH},
+        )
+
+    @app.put(
+        "/api/memory/notes",
+        dependencies=authed,
+        tags=["memory"],
+        responses={422: {"model": ErrorBody, "description": "the edit is not valid"}},
+    )
+    async def put_notes(edit: NotesEdit) -> NotesEditResult:
+        """Edit ``agent_memory`` and/or ``notes``, validated like an edit of the file."""
+        try:
+            return apply_notes_edit(ctx.files, edit, ctx.daemon)
+        except NotesRejectedError as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+
+    @app.post("/api/trading/halt", dependencies=authed, tags=["trading"])
+    async def halt(request: HaltRequest | None = None) -> TradingBody:
+        control = _trading(ctx)
+        return control.halt((request or HaltRequest()).reason)
+
+    @app.post("/api/trading/resume", dependencies=authed, tags=["trading"])
+    async def resume() -> TradingBody:
+        return _trading(ctx).resume()
+
+    @app.get(
+        "/metrics",
+        dependencies=authed,
+        tags=["metrics"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
+    )
+    async def metrics() -> Response:
+        """Prometheus text format (scrape with ``authorization: {credentials: <token>}``)."""
+        if ctx.daemon is None or ctx.metrics is None:
+            raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_DAEMON)
+        daemon = ctx.daemon
+        body = ctx.metrics.render(daemon.counts(), daemon.agent(), await daemon.account())
+        return Response(body, media_type=CONTENT_TYPE_LATEST)
+
+    for extend in ctx.extensions:
+        extend(app, ctx, auth)
+    return app
+
+
+def _trading(ctx: ApiContext) -> TradingControl:
+    if ctx.daemon is None:
+        raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_DAEMON)
+    if ctx.trading is None:
+        raise HTTPException(status.HTTP_501_NOT_IMPLEMENTED, NO_TRADING_STATE)
+    return ctx.trading
+
+
+async def _status(ctx: ApiContext) -> StatusBody:
+    files, daemon = ctx.files, ctx.daemon
+    unavailable: dict[str, str] = {}
+    if ctx.trading is not None:
+        trading = ctx.trading.trading()
+    else:
+        trading = TradingBody(state=None)
+        unavailable["trading"] = NO_TRADING_STATE
+    if daemon is None:
+        account = files.paper_account()
+        for name in ("loops", "streams", "agent"):
+            unavailable[name] = NO_DAEMON
+        import time
+
+        now_ms = int(time.time() * 1000)
+        loops = streams = agent = None
+    else:
+        account = await daemon.account()
+        now_ms, loops, streams, agent = (
+            daemon.now_ms(),
+            daemon.loops(),
+            daemon.streams(),
+            daemon.agent(),
+        )
+    if account.equity_usd is None:
+        unavailable["equity_usd"] = "; ".join(account.unavailable.values()) or "unknown"
+    return StatusBody(
+        source="state_dir" if daemon is None else "daemon",
+        now_ms=now_ms,
+        heartbeat_age_secs=files.heartbeat_age_secs(),
+        loops=loops,
+        streams=streams,
+        trading=trading,
+        agent=agent,
+        equity_usd=account.equity_usd,
+        open_positions=len(account.positions) if "account" not in account.unavailable else None,
+        last_decision=files.last_decision(),
+        unavailable=unavailable,
+    )
+
+
+__all__ = ["ApiContext", "Extension", "create_app"]

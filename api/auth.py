@@ -1,0 +1,81 @@
+"""Bearer-token auth: every data endpoint needs ``Authorization: Bearer <token>``.
+
+The token comes from ``VIGIL_API_TOKEN`` (environment or the secret file ``vigil_api_token``);
+without one, on loopback only, a random token is made and kept in ``<state dir>/api_token``
+(mode 0600) for the operator's tools to read. A non-loopback address without a configured token
+refuses to start: a trading daemon's controls are not left open on a network.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated
+
+from fastapi import HTTPException, Security, status
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from api.config import is_loopback
+from core.errors import RefuseToStartError
+
+TOKEN_FILE_NAME = "api_token"
+_SCHEME = HTTPBearer(
+    auto_error=False, description="the API token (VIGIL_API_TOKEN or <state dir>/api_token)"
+)
+
+
+def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
+    if configured:
+        return configured
+    if not is_loopback(host):
+        raise RefuseToStartError(
+            f"the API would listen on {host} without a token: set VIGIL_API_TOKEN (or the secret "
+            "file vigil_api_token), or keep VIGIL_API__HOST on 127.0.0.1"
+        )
+    path = state_dir / TOKEN_FILE_NAME
+    try:
+        existing = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        existing = ""
+    if existing:
+        return existing
+    token = secrets.token_urlsafe(32)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(token + "\n")
+    return token
+
+
+def read_token_file(state_dir: Path) -> str | None:
+    try:
+        return (state_dir / TOKEN_FILE_NAME).read_text(encoding="utf-8").strip() or None
+    except OSError:
+        return None
+
+
+class BearerAuth:
+    """A FastAPI dependency comparing the bearer token in constant time."""
+
+    def __init__(self, token: str) -> None:
+        self._expected = token.encode()
+
+    async def __call__(
+        self, credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_SCHEME)]
+    ) -> None:
+        if credentials is None or not credentials.credentials:
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "a bearer token is required (Authorization: Bearer <token>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        if not hmac.compare_digest(credentials.credentials.strip().encode(), self._expected):
+            raise HTTPException(
+                status.HTTP_401_UNAUTHORIZED,
+                "wrong token",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+
+__all__ = ["TOKEN_FILE_NAME", "BearerAuth", "read_token_file", "resolve_token"]

@@ -1,0 +1,31 @@
+"""``[api]``: where the operator's HTTP API listens, and its bounds."""
+
+from __future__ import annotations
+
+import ipaddress
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: the default port of the API (``vigil run`` and ``vigil serve``); 0 picks a free one
+DEFAULT_PORT = 8780
+
+
+class ApiConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    enabled: bool = True  # the API loop of ``vigil run`` (``vigil serve`` always serves)
+    host: str = "127.0.0.1"  # a non-loopback address needs a configured token (VIGIL_API_TOKEN)
+    port: int = Field(DEFAULT_PORT, ge=0, le=65535)
+    decisions_page_max: int = Field(500, ge=1, le=10_000)  # most lines one /api/decisions answers
+    stream_queue_size: int = Field(256, ge=1)  # SSE: decisions a slow client may lag behind
+    runs_queue_size: int = Field(4, ge=1)  # replay jobs waiting; more are refused (429)
+    runs_concurrency: int = Field(1, ge=1, le=4)  # replay jobs running at once
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

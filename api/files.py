@@ -1,0 +1,193 @@
+"""What the API reads from a state dir: the decisions journal (across rotated segments), fills,
+runner_state.json, the paper account and the heartbeat. Used with and without a daemon."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBody
+from broker.paper_store import InvalidPaperStateError, read_document
+from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
+from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
+from state.segments import iter_lines, segments, tail_lines
+
+
+class StateFileError(ValueError):
+    """A state-dir file the API cannot read; the message names it and says why."""
+
+
+@dataclass(frozen=True)
+class StateDirFiles:
+    state_dir: Path
+
+    @property
+    def decisions_path(self) -> Path:
+        return self.state_dir / "logs" / "decisions.jsonl"
+
+    @property
+    def trades_path(self) -> Path:
+        return self.state_dir / "logs" / "trades.csv"
+
+    @property
+    def runner_state_path(self) -> Path:
+        return self.state_dir / "runner_state.json"
+
+    def heartbeat_age_secs(self) -> float | None:
+        try:
+            return max(0.0, time.time() - (self.state_dir / "heartbeat").stat().st_mtime)
+        except OSError:
+            return None
+
+    def decisions(self, since_ms: int | None, limit: int) -> DecisionsPage:
+        """Decisions after ``since_ms`` (oldest first, at most ``limit``); without ``since_ms``
+        the newest ``limit``."""
+        if since_ms is None:
+            found = self._latest(limit)
+            read = 1
+        else:
+            found, read = self._after(since_ms, limit)
+        next_since = found[-1].at_ms if found else since_ms
+        return DecisionsPage(decisions=found, next_since=next_since, segments_read=read)
+
+    def last_decision(self) -> LastDecisionBody | None:
+        latest = self._latest(1)
+        if not latest:
+            return None
+        d = latest[0]
+        return LastDecisionBody(
+            decision_id=d.decision_id,
+            at_ms=d.at_ms,
+            decided_by=d.decided_by,
+            decider_reason=d.decider_reason,
+            trigger=d.trigger,
+            error=d.error,
+        )
+
+    def _latest(self, limit: int) -> list[DecisionRecord]:
+        # the newest lines of the live file; older segments only when it holds too few
+        wanted: list[DecisionRecord] = []
+        window = limit * 4 + 16  # reviews and failures are lines too
+        for line in reversed(tail_lines(self.decisions_path, window)):
+            record = _decision(line)
+            if record is not None:
+                wanted.append(record)
+                if len(wanted) == limit:
+                    break
+        if len(wanted) < limit and len(segments(self.decisions_path)) > 1:
+            everything = [r for r in map(_decision, iter_lines(self.decisions_path)) if r]
+            return everything[-limit:]
+        return list(reversed(wanted))
+
+    def _after(self, since_ms: int, limit: int) -> tuple[list[DecisionRecord], int]:
+        found: list[DecisionRecord] = []
+        paths = segments(self.decisions_path)
+        for path in paths:
+            from state.segments import open_segment
+
+            for line in open_segment(path):
+                record = _decision(line)
+                if record is not None and record.at_ms > since_ms:
+                    found.append(record)
+                    if len(found) == limit:
+                        return found, len(paths)
+        return found, len(paths)
+
+    def trades(self, since_ms: int | None, limit: int) -> list[TradeRow]:
+        try:
+            rows = read_trades(self.trades_path) if self.trades_path.exists() else []
+        except TradesFileError as exc:
+            raise StateFileError(str(exc)) from None
+        if since_ms is not None:
+            return [r for r in rows if r.at_ms > since_ms][:limit]
+        return rows[-limit:]
+
+    def runner_state(self) -> RunnerState:
+        """The file as it is now; a missing file is a fresh state."""
+        try:
+            data = self.runner_state_path.read_bytes()
+        except FileNotFoundError:
+            return RunnerState()
+        try:
+            return parse_state_bytes(data)[0]
+        except InvalidStateFileError as exc:
+            raise StateFileError(f"{self.runner_state_path}: {exc.problem}") from None
+
+    def paper_account(self) -> AccountBody:
+        """The paper account as last saved, marked at the last prices it saw."""
+        path = self.state_dir / "paper_broker.json"
+        try:
+            document = read_document(path)
+        except (InvalidPaperStateError, OSError) as exc:
+            return _no_account(f"{path} cannot be read: {exc}")
+        if document is None:
+            return _no_account(f"no paper account at {path} (the ccxt broker keeps none)")
+        ledger = document.ledger
+        positions: list[PositionBody] = []
+        marked_value = 0.0
+        unmarked: list[str] = []
+        for ticker, pos in sorted(ledger.positions.items()):
+            mark = document.marks.get(ticker)
+            quantity = float(pos.quantity)
+            entry = float(pos.average_entry_price)
+            body = position_body(
+                ticker, quantity, entry, mark.price if mark else None, pos.opened_at_ms
+            )
+            positions.append(body)
+            marked_value += body.notional_usd
+            if mark is None:
+                unmarked.append(ticker)
+        cash = float(ledger.cash_usd + ledger.reserved_usd)
+        unavailable = {}
+        if unmarked:
+            unavailable["equity_usd"] = f"no saved price for {', '.join(unmarked)}"
+        return AccountBody(
+            equity_usd=None if unmarked else round(cash + marked_value, 2),
+            cash_usd=float(ledger.cash_usd),
+            starting_cash_usd=float(ledger.starting_cash_usd),
+            positions=positions,
+            unavailable=unavailable,
+        )
+
+
+def position_body(
+    ticker: str, quantity: float, entry_price: float, mark: float | None, opened_at_ms: int
+) -> PositionBody:
+    pnl = None if mark is None else (mark - entry_price) * quantity
+    return PositionBody(
+        ticker=ticker,
+        quantity=quantity,
+        entry_price=entry_price,
+        mark_price=mark,
+        notional_usd=quantity * (mark if mark is not None else entry_price),
+        unrealised_pnl_usd=None if pnl is None else round(pnl, 2),
+        unrealised_pnl_pct=None if mark is None else round((mark / entry_price - 1) * 100, 4),
+        opened_at_ms=opened_at_ms,
+    )
+
+
+def _no_account(reason: str) -> AccountBody:
+    return AccountBody(
+        equity_usd=None,
+        cash_usd=None,
+        starting_cash_usd=None,
+        positions=[],
+        unavailable={"account": reason},
+    )
+
+
+def _decision(line: bytes) -> DecisionRecord | None:
+    """A decision line as its record; other line types, torn and unreadable lines: None."""
+    if not line.endswith(b"\n") or b'"decision"' not in line:
+        return None
+    try:
+        record = parse_record(orjson.loads(line))
+    except (orjson.JSONDecodeError, ValueError, TypeError):
+        return None
+    return record if isinstance(record, DecisionRecord) else None
+
+
+__all__ = ["StateDirFiles", "StateFileError", "position_body"]

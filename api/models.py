@@ -1,0 +1,156 @@
+"""The API's typed bodies. Journal lines and fills are the journal's own records
+(``state.records.DecisionRecord`` / ``TradeRow``), so the API and the files cannot drift apart.
+
+A figure the API cannot know is ``null`` and its reason is under ``unavailable`` (as in the
+snapshot): never an invented number.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from state.memory_history import MemoryVersion
+from state.records import DecisionRecord, TradeRow
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ErrorBody(_Body):
+    detail: str
+
+
+class LoopBody(_Body):
+    name: str
+    state: str
+    restarts: int
+    last_error: str | None = None
+
+
+class StreamBody(_Body):
+    ticker: str
+    timeframe: str
+    last_update_at_ms: int | None  # the feed's event time of the newest tick
+    age_secs: float | None  # on the daemon's clock (simulated seconds against the simulator)
+
+
+class AgentBody(_Body):
+    enabled: bool
+    disabled_reason: str = ""
+    breaker: str
+    budget_limit_usd: float | None
+    budget_left_today_usd: float | None  # null: no budget configured
+    budget_exhausted: bool
+    calls: int
+    failed_calls: int
+    input_tokens: int
+    output_tokens: int
+    cost_total_usd: float
+    cost_today_usd: float
+
+
+class TradingBody(_Body):
+    state: str | None  # active / halted; null when this build has no trading state
+    reason: str | None = None
+    changed_at_ms: int | None = None
+
+
+class LastDecisionBody(_Body):
+    decision_id: str
+    at_ms: int
+    decided_by: str | None
+    decider_reason: str | None
+    trigger: list[str]
+    error: str | None = None
+
+
+class StatusBody(_Body):
+    source: Literal["daemon", "state_dir"]  # a running daemon, or `vigil serve` on its files
+    now_ms: int  # the daemon's clock (simulated time against the simulator), else wall time
+    heartbeat_age_secs: float | None  # real seconds since the heartbeat file was written
+    loops: list[LoopBody] | None
+    streams: list[StreamBody] | None
+    trading: TradingBody
+    agent: AgentBody | None
+    equity_usd: float | None
+    open_positions: int | None
+    last_decision: LastDecisionBody | None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class PositionBody(_Body):
+    ticker: str
+    quantity: float
+    entry_price: float
+    mark_price: float | None
+    notional_usd: float
+    unrealised_pnl_usd: float | None
+    unrealised_pnl_pct: float | None
+    opened_at_ms: int
+
+
+class AccountBody(_Body):
+    equity_usd: float | None
+    cash_usd: float | None
+    starting_cash_usd: float | None
+    positions: list[PositionBody]
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class DecisionsPage(_Body):
+    decisions: list[DecisionRecord]
+    next_since: int | None  # pass as ``since`` for the next page; null: nothing newer yet
+    segments_read: int
+
+
+class TradesPage(_Body):
+    trades: list[TradeRow]
+
+
+class MemoryBody(_Body):
+    agent_memory: str
+    notes: str
+    agent_memory_max_chars: int
+    history: list[MemoryVersion]
+    insights: list[dict[str, object]] | None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+
+class NotesEdit(_Body):
+    """``PUT /api/memory/notes``: the person-editable fields of runner_state.json (either or both)."""
+
+    agent_memory: str | None = None
+    notes: str | None = None
+
+
+class NotesEditResult(_Body):
+    accepted: bool
+    changed: list[str]
+    merged_by_daemon: bool  # the running daemon merged it now (else: on its next start)
+    detail: str
+
+
+class HaltRequest(_Body):
+    reason: str = Field("halted from the API", min_length=1, max_length=500)
+
+
+__all__ = [
+    "AccountBody",
+    "AgentBody",
+    "DecisionsPage",
+    "ErrorBody",
+    "HaltRequest",
+    "LastDecisionBody",
+    "LoopBody",
+    "MemoryBody",
+    "NotesEdit",
+    "NotesEditResult",
+    "PositionBody",
+    "StatusBody",
+    "StreamBody",
+    "TradesPage",
+    "TradingBody",
+]

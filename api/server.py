@@ -1,0 +1,112 @@
+"""The API's HTTP server: uvicorn on a socket vigil binds itself, run as a supervised loop.
+
+vigil binds the socket (so a port in use is an ``OSError`` the supervisor logs and retries with
+backoff, not uvicorn's ``sys.exit``), leaves the process's signals to the daemon (uvicorn would
+install its own), and on cancellation asks uvicorn to stop gracefully within a bound. The URL it
+listens on goes to ``<state dir>/api.json`` so ``vigil status`` finds a running daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import socket
+from collections.abc import Generator
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+log = logging.getLogger(__name__)
+
+ENDPOINT_FILE_NAME = "api.json"
+GRACEFUL_STOP_SECS = 2
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield  # the daemon owns SIGTERM / SIGINT
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    sock = socket.create_server((host, port), family=family, reuse_port=False)
+    sock.set_inheritable(True)
+    return sock
+
+
+class ApiServer:
+    def __init__(self, app: FastAPI, host: str, port: int, state_dir: Path | None = None) -> None:
+        self._app = app
+        self._host = host
+        self._port = port
+        self._endpoint_file = None if state_dir is None else state_dir / ENDPOINT_FILE_NAME
+        self.url: str | None = None
+        self.started = asyncio.Event()
+
+    async def run(self) -> None:
+        """Serve until cancelled (a supervised loop)."""
+        sock = bind(self._host, self._port)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{port}"
+        config = uvicorn.Config(
+            self._app,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            timeout_graceful_shutdown=GRACEFUL_STOP_SECS,
+        )
+        server = _Server(config)
+        serving = asyncio.create_task(server.serve(sockets=[sock]), name="uvicorn")
+        try:
+            while not server.started:
+                if serving.done():
+                    serving.result()  # raises what stopped it
+                    raise RuntimeError("the API server stopped during startup")
+                await asyncio.sleep(0.01)  # uvicorn's own startup, in real time
+            self._publish()
+            self.started.set()
+            log.info("API on %s (docs %s/docs)", self.url, self.url)
+            await asyncio.shield(serving)
+            raise RuntimeError("the API server stopped")
+        finally:
+            self.started.clear()
+            self._unpublish()
+            server.should_exit = True
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.wait_for(serving, GRACEFUL_STOP_SECS + 1.0)
+            sock.close()
+
+    def _publish(self) -> None:
+        if self._endpoint_file is not None:
+            body = {"url": self.url, "pid": os.getpid()}
+            self._endpoint_file.write_text(json.dumps(body) + "\n", encoding="utf-8")
+
+    def _unpublish(self) -> None:
+        if self._endpoint_file is not None:
+            with contextlib.suppress(FileNotFoundError):
+                self._endpoint_file.unlink()
+
+
+def read_endpoint(state_dir: Path) -> str | None:
+    """The URL of the API a daemon on ``state_dir`` published, if its process still lives."""
+    try:
+        body = json.loads((state_dir / ENDPOINT_FILE_NAME).read_text(encoding="utf-8"))
+        pid, url = int(body["pid"]), str(body["url"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's
+    return url
+
+
+__all__ = ["ENDPOINT_FILE_NAME", "ApiServer", "bind", "read_endpoint"]

@@ -1,0 +1,114 @@
+"""``GET /api/decisions/stream``: each decision, live, as server-sent events.
+
+The decision routine hands every journaled line to ``DecisionStream.publish`` (an observer: it
+never blocks the decision path); each subscriber has a bounded queue, and a client too slow to keep
+up loses its oldest lines, counted and told in the next event (``dropped``), never stalling
+anyone. A comment line every ``keepalive_secs`` (real time) keeps proxies from closing the stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+import orjson
+from fastapi import Depends, FastAPI, HTTPException, status
+from fastapi.responses import StreamingResponse
+
+from api.auth import BearerAuth
+
+KEEPALIVE_SECS = 15.0
+
+
+class _Subscriber:
+    def __init__(self, size: int) -> None:
+        self.queue: asyncio.Queue[Mapping[str, Any]] = asyncio.Queue(size)
+        self.dropped = 0
+
+
+class DecisionStream:
+    def __init__(self, queue_size: int = 256) -> None:
+        self._size = queue_size
+        self._subscribers: set[_Subscriber] = set()
+        self.published = 0
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
+    def publish(self, line: Mapping[str, Any], _elapsed_secs: float = 0.0) -> None:
+        """A routine observer: hand the line to every subscriber without waiting."""
+        self.published += 1
+        for sub in self._subscribers:
+            if sub.queue.full():
+                sub.queue.get_nowait()  # the oldest goes; the client is told how many
+                sub.dropped += 1
+            sub.queue.put_nowait(line)
+
+    @contextlib.contextmanager
+    def subscribe(self) -> Any:
+        sub = _Subscriber(self._size)
+        self._subscribers.add(sub)
+        try:
+            yield sub
+        finally:
+            self._subscribers.discard(sub)
+
+    async def events(self, keepalive_secs: float = KEEPALIVE_SECS) -> AsyncGenerator[bytes, None]:
+        with self.subscribe() as sub:
+            yield b": subscribed\n\n"  # the client knows it is subscribed from here on
+            while True:
+                try:
+                    line = await asyncio.wait_for(sub.queue.get(), keepalive_secs)
+                except TimeoutError:
+                    yield b": keepalive\n\n"
+                    continue
+                yield _event(line, sub)
+
+
+def _event(line: Mapping[str, Any], sub: _Subscriber) -> bytes:
+    body: Mapping[str, Any] = line
+    if sub.dropped:
+        body = {**line, "dropped_before": sub.dropped}
+        sub.dropped = 0
+    data = orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+    kind = str(line.get("type", "decision"))
+    return (
+        b"event: "
+        + kind.encode()
+        + b"\nid: "
+        + str(line.get("decision_id", "")).encode()
+        + (b"\ndata: " + data + b"\n\n")
+    )
+
+
+def stream_routes(stream: DecisionStream | None) -> Any:
+    """The extension adding the stream route (503 without a running daemon)."""
+
+    def extend(app: FastAPI, _ctx: Any, auth: BearerAuth) -> None:
+        @app.get(
+            "/api/decisions/stream",
+            dependencies=[Depends(auth)],
+            tags=["journal"],
+            response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}}}},
+        )
+        async def decisions_stream() -> StreamingResponse:
+            """Server-sent events: ``event: decision``, ``data:`` the journal line, live."""
+            if stream is None:
+                raise HTTPException(
+                    status.HTTP_503_SERVICE_UNAVAILABLE,
+                    "no daemon is running on this state dir: nothing decides, nothing streams",
+                )
+            return StreamingResponse(
+                stream.events(),
+                media_type="text/event-stream",
+                headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            )
+
+    return extend
+
+
+__all__ = ["KEEPALIVE_SECS", "DecisionStream", "stream_routes"]

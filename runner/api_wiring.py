@@ -1,0 +1,227 @@
+"""Wires the operator's API (``api/``) to a built daemon: its ports implemented on the daemon's
+parts, the app, and the server loop ``build_daemon`` supervises with the others."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from agent.claude import ClaudeDecider
+from api.app import ApiContext, create_app
+from api.auth import resolve_token
+from api.files import StateDirFiles, position_body
+from api.freshness import StreamFreshness
+from api.metrics import DaemonCounts, DaemonMetrics
+from api.models import AccountBody, AgentBody, LoopBody, StreamBody, TradingBody
+from api.ports import TradingControl
+from api.server import ApiServer
+from api.stream import DecisionStream, stream_routes
+from broker.port import Broker
+from broker.trading_state import TradingSwitch
+from core.bus import EventBus
+from core.clock import Clock
+from core.events import Topic
+from gate.gate import AdaptiveGate
+from market.ports import TickSource
+from runner.config import Settings
+from runner.subscriptions import Inline, Subscription
+from runner.supervisor import LoopSpec, LoopStatus, Supervisor
+from runner.wiring import DecisionPath, MarketPath
+from state.edits import StateEditReport
+from state.journal_health import JournalHealth
+from state.store import RunnerStateStore
+
+
+@dataclass
+class DaemonPorts:
+    """``api.ports.LiveDaemon`` on a running daemon's parts."""
+
+    clock: Clock
+    loop_status: Callable[[], Mapping[str, LoopStatus]]
+    freshness: StreamFreshness
+    decider: ClaudeDecider
+    broker: Broker
+    store: RunnerStateStore
+    starting_cash_usd: float | None  # the paper account's; a ccxt account does not say
+    ticks: TickSource
+    bus: EventBus
+    gate: AdaptiveGate
+    journal_health: JournalHealth
+
+    def now_ms(self) -> int:
+        return self.clock.now_ms()
+
+    def loops(self) -> list[LoopBody]:
+        return [
+            LoopBody(name=name, state=s.state.value, restarts=s.restarts, last_error=s.last_error)
+            for name, s in self.loop_status().items()
+        ]
+
+    def streams(self) -> list[StreamBody]:
+        return self.freshness.streams(self.clock.now_ms())
+
+    def agent(self) -> AgentBody:
+        status = self.decider.status()
+        budget = self.decider.ledger.budget
+        limit = budget.limit_usd
+        spent = budget.spent_today_usd
+        return AgentBody(
+            enabled=bool(status["enabled"]),
+            disabled_reason=str(status["disabled_reason"]),
+            breaker=str(status["breaker"]),
+            budget_limit_usd=limit,
+            budget_left_today_usd=None if limit is None else max(0.0, limit - spent),
+            budget_exhausted=bool(status["budget_exhausted"]),
+            calls=int(status["calls"]),
+            failed_calls=int(status["failed_calls"]),
+            input_tokens=int(status["input_tokens"]),
+            output_tokens=int(status["output_tokens"]),
+            cost_total_usd=float(status["cost_total_usd"]),
+            cost_today_usd=float(status["cost_today_usd"]),
+        )
+
+    async def account(self) -> AccountBody:
+        details = await self.broker.get_positions_detail()
+        equity = await self.broker.get_portfolio_value()
+        cash = await self.broker.get_cash()
+        positions = [
+            position_body(d.ticker, d.quantity, d.entry_price, d.mark_price, d.opened_at_ms)
+            for d in details
+        ]
+        return AccountBody(
+            equity_usd=round(equity, 2),
+            cash_usd=round(cash, 2),
+            starting_cash_usd=self.starting_cash_usd,
+            positions=positions,
+            unavailable=(
+                {}
+                if self.starting_cash_usd is not None
+                else {"starting_cash_usd": "the exchange account does not report it"}
+            ),
+        )
+
+    def counts(self) -> DaemonCounts:
+        ticks = self.ticks.stats
+        bus = self.bus.stats()
+        gate = self.gate.stats()
+        layers = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+        return DaemonCounts(
+            ticks=ticks.ticks_published,
+            frames=int(getattr(ticks, "frames", ticks.ticks_published)),
+            rejected_frames=dict(ticks.rejected),
+            reconnects=dict(ticks.reconnects),
+            bus_queue_depth={k: v["queued"] for k, v in bus.items() if "queued" in v},
+            bus_dropped={k: v["dropped"] for k, v in bus.items()},
+            bus_failed={k: v["failed"] for k, v in bus.items()},
+            gate_passes={name: getattr(gate, name).passed for name in layers},
+            gate_evaluations=gate.evaluations,
+            loop_restarts={name: s.restarts for name, s in self.loop_status().items()},
+            journal_failed_writes=self.journal_health.failed_writes,
+            journal_degraded_lines=self.journal_health.degraded_lines,
+        )
+
+    def poll_state(self) -> StateEditReport | None:
+        return self.store.poll()
+
+
+class SwitchControl:
+    """``api.ports.TradingControl`` over the daemon's ``TradingSwitch``: a halt or resume from the
+    API is journaled and saved like one from the CLI, with ``by = "api"``."""
+
+    def __init__(self, switch: TradingSwitch) -> None:
+        self._switch = switch
+
+    def trading(self) -> TradingBody:
+        state = self._switch.state
+        return TradingBody(state=state.mode, reason=state.reason, changed_at_ms=state.since_ms)
+
+    def halt(self, reason: str) -> TradingBody:
+        self._switch.halt(reason, by="api")
+        return self.trading()
+
+    def resume(self) -> TradingBody:
+        self._switch.resume(by="api")
+        return self.trading()
+
+
+def build_api_server(
+    settings: Settings,
+    ports: DaemonPorts,
+    metrics: DaemonMetrics,
+    stream: DecisionStream,
+    trading: TradingControl | None = None,
+) -> ApiServer:
+    token = settings.api_token.get_secret_value() if settings.api_token else None
+    config = settings.api
+    ctx = ApiContext(
+        files=StateDirFiles(settings.state_dir),
+        config=config,
+        token=resolve_token(token, config.host, settings.state_dir),
+        daemon=ports,
+        trading=trading,
+        metrics=metrics,
+        extensions=[stream_routes(stream)],
+    )
+    return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
+
+
+class OperatorSurface:
+    """The API as ``build_daemon`` adds it: a loop and a tick subscription, attached to the
+    supervisor and the decision path once those exist (they are built after the loop list)."""
+
+    def __init__(self, settings: Settings, clock: Clock) -> None:
+        self._settings = settings
+        self._clock = clock
+        self.freshness = StreamFreshness(settings.market.tickers, settings.market.timeframes)
+        self.metrics = DaemonMetrics()
+        self.stream = DecisionStream(settings.api.stream_queue_size)
+        self.server: ApiServer | None = None
+
+    def loops(self) -> list[LoopSpec]:
+        return [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+
+    def subscriptions(self) -> list[Subscription]:
+        return [
+            Inline(Topic.MARKET_TICK, self.freshness.on_tick, "api_freshness"),
+            Inline(Topic.ORDER_FILLED, self.metrics.on_event, "metrics"),
+            Inline(Topic.POSITION_EXIT, self.metrics.on_event, "metrics"),
+        ]
+
+    def attach(
+        self,
+        supervisor: Supervisor,
+        bus: EventBus,
+        market: MarketPath,
+        decision: DecisionPath,
+        store: RunnerStateStore,
+        journal_health: JournalHealth,
+    ) -> None:
+        settings = self._settings
+        decision.routine.observers.append(self.metrics.on_decision)
+        decision.routine.observers.append(self.stream.publish)
+        ports = DaemonPorts(
+            clock=self._clock,
+            loop_status=lambda: supervisor.status,
+            freshness=self.freshness,
+            decider=decision.agents.decider,
+            broker=decision.broker_parts.broker,
+            store=store,
+            starting_cash_usd=(
+                settings.broker.starting_cash_usd if settings.broker.kind == "paper" else None
+            ),
+            ticks=market.ticks,
+            bus=bus,
+            gate=decision.gate,
+            journal_health=journal_health,
+        )
+        if settings.api.enabled:
+            control = SwitchControl(decision.trading)
+            self.server = build_api_server(settings, ports, self.metrics, self.stream, control)
+
+    async def _serve(self) -> None:
+        if self.server is None:
+            raise RuntimeError("the API was not attached to the daemon")
+        await self.server.run()
+
+
+__all__ = ["DaemonPorts", "OperatorSurface", "SwitchControl", "build_api_server"]

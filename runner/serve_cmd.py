@@ -1,0 +1,58 @@
+"""``vigil serve``: the operator's API on a state dir without a daemon (a finished run, a replay's
+folder, a stopped daemon's files). It answers from the files and says what needs a daemon."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from contextlib import suppress
+
+from api.app import ApiContext, create_app
+from api.auth import TOKEN_FILE_NAME, resolve_token
+from api.files import StateDirFiles
+from api.server import ApiServer, read_endpoint
+from api.stream import stream_routes
+from core.errors import RefuseToStartError
+from runner.config import Settings
+from runner.logging_setup import configure_logging
+
+
+def build_serve(settings: Settings) -> ApiServer:
+    state_dir = settings.state_dir
+    if not state_dir.is_dir():
+        raise RefuseToStartError(f"{state_dir} is not a state dir (no such folder)")
+    running = read_endpoint(state_dir)
+    if running is not None:
+        raise RefuseToStartError(f"the daemon on {state_dir} already serves its API at {running}")
+    configured = settings.api_token.get_secret_value() if settings.api_token else None
+    ctx = ApiContext(
+        files=StateDirFiles(state_dir),
+        config=settings.api,
+        token=resolve_token(configured, settings.api.host, state_dir),
+        extensions=[stream_routes(None)],
+    )
+    return ApiServer(create_app(ctx), settings.api.host, settings.api.port, state_dir)
+
+
+async def serve(settings: Settings) -> int:
+    configure_logging(settings.log_level, settings.secret_values())
+    server = build_serve(settings)
+    task = asyncio.create_task(server.run(), name="api")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with suppress(NotImplementedError):
+            loop.add_signal_handler(sig, task.cancel)
+    started = asyncio.create_task(server.started.wait())
+    await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+    if server.url is not None and not task.done():
+        token_hint = (
+            "VIGIL_API_TOKEN" if settings.api_token else settings.state_dir / TOKEN_FILE_NAME
+        )
+        print(f"serving {settings.state_dir} at {server.url} (token: {token_hint})", flush=True)
+    started.cancel()
+    with suppress(asyncio.CancelledError):
+        await task
+    return 0
+
+
+__all__ = ["build_serve", "serve"]

@@ -1,0 +1,91 @@
+"""A journal as segments: the live file (``decisions.jsonl``) and the rotated ones beside it
+(``decisions.<YYYYMMDD>T<HHMMSS>Z.jsonl``, gzipped to ``.jsonl.gz`` once closed), oldest first.
+
+Every reader of the decisions journal (report, prompt, API, replay compare) goes through
+``segments`` / ``iter_lines`` so a rotated journal reads as one. Segment names sort in time order
+because their stamp is the instant the segment was closed (UTC, fixed width).
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+#: ``decisions.20250301T000000Z.jsonl`` or ``....jsonl.gz``; an optional ``-N`` for two in a second
+_STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"
+
+
+def rotated_pattern(live: Path) -> re.Pattern[str]:
+    stem, suffix = live.name.split(".", 1) if "." in live.name else (live.name, "")
+    return re.compile(rf"^{re.escape(stem)}\.{_STAMP}\.{re.escape(suffix)}(\.gz)?$")
+
+
+def segments(live: Path) -> list[Path]:
+    """The rotated segments of ``live`` (oldest first), then ``live`` itself if it exists."""
+    pattern = rotated_pattern(live)
+    found: list[tuple[str, Path]] = []
+    if live.parent.is_dir():
+        for entry in live.parent.iterdir():
+            match = pattern.match(entry.name)
+            if match is not None:
+                # a segment both plain and gzipped (a crash mid-compression): the plain one is whole
+                found.append((match.group(1), entry))
+    found.sort(key=lambda item: (item[0], item[1].name.endswith(".gz")))
+    ordered: list[Path] = []
+    seen: set[str] = set()
+    for stamp, path in found:
+        if stamp not in seen:
+            seen.add(stamp)
+            ordered.append(path)
+    if live.exists():
+        ordered.append(live)
+    return ordered
+
+
+def open_segment(path: Path) -> Iterator[bytes]:
+    """The lines of one segment (gzipped or not), with their newlines."""
+    if path.name.endswith(".gz"):
+        with gzip.open(path, "rb") as lines:
+            yield from lines
+    else:
+        with path.open("rb") as lines:
+            yield from lines
+
+
+def iter_lines(live: Path) -> Iterator[bytes]:
+    """Every line of every segment, oldest first. A torn last line of a closed segment cannot
+    exist (rotation closes a segment after a whole line); the live file's torn tail is yielded
+    without its newline, for the reader to skip."""
+    for path in segments(live):
+        yield from open_segment(path)
+
+
+def tail_lines(path: Path, count: int, block_bytes: int = 64 * 1024) -> list[bytes]:
+    """The last ``count`` complete lines of an uncompressed file, read from its end."""
+    if count <= 0:
+        return []
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        return []
+    with handle:
+        end = handle.seek(0, 2)
+        data = b""
+        pos = end
+        while pos > 0 and data.count(b"\n") <= count:
+            step = min(block_bytes, pos)
+            pos -= step
+            handle.seek(pos)
+            data = handle.read(step) + data
+    if not data.endswith(b"\n"):  # a torn tail: not a line yet
+        data = data[: data.rfind(b"\n") + 1]
+    lines = data.splitlines(keepends=True)
+    if pos > 0:
+        lines = lines[1:]  # the first may be cut
+    return lines[-count:]
+
+
+__all__ = ["iter_lines", "open_segment", "rotated_pattern", "segments", "tail_lines"]

@@ -1,0 +1,120 @@
+"""A state dir with a few decisions, fills, notes and a paper account, and the API served on it
+on loopback (a real uvicorn server on a free port), for the API's integration tests."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import aiohttp
+
+from api.app import ApiContext, Extension, create_app
+from api.config import ApiConfig
+from api.files import StateDirFiles
+from api.ports import LiveDaemon, TradingControl
+from api.server import ApiServer
+from broker.ledger import Ledger, Position
+from broker.orders import Mark
+from broker.paper_store import PaperBookDocument, write_document
+from state.journal import encode_jsonl_record
+from state.models import RunnerState, render_state
+from state.records import TRADE_COLUMNS, DecisionRecord
+
+TOKEN = "test-token-0123456789"
+T0_MS = 1_740_787_200_000  # 2025-03-01T00:00:00Z
+
+
+def decision_line(n: int, at_ms: int) -> bytes:
+    record = DecisionRecord(
+        decision_id=f"d{at_ms}-{n}",
+        at_ms=at_ms,
+        trigger=["agent_timer"],
+        decided_by="fallback",
+        decider_reason="no_api_key",
+        raw_decision={"decisions": [{"ticker": "BTC/USDT", "action": "HOLD"}]},
+    )
+    return encode_jsonl_record(record.as_line())
+
+
+def write_state_dir(state_dir: Path, decisions: int = 5) -> None:
+    logs = state_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    with (logs / "decisions.jsonl").open("wb") as out:
+        for n in range(decisions):
+            out.write(decision_line(n, T0_MS + n * 60_000))
+            out.write(encode_jsonl_record({"type": "review", "at_ms": T0_MS + n * 60_000 + 1,
+                                           "tickers": [], "decided_by": "fallback"}))  # fmt: skip
+    (logs / "trades.csv").write_text(
+        ",".join(TRADE_COLUMNS) + "\n"
+        f"{T0_MS + 60_000},c1,BTC/USDT,buy,0.01,84000.0,0.168\n"
+        f"{T0_MS + 120_000},c2,BTC/USDT,sell,0.01,85000.0,0.425\n"
+    )
+    (state_dir / "runner_state.json").write_bytes(
+        render_state(RunnerState(agent_memory="Trend is up.", notes="watch SOL"))
+    )
+    ledger = Ledger(
+        starting_cash_usd=Decimal("10000.00"),
+        cash_usd=Decimal("9160.00"),
+        reserved_usd=Decimal("0.00"),
+        positions={
+            "ETH/USDT": Position(
+                ticker="ETH/USDT",
+                quantity=Decimal("0.4"),
+                cost_basis_usd=Decimal("840.00"),
+                opened_at_ms=T0_MS,
+            )
+        },
+    )
+    document = PaperBookDocument(
+        saved_at_ms=T0_MS, ledger=ledger, marks={"ETH/USDT": Mark(2200.0, T0_MS)}
+    )
+    write_document(state_dir / "paper_broker.json", document)
+
+
+@dataclass
+class Served:
+    url: str
+    token: str
+    session: aiohttp.ClientSession
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    async def get(self, path: str, **params: str | int) -> tuple[int, object]:
+        async with self.session.get(self.url + path, headers=self.auth, params=params) as r:
+            return r.status, await r.json()
+
+
+@contextlib.asynccontextmanager
+async def serve_api(
+    state_dir: Path,
+    *,
+    daemon: LiveDaemon | None = None,
+    trading: TradingControl | None = None,
+    extensions: list[Extension] | None = None,
+    config: ApiConfig | None = None,
+) -> AsyncIterator[Served]:
+    ctx = ApiContext(
+        files=StateDirFiles(state_dir),
+        config=config or ApiConfig(port=0),
+        token=TOKEN,
+        daemon=daemon,
+        trading=trading,
+        extensions=extensions or [],
+    )
+    server = ApiServer(create_app(ctx), "127.0.0.1", 0, state_dir)
+    task = asyncio.create_task(server.run())
+    try:
+        await asyncio.wait_for(server.started.wait(), 10)
+        assert server.url is not None
+        async with aiohttp.ClientSession() as session:
+            yield Served(server.url, TOKEN, session)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

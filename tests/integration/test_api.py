@@ -1,0 +1,218 @@
+"""The operator's API on loopback (real uvicorn, aiohttp client), served on a state dir's files
+(as ``vigil serve``): auth on every data route, bad input -> 4xx with a reason, the journal's
+records, the notes edit validated like a file edit."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import aiohttp
+import pytest
+from fakes.api_support import T0_MS, decision_line, serve_api, write_state_dir
+
+from api.auth import resolve_token
+from api.server import ENDPOINT_FILE_NAME
+from core.errors import RefuseToStartError
+from state.models import parse_state_bytes
+
+DATA_ROUTES = [
+    ("GET", "/api/status"),
+    ("GET", "/api/positions"),
+    ("GET", "/api/trades"),
+    ("GET", "/api/decisions"),
+    ("GET", "/api/memory"),
+    ("PUT", "/api/memory/notes"),
+    ("POST", "/api/trading/halt"),
+    ("POST", "/api/trading/resume"),
+]
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    write_state_dir(tmp_path / "state")
+    return tmp_path / "state"
+
+
+async def test_every_data_route_needs_the_token_and_healthz_does_not(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api:
+        for method, path in DATA_ROUTES:
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic x"}):
+                async with api.session.request(method, api.url + path, headers=headers) as r:
+                    assert r.status == 401, (method, path, headers)
+                    assert (await r.json())["detail"]
+        async with api.session.get(api.url + "/healthz") as r:
+            assert r.status == 200
+            assert (await r.json())["ok"] is True
+        # the published endpoint lets `vigil status` find the API; it goes when the server stops
+        published = json.loads((state_dir / ENDPOINT_FILE_NAME).read_text())
+        assert published == {"url": api.url, "pid": os.getpid()}
+    assert not (state_dir / ENDPOINT_FILE_NAME).exists()
+
+
+async def test_status_from_the_files_says_what_needs_a_daemon(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api:
+        code, body = await api.get("/api/status")
+    assert code == 200 and isinstance(body, dict)
+    assert body["source"] == "state_dir"
+    assert body["loops"] is None and "daemon" in body["unavailable"]["loops"]
+    assert body["trading"]["state"] is None and body["unavailable"]["trading"]
+    assert body["equity_usd"] == pytest.approx(9160.0 + 0.4 * 2200.0)
+    assert body["open_positions"] == 1
+    assert body["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
+
+
+async def test_positions_carry_unrealised_pnl(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api:
+        code, body = await api.get("/api/positions")
+    assert code == 200 and isinstance(body, dict)
+    (eth,) = body["positions"]
+    assert eth["ticker"] == "ETH/USDT" and eth["entry_price"] == pytest.approx(2100.0)
+    assert eth["unrealised_pnl_usd"] == pytest.approx(40.0)
+    assert eth["unrealised_pnl_pct"] == pytest.approx(4.7619, abs=1e-3)
+    assert body["starting_cash_usd"] == 10000.0
+
+
+async def test_trades_are_the_journal_rows(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api:
+        code, body = await api.get("/api/trades")
+        code_since, since = await api.get("/api/trades", since=T0_MS + 60_000)
+    assert code == code_since == 200
+    assert isinstance(body, dict) and isinstance(since, dict)
+    assert [t["client_order_id"] for t in body["trades"]] == ["c1", "c2"]
+    assert [t["client_order_id"] for t in since["trades"]] == ["c2"]
+
+
+async def test_decisions_page_forward_and_newest(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api:
+        _, newest = await api.get("/api/decisions", limit=2)
+        _, first = await api.get("/api/decisions", since=0, limit=3)
+        assert isinstance(first, dict)
+        _, rest = await api.get("/api/decisions", since=first["next_since"], limit=10)
+    assert isinstance(newest, dict) and isinstance(rest, dict)
+    assert [d["at_ms"] for d in newest["decisions"]] == [T0_MS + 180_000, T0_MS + 240_000]
+    got = [d["at_ms"] for d in first["decisions"] + rest["decisions"]]
+    assert got == [T0_MS + n * 60_000 for n in range(5)]  # review lines are not decisions
+    assert first["decisions"][0]["decided_by"] == "fallback"
+
+
+async def test_decisions_read_across_rotated_segments(state_dir: Path) -> None:
+    import gzip
+
+    logs = state_dir / "logs"
+    old = b"".join(decision_line(100 + n, T0_MS - 86_400_000 + n) for n in range(3))
+    (logs / "decisions.20250228T235959Z.jsonl.gz").write_bytes(gzip.compress(old))
+    async with serve_api(state_dir) as api:
+        _, page = await api.get("/api/decisions", since=0, limit=100)
+    assert isinstance(page, dict)
+    assert len(page["decisions"]) == 8 and page["segments_read"] == 2
+    assert page["decisions"][0]["decision_id"].endswith("-100")
+
+
+@pytest.mark.parametrize(
+    ("path", "params"),
+    [
+        ("/api/decisions", {"limit": "0"}),
+        ("/api/decisions", {"limit": "100000"}),
+        ("/api/decisions", {"since": "-5"}),
+        ("/api/decisions", {"since": "yesterday"}),
+        ("/api/trades", {"limit": "abc"}),
+    ],
+)
+async def test_bad_query_is_a_422_with_the_reason(
+    state_dir: Path, path: str, params: dict[str, str]
+) -> None:
+    async with (
+        serve_api(state_dir) as api,
+        api.session.get(api.url + path, headers=api.auth, params=params) as r,
+    ):
+        assert r.status == 422
+        detail = (await r.json())["detail"]
+    assert detail and detail[0]["loc"][0] == "query"
+
+
+async def test_notes_edit_is_validated_like_a_file_edit(state_dir: Path) -> None:
+    path = state_dir / "runner_state.json"
+    before = path.read_bytes()
+    async with serve_api(state_dir) as api:
+        url = api.url + "/api/memory/notes"
+        cases: list[tuple[object, str]] = [
+            ({"agent_memory": "x" * 501}, "501 characters"),
+            ({"notes": 5}, "string"),
+            ({"mood": "happy"}, "mood"),
+            ({}, "nothing to change"),
+            ("not json", ""),
+        ]
+        for body, reason in cases:
+            kwargs = {"data": body} if isinstance(body, str) else {"json": body}
+            async with api.session.put(url, headers=api.auth, **kwargs) as r:
+                assert r.status == 422, body
+                assert reason in json.dumps(await r.json()), body
+        assert path.read_bytes() == before  # a rejected edit leaves the file alone
+        async with api.session.put(url, headers=api.auth, json={"notes": "flat until CPI"}) as r:
+            assert r.status == 200
+            result = await r.json()
+        _, memory = await api.get("/api/memory")
+    assert result["accepted"] and result["changed"] == ["notes"]
+    assert not result["merged_by_daemon"]
+    state, _ = parse_state_bytes(path.read_bytes())
+    assert state.notes == "flat until CPI" and state.agent_memory == "Trend is up."
+    assert isinstance(memory, dict) and memory["notes"] == "flat until CPI"
+    assert memory["insights"] is None and memory["unavailable"]["insights"]
+
+
+async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:
+    (state_dir / "runner_state.json").write_text("{ not json")
+    async with serve_api(state_dir) as api:
+        code, body = await api.get("/api/memory")
+    assert code == 409 and "runner_state.json" in str(body)
+
+
+async def test_trading_controls_need_a_daemon(state_dir: Path) -> None:
+    async with (
+        serve_api(state_dir) as api,
+        api.session.post(api.url + "/api/trading/halt", headers=api.auth) as r,
+    ):
+        assert r.status == 503
+        assert "no daemon" in (await r.json())["detail"]
+
+
+async def test_openapi_documents_the_routes(state_dir: Path) -> None:
+    async with serve_api(state_dir) as api, api.session.get(api.url + "/openapi.json") as r:
+        schema = await r.json()
+    assert {"/api/status", "/api/decisions", "/api/memory/notes"} <= set(schema["paths"])
+    assert "DecisionRecord" in schema["components"]["schemas"]
+
+
+def test_no_token_off_loopback_refuses_to_start(tmp_path: Path) -> None:
+    with pytest.raises(RefuseToStartError, match="VIGIL_API_TOKEN"):
+        resolve_token(None, "0.0.0.0", tmp_path)
+    assert resolve_token("configured", "0.0.0.0", tmp_path) == "configured"
+    made = resolve_token(None, "127.0.0.1", tmp_path)
+    assert len(made) >= 32 and resolve_token(None, "127.0.0.1", tmp_path) == made
+    assert (tmp_path / "api_token").stat().st_mode & 0o077 == 0
+
+
+async def test_the_port_in_use_is_an_error_not_an_exit(state_dir: Path) -> None:
+    from api.server import bind
+
+    held = bind("127.0.0.1", 0)
+    try:
+        with pytest.raises(OSError):
+            bind("127.0.0.1", held.getsockname()[1])
+    finally:
+        held.close()
+    assert aiohttp  # the client library the tests use
+
+
+async def test_metrics_and_stream_need_a_daemon(state_dir: Path) -> None:
+    from api.stream import stream_routes
+
+    async with serve_api(state_dir, extensions=[stream_routes(None)]) as api:
+        for path in ("/metrics", "/api/decisions/stream"):
+            async with api.session.get(api.url + path, headers=api.auth) as r:
+                assert r.status == 503, path
+                assert "no daemon" in (await r.json())["detail"]
+            async with api.session.get(api.url + path) as r:
+                assert r.status == 401, path
