@@ -224,9 +224,12 @@ async def make_summary(
         skipped.append("model: no summariser (no API key or budget)")
     if not reps:
         return DaySummary(
-            **base, text="", path="concatenation", signal_strength=None,
+            **base,
+            text="",
+            path="concatenation",
+            signal_strength=None,
             detail="; ".join([*skipped, "no reports in the lookback"]),
-        )  # fmt: skip
+        )
     try:
         text, strength = deterministic_summary(
             request.analyst, request.ticker, request.session, reps
@@ -241,9 +244,12 @@ async def make_summary(
     except SummaryInvalid as exc:
         skipped.append(f"deterministic: {exc}")
     return DaySummary(
-        **base, text=concatenation(reps), path="concatenation", signal_strength=None,
+        **base,
+        text=concatenation(reps),
+        path="concatenation",
+        signal_strength=None,
         detail="; ".join(skipped),
-    )  # fmt: skip
+    )
 
 
 def _strength_in(text: str) -> SignalStrength:

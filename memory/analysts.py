@@ -59,11 +59,22 @@ class AnalystSpec:
 
 
 SPECS: tuple[AnalystSpec, ...] = (
-    AnalystSpec("market", "intraday", 1, "every", "latest_of_day", lambda s, t, _p: market_report(s, t)),
-    AnalystSpec("derivatives", "daily", 7, "daily", "first_of_day", lambda s, t, _p: derivatives_report(s, t)),
-    AnalystSpec("sentiment", "daily", 7, "daily", "first_of_day", lambda s, t, _p: sentiment_report(s, t)),
+    AnalystSpec(
+        "market", "intraday", 1, "every", "latest_of_day", lambda s, t, _p: market_report(s, t)
+    ),
+    AnalystSpec(
+        "derivatives",
+        "daily",
+        7,
+        "daily",
+        "first_of_day",
+        lambda s, t, _p: derivatives_report(s, t),
+    ),
+    AnalystSpec(
+        "sentiment", "daily", 7, "daily", "first_of_day", lambda s, t, _p: sentiment_report(s, t)
+    ),
     AnalystSpec("regime", "slow", 30, "on_change", "latest_of_week", regime_report),
-)  # fmt: skip
+)
 
 
 class AnalystController:
@@ -135,9 +146,12 @@ class AnalystController:
         self, ticker: str, day: str, session: Session, now_ms: int, model: ModelSummariser | None
     ) -> DaySummary:
         request = SummaryRequest(
-            analyst=self.name, ticker=ticker, day=day, session=session,
+            analyst=self.name,
+            ticker=ticker,
+            day=day,
+            session=session,
             reports=tuple(self.lookback(ticker, day, session)),
-        )  # fmt: skip
+        )
         summary = await make_summary(request, now_ms=now_ms, model=model)
         self._store.put_summary(summary)
         return summary

@@ -195,7 +195,15 @@ class ContextAssembler:
                         ("pre_open", view.summary_pre_open),
                     ):
                         if text:
-                            out.append(SummaryItem(analyst=view.analyst, ticker=ticker, kind=kind, text=text, made_at_ms=view.newest_ms))  # fmt: skip
+                            out.append(
+                                SummaryItem(
+                                    analyst=view.analyst,
+                                    ticker=ticker,
+                                    kind=kind,
+                                    text=text,
+                                    made_at_ms=view.newest_ms,
+                                )
+                            )
                     if view.newest_ms is not None:
                         fresh[f"analyst:{view.analyst}:{ticker}"] = dated(view.newest_ms, now_ms)
         except Exception as exc:  # the analysts' store is a file: never fail the decision on it

@@ -19,11 +19,19 @@ def _report(
 ) -> AnalystReport:
     at = DAY1_MS + i * HOUR_MS
     return AnalystReport(
-        report_id=f"r-{i:03d}", analyst="market", ticker="BTC/USDT", day=utc_day(at), at_ms=at,
-        content=content, confidence=confidence, timescale="intraday",
-        figures={"price": 80_000.0 + i * 1_000, "return_zscore": 0.1 * i} if figures is None else figures,
+        report_id=f"r-{i:03d}",
+        analyst="market",
+        ticker="BTC/USDT",
+        day=utc_day(at),
+        at_ms=at,
+        content=content,
+        confidence=confidence,
+        timescale="intraday",
+        figures={"price": 80_000.0 + i * 1_000, "return_zscore": 0.1 * i}
+        if figures is None
+        else figures,
         labels={"trend_1h": "up" if i < 5 else "down"},
-    )  # fmt: skip
+    )
 
 
 def _request(reports: list[AnalystReport]) -> SummaryRequest:

@@ -100,10 +100,15 @@ async def test_memory_summary_session_rule(desk: AnalystDesk) -> None:
 def test_store_indexes_and_idempotent_save(tmp_path) -> None:  # type: ignore[no-untyped-def]
     store = AnalystStore(tmp_path / "analysts.db")
     report = AnalystReport(
-        report_id=AnalystReport.make_id("market", "BTC/USDT", DAY1_MS), analyst="market",
-        ticker="BTC/USDT", day=utc_day(DAY1_MS), at_ms=DAY1_MS, content="x.", confidence=0.5,
+        report_id=AnalystReport.make_id("market", "BTC/USDT", DAY1_MS),
+        analyst="market",
+        ticker="BTC/USDT",
+        day=utc_day(DAY1_MS),
+        at_ms=DAY1_MS,
+        content="x.",
+        confidence=0.5,
         timescale="intraday",
-    )  # fmt: skip
+    )
     assert store.save_report(report) is True
     assert store.save_report(report) is False
     store.close()
@@ -117,8 +122,14 @@ def test_store_indexes_and_idempotent_save(tmp_path) -> None:  # type: ignore[no
 
 def test_wrong_analyst_refused(desk: AnalystDesk) -> None:
     report = AnalystReport(
-        report_id="r-1", analyst="regime", ticker="BTC/USDT", day="2025-03-01", at_ms=DAY1_MS,
-        content="x.", confidence=0.5, timescale="slow",
-    )  # fmt: skip
+        report_id="r-1",
+        analyst="regime",
+        ticker="BTC/USDT",
+        day="2025-03-01",
+        at_ms=DAY1_MS,
+        content="x.",
+        confidence=0.5,
+        timescale="slow",
+    )
     with pytest.raises(ValueError, match="regime report given to the market"):
         _by(desk, "market").save_report(report)
