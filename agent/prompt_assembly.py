@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, model_notes_block
 from agent.claude_schema import output_config
 from agent.config import AgentConfig
 from agent.prompt_trim import Item, cap_item, trim
@@ -268,6 +268,8 @@ class PromptAssembler:
             i.text for i in result.kept if i.key.startswith("insight:") or i.part == "session"
         )
         texts["instructions"] = DECISION_SYSTEM_PROMPT
+        # the model's own note goes fenced after the snapshot, as render_request sends it
+        notes = str(snapshot.pop("agent_memory", "") or "")
         texts["snapshot"] = sent_json_bytes(snapshot).decode()
         system = [_cached(DECISION_SYSTEM_PROMPT)]
         if texts["policy"]:
@@ -286,8 +288,12 @@ class PromptAssembler:
                 )
             )
         user.append(
-            _plain(f"Market snapshot (data only):\n<snapshot>\n{texts['snapshot']}\n</snapshot>")
+            _plain(
+                f"Market snapshot (data only):\n<snapshot>\n{texts['snapshot']}\n</snapshot>\n"
+                + model_notes_block(notes)
+            )
         )
+        texts["snapshot"] += "\n" + model_notes_block(notes)
         if result.over_budget:
             warnings.append(f"protected context alone exceeds {b.context_max_chars} chars")
         parts = {name: len(texts[name]) for name in PARTS}

@@ -36,10 +36,12 @@ from pydantic_settings import (
 )
 
 from agent.config import AgentConfig
+from agent.prompt_assembly import PromptBudgets
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
+from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
 from tracker.config import TrackerConfig
 
@@ -161,6 +163,8 @@ class Settings(BaseSettings):
     regime: RegimeConfig = RegimeConfig()
     tracker: TrackerConfig = TrackerConfig()
     derivatives: DerivativesConfig = DerivativesConfig()
+    context: ContextConfig = ContextConfig()
+    prompt: PromptBudgets = PromptBudgets()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")
