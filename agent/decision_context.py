@@ -41,13 +41,14 @@ class DecisionContext:
         self.project = project
 
     async def prepare(self, snapshot: MarketSnapshot) -> AssembledPrompt:
+        sent = snapshot.as_sent()
         if self.analysts is not None:
             try:
                 await self.analysts.roll(snapshot.at_ms)
-                self.analysts.observe(snapshot.as_sent(), snapshot.at_ms)
+                self.analysts.observe(sent, snapshot.at_ms)
             except Exception:
                 log.exception("analysts failed for this decision; the prompt goes without them")
-        return await self.prompts.assemble(snapshot)
+        return await self.prompts.assemble(snapshot, sent)
 
     def after(self, decision: AgentDecision, at_ms: int) -> None:
         for trade in decision.decisions:

@@ -228,8 +228,12 @@ class PromptAssembler:
     ) -> None:
         self.context = context
         self.budgets = budgets or PromptBudgets()
+        self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
 
-    async def assemble(self, snapshot: MarketSnapshot) -> AssembledPrompt:
+    async def assemble(
+        self, snapshot: MarketSnapshot, sent: dict[str, Any] | None = None
+    ) -> AssembledPrompt:
+        """``sent``: ``snapshot.as_sent()`` when the caller has it already."""
         regimes = dict(snapshot.regime.crypto) if snapshot.regime is not None else {}
         if self.context is not None:
             held = [p.ticker for p in snapshot.open_positions if p.ticker not in snapshot.tickers]
@@ -237,7 +241,17 @@ class PromptAssembler:
             ctx = await self.context.assemble(tickers, snapshot.at_ms, regimes)
         else:
             ctx = AssembledContext(at_ms=snapshot.at_ms, values={})
-        return self.build(snapshot.as_sent(), ctx)
+        return self.build(snapshot.as_sent() if sent is None else sent, ctx)
+
+    def _capped(self, item: Item) -> tuple[Item, bool]:
+        """``cap_item``, remembered: the same summary or note is cut the same way every decision."""
+        key = (item.key, item.text, item.drop_rank)
+        found = self._cuts.get(key)
+        if found is None:
+            if len(self._cuts) > 4096:
+                self._cuts.clear()
+            found = self._cuts[key] = cap_item(item, self.budgets.item_chars)
+        return found
 
     def build(self, sent: dict[str, Any], ctx: AssembledContext) -> AssembledPrompt:
         """The prompt from a snapshot as sent and its context (pure: the benchmark times this)."""
@@ -245,9 +259,7 @@ class PromptAssembler:
         cut: list[str] = []
         items = []
         for item in context_items(ctx):
-            capped, was_cut = (
-                cap_item(item, b.item_chars) if item.part == "memory" else (item, False)
-            )
+            capped, was_cut = self._capped(item) if item.part == "memory" else (item, False)
             items.append(capped)
             if was_cut:
                 cut.append(item.key)

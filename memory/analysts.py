@@ -191,6 +191,8 @@ class AnalystDesk:
         self.model = model
         self.controllers = tuple(AnalystController(spec, store) for spec in specs)
         self._rolled_day: str | None = None
+        #: (ticker, day) -> the views a decision reads; summaries change only when rolled
+        self._views: dict[tuple[str, str], list[MemorySummary]] = {}
 
     def observe(self, sent: Mapping[str, Any], at_ms: int) -> list[AnalystReport]:
         """Each analyst's report of each ticker, when its cadence calls for one."""
@@ -220,13 +222,17 @@ class AnalystDesk:
                         await controller.summarise(ticker, due_day, session, now_ms, self.model)
                     )
         self._rolled_day = day
+        self._views.clear()
         return made
 
     def summaries_for(self, ticker: str, now_ms: int) -> list[MemorySummary]:
         """What a decision during the day reads: the pre_open view (today's pre_open summary and
         yesterday's post_close); today's own figures are in the snapshot itself."""
         day = utc_day(now_ms)
-        return [c.memory_summary(ticker, day, "pre_open") for c in self.controllers]
+        key = (ticker, day)
+        if key not in self._views:
+            self._views[key] = [c.memory_summary(ticker, day, "pre_open") for c in self.controllers]
+        return self._views[key]
 
 
 def _due(day: str) -> tuple[tuple[str, Session], ...]:

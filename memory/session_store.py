@@ -76,6 +76,7 @@ class SessionStore:
         self.default_ttl_secs = default_ttl_secs
         self._durable = durable
         self._l1: dict[str, SessionEntry] = {}
+        self._l2_keys: set[str] | None = None  # listed once, then kept by set / delete
         self.l2_reads = 0  # how often L1 missed (for tests and the status)
 
     def _file(self, key: str) -> Path:
@@ -94,6 +95,8 @@ class SessionStore:
         else:
             self._file(key).write_bytes(data)
         self._l1[key] = entry
+        if self._l2_keys is not None:
+            self._l2_keys.add(key)
         return entry
 
     def entry(self, key: str) -> SessionEntry | None:
@@ -114,6 +117,8 @@ class SessionStore:
 
     def delete(self, key: str) -> None:
         self._l1.pop(key, None)
+        if self._l2_keys is not None:
+            self._l2_keys.discard(key)
         with contextlib.suppress(FileNotFoundError):
             self._file(key).unlink()
 
@@ -130,9 +135,10 @@ class SessionStore:
 
     def keys(self, prefix: str = "") -> list[str]:
         """Keys with ``prefix`` in either level (expired ones included until read)."""
-        names = set(self._l1)
-        if self.directory.is_dir():
-            names.update(p.stem.replace("__", ":") for p in self.directory.glob("*.json"))
+        if self._l2_keys is None:
+            found = self.directory.glob("*.json") if self.directory.is_dir() else ()
+            self._l2_keys = {p.stem.replace("__", ":") for p in found}
+        names = self._l2_keys | set(self._l1)
         return sorted(k for k in names if k.startswith(prefix))
 
     def live(self, prefix: str = "") -> list[SessionEntry]:

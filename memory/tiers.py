@@ -148,9 +148,23 @@ class ProjectTier:
     def __init__(self, state_dir: Path) -> None:
         self.memory_path = state_dir / "MEMORY.md"
         self.rules_dir = state_dir / "rules"
+        self._notes: tuple[tuple[int, int], str] | None = None
+        self._rules: tuple[tuple[tuple[str, int, int], ...], list[Rule]] | None = None
 
     def notes(self) -> str:
-        """The first 200 lines of MEMORY.md ('' when there is none)."""
+        """The first 200 lines of MEMORY.md ('' when there is none); re-read when it changed."""
+        try:
+            st = self.memory_path.stat()
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise TierError(f"{self.memory_path}: {exc}") from exc
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._notes is None or self._notes[0] != stamp:
+            self._notes = (stamp, self._read_notes())
+        return self._notes[1]
+
+    def _read_notes(self) -> str:
         try:
             with self.memory_path.open(encoding="utf-8") as fh:
                 lines = [line for _, line in zip(range(MEMORY_READ_LINES), fh, strict=False)]
@@ -161,15 +175,18 @@ class ProjectTier:
         return "".join(lines).strip()
 
     def rules(self) -> list[Rule]:
+        """Every rule file, parsed; re-read when a file was added, removed or changed."""
         if not self.rules_dir.is_dir():
             return []
         try:
-            return [
-                parse_rule(path.stem, path.read_text(encoding="utf-8"))
-                for path in sorted(self.rules_dir.glob("*.md"))
-            ]
+            paths = sorted(self.rules_dir.glob("*.md"))
+            stamp = _stamp(paths)
+            if self._rules is None or self._rules[0] != stamp:
+                rules = [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths]
+                self._rules = (stamp, rules)
         except (OSError, UnicodeDecodeError) as exc:
             raise TierError(f"{self.rules_dir}: {exc}") from exc
+        return self._rules[1]
 
     def rules_for(self, ticker: str) -> list[Rule]:
         return [rule for rule in self.rules() if rule.applies_to(ticker)]
