@@ -33,7 +33,7 @@ def _reports(analyst: str) -> tuple[AnalystReport, ...]:
             report_id=f"r-{analyst}-{i}",
             analyst=analyst,
             ticker="BTC/USDT",
-            day=utc_day(T0),  # type: ignore[arg-type]
+            day=utc_day(T0),
             at_ms=T0 + i,
             content=f"{analyst} report {i} on BTC. Price {80_000 + i * 900}.",
             confidence=0.7,
@@ -67,7 +67,7 @@ async def test_each_analyst_call_sees_only_its_own_reports() -> None:
                 day=utc_day(T0),
                 session="post_close",
                 reports=_reports(analyst),
-            )  # type: ignore[arg-type]
+            )
             summary = await make_summary(request, now_ms=T0, model=summariser)
             assert summary.path == "model" and summary.signal_strength == "high"
         first, second = (orjson.dumps(r.body).decode() for r in api.requests)
