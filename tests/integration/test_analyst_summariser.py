@@ -15,6 +15,7 @@ from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
 from agent.config import AgentConfig
 from agent.prompt_assembly import PromptAssembler
+from core.backoff import Backoff
 from core.clock import VirtualClock
 from memory.analyst_model import AnalystReport, utc_day
 from memory.analyst_summary import SummaryRequest, make_summary
@@ -50,7 +51,10 @@ def _summariser(
     config = AgentConfig(model=MODEL, base_url=api.base_url)
     clock = VirtualClock(epoch_ms=T0)
     client = ClaudeClient(
-        build_anthropic_client(config, API_KEY), clock, config.pricing, RetryPolicy(max_attempts=1)
+        build_anthropic_client(config, API_KEY),
+        clock,
+        config.pricing,
+        RetryPolicy(backoff=Backoff(max_attempts=1)),
     )
     ledger = UsageLedger(DailyBudget(clock, budget_usd))
     return ClaudeSummariser(client, config, ledger), ledger

@@ -51,7 +51,7 @@ def _answer(action: Action, pct: float = 0.0) -> AgentDecision:
 def _routine(
     clock: VirtualClock, decider: PromptDecider, context: Any, journal: list[Mapping[str, Any]]
 ) -> DecisionRoutine:
-    async def build(reasons: Sequence[str]) -> MarketSnapshot:
+    async def build(reasons: Sequence[str], *, decision_id: str = "") -> MarketSnapshot:
         view = TickerSnapshot(
             price=90_000.0,
             change_1h_pct=None,
@@ -65,6 +65,9 @@ def _routine(
 
     class _J:
         def append(self, record: Mapping[str, Any]) -> None:
+            journal.append(record)
+
+        async def append_async(self, record: Mapping[str, Any]) -> None:
             journal.append(record)
 
     return DecisionRoutine(
