@@ -25,6 +25,7 @@ from agent.claude_schema import Note, convert_answer, parse_answer_json
 from agent.config import AgentConfig
 from agent.decision import AgentDecision, Usage
 from agent.fallback_decider import FallbackDecider
+from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot
 from core.bus import EventBus
 from core.clock import Clock
@@ -148,7 +149,9 @@ class ClaudeDecider:
         """Exactly what ``messages.create`` would get for ``snapshot`` (no secrets in it)."""
         return render_request(self._config, snapshot)
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
         blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
         if blocked is not None or self._client is None:
             return self._fallback.decide_now(snapshot, blocked or NO_API_KEY)
@@ -162,7 +165,12 @@ class ClaudeDecider:
             try:
                 if trial:  # a key rotated while the breaker was open must not keep Claude off
                     await self._client.refresh_credentials()
-                result = await self._client.call(render_request(self._config, snapshot), parse)
+                request = (
+                    render_request(self._config, snapshot)
+                    if prompt is None
+                    else prompt.request(self._config)
+                )
+                result = await self._client.call(request, parse)
             except CallFailed as failure:
                 return self._failed(snapshot, failure.attempts)
             except Exception as exc:  # a bug or an SDK surprise must still end in a decision

@@ -10,6 +10,7 @@ import pandas as pd
 from agent.decision import AgentDecision
 from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
 from agent.fallback_nodes import OpenPosition
+from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot, PositionSnapshot
 from broker.port import PositionDetail
 
@@ -22,7 +23,10 @@ class FallbackDecider:
         self._history = history
         self.reason = reason
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
+        # the prompt is Claude's; the rules read the snapshot (its memory fields included)
         return self.decide_now(snapshot, self.reason)
 
     def decide_now(self, snapshot: MarketSnapshot, reason: str) -> AgentDecision:

@@ -18,6 +18,7 @@ from pydantic import ValidationError
 
 from agent.decision import AgentDecision
 from agent.port import Decider
+from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
 from agent.snapshot import MarketSnapshot, sent_digest
 from broker.port import Action, Broker, OrderIntent, OrderResult
@@ -42,6 +43,14 @@ class Journal(Protocol):
     def append(self, record: Mapping[str, Any]) -> None: ...
 
     async def append_async(self, record: Mapping[str, Any]) -> None: ...
+
+
+class PromptContext(Protocol):
+    """Context around the decider (``agent.decision_context.DecisionContext``)."""
+
+    async def prepare(self, snapshot: MarketSnapshot) -> AssembledPrompt: ...
+
+    def after(self, decision: AgentDecision, at_ms: int) -> None: ...
 
 
 class MemoryStore(Protocol):
@@ -81,9 +90,11 @@ class DecisionRoutine:
         after_execution: Callable[[Sequence[OrderIntent], Sequence[OrderResult]], Awaitable[None]]
         | None = None,
         trading: TradingSwitch | None = None,
+        context: PromptContext | None = None,
     ) -> None:
         """``trading``: while it is HALTED no BUY is placed (SELLs still are), and a
-        ``HaltTradingError`` from any step halts it."""
+        ``HaltTradingError`` from any step halts it. ``context``: assembles the prompt's parts."""
+        self._context = context
         self._clock = clock
         self._bus = bus
         self._build_snapshot = build_snapshot
@@ -182,7 +193,12 @@ class DecisionRoutine:
         sent = snapshot.as_sent()  # what the decider reads, byte for byte, rounded once
         record["snapshot_digest"] = sent_digest(sent)
         record["snapshot"] = sent
-        decision = await self._decider.decide(snapshot)
+        prompt = await self._prompt(snapshot, record)
+        decision = await (
+            self._decider.decide(snapshot)
+            if prompt is None
+            else self._decider.decide(snapshot, prompt=prompt)
+        )
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason
         record["raw_decision"] = decision.model_dump(mode="json")
@@ -208,6 +224,12 @@ class DecisionRoutine:
         )
         record["gate_update"] = _plain(gate_update)
         self._remember(decision, record)
+        if self._context is not None:
+            try:
+                self._context.after(decision, snapshot.at_ms)
+            except Exception as exc:
+                log.exception("context write-back failed for %s", decision_id)
+                record["context_error"] = f"{type(exc).__name__}: {exc}"
         self._bus.publish(
             DecisionMade(
                 at_ms=snapshot.at_ms,
@@ -224,6 +246,24 @@ class DecisionRoutine:
             _summary(decision),
             ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
         )
+
+    async def _prompt(
+        self, snapshot: MarketSnapshot, record: dict[str, Any]
+    ) -> AssembledPrompt | None:
+        """The assembled prompt (its sizes and trims into the journal line); a failure to assemble
+        is reported and the decider gets the plain snapshot prompt."""
+        if self._context is None:
+            return None
+        try:
+            prompt = await self._context.prepare(snapshot)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("prompt assembly failed; deciding on the snapshot alone")
+            record["context_error"] = f"{type(exc).__name__}: {exc}"
+            return None
+        record["prompt"] = prompt.info.model_dump(mode="json")
+        return prompt
 
     async def _execute(
         self, intents: Sequence[OrderIntent], record: dict[str, Any]

@@ -62,9 +62,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="port (default 8780; 0: any free port)")
 
     add_memory_parser(sub)
-    sub.add_parser(
+    prompt = sub.add_parser(
         "prompt",
         help="print exactly what would be sent to Claude for the latest snapshot (JSON)",
+    )
+    prompt.add_argument(
+        "--parts",
+        action="store_true",
+        help="print the prompt's parts with their sizes, the tiers loaded and what was trimmed",
     )
 
     report = sub.add_parser(
@@ -178,7 +183,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "prompt":
         from runner.prompt_cmd import render_prompt
 
-        print(render_prompt(settings))
+        print(render_prompt(settings, parts=args.parts))
         return 0
     if command == "sim":
         return _sim(args, settings)

@@ -36,11 +36,13 @@ from pydantic_settings import (
 )
 
 from agent.config import AgentConfig
+from agent.prompt_assembly import PromptBudgets
 from api.config import ApiConfig
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
+from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
 from tracker.config import TrackerConfig
 
@@ -167,6 +169,8 @@ class Settings(BaseSettings):
     api: ApiConfig = ApiConfig()
     #: the API's bearer token: VIGIL_API_TOKEN or the secret file vigil_api_token (see api.auth)
     api_token: SecretStr | None = None
+    context: ContextConfig = ContextConfig()
+    prompt: PromptBudgets = PromptBudgets()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")

@@ -28,12 +28,18 @@ import pandas as pd
 from pydantic import ValidationError
 
 from agent.claude_prompt import render_request
+from agent.prompt_assembly import PromptAssembler, describe_parts
 from agent.snapshot import MarketSnapshot
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import MarketTick
 from market.recorded import load_klines
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
+from memory.analyst_store import AnalystStore
+from memory.analysts import AnalystDesk
+from memory.context import ContextAssembler
+from memory.session_store import SessionStore
+from memory.tiers import OrganisationTier, ProjectTier
 from runner.app import open_journals, warm_up_paths
 from runner.config import Settings
 from runner.replay.build import replay_ports
@@ -53,8 +59,12 @@ class JournalSnapshot:
     path: Path
 
 
-def render_prompt(settings: Settings, *, note: Callable[[str], None] | None = None) -> str:
-    """The ``messages.create`` kwargs for the latest snapshot as pretty JSON (sorted keys).
+def render_prompt(
+    settings: Settings, *, note: Callable[[str], None] | None = None, parts: bool = False
+) -> str:
+    """The ``messages.create`` kwargs for the latest snapshot as pretty JSON (sorted keys), with
+    the context tiers of the configured state dir assembled as the daemon would; ``parts``: the
+    parts with their sizes, tiers loaded and trims instead (``vigil prompt --parts``).
 
     ``note`` receives one line saying where the snapshot came from (default: stderr).
     """
@@ -72,7 +82,40 @@ def render_prompt(settings: Settings, *, note: Callable[[str], None] | None = No
             f"vigil prompt: no decision journaled yet; snapshot built from the bundled data at "
             f"{_iso(snapshot.at_ms)} (sim.start)"
         )
-    return request_json(render_request(settings.agent, snapshot))
+    if not settings.context.enabled:
+        if parts:
+            raise SystemExit("vigil prompt --parts: context.enabled is false (no parts to show)")
+        return request_json(render_request(settings.agent, snapshot))
+    prompt = asyncio.run(offline_prompt_assembler(settings, snapshot.at_ms).assemble(snapshot))
+    return describe_parts(prompt) if parts else request_json(prompt.request(settings.agent))
+
+
+def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
+    """The daemon's prompt assembly over the state dir's tiers, read only: no analyst reports are
+    written and no database is created; freshness is measured at the snapshot's instant."""
+    state_dir = settings.state_dir
+    clock = VirtualClock(epoch_ms=at_ms)
+    db = state_dir / "analysts.db"
+    desk = None
+    if settings.context.analysts and db.is_file():
+        desk = AnalystDesk(AnalystStore(db), settings.market.tickers)
+    assembler = ContextAssembler(
+        organisation=OrganisationTier(settings.context.organisation_path),
+        project=ProjectTier(state_dir),
+        session=SessionStore(state_dir / "sessions", clock),
+        analysts=desk,
+        person_notes=lambda: _person_notes(settings.runner_state_path),
+        insights_per_ticker=settings.context.insights_per_ticker,
+    )
+    return PromptAssembler(assembler, settings.prompt)
+
+
+def _person_notes(path: Path) -> str:
+    try:
+        notes = orjson.loads(path.read_bytes()).get("notes", "")
+    except (OSError, orjson.JSONDecodeError, AttributeError):
+        return ""
+    return notes if isinstance(notes, str) else ""
 
 
 def request_json(request: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from agent.decision_context import DecisionContext
 from agent.risk import RiskConfig, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot_builder import SnapshotBuilder
@@ -45,6 +46,7 @@ from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
 from runner.config import BINANCE_UPDATE_MS, Settings
+from runner.context_wiring import build_decision_context
 from runner.crypto_runner import CryptoRunner
 from state.journal import JsonlJournal
 from state.store import RunnerStateStore
@@ -103,6 +105,7 @@ class DecisionPath:
     snapshots: SnapshotBuilder
     agents: Agents
     routine: DecisionRoutine
+    context: DecisionContext | None
     runner: CryptoRunner
     trading: TradingSwitch
 
@@ -208,9 +211,12 @@ def build_decision_path(
     snapshots = _snapshots(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports
     )
+    context = build_decision_context(
+        settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes
+    )
     routine = _routine(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
-        failpoints, trading,
+        failpoints, trading, context,
     )  # fmt: skip
     runner = CryptoRunner(
         bus,
@@ -223,7 +229,7 @@ def build_decision_path(
     )
     return DecisionPath(
         derivatives, liquidations, gate, board, regimes, broker_parts,
-        tracker, learner, snapshots, agents, routine, runner, trading,
+        tracker, learner, snapshots, agents, routine, context, runner, trading,
     )  # fmt: skip
 
 
@@ -272,6 +278,7 @@ def _routine(
     tracker: PositionTracker,
     failpoints: Failpoints | None,
     trading: TradingSwitch,
+    context: DecisionContext | None,
 ) -> DecisionRoutine:
     """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state."""
     tickers = settings.market.tickers
@@ -291,6 +298,7 @@ def _routine(
         before_execution=tracker.filter_sells,
         after_execution=tracker.on_executed,
         trading=trading,
+        context=context,
     )
 
 

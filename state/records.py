@@ -50,6 +50,9 @@ class DecisionRecord(_Record):
     orders: list[dict[str, Any]] = Field(default_factory=list)
     gate_update: Any = None
     memory_saved: Any = None
+    #: the assembled prompt: hash, part sizes, trims, tiers loaded (agent.prompt_assembly)
+    prompt: dict[str, Any] | None = None
+    context_error: str | None = None
     error: str | None = None
 
     @property

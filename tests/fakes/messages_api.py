@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
 
@@ -123,7 +124,9 @@ def rate_limited(retry_after_secs: float) -> ScriptedResponse:
 class FakeMessagesApi:
     """``async with FakeMessagesApi() as api``: ``api.base_url`` for the SDK, ``api.script(...)``."""
 
-    def __init__(self) -> None:
+    def __init__(self, usage_for: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        #: when set, a scripted 200 message's usage is what this says the request costs
+        self._usage_for = usage_for
         self._queue: deque[ScriptedResponse] = deque()
         self.requests: list[RecordedRequest] = []
         self._runner: web.AppRunner | None = None
@@ -192,7 +195,10 @@ class FakeMessagesApi:
             # A real-time delay is the point here: the client under test has a real socket timeout.
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), scripted.delay_secs)
-        payload = scripted.body if isinstance(scripted.body, bytes) else _encode(scripted.body)
+        body = scripted.body
+        if self._usage_for is not None and isinstance(body, dict) and body.get("type") == "message":
+            body = {**body, "usage": self._usage_for(self.requests[-1].body)}
+        payload = body if isinstance(body, bytes) else _encode(body)
         headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
         return web.Response(status=scripted.status, body=payload, headers=headers)
 

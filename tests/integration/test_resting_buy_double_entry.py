@@ -13,6 +13,7 @@ import pytest
 
 from agent.decision import AgentDecision, TradeDecision
 from agent.port import Decider
+from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RESTING_BUYS_COUNT, RiskConfig, RiskContext, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot import MarketSnapshot
@@ -63,7 +64,9 @@ class SameBuyTwice:
     def __init__(self) -> None:
         self.seen: list[MarketSnapshot] = []
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
         self.seen.append(snapshot)
         buy = TradeDecision(ticker=ETH, action=Action.BUY, position_pct=0.2, confidence=0.7)
         return AgentDecision(decisions=(buy,), decided_by="fallback", decider_reason="test")
@@ -198,7 +201,9 @@ class BuyThenSell:
     def __init__(self) -> None:
         self.actions = [Action.BUY, Action.SELL]
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
         action = self.actions.pop(0)
         pct = 0.2 if action is Action.BUY else 0.0
         choice = TradeDecision(ticker="ethusdt", action=action, position_pct=pct, confidence=0.7)

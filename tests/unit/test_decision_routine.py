@@ -11,6 +11,7 @@ import pytest
 from fakes.brokers import IdleBroker
 
 from agent.decision import AgentDecision, TradeDecision
+from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext
 from agent.routine import DecisionRoutine
 from agent.snapshot import MarketSnapshot, sent_digest
@@ -47,7 +48,9 @@ class FakeDecider:
         self.release.set()
         self.started = asyncio.Event()
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
         self.seen.append(snapshot)
         self.started.set()
         await self.release.wait()

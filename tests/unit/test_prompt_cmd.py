@@ -53,6 +53,8 @@ def _write_journal(state_dir: Path, lines: list[dict[str, Any]], torn_tail: byte
 
 def _user_snapshot(request: dict[str, Any]) -> dict[str, Any]:
     content = request["messages"][0]["content"]
+    if isinstance(content, list):  # assembled: memory and context blocks first, the snapshot last
+        content = content[-1]["text"]
     body, after = content.split("<snapshot>\n", 1)[1].split("\n</snapshot>", 1)
     parsed: dict[str, Any] = json.loads(body)
     # the memory note is sent apart, fenced as model-written data: put it back for the checks
@@ -171,3 +173,21 @@ def test_the_note_goes_to_stderr_and_stdout_stays_pure_json(
     out, err = capsys.readouterr()
     json.loads(out)
     assert "d7" in err and "d7" not in out
+
+
+def test_parts_show_sizes_tiers_and_the_project_memory(tmp_path: Path) -> None:
+    snap = snapshot()
+    _write_journal(tmp_path, [_decision_line("d1", snap)])
+    (tmp_path / "MEMORY.md").write_text("# MEMORY\nBTC weekends are thin.\n")
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "sol.md").write_text('---\ntickers: ["SOL/*"]\n---\nSOL: half size.\n')
+    settings = Settings(state_dir=tmp_path)
+    text = render_prompt(settings, parts=True, note=lambda _line: None)
+    assert text.startswith("prompt ")
+    assert "tiers loaded: project, session" in text
+    assert "BTC weekends are thin." in text and "Rule sol (SOL/USDT): SOL: half size." in text
+    request = json.loads(render_prompt(settings, note=lambda _line: None))
+    assert request["system"][0]["text"] == DECISION_SYSTEM_PROMPT
+    assert "SOL: half size." in request["system"][1]["text"]
+    assert not (tmp_path / "analysts.db").exists()  # read only

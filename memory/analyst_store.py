@@ -1,0 +1,175 @@
+"""The analysts' reports and day summaries in SQLite (``analysts.db`` in the state dir, WAL).
+
+Indexed as the issue asks: (analyst, ticker, day, timescale) for an analyst's lookback and
+(ticker, day, at_ms) for a day's reports of every analyst. Writes are idempotent on the report id
+(a retried save changes nothing) and on (analyst, ticker, day, session) for summaries (the newest
+write wins: a summary made again replaces the old one). Calls are synchronous and small (one row);
+the store is used from the event loop between decisions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from memory.analyst_model import AnalystReport, DaySummary, Session
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS analyst_reports (
+    report_id TEXT PRIMARY KEY,
+    analyst TEXT NOT NULL,
+    ticker TEXT NOT NULL,
+    day TEXT NOT NULL,
+    at_ms INTEGER NOT NULL,
+    timescale TEXT NOT NULL,
+    confidence REAL NOT NULL,
+    content TEXT NOT NULL,
+    figures TEXT NOT NULL,
+    labels TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS reports_by_analyst
+    ON analyst_reports (analyst, ticker, day, timescale);
+CREATE INDEX IF NOT EXISTS reports_by_day ON analyst_reports (ticker, day, at_ms);
+CREATE TABLE IF NOT EXISTS analyst_summaries (
+    analyst TEXT NOT NULL,
+    ticker TEXT NOT NULL,
+    day TEXT NOT NULL,
+    session TEXT NOT NULL,
+    body TEXT NOT NULL,
+    made_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (analyst, ticker, day, session)
+);
+"""
+
+_REPORT_COLUMNS = (
+    "report_id, analyst, ticker, day, at_ms, timescale, confidence, content, figures, labels"
+)
+
+
+class AnalystStore:
+    """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests."""
+
+    def __init__(self, path: Path | str) -> None:
+        if isinstance(path, Path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def save_report(self, report: AnalystReport) -> bool:
+        """False when a report with this id was already there."""
+        with self._db:
+            cursor = self._db.execute(
+                f"INSERT OR IGNORE INTO analyst_reports ({_REPORT_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    report.report_id,
+                    report.analyst,
+                    report.ticker,
+                    report.day,
+                    report.at_ms,
+                    report.timescale,
+                    report.confidence,
+                    report.content,
+                    orjson.dumps(report.figures).decode(),
+                    orjson.dumps(report.labels).decode(),
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def reports(
+        self, analyst: str, ticker: str, first_day: str, last_day: str
+    ) -> list[AnalystReport]:
+        """An analyst's reports of ``ticker`` from ``first_day`` to ``last_day`` (inclusive),
+        oldest first."""
+        rows = self._db.execute(
+            f"SELECT {_REPORT_COLUMNS} FROM analyst_reports "
+            "WHERE analyst = ? AND ticker = ? AND day BETWEEN ? AND ? ORDER BY at_ms, report_id",
+            (analyst, ticker, first_day, last_day),
+        ).fetchall()
+        return [_report(row) for row in rows]
+
+    def day_reports(self, ticker: str, day: str) -> list[AnalystReport]:
+        """Every analyst's reports of ``ticker`` on ``day``, by timestamp."""
+        rows = self._db.execute(
+            f"SELECT {_REPORT_COLUMNS} FROM analyst_reports "
+            "WHERE ticker = ? AND day = ? ORDER BY at_ms, report_id",
+            (ticker, day),
+        ).fetchall()
+        return [_report(row) for row in rows]
+
+    def has_report(self, analyst: str, ticker: str, day: str) -> bool:
+        row = self._db.execute(
+            "SELECT 1 FROM analyst_reports WHERE analyst = ? AND ticker = ? AND day = ? LIMIT 1",
+            (analyst, ticker, day),
+        ).fetchone()
+        return row is not None
+
+    def latest_report(self, analyst: str, ticker: str) -> AnalystReport | None:
+        row = self._db.execute(
+            f"SELECT {_REPORT_COLUMNS} FROM analyst_reports WHERE analyst = ? AND ticker = ? "
+            "ORDER BY day DESC, at_ms DESC LIMIT 1",
+            (analyst, ticker),
+        ).fetchone()
+        return None if row is None else _report(row)
+
+    def put_summary(self, summary: DaySummary) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO analyst_summaries "
+                "(analyst, ticker, day, session, body, made_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    summary.analyst,
+                    summary.ticker,
+                    summary.day,
+                    summary.session,
+                    summary.model_dump_json(),
+                    summary.made_at_ms,
+                ),
+            )
+
+    def summary(self, analyst: str, ticker: str, day: str, session: Session) -> DaySummary | None:
+        row = self._db.execute(
+            "SELECT body FROM analyst_summaries "
+            "WHERE analyst = ? AND ticker = ? AND day = ? AND session = ?",
+            (analyst, ticker, day, session),
+        ).fetchone()
+        return None if row is None else DaySummary.model_validate_json(row[0])
+
+    def summaries(self, day: str | None = None) -> list[DaySummary]:
+        """Every summary (of ``day`` when given), by day, analyst, ticker, session."""
+        query = "SELECT body FROM analyst_summaries"
+        params: tuple[Any, ...] = ()
+        if day is not None:
+            query += " WHERE day = ?"
+            params = (day,)
+        rows = self._db.execute(query + " ORDER BY day, analyst, ticker, session", params)
+        return [DaySummary.model_validate_json(row[0]) for row in rows.fetchall()]
+
+    def counts(self) -> dict[str, int]:
+        reports = self._db.execute("SELECT COUNT(*) FROM analyst_reports").fetchone()[0]
+        summaries = self._db.execute("SELECT COUNT(*) FROM analyst_summaries").fetchone()[0]
+        return {"reports": int(reports), "summaries": int(summaries)}
+
+
+def _report(row: tuple[Any, ...]) -> AnalystReport:
+    report_id, analyst, ticker, day, at_ms, timescale, confidence, content, figures, labels = row
+    return AnalystReport(
+        report_id=report_id,
+        analyst=analyst,
+        ticker=ticker,
+        day=day,
+        at_ms=at_ms,
+        timescale=timescale,
+        confidence=confidence,
+        content=content,
+        figures=orjson.loads(figures),
+        labels=orjson.loads(labels),
+    )

@@ -1,0 +1,263 @@
+"""Day summaries of an analyst's reports: representatives, then model -> numbers -> concatenation.
+
+Representatives: the lookback's reports de-duplicated by cosine similarity of their wording (numbers
+rounded to two significant digits, so two reports of the same picture count as one), then 3-5 kept,
+evenly spread over time. A summary is Markdown with the sections *Key trends / Key events / Risk
+factors / Signal strength*, at most 1,000 characters. The chain: a model summary when a summariser
+is wired and answers valid text; else a deterministic summary from the reports' figures; else (no
+figures at all, or the builder failed) the seed's plain concatenation cut at a sentence boundary.
+Each ``DaySummary`` records which path made it and why a step was skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import itertools
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.analyst_model import AnalystName, AnalystReport, DaySummary, Session, SignalStrength
+from state.memory_clip import clip_memory
+
+log = logging.getLogger(__name__)
+
+SUMMARY_MIN_CHARS = 500
+SUMMARY_MAX_CHARS = 1000
+SECTIONS = ("Key trends", "Key events", "Risk factors", "Signal strength")
+DUPLICATE_COSINE = 0.9
+MIN_REPRESENTATIVES, MAX_REPRESENTATIVES = 3, 5
+_TOKEN = re.compile(r"[A-Za-z_%&/]+|-?\d+(?:[.,]\d+)*")
+
+
+class SummaryRequest(BaseModel):
+    """What one analyst's model call sees: its own reports, nothing of another analyst."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    analyst: AnalystName
+    ticker: str
+    day: str
+    session: Session
+    reports: tuple[AnalystReport, ...]
+
+
+class ModelSummariser(Protocol):
+    async def summarise(self, request: SummaryRequest) -> str:
+        """Markdown with the four sections; raises when no valid summary came back."""
+        ...
+
+
+class SummaryInvalid(ValueError):
+    pass
+
+
+def _tokens(text: str) -> Counter[str]:
+    out: Counter[str] = Counter()
+    for token in _TOKEN.findall(text.lower()):
+        if token[0].isdigit() or token[0] == "-":
+            try:
+                value = float(token.replace(",", ""))
+            except ValueError:
+                continue
+            out[f"{value:.2g}"] += 1
+        else:
+            out[token] += 1
+    return out
+
+
+def cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(count * b[token] for token, count in a.items())
+    norm = math.sqrt(sum(c * c for c in a.values())) * math.sqrt(sum(c * c for c in b.values()))
+    return dot / norm if norm else 0.0
+
+
+def representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
+    """3-5 distinct reports (fewer when there are fewer), oldest first."""
+    ordered = sorted(reports, key=lambda r: (r.at_ms, r.report_id))
+    kept: list[tuple[AnalystReport, Counter[str]]] = []
+    for report in ordered:
+        bag = _tokens(report.content)
+        if all(cosine(bag, other) < DUPLICATE_COSINE for _r, other in kept):
+            kept.append((report, bag))
+    distinct = [report for report, _bag in kept]
+    if len(distinct) > MAX_REPRESENTATIVES:
+        step = (len(distinct) - 1) / (MAX_REPRESENTATIVES - 1)
+        distinct = [distinct[round(i * step)] for i in range(MAX_REPRESENTATIVES)]
+    elif len(distinct) < MIN_REPRESENTATIVES:
+        extra = [r for r in reversed(ordered) if r not in distinct]
+        distinct += extra[: MIN_REPRESENTATIVES - len(distinct)]
+    return sorted(distinct, key=lambda r: (r.at_ms, r.report_id))
+
+
+def signal_strength(reports: Sequence[AnalystReport]) -> SignalStrength:
+    mean = sum(r.confidence for r in reports) / len(reports)
+    return "high" if mean >= 0.7 else "medium" if mean >= 0.45 else "low"
+
+
+def check_summary(text: str) -> str:
+    """A model's summary as kept: the four sections present, at most 1,000 characters."""
+    missing = [s for s in SECTIONS if s.lower() not in text.lower()]
+    if missing:
+        raise SummaryInvalid(f"summary lacks sections: {', '.join(missing)}")
+    if not re.search(r"signal strength\W+\s*(high|medium|low)", text, re.IGNORECASE):
+        raise SummaryInvalid("signal strength is not high, medium or low")
+    return clip_memory(text.strip(), SUMMARY_MAX_CHARS)
+
+
+def _trend_lines(reports: Sequence[AnalystReport]) -> list[str]:
+    first, last = reports[0], reports[-1]
+    lines: list[str] = []
+    for name, end in last.figures.items():
+        start = first.figures.get(name)
+        if end is None or start is None or len(lines) >= 4:
+            continue
+        change = f" ({(end - start) / abs(start) * 100:+.1f} %)" if start else ""
+        lines.append(f"{name} {_short(start)} -> {_short(end)}{change}")
+    for name, label in last.labels.items():
+        seen = Counter(r.labels.get(name) for r in reports if r.labels.get(name))
+        lines.append(f"{name}: {label} ({seen[label]} of {len(reports)} reports)")
+    return lines[:6]
+
+
+def _short(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _event_lines(reports: Sequence[AnalystReport]) -> list[str]:
+    events = []
+    for before, after in itertools.pairwise(reports):
+        for name, label in after.labels.items():
+            if before.labels.get(name) not in (None, label):
+                events.append(f"{name} {before.labels[name]} -> {label} on {after.day}")
+    if not events:
+        biggest = max(
+            reports, key=lambda r: abs(r.figures.get("return_zscore") or 0.0), default=None
+        )
+        if biggest is not None and biggest.figures.get("return_zscore"):
+            events.append(
+                f"largest move z {biggest.figures['return_zscore']:+.2f} on {biggest.day}"
+            )
+    return events[:4] or ["no label changes in the period"]
+
+
+def _risk_lines(reports: Sequence[AnalystReport]) -> list[str]:
+    last = reports[-1].figures
+    risks = []
+    checks: tuple[tuple[str, Callable[[float], bool], str], ...] = (
+        ("return_zscore", lambda v: abs(v) >= 2, "return z-score {v:+.2f}"),
+        ("rsi_1h", lambda v: v >= 70 or v <= 30, "1h RSI {v:.0f}"),
+        ("funding_pct", lambda v: abs(v) >= 0.05, "funding {v:+.4f} % per 8 h"),
+        ("fear_greed", lambda v: v <= 25 or v >= 75, "Fear & Greed {v:.0f}"),
+        ("exposure_scale", lambda v: v < 0.8, "exposure scaled to {v:.2f}"),
+    )
+    for name, flagged, text in checks:
+        value = last.get(name)
+        if value is not None and flagged(value):
+            risks.append(text.format(v=value))
+    missing = sorted(k for k, v in last.items() if v is None)
+    if missing:
+        risks.append("unavailable: " + ", ".join(missing[:5]))
+    return risks or ["none flagged by the figures"]
+
+
+def deterministic_summary(
+    analyst: str, ticker: str, session: Session, reports: Sequence[AnalystReport]
+) -> tuple[str, SignalStrength]:
+    """From the reports' numbers and labels; raises ``SummaryInvalid`` when they hold none."""
+    if not any(any(v is not None for v in r.figures.values()) or r.labels for r in reports):
+        raise SummaryInvalid("the reports hold no figures")
+    strength = signal_strength(reports)
+    head = f"{analyst} {ticker}, {session.replace('_', '-')}, {reports[0].day}..{reports[-1].day}"
+    body = [
+        f"### {head}",
+        "**Key trends**: " + "; ".join(_trend_lines(reports)),
+        "**Key events**: " + "; ".join(_event_lines(reports)),
+        "**Risk factors**: " + "; ".join(_risk_lines(reports)),
+        f"**Signal strength**: {strength} (mean confidence "
+        f"{sum(r.confidence for r in reports) / len(reports):.2f}, {len(reports)} reports)",
+    ]
+    text = "\n".join(body)
+    for report in reversed(reports):  # the newest words, while there is room for them
+        if len(text) >= SUMMARY_MIN_CHARS:
+            break
+        text += f"\n- {report.content}"
+    return clip_memory(text, SUMMARY_MAX_CHARS), strength
+
+
+def concatenation(reports: Sequence[AnalystReport]) -> str:
+    """The seed's last resort: the reports' text, cut at a sentence boundary."""
+    return clip_memory(" ".join(r.content for r in reports), SUMMARY_MAX_CHARS)
+
+
+async def make_summary(
+    request: SummaryRequest, *, now_ms: int, model: ModelSummariser | None
+) -> DaySummary:
+    """The chain; ``request.reports`` are the lookback's reports (representatives chosen here)."""
+    reps = representatives(request.reports)
+    ids = tuple(r.report_id for r in reps)
+    base: dict[str, Any] = {
+        "analyst": request.analyst,
+        "ticker": request.ticker,
+        "day": request.day,
+    }
+    base |= {"session": request.session, "report_ids": ids, "made_at_ms": now_ms}
+    skipped = []
+    if model is not None and reps:
+        try:
+            text = check_summary(
+                await model.summarise(request.model_copy(update={"reports": tuple(reps)}))
+            )
+            strength = _strength_in(text)
+            return DaySummary(**base, text=text, path="model", signal_strength=strength)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("%s summary by the model failed: %s", request.analyst, exc)
+            skipped.append(f"model: {type(exc).__name__}: {str(exc)[:160]}")
+    elif model is None:
+        skipped.append("model: no summariser (no API key or budget)")
+    if not reps:
+        return DaySummary(
+            **base,
+            text="",
+            path="concatenation",
+            signal_strength=None,
+            detail="; ".join([*skipped, "no reports in the lookback"]),
+        )
+    try:
+        text, strength = deterministic_summary(
+            request.analyst, request.ticker, request.session, reps
+        )
+        return DaySummary(
+            **base,
+            text=text,
+            path="deterministic",
+            signal_strength=strength,
+            detail="; ".join(skipped),
+        )
+    except SummaryInvalid as exc:
+        skipped.append(f"deterministic: {exc}")
+    return DaySummary(
+        **base,
+        text=concatenation(reps),
+        path="concatenation",
+        signal_strength=None,
+        detail="; ".join(skipped),
+    )
+
+
+def _strength_in(text: str) -> SignalStrength:
+    found = re.search(r"signal strength\W+\s*(high|medium|low)", text, re.IGNORECASE)
+    assert found is not None  # check_summary made sure
+    value = found.group(1).lower()
+    return "high" if value == "high" else "medium" if value == "medium" else "low"
+
+
+def summary_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]

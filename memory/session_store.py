@@ -1,0 +1,147 @@
+"""The session tier: the working context between decisions, in L1 (memory) and L2 (files).
+
+Write-through: ``set`` writes both; ``get`` reads L1, then L2 (and back-fills L1). Every entry has a
+TTL; an expired entry is evicted lazily, from both levels, when it is read. L2 lives in
+``sessions/`` in the state dir, one JSON file per key, so the working context (the last decision's
+reasoning per ticker, the open thesis per position) survives a restart.
+
+Keys are ``ticker:{name}:{phase}[:{sub}]`` with normalised names: ``BTC/USDT``, ``btc-usdt`` and
+``BTCUSDT`` are all ``btc_usdt``; phases are signals, analysis, decision, review, reflection.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from core.clock import Clock
+from state.atomic import atomic_write_bytes
+
+log = logging.getLogger(__name__)
+
+Phase = Literal["signals", "analysis", "decision", "review", "reflection"]
+PHASES: tuple[str, ...] = get_args(Phase)
+_QUOTES = ("USDT", "USDC", "BUSD", "USD")
+_NAME_PART = re.compile(r"[^a-z0-9]+")
+
+
+def normalise_name(name: str) -> str:
+    """``BTC/USDT`` -> ``btc_usdt``; a bare Binance symbol is split at its quote currency."""
+    raw = name.strip()
+    if not re.search(r"[^A-Za-z0-9]", raw):
+        upper = raw.upper()
+        for quote in _QUOTES:
+            if upper.endswith(quote) and len(upper) > len(quote):
+                raw = f"{upper[: -len(quote)]}/{quote}"
+                break
+    normal = _NAME_PART.sub("_", raw.lower()).strip("_")
+    if not normal:
+        raise ValueError(f"not a name: {name!r}")
+    return normal
+
+
+def session_key(name: str, phase: str, sub: str | None = None) -> str:
+    if phase not in PHASES:
+        raise ValueError(f"unknown phase {phase!r} (one of {', '.join(PHASES)})")
+    key = f"ticker:{normalise_name(name)}:{phase}"
+    return key if sub is None else f"{key}:{normalise_name(sub)}"
+
+
+class SessionEntry(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    value: Any
+    written_at_ms: int
+    expires_at_ms: int
+
+
+class SessionStore:
+    def __init__(
+        self,
+        directory: Path,
+        clock: Clock,
+        *,
+        default_ttl_secs: float = 86_400.0,
+        durable: bool = True,
+    ) -> None:
+        self.directory = directory
+        self._clock = clock
+        self.default_ttl_secs = default_ttl_secs
+        self._durable = durable
+        self._l1: dict[str, SessionEntry] = {}
+        self._l2_keys: set[str] | None = None  # listed once, then kept by set / delete
+        self.l2_reads = 0  # how often L1 missed (for tests and the status)
+
+    def _file(self, key: str) -> Path:
+        return self.directory / (key.replace(":", "__") + ".json")
+
+    def set(self, key: str, value: Any, ttl_secs: float | None = None) -> SessionEntry:
+        now = self._clock.now_ms()
+        ttl = self.default_ttl_secs if ttl_secs is None else ttl_secs
+        entry = SessionEntry(
+            key=key, value=value, written_at_ms=now, expires_at_ms=now + int(ttl * 1000)
+        )
+        data = orjson.dumps(entry.model_dump(mode="json"))
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self._durable:
+            atomic_write_bytes(self._file(key), data)
+        else:
+            self._file(key).write_bytes(data)
+        self._l1[key] = entry
+        if self._l2_keys is not None:
+            self._l2_keys.add(key)
+        return entry
+
+    def entry(self, key: str) -> SessionEntry | None:
+        entry = self._l1.get(key)
+        if entry is None:
+            entry = self._read_l2(key)
+            if entry is None:
+                return None
+            self._l1[key] = entry  # back-fill
+        if entry.expires_at_ms <= self._clock.now_ms():
+            self.delete(key)  # lazy eviction
+            return None
+        return entry
+
+    def get(self, key: str, default: Any = None) -> Any:
+        entry = self.entry(key)
+        return default if entry is None else entry.value
+
+    def delete(self, key: str) -> None:
+        self._l1.pop(key, None)
+        if self._l2_keys is not None:
+            self._l2_keys.discard(key)
+        with contextlib.suppress(FileNotFoundError):
+            self._file(key).unlink()
+
+    def _read_l2(self, key: str) -> SessionEntry | None:
+        self.l2_reads += 1
+        try:
+            return SessionEntry.model_validate(orjson.loads(self._file(key).read_bytes()))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # a torn or hand-edited file: report, drop it
+            log.warning("session entry %s unreadable, dropped: %s", key, exc)
+            self.delete(key)
+            return None
+
+    def keys(self, prefix: str = "") -> list[str]:
+        """Keys with ``prefix`` in either level (expired ones included until read)."""
+        if self._l2_keys is None:
+            found = self.directory.glob("*.json") if self.directory.is_dir() else ()
+            self._l2_keys = {p.stem.replace("__", ":") for p in found}
+        names = self._l2_keys | set(self._l1)
+        return sorted(k for k in names if k.startswith(prefix))
+
+    def live(self, prefix: str = "") -> list[SessionEntry]:
+        """The unexpired entries under ``prefix``, by key (reading evicts the expired)."""
+        found = (self.entry(key) for key in self.keys(prefix))
+        return [e for e in found if e is not None]

@@ -1,0 +1,225 @@
+"""The organisation and project tiers of the decision context (the session tier: session_store).
+
+Organisation: what every vigil instance of a team shares, read-only to the daemon, from a configured
+folder (``policy.toml`` + ``*.md`` rubric files) or one file (``.toml`` policy or ``.md`` rubric).
+Its caps can only tighten the instance's (``tighten``); its banned tickers are never traded. Re-read
+only when a file changed (mtime and size), so a decision costs a few ``stat`` calls.
+
+Project (this deployment, in the state dir): ``MEMORY.md`` - the first 200 lines are loaded; people
+write anything, the daemon writes ``- [auto DAY TICKER] text`` lines under its own heading, newest
+first, one per day and ticker, at most 50 - and ``rules/*.md`` whose front matter
+``tickers: ["SOL/*", "*"]`` (glob patterns) says which tickers a rule applies to (none: all).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import re
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from state.atomic import atomic_write_bytes
+
+MEMORY_READ_LINES = 200
+AUTO_ENTRIES_KEPT = 50
+AUTO_HEADING = "## vigil (auto: newest first, one per day and ticker, 50 kept)"
+_AUTO_LINE = re.compile(r"^- \[auto (\d{4}-\d{2}-\d{2}) ([^\]]+)\] ")
+
+
+class TierError(Exception):
+    """A tier could not be read; the assembler logs it and goes on without the tier."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class OrganisationPolicy(_Frozen):
+    max_position_pct: float | None = Field(None, gt=0.0, le=1.0)
+    max_total_exposure_pct: float | None = Field(None, gt=0.0, le=3.0)
+    banned_tickers: tuple[str, ...] = ()
+    rubric: str = ""  # how decisions are scored (the *.md files)
+    text: str = ""  # anything else the policy file says, for the prompt
+
+
+def tighten(instance: dict[str, float], policy: OrganisationPolicy) -> dict[str, float]:
+    """The instance's caps with the organisation's applied: the smaller of the two, always."""
+    out = dict(instance)
+    for name in ("max_position_pct", "max_total_exposure_pct"):
+        org = getattr(policy, name)
+        if org is not None:
+            out[name] = min(out.get(name, org), org)
+    return out
+
+
+def _stamp(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in paths:
+        st = path.stat()
+        out.append((str(path), st.st_mtime_ns, st.st_size))
+    return tuple(out)
+
+
+class OrganisationTier:
+    def __init__(self, source: Path | None) -> None:
+        self.source = source
+        self._cached: tuple[tuple[tuple[str, int, int], ...], OrganisationPolicy] | None = None
+
+    def _files(self) -> list[Path]:
+        assert self.source is not None
+        if self.source.is_dir():
+            return sorted(p for p in self.source.iterdir() if p.suffix in (".toml", ".md"))
+        if self.source.is_file():
+            return [self.source]
+        raise TierError(f"organisation policy {self.source} does not exist")
+
+    def load(self) -> OrganisationPolicy | None:
+        """None when no source is configured; ``TierError`` when it cannot be read."""
+        if self.source is None:
+            return None
+        try:
+            files = self._files()
+            stamp = _stamp(files)
+            if self._cached is not None and self._cached[0] == stamp:
+                return self._cached[1]
+            policy = _read_policy(files)
+        except (OSError, tomllib.TOMLDecodeError, ValidationError, UnicodeDecodeError) as exc:
+            raise TierError(f"organisation policy {self.source}: {exc}") from exc
+        self._cached = (stamp, policy)
+        return policy
+
+
+def _read_policy(files: Sequence[Path]) -> OrganisationPolicy:
+    fields: dict[str, object] = {}
+    rubric = []
+    for path in files:
+        if path.suffix == ".toml":
+            with path.open("rb") as fh:
+                data = tomllib.load(fh)
+            text = data.pop("text", "")
+            fields.update(data)
+            fields["text"] = str(text)
+        else:
+            rubric.append(path.read_text(encoding="utf-8").strip())
+    return OrganisationPolicy.model_validate({**fields, "rubric": "\n\n".join(rubric)})
+
+
+class Rule(_Frozen):
+    name: str
+    tickers: tuple[str, ...]
+    text: str
+
+    def applies_to(self, ticker: str) -> bool:
+        return any(fnmatch.fnmatchcase(ticker, pattern) for pattern in self.tickers)
+
+
+def parse_rule(name: str, raw: str) -> Rule:
+    """A rule file: optional front matter between ``---`` lines with ``tickers:`` as a JSON list
+    (or one bare pattern); without it the rule applies to every ticker."""
+    tickers: tuple[str, ...] = ("*",)
+    body = raw
+    if raw.startswith("---\n"):
+        head, sep, rest = raw[4:].partition("\n---")
+        if not sep:
+            raise TierError(f"rule {name}: front matter is not closed with ---")
+        body = rest.lstrip("-").lstrip("\n")
+        for line in head.splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "tickers":
+                tickers = _patterns(name, value.strip())
+    return Rule(name=name, tickers=tickers, text=body.strip())
+
+
+def _patterns(name: str, value: str) -> tuple[str, ...]:
+    try:
+        parsed = json.loads(value) if value.startswith("[") else [value.strip("'\"")]
+    except json.JSONDecodeError as exc:
+        raise TierError(f"rule {name}: tickers is not a list: {exc}") from None
+    if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
+        raise TierError(f"rule {name}: tickers must be a list of glob patterns")
+    return tuple(parsed)
+
+
+class ProjectTier:
+    def __init__(self, state_dir: Path) -> None:
+        self.memory_path = state_dir / "MEMORY.md"
+        self.rules_dir = state_dir / "rules"
+        self._notes: tuple[tuple[int, int], str] | None = None
+        self._rules: tuple[tuple[tuple[str, int, int], ...], list[Rule]] | None = None
+
+    def notes(self) -> str:
+        """The first 200 lines of MEMORY.md ('' when there is none); re-read when it changed."""
+        try:
+            st = self.memory_path.stat()
+        except FileNotFoundError:
+            return ""
+        except OSError as exc:
+            raise TierError(f"{self.memory_path}: {exc}") from exc
+        stamp = (st.st_mtime_ns, st.st_size)
+        if self._notes is None or self._notes[0] != stamp:
+            self._notes = (stamp, self._read_notes())
+        return self._notes[1]
+
+    def _read_notes(self) -> str:
+        try:
+            with self.memory_path.open(encoding="utf-8") as fh:
+                lines = [line for _, line in zip(range(MEMORY_READ_LINES), fh, strict=False)]
+        except FileNotFoundError:
+            return ""
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TierError(f"{self.memory_path}: {exc}") from exc
+        return "".join(lines).strip()
+
+    def rules(self) -> list[Rule]:
+        """Every rule file, parsed; re-read when a file was added, removed or changed."""
+        if not self.rules_dir.is_dir():
+            return []
+        try:
+            paths = sorted(self.rules_dir.glob("*.md"))
+            stamp = _stamp(paths)
+            if self._rules is None or self._rules[0] != stamp:
+                rules = [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths]
+                self._rules = (stamp, rules)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TierError(f"{self.rules_dir}: {exc}") from exc
+        return self._rules[1]
+
+    def rules_for(self, ticker: str) -> list[Rule]:
+        return [rule for rule in self.rules() if rule.applies_to(ticker)]
+
+    def remember(self, day: str, ticker: str, text: str) -> None:
+        """The daemon's write-back: one ``[auto]`` line per day and ticker (a newer one replaces
+        it), newest first under the daemon's heading, the oldest dropped beyond 50. Lines people
+        wrote are kept as they are."""
+        line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
+        try:
+            existing = self.memory_path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            existing = ["# MEMORY", ""]
+        auto = [ln for ln in existing if _AUTO_LINE.match(ln)]
+        people = [ln for ln in existing if not _AUTO_LINE.match(ln) and ln != AUTO_HEADING]
+        auto = [ln for ln in auto if _AUTO_LINE.match(ln).groups() != (day, ticker)]  # type: ignore[union-attr]
+        auto = sorted([line, *auto], key=_auto_day, reverse=True)[:AUTO_ENTRIES_KEPT]
+        title = people[:1] if people and people[0].startswith("# ") else []
+        rest = people[len(title) :]
+        lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
+        text_out = "\n".join(_squeeze(lines)).strip() + "\n"
+        atomic_write_bytes(self.memory_path, text_out.encode())
+
+
+def _auto_day(line: str) -> str:
+    match = _AUTO_LINE.match(line)
+    return match.group(1) if match else ""
+
+
+def _squeeze(lines: list[str]) -> list[str]:
+    """No runs of blank lines (the rewrite must not grow the file by itself)."""
+    out: list[str] = []
+    for line in lines:
+        if line.strip() or (out and out[-1].strip()):
+            out.append(line)
+    return out

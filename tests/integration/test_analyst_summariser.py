@@ -1,0 +1,122 @@
+"""The analysts' Claude summaries against the fake Messages API: a clean context per analyst, the
+daily budget and ledger count them, an invalid answer falls back to the numbers; and the assembled
+decision prompt reads its stable parts from the prompt cache on the next call."""
+
+from __future__ import annotations
+
+import orjson
+from fakes.claude_support import API_KEY, MODEL, snapshot
+from fakes.messages_api import FakeMessagesApi, text_message
+from fakes.token_counts import CacheCounter
+
+from agent.analyst_summariser import ClaudeSummariser
+from agent.budget import DailyBudget
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.config import AgentConfig
+from agent.prompt_assembly import PromptAssembler
+from core.backoff import Backoff
+from core.clock import VirtualClock
+from memory.analyst_model import AnalystReport, utc_day
+from memory.analyst_summary import SummaryRequest, make_summary
+from memory.context import AssembledContext, SummaryItem
+
+T0 = 1_740_787_200_000
+GOOD = (
+    "**Key trends**: BTC up 3 %.\n**Key events**: breakout.\n**Risk factors**: hot funding.\n"
+    "**Signal strength**: high"
+)
+
+
+def _reports(analyst: str) -> tuple[AnalystReport, ...]:
+    return tuple(
+        AnalystReport(
+            report_id=f"r-{analyst}-{i}",
+            analyst=analyst,
+            ticker="BTC/USDT",
+            day=utc_day(T0),
+            at_ms=T0 + i,
+            content=f"{analyst} report {i} on BTC. Price {80_000 + i * 900}.",
+            confidence=0.7,
+            timescale="daily",
+            figures={"price": 80_000.0 + i * 900},
+        )
+        for i in range(4)
+    )
+
+
+def _summariser(
+    api: FakeMessagesApi, budget_usd: float | None = 5.0
+) -> tuple[ClaudeSummariser, UsageLedger]:
+    config = AgentConfig(model=MODEL, base_url=api.base_url)
+    clock = VirtualClock(epoch_ms=T0)
+    client = ClaudeClient(
+        build_anthropic_client(config, API_KEY),
+        clock,
+        config.pricing,
+        RetryPolicy(backoff=Backoff(max_attempts=1)),
+    )
+    ledger = UsageLedger(DailyBudget(clock, budget_usd))
+    return ClaudeSummariser(client, config, ledger), ledger
+
+
+async def test_each_analyst_call_sees_only_its_own_reports() -> None:
+    async with FakeMessagesApi() as api:
+        api.script(text_message(GOOD), text_message(GOOD))
+        summariser, ledger = _summariser(api)
+        for analyst in ("market", "derivatives"):
+            request = SummaryRequest(
+                analyst=analyst,
+                ticker="BTC/USDT",
+                day=utc_day(T0),
+                session="post_close",
+                reports=_reports(analyst),
+            )
+            summary = await make_summary(request, now_ms=T0, model=summariser)
+            assert summary.path == "model" and summary.signal_strength == "high"
+        first, second = (orjson.dumps(r.body).decode() for r in api.requests)
+        assert "market report" in first and "derivatives report" not in first
+        assert "derivatives report" in second and "market report" not in second
+        assert "derivatives analyst" in second and "market analyst" not in second
+        assert ledger.totals().calls == 2 and ledger.budget.spent_today_usd > 0
+
+
+async def test_invalid_answer_and_spent_budget_fall_back_to_the_numbers() -> None:
+    async with FakeMessagesApi() as api:
+        api.script(text_message("Looks bullish to me."))
+        summariser, ledger = _summariser(api, budget_usd=0.001)
+        request = SummaryRequest(
+            analyst="market",
+            ticker="BTC/USDT",
+            day=utc_day(T0),
+            session="pre_open",
+            reports=_reports("market"),
+        )
+        summary = await make_summary(request, now_ms=T0, model=summariser)
+        assert summary.path == "deterministic" and "invalid_summary" in summary.detail
+        assert ledger.totals().failed_calls == 1
+        spent = await make_summary(request, now_ms=T0, model=summariser)  # the one call spent it
+        assert spent.path == "deterministic" and "daily budget spent" in spent.detail
+        assert len(api.requests) == 1
+
+
+async def test_stable_parts_are_read_from_the_cache_on_the_next_call() -> None:
+    counter = CacheCounter()
+    ctx = AssembledContext(
+        at_ms=T0,
+        values={"notes": "Watch weekends.", "rubric": "Name the signals."},
+        caps={"max_position_pct": 0.1},
+        summaries=[
+            SummaryItem(
+                analyst="market", ticker="BTC/USDT", kind="pre_open", text=GOOD, made_at_ms=T0
+            )
+        ],
+    )
+    prompts = PromptAssembler(None)
+    first = prompts.build(snapshot().as_sent(), ctx).request(AgentConfig())
+    moved = snapshot().model_copy(update={"at_ms": T0 + 900_000})
+    second = prompts.build(moved.as_sent(), ctx).request(AgentConfig())
+    one, two = counter.usage_for(first), counter.usage_for(second)
+    assert one["cache_read_input_tokens"] == 0 and one["cache_creation_input_tokens"] > 0
+    assert two["cache_read_input_tokens"] == one["cache_creation_input_tokens"]
+    assert two["cache_creation_input_tokens"] == 0

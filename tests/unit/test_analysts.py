@@ -1,0 +1,135 @@
+"""The four analysts: cadence, today's report, lookback per session, memory_summary's rule."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from analyst_support import DAY1_MS, HOUR_MS, sent
+
+from memory.analyst_model import AnalystReport, utc_day
+from memory.analyst_store import AnalystStore
+from memory.analysts import AnalystDesk
+
+DAY = 24 * HOUR_MS
+
+
+@pytest.fixture
+def desk() -> AnalystDesk:
+    return AnalystDesk(AnalystStore(":memory:"), ["BTC/USDT"])
+
+
+def _by(desk: AnalystDesk, name: str):  # type: ignore[no-untyped-def]
+    return next(c for c in desk.controllers if c.name == name)
+
+
+def test_cadence_per_timescale(desk: AnalystDesk) -> None:
+    for hour in range(5):
+        desk.observe(sent(86_000 + hour * 100), DAY1_MS + hour * HOUR_MS)
+    desk.observe(sent(87_000, regime="high_volatility"), DAY1_MS + 6 * HOUR_MS)
+    day = utc_day(DAY1_MS)
+    counts = {
+        c.name: len(desk.store.reports(c.name, "BTC/USDT", day, day)) for c in desk.controllers
+    }
+    # market every decision, derivatives and sentiment once a day, regime on change
+    assert counts == {"market": 6, "derivatives": 1, "sentiment": 1, "regime": 2}
+    timescales = {c.name: c.spec.timescale for c in desk.controllers}
+    assert timescales == {
+        "market": "intraday",
+        "derivatives": "daily",
+        "sentiment": "daily",
+        "regime": "slow",
+    }
+    lookbacks = {c.name: c.spec.lookback_days for c in desk.controllers}
+    assert lookbacks == {"market": 1, "derivatives": 7, "sentiment": 7, "regime": 30}
+    regime = desk.store.reports("regime", "BTC/USDT", day, day)[-1]
+    assert "medium_volatility -> high_volatility" in regime.content
+
+
+def test_today_report_picks(desk: AnalystDesk) -> None:
+    desk.observe(sent(86_000, funding=0.0001), DAY1_MS)
+    desk.observe(sent(90_000, funding=0.0009), DAY1_MS + 5 * HOUR_MS)
+    day = utc_day(DAY1_MS)
+    assert "90,000" in _by(desk, "market").today_report("BTC/USDT", day).content  # latest
+    assert "funding_pct 0.0100" in _by(desk, "derivatives").today_report("BTC/USDT", day).content
+    # regime: the latest of the week, even from days ago
+    later = utc_day(DAY1_MS + 5 * DAY)
+    assert _by(desk, "regime").today_report("BTC/USDT", later) is not None
+    assert _by(desk, "regime").today_report("BTC/USDT", utc_day(DAY1_MS + 8 * DAY)) is None
+    assert _by(desk, "market").today_report("BTC/USDT", later) is None
+
+
+def test_lookback_windows(desk: AnalystDesk) -> None:
+    for d in range(10):
+        desk.observe(
+            sent(80_000 + d * 500, regime=["low_volatility", "high_volatility"][d % 2]),
+            DAY1_MS + d * DAY,
+        )
+    day = utc_day(DAY1_MS + 9 * DAY)
+    market, derivs, regime = _by(desk, "market"), _by(desk, "derivatives"), _by(desk, "regime")
+    assert {r.day for r in market.lookback("BTC/USDT", day, "pre_open")} == {
+        utc_day(DAY1_MS + 8 * DAY)
+    }
+    assert {r.day for r in market.lookback("BTC/USDT", day, "post_close")} == {day}
+    assert len(derivs.lookback("BTC/USDT", day, "pre_open")) == 7
+    assert day not in {r.day for r in derivs.lookback("BTC/USDT", day, "pre_open")}
+    assert len(regime.lookback("BTC/USDT", day, "post_close")) == 10
+
+
+async def test_memory_summary_session_rule(desk: AnalystDesk) -> None:
+    desk.observe(sent(86_000), DAY1_MS + HOUR_MS)
+    made = await desk.roll(DAY1_MS + DAY + HOUR_MS)  # day 2 opens: day 1 closes, day 2 opens
+    assert {(s.day, s.session) for s in made} == {
+        (utc_day(DAY1_MS), "post_close"),
+        (utc_day(DAY1_MS + DAY), "pre_open"),
+    }
+    assert await desk.roll(DAY1_MS + DAY + 2 * HOUR_MS) == []  # once a day
+    desk.observe(sent(88_000), DAY1_MS + DAY + 2 * HOUR_MS)
+    market = _by(desk, "market")
+    day2 = utc_day(DAY1_MS + DAY)
+    pre = market.memory_summary("BTC/USDT", day2, "pre_open")
+    assert pre.today_report == ""
+    assert pre.summary_pre_open and pre.summary_post_close  # yesterday's close is history
+    await market.summarise("BTC/USDT", day2, "post_close", DAY1_MS + 2 * DAY, None)
+    post = market.memory_summary("BTC/USDT", day2, "post_close")
+    assert "88,000" in post.today_report
+    assert post.summary_pre_open and "88,000" in post.summary_post_close + post.today_report
+    assert post.summary_post_close != pre.summary_post_close  # today's close, not yesterday's
+
+
+def test_store_indexes_and_idempotent_save(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    store = AnalystStore(tmp_path / "analysts.db")
+    report = AnalystReport(
+        report_id=AnalystReport.make_id("market", "BTC/USDT", DAY1_MS),
+        analyst="market",
+        ticker="BTC/USDT",
+        day=utc_day(DAY1_MS),
+        at_ms=DAY1_MS,
+        content="x.",
+        confidence=0.5,
+        timescale="intraday",
+    )
+    assert store.save_report(report) is True
+    assert store.save_report(report) is False
+    store.close()
+    db = sqlite3.connect(tmp_path / "analysts.db")
+    indexes = {
+        row[1]: row[4] for row in db.execute("SELECT * FROM sqlite_master WHERE type='index'")
+    }
+    assert "(analyst, ticker, day, timescale)" in indexes["reports_by_analyst"]
+    assert "(ticker, day, at_ms)" in indexes["reports_by_day"]
+
+
+def test_wrong_analyst_refused(desk: AnalystDesk) -> None:
+    report = AnalystReport(
+        report_id="r-1",
+        analyst="regime",
+        ticker="BTC/USDT",
+        day="2025-03-01",
+        at_ms=DAY1_MS,
+        content="x.",
+        confidence=0.5,
+        timescale="slow",
+    )
+    with pytest.raises(ValueError, match="regime report given to the market"):
+        _by(desk, "market").save_report(report)

@@ -1,0 +1,158 @@
+"""Organisation / project / session tiers and the ContextAssembler that merges them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from core.clock import VirtualClock
+from memory.context import ContextAssembler, InsightItem, merge_values
+from memory.session_store import SessionStore, normalise_name, session_key
+from memory.tiers import (
+    AUTO_ENTRIES_KEPT,
+    MEMORY_READ_LINES,
+    OrganisationPolicy,
+    OrganisationTier,
+    ProjectTier,
+    parse_rule,
+    tighten,
+)
+
+T0 = 1_740_787_200_000
+
+
+def test_merge_order_non_empty_overrides() -> None:
+    merged = merge_values(
+        {"rubric": "org", "notes": "org notes"},
+        {"rubric": "", "notes": "project"},
+        {"notes": "session"},
+    )
+    assert merged == {"rubric": "org", "notes": "session"}
+
+
+def test_organisation_caps_only_tighten(tmp_path: Path) -> None:
+    (tmp_path / "policy.toml").write_text(
+        'max_position_pct = 0.1\nmax_total_exposure_pct = 2.5\nbanned_tickers = ["DOGE/USDT"]\ntext = "No leverage."\n'
+    )
+    (tmp_path / "rubric.md").write_text("Score: clear reason, named signals.")
+    policy = OrganisationTier(tmp_path).load()
+    assert policy is not None and policy.banned_tickers == ("DOGE/USDT",)
+    assert policy.rubric.startswith("Score") and policy.text == "No leverage."
+    caps = tighten({"max_position_pct": 0.2, "max_total_exposure_pct": 1.0}, policy)
+    assert caps == {"max_position_pct": 0.1, "max_total_exposure_pct": 1.0}  # 2.5 never loosens
+    assert tighten({"max_position_pct": 0.2}, OrganisationPolicy()) == {"max_position_pct": 0.2}
+
+
+def test_organisation_cached_until_a_file_changes(tmp_path: Path) -> None:
+    path = tmp_path / "policy.toml"
+    path.write_text("max_position_pct = 0.1\n")
+    tier = OrganisationTier(path)
+    first = tier.load()
+    assert tier.load() is first
+    path.write_text("max_position_pct = 0.05\n")
+    assert tier.load().max_position_pct == 0.05  # type: ignore[union-attr]
+
+
+def test_memory_md_reads_200_lines(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("".join(f"line {i}\n" for i in range(500)))
+    notes = ProjectTier(tmp_path).notes()
+    assert notes.splitlines()[-1] == f"line {MEMORY_READ_LINES - 1}"
+    assert len(notes.splitlines()) == MEMORY_READ_LINES
+
+
+def test_auto_write_back_newest_first_dedup_and_rotation(tmp_path: Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("# MEMORY\n\nA person's line.\n")
+    tier = ProjectTier(tmp_path)
+    for day in range(1, 61):
+        tier.remember(
+            f"2025-03-{day:02d}" if day <= 31 else f"2025-04-{day - 31:02d}",
+            "BTC/USDT",
+            f"entry {day}",
+        )
+    tier.remember("2025-04-29", "BTC/USDT", "replaced")  # same day + ticker: replaces
+    tier.remember("2025-04-29", "ETH/USDT", "other ticker")
+    lines = (tmp_path / "MEMORY.md").read_text().splitlines()
+    auto = [ln for ln in lines if ln.startswith("- [auto ")]
+    assert len(auto) == AUTO_ENTRIES_KEPT
+    assert auto[0] == "- [auto 2025-04-29 ETH/USDT] other ticker"
+    assert auto[1] == "- [auto 2025-04-29 BTC/USDT] replaced"
+    assert not any("entry 60" in ln for ln in auto)
+    assert auto[-1].startswith("- [auto 2025-03-12 ")  # the oldest rotated out
+    assert "A person's line." in lines and lines[0] == "# MEMORY"
+
+
+def test_rules_selected_by_ticker_glob(tmp_path: Path) -> None:
+    rules = tmp_path / "rules"
+    rules.mkdir()
+    (rules / "sol.md").write_text('---\ntickers: ["SOL/*"]\n---\nSOL: half size on weekends.\n')
+    (rules / "all.md").write_text("No trades in the first minute after a funding payment.\n")
+    (rules / "majors.md").write_text('---\ntickers: ["BTC/*", "ETH/USDT"]\n---\nMajors first.\n')
+    tier = ProjectTier(tmp_path)
+    assert [r.name for r in tier.rules_for("SOL/USDT")] == ["all", "sol"]
+    assert [r.name for r in tier.rules_for("ETH/USDT")] == ["all", "majors"]
+    assert parse_rule("x", '---\ntickers: "*"\n---\nbody').tickers == ("*",)
+
+
+def test_key_normalisation() -> None:
+    assert (
+        normalise_name("BTC/USDT")
+        == normalise_name("btc-usdt")
+        == normalise_name("BTCUSDT")
+        == "btc_usdt"
+    )
+    assert session_key("SOL/USDT", "decision") == "ticker:sol_usdt:decision"
+    assert session_key("SOL/USDT", "analysis", "Thesis 1") == "ticker:sol_usdt:analysis:thesis_1"
+    with pytest.raises(ValueError, match="unknown phase"):
+        session_key("SOL/USDT", "lunch")
+
+
+async def test_session_ttl_eviction_and_back_fill(tmp_path: Path) -> None:
+    clock = VirtualClock(epoch_ms=T0)
+    store = SessionStore(tmp_path / "sessions", clock)
+    key = session_key("BTC/USDT", "decision")
+    store.set(key, {"reasoning": "breakout"}, ttl_secs=60)
+    restarted = SessionStore(tmp_path / "sessions", clock)  # a restart: empty L1
+    assert restarted.get(key) == {"reasoning": "breakout"} and restarted.l2_reads == 1
+    assert restarted.get(key) == {"reasoning": "breakout"} and restarted.l2_reads == 1  # L1 now
+    await clock.advance(61)
+    assert restarted.get(key) is None  # expired: evicted from both levels
+    assert not list((tmp_path / "sessions").glob("*.json"))
+
+
+class _Insights:
+    async def top_insights(self, ticker: str, regime: str | None, k: int) -> list[InsightItem]:
+        return [InsightItem(text=f"{ticker} {regime} lesson", score=0.5, created_ms=T0 - 7_200_000)]
+
+
+class _Broken:
+    def load(self) -> None:
+        from memory.tiers import TierError
+
+        raise TierError("share not mounted")
+
+
+async def test_assembler_skips_a_failing_tier_and_marks_stale(tmp_path: Path) -> None:
+    clock = VirtualClock(epoch_ms=T0)
+    session = SessionStore(tmp_path / "sessions", clock)
+    session.set(session_key("BTC/USDT", "decision"), "last: hold")
+    await clock.advance(10)
+    (tmp_path / "MEMORY.md").write_text("# MEMORY\nwatch the weekend.\n")
+    assembler = ContextAssembler(
+        organisation=_Broken(),  # type: ignore[arg-type]
+        project=ProjectTier(tmp_path),
+        session=session,
+        insights=_Insights(),
+        person_notes=lambda: "my note",
+    )
+    ctx = await assembler.assemble(["BTC/USDT"], clock.now_ms(), {"BTC/USDT": "high_volatility"})
+    assert ctx.tiers_loaded == ("project", "session")
+    assert "share not mounted" in ctx.tier_errors["organisation"]
+    assert (
+        ctx.values["notes"].endswith("watch the weekend.")
+        and ctx.values["person_notes"] == "my note"
+    )
+    assert ctx.session == {"ticker:btc_usdt:decision": "last: hold"}
+    assert ctx.insights[0].text == "BTC/USDT high_volatility lesson"
+    assert ctx.freshness["insights"].stale and ctx.stale == ["insights"]
+    assert not ctx.freshness["session:ticker:btc_usdt:decision"].stale

@@ -1,0 +1,141 @@
+"""The routine with the decision context wired: prompt info in the journal line, write-back after."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from test_decision_routine import TICKERS, FakeBroker, FakeGate, FakeStore, _snapshot
+
+from agent.decision import AgentDecision, TradeDecision
+from agent.decision_context import DecisionContext
+from agent.prompt_assembly import AssembledPrompt, PromptAssembler
+from agent.risk import RiskConfig, RiskContext
+from agent.routine import DecisionRoutine
+from agent.snapshot import MarketSnapshot, TickerSnapshot
+from broker.port import Action
+from core.bus import EventBus
+from core.clock import VirtualClock
+from memory.context import ContextAssembler
+from memory.session_store import SessionStore, session_key
+from memory.tiers import ProjectTier
+
+
+class PromptDecider:
+    def __init__(self, answers: list[AgentDecision]) -> None:
+        self.answers = answers
+        self.prompts: list[AssembledPrompt | None] = []
+
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
+        self.prompts.append(prompt)
+        return self.answers.pop(0)
+
+
+def _answer(action: Action, pct: float = 0.0) -> AgentDecision:
+    return AgentDecision(
+        decisions=(
+            TradeDecision(
+                ticker="BTC/USDT",
+                action=action,
+                position_pct=pct,
+                reasoning="Breakout with funding flat.",
+            ),
+        ),
+        decided_by="claude",
+    )
+
+
+def _routine(
+    clock: VirtualClock, decider: PromptDecider, context: Any, journal: list[Mapping[str, Any]]
+) -> DecisionRoutine:
+    async def build(reasons: Sequence[str], *, decision_id: str = "") -> MarketSnapshot:
+        view = TickerSnapshot(
+            price=90_000.0,
+            change_1h_pct=None,
+            return_4h_pct=None,
+            return_24h_pct=None,
+            volume_24h=None,
+            volume_ratio=None,
+            return_zscore=None,
+        )
+        return _snapshot(reasons, clock.now_ms()).model_copy(update={"tickers": {"BTC/USDT": view}})
+
+    class _J:
+        def append(self, record: Mapping[str, Any]) -> None:
+            journal.append(record)
+
+        async def append_async(self, record: Mapping[str, Any]) -> None:
+            journal.append(record)
+
+    return DecisionRoutine(
+        clock,
+        EventBus(),
+        build_snapshot=build,
+        decider=decider,
+        risk_context=lambda _s: RiskContext(
+            whitelist=TICKERS,
+            portfolio_value_usd=10_000.0,
+            cash_usd=10_000.0,
+            prices={"BTC/USDT": 90_000.0},
+        ),
+        risk_config=RiskConfig(),
+        broker=FakeBroker(),
+        gate=FakeGate(),
+        journal=_J(),
+        store=FakeStore(),
+        context=context,
+    )
+
+
+async def test_prompt_in_journal_and_write_back(tmp_path: Path) -> None:
+    clock = VirtualClock(epoch_ms=1_735_689_600_000)
+    session = SessionStore(tmp_path / "sessions", clock)
+    project = ProjectTier(tmp_path)
+    (tmp_path / "MEMORY.md").write_text("# MEMORY\nKeep BTC small on Mondays.\n")
+    context = DecisionContext(
+        PromptAssembler(ContextAssembler(project=project, session=session)),
+        session=session,
+        project=project,
+    )
+    decider = PromptDecider([_answer(Action.BUY, 0.1), _answer(Action.SELL)])
+    journal: list[Mapping[str, Any]] = []
+    routine = _routine(clock, decider, context, journal)
+    await routine.decide_once(["agent_timer"])
+    line = journal[-1]
+    assert line["prompt"]["hash"] == decider.prompts[0].info.hash  # type: ignore[union-attr]
+    assert line["prompt"]["context_chars"] <= 6000
+    assert line["prompt"]["tiers_loaded"] == ["project", "session"]
+    assert "Keep BTC small" in decider.prompts[0].texts["memory"]  # type: ignore[union-attr]
+    thesis = session_key("BTC/USDT", "analysis", "thesis")
+    assert session.get(thesis) == "Breakout with funding flat."
+    assert (
+        "- [auto 2025-01-01 BTC/USDT] BUY 10% by claude: Breakout"
+        in (tmp_path / "MEMORY.md").read_text()
+    )
+    await clock.advance(60)
+    await routine.decide_once(["agent_timer"])
+    assert "ticker:btc_usdt:analysis:thesis" in decider.prompts[1].texts["session"]  # type: ignore[union-attr]
+    assert session.get(thesis) is None  # sold: the thesis is gone
+    assert session.get(session_key("BTC/USDT", "decision"))["action"] == "SELL"
+
+
+class _Failing:
+    async def prepare(self, snapshot: MarketSnapshot) -> AssembledPrompt:
+        raise OSError("disk gone")
+
+    def after(self, decision: AgentDecision, at_ms: int) -> None:
+        raise OSError("disk gone")
+
+
+async def test_failing_context_never_fails_the_decision() -> None:
+    clock = VirtualClock(epoch_ms=1_735_689_600_000)
+    decider = PromptDecider([_answer(Action.HOLD)])
+    journal: list[Mapping[str, Any]] = []
+    await _routine(clock, decider, _Failing(), journal).decide_once(["agent_timer"])
+    line = journal[-1]
+    assert "error" not in line and line["decided_by"] == "claude"
+    assert line["context_error"] == "OSError: disk gone" and "prompt" not in line
+    assert decider.prompts == [None]
