@@ -80,7 +80,7 @@ class DecisionRoutine:
         decider: Decider,
         agent_status: Callable[[], Mapping[str, Any]] | None = None,
         risk_context: RiskContextSource,
-        risk_config: RiskConfig,
+        risk_config: RiskConfig | Callable[[], RiskConfig],
         broker: Broker,
         gate: GateUpdater,
         journal: Journal,
@@ -207,9 +207,8 @@ class DecisionRoutine:
         if self._agent_status is not None:
             record["agent"] = dict(self._agent_status())  # breaker, budget, running totals
 
-        outcome = apply_risk_caps(
-            decision, self._risk_context(snapshot), self._risk_config, decision_id
-        )
+        caps = self._risk_config() if callable(self._risk_config) else self._risk_config
+        outcome = apply_risk_caps(decision, self._risk_context(snapshot), caps, decision_id)
         record["accepted"] = [i.model_dump(mode="json") for i in outcome.intents]
         record["cap_changes"] = [c.model_dump(mode="json") for c in outcome.changes]
         # a SELL means out: a BUY limit of that ticker left resting would buy back in later

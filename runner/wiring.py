@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from agent.decision_context import DecisionContext
+from agent.org_caps import OrganisationCaps
 from agent.risk import RiskConfig, risk_context
 from agent.routine import DecisionRoutine
 from agent.snapshot_builder import SnapshotBuilder
@@ -39,6 +40,7 @@ from market.features import FeatureTracker
 from market.history import CcxtCandleBackfill, OhlcvHistory, with_newer_closes
 from market.listener import MarketListener
 from market.ports import CandleBackfill, TickSource
+from memory.tiers import OrganisationTier
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker, Offload
@@ -280,16 +282,18 @@ def _routine(
     trading: TradingSwitch,
     context: DecisionContext | None,
 ) -> DecisionRoutine:
-    """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state."""
+    """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state. The caps are
+    this instance's, tightened at every decision by the organisation's policy when one is set."""
     tickers = settings.market.tickers
+    org = OrganisationCaps(OrganisationTier(settings.context.organisation_path), RiskConfig())
     return DecisionRoutine(
         clock,
         bus,
         build_snapshot=snapshots.build,
         decider=agents.decider,
         agent_status=agents.decider.status,
-        risk_context=lambda snapshot: risk_context(snapshot, tickers),
-        risk_config=RiskConfig(),
+        risk_context=lambda snapshot: risk_context(snapshot, org.whitelist(tickers)),
+        risk_config=org.config,
         broker=broker,
         gate=gate,
         journal=journal,
