@@ -6,6 +6,8 @@ way the market data does.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import Usage
@@ -15,14 +17,20 @@ DAY_MS = 86_400_000
 
 
 class AgentPricing(BaseModel):
-    """USD per million tokens (defaults: Claude Sonnet 4.5 list prices, 5-minute cache writes)."""
+    """USD per million tokens of one model (defaults: Claude Sonnet 4.5 list prices). Cache writes
+    cost 1.25x input for the 5-minute TTL and 2x for the 1-hour one; cache reads 0.1x."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     input_per_mtok_usd: float = Field(3.0, ge=0.0)
     output_per_mtok_usd: float = Field(15.0, ge=0.0)
     cache_write_per_mtok_usd: float = Field(3.75, ge=0.0)
+    cache_write_1h_per_mtok_usd: float = Field(6.0, ge=0.0)
     cache_read_per_mtok_usd: float = Field(0.30, ge=0.0)
+
+    def for_model(self, _model: str) -> AgentPricing:
+        """One price for every model (a ``PriceSource``)."""
+        return self
 
     def cost_usd(
         self,
@@ -30,12 +38,16 @@ class AgentPricing(BaseModel):
         output_tokens: int,
         cache_creation_input_tokens: int = 0,
         cache_read_input_tokens: int = 0,
+        cache_creation_1h_input_tokens: int = 0,
     ) -> float:
-        # input_tokens excludes the cached parts: the API reports the three input kinds separately
+        # input_tokens excludes the cached parts: the API reports the three input kinds separately;
+        # cache_creation_input_tokens includes the 1-hour writes, billed at their own price
+        one_hour = min(cache_creation_1h_input_tokens, cache_creation_input_tokens)
         return (
             input_tokens * self.input_per_mtok_usd
             + output_tokens * self.output_per_mtok_usd
-            + cache_creation_input_tokens * self.cache_write_per_mtok_usd
+            + (cache_creation_input_tokens - one_hour) * self.cache_write_per_mtok_usd
+            + one_hour * self.cache_write_1h_per_mtok_usd
             + cache_read_input_tokens * self.cache_read_per_mtok_usd
         ) / 1_000_000
 
@@ -45,6 +57,8 @@ class AgentPricing(BaseModel):
         output_tokens: int,
         cache_creation_input_tokens: int = 0,
         cache_read_input_tokens: int = 0,
+        cache_creation_1h_input_tokens: int = 0,
+        model: str | None = None,
     ) -> Usage:
         return Usage(
             input_tokens=input_tokens,
@@ -52,9 +66,59 @@ class AgentPricing(BaseModel):
             cache_creation_input_tokens=cache_creation_input_tokens,
             cache_read_input_tokens=cache_read_input_tokens,
             cost_usd=self.cost_usd(
-                input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens
+                input_tokens,
+                output_tokens,
+                cache_creation_input_tokens,
+                cache_read_input_tokens,
+                cache_creation_1h_input_tokens,
             ),
+            model=model,
         )
+
+
+class PriceSource(Protocol):
+    """Prices by model: ``AgentPricing`` (one price) or ``AgentConfig`` (its table)."""
+
+    def for_model(self, model: str) -> AgentPricing: ...
+
+
+#: the date the default price table was read from Anthropic's pricing page
+PRICES_AS_OF = "2025-11-24"
+_SONNET = AgentPricing()
+DEFAULT_MODEL_PRICES: dict[str, AgentPricing] = {
+    "claude-haiku-4-5": AgentPricing(
+        input_per_mtok_usd=1.0,
+        output_per_mtok_usd=5.0,
+        cache_write_per_mtok_usd=1.25,
+        cache_write_1h_per_mtok_usd=2.0,
+        cache_read_per_mtok_usd=0.10,
+    ),
+    "claude-sonnet-4-5": _SONNET,
+    "claude-sonnet-4-6": _SONNET,
+    "claude-opus-4-5": AgentPricing(
+        input_per_mtok_usd=5.0,
+        output_per_mtok_usd=25.0,
+        cache_write_per_mtok_usd=6.25,
+        cache_write_1h_per_mtok_usd=10.0,
+        cache_read_per_mtok_usd=0.50,
+    ),
+}
+
+
+class PriceTable(BaseModel):
+    """List prices per model id, dated. ``[agent.prices.models."<model>"]`` overrides one; a model
+    id with a date suffix (``claude-haiku-4-5-20251001``) takes its family's price."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    as_of: str = PRICES_AS_OF
+    models: dict[str, AgentPricing] = Field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
+
+    def find(self, model: str) -> AgentPricing | None:
+        if model in self.models:
+            return self.models[model]
+        family = max((m for m in self.models if model.startswith(m + "-")), key=len, default=None)
+        return None if family is None else self.models[family]
 
 
 #: far above any real call (the largest context window is 1M tokens): a count past it is a fault
@@ -87,7 +151,9 @@ def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
         return b
     if b is None:
         return a
+    models = [m for m in (a.model or "").split("+") + (b.model or "").split("+") if m]
     return Usage(
+        model="+".join(dict.fromkeys(models)) or None,
         input_tokens=a.input_tokens + b.input_tokens,
         output_tokens=a.output_tokens + b.output_tokens,
         cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.budget import AgentPricing
+from agent.budget import AgentPricing, PriceTable
 
 
 class _Section(BaseModel):
@@ -18,9 +18,14 @@ class AgentConfig(_Section):
     max_tokens: int = Field(2048, ge=256, le=64_000)
     timeout_secs: float = Field(60.0, gt=0)
     base_url: str | None = None  # e.g. a proxy; the SDK's default when unset
-    pricing: AgentPricing = AgentPricing()  # USD per million tokens
+    pricing: AgentPricing = AgentPricing()  # USD per million tokens, a model not in `prices`
+    prices: PriceTable = PriceTable()  # list prices per model, dated
     daily_budget_usd: float | None = Field(None, gt=0)  # spent -> fallback until the next UTC day
     max_attempts: int = Field(2, ge=1, le=5)  # per decision, our own retry (the SDK's is off)
     retry_after_cap_secs: float = Field(10.0, ge=0)  # a longer retry-after fails over at once
     breaker_failures: int = Field(3, ge=1)  # consecutive failed decisions that open the breaker
     breaker_open_secs: float = Field(900.0, gt=0)  # then one trial call
+
+    def for_model(self, model: str) -> AgentPricing:
+        """The price of ``model``: the price table's, else ``pricing``."""
+        return self.prices.find(model) or self.pricing

@@ -49,6 +49,8 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = Field(0, ge=0)
     cache_read_input_tokens: int = Field(0, ge=0)
     cost_usd: float = Field(0.0, ge=0.0)
+    #: the model billed (several joined by "+" when a decision asked more than one)
+    model: str | None = None
 
 
 class AgentDecision(BaseModel):

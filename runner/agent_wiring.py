@@ -83,7 +83,7 @@ def build_agents(
         client = ClaudeClient(
             build_anthropic_client(config, key.get_secret_value()),
             clock,
-            config.pricing,
+            config,
             policy,
             credentials=Credentials(
                 read_key=anthropic_key_reader(key.get_secret_value()),
