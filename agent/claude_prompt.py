@@ -74,13 +74,16 @@ def _cached_system(text: str) -> list[dict[str, Any]]:
     return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
 
 
-def render_request(config: AgentConfig, snapshot: MarketSnapshot) -> dict[str, Any]:
-    """The exact keyword arguments for ``messages.create`` for this snapshot."""
+def render_request(
+    config: AgentConfig, snapshot: MarketSnapshot, model: str | None = None
+) -> dict[str, Any]:
+    """The exact keyword arguments for ``messages.create`` for this snapshot (``model``: the
+    tier's choice, default ``config.model``)."""
     sent = snapshot.as_sent()
     notes = sent.pop("agent_memory", "") or ""
     body = sent_json_bytes(sent).decode()
     return {
-        "model": config.model,
+        "model": model or config.model,
         "max_tokens": config.max_tokens,
         "system": _cached_system(DECISION_SYSTEM_PROMPT),
         "messages": [
@@ -138,7 +141,7 @@ def render_review_request(
         dict(context), option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str
     ).decode()
     return {
-        "model": config.model,
+        "model": config.tiers.routine_model or config.model,  # a review is a routine call
         "max_tokens": min(config.max_tokens, max_tokens),
         "system": _cached_system(REVIEW_SYSTEM_PROMPT),
         "messages": [

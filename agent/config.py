@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.budget import AgentPricing, PriceTable
+from agent.materiality import DeltaConfig
+from agent.tiers import TierConfig
 
 
 class _Section(BaseModel):
@@ -25,6 +27,8 @@ class AgentConfig(_Section):
     retry_after_cap_secs: float = Field(10.0, ge=0)  # a longer retry-after fails over at once
     breaker_failures: int = Field(3, ge=1)  # consecutive failed decisions that open the breaker
     breaker_open_secs: float = Field(900.0, gt=0)  # then one trial call
+    tiers: TierConfig = TierConfig()  # a cheaper model for routine passes and reviews
+    delta: DeltaConfig = DeltaConfig()  # routine passes without a material change: no call
 
     def for_model(self, model: str) -> AgentPricing:
         """The price of ``model``: the price table's, else ``pricing``."""

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from broker.port import Action
 
-DecidedBy = Literal["claude", "fallback"]
+#: "unchanged": delta gating decided without a call (agent.materiality)
+DecidedBy = Literal["claude", "fallback", "unchanged"]
 
 
 class TradeDecision(BaseModel):
