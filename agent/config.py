@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.budget import AgentPricing, PriceTable
@@ -28,6 +30,8 @@ class AgentConfig(_Section):
     breaker_failures: int = Field(3, ge=1)  # consecutive failed decisions that open the breaker
     breaker_open_secs: float = Field(900.0, gt=0)  # then one trial call
     tiers: TierConfig = TierConfig()  # a cheaper model for routine passes and reviews
+    prompt_cache_ttl: Literal["5m", "1h"] = "1h"  # the system prompt's cache entry
+    compact_snapshot: bool = True  # fewer digits, no explained nulls (the journal keeps all)
     delta: DeltaConfig = DeltaConfig()  # routine passes without a material change: no call
 
     def for_model(self, model: str) -> AgentPricing:

@@ -111,7 +111,9 @@ def print_summary(summary: CostSummary, settings: Settings) -> None:
     for row in summary.by_model:
         print(_row(row, summary))
     print(_row(summary.total, summary))
-    print(f"  prices (USD per MTok, as of {agent.prices.as_of}; in / out / 5m write / 1h write / read):")
+    print(
+        f"  prices (USD per MTok, as of {agent.prices.as_of}; in / out / 5m write / 1h write / read):"
+    )
     for name, price in sorted(agent.prices.models.items()):
         t = summary.total
         repriced = price.cost_usd(
@@ -170,9 +172,11 @@ def main(argv: Sequence[str] = ()) -> None:
         flush=True,
     )
     with ExitStack() as cleanup:
-        out_dir = args.out or Path(
-            cleanup.enter_context(tempfile.TemporaryDirectory(prefix="bench_cost_"))
-        ) / "run"
+        out_dir = (
+            args.out
+            or Path(cleanup.enter_context(tempfile.TemporaryDirectory(prefix="bench_cost_")))
+            / "run"
+        )
         options = ReplayOptions(
             start_ms=_day_ms(args.start),
             end_ms=_day_ms(args.start + timedelta(days=args.days)),

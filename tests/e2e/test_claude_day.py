@@ -289,7 +289,7 @@ def _check_requests(requests: list[RecordedRequest]) -> None:
         # this SDK sends the key as a bearer token; older ones used x-api-key
         sent = req.headers.get("x-api-key") or req.headers["authorization"].removeprefix("Bearer ")
         assert sent == API_KEY
-        assert req.body["system"][0]["cache_control"] == {"type": "ephemeral"}
+        assert req.body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
         assert API_KEY not in orjson.dumps(req.body).decode()
 
 

@@ -112,7 +112,7 @@ async def test_request_carries_key_header_cached_system_schema_and_no_sdk_retrie
     assert request.headers["x-stainless-retry-count"] == "0"
     body = request.body
     assert body["model"] == MODEL
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert body["output_config"]["format"]["type"] == "json_schema"
     assert "decisions" in body["output_config"]["format"]["schema"]["properties"]
     assert API_KEY not in orjson.dumps(body).decode()

@@ -70,7 +70,7 @@ async def test_verdicts_are_validated_per_position(
         ("SOL/USDT", ReviewAction.EXIT, "claude")
     ]
     body = api.requests[0].body
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "<positions>" in body["messages"][0]["content"]
     assert claude.ledger.totals().calls == 1
 
