@@ -6,6 +6,7 @@ way the market data does.
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -167,16 +168,56 @@ def utc_day(at_ms: int) -> int:
     return at_ms // DAY_MS
 
 
-class DailyBudget:
-    """Spending per UTC day against ``limit_usd`` (None: unlimited)."""
+def days_left_in_month(at_ms: int) -> int:
+    """Days from ``at_ms``'s UTC day to the end of its month, that day included."""
+    day = datetime.fromtimestamp(at_ms / 1000, UTC).date()
+    first_of_next = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+    return (first_of_next - day).days
 
-    def __init__(self, clock: Clock, limit_usd: float | None) -> None:
+
+def _month(at_ms: int) -> tuple[int, int]:
+    day = datetime.fromtimestamp(at_ms / 1000, UTC)
+    return day.year, day.month
+
+
+class DailyBudget:
+    """Spending per UTC day against a limit (None: unlimited).
+
+    ``monthly_usd`` set (``daily_budget_usd = "auto"``): each day's limit is what is left of the
+    month's cap divided over the days left in the month, today included, fixed at the day's
+    start; so a cheap day leaves more for the next ones. The month's spending counts from the
+    daemon's start (``spent_this_month_usd`` seeds what was spent before it)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        limit_usd: float | None,
+        *,
+        monthly_usd: float | None = None,
+        spent_this_month_usd: float = 0.0,
+    ) -> None:
         if limit_usd is not None and limit_usd < 0:
             raise ValueError(f"limit_usd must be >= 0, got {limit_usd}")
         self._clock = clock
-        self.limit_usd = limit_usd
-        self._day = utc_day(clock.now_ms())
+        self._fixed_limit_usd = limit_usd
+        self.monthly_usd = monthly_usd
+        now = clock.now_ms()
+        self._day = utc_day(now)
+        self._month = _month(now)
         self._spent_usd = 0.0
+        self._month_before_today_usd = spent_this_month_usd
+        self._limit_usd = self._today_limit(now)
+
+    def _today_limit(self, now_ms: int) -> float | None:
+        if self.monthly_usd is None:
+            return self._fixed_limit_usd
+        left = max(0.0, self.monthly_usd - self._month_before_today_usd)
+        return left / days_left_in_month(now_ms)
+
+    @property
+    def limit_usd(self) -> float | None:
+        self._roll()
+        return self._limit_usd
 
     @property
     def spent_today_usd(self) -> float:
@@ -184,7 +225,8 @@ class DailyBudget:
         return self._spent_usd
 
     def exhausted(self) -> bool:
-        return self.limit_usd is not None and self.spent_today_usd >= self.limit_usd
+        limit = self.limit_usd
+        return limit is not None and self.spent_today_usd >= limit
 
     def resets_at_ms(self) -> int:
         """The next 00:00 UTC."""
@@ -197,10 +239,17 @@ class DailyBudget:
         self._spent_usd += cost_usd
 
     def _roll(self) -> None:
-        today = utc_day(self._clock.now_ms())
-        if today != self._day:
-            self._day = today
-            self._spent_usd = 0.0
+        now = self._clock.now_ms()
+        today = utc_day(now)
+        if today == self._day:
+            return
+        month = _month(now)
+        self._month_before_today_usd = (
+            self._month_before_today_usd + self._spent_usd if month == self._month else 0.0
+        )
+        self._day, self._month = today, month
+        self._spent_usd = 0.0
+        self._limit_usd = self._today_limit(now)
 
 
 class UsageTotals(BaseModel):
