@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from report.metrics import MS_PER_DAY
 
@@ -22,7 +22,7 @@ LAYER_ORDER: Final = ("wake", "anomaly", "watchdog", "agent_timer", "candle_clos
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="ignore")  # report.json holds computed fields
 
 
 class CostRow(_Frozen):
@@ -37,10 +37,12 @@ class CostRow(_Frozen):
     output_tokens: int
     cost_usd: float
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def all_input_tokens(self) -> int:
         return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def cache_share(self) -> float | None:
         total = self.all_input_tokens
