@@ -49,7 +49,7 @@ MEASURED_RATE = GateRate(
 )
 MEASURED_UNCHANGED_SHARE = 0.75  # 71.6 of 96.0 routine passes a day
 MEASURED_ESCALATED_SHARE = 0.02  # 0.5 of 24.5 routine calls a day
-SNAPSHOT_TOKENS_PER_TICKER = 380  # 1,143 uncached input tokens a call, 3 tickers
+SNAPSHOT_TOKENS_PER_TICKER = 430  # 1,296 uncached input tokens a call, 3 tickers
 OUTPUT_TOKENS_PER_CALL = 385
 REVIEW_TOKENS = (463, 40)  # input (system + positions + context), output
 
