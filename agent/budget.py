@@ -6,6 +6,9 @@ way the market data does.
 
 from __future__ import annotations
 
+from datetime import UTC, date, datetime
+from typing import Protocol
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import Usage
@@ -15,14 +18,20 @@ DAY_MS = 86_400_000
 
 
 class AgentPricing(BaseModel):
-    """USD per million tokens (defaults: Claude Sonnet 4.5 list prices, 5-minute cache writes)."""
+    """USD per million tokens of one model (defaults: Claude Sonnet 4.5 list prices). Cache writes
+    cost 1.25x input for the 5-minute TTL and 2x for the 1-hour one; cache reads 0.1x."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     input_per_mtok_usd: float = Field(3.0, ge=0.0)
     output_per_mtok_usd: float = Field(15.0, ge=0.0)
     cache_write_per_mtok_usd: float = Field(3.75, ge=0.0)
+    cache_write_1h_per_mtok_usd: float = Field(6.0, ge=0.0)
     cache_read_per_mtok_usd: float = Field(0.30, ge=0.0)
+
+    def for_model(self, _model: str) -> AgentPricing:
+        """One price for every model (a ``PriceSource``)."""
+        return self
 
     def cost_usd(
         self,
@@ -30,12 +39,16 @@ class AgentPricing(BaseModel):
         output_tokens: int,
         cache_creation_input_tokens: int = 0,
         cache_read_input_tokens: int = 0,
+        cache_creation_1h_input_tokens: int = 0,
     ) -> float:
-        # input_tokens excludes the cached parts: the API reports the three input kinds separately
+        # input_tokens excludes the cached parts: the API reports the three input kinds separately;
+        # cache_creation_input_tokens includes the 1-hour writes, billed at their own price
+        one_hour = min(cache_creation_1h_input_tokens, cache_creation_input_tokens)
         return (
             input_tokens * self.input_per_mtok_usd
             + output_tokens * self.output_per_mtok_usd
-            + cache_creation_input_tokens * self.cache_write_per_mtok_usd
+            + (cache_creation_input_tokens - one_hour) * self.cache_write_per_mtok_usd
+            + one_hour * self.cache_write_1h_per_mtok_usd
             + cache_read_input_tokens * self.cache_read_per_mtok_usd
         ) / 1_000_000
 
@@ -45,6 +58,8 @@ class AgentPricing(BaseModel):
         output_tokens: int,
         cache_creation_input_tokens: int = 0,
         cache_read_input_tokens: int = 0,
+        cache_creation_1h_input_tokens: int = 0,
+        model: str | None = None,
     ) -> Usage:
         return Usage(
             input_tokens=input_tokens,
@@ -52,9 +67,59 @@ class AgentPricing(BaseModel):
             cache_creation_input_tokens=cache_creation_input_tokens,
             cache_read_input_tokens=cache_read_input_tokens,
             cost_usd=self.cost_usd(
-                input_tokens, output_tokens, cache_creation_input_tokens, cache_read_input_tokens
+                input_tokens,
+                output_tokens,
+                cache_creation_input_tokens,
+                cache_read_input_tokens,
+                cache_creation_1h_input_tokens,
             ),
+            model=model,
         )
+
+
+class PriceSource(Protocol):
+    """Prices by model: ``AgentPricing`` (one price) or ``AgentConfig`` (its table)."""
+
+    def for_model(self, model: str) -> AgentPricing: ...
+
+
+#: the date the default price table was read from Anthropic's pricing page
+PRICES_AS_OF = "2025-11-24"
+_SONNET = AgentPricing()
+DEFAULT_MODEL_PRICES: dict[str, AgentPricing] = {
+    "claude-haiku-4-5": AgentPricing(
+        input_per_mtok_usd=1.0,
+        output_per_mtok_usd=5.0,
+        cache_write_per_mtok_usd=1.25,
+        cache_write_1h_per_mtok_usd=2.0,
+        cache_read_per_mtok_usd=0.10,
+    ),
+    "claude-sonnet-4-5": _SONNET,
+    "claude-sonnet-4-6": _SONNET,
+    "claude-opus-4-5": AgentPricing(
+        input_per_mtok_usd=5.0,
+        output_per_mtok_usd=25.0,
+        cache_write_per_mtok_usd=6.25,
+        cache_write_1h_per_mtok_usd=10.0,
+        cache_read_per_mtok_usd=0.50,
+    ),
+}
+
+
+class PriceTable(BaseModel):
+    """List prices per model id, dated. ``[agent.prices.models."<model>"]`` overrides one; a model
+    id with a date suffix (``claude-haiku-4-5-20251001``) takes its family's price."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    as_of: str = PRICES_AS_OF
+    models: dict[str, AgentPricing] = Field(default_factory=lambda: dict(DEFAULT_MODEL_PRICES))
+
+    def find(self, model: str) -> AgentPricing | None:
+        if model in self.models:
+            return self.models[model]
+        family = max((m for m in self.models if model.startswith(m + "-")), key=len, default=None)
+        return None if family is None else self.models[family]
 
 
 #: far above any real call (the largest context window is 1M tokens): a count past it is a fault
@@ -87,7 +152,9 @@ def add_usage(a: Usage | None, b: Usage | None) -> Usage | None:
         return b
     if b is None:
         return a
+    models = [m for m in (a.model or "").split("+") + (b.model or "").split("+") if m]
     return Usage(
+        model="+".join(dict.fromkeys(models)) or None,
         input_tokens=a.input_tokens + b.input_tokens,
         output_tokens=a.output_tokens + b.output_tokens,
         cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
@@ -101,16 +168,56 @@ def utc_day(at_ms: int) -> int:
     return at_ms // DAY_MS
 
 
-class DailyBudget:
-    """Spending per UTC day against ``limit_usd`` (None: unlimited)."""
+def days_left_in_month(at_ms: int) -> int:
+    """Days from ``at_ms``'s UTC day to the end of its month, that day included."""
+    day = datetime.fromtimestamp(at_ms / 1000, UTC).date()
+    first_of_next = date(day.year + day.month // 12, day.month % 12 + 1, 1)
+    return (first_of_next - day).days
 
-    def __init__(self, clock: Clock, limit_usd: float | None) -> None:
+
+def _month(at_ms: int) -> tuple[int, int]:
+    day = datetime.fromtimestamp(at_ms / 1000, UTC)
+    return day.year, day.month
+
+
+class DailyBudget:
+    """Spending per UTC day against a limit (None: unlimited).
+
+    ``monthly_usd`` set (``daily_budget_usd = "auto"``): each day's limit is what is left of the
+    month's cap divided over the days left in the month, today included, fixed at the day's
+    start; so a cheap day leaves more for the next ones. The month's spending counts from the
+    daemon's start (``spent_this_month_usd`` seeds what was spent before it)."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        limit_usd: float | None,
+        *,
+        monthly_usd: float | None = None,
+        spent_this_month_usd: float = 0.0,
+    ) -> None:
         if limit_usd is not None and limit_usd < 0:
             raise ValueError(f"limit_usd must be >= 0, got {limit_usd}")
         self._clock = clock
-        self.limit_usd = limit_usd
-        self._day = utc_day(clock.now_ms())
+        self._fixed_limit_usd = limit_usd
+        self.monthly_usd = monthly_usd
+        now = clock.now_ms()
+        self._day = utc_day(now)
+        self._month = _month(now)
         self._spent_usd = 0.0
+        self._month_before_today_usd = spent_this_month_usd
+        self._limit_usd = self._today_limit(now)
+
+    def _today_limit(self, now_ms: int) -> float | None:
+        if self.monthly_usd is None:
+            return self._fixed_limit_usd
+        left = max(0.0, self.monthly_usd - self._month_before_today_usd)
+        return left / days_left_in_month(now_ms)
+
+    @property
+    def limit_usd(self) -> float | None:
+        self._roll()
+        return self._limit_usd
 
     @property
     def spent_today_usd(self) -> float:
@@ -118,7 +225,8 @@ class DailyBudget:
         return self._spent_usd
 
     def exhausted(self) -> bool:
-        return self.limit_usd is not None and self.spent_today_usd >= self.limit_usd
+        limit = self.limit_usd
+        return limit is not None and self.spent_today_usd >= limit
 
     def resets_at_ms(self) -> int:
         """The next 00:00 UTC."""
@@ -131,10 +239,17 @@ class DailyBudget:
         self._spent_usd += cost_usd
 
     def _roll(self) -> None:
-        today = utc_day(self._clock.now_ms())
-        if today != self._day:
-            self._day = today
-            self._spent_usd = 0.0
+        now = self._clock.now_ms()
+        today = utc_day(now)
+        if today == self._day:
+            return
+        month = _month(now)
+        self._month_before_today_usd = (
+            self._month_before_today_usd + self._spent_usd if month == self._month else 0.0
+        )
+        self._day, self._month = today, month
+        self._spent_usd = 0.0
+        self._limit_usd = self._today_limit(now)
 
 
 class UsageTotals(BaseModel):

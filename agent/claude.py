@@ -25,8 +25,10 @@ from agent.claude_schema import Note, convert_answer, parse_answer_json
 from agent.config import AgentConfig
 from agent.decision import AgentDecision, Usage
 from agent.fallback_decider import FallbackDecider
+from agent.materiality import DeltaGate
 from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot
+from agent.tiers import choose_model, opens_position
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
@@ -115,6 +117,7 @@ class ClaudeDecider:
         self.breaker = breaker
         self.ledger = ledger
         self._bus = bus
+        self.delta = DeltaGate(config.delta)
         if client is None:
             log.warning("no ANTHROPIC_API_KEY: Claude is disabled, the fallback pipeline decides")
 
@@ -137,6 +140,7 @@ class ClaudeDecider:
             ],
             "budget_limit_usd": budget.limit_usd,
             "budget_exhausted": budget.exhausted(),
+            "unchanged_decisions": self.delta.skipped,
             **self.totals().model_dump(),
         }
 
@@ -152,6 +156,11 @@ class ClaudeDecider:
     async def decide(
         self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
     ) -> AgentDecision:
+        sent = snapshot.as_sent()
+        if self._client is not None:  # the fallback is free: delta gating spares calls only
+            unchanged = self.delta.unchanged(sent)
+            if unchanged is not None:
+                return unchanged
         blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
         if blocked is not None or self._client is None:
             return self._fallback.decide_now(snapshot, blocked or NO_API_KEY)
@@ -161,33 +170,51 @@ class ClaudeDecider:
         def parse(text: str) -> tuple[AgentDecision, list[Note]]:
             return convert_answer(parse_answer_json(text), prices=prices)
 
+        # the tier shows in the usage's model ("haiku+sonnet": an entry asked again)
+        model, _why = choose_model(self._config.model, self._config.tiers, snapshot)
+        attempts: list[Attempt] = []
         with self.breaker.guard():  # every way out of the call gives the breaker a verdict
             try:
                 if trial:  # a key rotated while the breaker was open must not keep Claude off
                     await self._client.refresh_credentials()
-                request = (
-                    render_request(self._config, snapshot)
-                    if prompt is None
-                    else prompt.request(self._config)
-                )
-                result = await self._client.call(request, parse)
+
+                def request(model: str) -> dict[str, Any]:
+                    if prompt is None:
+                        return render_request(self._config, snapshot, model)
+                    return prompt.request(self._config, model)
+
+                result = await self._client.call(request(model), parse)
+                attempts.extend(result.attempts)
+                if self._escalate(model, result.value[0], snapshot):
+                    model = self._config.model
+                    result = await self._client.call(request(model), parse)
+                    attempts.extend(result.attempts)
             except CallFailed as failure:
-                return self._failed(snapshot, failure.attempts)
+                return self._failed(snapshot, [*attempts, *failure.attempts])
             except Exception as exc:  # a bug or an SDK surprise must still end in a decision
                 log.exception("claude decider: unexpected error")
                 attempt = Attempt(
                     attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:500]
                 )
-                return self._failed(snapshot, [attempt])
+                return self._failed(snapshot, [*attempts, attempt])
             self.breaker.record_success()
-        usage = self.ledger.record(result.attempts, failed=False)
+        usage = self.ledger.record(attempts, failed=False)
         decision, notes = redact_decision(*result.value, self._redactor)
+        self.delta.answered(sent, decision)
         return decision.model_copy(
             update={
                 "decider_reason": "answered (breaker trial)" if trial else "answered",
                 "usage": usage,
-                "attempts": _journal_attempts(result.attempts, notes),
+                "attempts": _journal_attempts(attempts, notes),
             }
+        )
+
+    def _escalate(self, model: str, decision: AgentDecision, snapshot: MarketSnapshot) -> bool:
+        tiers = self._config.tiers
+        return (
+            tiers.escalate_entries
+            and model != self._config.model
+            and opens_position(decision, snapshot)
         )
 
     def _failed(self, snapshot: MarketSnapshot, attempts: list[Attempt]) -> AgentDecision:

@@ -19,7 +19,7 @@ import anthropic
 from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict
 
-from agent.budget import TOKEN_FIELDS, AgentPricing, usage_problems
+from agent.budget import TOKEN_FIELDS, PriceSource, usage_problems
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
 from agent.decision import Usage
@@ -122,7 +122,7 @@ class ClaudeClient:
         self,
         sdk: anthropic.AsyncAnthropic,
         clock: Clock,
-        pricing: AgentPricing,
+        pricing: PriceSource,
         policy: RetryPolicy | None = None,
         rng: random.Random | None = None,
         *,
@@ -216,7 +216,7 @@ class ClaudeClient:
         self, request: dict[str, Any], parse: Callable[[str], T]
     ) -> tuple[T, Usage, str | None]:
         message = await self._send(request)
-        usage = self._usage(message)
+        usage = self._usage(message, str(request.get("model", "")))
         stop = message.stop_reason
         if stop == "refusal":
             raise _TryFailed(
@@ -264,7 +264,7 @@ class ClaudeClient:
             )
         return message
 
-    def _usage(self, message: Message) -> Usage:
+    def _usage(self, message: Message, model: str) -> Usage:
         """The billed usage, or a non-retryable ``usage_anomaly`` when the counts make no sense
         (negative, not integers, or past any real call): never a cost computed from nonsense."""
         counts = {name: getattr(message.usage, name, None) for name in TOKEN_FIELDS}
@@ -276,7 +276,13 @@ class ClaudeClient:
                 retryable=False,
                 stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
             )
-        return self._pricing.usage(**{name: int(counts[name] or 0) for name in TOKEN_FIELDS})
+        creation = getattr(message.usage, "cache_creation", None)
+        one_hour = getattr(creation, "ephemeral_1h_input_tokens", None) or 0
+        return self._pricing.for_model(model).usage(
+            **{name: int(counts[name] or 0) for name in TOKEN_FIELDS},
+            cache_creation_1h_input_tokens=int(one_hour) if type(one_hour) is int else 0,
+            model=model or None,
+        )
 
 
 def _failed_attempt(number: int, failure: _TryFailed) -> Attempt:

@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from broker.port import Action
 
-DecidedBy = Literal["claude", "fallback"]
+#: "unchanged": delta gating decided without a call (agent.materiality)
+DecidedBy = Literal["claude", "fallback", "unchanged"]
 
 
 class TradeDecision(BaseModel):
@@ -49,6 +50,8 @@ class Usage(BaseModel):
     cache_creation_input_tokens: int = Field(0, ge=0)
     cache_read_input_tokens: int = Field(0, ge=0)
     cost_usd: float = Field(0.0, ge=0.0)
+    #: the model billed (several joined by "+" when a decision asked more than one)
+    model: str | None = None
 
 
 class AgentDecision(BaseModel):

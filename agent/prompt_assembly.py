@@ -29,7 +29,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, model_notes_block
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact, model_notes_block
 from agent.claude_schema import output_config
 from agent.config import AgentConfig
 from agent.prompt_trim import Item, cap_item, trim
@@ -87,15 +87,28 @@ class AssembledPrompt(BaseModel):
     texts: dict[str, str]  # part -> its text, for ``vigil prompt --parts``
     info: PromptInfo
 
-    def request(self, config: AgentConfig) -> dict[str, Any]:
-        """The exact ``messages.create`` kwargs."""
+    def request(self, config: AgentConfig, model: str | None = None) -> dict[str, Any]:
+        """The exact ``messages.create`` kwargs (``model``: the tier's choice, default
+        ``config.model``); cache markers carry the configured TTL."""
         return {
-            "model": config.model,
+            "model": model or config.model,
             "max_tokens": config.max_tokens,
-            "system": self.system,
-            "messages": [{"role": "user", "content": self.user}],
+            "system": _with_ttl(self.system, config.prompt_cache_ttl),
+            "messages": [
+                {"role": "user", "content": _with_ttl(self.user, config.prompt_cache_ttl)}
+            ],
             "output_config": output_config(),
         }
+
+
+def _with_ttl(blocks: list[dict[str, Any]], ttl: str) -> list[dict[str, Any]]:
+    """The blocks with each cache marker set to ``ttl`` (the 5-minute default needs no field)."""
+    if ttl == "5m":
+        return blocks
+    return [
+        {**b, "cache_control": {**b["cache_control"], "ttl": ttl}} if "cache_control" in b else b
+        for b in blocks
+    ]
 
 
 def _cached(text: str) -> dict[str, Any]:
@@ -224,10 +237,16 @@ def trim_snapshot(sent: dict[str, Any], budget_chars: int) -> tuple[dict[str, An
 
 class PromptAssembler:
     def __init__(
-        self, context: ContextAssembler | None, budgets: PromptBudgets | None = None
+        self,
+        context: ContextAssembler | None,
+        budgets: PromptBudgets | None = None,
+        *,
+        compact_snapshot: bool = False,
     ) -> None:
+        """``compact_snapshot``: the snapshot part as ``claude_prompt.compact`` sends it."""
         self.context = context
         self.budgets = budgets or PromptBudgets()
+        self._compact = compact_snapshot
         self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
 
     async def assemble(
@@ -282,7 +301,9 @@ class PromptAssembler:
         texts["instructions"] = DECISION_SYSTEM_PROMPT
         # the model's own note goes fenced after the snapshot, as render_request sends it
         notes = str(snapshot.pop("agent_memory", "") or "")
-        texts["snapshot"] = sent_json_bytes(snapshot).decode()
+        texts["snapshot"] = sent_json_bytes(
+            compact(snapshot) if self._compact else snapshot
+        ).decode()
         system = [_cached(DECISION_SYSTEM_PROMPT)]
         if texts["policy"]:
             system.append(

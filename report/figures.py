@@ -76,6 +76,7 @@ from report.activity import (
     gate_passes,
     month_summaries,
 )
+from report.cost import CostSummary, cost_summary
 from report.learning import LearningFigures, learning_figures, projected_learning
 from report.metrics import (
     DAYS_PER_YEAR,
@@ -146,6 +147,8 @@ class Report(_Frozen):
     days: tuple[DayActivity, ...]
     months: tuple[MonthSummary, ...]
     deciders: tuple[DeciderCount, ...]
+    #: model calls per gate layer, model and decider, per day of the run (None: no model call)
+    cost: CostSummary | None = None
     ledger: dict[str, str] | None  # the paper ledger's own figures (Decimal strings) if present
     learned_weights: dict[str, tuple[Point, ...]]  # signal -> posterior mean, downsampled
     learning: dict[str, Any]  # decisions_with_learner, moved_decisions, regime_agreement
@@ -201,6 +204,7 @@ def build_report(run_dir: Path) -> Report:
         days=tuple(days),
         months=tuple(month_summaries(days, equity)),
         deciders=tuple(decider_counts(decisions)),
+        cost=_cost(records, len(days)),
         ledger=_ledger_figures(ledger_doc),
         learned_weights={name: _points(downsample(line)) for name, line in learned.weights.items()},
         learning=_learning_counts(learned),
@@ -209,6 +213,11 @@ def build_report(run_dir: Path) -> Report:
 
 def _learning_counts(learned: LearningFigures) -> dict[str, Any]:
     return learned.model_dump(exclude={"weights"})
+
+
+def _cost(records: list[dict[str, Any]], days: int) -> CostSummary | None:
+    summary = cost_summary(records, float(days))
+    return summary if summary.total.calls else None
 
 
 def downsample(

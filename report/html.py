@@ -23,6 +23,7 @@ from typing import Final
 
 from report.figures import Point, Report, TradeMarker, build_report, report_json_bytes
 from report.tables import (
+    cost_table,
     days_table,
     hold_table,
     metrics_table,
@@ -115,6 +116,9 @@ def render_html(report: Report) -> str:
             [(d.decided_by, d.decider_reason, str(d.decisions)) for d in report.deciders],
         )
     )
+    if report.cost is not None:
+        parts.append("<h2>Model calls per day: by gate layer, model and decider</h2>")
+        parts.append(cost_table(report.cost))
     parts.append("<h2>Gate passes per layer</h2>")
     parts.append(table(("layer", "passes"), [(k, str(v)) for k, v in report.gate_passes.items()]))
     parts.append("<h2>Per month (UTC)</h2>")

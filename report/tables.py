@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final
 
+from report.cost import CostSummary
 from report.figures import Report
 from report.params import RunParameters
 
@@ -173,3 +174,38 @@ def numeric(text: str) -> bool:
 
 def stamp(at_ms: int) -> str:
     return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%MZ")
+
+
+def cost_table(summary: CostSummary) -> str:
+    """Calls, tokens per call, cache share and dollars per day, per layer, model and decider."""
+    rows = []
+    for group, items in (
+        ("layer", summary.by_layer),
+        ("model", summary.by_model),
+        ("decider", summary.by_decider),
+        ("all", (summary.total,)),
+    ):
+        for row in items:
+            calls = max(row.calls, 1)
+            share = "n/a" if row.cache_share is None else f"{row.cache_share:.1%}"
+            rows.append(
+                (
+                    f"{group}: {row.name}",
+                    f"{summary.per_day(row.calls):,.1f}",
+                    f"{row.all_input_tokens / calls:,.0f}",
+                    f"{row.output_tokens / calls:,.0f}",
+                    share,
+                    f"{summary.per_day(row.cost_usd):,.4f}",
+                )
+            )
+    return table(
+        (
+            "group",
+            "calls / day",
+            "input tokens / call",
+            "output tokens / call",
+            "cached input",
+            "USD / day",
+        ),
+        rows,
+    )

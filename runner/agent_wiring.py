@@ -83,7 +83,7 @@ def build_agents(
         client = ClaudeClient(
             build_anthropic_client(config, key.get_secret_value()),
             clock,
-            config.pricing,
+            config,
             policy,
             credentials=Credentials(
                 read_key=anthropic_key_reader(key.get_secret_value()),
@@ -93,10 +93,17 @@ def build_agents(
         log.info(
             "Claude decides (%s; daily budget %s); the rule-based pipeline takes over on failure",
             config.model,
-            f"{config.daily_budget_usd} USD" if config.daily_budget_usd else "none",
+            config.budget_text,
         )
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
-    ledger = UsageLedger(DailyBudget(clock, config.daily_budget_usd))
+    auto = config.daily_budget_usd == "auto"
+    ledger = UsageLedger(
+        DailyBudget(
+            clock,
+            None if auto or config.daily_budget_usd == "auto" else config.daily_budget_usd,
+            monthly_usd=config.monthly_budget_usd if auto else None,
+        )
+    )
     decider = ClaudeDecider(
         client=client,
         config=config,

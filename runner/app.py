@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from core.failpoints import Failpoints
 from core.redact import Redactor
 from runner.api_wiring import OperatorSurface
 from runner.config import Settings
+from runner.cost_projection import projection_text
 from runner.heartbeat import Heartbeat
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.sim_start import sim_start_ms
@@ -391,6 +393,13 @@ EXIT_STUCK = 1
 
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
     configure_logging(settings.log_level, settings.secret_values())
+    if settings.anthropic_api_key is not None:  # before the first call: what a day will cost
+        journal = settings.state_dir / "logs" / "decisions.jsonl"
+        print(
+            "vigil: " + projection_text(settings.agent, journal, len(settings.market.tickers)),
+            file=sys.stderr,
+            flush=True,
+        )
     stop_requests: list[str] = []  # a signal that lands while the daemon is still being built
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

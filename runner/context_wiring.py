@@ -34,7 +34,9 @@ def build_decision_context(
     if not config.enabled:
         return None
     if not memory:
-        return DecisionContext(PromptAssembler(None, settings.prompt))
+        return DecisionContext(
+            PromptAssembler(None, settings.prompt, compact_snapshot=settings.agent.compact_snapshot)
+        )
     state_dir = settings.state_dir
     desk = None
     if config.analysts:
@@ -59,5 +61,10 @@ def build_decision_context(
         insights_per_ticker=config.insights_per_ticker,
     )
     return DecisionContext(
-        PromptAssembler(assembler, settings.prompt), analysts=desk, session=session, project=project
+        PromptAssembler(
+            assembler, settings.prompt, compact_snapshot=settings.agent.compact_snapshot
+        ),
+        analysts=desk,
+        session=session,
+        project=project,
     )

@@ -107,7 +107,9 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
         person_notes=lambda: _person_notes(settings.runner_state_path),
         insights_per_ticker=settings.context.insights_per_ticker,
     )
-    return PromptAssembler(assembler, settings.prompt)
+    return PromptAssembler(
+        assembler, settings.prompt, compact_snapshot=settings.agent.compact_snapshot
+    )
 
 
 def _person_notes(path: Path) -> str:

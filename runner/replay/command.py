@@ -25,6 +25,7 @@ from market.recorded import default_data_dir
 from report.html import write_report
 from runner.app import warm_up_paths
 from runner.config import Settings
+from runner.cost_projection import projection_text
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.replay.build import Replay, ReplayOptions, build_replay, expected_calls_text
 
@@ -163,6 +164,9 @@ def replay_main(
     configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
     if options.decider == "claude":
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
+        journal = options.out_dir / "logs" / "decisions.jsonl"
+        text = projection_text(settings.agent, journal, len(options.tickers))
+        print(f"vigil replay: {text}", file=stream)
     outcome = asyncio.run(_replay_and_report(settings, options, stream))
     return 0 if outcome.finished else 1
 

@@ -177,6 +177,9 @@ async def test_a_day_with_claude_a_529_storm_and_the_breaker(tmp_path: Path) -> 
             VIGIL_SIM__SPEED=str(SPEED),
             VIGIL_AGENT__BASE_URL=api.base_url,
             VIGIL_AGENT__MAX_ATTEMPTS="1",
+            # every pass a call, one model: the test counts calls through a 529 storm
+            VIGIL_AGENT__DELTA__ENABLED="false",
+            VIGIL_AGENT__TIERS__ROUTINE_MODEL="claude-sonnet-4-6",
             VIGIL_AGENT__BREAKER_OPEN_SECS=str(BREAKER_OPEN_SECS),
             VIGIL_STATE__FSYNC_JOURNALS="false",
         )
@@ -286,7 +289,7 @@ def _check_requests(requests: list[RecordedRequest]) -> None:
         # this SDK sends the key as a bearer token; older ones used x-api-key
         sent = req.headers.get("x-api-key") or req.headers["authorization"].removeprefix("Bearer ")
         assert sent == API_KEY
-        assert req.body["system"][0]["cache_control"] == {"type": "ephemeral"}
+        assert req.body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
         assert API_KEY not in orjson.dumps(req.body).decode()
 
 

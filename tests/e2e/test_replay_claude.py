@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import answer
+from fakes.claude_support import EVERY_PASS_ONE_MODEL, answer
 from fakes.messages_api import (
     FakeMessagesApi,
     error_response,
@@ -66,7 +66,9 @@ async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answe
         settings = default_settings(config_dir).model_copy(
             update={
                 "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
-                "agent": AgentConfig(base_url=api.base_url, daily_budget_usd=5.0),
+                "agent": AgentConfig(
+                    base_url=api.base_url, daily_budget_usd=5.0, **EVERY_PASS_ONE_MODEL
+                ),
             }
         )
         whole_day = replay_options(
@@ -124,7 +126,12 @@ async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_repl
         settings = default_settings(config_dir).model_copy(
             update={
                 "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
-                "agent": AgentConfig(base_url=api.base_url, max_attempts=2, daily_budget_usd=5.0),
+                "agent": AgentConfig(
+                    base_url=api.base_url,
+                    max_attempts=2,
+                    daily_budget_usd=5.0,
+                    **EVERY_PASS_ONE_MODEL,
+                ),
             }
         )
         whole_day = replay_options(

@@ -13,7 +13,9 @@ from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_clien
 from agent.config import AgentConfig
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
+from agent.materiality import DeltaConfig
 from agent.snapshot import MarketSnapshot, TickerSnapshot
+from agent.tiers import TierConfig
 from core.bus import EventBus
 from regime.snapshot import RegimeSnapshot
 
@@ -21,6 +23,12 @@ AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 API_KEY = "sk-ant-test-key-do-not-log"
 MODEL = "claude-sonnet-4-6"  # the config default (claude-sonnet-4-5) is deprecated in this SDK
 PRICES = {"BTC/USDT": 78_000.0, "ETH/USDT": 1_550.0, "SOL/USDT": 105.0}
+#: one model, every pass a call: for tests of the call path itself (tiers and delta gating have
+#: their own tests)
+EVERY_PASS_ONE_MODEL: dict[str, Any] = {
+    "tiers": TierConfig(routine_model=None),
+    "delta": DeltaConfig(enabled=False),
+}
 
 
 def snapshot(news: str | None = None, memory: str = "") -> MarketSnapshot:
@@ -118,7 +126,9 @@ def make_decider(
     policy: RetryPolicy | None = None,
     api_key: str | None = API_KEY,
 ) -> ClaudeDecider:
-    config = AgentConfig(model=MODEL, base_url=base_url, timeout_secs=timeout_secs)
+    config = AgentConfig(
+        model=MODEL, base_url=base_url, timeout_secs=timeout_secs, **EVERY_PASS_ONE_MODEL
+    )
     client = (
         ClaudeClient(
             build_anthropic_client(config, api_key), clock, AgentPricing(), policy or RetryPolicy()

@@ -3,7 +3,12 @@
 Each test scripts a queue of responses (status, headers, JSON body or raw bytes, delay) and reads
 back every request the SDK sent (headers incl. ``x-api-key``, the JSON body). Response and error
 bodies follow the real API's shapes. With the queue empty the server answers 500 ``api_error`` so a
-test that under-scripts fails loudly instead of hanging.
+test that under-scripts fails loudly instead of hanging, unless an ``answerer`` is set: then it
+answers from the request itself (``fakes.snapshot_answerer``).
+
+``realistic_usage=True`` replaces the usage of every 200 answer by the one the real API would
+report for that request and answer (``fakes.usage_model``: tokens counted from the request as
+sent, prompt-cache reads and writes with their TTLs on ``now_ms``), and echoes the request's model.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +25,8 @@ from typing import Any, Literal, Self
 
 import orjson
 from aiohttp import web
+
+from fakes.usage_model import PromptCache
 
 StopReason = Literal["end_turn", "max_tokens", "refusal", "stop_sequence"]
 ErrorType = Literal[
@@ -124,10 +132,21 @@ def rate_limited(retry_after_secs: float) -> ScriptedResponse:
 class FakeMessagesApi:
     """``async with FakeMessagesApi() as api``: ``api.base_url`` for the SDK, ``api.script(...)``."""
 
-    def __init__(self, usage_for: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+    def __init__(
+        self,
+        usage_for: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        *,
+        answerer: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        realistic_usage: bool = False,
+    ) -> None:
         #: when set, a scripted 200 message's usage is what this says the request costs
         self._usage_for = usage_for
         self._queue: deque[ScriptedResponse] = deque()
+        self.answerer = answerer
+        self.realistic_usage = realistic_usage
+        #: the clock prompt-cache TTLs run on (the cost bench sets the replay's virtual clock)
+        self.now_ms: Callable[[], int] = lambda: int(time.time() * 1000)
+        self.cache = PromptCache(lambda: self.now_ms())  # noqa: PLW0108 - read at each call
         self.requests: list[RecordedRequest] = []
         self._runner: web.AppRunner | None = None
         self._port = 0
@@ -172,13 +191,12 @@ class FakeMessagesApi:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         raw = await request.read()
-        self.requests.append(
-            RecordedRequest(
-                path=request.path,
-                headers={k.lower(): v for k, v in request.headers.items()},
-                body=orjson.loads(raw) if raw else {},
-            )
+        recorded = RecordedRequest(
+            path=request.path,
+            headers={k.lower(): v for k, v in request.headers.items()},
+            body=orjson.loads(raw) if raw else {},
         )
+        self.requests.append(recorded)
         # the key as sent: x-api-key, or a bearer token (this SDK version's way)
         sent = request.headers.get("x-api-key") or request.headers.get("authorization") or ""
         key = sent.removeprefix("Bearer ")
@@ -186,11 +204,7 @@ class FakeMessagesApi:
             rejected = error_response(401, "authentication_error", "invalid x-api-key")
             assert isinstance(rejected.body, dict)
             return web.Response(status=401, body=_encode(rejected.body), headers=_JSON)
-        scripted = (
-            self._queue.popleft()
-            if self._queue
-            else error_response(500, "api_error", "FakeMessagesApi: no scripted response left")
-        )
+        scripted = self._next(recorded.body)
         if scripted.delay_secs > 0:
             # A real-time delay is the point here: the client under test has a real socket timeout.
             with contextlib.suppress(TimeoutError):
@@ -198,9 +212,29 @@ class FakeMessagesApi:
         body = scripted.body
         if self._usage_for is not None and isinstance(body, dict) and body.get("type") == "message":
             body = {**body, "usage": self._usage_for(self.requests[-1].body)}
+        elif self.realistic_usage and isinstance(body, dict) and body.get("type") == "message":
+            body = self._with_realistic_usage(recorded.body, body)
         payload = body if isinstance(body, bytes) else _encode(body)
         headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
         return web.Response(status=scripted.status, body=payload, headers=headers)
+
+    def _next(self, request: dict[str, Any]) -> ScriptedResponse:
+        if self._queue:
+            return self._queue.popleft()
+        if self.answerer is not None:
+            return json_message(self.answerer(request))
+        return error_response(500, "api_error", "FakeMessagesApi: no scripted response left")
+
+    def _with_realistic_usage(
+        self, request: dict[str, Any], body: dict[str, Any]
+    ) -> dict[str, Any]:
+        text = "".join(
+            str(block.get("text", ""))
+            for block in body.get("content") or []
+            if isinstance(block, dict)
+        )
+        usage = self.cache.usage(request, text)
+        return {**body, "model": request.get("model", body.get("model")), "usage": usage}
 
 
 def _encode(body: dict[str, Any]) -> bytes:

@@ -12,6 +12,7 @@ import pytest
 from fakes.claude_support import (
     API_KEY,
     AT_MS,
+    EVERY_PASS_ONE_MODEL,
     MODEL,
     answer,
     decision_with,
@@ -111,7 +112,7 @@ async def test_request_carries_key_header_cached_system_schema_and_no_sdk_retrie
     assert request.headers["x-stainless-retry-count"] == "0"
     body = request.body
     assert body["model"] == MODEL
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert body["output_config"]["format"]["type"] == "json_schema"
     assert "decisions" in body["output_config"]["format"]["schema"]["properties"]
     assert API_KEY not in orjson.dumps(body).decode()
@@ -431,7 +432,9 @@ async def test_a_key_rotated_while_the_breaker_is_open_is_read_at_the_trial(
     key_file.write_text("sk-ant-old-key-revoked-000\n")
     monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
     api.accepted_keys = {"sk-ant-new-key-rotated-111"}
-    config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+    config = AgentConfig(
+        model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+    )
     read_key = anthropic_key_reader("sk-ant-old-key-revoked-000")
     client = ClaudeClient(
         build_anthropic_client(config, "sk-ant-old-key-revoked-000"),

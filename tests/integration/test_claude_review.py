@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
-from fakes.claude_support import API_KEY, AT_MS, MODEL
+from fakes.claude_support import API_KEY, AT_MS, EVERY_PASS_ONE_MODEL, MODEL
 from fakes.instant_clock import InstantClock
 from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
 
@@ -37,7 +37,9 @@ def _position(ticker: str) -> PositionReview:
 async def reviewer() -> AsyncIterator[tuple[FakeMessagesApi, ClaudePositionReviewer]]:
     async with FakeMessagesApi() as api:
         clock = InstantClock(AT_MS)
-        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        config = AgentConfig(
+            model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+        )
         client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
         yield (
             api,
@@ -68,7 +70,7 @@ async def test_verdicts_are_validated_per_position(
         ("SOL/USDT", ReviewAction.EXIT, "claude")
     ]
     body = api.requests[0].body
-    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
     assert "<positions>" in body["messages"][0]["content"]
     assert claude.ledger.totals().calls == 1
 
@@ -101,7 +103,9 @@ async def test_every_review_call_is_journaled_with_its_usage() -> None:
     lines: list[Mapping[str, Any]] = []
     async with FakeMessagesApi() as api:
         clock = InstantClock(AT_MS)
-        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        config = AgentConfig(
+            model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+        )
         client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
         ledger = UsageLedger(DailyBudget(clock, None))
         claude = ClaudePositionReviewer(

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.budget import DAY_MS, AgentPricing, DailyBudget, add_usage
+from agent.budget import DAY_MS, AgentPricing, DailyBudget, add_usage, days_left_in_month
+from agent.config import AgentConfig
 from agent.decision import Usage
 from core.clock import VirtualClock
 
@@ -65,3 +66,45 @@ def test_no_limit_is_never_exhausted_and_negative_spend_is_refused() -> None:
         budget.spend(-1.0)
     with pytest.raises(ValueError):
         DailyBudget(VirtualClock(), limit_usd=-1.0)
+
+
+SEPT_28_MS = 1_759_017_600_000  # 2025-09-28 00:00 UTC: 3 days left in September, today included
+
+
+def test_days_left_in_month_counts_today() -> None:
+    assert days_left_in_month(SEPT_28_MS) == 3
+    assert days_left_in_month(SEPT_28_MS + 3 * DAY_MS) == 31  # October 1
+    assert days_left_in_month(1_767_139_200_000) == 1  # 2025-12-31: December rolls to January
+
+
+async def test_an_auto_budget_divides_what_is_left_of_the_month_over_the_days_left() -> None:
+    clock = VirtualClock(SEPT_28_MS)
+    budget = DailyBudget(clock, None, monthly_usd=30.0, spent_this_month_usd=21.0)
+    assert budget.limit_usd == pytest.approx(3.0)  # (30 - 21) / 3 days
+    budget.spend(1.0)  # a cheap day leaves more for the next ones
+    assert not budget.exhausted()
+    await clock.advance(86_400)
+    assert budget.limit_usd == pytest.approx(4.0)  # (30 - 22) / 2 days
+    budget.spend(4.0)
+    assert budget.exhausted()
+    await clock.advance(86_400)
+    assert budget.limit_usd == pytest.approx(4.0)  # (30 - 26) / 1 day
+    budget.spend(4.0)
+    await clock.advance(86_400)  # October: a new month, the whole cap over 31 days
+    assert budget.limit_usd == pytest.approx(30.0 / 31)
+    assert budget.spent_today_usd == 0.0
+
+
+def test_an_overspent_month_leaves_a_zero_limit_not_a_negative_one() -> None:
+    budget = DailyBudget(VirtualClock(SEPT_28_MS), None, monthly_usd=10.0, spent_this_month_usd=12)
+    assert budget.limit_usd == 0.0 and budget.exhausted()
+
+
+def test_auto_needs_a_monthly_cap() -> None:
+    with pytest.raises(ValueError, match="monthly_budget_usd"):
+        AgentConfig(daily_budget_usd="auto")
+    assert AgentConfig(daily_budget_usd="auto", monthly_budget_usd=30).budget_text.startswith(
+        "auto"
+    )
+    with pytest.raises(ValueError, match="> 0"):
+        AgentConfig(daily_budget_usd=0)

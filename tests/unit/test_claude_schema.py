@@ -109,7 +109,10 @@ def test_keyword_extraction_matches_word_starts_and_sums_to_one() -> None:
 
 def test_the_rendered_request_marks_the_system_prompt_for_caching_and_holds_no_secret() -> None:
     request = render_request(AgentConfig(model="claude-x", max_tokens=1000), snapshot())
-    assert request["system"][0]["cache_control"] == {"type": "ephemeral"}
+    # one hour: passes come 15 min apart, a 5-minute entry would expire between them
+    assert request["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    short = render_request(AgentConfig(prompt_cache_ttl="5m"), snapshot())
+    assert short["system"][0]["cache_control"] == {"type": "ephemeral"}
     assert (
         "0.05" in request["system"][0]["text"] and "exposure_scale" in request["system"][0]["text"]
     )
@@ -122,4 +125,16 @@ def test_the_review_request_has_its_own_schema() -> None:
     request = render_review_request(AgentConfig(), [], {"note": "x"})
     schema = request["output_config"]["format"]["schema"]
     assert schema["properties"]["reviews"]["type"] == "array"
-    assert request["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert request["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+
+
+def test_the_prompt_sends_a_compact_snapshot_and_the_journal_keeps_the_whole_one() -> None:
+    shot = snapshot().model_copy(update={"btc_price": 78_123.456789})
+    sent = shot.as_sent()
+    compact = render_request(AgentConfig(), shot)["messages"][0]["content"]
+    whole = render_request(AgentConfig(compact_snapshot=False), shot)["messages"][0]["content"]
+    assert '"btc_price":78123.5' in compact and '"btc_price":78123.456789' in whole
+    assert sent["news_summary"] is None and "news_summary" in sent["unavailable"]
+    assert '"news_summary"' not in compact.split('"unavailable"')[0]  # explained null: absent
+    assert "schema_version" not in compact and "schema_version" in whole
+    assert len(compact) < len(whole)

@@ -53,8 +53,10 @@ def test_small_context_untrimmed_and_cache_markers_on_stable_parts() -> None:
     assert [("cache_control" in b) for b in prompt.system] == [True, True]
     assert [("cache_control" in b) for b in prompt.user] == [True, False, False]
     assert prompt.user[-1]["text"].startswith("Market snapshot")
-    request = prompt.request(AgentConfig())
+    request = prompt.request(AgentConfig(prompt_cache_ttl="5m"))
     assert request["messages"][0]["content"] == prompt.user
+    hour = prompt.request(AgentConfig())  # the default 1-hour entries: each marker says so
+    assert [b["cache_control"] for b in hour["system"]] == [{"type": "ephemeral", "ttl": "1h"}] * 2
     assert set(prompt.info.parts) == {"instructions", "policy", "memory", "session", "snapshot"}
     assert prompt.info.tiers_loaded == ["organisation", "project", "session"]
 

@@ -12,7 +12,7 @@ import orjson
 import pytest
 from fakes.claude_support import snapshot
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact
 from agent.claude_schema import output_config
 from agent.snapshot import MarketSnapshot
 from derivatives.fields import CONTEXT_FIELDS
@@ -67,7 +67,11 @@ def _check_request_shape(text: str) -> dict[str, Any]:
     request: dict[str, Any] = json.loads(text)  # stdout is pure JSON
     assert text == json.dumps(request, indent=2, sort_keys=True, ensure_ascii=False)
     assert request["system"] == [
-        {"type": "text", "text": DECISION_SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}
+        {
+            "type": "text",
+            "text": DECISION_SYSTEM_PROMPT,
+            "cache_control": {"type": "ephemeral", "ttl": "1h"},
+        }
     ]
     assert request["output_config"] == output_config()
     assert request["output_config"]["format"]["type"] == "json_schema"
@@ -98,7 +102,8 @@ def test_uses_the_last_complete_decision_of_the_journal(
     text = render_prompt(settings, note=notes.append)
 
     request = _check_request_shape(text)
-    assert _user_snapshot(request) == json.loads(second.to_json_bytes())
+    # the prompt sends the journaled snapshot compacted (agent.claude_prompt.compact)
+    assert _user_snapshot(request) == compact(json.loads(second.to_json_bytes()))
     assert request["model"] == settings.agent.model
     assert request["max_tokens"] == settings.agent.max_tokens
     assert len(notes) == 1 and "d2" in notes[0]
@@ -138,7 +143,8 @@ def test_without_state_the_snapshot_is_built_from_the_bundled_data(
     for ticker, view in snap["tickers"].items():
         five = load_klines(ticker, "5m")
         recorded_close = float(five["close"].loc[at_ms - 300_000])  # the 5m candle ending now
-        assert view["price"] == pytest.approx(recorded_close, rel=1e-12)
+        # the prompt sends 6 significant digits (agent.claude_prompt.compact)
+        assert view["price"] == pytest.approx(recorded_close, rel=1e-5)
         assert view["volume_24h"] is not None and view["change_1h_pct"] is not None
     assert snap["btc_price"] == snap["tickers"]["BTC/USDT"]["price"]
     # a fresh paper account and no runner state
@@ -152,8 +158,8 @@ def test_without_state_the_snapshot_is_built_from_the_bundled_data(
     assert set(snap["regime"]["crypto"]) == set(settings.market.tickers)
     assert set(snap["funding_rates"]) == set(settings.market.tickers)
     assert snap["fear_greed"] is not None
-    for field in CONTEXT_FIELDS:
-        assert snap[field] is not None or snap["unavailable"][field]
+    for field in CONTEXT_FIELDS:  # a null with its reason is left out of the prompt
+        assert snap.get(field) is not None or snap["unavailable"][field]
     assert len(notes) == 1 and "bundled data" in notes[0] and "2025-04-07T00:10:00Z" in notes[0]
 
 

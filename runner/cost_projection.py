@@ -1,0 +1,76 @@
+"""The projection ``vigil run`` and ``vigil replay --decider claude`` print before spending: the
+recent gate rate from the state dir's journal (its newest ``TAIL_BYTES``, at most the last
+``RECENT_DAYS`` days), else the rate the cost benchmark measured."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from pathlib import Path
+
+import orjson
+
+from agent.config import AgentConfig
+from agent.projection import MEASURED_RATE, GateRate, Projection, project
+
+TAIL_BYTES = 32 * 1024 * 1024  # about a week of 6-8 KB decision lines
+RECENT_DAYS = 7.0
+MIN_DAYS = 0.5  # a shorter journal says little about a day
+DAY_MS = 86_400_000
+_ORDER = ("wake", "anomaly", "watchdog", "agent_timer", "candle_close")
+
+
+def _layer(trigger: list[str]) -> str:
+    found = {str(r).split(":", 1)[0] for r in trigger}
+    found = {"watchdog" if f.startswith("watchdog") else f for f in found}
+    return next((layer for layer in _ORDER if layer in found), "other")
+
+
+def _tail_lines(path: Path) -> list[bytes]:
+    with path.open("rb") as journal:
+        size = journal.seek(0, os.SEEK_END)
+        journal.seek(max(0, size - TAIL_BYTES))
+        lines = journal.read().splitlines()
+    return lines[1:] if size > TAIL_BYTES else lines  # the first may be cut
+
+
+def journal_rate(journal: Path) -> GateRate | None:
+    """Passes per layer per day over the journal's recent days (None: too little journal)."""
+    if not journal.is_file():
+        return None
+    records = []
+    for line in _tail_lines(journal):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(record, dict) and "at_ms" in record:
+            records.append(record)
+    if not records:
+        return None
+    end = max(int(r["at_ms"]) for r in records)
+    start = max(min(int(r["at_ms"]) for r in records), end - int(RECENT_DAYS * DAY_MS))
+    days = (end - start) / DAY_MS
+    if days < MIN_DAYS:
+        return None
+    recent = [r for r in records if int(r["at_ms"]) >= start]
+    decisions = [r for r in recent if r.get("type", "decision") == "decision"]
+    layers = Counter(_layer(r.get("trigger") or []) for r in decisions)
+    routine = [
+        r for r in decisions if _layer(r.get("trigger") or []) in {"candle_close", "agent_timer"}
+    ]
+    unchanged = sum(r.get("decided_by") == "unchanged" for r in routine)
+    return GateRate(
+        passes_per_day={layer: n / days for layer, n in layers.items()},
+        reviews_per_day=sum(r.get("type") == "review" for r in recent) / days,
+        source=f"the journal's last {days:.1f} days",
+        unchanged_share=unchanged / len(routine) if unchanged and routine else None,
+    )
+
+
+def projection(config: AgentConfig, journal: Path, tickers: int) -> Projection:
+    return project(config, journal_rate(journal) or MEASURED_RATE, tickers)
+
+
+def projection_text(config: AgentConfig, journal: Path, tickers: int) -> str:
+    return projection(config, journal, tickers).text(config.budget_text)

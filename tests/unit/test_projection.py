@@ -1,0 +1,79 @@
+"""The projection printed before spending: calls and dollars per day from the settings and the
+recent gate rate (the journal's, else the measured default)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from agent.config import AgentConfig
+from agent.materiality import DeltaConfig
+from agent.projection import MEASURED_RATE, GateRate, call_usd, prefix_tokens, project
+from agent.tiers import TierConfig
+from runner.cost_projection import journal_rate, projection
+
+RATE = GateRate(
+    passes_per_day={"candle_close": 96.0, "anomaly": 30.0}, reviews_per_day=10.0, source="test"
+)
+EVERY_PASS = AgentConfig(tiers=TierConfig(routine_model=None), delta=DeltaConfig(enabled=False))
+
+
+def test_with_every_pass_a_call_the_calls_are_the_passes_on_the_strong_model() -> None:
+    result = project(EVERY_PASS, RATE, tickers=3)
+    assert result.calls_per_day == pytest.approx(136.0)
+    assert {row.model for row in result.layers} == {"claude-sonnet-4-6"}
+    per_call = call_usd(EVERY_PASS, "claude-sonnet-4-6", 3)
+    assert result.usd_per_day > 126 * per_call
+
+
+def test_delta_gating_cuts_only_routine_passes_and_tiers_move_them_to_the_cheap_model() -> None:
+    rate = RATE.model_copy(update={"unchanged_share": 0.5})
+    result = project(AgentConfig(), rate, tickers=3)
+    rows = {row.layer: row for row in result.layers}
+    assert rows["candle_close"].calls_per_day == pytest.approx(48.0)
+    assert rows["candle_close"].model == "claude-haiku-4-5"
+    assert (rows["anomaly"].calls_per_day, rows["anomaly"].model) == (30.0, "claude-sonnet-4-6")
+    assert rows["review"].model == "claude-haiku-4-5"
+    assert result.usd_per_day < project(EVERY_PASS, rate, tickers=3).usd_per_day / 2
+
+
+def test_an_hour_long_cache_entry_makes_the_prefix_cheap_where_the_model_can_cache_it() -> None:
+    assert prefix_tokens() >= 1024  # Sonnet caches it; Haiku 4.5 needs 4,096
+    one_hour, five_min = AgentConfig(), AgentConfig(prompt_cache_ttl="5m")
+    assert call_usd(one_hour, "claude-sonnet-4-6", 3) < call_usd(five_min, "claude-sonnet-4-6", 3)
+    if prefix_tokens() < 4096:
+        assert call_usd(one_hour, "claude-haiku-4-5", 3) == call_usd(
+            five_min, "claude-haiku-4-5", 3
+        )
+
+
+def test_the_recent_gate_rate_comes_from_the_journal(tmp_path: Path) -> None:
+    journal = tmp_path / "decisions.jsonl"
+    lines = []
+    for i in range(96 * 2):  # two days of 15-minute closes, every other one unchanged
+        lines.append(
+            {
+                "type": "decision",
+                "at_ms": i * 900_000,
+                "trigger": ["candle_close:BTC/USDT:15m"],
+                "decided_by": "unchanged" if i % 2 else "claude",
+            }
+        )
+    lines += [{"type": "decision", "at_ms": 1000, "trigger": ["anomaly:SOL/USDT:z=2.5"]}]
+    lines += [{"type": "review", "at_ms": 2000 + i} for i in range(20)]
+    journal.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    rate = journal_rate(journal)
+    assert rate is not None and "journal" in rate.source
+    days = (191 * 900_000) / 86_400_000
+    assert rate.passes_per_day["candle_close"] == pytest.approx(192 / days)
+    assert rate.reviews_per_day == pytest.approx(20 / days)
+    assert rate.unchanged_share == pytest.approx(0.5)
+
+
+def test_without_a_journal_the_measured_rate_is_used_and_said(tmp_path: Path) -> None:
+    result = projection(AgentConfig(), tmp_path / "none.jsonl", tickers=3)
+    assert result.source == MEASURED_RATE.source
+    text = result.text("auto: 30 USD a month over the days left")
+    assert "calls a day" in text and "$" in text and "auto" in text and "estimate" in text
