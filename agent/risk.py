@@ -52,6 +52,8 @@ class RiskContext(BaseModel):
     resting_buy_notional_usd: dict[str, float] = Field(default_factory=dict)
     prices: dict[str, float | None] = Field(default_factory=dict)
     exposure_scale: float = 1.0
+    #: crypto regime per ticker at decision time, carried on BUY intents (the entry's regime)
+    regimes: dict[str, str] = Field(default_factory=dict)
 
 
 class CapChange(BaseModel):
@@ -237,6 +239,7 @@ def _buy_intent(
         reference_price=price,
         position_pct=pct,
         signal_weights=buy.signal_weights,
+        regime=ctx.regimes.get(buy.ticker, ""),
         reasoning=buy.reasoning,
     )
 
@@ -310,4 +313,5 @@ def risk_context(snapshot: MarketSnapshot, tickers: tuple[str, ...]) -> RiskCont
         resting_buy_notional_usd=resting,
         prices={t: view.price for t, view in snapshot.tickers.items()},
         exposure_scale=snapshot.exposure_scale,
+        regimes=dict(snapshot.regime.crypto) if snapshot.regime is not None else {},
     )

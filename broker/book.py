@@ -174,6 +174,7 @@ class PaperBook:
             placed_at_ms=now_ms,
             updated_at_ms=now_ms,
             signal_weights=dict(intent.signal_weights),
+            regime=intent.regime,
         )
         if base.side == "buy":
             return self._place_buy(base), ()

@@ -44,10 +44,12 @@ import ccxt.async_support as ccxt_async
 from ccxt.base import errors as ccxt_errors
 from pydantic import BaseModel, ConfigDict
 
+from broker.ccxt_fills import FillAnnouncer, estimated_fee_usd
 from broker.ids import client_order_id
 from broker.live_guard import ApiKeys, Mode
 from broker.order_journal import JournalEntry, JournalIntent, OrderJournal
 from broker.port import Action, OpenOrder, OrderIntent, OrderResult, PositionDetail
+from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError, RefuseToStartError
 from market.ccxt_client import (
@@ -138,10 +140,17 @@ class CcxtBroker:
         leverage: int = 1,
         retry_policy: RetryPolicy | None = None,
         max_sends: int = 3,
+        bus: EventBus | None = None,
+        maker_fee_pct: float = 0.02,
+        taker_fee_pct: float = 0.05,
     ) -> None:
+        """``bus``: where fills are announced (``broker.ccxt_fills``); the fee rates (percent)
+        only estimate a fee the exchange's trades request could not tell."""
         self._ex = exchange
         self._clock = clock
         self._journal = OrderJournal(journal_path)
+        self._fills = FillAnnouncer(self._journal, bus)
+        self._fee_pct = (maker_fee_pct, taker_fee_pct)
         self._tickers = tuple(tickers)
         self._leverage = leverage
         self._policy = retry_policy or RetryPolicy(max_attempts=4, base_secs=0.5, cap_secs=10.0)
@@ -246,8 +255,17 @@ class CcxtBroker:
         return await self.lookup(client_order_id)
 
     async def get_positions_detail(self) -> Sequence[PositionDetail]:
+        """Positions, after settling orders that finished since (so a limit BUY that filled is
+        announced before anyone sees its position)."""
         await self._ready()
+        async with self._lock:
+            await self._settle_pending()
         return await self._positions()
+
+    def announce_recorded_fills(self) -> int:
+        """Publish every journaled fill again (on start; see ``broker.ccxt_fills``)."""
+        self._journal.load()
+        return self._fills.announce_recorded()
 
     async def get_portfolio_value(self) -> float:
         await self._ready()
@@ -270,23 +288,27 @@ class CcxtBroker:
         """
         await self._ready()
         async with self._lock:  # an order being sent is either not journaled yet or resting
-            pending = self._journal.pending()
-            if not pending:
-                return []
-            resting: dict[str, dict[str, Any]] = {}
-            for symbol in sorted({to_binance_symbol(e.intent.ticker) for e in pending}):
-                raw = await self._request(
-                    "fapiPrivateGetOpenOrders", {"symbol": symbol}, what=f"open orders {symbol}"
-                )
-                resting.update((str(o["clientOrderId"]), dict(o)) for o in raw)
-            found: list[OpenOrder] = []
-            for entry in pending:
-                raw_order = resting.get(entry.intent.client_order_id)
-                if raw_order is None:
-                    await self._lookup_entry(entry)  # finished since: journal how
-                else:
-                    found.append(_open_order(entry.intent, raw_order))
-            return sorted(found, key=lambda o: o.placed_at_ms)  # ties: journal (placing) order
+            return await self._settle_pending()
+
+    async def _settle_pending(self) -> list[OpenOrder]:
+        """The journal's pending orders still resting; those finished since are looked up."""
+        pending = self._journal.pending()
+        if not pending:
+            return []
+        resting: dict[str, dict[str, Any]] = {}
+        for symbol in sorted({to_binance_symbol(e.intent.ticker) for e in pending}):
+            raw = await self._request(
+                "fapiPrivateGetOpenOrders", {"symbol": symbol}, what=f"open orders {symbol}"
+            )
+            resting.update((str(o["clientOrderId"]), dict(o)) for o in raw)
+        found: list[OpenOrder] = []
+        for entry in pending:
+            raw_order = resting.get(entry.intent.client_order_id)
+            if raw_order is None:
+                await self._lookup_entry(entry)  # finished since: journal how
+            else:
+                found.append(_open_order(entry.intent, raw_order))
+        return sorted(found, key=lambda o: o.placed_at_ms)  # ties: journal (placing) order
 
     async def _ready(self) -> None:
         """Reconcile once before anything else talks to the exchange."""
@@ -309,13 +331,16 @@ class CcxtBroker:
                     f"short position of {amount} {ticker} on the exchange; vigil is long-only"
                 )
             mark = float(row.get("markPrice") or 0.0)
+            entry = self._fills.entry_of(ticker)
             details.append(
                 PositionDetail(
                     ticker=ticker,
                     quantity=amount,
                     entry_price=float(row["entryPrice"]),
                     mark_price=mark if mark > 0 else None,
-                    opened_at_ms=self._opened_at_ms(ticker, int(row.get("updateTime") or 0)),
+                    opened_at_ms=self._opened_at_ms(entry, int(row.get("updateTime") or 0)),
+                    signals=dict(entry.intent.signals) if entry is not None else {},
+                    regime=entry.intent.regime if entry is not None else "",
                 )
             )
         return details
@@ -338,6 +363,8 @@ class CcxtBroker:
             side=side,
             requested_notional_usd=intent.notional_usd,
             at_ms=self._clock.now_ms(),
+            signals=dict(intent.signal_weights),
+            regime=intent.regime,
         )
         params, refusal = await self._order_params(intent, cid)
         self._journal.record_intent(journaled)  # durable BEFORE anything is sent
@@ -460,8 +487,10 @@ class CcxtBroker:
         return dict(raw)
 
     async def _record(self, result: OrderResult) -> OrderResult:
-        if result.status in _FINAL and self._journal.get(result.client_order_id) is not None:
-            self._journal.record_final(result)
+        before = self._journal.get(result.client_order_id)
+        if result.status in _FINAL and before is not None:
+            self._journal.record_final(result)  # durable before it is announced
+            self._fills.on_final(before, result)
         return result
 
     async def _result(self, raw: dict[str, Any], intent: JournalIntent | None) -> OrderResult:
@@ -470,7 +499,12 @@ class CcxtBroker:
         if status is None:
             raise HaltTradingError(f"unknown order status {raw['status']!r} from the exchange")
         filled = float(raw.get("executedQty") or 0.0)
-        fee = await self._fee_usd(symbol, int(raw["orderId"])) if filled > 0 else 0.0
+        average = float(raw["avgPrice"]) if filled > 0 else None
+        fee, estimated = 0.0, False
+        if average is not None:
+            fee, estimated = await self._fee_usd(
+                symbol, int(raw["orderId"]), filled * average, is_maker=raw.get("type") == "LIMIT"
+            )
         requested = (
             intent.requested_notional_usd
             if intent is not None
@@ -483,21 +517,37 @@ class CcxtBroker:
             status=status,
             requested_notional_usd=requested,
             filled_quantity=filled,
-            average_price=float(raw["avgPrice"]) if filled > 0 else None,
+            average_price=average,
             fee_usd=fee,
+            fee_estimated=estimated,
             at_ms=max(0, int(raw.get("updateTime") or 0)),
         )
 
-    async def _fee_usd(self, symbol: str, order_id: int) -> float:
-        trades = await self._request(
-            "fapiPrivateGetUserTrades",
-            {"symbol": symbol, "orderId": order_id},
-            what=f"fills of order {order_id}",
+    async def _fee_usd(
+        self, symbol: str, order_id: int, notional_usd: float, *, is_maker: bool
+    ) -> tuple[float, bool]:
+        """The fee the exchange charged, and whether it is an estimate: a fill is never held
+        back (nor its decision's journaling aborted) because its fee cannot be read."""
+        try:
+            trades = await self._request(
+                "fapiPrivateGetUserTrades",
+                {"symbol": symbol, "orderId": order_id},
+                what=f"fills of order {order_id}",
+            )
+            other = {t["commissionAsset"] for t in trades if t["commissionAsset"] != "USDT"}
+            if not other:
+                return sum(float(t["commission"]) for t in trades), False
+            why = f"fees paid in {sorted(other)}, only USDT is valued"  # e.g. a BNB discount
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            why = f"{type(exc).__name__}: {exc}"
+        maker_pct, taker_pct = self._fee_pct
+        estimate = estimated_fee_usd(
+            notional_usd, 1.0, is_maker=is_maker, maker_pct=maker_pct, taker_pct=taker_pct
         )
-        other = {t["commissionAsset"] for t in trades if t["commissionAsset"] != "USDT"}
-        if other:  # e.g. BNB fee discount: a USD value would need a price we do not fetch here
-            raise HaltTradingError(f"order {order_id} paid fees in {other}; only USDT is handled")
-        return sum(float(t["commission"]) for t in trades)
+        log.warning("order %s: fee unknown (%s); estimated %.6f USDT", order_id, why, estimate)
+        return estimate, True
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -549,19 +599,13 @@ class CcxtBroker:
             if m.get("linear") and str(m["id"])[:10] == parts[1]
         )
 
-    def _opened_at_ms(self, ticker: str, fallback_ms: int) -> int:
+    @staticmethod
+    def _opened_at_ms(entry: JournalEntry | None, fallback_ms: int) -> int:
         """The first BUY fill since the last SELL fill in the journal; else the exchange's
         ``updateTime`` (Binance reports no open time)."""
-        opened: int | None = None
-        for entry in self._journal.entries():
-            final = entry.final
-            if final is None or final.ticker != ticker or final.status != "filled":
-                continue
-            if final.side == "sell":
-                opened = None
-            elif opened is None:
-                opened = final.at_ms
-        return opened if opened is not None else fallback_ms
+        if entry is None or entry.final is None:
+            return fallback_ms
+        return entry.final.at_ms
 
     def _rejected(self, intent: JournalIntent, reason: str) -> OrderResult:
         return OrderResult(

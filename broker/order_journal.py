@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from broker.port import OrderResult
 from core.errors import RefuseToStartError
@@ -36,6 +36,9 @@ class JournalIntent(BaseModel):
     side: Literal["buy", "sell"]
     requested_notional_usd: float
     at_ms: int
+    #: the entry's inputs, so a BUY that fills later (or while the daemon is down) keeps them
+    signals: dict[str, float] = Field(default_factory=dict)
+    regime: str = ""
 
 
 class JournalResult(BaseModel):

@@ -41,6 +41,7 @@ class PaperOrder(BaseModel):
     updated_at_ms: int = Field(ge=0)  # when the status last changed
     expires_at_ms: int | None = None  # open BUYs
     signal_weights: dict[str, float] = Field(default_factory=dict)
+    regime: str = ""  # the entry's regime (BUYs), "" unknown
 
     @property
     def is_open(self) -> bool:

@@ -120,6 +120,7 @@ class PaperBroker:
         details = []
         for ticker, position in self._book.ledger.positions.items():
             mark = self._book.mark(ticker)
+            entry = self._entry_order(ticker, position.opened_at_ms)
             details.append(
                 PositionDetail(
                     ticker=ticker,
@@ -127,9 +128,23 @@ class PaperBroker:
                     entry_price=float(position.average_entry_price),
                     mark_price=None if mark is None else mark.price,
                     opened_at_ms=position.opened_at_ms,
+                    signals=dict(entry.signal_weights) if entry is not None else {},
+                    regime=entry.regime if entry is not None else "",
                 )
             )
         return details
+
+    def _entry_order(self, ticker: str, opened_at_ms: int) -> PaperOrder | None:
+        """The filled BUY that opened the position (its signals and regime are the entry's)."""
+        fills = [
+            o
+            for o in self._book.orders()
+            if o.ticker == ticker
+            and o.side == "buy"
+            and o.filled_quantity > 0
+            and o.updated_at_ms >= opened_at_ms
+        ]
+        return min(fills, key=lambda o: o.updated_at_ms, default=None)
 
     async def get_portfolio_value(self) -> float:
         """Free cash + reserved cash + every position at its last market price."""
@@ -272,6 +287,35 @@ class PaperBroker:
         if self._bus is None:
             return
         order = fill.order
+        self._publish_filled(order)
+        if fill.opened_position and fill.position_entry_price is not None:
+            self._bus.publish(
+                PositionOpened(
+                    at_ms=order.updated_at_ms,
+                    ticker=order.ticker,
+                    quantity=float(fill.position_quantity),
+                    entry_price=float(fill.position_entry_price),
+                    signals=dict(order.signal_weights),
+                    regime=order.regime,
+                )
+            )
+
+    def announce_recorded_fills(self) -> int:
+        """Publish ``order.filled`` again for every fill the saved book holds (on start).
+
+        A kill between saving a fill and journaling it would otherwise lose its trades.csv row;
+        the trades journal skips the fills it already has (by client order id), so each fill is
+        journaled exactly once. Positions are not announced again: the tracker adopts them from
+        ``get_positions_detail`` with the entry's signals and regime. Returns how many.
+        """
+        fills = [o for o in self._book.orders() if o.filled_quantity > 0]
+        for order in fills:
+            self._publish_filled(order)
+        return len(fills)
+
+    def _publish_filled(self, order: PaperOrder) -> None:
+        if self._bus is None:
+            return
         assert order.average_price is not None  # a fill has a price
         self._bus.publish(
             OrderFilled(
@@ -284,16 +328,6 @@ class PaperBroker:
                 fee=float(order.fee_usd),
             )
         )
-        if fill.opened_position and fill.position_entry_price is not None:
-            self._bus.publish(
-                PositionOpened(
-                    at_ms=order.updated_at_ms,
-                    ticker=order.ticker,
-                    quantity=float(fill.position_quantity),
-                    entry_price=float(fill.position_entry_price),
-                    signals=dict(order.signal_weights),
-                )
-            )
 
     def _load(self) -> tuple[PaperBook, PaperBookDocument] | None:
         assert self._state_path is not None

@@ -27,6 +27,9 @@ class OrderIntent(BaseModel):
     reference_price: float = Field(gt=0.0)
     position_pct: float = Field(ge=0.0, le=1.0)
     signal_weights: dict[str, float] = Field(default_factory=dict)
+    #: the crypto regime of the ticker when the decision was made ("" unknown); kept with the
+    #: order so a position adopted after a restart still knows the regime it was entered in
+    regime: str = ""
     reasoning: str = ""
 
 
@@ -38,6 +41,10 @@ class PositionDetail(BaseModel):
     entry_price: float
     mark_price: float | None
     opened_at_ms: int
+    #: what the order that opened the position carried (the learner's inputs at exit); empty /
+    #: "" when the broker does not know (a position placed by a person, an order record lost)
+    signals: dict[str, float] = Field(default_factory=dict)
+    regime: str = ""
 
     @property
     def notional_usd(self) -> float:
@@ -57,6 +64,8 @@ class OrderResult(BaseModel):
     filled_quantity: float = 0.0
     average_price: float | None = None
     fee_usd: float = 0.0
+    #: the exchange's fee could not be read: ``fee_usd`` is the configured rate x notional
+    fee_estimated: bool = False
     reason: str = ""
     at_ms: int = Field(0, ge=0)
 

@@ -124,6 +124,7 @@ class OrderFilled(Event):
     quantity: float
     price: float
     fee: float
+    fee_estimated: bool = False  # the exchange's fee was unreadable: configured rate x notional
 
 
 class PositionOpened(Event):
@@ -133,6 +134,7 @@ class PositionOpened(Event):
     quantity: float
     entry_price: float
     signals: dict[str, float] = Field(default_factory=dict)
+    regime: str = ""  # the regime the entry was decided in; "" unknown (the tracker asks now)
 
 
 class PositionExit(Event):

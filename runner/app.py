@@ -41,9 +41,10 @@ from runner.wiring import (
     build_market_path,
     websocket_ports,
 )
+from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
-from state.records import TRADE_COLUMNS
+from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
 from state.store import RunnerStateStore
 
 log = logging.getLogger(__name__)
@@ -99,9 +100,9 @@ def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
     decisions = JsonlJournal(
         settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock, health=health
     )
-    trades = CsvJournal(
-        settings.logs_dir / "trades.csv", TRADE_COLUMNS, fsync=fsync, clock=clock, health=health
-    )
+    trades_path = settings.logs_dir / "trades.csv"
+    widen_csv_columns(trades_path, TRADE_COLUMNS_V1, TRADE_COLUMNS)  # a state dir from before
+    trades = CsvJournal(trades_path, TRADE_COLUMNS, fsync=fsync, clock=clock, health=health)
     return Journals(store, decisions, trades)
 
 

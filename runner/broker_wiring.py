@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +18,10 @@ from pydantic import SecretStr
 from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys, check_live
 from broker.paper import PaperBroker
-from broker.port import Broker, OpenOrder, OrderIntent, OrderResult, PositionDetail
+from broker.port import Broker
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import RefuseToStartError
-from core.events import OrderFilled, PositionOpened
 from runner.config import Settings
 from runner.crypto_runner import PriceSink
 
@@ -77,10 +76,14 @@ def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
     async def save_marks() -> None:
         paper.save()
 
+    async def start() -> object:
+        return paper.announce_recorded_fills()  # the trades journal keeps the ones it lacks
+
     return BrokerParts(
         broker=paper,
         price_sinks=[paper.on_market_tick],
         equity=lambda: f"{float(paper.portfolio_value_usd()):,.2f}",
+        start=start,
         close=save_marks,
     )
 
@@ -111,7 +114,13 @@ def _ccxt(
         # 60 s is Binance's largest recvWindow; at N x speed it is 60/N real seconds of slack
         exchange.options["recvWindow"] = 60_000
     broker = CcxtBroker(
-        exchange, clock, settings.state_dir / "orders.jsonl", tickers=settings.market.tickers
+        exchange,
+        clock,
+        settings.state_dir / "orders.jsonl",
+        tickers=settings.market.tickers,
+        bus=bus,  # the broker announces its own fills, as the paper broker does
+        maker_fee_pct=float(settings.broker.maker_fee_pct),
+        taker_fee_pct=float(settings.broker.taker_fee_pct),
     )
     where = "the simulator" if sim_rest_url else ("LIVE Binance" if mode == "live" else "demo")
     log.log(logging.WARNING if mode == "live" else logging.INFO, "ccxt broker trading on %s", where)
@@ -125,68 +134,7 @@ def _ccxt(
                 f"({type(exc).__name__}: {exc}); nothing was traded"
             ) from exc
         log.info("ccxt broker reconciled with the exchange: %s", report)
+        broker.announce_recorded_fills()  # the trades journal keeps the ones it lacks
         return report
 
-    return BrokerParts(broker=FillEvents(broker, bus, clock), start=start, close=broker.close)
-
-
-class FillEvents:
-    """Publishes ``order.filled`` / ``position.opened`` for the fills a broker reports when it
-    executes (the paper broker publishes its own). The tracker, the trades journal and the learner
-    follow those events. A limit order that fills later, outside ``execute_decisions``, is not seen
-    here: the ccxt broker's reconcile on the next start picks its position up."""
-
-    def __init__(self, broker: CcxtBroker, bus: EventBus, clock: Clock) -> None:
-        self._broker = broker
-        self._bus = bus
-        self._clock = clock
-
-    async def execute_decisions(self, intents: Sequence[OrderIntent]) -> Sequence[OrderResult]:
-        results = await self._broker.execute_decisions(intents)
-        for intent, result in zip(intents, results, strict=False):
-            if result.status == "filled" and result.filled_quantity > 0 and result.average_price:
-                self._publish(intent, result)
-        return results
-
-    def _publish(self, intent: OrderIntent, result: OrderResult) -> None:
-        at_ms = result.at_ms or self._clock.now_ms()
-        price = float(result.average_price or 0.0)
-        self._bus.publish(
-            OrderFilled(
-                at_ms=at_ms,
-                client_order_id=result.client_order_id,
-                ticker=result.ticker,
-                side=result.side,
-                quantity=result.filled_quantity,
-                price=price,
-                fee=result.fee_usd,
-            )
-        )
-        if result.side == "buy":
-            self._bus.publish(
-                PositionOpened(
-                    at_ms=at_ms,
-                    ticker=result.ticker,
-                    quantity=result.filled_quantity,
-                    entry_price=price,
-                    signals=intent.signal_weights,
-                )
-            )
-
-    async def get_positions_detail(self) -> Sequence[PositionDetail]:
-        return await self._broker.get_positions_detail()
-
-    async def get_portfolio_value(self) -> float:
-        return await self._broker.get_portfolio_value()
-
-    async def get_cash(self) -> float:
-        return await self._broker.get_cash()
-
-    async def get_open_orders(self) -> Sequence[OpenOrder]:
-        return await self._broker.get_open_orders()
-
-    async def cancel(self, client_order_id: str) -> OrderResult | None:
-        return await self._broker.cancel(client_order_id)
-
-    async def lookup(self, client_order_id: str) -> OrderResult | None:
-        return await self._broker.lookup(client_order_id)
+    return BrokerParts(broker=broker, start=start, close=broker.close)

@@ -22,7 +22,7 @@ from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
 from core.failpoints import Failpoints
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath
-from state.journal import CsvJournal, JsonlJournal
+from state.journal import CsvJournal, JsonlJournal, read_csv_rows
 from state.records import AgentFailureRecord, TradeRow
 
 log = logging.getLogger(__name__)
@@ -101,20 +101,26 @@ def subscribe_all(bus: EventBus, table: Sequence[Subscription]) -> None:
 
 
 def trades_row_writer(trades: CsvJournal) -> InlineHandler:
-    """One trades.csv row per fill."""
+    """One trades.csv row per fill. Brokers announce their recorded fills again on start (a kill
+    can fall between a fill and its row), so fills already in the file are skipped by client
+    order id: each fill gets exactly one row."""
+    journaled = {row["client_order_id"] for row in read_csv_rows(trades.path)}
 
     def on_fill(event: Event) -> None:
-        if isinstance(event, OrderFilled):
-            row = TradeRow(
-                at_ms=event.at_ms,
-                client_order_id=event.client_order_id,
-                ticker=event.ticker,
-                side=event.side,
-                quantity=event.quantity,
-                price=event.price,
-                fee_usd=event.fee,
-            )
-            trades.append(row.as_row())
+        if not isinstance(event, OrderFilled) or event.client_order_id in journaled:
+            return
+        row = TradeRow(
+            at_ms=event.at_ms,
+            client_order_id=event.client_order_id,
+            ticker=event.ticker,
+            side=event.side,
+            quantity=event.quantity,
+            price=event.price,
+            fee_usd=event.fee,
+            fee_estimated=event.fee_estimated,
+        )
+        trades.append(row.as_row())
+        journaled.add(event.client_order_id)
 
     return on_fill
 

@@ -169,6 +169,9 @@ class TradeRow(BaseModel):
     quantity: float
     price: float
     fee_usd: float | None = None
+    #: true when the exchange's fee was unreadable and ``fee_usd`` is the configured rate x
+    #: notional; empty in rows written before the column existed
+    fee_estimated: bool | None = False
 
     def as_row(self) -> dict[str, Any]:
         return self.model_dump()
@@ -176,6 +179,8 @@ class TradeRow(BaseModel):
 
 #: the columns of trades.csv, in order: the writer's and every reader's
 TRADE_COLUMNS: Final = tuple(TradeRow.model_fields)
+#: the columns before ``fee_estimated`` (``state.csv_widen`` widens such a file on start)
+TRADE_COLUMNS_V1: Final = TRADE_COLUMNS[:-1]
 
 
 class TradesFileError(ValueError):
@@ -198,6 +203,7 @@ def read_trades(path: Path) -> list[TradeRow]:
 
 __all__ = [
     "TRADE_COLUMNS",
+    "TRADE_COLUMNS_V1",
     "AgentFailureRecord",
     "DecisionRecord",
     "JournalLineError",

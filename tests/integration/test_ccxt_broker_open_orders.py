@@ -10,9 +10,6 @@ from test_ccxt_broker_faults import BTC, buy_intent
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
 from broker.order_journal import OrderJournal
-from core.bus import EventBus
-from core.clock import WallClock
-from runner.broker_wiring import FillEvents
 
 OPEN_ORDERS = "/fapi/v1/openOrders"
 
@@ -85,12 +82,3 @@ async def test_orders_a_person_placed_are_not_vigils(tmp_path: Path) -> None:
             report = await broker.reconcile()
             assert len(report.foreign_open_orders) == 1
             assert await broker.get_open_orders() == []
-
-
-async def test_the_fill_events_wrapper_forwards_open_orders(tmp_path: Path) -> None:
-    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
-        wrapped = FillEvents(broker, EventBus(), WallClock())
-        (placed,) = await wrapped.execute_decisions([buy_intent(sim)])
-        (order,) = await wrapped.get_open_orders()
-        assert order.client_order_id == placed.client_order_id
-        assert list(await broker.get_open_orders()) == [order]

@@ -18,6 +18,7 @@ from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys
 from contract.broker_contract import BrokerHarness
 from contract.paper_support import EPOCH_MS, START_PRICES
+from core.bus import EventBus
 from core.clock import ScaledClock, WallClock
 from market.ccxt_client import RetryPolicy
 from sim.order_book import SimAccountConfig
@@ -69,7 +70,9 @@ class CcxtSim:
     journal_path: Path
     market: SimMarket
 
-    def new_broker(self, *, max_sends: int = 3, timeout_ms: int = 10_000) -> CcxtBroker:
+    def new_broker(
+        self, *, max_sends: int = 3, timeout_ms: int = 10_000, bus: EventBus | None = None
+    ) -> CcxtBroker:
         """A broker (and its own ccxt client) on the same sim account and journal."""
         exchange = build_exchange(
             "testnet",
@@ -85,6 +88,9 @@ class CcxtSim:
             tickers=TICKERS,
             retry_policy=FAST_RETRIES,
             max_sends=max_sends,
+            bus=bus,
+            maker_fee_pct=ACCOUNT.maker_fee_pct,
+            taker_fee_pct=ACCOUNT.taker_fee_pct,
         )
 
     def harness(self, broker: CcxtBroker) -> BrokerHarness:
@@ -116,8 +122,10 @@ async def ccxt_sim(tmp_path: Path) -> AsyncIterator[CcxtSim]:
 
 
 @asynccontextmanager
-async def running_broker(sim: CcxtSim, **kwargs: int) -> AsyncIterator[CcxtBroker]:
-    broker = sim.new_broker(**kwargs)
+async def running_broker(
+    sim: CcxtSim, bus: EventBus | None = None, **kwargs: int
+) -> AsyncIterator[CcxtBroker]:
+    broker = sim.new_broker(bus=bus, **kwargs)
     try:
         yield broker
     finally:
