@@ -22,6 +22,9 @@ KNOWN = frozenset(
         "after_orders_sent",  # the broker has the orders (and persisted them); not journaled yet
         "after_decision_journaled",  # the decision line is written; state not yet saved
         "after_fill",  # a fill is journaled in trades.csv
+        "after_exit_fill",  # an exit's SELL filled (its trades.csv row written); exit not recorded
+        "after_exit_outboxed",  # the exit is in the outbox; the learner has not taken it yet
+        "after_exit_recorded",  # the learner took the exit; the position is still tracked
         "after_exit",  # an exit is published (learner updated)
     }
 )

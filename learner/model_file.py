@@ -45,6 +45,8 @@ class TradeRecord(_Frozen):
     holding_secs: Finite
     regime: str | None
     signals: dict[str, Finite]
+    #: the exit's stable id (its outbox key): an exit delivered again is recognised, not relearned
+    trade_id: str | None = None
 
 
 class LearnerFile(_Frozen):

@@ -99,11 +99,18 @@ class OnlineLearner:
         ticker: str,
         at_ms: int,
         holding_secs: float,
-    ) -> None:
-        """Learn from one closed trade. ``pnl_pct`` is in percent (+5 % is 5.0).
+        *,
+        trade_id: str | None = None,
+    ) -> bool:
+        """Learn from one closed trade. ``pnl_pct`` is in percent (+5 % is 5.0). Returns False
+        (and learns nothing) when ``trade_id`` is one of the recent trades already learned: an
+        exit delivered again after a restart is learned exactly once.
 
         Raises ``ValueError`` (and learns nothing) on a non-finite pnl or signal value.
         """
+        if trade_id is not None and any(t.trade_id == trade_id for t in self._trades):
+            log.info("learner: trade %s of %s was already learned; skipped", trade_id, ticker)
+            return False
         regime = regime_key(regime)
         # Both validate (ValueError) before anything changes, so a bad trade leaves no trace.
         record = TradeRecord(
@@ -113,6 +120,7 @@ class OnlineLearner:
             holding_secs=holding_secs,
             regime=regime,
             signals=dict(signals),
+            trade_id=trade_id,
         )
         pnl_fraction = pnl_pct / 100.0
         outcomes = {name: outcome_for(value, pnl_fraction) for name, value in signals.items()}
@@ -132,9 +140,11 @@ class OnlineLearner:
         self._trades.append(record)
         self._unsaved = True
         self._save_or_log()
+        return True
 
-    def on_position_exit(self, event: Event) -> None:
-        """Bus handler for ``position.exit``, fit for an inline subscription.
+    def on_position_exit(self, event: Event, trade_id: str | None = None) -> None:
+        """Learn one ``position.exit`` (the daemon feeds it from the exits outbox, with the
+        exit's key as ``trade_id``); fit for an inline bus subscription too.
 
         Cost per exit: ~10 us of arithmetic plus the atomic save (~1 ms with fsync, measured on
         the dev box); exits are rare and never on the tick path.
@@ -148,6 +158,7 @@ class OnlineLearner:
             event.ticker,
             event.at_ms,
             event.holding_secs,
+            trade_id=trade_id,
         )
 
     # -- reading ----------------------------------------------------------------------------
@@ -193,7 +204,7 @@ class OnlineLearner:
 
     def recent_trades(self) -> list[dict[str, Any]]:
         """The last ``window`` trades, oldest first, as compact dicts (pnl_pct in percent)."""
-        return [trade.model_dump() for trade in self._trades]
+        return [trade.model_dump(exclude={"trade_id"}) for trade in self._trades]
 
     @property
     def regime_counts(self) -> dict[str, int]:

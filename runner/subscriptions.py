@@ -8,7 +8,8 @@ subscription order), so the order of the rows below is behaviour:
   called explicitly by ``CryptoRunner.handle_tick``), then the watchdog's liveness mark.
 - ``order.filled``: the trades journal first, then the ``after_fill`` failpoint, so a kill there
   has the fill row written (the restart tests rely on it).
-- ``position.exit``: the learner first, then the ``after_exit`` failpoint.
+- ``position.exit``: the ``after_exit`` failpoint. The learner is not on the bus: it takes each
+  exit from the durable exits outbox (``runner.wiring.exits_outbox``) before the event is published.
 """
 
 from __future__ import annotations
@@ -77,7 +78,6 @@ def daemon_subscriptions(
         Inline(Topic.POSITION_OPENED, decision.tracker.on_position_opened, "tracker"),
         Inline(Topic.ORDER_FILLED, trades_row_writer(trades_journal), "trades_journal"),
         Inline(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), "failpoint"),
-        Inline(Topic.POSITION_EXIT, decision.learner.on_position_exit, "learner"),
         Inline(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), "failpoint"),
         Inline(
             Topic.AGENT_FAILURE, agent_failure_writer(decisions_journal), "agent_failure_journal"

@@ -24,6 +24,7 @@ from broker.port import Broker
 from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
+from core.events import PositionExit
 from core.failpoints import Failpoints
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
@@ -51,6 +52,7 @@ from runner.config import BINANCE_UPDATE_MS, Settings
 from runner.context_wiring import build_decision_context
 from runner.crypto_runner import CryptoRunner
 from state.journal import JsonlJournal
+from state.outbox import Outbox, OutboxEntry
 from state.store import RunnerStateStore
 from tracker.tracker import PositionTracker
 
@@ -110,6 +112,7 @@ class DecisionPath:
     context: DecisionContext | None
     runner: CryptoRunner
     trading: TradingSwitch
+    exits: Outbox | None = None  # the exits outbox the learner consumes
 
 
 def websocket_ports(
@@ -197,6 +200,9 @@ def build_decision_path(
 
     agents = build_agents(settings, clock, bus, history_to_now, decisions_journal.append)
     trading = TradingSwitch(clock, store, decisions_journal.append)
+    failpoint = (failpoints or Failpoints()).hit
+    learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
+    exits = exits_outbox(settings, learner)
     tracker = PositionTracker(
         clock,
         bus,
@@ -208,8 +214,9 @@ def build_decision_path(
         config=settings.tracker,
         btc_change_1h_pct=lambda: _change_1h_pct(market.features, settings.tracker.btc_ticker),
         trading=trading,
+        record_exit=lambda key, event: record_exit(exits, key, event, failpoint),
+        failpoint=failpoint,
     )
-    learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     snapshots = _snapshots(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports
     )
@@ -231,8 +238,33 @@ def build_decision_path(
     )
     return DecisionPath(
         derivatives, liquidations, gate, board, regimes, broker_parts,
-        tracker, learner, snapshots, agents, routine, context, runner, trading,
+        tracker, learner, snapshots, agents, routine, context, runner, trading, exits,
     )  # fmt: skip
+
+
+def exits_outbox(settings: Settings, learner: OnlineLearner) -> Outbox:
+    """The durable exit -> learner (and, later, trading memory) hand-off (``state.outbox``).
+    What a previous run recorded and the learner did not take yet is delivered now."""
+    outbox = Outbox(settings.state_dir / "outbox" / "exits.jsonl")
+    outbox.load()
+
+    def learn(entry: OutboxEntry) -> None:
+        learner.on_position_exit(PositionExit.model_validate(entry.payload), trade_id=entry.key)
+
+    outbox.subscribe("learner", learn)
+    delivered = outbox.deliver()
+    if delivered:
+        log.warning("exits outbox: delivered %d exit(s) a previous run had not", delivered)
+    return outbox
+
+
+def record_exit(
+    outbox: Outbox, key: str, event: PositionExit, failpoint: Callable[[str], None]
+) -> None:
+    """Make the exit durable, then hand it to the consumers (each acknowledges what it took)."""
+    outbox.append(key, event.topic, event.at_ms, event.model_dump(mode="json"))
+    failpoint("after_exit_outboxed")
+    outbox.deliver()
 
 
 def _derivatives(
@@ -371,5 +403,7 @@ __all__ = [
     "Ports",
     "build_decision_path",
     "build_market_path",
+    "exits_outbox",
+    "record_exit",
     "websocket_ports",
 ]

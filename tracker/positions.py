@@ -2,7 +2,9 @@
 
 Per ticker, the store's own fields hold the entry price (``entry_prices``), the entry time
 (``entry_times_ms``) and the trailing high (``trailing_highs``); the rest sits under
-``extra["tracker"]["positions"][ticker]``: quantity, entry signals, regime at entry, the armed flag.
+``extra["tracker"]["positions"][ticker]``: quantity, entry signals, regime at entry, the armed flag,
+and the exit order in flight (``exit_order_id``, ``exit_reason``: written BEFORE the SELL is sent,
+so a restart finds the exit's fill and hands the exit to the learner instead of forgetting it).
 A ticker in ``entry_prices`` without tracker details (an older or hand-made file) is restored with
 what is known (quantity 0 until reconciled with the broker, regime ``unknown``, no signals).
 """
@@ -45,6 +47,12 @@ class _Details(BaseModel):
     signals: dict[str, float] = Field(default_factory=dict)
     regime: str = UNKNOWN_REGIME
     armed: bool = False
+    exit_order_id: str | None = None
+    exit_reason: str | None = None
+
+
+#: ticker -> (client order id of the exit's SELL, exit reason value)
+PendingExits = dict[str, tuple[str, str]]
 
 
 class StateStore(Protocol):
@@ -58,16 +66,33 @@ class StateStore(Protocol):
     def save(self) -> object: ...
 
 
-def positions_from_state(state: RunnerState) -> dict[str, TrackedPosition]:
+def _details(state: RunnerState) -> dict[str, _Details]:
     raw = state.extra.get(EXTRA_KEY, {})
     details_by_ticker = raw.get("positions", {}) if isinstance(raw, Mapping) else {}
-    positions: dict[str, TrackedPosition] = {}
-    for ticker, entry_price in state.entry_prices.items():
+    found: dict[str, _Details] = {}
+    for ticker in state.entry_prices:
         try:
-            details = _Details.model_validate(_thaw(details_by_ticker.get(ticker, {})))
+            found[ticker] = _Details.model_validate(_thaw(details_by_ticker.get(ticker, {})))
         except ValidationError as exc:
             log.error("tracker: stored details of %s are invalid (%s); using defaults", ticker, exc)
-            details = _Details()
+            found[ticker] = _Details()
+    return found
+
+
+def pending_exits_from_state(state: RunnerState) -> PendingExits:
+    """The exit orders that were in flight when the state was saved."""
+    return {
+        ticker: (d.exit_order_id, d.exit_reason)
+        for ticker, d in _details(state).items()
+        if d.exit_order_id is not None and d.exit_reason is not None
+    }
+
+
+def positions_from_state(state: RunnerState) -> dict[str, TrackedPosition]:
+    details_by_ticker = _details(state)
+    positions: dict[str, TrackedPosition] = {}
+    for ticker, entry_price in state.entry_prices.items():
+        details = details_by_ticker[ticker]
         high = max(state.trailing_highs.get(ticker, entry_price), entry_price)
         positions[ticker] = TrackedPosition(
             ticker=ticker,
@@ -82,12 +107,27 @@ def positions_from_state(state: RunnerState) -> dict[str, TrackedPosition]:
     return positions
 
 
-def state_fields(state: RunnerState, positions: Mapping[str, TrackedPosition]) -> dict[str, Any]:
+def state_fields(
+    state: RunnerState,
+    positions: Mapping[str, TrackedPosition],
+    pending_exits: Mapping[str, tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """The daemon fields that record ``positions`` (other ``extra`` keys are kept)."""
+    pending = pending_exits or {}
     extra = _thaw(state.extra)
     extra[EXTRA_KEY] = {
         "positions": {
-            t: {"quantity": p.quantity, "signals": p.signals, "regime": p.regime, "armed": p.armed}
+            t: {
+                "quantity": p.quantity,
+                "signals": p.signals,
+                "regime": p.regime,
+                "armed": p.armed,
+                **(
+                    {"exit_order_id": pending[t][0], "exit_reason": pending[t][1]}
+                    if t in pending
+                    else {}
+                ),
+            }
             for t, p in sorted(positions.items())
         }
     }

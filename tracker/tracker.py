@@ -7,8 +7,12 @@
   / HOLD per position; positions it does not answer for (no reviewer, a failure, a timeout, a
   missing verdict) get the fallback score's verdict (``tracker.score``); see ``tracker.review``.
 - Exits are SELL intents through the broker with the decision id
-  ``exit-<reason>-<ticker>-<at_ms>``; a filled exit publishes ``position.exit`` (PnL of the fill vs
-  the entry, holding time, regime and signals at entry) and untracks. The fill itself reaches
+  ``exit-<reason>-<ticker>-<at_ms>``. The SELL's client order id is saved with the position BEFORE
+  it is sent (a decision's SELL too, in ``filter_sells``). A filled exit is first handed to
+  ``record_exit`` (the durable exits outbox, keyed by that client order id), then untracked, then
+  published as ``position.exit`` (PnL of the fill vs the entry, holding time, regime and signals at
+  entry). A kill anywhere in between is settled on restart: the saved exit order is looked up and
+  its fill recorded (recording the same key twice adds nothing). The fill itself reaches
   ``trades.csv`` through ``order.filled``, like every fill.
 - Tracking starts on ``position.opened`` (inline bus subscription, ``attach``). On start the loop
   reconciles with the broker's positions before its first check.
@@ -23,6 +27,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from broker.ids import client_order_id
 from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
 from broker.resting import cancel_resting_buys
 from broker.trading_state import TradingSwitch
@@ -37,6 +42,7 @@ from tracker.positions import (
     UNKNOWN_REGIME,
     StateStore,
     TrackedPosition,
+    pending_exits_from_state,
     positions_from_state,
     state_fields,
 )
@@ -47,6 +53,8 @@ log = logging.getLogger(__name__)
 
 PriceSource = Callable[[str], float | None]
 RegimeSource = Callable[[str], str]
+#: makes an exit durable (the exits outbox) under its key, the SELL's client order id
+ExitRecorder = Callable[[str, PositionExit], object]
 
 
 class PositionTracker:
@@ -63,8 +71,11 @@ class PositionTracker:
         config: TrackerConfig | None = None,
         btc_change_1h_pct: Callable[[], float | None] = lambda: None,
         trading: TradingSwitch | None = None,
+        record_exit: ExitRecorder | None = None,
+        failpoint: Callable[[str], None] = lambda _name: None,
     ) -> None:
-        """``store`` must be loaded; the positions it holds are tracked again (a restart).
+        """``store`` must be loaded; the positions it holds are tracked again (a restart), with
+        the exit orders that were in flight.
         ``btc_change_1h_pct``: BTC's change over the last hour in percent (None: unknown), for
         the fallback score's correlation term. ``trading``: a ``HaltTradingError`` halts it, and
         while it is HALTED the agent layer places no ADD (stops and exits still run)."""
@@ -85,7 +96,13 @@ class PositionTracker:
         self._rng = random.Random()
         self._positions = positions_from_state(store.current)
         self._samples: dict[str, deque[float]] = {}
-        self._pending_exits: dict[str, tuple[str, ExitReason]] = {}  # ticker -> (order id, why)
+        self._record_exit = record_exit or (lambda _key, _event: None)
+        self._failpoint = failpoint
+        self._pending_exits: dict[str, tuple[str, ExitReason]] = {  # ticker -> (order id, why)
+            t: (order_id, ExitReason(reason))
+            for t, (order_id, reason) in pending_exits_from_state(store.current).items()
+            if t in self._positions
+        }
         self._no_price: set[str] = set()
         self._exit_lock = asyncio.Lock()
         self._reconciled = False
@@ -112,7 +129,7 @@ class PositionTracker:
                 event.quantity,
                 event.at_ms,
                 event.signals,
-                self.regime_now(event.ticker),
+                event.regime or self.regime_now(event.ticker),
             )
 
     def track(
@@ -316,6 +333,7 @@ class PositionTracker:
                 signal_weights=dict(position.signals),
                 reasoning=reason.value,
             )
+            self._expect_exit(ticker, client_order_id(intent.decision_id, ticker, "SELL"), reason)
             (result,) = await self._broker.execute_decisions([intent])
             return self._settle_exit(ticker, reason, result)
 
@@ -329,15 +347,21 @@ class PositionTracker:
                 ticker,
             )
             del self._pending_exits[ticker]
+            self._persist()
             return None
         return self._settle_exit(ticker, reason, result)
+
+    def _expect_exit(self, ticker: str, order_id: str, reason: ExitReason) -> None:
+        """Save the exit order's id with the position before it is sent (see the docstring)."""
+        self._pending_exits[ticker] = (order_id, reason)
+        self._persist()
 
     def _settle_exit(
         self, ticker: str, reason: ExitReason, result: OrderResult
     ) -> PositionExit | None:
-        self._pending_exits.pop(ticker, None)
         if result.status == "open":
-            self._pending_exits[ticker] = (result.client_order_id, reason)
+            if self._pending_exits.get(ticker) != (result.client_order_id, reason):
+                self._expect_exit(ticker, result.client_order_id, reason)
             log.info(
                 "tracker: exit order %s for %s is open; following it",
                 result.client_order_id,
@@ -345,6 +369,8 @@ class PositionTracker:
             )
             return None
         if result.status != "filled" or result.average_price is None:
+            if self._pending_exits.pop(ticker, None) is not None:
+                self._persist()
             log.error(
                 "tracker: %s for %s not filled (%s: %s); the next check retries",
                 reason.value,
@@ -353,6 +379,7 @@ class PositionTracker:
                 result.reason or "no reason given",
             )
             return None
+        self._failpoint("after_exit_fill")
         position = self._positions.get(ticker)
         if position is None:
             log.warning("tracker: exit of %s filled but it was untracked meanwhile", ticker)
@@ -375,6 +402,8 @@ class PositionTracker:
             event.pnl_pct,
             event.holding_secs,
         )
+        self._record_exit(result.client_order_id, event)  # durable before it is forgotten
+        self._failpoint("after_exit_recorded")
         self.untrack(ticker)
         self._bus.publish(event)
         return event
@@ -392,7 +421,19 @@ class PositionTracker:
                     intent.decision_id,
                 )
                 continue
+            if intent.action is Action.SELL and intent.ticker in self._pending_exits:
+                log.warning(
+                    "tracker: SELL %s (decision %s) skipped: an exit order is already in flight",
+                    intent.ticker,
+                    intent.decision_id,
+                )
+                continue
+            if intent.action is Action.SELL:  # saved before it is sent, as the tracker's exits
+                cid = client_order_id(intent.decision_id, intent.ticker, "SELL")
+                self._pending_exits[intent.ticker] = (cid, ExitReason.DECISION_SELL)
             kept.append(intent)
+        if any(i.action is Action.SELL for i in kept):
+            self._persist()
         return kept
 
     async def on_executed(
@@ -406,7 +447,9 @@ class PositionTracker:
             if result.status == "filled":
                 held = {p.ticker: p for p in await self._broker.get_positions_detail()}
                 if ticker in held:  # a partial SELL: the rest stays guarded
+                    self._pending_exits.pop(ticker, None)
                     self.reconcile_one(held[ticker])
+                    self._persist()
                     continue
             self._settle_exit(ticker, ExitReason.DECISION_SELL, result)
 
@@ -438,6 +481,14 @@ class PositionTracker:
         """Make the tracked set match what the broker holds (each difference is logged)."""
         held_by_ticker = {p.ticker: p for p in held}
         for ticker in sorted(set(self._positions) - set(held_by_ticker)):
+            if ticker in self._pending_exits:
+                log.info(
+                    "tracker: %s is no longer held and its exit order %s is in flight; the next "
+                    "check settles it",
+                    ticker,
+                    self._pending_exits[ticker][0],
+                )
+                continue
             log.warning(
                 "tracker: %s was tracked but the broker holds no position; untracked", ticker
             )
@@ -447,18 +498,20 @@ class PositionTracker:
             if position is None:
                 log.warning(
                     "tracker: the broker holds %s %s that was not tracked; tracking it "
-                    "(entry %s, regime at entry and signals unknown)",
+                    "(entry %s, regime at entry %s, signals %s, as the broker's order recorded)",
                     detail.quantity,
                     ticker,
                     detail.entry_price,
+                    detail.regime or "unknown",
+                    detail.signals or "unknown",
                 )
                 self.track(
                     ticker,
                     detail.entry_price,
                     detail.quantity,
                     detail.opened_at_ms,
-                    {},
-                    UNKNOWN_REGIME,
+                    detail.signals,
+                    detail.regime or UNKNOWN_REGIME,
                 )
             else:
                 self.reconcile_one(detail)
@@ -500,7 +553,8 @@ class PositionTracker:
     def _persist(self) -> None:
         """Record the tracked set in the state store and save it. A failed save is logged; the
         state stays in memory and the next change (or the daemon's shutdown save) writes it."""
-        self._store.replace(**state_fields(self._store.current, self._positions))
+        pending = {t: (cid, why.value) for t, (cid, why) in self._pending_exits.items()}
+        self._store.replace(**state_fields(self._store.current, self._positions, pending))
         try:
             self._store.save()
         except Exception:

@@ -53,7 +53,17 @@ async def _until(condition: object, proc: asyncio.subprocess.Process) -> None:
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
-    "failpoint", ["after_orders_sent", "after_decision_journaled", "after_fill", "after_exit"]
+    "failpoint",
+    [
+        "after_orders_sent",
+        "after_decision_journaled",
+        "after_fill",
+        # between the exit's fill row and the exit event: the exits outbox hands it over
+        "after_exit_fill",
+        "after_exit_outboxed",
+        "after_exit_recorded",
+        "after_exit",
+    ],
 )
 async def test_killed_at_a_failpoint_then_restarted_loses_and_doubles_nothing(
     tmp_path: Path, failpoint: str
