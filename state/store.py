@@ -49,6 +49,7 @@ from state.atomic import (
     tmp_path_for,
 )
 from state.edits import FieldChange, StateEditReport
+from state.last_good import last_good_path, read_last_good, write_last_good
 from state.memory_clip import clip_memory
 from state.memory_history import Author, MemoryVersion, find_version, memory_history, with_version
 from state.models import (
@@ -56,6 +57,7 @@ from state.models import (
     EDITABLE_FIELDS,
     SCHEMA_VERSION,
     InvalidStateFileError,
+    NewerSchemaError,
     RunnerState,
     parse_state_bytes,
     render_state,
@@ -138,6 +140,8 @@ class RunnerStateStore:
         self._rejected: _RejectedEdit | None = None
         self._last_report: StateEditReport | None = None
         self._swap_supported = True
+        self._last_good_path = last_good_path(self._path)
+        self._last_good_data: bytes | None = None
 
     @property
     def path(self) -> Path:
@@ -172,6 +176,9 @@ class RunnerStateStore:
                 f"cannot read the state file {self._path}: {exc}. Fix its permissions or move "
                 "it aside (without it the daemon starts with empty state)."
             ) from None
+        last_good = read_last_good(self._last_good_path)
+        if last_good is not None:
+            return self._load_over_last_good(stamp_and_data, *last_good)
         if stamp_and_data is None:
             log.info("no state file at %s yet: starting with empty state", self._path)
             self._current = RunnerState()
@@ -197,6 +204,49 @@ class RunnerStateStore:
         self._baseline = state
         self._file = _FileView(stamp, data)
         return state
+
+    def _load_over_last_good(
+        self, shared: tuple[FileStamp, bytes] | None, good: RunnerState, good_data: bytes
+    ) -> RunnerState:
+        """Start from the daemon's own copy (``state.last_good``): its daemon-owned fields always,
+        the shared file's editable fields when it is valid; a broken edit is reported, kept aside
+        before the next write, and the last good notes stay."""
+        self._current = good
+        self._baseline = good
+        self._last_good_data = good_data
+        if shared is None:
+            log.warning(
+                "%s is missing; restored from the daemon's copy %s (delete both to start empty)",
+                self._path,
+                self._last_good_path,
+            )
+            self._file = _FileView(None, None)
+            return good
+        stamp, data = shared
+        self._file = _FileView(stamp, data)
+        if data == good_data:
+            return good
+        now_ms = self._clock.now_ms()
+        try:
+            edited, _ = parse_state_bytes(data)
+        except NewerSchemaError as exc:
+            raise RefuseToStartError(
+                f"the state file {self._path} cannot be used: {exc.problem}. Run the vigil "
+                "version that wrote it. Nothing was changed or deleted."
+            ) from None
+        except InvalidStateFileError as exc:
+            report = StateEditReport(
+                path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem
+            )
+            self._rejected = _RejectedEdit(data, report)
+            self._record(report)
+            log.warning(
+                "started from the daemon's copy %s: its own fields and the last good notes",
+                self._last_good_path,
+            )
+            return good
+        self._record(self._merge(edited, now_ms))
+        return self.current
 
     def _prepare_state_dir(self) -> None:
         directory = self._path.parent
@@ -318,6 +368,9 @@ class RunnerStateStore:
             if data == self._file.data:
                 return tuple(reports)
             expected = self._file.data
+            if data != self._last_good_data:  # the daemon's copy first: see state.last_good
+                write_last_good(self._last_good_path, data)
+                self._last_good_data = data
             try:
                 written, replaced = self._put(data, expected)
             except _ChangedWhileSavingError:

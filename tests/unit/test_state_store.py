@@ -78,7 +78,9 @@ def store(path: Path, clock: VirtualClock) -> RunnerStateStore:
 
 
 def files_in(directory: Path) -> list[str]:
-    return sorted(p.name for p in directory.iterdir())
+    """The files beside the state, but the daemon's own copy (``state.last_good``, tested in
+    test_state_last_good.py), which every save writes first."""
+    return sorted(p.name for p in directory.iterdir() if p.name != "runner_state.last-good.json")
 
 
 # --- startup -------------------------------------------------------------------------------

@@ -1,0 +1,93 @@
+"""A person's broken or partial edit of runner_state.json followed by a crash never blocks the
+restart nor costs the daemon's own fields: the daemon's copy (``runner_state.last-good.json``)
+holds them, the broken edit is reported and kept aside, and the last good notes stay."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from core.clock import VirtualClock
+from core.errors import RefuseToStartError
+from state.models import SCHEMA_VERSION
+from state.store import RunnerStateStore
+
+EPOCH_MS = 1_740_000_000_000
+
+
+def running(path: Path) -> RunnerStateStore:
+    """A daemon that holds a position and has notes, saved (then it 'crashes': no more saves)."""
+    store = RunnerStateStore(path, VirtualClock(EPOCH_MS))
+    store.load()
+    store.replace(entry_prices={"BTC/USDT": 97_000.0}, entry_times_ms={"BTC/USDT": 1})
+    store.set_agent_memory("Funding is hot.")
+    store.save()
+    return store
+
+
+def restarted(path: Path) -> RunnerStateStore:
+    store = RunnerStateStore(path, VirtualClock(EPOCH_MS + 60_000))
+    store.load()
+    return store
+
+
+def test_a_broken_edit_then_a_crash_restarts_with_the_daemon_state_and_last_notes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    broken = path.read_bytes()[:-40]  # a partial save by an editor
+    path.write_bytes(broken)
+    with caplog.at_level(logging.ERROR):
+        store = restarted(path)  # before: RefuseToStartError (exit 78)
+    assert store.current.entry_prices == {"BTC/USDT": 97_000.0}
+    assert store.current.agent_memory == "Funding is hot."
+    assert store.last_report is not None and not store.last_report.accepted
+    assert "rejected" in caplog.text
+    (report,) = store.save()
+    assert report.preserved_as is not None and report.preserved_as.read_bytes() == broken
+    assert json.loads(path.read_bytes())["entry_prices"] == {"BTC/USDT": 97_000.0}
+
+
+def test_a_partial_valid_edit_keeps_the_daemon_fields_and_takes_the_notes(tmp_path: Path) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION, "notes": "watch SOL"}))
+    store = restarted(path)
+    assert store.current.entry_prices == {"BTC/USDT": 97_000.0}  # before: {} (lost)
+    assert store.current.notes == "watch SOL"
+    assert store.current.agent_memory == ""  # the person emptied it: their field
+    assert store.last_report is not None and "entry_prices" in store.last_report.ignored_fields
+
+
+def test_a_moved_aside_file_is_restored_from_the_daemon_copy(tmp_path: Path) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    path.rename(tmp_path / "aside.json")
+    store = restarted(path)
+    assert store.current.entry_prices == {"BTC/USDT": 97_000.0}
+    store.save()
+    assert json.loads(path.read_bytes())["agent_memory"] == "Funding is hot."
+
+
+def test_a_kill_between_the_copy_and_the_shared_file_keeps_the_newer_daemon_state(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runner_state.json"
+    store = running(path)
+    older = path.read_bytes()
+    store.replace(entry_prices={"BTC/USDT": 97_000.0, "ETH/USDT": 2_500.0})
+    store.save()
+    path.write_bytes(older)  # as if the kill fell after the copy, before the shared file
+    assert set(restarted(path).current.entry_prices) == {"BTC/USDT", "ETH/USDT"}
+
+
+def test_a_file_from_a_newer_vigil_still_refuses(tmp_path: Path) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
+    with pytest.raises(RefuseToStartError, match="newer"):
+        restarted(path)
