@@ -12,6 +12,8 @@ from broker.port import Action, OrderIntent
 from contract.broker_contract import make_intent
 from core.bus import EventBus
 from core.events import Event, OrderFilled, PositionOpened, Topic
+from runner.wiring import TRADE_COLUMNS, journal_fills
+from state.journal import CsvJournal, read_csv_rows
 
 BTC = "BTC/USDT"
 SIGNALS = {"rsi": 0.4, "momentum": -0.1}
@@ -120,3 +122,18 @@ async def test_recorded_fills_are_announced_again_on_start(tmp_path: Path) -> No
             assert after.announce_recorded_fills() == 1
         assert [f.client_order_id for f in seen.fills] == [placed.client_order_id]
         assert seen.opened == []  # positions are adopted by the tracker, with their entry
+
+
+async def test_a_limit_buy_that_fills_later_gets_its_trades_row_once(tmp_path: Path) -> None:
+    seen = Announced()
+    path = tmp_path / "trades.csv"
+    with CsvJournal(path, TRADE_COLUMNS, fsync=False) as trades:
+        journal_fills(seen.bus, trades)
+        async with ccxt_sim(tmp_path) as sim, running_broker(sim, seen.bus) as broker:
+            (placed,) = await broker.execute_decisions([buy(sim)])
+            await trade_through(sim)
+            await broker.get_open_orders()
+            broker.announce_recorded_fills()  # as a restart does
+    (row,) = read_csv_rows(path)
+    assert row["client_order_id"] == placed.client_order_id and row["side"] == "buy"
+    assert float(row["fee_usd"]) > 0 and row["fee_estimated"] == "false"
