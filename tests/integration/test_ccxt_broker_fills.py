@@ -12,8 +12,9 @@ from broker.port import Action, OrderIntent
 from contract.broker_contract import make_intent
 from core.bus import EventBus
 from core.events import Event, OrderFilled, PositionOpened, Topic
-from runner.wiring import TRADE_COLUMNS, journal_fills
+from runner.subscriptions import trades_row_writer
 from state.journal import CsvJournal, read_csv_rows
+from state.records import TRADE_COLUMNS
 
 BTC = "BTC/USDT"
 SIGNALS = {"rsi": 0.4, "momentum": -0.1}
@@ -128,7 +129,7 @@ async def test_a_limit_buy_that_fills_later_gets_its_trades_row_once(tmp_path: P
     seen = Announced()
     path = tmp_path / "trades.csv"
     with CsvJournal(path, TRADE_COLUMNS, fsync=False) as trades:
-        journal_fills(seen.bus, trades)
+        seen.bus.subscribe(Topic.ORDER_FILLED, trades_row_writer(trades), name="trades")
         async with ccxt_sim(tmp_path) as sim, running_broker(sim, seen.bus) as broker:
             (placed,) = await broker.execute_decisions([buy(sim)])
             await trade_through(sim)
