@@ -61,7 +61,8 @@ async def test_sim_daemon_has_no_liquidation_stream(tmp_path: Path) -> None:
 async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_path: Path) -> None:
     """No domain object subscribes itself: the bus holds exactly the table's rows, and within a
     topic the order that correctness rests on (tick path before the watchdog; the trades journal
-    and the learner before the failpoints that kill the daemon after them)."""
+    before the failpoint that kills the daemon after it). The learner is fed by the exits outbox,
+    not the bus."""
     settings = Settings(state_dir=tmp_path / "state", market=MarketConfig(source="binance"))
     daemon = await build_daemon(settings)
     try:
@@ -75,7 +76,6 @@ async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_pat
             "order.filled:trades_journal",
             "order.filled:failpoint",
             "order.filled:metrics",
-            "position.exit:learner",
             "position.exit:failpoint",
             "position.exit:metrics",
             "agent.failure:agent_failure_journal",
