@@ -93,7 +93,8 @@ class DaemonMetrics:
 
     def on_event(self, event: Event) -> None:
         if isinstance(event, OrderFilled):
-            self.fills.labels(event.side).inc()
+            if not event.recovered:  # a fill announced again on start was counted before
+                self.fills.labels(event.side).inc()
         elif isinstance(event, PositionExit):
             self.exits.labels(reason_label(event.reason)).inc()
 

@@ -74,7 +74,7 @@ class FillAnnouncer:
             if e.final is not None and e.final.filled_quantity > 0
         ]
         for result in fills:
-            self._publish_filled(result)
+            self._publish_filled(result, recovered=True)
         return len(fills)
 
     def entry_of(self, ticker: str) -> JournalEntry | None:
@@ -95,7 +95,7 @@ class FillAnnouncer:
         entry = self.entry_of(result.ticker)
         return entry is not None and entry.intent.client_order_id == result.client_order_id
 
-    def _publish_filled(self, result: OrderResult) -> None:
+    def _publish_filled(self, result: OrderResult, *, recovered: bool = False) -> None:
         if self._bus is None or result.average_price is None:
             return
         self._bus.publish(
@@ -108,6 +108,7 @@ class FillAnnouncer:
                 price=result.average_price,
                 fee=result.fee_usd,
                 fee_estimated=result.fee_estimated,
+                recovered=recovered,
             )
         )
 

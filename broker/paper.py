@@ -310,10 +310,10 @@ class PaperBroker:
         """
         fills = [o for o in self._book.orders() if o.filled_quantity > 0]
         for order in fills:
-            self._publish_filled(order)
+            self._publish_filled(order, recovered=True)
         return len(fills)
 
-    def _publish_filled(self, order: PaperOrder) -> None:
+    def _publish_filled(self, order: PaperOrder, *, recovered: bool = False) -> None:
         if self._bus is None:
             return
         assert order.average_price is not None  # a fill has a price
@@ -326,6 +326,7 @@ class PaperBroker:
                 quantity=float(order.filled_quantity),
                 price=float(order.average_price),
                 fee=float(order.fee_usd),
+                recovered=recovered,
             )
         )
 

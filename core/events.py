@@ -125,6 +125,9 @@ class OrderFilled(Event):
     price: float
     fee: float
     fee_estimated: bool = False  # the exchange's fee was unreadable: configured rate x notional
+    #: announced again on start from the broker's records (it may be journaled already): the
+    #: trades journal keeps it only if it lacks it; counters skip it
+    recovered: bool = False
 
 
 class PositionOpened(Event):

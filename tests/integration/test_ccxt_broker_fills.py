@@ -66,7 +66,7 @@ async def test_a_limit_buy_that_fills_later_is_announced_once_with_its_entry(
         await broker.get_open_orders()
         (fill,) = seen.fills
         assert fill.client_order_id == placed.client_order_id and fill.side == "buy"
-        assert fill.fee > 0 and not fill.fee_estimated
+        assert fill.fee > 0 and not fill.fee_estimated and not fill.recovered
         (opened,) = seen.opened
         assert opened.signals == SIGNALS and opened.regime == "high_volatility"
         (position,) = await broker.get_positions_detail()
@@ -121,7 +121,9 @@ async def test_recorded_fills_are_announced_again_on_start(tmp_path: Path) -> No
         async with running_broker(sim, seen.bus) as after:
             await after.reconcile()
             assert after.announce_recorded_fills() == 1
-        assert [f.client_order_id for f in seen.fills] == [placed.client_order_id]
+        assert [(f.client_order_id, f.recovered) for f in seen.fills] == [
+            (placed.client_order_id, True)
+        ]
         assert seen.opened == []  # positions are adopted by the tracker, with their entry
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from api.metrics import DaemonMetrics
 from core.bus import EventBus
 from core.events import OrderFilled
 from runner.subscriptions import trades_row_writer
@@ -56,3 +57,10 @@ def test_an_older_trades_file_is_widened_not_refused(tmp_path: Path) -> None:
     rows = read_csv_rows(path)
     assert [(r["client_order_id"], r["fee_estimated"]) for r in rows] == [("x", ""), ("y", "false")]
     assert not widen_csv_columns(path, TRADE_COLUMNS_V1, TRADE_COLUMNS)  # already the new one
+
+
+def test_a_fill_announced_again_on_start_is_not_counted_again() -> None:
+    metrics = DaemonMetrics()
+    metrics.on_event(fill("a"))
+    metrics.on_event(fill("a").model_copy(update={"recovered": True}))
+    assert metrics.fills.labels("buy")._value.get() == 1.0
