@@ -12,7 +12,7 @@ from api.auth import resolve_token
 from api.files import StateDirFiles, position_body
 from api.freshness import StreamFreshness
 from api.metrics import DaemonCounts, DaemonMetrics
-from api.models import AccountBody, AgentBody, LoopBody, StreamBody, TradingBody
+from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
 from api.ports import TradingControl
 from api.server import ApiServer
 from api.stream import DecisionStream, stream_routes
@@ -31,6 +31,8 @@ from state.edits import StateEditReport
 from state.journal_health import JournalHealth
 from state.store import RunnerStateStore
 
+GATE_LAYERS = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+
 
 @dataclass
 class DaemonPorts:
@@ -45,7 +47,7 @@ class DaemonPorts:
     starting_cash_usd: float | None  # the paper account's; a ccxt account does not say
     ticks: TickSource
     bus: EventBus
-    gate: AdaptiveGate
+    adaptive_gate: AdaptiveGate
     journal_health: JournalHealth
 
     def now_ms(self) -> int:
@@ -80,6 +82,16 @@ class DaemonPorts:
             cost_today_usd=float(status["cost_today_usd"]),
         )
 
+    def gate(self) -> GateBody:
+        stats = self.adaptive_gate.stats()
+        return GateBody(
+            evaluations=stats.evaluations,
+            passes=stats.passes,
+            passes_by_layer={name: getattr(stats, name).passed for name in GATE_LAYERS},
+            last_pass_at_ms=stats.last_pass_at_ms,
+            last_wake_reasons=list(stats.last_wake_reasons),
+        )
+
     async def account(self) -> AccountBody:
         details = await self.broker.get_positions_detail()
         equity = await self.broker.get_portfolio_value()
@@ -103,8 +115,7 @@ class DaemonPorts:
     def counts(self) -> DaemonCounts:
         ticks = self.ticks.stats
         bus = self.bus.stats()
-        gate = self.gate.stats()
-        layers = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+        gate = self.adaptive_gate.stats()
         return DaemonCounts(
             ticks=ticks.ticks_published,
             frames=int(getattr(ticks, "frames", ticks.ticks_published)),
@@ -113,7 +124,7 @@ class DaemonPorts:
             bus_queue_depth={k: v["queued"] for k, v in bus.items() if "queued" in v},
             bus_dropped={k: v["dropped"] for k, v in bus.items()},
             bus_failed={k: v["failed"] for k, v in bus.items()},
-            gate_passes={name: getattr(gate, name).passed for name in layers},
+            gate_passes={name: getattr(gate, name).passed for name in GATE_LAYERS},
             gate_evaluations=gate.evaluations,
             loop_restarts={name: s.restarts for name, s in self.loop_status().items()},
             journal_failed_writes=self.journal_health.failed_writes,
@@ -211,7 +222,7 @@ class OperatorSurface:
             ),
             ticks=market.ticks,
             bus=bus,
-            gate=decision.gate,
+            adaptive_gate=decision.gate,
             journal_health=journal_health,
         )
         if settings.api.enabled:
