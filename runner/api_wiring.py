@@ -13,6 +13,7 @@ from api.files import StateDirFiles, position_body
 from api.freshness import StreamFreshness
 from api.metrics import DaemonCounts, DaemonMetrics
 from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
+from api.notify.watch import NotifyService, Sample
 from api.ports import TradingControl
 from api.server import ApiServer
 from api.stream import DecisionStream, stream_routes
@@ -187,16 +188,32 @@ class OperatorSurface:
         self.metrics = DaemonMetrics()
         self.stream = DecisionStream(settings.api.stream_queue_size)
         self.server: ApiServer | None = None
+        self._ports: DaemonPorts | None = None
+        self._trading: TradingControl | None = None
+        self.notify: NotifyService | None = None
+        if settings.notify.webhooks:
+            self.notify = NotifyService(
+                settings.notify, clock, self._sample, settings.supervisor.market_stale_secs
+            )
 
     def loops(self) -> list[LoopSpec]:
-        return [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        loops = [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        if self.notify is not None:
+            loops.append(LoopSpec("notify", self.notify.run))
+        return loops
 
     def subscriptions(self) -> list[Subscription]:
-        return [
+        subs: list[Subscription] = [
             Inline(Topic.MARKET_TICK, self.freshness.on_tick, "api_freshness"),
             Inline(Topic.ORDER_FILLED, self.metrics.on_event, "metrics"),
             Inline(Topic.POSITION_EXIT, self.metrics.on_event, "metrics"),
         ]
+        if self.notify is not None:
+            subs += [
+                Inline(Topic.ORDER_FILLED, self.notify.on_event, "notify"),
+                Inline(Topic.POSITION_EXIT, self.notify.on_event, "notify"),
+            ]
+        return subs
 
     def attach(
         self,
@@ -210,6 +227,8 @@ class OperatorSurface:
         settings = self._settings
         decision.routine.observers.append(self.metrics.on_decision)
         decision.routine.observers.append(self.stream.publish)
+        if self.notify is not None:
+            decision.routine.observers.append(self.notify.on_decision)
         ports = DaemonPorts(
             clock=self._clock,
             loop_status=lambda: supervisor.status,
@@ -225,9 +244,31 @@ class OperatorSurface:
             adaptive_gate=decision.gate,
             journal_health=journal_health,
         )
+        control = SwitchControl(decision.trading)
+        self._ports, self._trading = ports, control
         if settings.api.enabled:
-            control = SwitchControl(decision.trading)
             self.server = build_api_server(settings, ports, self.metrics, self.stream, control)
+
+    async def _sample(self) -> Sample:
+        """What the notifier's watcher compares (see ``api.notify.watch``)."""
+        ports, trading = self._ports, self._trading
+        if ports is None or trading is None:
+            raise RuntimeError("notifications were not attached to the daemon")
+        now_ms = ports.now_ms()
+        loops = ports.loops()
+        ages = [s.age_secs for s in ports.streams() if s.age_secs is not None]
+        state = trading.trading()
+        return Sample(
+            at_ms=now_ms,
+            trading=state.state,
+            trading_reason=state.reason,
+            breaker=ports.agent().breaker,
+            loop_restarts={loop.name: loop.restarts for loop in loops},
+            loop_errors={loop.name: loop.last_error for loop in loops},
+            journal_failed_writes=ports.journal_health.failed_writes,
+            market_silent_secs=min(ages) if ages else None,
+            equity_usd=(await ports.account()).equity_usd,
+        )
 
     async def _serve(self) -> None:
         if self.server is None:
