@@ -5,6 +5,7 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 RUN pip install --no-cache-dir --upgrade pip wheel
 COPY pyproject.toml README.md ./
+COPY core core
 COPY runner runner
 COPY market market
 COPY gate gate
@@ -17,6 +18,8 @@ COPY learner learner
 COPY memory memory
 COPY state state
 COPY sim sim
+COPY report report
+COPY api api
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 FROM python:3.11-slim AS runtime

@@ -17,6 +17,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.auth import BearerAuth
 from api.config import ApiConfig
+from api.dashboard import add_dashboard
 from api.files import StateDirFiles, StateFileError
 from api.metrics import DaemonMetrics
 from api.models import (
@@ -157,6 +158,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         body = ctx.metrics.render(daemon.counts(), daemon.agent(), await daemon.account())
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
+    add_dashboard(app, ctx.files.decisions_path, auth)
     for extend in ctx.extensions:
         extend(app, ctx, auth)
     return app
@@ -180,19 +182,20 @@ async def _status(ctx: ApiContext) -> StatusBody:
         unavailable["trading"] = NO_TRADING_STATE
     if daemon is None:
         account = files.paper_account()
-        for name in ("loops", "streams", "agent"):
+        for name in ("loops", "streams", "agent", "gate"):
             unavailable[name] = NO_DAEMON
         import time
 
         now_ms = int(time.time() * 1000)
-        loops = streams = agent = None
+        loops = streams = agent = gate = None
     else:
         account = await daemon.account()
-        now_ms, loops, streams, agent = (
+        now_ms, loops, streams, agent, gate = (
             daemon.now_ms(),
             daemon.loops(),
             daemon.streams(),
             daemon.agent(),
+            daemon.gate(),
         )
     if account.equity_usd is None:
         unavailable["equity_usd"] = "; ".join(account.unavailable.values()) or "unknown"
@@ -204,6 +207,7 @@ async def _status(ctx: ApiContext) -> StatusBody:
         streams=streams,
         trading=trading,
         agent=agent,
+        gate=gate,
         equity_usd=account.equity_usd,
         open_positions=len(account.positions) if "account" not in account.unavailable else None,
         last_decision=files.last_decision(),

@@ -52,6 +52,16 @@ class AgentBody(_Body):
     cost_today_usd: float
 
 
+class GateBody(_Body):
+    """The adaptive gate's counts since the daemon started."""
+
+    evaluations: int
+    passes: int
+    passes_by_layer: dict[str, int]  # candle_close, agent_timer, anomaly, wake_condition
+    last_pass_at_ms: int | None
+    last_wake_reasons: list[str]
+
+
 class TradingBody(_Body):
     state: str | None  # active / halted; null when this build has no trading state
     reason: str | None = None
@@ -75,6 +85,7 @@ class StatusBody(_Body):
     streams: list[StreamBody] | None
     trading: TradingBody
     agent: AgentBody | None
+    gate: GateBody | None = None
     equity_usd: float | None
     open_positions: int | None
     last_decision: LastDecisionBody | None
@@ -142,6 +153,7 @@ __all__ = [
     "AgentBody",
     "DecisionsPage",
     "ErrorBody",
+    "GateBody",
     "HaltRequest",
     "LastDecisionBody",
     "LoopBody",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from api.metrics import DaemonCounts
-from api.models import AccountBody, AgentBody, LoopBody, StreamBody, TradingBody
+from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
 from state.edits import StateEditReport
 
 
@@ -21,6 +21,8 @@ class LiveDaemon(Protocol):
     def streams(self) -> list[StreamBody]: ...
 
     def agent(self) -> AgentBody: ...
+
+    def gate(self) -> GateBody: ...
 
     async def account(self) -> AccountBody: ...
 

@@ -12,7 +12,8 @@ from api.auth import resolve_token
 from api.files import StateDirFiles, position_body
 from api.freshness import StreamFreshness
 from api.metrics import DaemonCounts, DaemonMetrics
-from api.models import AccountBody, AgentBody, LoopBody, StreamBody, TradingBody
+from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
+from api.notify.watch import NotifyService, Sample
 from api.ports import TradingControl
 from api.server import ApiServer
 from api.stream import DecisionStream, stream_routes
@@ -31,6 +32,8 @@ from state.edits import StateEditReport
 from state.journal_health import JournalHealth
 from state.store import RunnerStateStore
 
+GATE_LAYERS = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+
 
 @dataclass
 class DaemonPorts:
@@ -45,7 +48,7 @@ class DaemonPorts:
     starting_cash_usd: float | None  # the paper account's; a ccxt account does not say
     ticks: TickSource
     bus: EventBus
-    gate: AdaptiveGate
+    adaptive_gate: AdaptiveGate
     journal_health: JournalHealth
 
     def now_ms(self) -> int:
@@ -80,6 +83,16 @@ class DaemonPorts:
             cost_today_usd=float(status["cost_today_usd"]),
         )
 
+    def gate(self) -> GateBody:
+        stats = self.adaptive_gate.stats()
+        return GateBody(
+            evaluations=stats.evaluations,
+            passes=stats.passes,
+            passes_by_layer={name: getattr(stats, name).passed for name in GATE_LAYERS},
+            last_pass_at_ms=stats.last_pass_at_ms,
+            last_wake_reasons=list(stats.last_wake_reasons),
+        )
+
     async def account(self) -> AccountBody:
         details = await self.broker.get_positions_detail()
         equity = await self.broker.get_portfolio_value()
@@ -103,8 +116,7 @@ class DaemonPorts:
     def counts(self) -> DaemonCounts:
         ticks = self.ticks.stats
         bus = self.bus.stats()
-        gate = self.gate.stats()
-        layers = ("candle_close", "agent_timer", "anomaly", "wake_condition")
+        gate = self.adaptive_gate.stats()
         return DaemonCounts(
             ticks=ticks.ticks_published,
             frames=int(getattr(ticks, "frames", ticks.ticks_published)),
@@ -113,7 +125,7 @@ class DaemonPorts:
             bus_queue_depth={k: v["queued"] for k, v in bus.items() if "queued" in v},
             bus_dropped={k: v["dropped"] for k, v in bus.items()},
             bus_failed={k: v["failed"] for k, v in bus.items()},
-            gate_passes={name: getattr(gate, name).passed for name in layers},
+            gate_passes={name: getattr(gate, name).passed for name in GATE_LAYERS},
             gate_evaluations=gate.evaluations,
             loop_restarts={name: s.restarts for name, s in self.loop_status().items()},
             journal_failed_writes=self.journal_health.failed_writes,
@@ -176,16 +188,32 @@ class OperatorSurface:
         self.metrics = DaemonMetrics()
         self.stream = DecisionStream(settings.api.stream_queue_size)
         self.server: ApiServer | None = None
+        self._ports: DaemonPorts | None = None
+        self._trading: TradingControl | None = None
+        self.notify: NotifyService | None = None
+        if settings.notify.webhooks:
+            self.notify = NotifyService(
+                settings.notify, clock, self._sample, settings.supervisor.market_stale_secs
+            )
 
     def loops(self) -> list[LoopSpec]:
-        return [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        loops = [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        if self.notify is not None:
+            loops.append(LoopSpec("notify", self.notify.run))
+        return loops
 
     def subscriptions(self) -> list[Subscription]:
-        return [
+        subs: list[Subscription] = [
             Inline(Topic.MARKET_TICK, self.freshness.on_tick, "api_freshness"),
             Inline(Topic.ORDER_FILLED, self.metrics.on_event, "metrics"),
             Inline(Topic.POSITION_EXIT, self.metrics.on_event, "metrics"),
         ]
+        if self.notify is not None:
+            subs += [
+                Inline(Topic.ORDER_FILLED, self.notify.on_event, "notify"),
+                Inline(Topic.POSITION_EXIT, self.notify.on_event, "notify"),
+            ]
+        return subs
 
     def attach(
         self,
@@ -199,6 +227,8 @@ class OperatorSurface:
         settings = self._settings
         decision.routine.observers.append(self.metrics.on_decision)
         decision.routine.observers.append(self.stream.publish)
+        if self.notify is not None:
+            decision.routine.observers.append(self.notify.on_decision)
         ports = DaemonPorts(
             clock=self._clock,
             loop_status=lambda: supervisor.status,
@@ -211,12 +241,34 @@ class OperatorSurface:
             ),
             ticks=market.ticks,
             bus=bus,
-            gate=decision.gate,
+            adaptive_gate=decision.gate,
             journal_health=journal_health,
         )
+        control = SwitchControl(decision.trading)
+        self._ports, self._trading = ports, control
         if settings.api.enabled:
-            control = SwitchControl(decision.trading)
             self.server = build_api_server(settings, ports, self.metrics, self.stream, control)
+
+    async def _sample(self) -> Sample:
+        """What the notifier's watcher compares (see ``api.notify.watch``)."""
+        ports, trading = self._ports, self._trading
+        if ports is None or trading is None:
+            raise RuntimeError("notifications were not attached to the daemon")
+        now_ms = ports.now_ms()
+        loops = ports.loops()
+        ages = [s.age_secs for s in ports.streams() if s.age_secs is not None]
+        state = trading.trading()
+        return Sample(
+            at_ms=now_ms,
+            trading=state.state,
+            trading_reason=state.reason,
+            breaker=ports.agent().breaker,
+            loop_restarts={loop.name: loop.restarts for loop in loops},
+            loop_errors={loop.name: loop.last_error for loop in loops},
+            journal_failed_writes=ports.journal_health.failed_writes,
+            market_silent_secs=min(ages) if ages else None,
+            equity_usd=(await ports.account()).equity_usd,
+        )
 
     async def _serve(self) -> None:
         if self.server is None:

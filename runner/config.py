@@ -38,6 +38,7 @@ from pydantic_settings import (
 from agent.config import AgentConfig
 from agent.prompt_assembly import PromptBudgets
 from api.config import ApiConfig
+from api.notify.config import NotifyConfig
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
@@ -167,6 +168,7 @@ class Settings(BaseSettings):
     tracker: TrackerConfig = TrackerConfig()
     derivatives: DerivativesConfig = DerivativesConfig()
     api: ApiConfig = ApiConfig()
+    notify: NotifyConfig = NotifyConfig()  # webhooks (fills, exits, halts, breaker, health, day)
     #: the API's bearer token: VIGIL_API_TOKEN or the secret file vigil_api_token (see api.auth)
     api_token: SecretStr | None = None
     context: ContextConfig = ContextConfig()
@@ -230,7 +232,8 @@ class Settings(BaseSettings):
 
     def secret_values(self) -> list[str]:
         """Every configured secret's value, for redaction (logs, memory notes)."""
-        return [v.get_secret_value() for _, v in self if isinstance(v, SecretStr)]
+        top = [v.get_secret_value() for _, v in self if isinstance(v, SecretStr)]
+        return top + self.notify.secret_values()  # webhook URLs carry their tokens
 
     def redacted(self) -> dict[str, Any]:
         """The effective config as plain data, secrets shown only as set / not set."""

@@ -28,8 +28,9 @@ TOKEN = "test-token-0123456789"
 T0_MS = 1_740_787_200_000  # 2025-03-01T00:00:00Z
 
 
-def decision_line(n: int, at_ms: int) -> bytes:
+def decision_line(n: int, at_ms: int, equity_usd: float | None = None) -> bytes:
     record = DecisionRecord(
+        snapshot=None if equity_usd is None else {"portfolio_value": equity_usd},
         decision_id=f"d{at_ms}-{n}",
         at_ms=at_ms,
         trigger=["agent_timer"],

@@ -1,0 +1,67 @@
+"""``[notify]``: where notifications go and how hard vigil tries.
+
+``VIGIL_NOTIFY__WEBHOOKS='[{"url": "https://...", "kind": "slack"}]'`` or in vigil.toml::
+
+    [[notify.webhooks]]
+    url = "https://api.telegram.org/bot<token>/sendMessage"
+    kind = "telegram"
+    chat_id = "-1001234"
+
+A webhook URL usually carries its secret (a bot token, a Discord/Slack webhook key), so it is a
+secret string: never logged, shown as ``**********`` by ``vigil config show``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+
+from core.backoff import Backoff
+
+HookKind = Literal["generic", "telegram", "discord", "slack"]
+EventKind = Literal[
+    "fill", "exit", "trading_halted", "trading_resumed", "breaker_opened", "breaker_closed",
+    "health", "daily_summary",
+]  # fmt: skip
+ALL_EVENTS: tuple[EventKind, ...] = (
+    "fill", "exit", "trading_halted", "trading_resumed", "breaker_opened", "breaker_closed",
+    "health", "daily_summary",
+)  # fmt: skip
+
+
+class WebhookConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    url: SecretStr
+    kind: HookKind = "generic"
+    chat_id: str | None = None  # telegram: the chat the bot posts to
+    events: tuple[EventKind, ...] = ALL_EVENTS  # which notifications this hook gets
+
+    @model_validator(mode="after")
+    def _telegram_needs_a_chat(self) -> WebhookConfig:
+        if self.kind == "telegram" and not self.chat_id:
+            raise ValueError("a telegram webhook needs chat_id")
+        scheme = self.url.get_secret_value().split("://", 1)[0]
+        if scheme not in {"http", "https"}:
+            raise ValueError(f"a webhook url must be http(s), not {scheme!r}")
+        return self
+
+
+class NotifyConfig(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    webhooks: tuple[WebhookConfig, ...] = ()  # none: no notifications, no notify loop
+    queue_size: int = Field(256, ge=1)  # waiting notifications; beyond it the oldest go (counted)
+    max_per_minute: float = Field(20.0, gt=0)  # per hook, on the daemon's clock (a token bucket)
+    burst: int = Field(5, ge=1)
+    timeout_secs: float = Field(10.0, gt=0)  # one POST
+    retry: Backoff = Backoff(base_secs=2.0, cap_secs=60.0, max_attempts=4)
+    watch_interval_secs: float = Field(30.0, gt=0)  # trading/breaker/health looks, daemon clock
+    daily_summary: bool = True  # at each UTC midnight of the daemon's clock
+
+    def secret_values(self) -> list[str]:
+        return [hook.url.get_secret_value() for hook in self.webhooks]
+
+
+__all__ = ["ALL_EVENTS", "EventKind", "HookKind", "NotifyConfig", "WebhookConfig"]

@@ -1,0 +1,175 @@
+"""The notifier: ``publish`` never waits (a bounded queue; when full the oldest notification goes,
+counted and told in the next one), and ``run`` (a supervised loop) posts each notification to
+every webhook that wants it, under a token bucket per hook, retrying a refused or failed POST with
+the one retry policy (``core.backoff``) on the daemon's clock. A hook that stays down costs its
+notification, never the daemon: the failure is logged (without the URL, which holds a secret)
+and counted."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import aiohttp
+
+from api.notify.config import NotifyConfig, WebhookConfig
+from api.notify.messages import Notification, exit_notification, fill_notification, payload
+from core.backoff import retrying
+from core.clock import Clock
+from core.events import Event, OrderFilled, PositionExit
+
+log = logging.getLogger(__name__)
+
+RETRY_AFTER_CAP_SECS = 300.0
+
+
+class SendError(Exception):
+    """A POST the hook refused or failed; ``retryable`` for 429, 5xx and transport errors."""
+
+    def __init__(self, message: str, *, retryable: bool, retry_after_secs: float | None = None):
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after_secs = retry_after_secs
+
+
+@dataclass
+class NotifyStats:
+    published: int = 0
+    sent: int = 0  # POSTs a hook accepted
+    failed: int = 0  # notifications a hook never accepted (after the retries)
+    retried: int = 0
+    dropped: int = 0  # lost to a full queue
+    rate_limited: int = 0  # waits for the token bucket
+
+
+class TokenBucket:
+    def __init__(self, per_minute: float, burst: int, now_secs: float) -> None:
+        self._rate = per_minute / 60.0
+        self._burst = float(burst)
+        self._tokens = float(burst)
+        self._at = now_secs
+
+    def take(self, now_secs: float) -> float:
+        """Take a token: 0 if one was there, else the seconds to wait for it (then taken)."""
+        self._tokens = min(self._burst, self._tokens + (now_secs - self._at) * self._rate)
+        self._at = now_secs
+        self._tokens -= 1.0
+        return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
+
+
+class Notifier:
+    def __init__(self, config: NotifyConfig, clock: Clock) -> None:
+        self._config = config
+        self._clock = clock
+        self._queue: asyncio.Queue[Notification] = asyncio.Queue(config.queue_size)
+        self._dropped_since_sent = 0
+        now = clock.monotonic_secs()
+        self._buckets = [
+            TokenBucket(config.max_per_minute, config.burst, now) for _ in config.webhooks
+        ]
+        self.stats = NotifyStats()
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self._config.webhooks)
+
+    @property
+    def queued(self) -> int:
+        return self._queue.qsize()
+
+    def publish(self, notification: Notification) -> None:
+        """Queue a notification without waiting (safe on the decision and tick paths)."""
+        if not self.enabled:
+            return
+        self.stats.published += 1
+        if self._queue.full():
+            self._queue.get_nowait()
+            self.stats.dropped += 1
+            self._dropped_since_sent += 1
+        self._queue.put_nowait(notification)
+
+    def on_event(self, event: Event) -> None:
+        """A bus subscriber: fills and exits."""
+        if isinstance(event, OrderFilled):
+            self.publish(fill_notification(event))
+        elif isinstance(event, PositionExit):
+            self.publish(exit_notification(event))
+
+    async def run(self) -> None:
+        timeout = aiohttp.ClientTimeout(total=self._config.timeout_secs)
+        async with aiohttp.ClientSession(timeout=timeout) as http:
+            while True:
+                notification = await self._queue.get()
+                if self._dropped_since_sent:
+                    notification = notification.model_copy(
+                        update={"dropped_before": self._dropped_since_sent}
+                    )
+                    self._dropped_since_sent = 0
+                for hook, bucket in zip(self._config.webhooks, self._buckets, strict=True):
+                    if notification.event in hook.events:
+                        await self._send(http, hook, bucket, notification)
+
+    async def _send(
+        self,
+        http: aiohttp.ClientSession,
+        hook: WebhookConfig,
+        bucket: TokenBucket,
+        notification: Notification,
+    ) -> None:
+        wait = bucket.take(self._clock.monotonic_secs())
+        if wait > 0:
+            self.stats.rate_limited += 1
+            await self._clock.sleep(wait)
+        body = payload(hook, notification)
+
+        def worth_retrying(exc: BaseException) -> bool:
+            if isinstance(exc, SendError) and exc.retryable:
+                self.stats.retried += 1
+                return True
+            return False
+
+        try:
+            async for attempt in retrying(
+                self._config.retry,
+                self._clock,
+                retry_on=worth_retrying,
+                wait_hint=lambda e: e.retry_after_secs if isinstance(e, SendError) else None,
+            ):
+                with attempt:
+                    await _post(http, hook, body)
+        except asyncio.CancelledError:
+            raise
+        except SendError as exc:
+            self.stats.failed += 1
+            log.warning(
+                "%s notification to a %s webhook not sent: %s", notification.event, hook.kind, exc
+            )
+        else:
+            self.stats.sent += 1
+
+
+async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) -> None:
+    try:
+        async with http.post(hook.url.get_secret_value(), json=body) as response:
+            if response.status < 300:
+                return
+            text = (await response.text())[:200]
+            retry_after = _retry_after(response.headers.get("Retry-After"))
+    except (aiohttp.ClientError, TimeoutError) as exc:
+        # the exception's text may hold the URL; its type is enough to say what happened
+        raise SendError(f"{type(exc).__name__}", retryable=True) from None
+    retryable = response.status == 429 or response.status >= 500
+    raise SendError(
+        f"HTTP {response.status}: {text}", retryable=retryable, retry_after_secs=retry_after
+    )
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return None if value is None else min(RETRY_AFTER_CAP_SECS, max(0.0, float(value)))
+    except ValueError:
+        return None
+
+
+__all__ = ["Notifier", "NotifyStats", "SendError", "TokenBucket"]
