@@ -22,6 +22,7 @@ from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_prompt import RawReviewAnswer, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
+from agent.review_delta import UNCHANGED, ReviewDelta
 from agent.risk import TickerError, normalize_ticker
 from core.bus import EventBus
 from core.clock import Clock
@@ -79,6 +80,7 @@ class ClaudePositionReviewer:
         self.breaker = breaker
         self.ledger = ledger
         self._bus = bus
+        self.delta = ReviewDelta(config.delta)
 
     async def review(
         self, positions: Sequence[PositionReview], context: Mapping[str, object]
@@ -88,6 +90,13 @@ class ClaudePositionReviewer:
         blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
         if blocked is not None or self._client is None:
             raise ClaudeUnavailable(blocked or NO_API_KEY)
+        now_secs = self._clock.monotonic_secs()
+        self.delta.forget([p.ticker for p in positions])
+        changed, kept = self.delta.split(positions, now_secs)
+        if not changed:  # nothing moved since the last review: no call, the journal says so
+            self._write([p.ticker for p in positions], (), verdicts=kept, decided_by=UNCHANGED)
+            return kept
+        positions = changed
         asked = [p.ticker for p in positions]
         request = render_review_request(self._config, positions, context)
         trial = self.breaker.state is BreakerState.HALF_OPEN
@@ -102,11 +111,16 @@ class ClaudePositionReviewer:
                 raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
             self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
+        self.delta.reviewed(positions, now_secs)
         self._write(asked, result.attempts, verdicts=result.value)
-        return result.value
+        return [*result.value, *kept]
 
     def _write(
-        self, asked: Sequence[str], attempts: Sequence[Attempt], verdicts: Sequence[ReviewVerdict]
+        self,
+        asked: Sequence[str],
+        attempts: Sequence[Attempt],
+        verdicts: Sequence[ReviewVerdict],
+        decided_by: str | None = None,
     ) -> None:
         if self._journal is None:
             return
@@ -117,7 +131,7 @@ class ClaudePositionReviewer:
             ReviewRecord(
                 at_ms=self._clock.now_ms(),
                 tickers=list(asked),
-                decided_by="claude" if verdicts else "fallback",
+                decided_by=decided_by or ("claude" if verdicts else "fallback"),
                 usage=usage.model_dump(mode="json") if usage is not None else None,
                 attempts=[a.model_dump(mode="json") for a in attempts],
                 verdicts=[v.model_dump(mode="json") for v in verdicts],

@@ -49,6 +49,10 @@ class DeltaConfig(BaseModel):
     exposure_swing: float = Field(0.05, gt=0)
     derivatives_swing: float = Field(0.25, gt=0)
     funding_swing: float = Field(0.0001, gt=0)
+    #: position reviews: a position whose mark moved less than this since Claude last reviewed
+    #: it (same regime, review younger than review_max_unchanged_secs) keeps HOLD without a call
+    review_min_move_pct: float = Field(0.5, ge=0)
+    review_max_unchanged_secs: float = Field(1800.0, gt=0)
 
 
 @dataclass

@@ -135,7 +135,9 @@ def compare_skipped(records: Sequence[dict[str, Any]], settings: Settings) -> tu
     from agent.snapshot import MarketSnapshot
 
     _, answerer = _fakes()
-    skipped = [r for r in records if r.get("decided_by") == "unchanged"]
+    skipped = [
+        r for r in records if r.get("type") == "decision" and r.get("decided_by") == "unchanged"
+    ]
     with_orders = 0
     for record in skipped:
         snapshot = MarketSnapshot.model_validate(record["snapshot"])
