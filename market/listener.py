@@ -338,7 +338,11 @@ class MarketListener:
                     task.cancel()
                 for stream in self._streams.values():  # pending repairs end with the connection
                     if stream.repair_to_ms >= 0:
-                        self._release_held(stream)
+                        # publishing the held closes now would step past the unrepaired gap, and
+                        # the next connection's backfill starts after the newest published close:
+                        # drop them instead; that backfill fetches the gap and them, in order
+                        stream.repair_to_ms = -1
+                        stream.held_closes = []
                 await asyncio.wait(helpers)
 
     async def _drain(self, ws: ClientConnection) -> str:

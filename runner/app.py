@@ -11,7 +11,7 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import suppress
+from contextlib import nullcontext, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +23,7 @@ from core.clock import Clock, ScaledClock, WallClock
 from core.errors import HaltTradingError, RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
+from regime.tracker import Offload
 from runner.api_wiring import OperatorSurface
 from runner.config import Settings
 from runner.cost_projection import projection_text
@@ -117,6 +118,7 @@ async def build_daemon(
     in the middle, ``sim.hostile_proxy``)."""
     use_sim = settings.market.source == "sim"
     feed = None
+    scaled: ScaledClock | None = None
     clock: Clock = WallClock()
     if use_sim:
         from sim.feed import SimFeed
@@ -132,7 +134,7 @@ async def build_daemon(
             settings.logs_dir / "decisions.jsonl",
             feed,
         )
-        clock = ScaledClock(start_ms, settings.sim.speed)
+        clock = scaled = ScaledClock(start_ms, settings.sim.speed)
     show_clock_time(clock if use_sim else None)
     bus = EventBus()
     journals = open_journals(settings, clock, bus)
@@ -144,14 +146,16 @@ async def build_daemon(
     if use_sim:
         from sim.exchange import SimExchange
 
-        sim = SimExchange(
-            clock,
-            settings.market.tickers,
-            data_dir=settings.data_dir,
-            update_interval_ms=settings.sim.update_interval_ms,
-            feed=feed,
-        )
-        await sim.start()
+        assert scaled is not None
+        with scaled.hold():  # starting the simulator takes wall seconds: not simulated hours
+            sim = SimExchange(
+                clock,
+                settings.market.tickers,
+                data_dir=settings.data_dir,
+                update_interval_ms=settings.sim.update_interval_ms,
+                feed=feed,
+            )
+            await sim.start()
         closers.append(("stop simulator", sim.stop))
         ws_base, rest_url, ws_path = sim.ws_base_url, sim.rest_url, "/market/stream"
         if ws_front is not None:
@@ -176,6 +180,7 @@ async def build_daemon(
         ws_path=ws_path,
         simulator=use_sim,
         live_orders=live,
+        fit_offload=asyncio.to_thread if scaled is None else _held_while(scaled, asyncio.to_thread),
     )
     market = build_market_path(settings, clock, bus, ports)
     closers.append(("close exchange client", market.exchange.close))
@@ -217,6 +222,18 @@ async def build_daemon(
         sim,
         operator,
     )
+
+
+def _held_while(clock: ScaledClock, offload: Offload) -> Offload:
+    """Against the simulator a regime fit stops simulated time: its half second of CPU would be
+    minutes at the simulator's speed, during which the market moved on and the decision waiting
+    for the regime (``RegimeView.snapshot``) saw later prices than a live daemon would."""
+
+    async def held(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        with clock.hold():
+            return await offload(fn, *args, **kwargs)
+
+    return held
 
 
 def supervise(
@@ -373,18 +390,24 @@ async def warm_up_paths(
     *,
     timeout_secs: float = WARM_UP_TIMEOUT_SECS,
 ) -> None:
-    """``runner.warmup.warm_up`` for a wired daemon (live, simulator or replay)."""
-    await warm_up(
-        clock,
-        market.backfill,
-        market.aggregator,
-        market.ticks,
-        market.history,
-        decision.regimes,
-        settings.market.tickers,
-        settings.market.timeframes,
-        timeout_secs=timeout_secs,
-    )
+    """``runner.warmup.warm_up`` for a wired daemon (live, simulator or replay).
+
+    Against the simulator the scaled clock is held meanwhile: warm-up takes seconds of wall time,
+    hours of simulated time at high speed, and a daemon that started trading that much later (how
+    much later depending on the machine) would meet another market than the one it was started at.
+    (A request retried on the held clock would wait for ``timeout_secs`` of real time.)"""
+    with clock.hold() if isinstance(clock, ScaledClock) else nullcontext():
+        await warm_up(
+            clock,
+            market.backfill,
+            market.aggregator,
+            market.ticks,
+            market.history,
+            decision.regimes,
+            settings.market.tickers,
+            settings.market.timeframes,
+            timeout_secs=timeout_secs,
+        )
 
 
 #: ``run_daemon``'s exit code when a loop ignored its cancellation: state was saved, but the process

@@ -66,6 +66,8 @@ def daemon_subscriptions(
         Inline(Topic.MARKET_TICK, decision.runner.handle_tick, "tick_path"),
         Inline(Topic.MARKET_TICK, watchdog.on_market_data, "watchdog"),
         Inline(Topic.DECISION_REQUESTED, decision.runner.handle_request, "decision_requests"),
+        # inline: a 4h close's regime refresh is pending before the decision it triggers can start
+        Inline(Topic.CANDLE_CLOSED, decision.regimes.on_close_observed, "regime_pending"),
         Queued(
             Topic.CANDLE_CLOSED,
             decision.regimes.on_candle_closed,

@@ -125,6 +125,7 @@ def websocket_ports(
     ws_path: str = "/market/stream",
     simulator: bool = False,
     live_orders: bool = False,
+    fit_offload: Offload = asyncio.to_thread,
 ) -> Ports:
     """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
 
@@ -157,6 +158,7 @@ def websocket_ports(
         liquidations_ws=None if simulator else (ws_base_url, ws_path),
         sim_rest_url=rest_url if simulator else None,
         live_orders=live_orders,
+        fit_offload=fit_offload,
     )
 
 
@@ -373,7 +375,7 @@ def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports)
         offload=ports.fit_offload,
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
-    return RegimeView(tracker, macro, market.history, settings.market.tickers)
+    return RegimeView(tracker, macro, market.history, settings.market.tickers, clock=clock)
 
 
 def _change_1h_pct(features: FeatureTracker, ticker: str) -> float | None:

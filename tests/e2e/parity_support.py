@@ -6,18 +6,26 @@ path is ``runner.app.build_daemon`` (what ``vigil run --sim`` builds: ScaledCloc
 SimExchange on loopback, warm-up through ccxt, the websocket listener, the paper broker) followed by
 ``warm_up_paths`` and ``supervisor.run`` exactly as ``runner.app.run_daemon`` does; the replay path is
 ``runner.replay.build.build_replay`` + ``runner.replay.command.run_replay``.
+
+The simulator's clock keeps running while the daemon works, so how much of the market moved on
+during the work a candle close starts (the regime refresh, the decision, its orders) would depend on
+the machine's speed. ``CloseHold`` stops the scaled clock from each candle close until that work is
+done, as replay's clock stands still until the daemon is quiet: time is driven by conditions, not by
+how fast this machine happens to be.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from core.clock import ScaledClock
 from core.events import CandleClosed, Event, Topic
-from runner.app import build_daemon, warm_up_paths
+from runner.app import Daemon, build_daemon, warm_up_paths
 from runner.config import Settings
 from runner.replay.build import ReplayOptions, build_replay, replay_settings
 from runner.replay.command import run_replay
@@ -118,16 +126,65 @@ class CloseRecorder:
             self.reached_end.set()
 
 
+class CloseHold:
+    """Holds the simulator daemon's ``ScaledClock`` from a candle close until the daemon has handled
+    it: every regime refresh of the closes seen is done and the decision they asked for has finished
+    (orders included). Subscribed inline, so the hold starts at the close, before any of that work.
+
+    A guard of ``guard_secs`` real seconds releases a hold that never ends (counted in ``overran``:
+    something inside waited on the held clock itself)."""
+
+    def __init__(self, daemon: Daemon, guard_secs: float = 20.0) -> None:
+        assert isinstance(daemon.clock, ScaledClock)
+        self._clock = daemon.clock
+        self._regimes = daemon.decision.regimes
+        self._routine = daemon.decision.routine
+        self._guard_secs = guard_secs
+        self._release: asyncio.Task[None] | None = None
+        self.holds = 0
+        self.overran = 0
+
+    def on_close(self, event: Event) -> None:
+        if self._release is not None and not self._release.done():
+            return  # already held: this close's work is awaited by the same release
+        hold = contextlib.ExitStack()
+        hold.enter_context(self._clock.hold())
+        self.holds += 1
+        self._release = asyncio.get_running_loop().create_task(self._release_when_handled(hold))
+
+    async def _release_when_handled(self, hold: contextlib.ExitStack) -> None:
+        with hold:
+            try:
+                async with asyncio.timeout(self._guard_secs):
+                    while True:
+                        await self._regimes.wait_for_refreshes()
+                        routine = self._routine
+                        busy = routine.deciding or routine.pending_reasons
+                        if not busy and not self._regimes.refresh_pending:
+                            return
+                        await asyncio.sleep(0.001)  # polling the routine's state
+            except TimeoutError:
+                self.overran += 1
+
+    async def stop(self) -> None:
+        if self._release is not None:
+            self._release.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._release
+
+
 async def run_sim_daemon(settings: Settings, end_ms: int, timeout_secs: float) -> PathRun:
     """``vigil run --sim`` in-process until the 15m candle ending at ``end_ms`` has closed."""
     daemon = await build_daemon(settings)
     recorder = CloseRecorder(end_ms)
     daemon.bus.subscribe(Topic.CANDLE_CLOSED, recorder.on_close, name="parity_closes")
+    close_hold = CloseHold(daemon)
     market = daemon.market
-    await warm_up_paths(settings, daemon.clock, market, daemon.decision)
+    await warm_up_paths(settings, daemon.clock, market, daemon.decision)  # on the held clock
     if daemon.decision.broker_parts.start is not None:
         await daemon.decision.broker_parts.start()
     trading_from_ms = daemon.clock.now_ms()
+    daemon.bus.subscribe(Topic.CANDLE_CLOSED, close_hold.on_close, name="parity_hold")
     supervised = asyncio.create_task(daemon.supervisor.run(), name="parity sim daemon")
     try:
         async with asyncio.timeout(timeout_secs):
@@ -139,8 +196,11 @@ async def run_sim_daemon(settings: Settings, end_ms: int, timeout_secs: float) -
             while daemon.decision.routine.deciding or daemon.decision.routine.pending_reasons:
                 await asyncio.sleep(0.01)
     finally:
+        await close_hold.stop()
         daemon.supervisor.request_stop("parity test: span done")
         await supervised
+    assert close_hold.holds > 0
+    assert close_hold.overran == 0, "a candle close's work waited on the held clock"
     return read_run(settings.state_dir, recorder.closes, trading_from_ms)
 
 
@@ -155,6 +215,7 @@ async def run_replay_path(settings: Settings, options: ReplayOptions) -> PathRun
 
 __all__ = [
     "CANDLE_MS",
+    "CloseHold",
     "CloseRecorder",
     "Closes",
     "PathRun",

@@ -8,12 +8,16 @@ both with the fallback decider, the paper broker and the same HMM seed.
 
 What must be equal, and what cannot be, because of the two clocks:
 
-- A scaled clock keeps running while the daemon works. The simulator's daemon warms up for several
-  wall seconds (= many simulated minutes), so it starts trading later than the replay: only the
-  close instants after its start are compared (the replay's earlier closes must be fill-free, so
-  the state carried into the window is the same).
+- A scaled clock keeps running while the daemon works, unless held: the daemon holds it during
+  warm-up, and the test (``parity_support.CloseHold``) from each candle close until the daemon has
+  handled it (regime refreshes, the decision and its orders), so how far the market moves during
+  that work does not depend on the machine's speed. Only the close instants after the simulator's
+  start are compared (the replay's earlier closes must be fill-free, so the state carried into the
+  window is the same).
 - In the simulator a decision lands a little after its closing update; in replay at the update's
   instant. Decisions are matched by the candle-close instant (nearest 15m boundary).
+- At a 4h close both paths decide with the regime refreshed from that close: the snapshot waits for
+  the refresh (``regime.view``), in the simulator as in replay.
 - Gate layers other than the candle close (the agent's timer, anomaly z-scores, wake conditions)
   fire at instants set by when earlier decisions ended, which differ between the clocks, and their
   decisions fill at intra-candle prices. With ``gate.cooldown_secs`` (1000 s) longer than the 15m
@@ -58,7 +62,7 @@ pytestmark = pytest.mark.e2e
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 START = datetime(2025, 3, 1, 3, 0, tzinfo=UTC)
-END = datetime(2025, 3, 1, 8, 45, tzinfo=UTC)  # the fallback buys ETH at the 08:15 close
+END = datetime(2025, 3, 1, 8, 45, tzinfo=UTC)  # the fallback buys ETH at the 08:00 close
 SPEED = 360.0
 UPDATE_INTERVAL_MS = 75_000
 SEED = 42

@@ -26,8 +26,11 @@ MORE_DECISIONS_AFTER_RESTART = 4
 def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
     return daemon_env(
         state_dir,
-        VIGIL_SIM__START="2025-03-01T03:00:00Z",  # the fallback buys ETH about 2 h later
-        VIGIL_SIM__SPEED="1200",
+        # ETH's regime turned medium at the 04:00 close: the fallback buys it at the first closes
+        VIGIL_SIM__START="2025-03-01T05:00:00Z",
+        # low enough that a loaded machine keeps up: a daemon behind its clock places its limit
+        # BUYs at stale prices, and they expire unfilled (900 s) before the run ever gets a fill
+        VIGIL_SIM__SPEED="600",
         # tight stops so an exit follows the entry within minutes of simulated time
         VIGIL_TRACKER__STOP_LOSS_PCT="-0.2",
         VIGIL_TRACKER__TRAILING_ARM_PCT="0.2",

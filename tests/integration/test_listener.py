@@ -544,3 +544,30 @@ async def test_a_live_close_waits_for_the_repair_of_an_older_one() -> None:
         ("BTC/USDT", "15m", T0 + STEP, True),
     ]
     assert (listener.stats.missed_closes, listener.stats.repaired_closes) == (1, 1)
+
+
+async def test_a_repair_cut_short_by_a_reconnect_is_finished_by_the_next_backfill() -> None:
+    """The connection ends while an older lost close is still being fetched and a newer live close
+    is held: the held close must not be published past the gap (the next connection's backfill
+    starts after the newest published close, so the lost one would never be fetched)."""
+    clock, bus = VirtualClock(EPOCH), EventBus()
+    ticks = Ticks(bus)
+    backfill = FakeBackfill(candle_series([101.0, 102.0], start_ms=T0))
+    backfill.release.clear()  # the repair's REST call hangs until the connection is gone
+    frames = send_all(
+        kline_frame(open_ms=T0, event_ms=T0 + 1_000),
+        kline_frame(open_ms=T0 + STEP, event_ms=T0 + STEP + 1_000),  # T0's close never came
+        kline_frame(open_ms=T0 + STEP, event_ms=T0 + 2 * STEP - 1, closed=True),
+        then=None,  # and the server hangs up
+    )
+    async with ScriptedServer(clock, frames) as server:
+        listener = make_listener(clock, bus, server.url, backfill=backfill)
+        listener.resume_from("BTC/USDT", "15m", T0 - STEP)  # seeded up to the candle before T0
+        async with running(listener):
+            await wait_until(lambda: listener.stats.reconnects.get("closed") == 1, what="hang-up")
+            assert len(backfill.calls) == 1  # the repair, cut short
+            await clock.advance(STEP * 2 / 1000)  # both candles have closed by the reconnect
+            backfill.release.set()
+            await wait_until(lambda: sum(t.closed for t in ticks.ticks) >= 2, what="both closes")
+    closes = [(t.open_time_ms, t.closed) for t in ticks.ticks if t.closed]
+    assert closes == [(T0, True), (T0 + STEP, True)]

@@ -71,6 +71,7 @@ async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_pat
             "market.tick:watchdog",
             "market.tick:api_freshness",  # the operator's rows come after the daemon's own
             "decision.requested:decision_requests",
+            "market.candle_closed:regime_pending",
             "market.candle_closed:log_candle_close",
             "position.opened:tracker",
             "order.filled:trades_journal",

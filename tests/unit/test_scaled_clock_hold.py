@@ -1,0 +1,50 @@
+"""ScaledClock.hold: simulated time stands still while held, and sleepers wake only once their
+deadline has passed in simulated time (the simulator's daemon holds the clock during regime fits)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from core.clock import ScaledClock
+
+SPEED = 100.0  # one simulated second = 10 ms of real time
+
+
+async def _real_time_passes(clock: ScaledClock, real_secs: float) -> None:
+    """Wait (real time) without reading ``clock``: what the test checks must hold however long."""
+    await asyncio.sleep(real_secs)
+
+
+async def test_time_stands_still_while_held_and_runs_on_after() -> None:
+    clock = ScaledClock(0, SPEED)
+    with clock.hold():
+        assert clock.held
+        frozen = clock.monotonic_secs()
+        await _real_time_passes(clock, 0.03)
+        assert clock.monotonic_secs() == frozen
+        with clock.hold():  # nested
+            pass
+        assert clock.held and clock.monotonic_secs() == frozen
+    assert clock.monotonic_secs() - frozen < 3.0  # the 30 ms held were not counted
+    while clock.monotonic_secs() <= frozen:
+        await asyncio.sleep(0.001)  # and it runs again
+
+
+async def test_a_sleeper_due_during_a_hold_wakes_after_it_at_its_simulated_deadline() -> None:
+    clock = ScaledClock(0, SPEED)
+    deadline = clock.monotonic_secs() + 1.0
+    sleeper = asyncio.create_task(clock.sleep(1.0))  # 10 ms of real time if nothing holds it
+    await asyncio.sleep(0)
+    with clock.hold():
+        await _real_time_passes(clock, 0.05)
+        assert not sleeper.done(), "woke while time stood still"
+    await sleeper
+    assert clock.monotonic_secs() >= deadline
+
+
+async def test_without_a_hold_sleep_is_unchanged() -> None:
+    clock = ScaledClock(0, SPEED)
+    deadline = clock.monotonic_secs() + 0.5
+    await clock.sleep(0.5)
+    assert clock.monotonic_secs() >= deadline - 1e-3
+    await clock.sleep(0)  # still yields
