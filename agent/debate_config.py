@@ -2,7 +2,7 @@
 
 Names follow the seed (multi-agent debate with FinMem memory): ``bb_rounds``, ``working_mem_max``,
 ``memory_store_manager_only``, ``memory_reflection_role_weight``, ``rollup_count``,
-``llm_max_retries``. Each role has its own model, temperature, output budget and retrieval weight.
+``llm_max_retries``. Each role has its own model, output budget and retrieval weight.
 """
 
 from __future__ import annotations
@@ -16,12 +16,14 @@ ROLES: tuple[Role, ...] = ("bull", "bear", "trader", "manager", "reflection")
 
 
 class RoleConfig(BaseModel):
-    """One role's model call. ``model`` None: the agent's model (``[agent] model``)."""
+    """One role's model call. ``model`` None: the agent's model (``[agent] model``).
+
+    No temperature: the Messages API version the SDK speaks (2026-10-21, anthropic 2.x) removed
+    the sampling parameters (a request with one is a 400), so roles differ by model and prompt."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     model: str | None = None
-    temperature: float = Field(0.5, ge=0.0, le=1.0)
     max_tokens: int = Field(700, ge=128, le=8000)
     #: multiplies the similarity of a memory this role retrieves (FinMem's role weight); 0..3
     memory_weight: float = Field(1.0, ge=0.0, le=3.0)
@@ -31,11 +33,11 @@ def _default_roles() -> dict[Role, RoleConfig]:
     # bull/bear argue in bulk: the cheaper model; trader and manager decide: the agent's model
     cheap = "claude-haiku-4-5"
     return {
-        "bull": RoleConfig(model=cheap, temperature=0.7, max_tokens=500, memory_weight=1.0),
-        "bear": RoleConfig(model=cheap, temperature=0.7, max_tokens=500, memory_weight=1.0),
-        "trader": RoleConfig(temperature=0.2, max_tokens=1500, memory_weight=1.2),
-        "manager": RoleConfig(temperature=0.1, max_tokens=800, memory_weight=1.5),
-        "reflection": RoleConfig(model=cheap, temperature=0.3, max_tokens=400, memory_weight=1.0),
+        "bull": RoleConfig(model=cheap, max_tokens=500, memory_weight=1.0),
+        "bear": RoleConfig(model=cheap, max_tokens=500, memory_weight=1.0),
+        "trader": RoleConfig(max_tokens=1500, memory_weight=1.2),
+        "manager": RoleConfig(max_tokens=800, memory_weight=1.5),
+        "reflection": RoleConfig(model=cheap, max_tokens=400, memory_weight=1.0),
     }
 
 

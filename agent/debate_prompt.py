@@ -66,7 +66,6 @@ def role_request(
     return {
         "model": role_config.model or config.model,
         "max_tokens": min(role_config.max_tokens, config.max_tokens),
-        "temperature": role_config.temperature,
         # identical on every call of the role: cached, later calls read it at 10 % price
         "system": [
             {"type": "text", "text": SYSTEM_PROMPTS[role], "cache_control": {"type": "ephemeral"}}
