@@ -35,7 +35,7 @@ from agent.debate_memory import (
     WorkingItem,
     WorkingMemory,
 )
-from agent.debate_prompt import role_request, situation_text, snapshot_block
+from agent.debate_prompt import context_block, role_request, situation_text, snapshot_block
 from agent.debate_record import RoleResult, debate_record
 from agent.debate_roles import (
     ManagerOutput,
@@ -48,6 +48,7 @@ from agent.debate_roles import (
 from agent.debate_writes import MemoryWriter, reflection_context
 from agent.decision import AgentDecision
 from agent.fallback_decider import FallbackDecider
+from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot
 from core.clock import Clock
 from core.events import Event, PositionExit
@@ -128,20 +129,26 @@ class DebateDecider:
             arguments={},
         )
 
-    async def decide(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
+        """``prompt``: the assembled context; its policy, memory and session parts go to every
+        role as one more data block (the roles have their own instructions and snapshot)."""
         blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
         if blocked is not None or self._client is None:
             return self._fallback.decide_now(snapshot, blocked or NO_API_KEY)
         with self.breaker.guard():  # the debate is one call for the breaker
-            return await self._debate_once(snapshot)
+            return await self._debate_once(snapshot, prompt)
 
-    async def _debate_once(self, snapshot: MarketSnapshot) -> AgentDecision:
+    async def _debate_once(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None
+    ) -> AgentDecision:
         if self._memory is None:  # memory OFF: no window carried from one decision to the next
             self.working = WorkingMemory(self._debate.working_mem_max)
         results: list[RoleResult] = []
         reflections = await self._reflect_pending(results)
         tickers = sorted(snapshot.tickers)
-        context = snapshot_block(snapshot)
+        context = snapshot_block(snapshot) + context_block(prompt)
         query = situation_text(snapshot)
         recalled = await self._recall_all(query, snapshot.at_ms)
         bull: RoleResult | None = None

@@ -26,7 +26,7 @@ MemoryKind = Literal["debate", "reflection", "rollup"]
 _INJECTION = re.compile(
     r"(?i)(ignore|disregard|forget)\s+(all\s+|any\s+|the\s+|your\s+)?(previous|prior|above|"
     r"earlier)?\s*(instructions|rules|prompts?)|\bsystem\s*(prompt)?\s*:|</?\s*(system|snapshot|"
-    r"memories|working_memory|arguments|model_notes)\b|\byou\s+are\s+now\b|\bnew\s+instructions\b"
+    r"context|memories|working_memory|arguments|model_notes)\b|\byou\s+are\s+now\b|\bnew\s+instructions\b"
 )
 
 

@@ -18,6 +18,7 @@ from agent.config import AgentConfig
 from agent.debate_config import Role
 from agent.debate_memory import Recalled, WorkingItem
 from agent.debate_roles import SYSTEM_PROMPTS, output_config
+from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot, sent_json_bytes
 
 
@@ -32,6 +33,18 @@ def snapshot_block(snapshot: MarketSnapshot) -> str:
     notes = sent.pop("agent_memory", "") or ""
     body = sent_json_bytes(sent).decode()
     return f"<snapshot>\n{body}\n</snapshot>\n" + model_notes_block(notes)
+
+
+#: the assembled prompt's parts a role also reads (instructions and snapshot are the role's own)
+CONTEXT_PARTS = ("policy", "memory", "session")
+
+
+def context_block(prompt: AssembledPrompt | None) -> str:
+    """The organisation / project / session context (``agent.prompt_assembly``), fenced."""
+    if prompt is None:
+        return ""
+    parts = {name: prompt.texts[name] for name in CONTEXT_PARTS if prompt.texts.get(name)}
+    return "\n" + fenced("context", parts) if parts else ""
 
 
 def memories_value(memories: Sequence[Recalled]) -> list[dict[str, Any]]:
@@ -67,12 +80,16 @@ def role_request(
         "model": role_config.model or config.model,
         "max_tokens": min(role_config.max_tokens, config.max_tokens),
         # identical on every call of the role: cached, later calls read it at 10 % price
-        "system": [
-            {"type": "text", "text": SYSTEM_PROMPTS[role], "cache_control": {"type": "ephemeral"}}
-        ],
+        "system": [{"type": "text", "text": SYSTEM_PROMPTS[role], "cache_control": _cache(config)}],
         "messages": [{"role": "user", "content": content}],
         "output_config": output_config(role),
     }
+
+
+def _cache(config: AgentConfig) -> dict[str, str]:
+    """The configured TTL of a cache entry (``[agent] prompt_cache_ttl``)."""
+    ttl = config.prompt_cache_ttl
+    return {"type": "ephemeral"} if ttl == "5m" else {"type": "ephemeral", "ttl": ttl}
 
 
 def situation_text(snapshot: MarketSnapshot) -> str:

@@ -95,7 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
     )
-    replay.add_argument("--decider", choices=("fallback", "claude"), default="fallback")
+    replay.add_argument("--decider", choices=("fallback", "claude", "debate"), default="fallback")
     replay.add_argument(
         "--no-memory",
         action="store_true",

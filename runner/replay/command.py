@@ -162,7 +162,7 @@ def replay_main(
     """The CLI's replay: build, run, report. Returns the exit code. Logs warnings and errors
     only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
     configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
-    if options.decider == "claude":
+    if options.decider in ("claude", "debate"):
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
         journal = options.out_dir / "logs" / "decisions.jsonl"
         text = projection_text(settings.agent, journal, len(options.tickers))

@@ -10,10 +10,10 @@ from collections import defaultdict, deque
 from typing import Any
 
 import orjson
-from fakes.messages_api import ScriptedResponse, json_message, usage_body
 
 from agent.debate_config import Role
 from agent.debate_roles import role_of_system_prompt
+from fakes.messages_api import ScriptedResponse, json_message, usage_body
 
 _BLOCK = re.compile(
     r"<(?P<tag>snapshot|memories|working_memory|arguments|trade)>\n(?P<body>.*?)\n</(?P=tag)>", re.S

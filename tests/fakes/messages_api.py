@@ -21,7 +21,6 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import Any, Literal, Self
 
 import orjson

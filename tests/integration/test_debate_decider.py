@@ -12,7 +12,7 @@ from fakes.instant_clock import InstantClock
 from fakes.messages_api import FakeMessagesApi, json_message, overloaded, text_message
 
 from agent.breaker import CircuitBreaker
-from agent.budget import AgentPricing, DailyBudget
+from agent.budget import DailyBudget
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
 from agent.config import AgentConfig
@@ -54,9 +54,8 @@ def make(
     client = ClaudeClient(
         build_anthropic_client(config, "sk-ant-test-debate-0000"),
         clock,
-        AgentPricing(),
+        config,  # its price table: each role billed at its model's list price
         policy,
-        model_pricing=config.model_pricing,
     )
     return DebateDecider(
         client=client,
