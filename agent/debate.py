@@ -20,6 +20,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
 from agent.breaker import CircuitBreaker
 from agent.budget import UsageTotals, add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason
@@ -258,6 +260,13 @@ class DebateDecider:
                 )
             ]
             reason = "unexpected_error"
+        if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
+            try:
+                output = type(output).model_validate(
+                    self._hygiene.redact_value(output.model_dump(mode="json"))
+                )
+            except ValidationError:  # a redaction marker pushed a field past its limit
+                output, reason = fallback_output(role, tickers), "unredactable"
         if reason:
             log.warning("debate: %s fell back (%s)", role, reason)
         usage = self.ledger.record(attempts, failed=bool(reason))

@@ -120,6 +120,16 @@ class Hygiene:
             redacted = redacted[: self._max_chars - 1].rstrip() + "…"
         return redacted
 
+    def redact_value(self, value: object) -> object:
+        """Every string inside ``value`` (a role output's JSON) without secrets."""
+        if isinstance(value, str):
+            return self._redactor.redact(value)[0]
+        if isinstance(value, list):
+            return [self.redact_value(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.redact_value(v) for k, v in value.items()}
+        return value
+
     @staticmethod
     def injection_shaped(text: str) -> bool:
         return _INJECTION.search(text) is not None

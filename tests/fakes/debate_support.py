@@ -49,8 +49,9 @@ class DebateAnswers:
 
     def respond(self, body: dict[str, Any]) -> ScriptedResponse:
         role = role_of(body)
-        if role is None:
-            raise AssertionError("a debate call without a ROLE line in its system prompt")
+        if role is None:  # the position reviewer (the tracker's agent layer): HOLD each one
+            self.calls["review"] += 1
+            return json_message(_hold_reviews(body), usage=usage_body(600, 60))
         self.calls[role] += 1
         parts = blocks(body)
         self.sent[role].append(parts)
@@ -108,3 +109,16 @@ class DebateAnswers:
             "next_check_seconds": 3600,
             "wake_conditions": [],
         }
+
+
+_POSITIONS = re.compile(r"<positions>\n(?P<body>.*?)\n</positions>", re.S)
+
+
+def _hold_reviews(body: dict[str, Any]) -> dict[str, Any]:
+    found = _POSITIONS.search(body["messages"][0]["content"])
+    positions = orjson.loads(found["body"]) if found else []
+    return {
+        "reviews": [
+            {"ticker": p["ticker"], "action": "HOLD", "reason": "thesis intact"} for p in positions
+        ]
+    }
