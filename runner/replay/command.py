@@ -164,6 +164,7 @@ def replay_main(
     configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
     if options.decider in ("claude", "debate"):
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
+    if options.decider == "claude":  # one call a pass with tiers; the debate's text says its own
         journal = options.out_dir / "logs" / "decisions.jsonl"
         text = projection_text(settings.agent, journal, len(options.tickers))
         print(f"vigil replay: {text}", file=stream)
