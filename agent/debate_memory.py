@@ -9,6 +9,7 @@ a model is never written to long-term memory (it stays in this decision's journa
 
 from __future__ import annotations
 
+import heapq
 import re
 from collections import deque
 from collections.abc import Sequence
@@ -196,6 +197,7 @@ class InProcessMemory:
         score_cutoff: float = 0.0,
     ) -> None:
         self._entries: list[tuple[str, MemoryEntry, frozenset[str]]] = []
+        self._keys: set[tuple[str, str, str | None]] = set()
         self._recency_lambda = recency_lambda
         self._salience_weight = salience_weight
         self._score_cutoff = score_cutoff
@@ -205,11 +207,10 @@ class InProcessMemory:
         return tuple(entry for _id, entry, _w in self._entries)
 
     async def remember(self, entry: MemoryEntry) -> bool:
-        if any(
-            e.text == entry.text and e.role == entry.role and e.ticker == entry.ticker
-            for _i, e, _w in self._entries
-        ):
+        key = (entry.text, entry.role, entry.ticker)
+        if key in self._keys:
             return False
+        self._keys.add(key)
         self._entries.append((f"m{len(self._entries) + 1}", entry, _words(entry.text)))
         return True
 
@@ -217,8 +218,11 @@ class InProcessMemory:
         if query.k <= 0:
             return []
         wanted = _words(query.text)
-        scored: list[Recalled] = []
+        # scores as plain tuples, objects only for the k kept (a recall is on the decision path)
+        scored: list[tuple[float, int, str, float, float, MemoryEntry]] = []
         for memory_id, entry, words in self._entries:
+            if entry.created_ms > query.now_ms:
+                continue
             if query.ticker is not None and entry.ticker not in (None, query.ticker):
                 continue
             union = len(wanted | words)
@@ -229,25 +233,24 @@ class InProcessMemory:
                 - self._recency_lambda * age_days
                 + self._salience_weight * entry.salience
             )
-            if score < self._score_cutoff or entry.created_ms > query.now_ms:
-                continue
-            parts = ScoreParts(
-                sim=round(sim, 4),
-                role_weight=query.role_weight,
-                age_days=round(age_days, 3),
-                salience=entry.salience,
-                score=round(score, 4),
+            if score >= self._score_cutoff:
+                scored.append((score, entry.created_ms, memory_id, sim, age_days, entry))
+        best = heapq.nsmallest(query.k, scored, key=lambda s: (-s[0], -s[1], s[2]))
+        return [
+            Recalled(
+                memory_id=memory_id,
+                text=entry.text,
+                role=entry.role,
+                kind=entry.kind,
+                ticker=entry.ticker,
+                created_ms=entry.created_ms,
+                parts=ScoreParts(
+                    sim=round(sim, 4),
+                    role_weight=query.role_weight,
+                    age_days=round(age_days, 3),
+                    salience=entry.salience,
+                    score=round(score, 4),
+                ),
             )
-            scored.append(
-                Recalled(
-                    memory_id=memory_id,
-                    text=entry.text,
-                    role=entry.role,
-                    kind=entry.kind,
-                    ticker=entry.ticker,
-                    created_ms=entry.created_ms,
-                    parts=parts,
-                )
-            )
-        scored.sort(key=lambda r: (-r.parts.score, -r.created_ms, r.memory_id))
-        return scored[: query.k]
+            for score, _created, memory_id, sim, age_days, entry in best
+        ]

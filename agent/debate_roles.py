@@ -9,6 +9,8 @@ the role's fallback), and the trader's sizes go through the same validation and 
 
 from __future__ import annotations
 
+import copy
+import functools
 from typing import Any, Literal
 
 from anthropic import transform_schema
@@ -133,7 +135,13 @@ def output_text(output: RoleOutput) -> str:
 
 
 def output_config(role: Role) -> dict[str, Any]:
-    return {"format": {"type": "json_schema", "schema": transform_schema(OUTPUT_TYPES[role])}}
+    return {"format": {"type": "json_schema", "schema": copy.deepcopy(_schema(role))}}
+
+
+@functools.cache
+def _schema(role: Role) -> dict[str, Any]:
+    """The role's JSON schema, built once (transform_schema walks the model each time)."""
+    return transform_schema(OUTPUT_TYPES[role])
 
 
 _COMMON = """\
