@@ -183,11 +183,15 @@ class ClaudeDecider:
                         return render_request(self._config, snapshot, model)
                     return prompt.request(self._config, model)
 
-                result = await self._client.call(request(model), parse)
+                result = await self._client.call_chain(
+                    request(model), parse, self._config.failover_models
+                )
                 attempts.extend(result.attempts)
                 if self._escalate(model, result.value[0], snapshot):
                     model = self._config.model
-                    result = await self._client.call(request(model), parse)
+                    result = await self._client.call_chain(
+                        request(model), parse, self._config.failover_models
+                    )
                     attempts.extend(result.attempts)
             except CallFailed as failure:
                 return self._failed(snapshot, [*attempts, *failure.attempts])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
@@ -68,6 +68,16 @@ class Attempt(BaseModel):
     detail: str = ""
     stop_reason: str | None = None
     usage: Usage | None = None
+    model: str = ""  # the model this try asked (the failover chain may change it)
+
+
+#: failures that fail over to the next model of the chain: the model is overloaded or the
+#: service is failing, not the request
+FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error"})
+
+
+def fails_over(kind: str) -> bool:
+    return kind in FAILOVER_KINDS or kind.startswith("http_5")
 
 
 class CallFailed(Exception):
@@ -154,6 +164,34 @@ class ClaudeClient:
         await old.close()
         log.info("Anthropic API key changed: the client was rebuilt on the new key")
         return True
+
+    async def call_chain(
+        self, request: dict[str, Any], parse: Callable[[str], T], failover: Sequence[str] = ()
+    ) -> CallResult[T]:
+        """``call`` on the request's model, then on each model of ``failover`` in turn while the
+        failure is an overload or a server error (``fails_over``): primary -> secondary before
+        anyone falls back to rules. One chain is one call for the breaker and the ledger; every
+        try of every model is in the attempts, with its model."""
+        primary = str(request.get("model", ""))
+        chain = [primary, *(m for m in failover if m != primary)]
+        attempts: list[Attempt] = []
+        for index, model in enumerate(chain):
+            try:
+                result = await self.call({**request, "model": model}, parse)
+            except CallFailed as failure:
+                attempts.extend(_with_model(failure.attempts, model))
+                if index + 1 < len(chain) and fails_over(failure.kind):
+                    log.warning(
+                        "model %s failed (%s): failing over to %s",
+                        model,
+                        failure.kind,
+                        chain[index + 1],
+                    )
+                    continue
+                raise CallFailed(attempts) from None
+            attempts.extend(_with_model(result.attempts, model))
+            return CallResult(value=result.value, attempts=attempts)
+        raise CallFailed(attempts)  # pragma: no cover - the loop returns or raises
 
     async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
         """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or
@@ -283,6 +321,10 @@ class ClaudeClient:
             cache_creation_1h_input_tokens=int(one_hour) if type(one_hour) is int else 0,
             model=model or None,
         )
+
+
+def _with_model(attempts: Sequence[Attempt], model: str) -> list[Attempt]:
+    return [a.model_copy(update={"model": model}) for a in attempts]
 
 
 def _failed_attempt(number: int, failure: _TryFailed) -> Attempt:

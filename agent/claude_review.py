@@ -104,7 +104,11 @@ class ClaudePositionReviewer:
             try:
                 if trial:  # a rotated key takes effect at the trial, not at a restart
                     await self._client.refresh_credentials()
-                result = await self._client.call(request, lambda text: parse_reviews(text, asked))
+                result = await self._client.call_chain(
+                    request,
+                    lambda text: parse_reviews(text, asked),
+                    self._config.failover_models,
+                )
             except CallFailed as failure:
                 self._failed(failure.attempts)
                 self._write(asked, failure.attempts, verdicts=())

@@ -7,6 +7,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from agent.budget import AgentPricing, PriceTable
+from agent.debate_config import DebateConfig
 from agent.materiality import DeltaConfig
 from agent.tiers import TierConfig
 
@@ -18,7 +19,12 @@ class _Section(BaseModel):
 class AgentConfig(_Section):
     """Claude as the decider. Without ANTHROPIC_API_KEY the rule-based fallback decides."""
 
+    #: "claude": one call per decision; "debate": bull/bear/trader/manager roles (agent.debate)
+    decider: Literal["claude", "debate"] = "claude"
     model: str = "claude-sonnet-4-6"
+    #: tried in order after ``model`` (or a role's model) is overloaded (429/529) or failing (5xx)
+    failover_models: tuple[str, ...] = ()
+    debate: DebateConfig = DebateConfig()
     max_tokens: int = Field(2048, ge=256, le=64_000)
     timeout_secs: float = Field(60.0, gt=0)
     base_url: str | None = None  # e.g. a proxy; the SDK's default when unset

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from broker.port import Action
 
 #: "unchanged": delta gating decided without a call (agent.materiality)
-DecidedBy = Literal["claude", "fallback", "unchanged"]
+DecidedBy = Literal["claude", "debate", "fallback", "unchanged"]
 
 
 class TradeDecision(BaseModel):
@@ -72,3 +72,5 @@ class AgentDecision(BaseModel):
     decider_reason: str = ""  # why this decider decided (e.g. "no_api_key", "breaker_open")
     usage: Usage | None = None  # the model calls behind this decision (None: no call made)
     attempts: tuple[dict[str, Any], ...] = ()  # each model attempt: outcome, error, usage
+    #: the debate decider's roles, memories and costs (``agent.debate_record``); None otherwise
+    debate: dict[str, Any] | None = None

@@ -91,8 +91,7 @@ def day_activity(records: list[dict[str, Any]]) -> list[DayActivity]:
         row["decisions"] += kind == "decision"
         row["reviews"] += kind == "review"
         usage = record.get("usage")
-        if _called_claude(record):
-            row["agent_calls"] += 1
+        row["agent_calls"] += _model_calls(record)
         if isinstance(usage, dict):
             row["tokens"] += sum(int(usage.get(k) or 0) for k in _TOKEN_FIELDS)
             row["cost_usd"] += float(usage.get("cost_usd") or 0.0)
@@ -147,6 +146,15 @@ def month_summaries(days: list[DayActivity], equity: Series) -> list[MonthSummar
 def _called_claude(record: dict[str, Any]) -> bool:
     """A decision or review that asked Claude: it was billed or it lists tries."""
     return isinstance(record.get("usage"), dict) or bool(record.get("attempts"))
+
+
+def _model_calls(record: dict[str, Any]) -> int:
+    """Model calls behind one line: a debate's role calls, else one if it asked Claude."""
+    raw = record.get("raw_decision")
+    debate = raw.get("debate") if isinstance(raw, dict) else None
+    if isinstance(debate, dict) and isinstance(debate.get("roles"), list):
+        return len(debate["roles"])
+    return int(_called_claude(record))
 
 
 def decider_counts(decisions: list[dict[str, Any]]) -> list[DeciderCount]:

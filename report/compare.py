@@ -164,7 +164,16 @@ def _activity_figures() -> list[tuple[str, _Pick]]:
         ("agent failures", lambda r: sum(d.agent_failures for d in r.days)),
         ("tokens", lambda r: sum(d.tokens for d in r.days)),
         ("agent cost USD", lambda r: sum(d.cost_usd for d in r.days)),
+        ("agent calls per day", lambda r: _per_day(r, sum(d.agent_calls for d in r.days))),
+        ("tokens per day", lambda r: _per_day(r, sum(d.tokens for d in r.days))),
+        ("agent cost USD per day", lambda r: _per_day(r, sum(d.cost_usd for d in r.days))),
     ]
+
+
+def _per_day(report: Report, total: float) -> float:
+    """``total`` over the run's span in days (over one day for a run shorter than a day)."""
+    days = report.metrics.span_days or 0.0
+    return total / max(days, 1.0)
 
 
 def _who(count: DeciderCount) -> str:

@@ -24,6 +24,8 @@ from agent.claude_client import (
     build_anthropic_client,
 )
 from agent.claude_review import ClaudePositionReviewer
+from agent.debate import DebateDecider
+from agent.debate_memory import InProcessMemory, LongTermMemory
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider
 from core.bus import EventBus
@@ -36,7 +38,7 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Agents:
-    decider: ClaudeDecider
+    decider: ClaudeDecider | DebateDecider
     reviewer: ClaudePositionReviewer | None
     client: ClaudeClient | None
 
@@ -67,7 +69,12 @@ def build_agents(
     bus: EventBus,
     history: Callable[[str], pd.DataFrame],
     journal: Callable[[Mapping[str, Any]], None],
+    *,
+    memory: bool = True,
+    long_term: LongTermMemory | None = None,
 ) -> Agents:
+    """``memory`` False (``--no-memory``): the debate neither recalls nor writes long-term memory.
+    ``long_term``: the debate's store (default: in the process, lost at exit)."""
     config = settings.agent
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
     key = settings.anthropic_api_key
@@ -76,8 +83,9 @@ def build_agents(
         key = SecretStr(from_file) if from_file else None
     client = None
     if key is not None:  # without a key the decider itself says so, once, when built
+        tries = config.debate.llm_max_retries if config.decider == "debate" else config.max_attempts
         policy = RetryPolicy(
-            backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": config.max_attempts}),
+            backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": tries}),
             retry_after_cap_secs=config.retry_after_cap_secs,
         )
         client = ClaudeClient(
@@ -91,7 +99,9 @@ def build_agents(
             ),
         )
         log.info(
-            "Claude decides (%s; daily budget %s); the rule-based pipeline takes over on failure",
+            "Claude decides (%s, %s; daily budget %s); the rule-based pipeline takes over on "
+            "failure",
+            config.decider,
             config.model,
             config.budget_text,
         )
@@ -104,16 +114,30 @@ def build_agents(
             monthly_usd=config.monthly_budget_usd if auto else None,
         )
     )
-    decider = ClaudeDecider(
-        client=client,
-        config=config,
-        clock=clock,
-        fallback=fallback,
-        breaker=breaker,
-        ledger=ledger,
-        bus=bus,
-        redactor=Redactor(settings.secret_values()),
-    )
+    redactor = Redactor(settings.secret_values())
+    decider: ClaudeDecider | DebateDecider
+    if config.decider == "debate":
+        decider = DebateDecider(
+            client=client,
+            config=config,
+            clock=clock,
+            fallback=fallback,
+            breaker=breaker,
+            ledger=ledger,
+            memory=(long_term or InProcessMemory()) if memory else None,
+            redactor=redactor,
+        )
+    else:
+        decider = ClaudeDecider(
+            client=client,
+            config=config,
+            clock=clock,
+            fallback=fallback,
+            breaker=breaker,
+            ledger=ledger,
+            bus=bus,
+            redactor=redactor,
+        )
     reviewer = (
         None
         if client is None

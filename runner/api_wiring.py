@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from agent.claude import ClaudeDecider
+from agent.debate import DebateDecider
 from api.app import ApiContext, create_app
 from api.auth import resolve_token
 from api.files import StateDirFiles, position_body
@@ -42,7 +43,7 @@ class DaemonPorts:
     clock: Clock
     loop_status: Callable[[], Mapping[str, LoopStatus]]
     freshness: StreamFreshness
-    decider: ClaudeDecider
+    decider: ClaudeDecider | DebateDecider
     broker: Broker
     store: RunnerStateStore
     starting_cash_usd: float | None  # the paper account's; a ccxt account does not say

@@ -71,6 +71,11 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="print the prompt's parts with their sizes, the tiers loaded and what was trimmed",
     )
+    prompt.add_argument(
+        "--role",
+        choices=("bull", "bear", "trader", "manager", "reflection"),
+        help='what this debate role would be sent (agent.decider = "debate")',
+    )
 
     report = sub.add_parser(
         "report", help="write report.json and report.html for a run's state dir (or compare two)"
@@ -95,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
     )
-    replay.add_argument("--decider", choices=("fallback", "claude"), default="fallback")
+    replay.add_argument("--decider", choices=("fallback", "claude", "debate"), default="fallback")
     replay.add_argument(
         "--no-memory",
         action="store_true",
@@ -183,7 +188,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "prompt":
         from runner.prompt_cmd import render_prompt
 
-        print(render_prompt(settings, parts=args.parts))
+        print(render_prompt(settings, parts=args.parts, role=args.role))
         return 0
     if command == "sim":
         return _sim(args, settings)

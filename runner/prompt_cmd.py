@@ -28,6 +28,8 @@ import pandas as pd
 from pydantic import ValidationError
 
 from agent.claude_prompt import render_request
+from agent.debate_config import Role
+from agent.debate_prompt import context_block, role_request, snapshot_block
 from agent.prompt_assembly import PromptAssembler, describe_parts
 from agent.snapshot import MarketSnapshot
 from core.bus import EventBus
@@ -60,13 +62,18 @@ class JournalSnapshot:
 
 
 def render_prompt(
-    settings: Settings, *, note: Callable[[str], None] | None = None, parts: bool = False
+    settings: Settings,
+    *,
+    note: Callable[[str], None] | None = None,
+    parts: bool = False,
+    role: Role | None = None,
 ) -> str:
     """The ``messages.create`` kwargs for the latest snapshot as pretty JSON (sorted keys), with
     the context tiers of the configured state dir assembled as the daemon would; ``parts``: the
     parts with their sizes, tiers loaded and trims instead (``vigil prompt --parts``).
 
     ``note`` receives one line saying where the snapshot came from (default: stderr).
+    ``role``: what that debate role would be sent instead (``vigil prompt --role bull``).
     """
     say = note or _to_stderr
     found = latest_journal_snapshot(settings.logs_dir / "decisions.jsonl")
@@ -82,12 +89,37 @@ def render_prompt(
             f"vigil prompt: no decision journaled yet; snapshot built from the bundled data at "
             f"{_iso(snapshot.at_ms)} (sim.start)"
         )
+    if role is not None:
+        return request_json(_role_request(settings, snapshot, role, say))
     if not settings.context.enabled:
         if parts:
             raise SystemExit("vigil prompt --parts: context.enabled is false (no parts to show)")
         return request_json(render_request(settings.agent, snapshot))
     prompt = asyncio.run(offline_prompt_assembler(settings, snapshot.at_ms).assemble(snapshot))
     return describe_parts(prompt) if parts else request_json(prompt.request(settings.agent))
+
+
+def _role_request(
+    settings: Settings, snapshot: MarketSnapshot, role: Role, say: Callable[[str], None]
+) -> dict[str, Any]:
+    """A debate role's request for ``snapshot``, with the assembled context; its memories,
+    working memory and arguments are filled at decision time (the journal's debate shows them)."""
+    assembled = None
+    if settings.context.enabled:
+        assembler = offline_prompt_assembler(settings, snapshot.at_ms)
+        assembled = asyncio.run(assembler.assemble(snapshot))
+    say(
+        f"vigil prompt: the {role} role's request; <memories>, <working_memory> and "
+        "<arguments> are empty here and filled at decision time"
+    )
+    return role_request(
+        settings.agent,
+        role,
+        context=snapshot_block(snapshot) + context_block(assembled),
+        memories=(),
+        working=(),
+        arguments={},
+    )
 
 
 def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:

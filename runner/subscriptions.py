@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
+from agent.debate import DebateDecider
 from core.bus import AsyncHandler, EventBus, InlineHandler, Overflow
 from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
 from core.failpoints import Failpoints
@@ -81,10 +82,19 @@ def daemon_subscriptions(
         Inline(Topic.ORDER_FILLED, trades_row_writer(trades_journal), "trades_journal"),
         Inline(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), "failpoint"),
         Inline(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), "failpoint"),
+        *_debate_rows(decision),
         Inline(
             Topic.AGENT_FAILURE, agent_failure_writer(decisions_journal), "agent_failure_journal"
         ),
     ]
+
+
+def _debate_rows(decision: DecisionPath) -> list[Subscription]:
+    """The debate decider reflects on each exit (at the start of its next decision)."""
+    decider = decision.agents.decider
+    if isinstance(decider, DebateDecider):
+        return [Inline(Topic.POSITION_EXIT, decider.on_position_exit, "debate_reflection")]
+    return []
 
 
 def subscribe_all(bus: EventBus, table: Sequence[Subscription]) -> None:

@@ -200,7 +200,9 @@ def build_decision_path(
             market.history.frame(ticker), market.aggregator.closed(ticker, market.history.timeframe)
         )
 
-    agents = build_agents(settings, clock, bus, history_to_now, decisions_journal.append)
+    agents = build_agents(
+        settings, clock, bus, history_to_now, decisions_journal.append, memory=ports.memory
+    )
     trading = TradingSwitch(clock, store, decisions_journal.append)
     failpoint = (failpoints or Failpoints()).hit
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")

@@ -17,18 +17,23 @@ What replay changes on purpose, and why:
   the output folder's runner_state.json at start are used);
 - no FRED key (the recording has no macro series; the macro regime says unavailable);
 - journals without fsync (a replay is rerun, not recovered) and a heartbeat once a simulated hour;
-- ``--decider fallback`` runs without an Anthropic key, ``--decider claude`` needs a daily budget.
+- ``--decider fallback`` runs without an Anthropic key, ``--decider claude`` and ``--decider
+  debate`` need a daily budget (the debate makes ``2 * bb_rounds + 2`` calls per decision).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from agent.config import AgentConfig
+from agent.debate import DebateDecider
+from agent.debate_config import Role
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
@@ -71,7 +76,8 @@ RUN_FILES = (
     "models/online_learner.json",
 )
 
-Decider = Literal["fallback", "claude"]
+Decider = Literal["fallback", "claude", "debate"]
+MODEL_DECIDERS = ("claude", "debate")
 
 
 @dataclass(frozen=True)
@@ -131,12 +137,13 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
             f"--tickers {', '.join(unknown)}: not configured; known: "
             f"{', '.join(settings.market.tickers)}"
         )
-    if options.decider == "claude":
+    if options.decider in MODEL_DECIDERS:
+        flag = f"--decider {options.decider}"
         if settings.anthropic_api_key is None:
-            raise RefuseToStartError("--decider claude needs ANTHROPIC_API_KEY")
+            raise RefuseToStartError(f"{flag} needs ANTHROPIC_API_KEY")
         if not settings.agent.daily_budget_usd:
             raise RefuseToStartError(
-                "--decider claude needs a daily budget (VIGIL_AGENT__DAILY_BUDGET_USD or "
+                f"{flag} needs a daily budget (VIGIL_AGENT__DAILY_BUDGET_USD or "
                 f"[agent] daily_budget_usd): {expected_calls_text(options, settings)}"
             )
     regime = settings.regime.model_copy(
@@ -148,8 +155,11 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
             "market": settings.market.model_copy(update={"tickers": options.tickers}),
             "regime": regime,
             "anthropic_api_key": settings.anthropic_api_key
-            if options.decider == "claude"
+            if options.decider in MODEL_DECIDERS
             else None,
+            "agent": settings.agent.model_copy(
+                update={"decider": "debate" if options.decider == "debate" else "claude"}
+            ),
             "fred_api_key": None,
             # a replay is rerun, not recovered: no fsync per journal line
             "state": settings.state.model_copy(update={"fsync_journals": False}),
@@ -176,11 +186,55 @@ def expected_calls_text(options: ReplayOptions, settings: Settings) -> str:
         if most is None
         else f"about {closes} (the {cooldown_secs:g} s cooldown lets only closes through)"
     )
-    return (
+    text = (
         f"{options.days:g} days would make at least {closes} decision calls (one per 15m close) "
         f"and {ceiling}, plus up to {reviews} position reviews (one per {review_secs:g} s while "
         "a position is open)"
     )
+    if options.decider == "debate":
+        text = (
+            debate_calls_text(settings, closes, options.days)
+            + "; "
+            + text.replace("decision calls", "decisions", 1)
+        )
+    return text
+
+
+def debate_calls_text(settings: Settings, decisions: int, days: float) -> str:
+    """Debate calls and dollars at list price for ``decisions`` (before any review)."""
+    agent = settings.agent
+    estimate = debate_cost_estimate(agent, decisions)
+    return (
+        f"debate: {agent.debate.calls_per_decision()} calls per decision "
+        f"({agent.debate.bb_rounds} bull/bear rounds, trader, manager) -> at least "
+        f"{estimate.calls:,} calls, about ${estimate.usd:,.2f} at list price "
+        f"(${estimate.usd / max(days, 1e-9):,.2f} per day; {DEBATE_INPUT_TOKENS_PER_CALL:,} input "
+        "tokens per call, half the role's max_tokens out)"
+    )
+
+
+#: a debate role call's input: snapshot (~2.5k tokens for 3 tickers) + prompt + memories + window
+DEBATE_INPUT_TOKENS_PER_CALL = 4_000
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    calls: int
+    usd: float
+
+
+def debate_cost_estimate(agent: AgentConfig, decisions: int) -> CostEstimate:
+    """Calls and list-price dollars of ``decisions`` debates (reflections not counted)."""
+    debate = agent.debate
+    per_decision = 0.0
+    roles: tuple[Role, ...] = ("bull", "bear") * debate.bb_rounds + ("trader", "manager")
+    for role in roles:
+        config = debate.role(role)
+        model = config.model or agent.model
+        pricing = agent.for_model(model)
+        out_tokens = min(config.max_tokens, agent.max_tokens) // 2
+        per_decision += pricing.cost_usd(DEBATE_INPUT_TOKENS_PER_CALL, out_tokens)
+    return CostEstimate(calls=decisions * len(roles), usd=decisions * per_decision)
 
 
 def check_out_dir(out_dir: Path) -> None:
@@ -266,7 +320,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         options.end_ms,
         # in flight = waiting on the network; a retry's backoff waits on this clock, which must move
         busy=(
-            lambda: routine.deciding and not clock.is_parked(routine.task),
+            lambda: routine.deciding and not _all_parked(clock, routine.task, decision),
             lambda: tracker.reviewing and not clock.is_parked(tracker.review_task),
         ),
         speed=options.speed,
@@ -283,6 +337,19 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         driver,
         counts,
     )
+
+
+def _all_parked(
+    clock: VirtualClock, task: asyncio.Task[Any] | None, decision: DecisionPath
+) -> bool:
+    """A decision waits on the clock: the routine's task, or, while a debate's concurrent role
+    calls run, every one of them (one in a retry's backoff and one on the network: not parked)."""
+    decider = decision.agents.decider
+    roles = decider.role_tasks if isinstance(decider, DebateDecider) else set()
+    live = [t for t in roles if not t.done()]
+    if live:
+        return all(clock.is_parked(t) for t in live)
+    return clock.is_parked(task)
 
 
 def _iso(at_ms: int) -> str:

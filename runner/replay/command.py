@@ -162,8 +162,9 @@ def replay_main(
     """The CLI's replay: build, run, report. Returns the exit code. Logs warnings and errors
     only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
     configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
-    if options.decider == "claude":
+    if options.decider in ("claude", "debate"):
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
+    if options.decider == "claude":  # one call a pass with tiers; the debate's text says its own
         journal = options.out_dir / "logs" / "decisions.jsonl"
         text = projection_text(settings.agent, journal, len(options.tickers))
         print(f"vigil replay: {text}", file=stream)

@@ -153,6 +153,9 @@ class FakeMessagesApi:
         self._closing = asyncio.Event()
         #: when set, only these keys are accepted (others: 401, the script untouched)
         self.accepted_keys: set[str] | None = None
+        #: answers a request's JSON body once the script is used up (e.g. role-aware debate
+        #: answers); None: the 500 that makes an under-scripted test fail loudly
+        self.responder: Callable[[dict[str, Any]], ScriptedResponse] | None = None
 
     @property
     def base_url(self) -> str:
@@ -221,6 +224,8 @@ class FakeMessagesApi:
     def _next(self, request: dict[str, Any]) -> ScriptedResponse:
         if self._queue:
             return self._queue.popleft()
+        if self.responder is not None:
+            return self.responder(request)
         if self.answerer is not None:
             return json_message(self.answerer(request))
         return error_response(500, "api_error", "FakeMessagesApi: no scripted response left")

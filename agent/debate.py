@@ -1,0 +1,369 @@
+"""The debate decider: bull and bear argue, the trader decides, the manager reviews (``Decider``).
+
+Per decision: ``bb_rounds`` rounds in which bull and bear each see the snapshot, their memories, the
+working memory and the other side's argument of the previous round (so the two of one round do not
+depend on each other and run concurrently); then the trader decides from both; then the manager
+reviews all three and may only reduce the trader's sizes. The risk caps apply after all of it, in
+the routine, as for every decider. Reflections of closed positions run at the start of the next
+decision (inside the decision, so replay waits for them as for any call).
+
+Each role call is one ``ClaudeClient.call_chain`` (``llm_max_retries`` tries, then the failover
+models); a role whose call fails answers its fallback stub and the journal says so. A trader or
+manager that fell back hands the decision to the rule-based decider with that reason: never a
+silent HOLD. Every role's usage is billed to the ledger (the daily budget) and shown per role.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from agent.breaker import CircuitBreaker
+from agent.budget import UsageTotals, add_usage
+from agent.claude import NO_API_KEY, UsageLedger, gate_reason
+from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.config import AgentConfig
+from agent.debate_apply import apply_manager, trader_decision
+from agent.debate_config import Role
+from agent.debate_memory import (
+    Hygiene,
+    LongTermMemory,
+    Recalled,
+    RecallQuery,
+    WorkingItem,
+    WorkingMemory,
+)
+from agent.debate_prompt import context_block, role_request, situation_text, snapshot_block
+from agent.debate_record import RoleResult, debate_record
+from agent.debate_roles import (
+    ManagerOutput,
+    RoleOutput,
+    TraderOutput,
+    fallback_output,
+    output_text,
+    parse_role_output,
+)
+from agent.debate_writes import MemoryWriter, reflection_context
+from agent.decision import AgentDecision
+from agent.fallback_decider import FallbackDecider
+from agent.prompt_assembly import AssembledPrompt
+from agent.snapshot import MarketSnapshot
+from core.clock import Clock
+from core.events import Event, PositionExit
+from core.redact import Redactor
+
+log = logging.getLogger(__name__)
+
+MAX_REFLECTIONS_PER_DECISION = 3
+
+
+class DebateDecider:
+    """``Decider`` over a debate of roles. ``client`` None (no key): the fallback decides."""
+
+    def __init__(
+        self,
+        *,
+        client: ClaudeClient | None,
+        config: AgentConfig,
+        clock: Clock,
+        fallback: FallbackDecider,
+        breaker: CircuitBreaker,
+        ledger: UsageLedger,
+        memory: LongTermMemory | None,
+        redactor: Redactor | None = None,
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._debate = config.debate
+        self._clock = clock
+        self._fallback = fallback
+        self.breaker = breaker
+        self.ledger = ledger
+        self._memory = memory
+        self._hygiene = Hygiene(redactor or Redactor(), config.debate.max_output_chars)
+        self._writer = MemoryWriter(memory, config.debate, self._hygiene)
+        self.working = WorkingMemory(config.debate.working_mem_max)
+        self._exits: list[PositionExit] = []
+        #: role calls in flight (replay's busy probe: time may move only when all are parked)
+        self.role_tasks: set[asyncio.Task[Any]] = set()
+
+    @property
+    def enabled(self) -> bool:
+        return self._client is not None
+
+    def totals(self) -> UsageTotals:
+        return self.ledger.totals()
+
+    def status(self) -> dict[str, Any]:
+        budget = self.ledger.budget
+        return {
+            "enabled": self.enabled,
+            "decider": "debate",
+            "disabled_reason": "" if self.enabled else NO_API_KEY,
+            "breaker": self.breaker.state.value,
+            "budget_limit_usd": budget.limit_usd,
+            "budget_exhausted": budget.exhausted(),
+            "memory": self._memory is not None,
+            **self.totals().model_dump(),
+        }
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+
+    def on_position_exit(self, event: Event) -> None:
+        """Inline bus handler: the exit's reflection runs at the start of the next decision."""
+        if isinstance(event, PositionExit):
+            self._exits.append(event)
+
+    def render_role_request(self, role: Role, snapshot: MarketSnapshot) -> dict[str, Any]:
+        """What ``role`` would be sent for ``snapshot`` now (empty memories and arguments)."""
+        return role_request(
+            self._config,
+            role,
+            context=snapshot_block(snapshot),
+            memories=(),
+            working=self.working.items(),
+            arguments={},
+        )
+
+    async def decide(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
+    ) -> AgentDecision:
+        """``prompt``: the assembled context; its policy, memory and session parts go to every
+        role as one more data block (the roles have their own instructions and snapshot)."""
+        blocked = gate_reason(self._client, self.ledger, self.breaker, self._clock)
+        if blocked is not None or self._client is None:
+            return self._fallback.decide_now(snapshot, blocked or NO_API_KEY)
+        with self.breaker.guard():  # the debate is one call for the breaker
+            return await self._debate_once(snapshot, prompt)
+
+    async def _debate_once(
+        self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None
+    ) -> AgentDecision:
+        if self._memory is None:  # memory OFF: no window carried from one decision to the next
+            self.working = WorkingMemory(self._debate.working_mem_max)
+        results: list[RoleResult] = []
+        reflections = await self._reflect_pending(results)
+        tickers = sorted(snapshot.tickers)
+        context = snapshot_block(snapshot) + context_block(prompt)
+        query = situation_text(snapshot)
+        recalled = await self._recall_all(query, snapshot.at_ms)
+        bull: RoleResult | None = None
+        bear: RoleResult | None = None
+        for round_no in range(1, self._debate.bb_rounds + 1):
+            bull, bear = await self._round(
+                round_no, context, recalled, bull, bear, tickers, snapshot.at_ms
+            )
+            results += [bull, bear]
+        assert bull is not None and bear is not None  # bb_rounds >= 1
+        trader = await self._ask(
+            "trader",
+            context,
+            recalled["trader"],
+            {"bull": _out(bull), "bear": _out(bear)},
+            tickers,
+            snapshot.at_ms,
+        )
+        results.append(trader)
+        manager = await self._ask(
+            "manager",
+            context,
+            recalled["manager"],
+            {"bull": _out(bull), "bear": _out(bear), "trader": _out(trader)},
+            tickers,
+            snapshot.at_ms,
+        )
+        results.append(manager)
+        return await self._conclude(snapshot, results, recalled, reflections)
+
+    async def _round(
+        self,
+        round_no: int,
+        context: str,
+        recalled: Mapping[Role, list[Recalled]],
+        bull: RoleResult | None,
+        bear: RoleResult | None,
+        tickers: list[str],
+        at_ms: int,
+    ) -> tuple[RoleResult, RoleResult]:
+        """Bull and bear of one round, concurrently: each answers the other's previous argument."""
+        bull_args = {"bear_last": _out(bear) if bear else None}
+        bear_args = {"bull_last": _out(bull) if bull else None}
+        async with asyncio.TaskGroup() as group:
+            bull_task = self._spawn(group, "bull", context, recalled["bull"], bull_args, tickers)
+            bear_task = self._spawn(group, "bear", context, recalled["bear"], bear_args, tickers)
+        new_bull, new_bear = bull_task.result(), bear_task.result()
+        for done in (new_bull, new_bear):  # in role order, whichever answered first
+            self._keep(done, at_ms, tickers)
+        return (
+            new_bull.model_copy(update={"round": round_no}),
+            new_bear.model_copy(update={"round": round_no}),
+        )
+
+    def _spawn(
+        self,
+        group: asyncio.TaskGroup,
+        role: Role,
+        context: str,
+        memories: list[Recalled],
+        arguments: Mapping[str, object],
+        tickers: list[str],
+    ) -> asyncio.Task[RoleResult]:
+        task = group.create_task(self._ask(role, context, memories, arguments, tickers, at_ms=None))
+        self.role_tasks.add(task)
+        task.add_done_callback(self.role_tasks.discard)
+        return task
+
+    async def _ask(
+        self,
+        role: Role,
+        context: str,
+        memories: list[Recalled],
+        arguments: Mapping[str, object],
+        tickers: list[str],
+        at_ms: int | None,
+    ) -> RoleResult:
+        """One role call; its fallback stub on any failure. With ``at_ms`` the output goes into
+        the working memory at once (bull and bear of a round are added after both answered)."""
+        assert self._client is not None
+        request = role_request(
+            self._config,
+            role,
+            context=context,
+            memories=memories,
+            working=self.working.items(),
+            arguments=arguments,
+        )
+
+        def parse(text: str) -> RoleOutput:
+            return parse_role_output(role, text)
+
+        output: RoleOutput
+        reason = ""
+        try:
+            result = await self._client.call_chain(request, parse, self._config.failover_models)
+            output, attempts = result.value, result.attempts
+        except CallFailed as failure:
+            output, attempts = fallback_output(role, tickers), failure.attempts
+            reason = failure.kind
+        except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly
+            log.exception("debate: %s call failed unexpectedly", role)
+            output = fallback_output(role, tickers)
+            attempts = [
+                Attempt(
+                    attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:300]
+                )
+            ]
+            reason = "unexpected_error"
+        if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
+            try:
+                output = type(output).model_validate(
+                    self._hygiene.redact_value(output.model_dump(mode="json"))
+                )
+            except ValidationError:  # a redaction marker pushed a field past its limit
+                output, reason = fallback_output(role, tickers), "unredactable"
+        if reason:
+            log.warning("debate: %s fell back (%s)", role, reason)
+        usage = self.ledger.record(attempts, failed=bool(reason))
+        outcome = RoleResult(
+            role=role,
+            model=str(request["model"]),
+            output=output,
+            fell_back=bool(reason),
+            reason=reason,
+            usage=usage,
+            attempts=tuple(a.model_dump(mode="json") for a in attempts),
+            memories=tuple(memories),
+            text=self._hygiene.clean(output_text(output)),
+        )
+        if at_ms is not None:
+            self._keep(outcome, at_ms, tickers)
+        return outcome
+
+    def _keep(self, result: RoleResult, at_ms: int, tickers: list[str]) -> None:
+        ticker = tickers[0] if len(tickers) == 1 else None
+        self.working.add(
+            WorkingItem(content=result.text, role=result.role, ticker=ticker, created_at=at_ms)
+        )
+
+    async def _recall_all(self, query: str, now_ms: int) -> dict[Role, list[Recalled]]:
+        roles: tuple[Role, ...] = ("bull", "bear", "trader", "manager")
+        out: dict[Role, list[Recalled]] = {role: [] for role in roles}
+        if self._memory is None or self._debate.memory_k == 0:
+            return out
+        for role in roles:
+            try:
+                out[role] = await self._memory.recall(
+                    RecallQuery(
+                        role=role,
+                        role_weight=self._debate.role(role).memory_weight,
+                        text=query,
+                        ticker=None,
+                        now_ms=now_ms,
+                        k=self._debate.memory_k,
+                    )
+                )
+            except Exception:  # a store that is down: the debate goes on without memories
+                log.exception("debate: %s could not recall memories", role)
+        return out
+
+    async def _reflect_pending(self, results: list[RoleResult]) -> list[dict[str, Any]]:
+        exits, self._exits = (
+            self._exits[:MAX_REFLECTIONS_PER_DECISION],
+            self._exits[MAX_REFLECTIONS_PER_DECISION:],
+        )
+        written = []
+        for event in exits:
+            context, query = reflection_context(event)
+            memories = (await self._recall_all(query, event.at_ms))["manager"]
+            result = await self._ask(
+                "reflection", context, memories, {}, [event.ticker], at_ms=None
+            )
+            results.append(result)
+            written.append({"ticker": event.ticker, **await self._writer.reflection(result, event)})
+        return written
+
+    async def _conclude(
+        self,
+        snapshot: MarketSnapshot,
+        results: list[RoleResult],
+        recalled: Mapping[Role, list[Recalled]],
+        reflections: list[dict[str, Any]],
+    ) -> AgentDecision:
+        trader = next(r for r in results if r.role == "trader")
+        manager = next(r for r in results if r.role == "manager")
+        usage = None
+        for result in results:
+            usage = add_usage(usage, result.usage)
+        failed_core = [r for r in (trader, manager) if r.fell_back]
+        if failed_core:
+            self.breaker.record_failure(failed_core[0].reason)
+        else:
+            self.breaker.record_success()
+        writes = await self._writer.after_decision(results, snapshot.at_ms)
+        record = debate_record(
+            results, recalled, len(self.working), writes, reflections, self._debate.bb_rounds
+        )
+        if failed_core:
+            why = ", ".join(f"{r.role} ({r.reason})" for r in failed_core)
+            decision = self._fallback.decide_now(snapshot, f"debate_failed: {why} fell back")
+            return decision.model_copy(update={"usage": usage, "debate": record})
+        assert isinstance(trader.output, TraderOutput)
+        assert isinstance(manager.output, ManagerOutput)
+        prices = {ticker: view.price for ticker, view in snapshot.tickers.items()}
+        decision, notes = trader_decision(trader.output, prices, self._hygiene)
+        decision, more = apply_manager(decision, manager.output)
+        record["notes"] = [n.model_dump(mode="json") for n in [*notes, *more]]
+        return decision.model_copy(
+            update={"usage": usage, "debate": record, "decider_reason": "debated"}
+        )
+
+
+def _out(result: RoleResult) -> dict[str, Any]:
+    """A role's output as the next role reads it: its cleaned text and its fields."""
+    return {"role": result.role, "text": result.text, "fell_back": result.fell_back}
