@@ -1,0 +1,426 @@
+"""The embedded default MemoryStore: SQLite in the state dir (``memory.db``).
+
+WAL journal, one transaction per write: a kill -9 loses at most the transaction in flight and never
+corrupts the file (SQLite's own guarantee; tests/unit/test_memory_restart.py kills a writer). The
+schema is versioned in ``meta``; ``MIGRATIONS[n]`` takes a file from version n to n + 1, and a file
+from a newer vigil is refused. Calls are synchronous on the event loop on purpose: a write is ~1 ms
+and a retrieval a few ms, and replay stays deterministic (a write is visible to the next decision).
+
+Candidates are scored with numpy over an in-memory matrix of the insights' situation vectors, loaded
+once and appended to on this process's writes; another process's write (the ``vigil memory`` CLI)
+bumps ``PRAGMA data_version`` and the matrix is reloaded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import orjson
+
+from memory.config import InsightKind
+from memory.model import VECTOR_DIM, Insight, NeighbourTrade, RegimeStats, Trade
+from memory.port import CandidateQuery, StoreUnavailableError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS trades (
+    trade_id TEXT PRIMARY KEY, ticker TEXT NOT NULL, regime TEXT NOT NULL, macro TEXT NOT NULL,
+    entry_ms INTEGER NOT NULL, exit_ms INTEGER NOT NULL, pnl_pct REAL NOT NULL,
+    holding_secs REAL NOT NULL, exit_reason TEXT NOT NULL, body TEXT NOT NULL, vector BLOB);
+CREATE INDEX IF NOT EXISTS trades_ticker_regime ON trades (ticker, regime);
+CREATE TABLE IF NOT EXISTS insights (
+    insight_id TEXT PRIMARY KEY, kind TEXT NOT NULL, ticker TEXT, regime TEXT,
+    created_ms INTEGER NOT NULL, salience REAL NOT NULL, trade_id TEXT,
+    archived INTEGER NOT NULL DEFAULT 0, body TEXT NOT NULL, vector BLOB, embedding BLOB);
+CREATE INDEX IF NOT EXISTS insights_ticker_kind ON insights (ticker, kind, created_ms);
+CREATE INDEX IF NOT EXISTS insights_regime ON insights (regime, created_ms);
+CREATE TABLE IF NOT EXISTS summarises (
+    parent TEXT NOT NULL, child TEXT NOT NULL, PRIMARY KEY (parent, child));
+"""
+#: MIGRATIONS[n]: SQL taking schema version n to n + 1 (none yet beyond creating version 1)
+MIGRATIONS: dict[int, str] = {0: _SCHEMA_V1}
+
+
+def _blob(values: Sequence[float] | None) -> bytes | None:
+    return None if values is None else np.asarray(values, dtype=np.float32).tobytes()
+
+
+def _codes(values: list[str | None], table: dict[str | None, int]) -> np.ndarray:
+    return np.fromiter((table.setdefault(v, len(table)) for v in values), np.int32, len(values))
+
+
+@dataclass
+class _Index:
+    """Situation vectors of the live (not archived) insights, row-aligned with their keys; the
+    numpy views are rebuilt lazily after appends, so a query is a few vectorised operations."""
+
+    ids: list[str] = field(default_factory=list)
+    tickers: list[str | None] = field(default_factory=list)
+    regimes: list[str | None] = field(default_factory=list)
+    kinds: list[str | None] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    has_vector: list[bool] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+    codes: dict[str | None, int] = field(default_factory=lambda: {None: 0})
+    _arrays: dict[str, np.ndarray] | None = None
+
+    def append(self, insight: Insight) -> None:
+        self.ids.append(insight.insight_id)
+        self.tickers.append(insight.ticker)
+        self.regimes.append(insight.regime)
+        self.kinds.append(insight.kind)
+        self.created.append(insight.created_ms)
+        vec = np.zeros(VECTOR_DIM, dtype=np.float32)
+        if insight.situation_vector is not None and len(insight.situation_vector) == VECTOR_DIM:
+            vec = np.asarray(insight.situation_vector, dtype=np.float32)
+        self.has_vector.append(insight.situation_vector is not None)
+        norm = float(np.linalg.norm(vec))
+        self.rows.append(vec / norm if norm > 0 else vec)
+        self._arrays = None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = {
+                "matrix": np.vstack(self.rows) if self.rows else np.zeros((0, VECTOR_DIM)),
+                "ticker": _codes(self.tickers, self.codes),
+                "regime": _codes(self.regimes, self.codes),
+                "kind": _codes(self.kinds, self.codes),
+                "created": np.asarray(self.created, dtype=np.int64),
+                "has_vector": np.asarray(self.has_vector, dtype=bool),
+            }
+        return self._arrays
+
+    def mask(self, query: CandidateQuery) -> np.ndarray:
+        a = self.arrays()
+        code = self.codes.get
+        mask = a["created"] >= query.min_created_ms
+        if query.ticker is not None:
+            mask &= (a["ticker"] == 0) | (a["ticker"] == code(query.ticker, -1))
+        if query.regime is not None:
+            mask &= (a["regime"] == 0) | (a["regime"] == code(query.regime, -1))
+        if query.kinds:
+            mask &= np.isin(a["kind"], [code(k, -1) for k in query.kinds])
+        return mask
+
+
+def _top(values: np.ndarray, n: int) -> np.ndarray:
+    """Positions of the ``n`` largest values, largest first (ties: lower position first)."""
+    if len(values) > n:
+        part = np.argpartition(-values, n)[:n]
+        return part[np.lexsort((part, -values[part]))]
+    return np.lexsort((np.arange(len(values)), -values))
+
+
+class SqliteMemoryStore:
+    name = "sqlite"
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe against kill -9
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreUnavailableError(f"{path}: {exc}") from exc
+        self._index: _Index | None = None
+        self._data_version = self._version()
+
+    # ---- schema
+
+    def _migrate(self) -> None:
+        self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        version = int(row[0]) if row else 0
+        if version > SCHEMA_VERSION:
+            raise StoreUnavailableError(
+                f"{self.path} has memory schema {version}; this vigil knows up to {SCHEMA_VERSION}"
+            )
+        while version < SCHEMA_VERSION:
+            self._db.execute("BEGIN IMMEDIATE")
+            for statement in MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            version += 1
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)",
+                (str(version),),
+            )
+            self._db.execute("COMMIT")
+
+    def schema_version(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0])
+
+    def _version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
+        """One transaction; returns the rows the first statement changed."""
+        try:
+            self._db.execute("BEGIN IMMEDIATE")
+            changed = -1
+            for sql, params in statements:
+                cursor = self._db.execute(sql, params)
+                if changed < 0:
+                    changed = cursor.rowcount
+            self._db.execute("COMMIT")
+            return changed
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise StoreUnavailableError(f"{self.path}: {exc}") from exc
+
+    # ---- trades
+
+    async def put_trade(self, trade: Trade) -> bool:
+        vector = trade.situation.vector if trade.situation else None
+        changed = self._write(
+            [
+                (
+                    "INSERT OR IGNORE INTO trades VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                    (
+                        trade.trade_id,
+                        trade.ticker,
+                        trade.regime,
+                        trade.macro,
+                        trade.entry_ms,
+                        trade.exit_ms,
+                        trade.pnl_pct,
+                        trade.holding_secs,
+                        trade.exit_reason,
+                        trade.model_dump_json(),
+                        _blob(vector),
+                    ),
+                )
+            ]
+        )
+        return changed > 0
+
+    async def get_trade(self, trade_id: str) -> Trade | None:
+        row = self._db.execute("SELECT body FROM trades WHERE trade_id=?", (trade_id,)).fetchone()
+        return Trade.model_validate_json(row[0]) if row else None
+
+    # ---- insights
+
+    async def put_insight(self, insight: Insight) -> bool:
+        statements: list[tuple[str, Sequence[Any]]] = [
+            (
+                "INSERT OR IGNORE INTO insights VALUES (?,?,?,?,?,?,?,0,?,?,?)",
+                (
+                    insight.insight_id,
+                    insight.kind,
+                    insight.ticker,
+                    insight.regime,
+                    insight.created_ms,
+                    insight.salience,
+                    insight.trade_id,
+                    insight.model_dump_json(),
+                    _blob(insight.situation_vector),
+                    _blob(insight.embedding),
+                ),
+            )
+        ]
+        for child in insight.summarises:
+            statements.append(
+                ("INSERT OR IGNORE INTO summarises VALUES (?,?)", (insight.insight_id, child))
+            )
+            statements.append(("UPDATE insights SET archived=1 WHERE insight_id=?", (child,)))
+        changed = self._write(statements)
+        if changed > 0:
+            if insight.summarises:
+                self._index = None  # children left the live set
+            elif self._index is not None:
+                self._index.append(insight)
+        self._data_version = self._version()
+        return changed > 0
+
+    async def get_insight(self, insight_id: str) -> Insight | None:
+        row = self._db.execute(
+            "SELECT body FROM insights WHERE insight_id=?", (insight_id,)
+        ).fetchone()
+        return Insight.model_validate_json(row[0]) if row else None
+
+    async def forget(self, item_id: str) -> bool:
+        changed = self._write(
+            [
+                ("DELETE FROM insights WHERE insight_id=?", (item_id,)),
+                ("DELETE FROM summarises WHERE parent=? OR child=?", (item_id, item_id)),
+            ]
+        )
+        if changed <= 0:
+            changed = self._write([("DELETE FROM trades WHERE trade_id=?", (item_id,))])
+        self._index = None
+        return changed > 0
+
+    async def list_insights(
+        self,
+        *,
+        ticker: str | None = None,
+        regime: str | None = None,
+        kind: InsightKind | None = None,
+        include_archived: bool = False,
+        limit: int = 50,
+    ) -> list[Insight]:
+        where: list[str] = ["1=1"]
+        params: list[Any] = []
+        for column, value in (("ticker", ticker), ("regime", regime), ("kind", kind)):
+            if value is not None:
+                where.append(f"{column}=?")
+                params.append(value)
+        if not include_archived:
+            where.append("archived=0")
+        rows = self._db.execute(
+            f"SELECT body FROM insights WHERE {' AND '.join(where)} "
+            "ORDER BY created_ms DESC, insight_id LIMIT ?",
+            (*params, limit),
+        ).fetchall()
+        return [Insight.model_validate_json(r[0]) for r in rows]
+
+    def _live_index(self) -> _Index:
+        version = self._version()
+        if self._index is None or version != self._data_version:
+            index = _Index()
+            for (body,) in self._db.execute(
+                "SELECT body FROM insights WHERE archived=0 ORDER BY created_ms, insight_id"
+            ):
+                index.append(Insight.model_validate_json(body))
+            self._index, self._data_version = index, version
+        return self._index
+
+    async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
+        if query.vector is None and query.embedding is not None:
+            return self._text_candidates(query)
+        index = self._live_index()
+        if not index.ids:
+            return []
+        mask = index.mask(query)
+        arrays = index.arrays()
+        if query.vector is not None:
+            q = np.asarray(query.vector, dtype=np.float32)
+            norm = float(np.linalg.norm(q))
+            sims = arrays["matrix"] @ (q / norm if norm > 0 else q)
+            sims = np.where(arrays["has_vector"], sims, query.unsituated_sim)
+        else:
+            sims = np.zeros(len(index.ids), dtype=np.float32)
+            sims = sims + arrays["created"] / 1e15  # newest first
+        rows = np.flatnonzero(mask)
+        out: list[tuple[Insight, float]] = []
+        for i in rows[_top(sims[rows], query.limit)]:
+            insight = await self.get_insight(index.ids[i])
+            if insight is not None:
+                out.append((insight, float(sims[i]) if query.vector is not None else 0.0))
+        return out
+
+    def _text_candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
+        """Text queries (the CLI's search): cosine over the stored embeddings of the filtered rows."""
+        assert query.embedding is not None
+        where = ["archived=0", "embedding IS NOT NULL", "created_ms>=?"]
+        params: list[Any] = [query.min_created_ms]
+        if query.ticker is not None:
+            where.append("(ticker=? OR ticker IS NULL)")
+            params.append(query.ticker)
+        if query.regime is not None:
+            where.append("(regime=? OR regime IS NULL)")
+            params.append(query.regime)
+        rows = self._db.execute(
+            f"SELECT body, embedding, kind FROM insights WHERE {' AND '.join(where)}", params
+        ).fetchall()
+        rows = [r for r in rows if not query.kinds or r[2] in query.kinds]
+        if not rows:
+            return []
+        q = np.asarray(query.embedding, dtype=np.float32)
+        matrix = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
+        sims = (matrix @ q) / np.where(norms > 0, norms, 1.0)
+        top = _top(sims, query.limit)
+        return [(Insight.model_validate_json(rows[i][0]), float(sims[i])) for i in top]
+
+    # ---- statistics
+
+    async def regime_stats(self, *, ticker: str | None, regime: str | None) -> list[RegimeStats]:
+        where = ["1=1"]
+        params: list[Any] = []
+        if ticker is not None:
+            where.append("ticker=?")
+            params.append(ticker)
+        if regime is not None:
+            where.append("regime=?")
+            params.append(regime)
+        rows = self._db.execute(
+            "SELECT regime, COUNT(*), SUM(pnl_pct > 0), AVG(pnl_pct), AVG(holding_secs) "
+            f"FROM trades WHERE {' AND '.join(where)} GROUP BY regime ORDER BY regime",
+            params,
+        ).fetchall()
+        return [
+            RegimeStats(
+                ticker=ticker,
+                regime=r[0],
+                n=int(r[1]),
+                wins=int(r[2] or 0),
+                win_rate=(r[2] or 0) / r[1] if r[1] else None,
+                mean_pnl_pct=r[3],
+                mean_holding_secs=r[4],
+            )
+            for r in rows
+        ]
+
+    async def neighbour_trades(
+        self, *, ticker: str, regime: str, vector: Sequence[float], n: int
+    ) -> list[NeighbourTrade]:
+        rows = self._db.execute(
+            "SELECT trade_id, pnl_pct, vector FROM trades WHERE ticker=? AND regime=? "
+            "AND vector IS NOT NULL",
+            (ticker, regime),
+        ).fetchall()
+        if not rows:
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        matrix = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
+        sims = (matrix @ q) / np.where(norms > 0, norms, 1.0)
+        top = _top(sims, n)
+        return [
+            NeighbourTrade(trade_id=rows[i][0], pnl_pct=rows[i][1], sim=float(sims[i])) for i in top
+        ]
+
+    async def counts(self) -> dict[str, int]:
+        one = self._db.execute
+        return {
+            "trades": one("SELECT COUNT(*) FROM trades").fetchone()[0],
+            "situations": one("SELECT COUNT(*) FROM trades WHERE vector IS NOT NULL").fetchone()[0],
+            "insights": one("SELECT COUNT(*) FROM insights WHERE archived=0").fetchone()[0],
+            "archived_insights": one("SELECT COUNT(*) FROM insights WHERE archived=1").fetchone()[
+                0
+            ],
+            "tickers": one(
+                "SELECT COUNT(*) FROM (SELECT ticker FROM trades UNION "
+                "SELECT ticker FROM insights WHERE ticker IS NOT NULL)"
+            ).fetchone()[0],
+            "regimes": one(
+                "SELECT COUNT(*) FROM (SELECT regime FROM trades UNION "
+                "SELECT regime FROM insights WHERE regime IS NOT NULL)"
+            ).fetchone()[0],
+        }
+
+    async def export(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for (body,) in self._db.execute("SELECT body FROM trades ORDER BY exit_ms, trade_id"):
+            out.append({"type": "trade", **orjson.loads(body)})
+        for (body,) in self._db.execute(
+            "SELECT body FROM insights ORDER BY created_ms, insight_id"
+        ):
+            out.append({"type": "insight", **orjson.loads(body)})
+        return out
+
+    async def close(self) -> None:
+        self._db.close()
