@@ -1,0 +1,87 @@
+"""Builds the trading memory for the daemon and replay: store, outbox, writer, snapshot view.
+
+The store is SQLite in the state dir (``memory.db``) unless ``memory.neo4j_uri`` is set. Writes are
+behind the bus: inline handlers commit exits to the durable outbox; a queued, coalescing handler
+(one pending wake-up at most) drains it into the store, so a slow store never delays a decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from agent.memory_view import MemoryInsights, MemoryOff
+from agent.snapshot_builder import InsightsView
+from core.bus import EventBus, Overflow
+from core.clock import Clock
+from core.events import Topic
+from memory.embeddings import HashedNgramEmbedder, OpenAIEmbedder, TextEmbedder
+from memory.outbox import MemoryOutbox
+from memory.port import MemoryStore, StoreUnavailableError
+from memory.retrieval import Retriever
+from memory.sqlite_store import SqliteMemoryStore
+from memory.writeback import MemoryWriter
+from runner.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemoryParts:
+    insights: InsightsView
+    store: MemoryStore | None = None
+    writer: MemoryWriter | None = None
+    view: MemoryInsights | None = None
+
+
+def build_embedder(settings: Settings) -> TextEmbedder:
+    cfg = settings.memory
+    if cfg.embeddings == "openai":
+        return OpenAIEmbedder(cfg.embeddings_url, cfg.embeddings_model)
+    return HashedNgramEmbedder()
+
+
+def open_store(settings: Settings) -> MemoryStore:
+    cfg = settings.memory
+    if cfg.neo4j_uri:
+        from memory.neo4j_store import Neo4jMemoryStore
+
+        password = cfg.neo4j_password.get_secret_value() if cfg.neo4j_password else None
+        return Neo4jMemoryStore(
+            cfg.neo4j_uri, cfg.neo4j_user, password, database=cfg.neo4j_database
+        )
+    return SqliteMemoryStore(settings.state_dir / cfg.db_filename)
+
+
+def build_memory(settings: Settings, clock: Clock, bus: EventBus, *, enabled: bool) -> MemoryParts:
+    cfg = settings.memory
+    if not (enabled and cfg.enabled):
+        return MemoryParts(insights=MemoryOff())
+    try:
+        store = open_store(settings)
+    except StoreUnavailableError as exc:
+        log.error("memory: store unavailable, snapshots will say so: %s", exc)
+        return MemoryParts(insights=MemoryOff(f"memory store unavailable: {exc}"))
+    embedder = build_embedder(settings)
+    retriever = Retriever(store, cfg.retrieval, embedder)
+    writer = None
+    if cfg.write_back:
+        outbox = MemoryOutbox(settings.state_dir / cfg.outbox_filename)
+        writer = MemoryWriter(clock, store, outbox, cfg, embedder)
+        bus.subscribe(Topic.DECISION_MADE, writer.on_decision, name="memory_decisions")
+        bus.subscribe(Topic.ORDER_FILLED, writer.on_fill, name="memory_fees")
+        bus.subscribe(Topic.POSITION_OPENED, writer.on_opened, name="memory_entries")
+        bus.subscribe(Topic.POSITION_EXIT, writer.on_exit, name="memory_outbox")
+        for topic in (Topic.POSITION_EXIT, Topic.DECISION_MADE):
+            bus.subscribe_queued(
+                topic,
+                writer.on_wake,
+                name="memory_writer",
+                maxsize=cfg.write.queue_maxsize,
+                overflow=Overflow.COALESCE,
+                key=lambda _event: "wake",  # one pending wake-up drains everything
+            )
+    view = MemoryInsights(
+        store, retriever, cfg, writer.note_situation if writer is not None else None
+    )
+    return MemoryParts(insights=view, store=store, writer=writer, view=view)
