@@ -16,7 +16,7 @@ from core.events import DecisionMade, OrderFilled, PositionExit, PositionOpened,
 from memory.config import MemoryConfig, WriteConfig
 from memory.embeddings import HashedNgramEmbedder
 from memory.insights import apply_summary_policy, cut_at_sentence
-from memory.model import Situation
+from memory.model import Situation, Trade
 from memory.outbox import MemoryOutbox
 from memory.port import StoreUnavailableError
 from memory.sqlite_store import SqliteMemoryStore
@@ -139,24 +139,29 @@ async def test_an_exit_without_a_seen_entry_says_so(tmp_path: Path) -> None:
 
 
 async def test_store_down_keeps_the_row_pending(tmp_path: Path) -> None:
-    writer = make_writer(tmp_path)
-    open_and_exit(writer, 0)
-
-    async def down(*_args: object) -> bool:
-        raise StoreUnavailableError("down")
-
-    real = writer._store.put_trade
-    writer._store.put_trade = down  # type: ignore[method-assign]
-    clock = writer._clock
-    assert isinstance(clock, VirtualClock)
     import asyncio
 
+    class DownThenUp(SqliteMemoryStore):
+        down = True
+
+        async def put_trade(self, trade: Trade) -> bool:
+            if self.down:
+                raise StoreUnavailableError("down")
+            return await super().put_trade(trade)
+
+    store = DownThenUp(tmp_path / "memory.db")
+    clock = VirtualClock(T0)
+    writer = MemoryWriter(
+        clock, store, MemoryOutbox(tmp_path / "o.db"), MemoryConfig(), HashedNgramEmbedder()
+    )
+    open_and_exit(writer, 0)
     task = asyncio.create_task(writer.flush())
-    while not task.done():
-        await clock.step() or await asyncio.sleep(0)
+    while not task.done():  # the retries sleep on the virtual clock
+        if not await clock.step():
+            await asyncio.sleep(0)
     assert task.result() == 0
     assert writer.pending() == 1 and writer.stats.store_failures == 1
-    writer._store.put_trade = real  # type: ignore[method-assign]
+    store.down = False
     assert await writer.flush() == 1
 
 
@@ -225,21 +230,23 @@ def test_kill_minus_9_during_write_back_loses_no_trade(tmp_path: Path) -> None:
             for n in range(40):
                 open_and_exit(writer, n, pnl=float(n % 5) - 2)
             print("recorded", flush=True)
-            real = writer._store.put_insight
-            count = 0
-            async def put_and_die(insight):
-                nonlocal count
-                count += 1
-                if count == 7:
-                    os.kill(os.getpid(), signal.SIGKILL)
-                return await real(insight)
-            writer._store.put_insight = put_and_die
+            # a failpoint: the process dies inside the 7th store write
+            from memory.sqlite_store import SqliteMemoryStore
+            class Dying(SqliteMemoryStore):
+                count = 0
+                async def put_insight(self, insight):
+                    Dying.count += 1
+                    if Dying.count == 7:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    return await super().put_insight(insight)
+            writer._store = Dying(Path({str(tmp_path)!r}) / "memory.db")
             await writer.flush()
         asyncio.run(main())
         """
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
+        check=False,
         capture_output=True,
         text=True,
         timeout=60,
