@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from agent.snapshot import MarketSnapshot
+from core.clock import Clock
 from memory.config import MemoryConfig
 from memory.model import Situation
 from memory.port import MemoryStore, StoreUnavailableError
@@ -57,7 +58,14 @@ class MemoryInsights:
         retriever: Retriever,
         config: MemoryConfig,
         situation_sink: SituationSink | None = None,
+        *,
+        clock: Clock | None = None,
+        rest_after_failure_secs: float = 60.0,
     ) -> None:
+        self._clock = clock
+        self._rest_secs = rest_after_failure_secs
+        self._resting_until: float | None = None
+        self._last_failure = ""
         self._store = store
         self._retriever = retriever
         self._config = config
@@ -67,10 +75,29 @@ class MemoryInsights:
     async def attach(self, snapshot: MarketSnapshot) -> MarketSnapshot:
         unavailable = dict(snapshot.unavailable)
         unavailable.pop("historical_insights", None)
+        now = self._clock.monotonic_secs() if self._clock is not None else None
+        items: list[dict[str, Any]] | None
+        if now is not None and self._resting_until is not None and now < self._resting_until:
+            # a down store costs one decision its timeout, not every decision until it is back
+            items = None
+            unavailable["historical_insights"] = (
+                f"memory store unavailable: {self._last_failure} "
+                f"(next try in {self._resting_until - now:.0f} s)"
+            )
+            return snapshot.model_copy(
+                update={
+                    "historical_insights": None,
+                    "unavailable": dict(sorted(unavailable.items())),
+                }
+            )
         try:
             items = await self._items(snapshot)
+            self._resting_until = None
         except StoreUnavailableError as exc:
             log.warning("memory: store unavailable for the snapshot: %s", exc)
+            self._last_failure = str(exc)[:200]
+            if now is not None:
+                self._resting_until = now + self._rest_secs
             items, unavailable["historical_insights"] = None, f"memory store unavailable: {exc}"
         if items is not None and not items:
             items, unavailable["historical_insights"] = None, "memory is empty: no closed trade yet"

@@ -77,8 +77,15 @@ class Neo4jMemoryStore:
     def __init__(
         self, uri: str, user: str, password: str | None, *, database: str | None = None
     ) -> None:
+        # short timeouts and no long driver-side retries: the snapshot reads this store inline,
+        # and a down server must cost a decision seconds, not the driver's default 30 s of retries
+        # (the writer's outbox retries writes later)
         self._driver: AsyncDriver = AsyncGraphDatabase.driver(
-            uri, auth=(user, password) if password is not None else None
+            uri,
+            auth=(user, password) if password is not None else None,
+            connection_timeout=2.0,
+            connection_acquisition_timeout=2.0,
+            max_transaction_retry_time=1.0,
         )
         self._database = database
         self._ready = False

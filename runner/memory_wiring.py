@@ -82,6 +82,6 @@ def build_memory(settings: Settings, clock: Clock, bus: EventBus, *, enabled: bo
                 key=lambda _event: "wake",  # one pending wake-up drains everything
             )
     view = MemoryInsights(
-        store, retriever, cfg, writer.note_situation if writer is not None else None
+        store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
     )
     return MemoryParts(insights=view, store=store, writer=writer, view=view)
