@@ -86,7 +86,7 @@ async def test_a_down_store_is_reported_and_rested(tmp_path: Path) -> None:
     class Down(SqliteMemoryStore):
         calls = 0
 
-        async def neighbour_trades(self, **_kwargs: object) -> list[NeighbourTrade]:  # type: ignore[override]
+        async def neighbour_trades(self, **_kwargs: object) -> list[NeighbourTrade]:
             Down.calls += 1
             raise StoreUnavailableError("neo4j unavailable: connection refused")
 
