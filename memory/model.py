@@ -13,6 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from memory.config import InsightKind
@@ -113,6 +114,14 @@ class Insight(_Frozen):
         if not text.strip():
             raise ValueError("an insight's text is never empty")
         return text.strip()
+
+    @field_validator("situation_vector", "embedding")
+    @classmethod
+    def _float32(cls, values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        """Vectors are kept at float32 precision (the stores' blobs), so a round trip is exact."""
+        if values is None:
+            return None
+        return tuple(np.asarray(values, dtype=np.float32).tolist())
 
     @staticmethod
     def make_id(kind: str, created_ms: int, ticker: str | None, text: str) -> str:
