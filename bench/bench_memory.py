@@ -137,10 +137,14 @@ async def _size_and_writeback(root: Path, trades: int) -> None:
     ):
         q = statistics.quantiles(series, n=100)
         print(f"write-back {name}: mean {statistics.fmean(series):.2f} ms  p95 {q[94]:.2f} ms")
-    size = sum(p.stat().st_size for p in root.glob("memory.db*"))
+    size = _db_bytes(root)
     counts = writer.stats
     print(f"memory.db: {size / 1e6:.1f} MB for {trades:,} trades + {counts.insights_written:,} "
           f"reflections + {counts.rollups_written} rollups ({size / trades * 10_000 / 1e6:.1f} MB per 10k trades)")  # fmt: skip
+
+
+def _db_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.glob("memory.db*"))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -47,8 +47,6 @@ class WriteConfig(BaseModel):
     max_per_ticker_regime: int = Field(50, ge=10, le=500)
     #: insights of one regime summarised into one rollup; 2..50
     rollup_count: int = Field(10, ge=2, le=50)
-    #: bounded in-memory queue between the bus and the store (the outbox keeps what overflows)
-    queue_maxsize: int = Field(256, ge=1, le=100_000)
 
 
 class FallbackRuleConfig(BaseModel):

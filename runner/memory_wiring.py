@@ -1,8 +1,9 @@
 """Builds the trading memory for the daemon and replay: store, outbox, writer, snapshot view.
 
 The store is SQLite in the state dir (``memory.db``) unless ``memory.neo4j_uri`` is set. Writes are
-behind the bus: inline handlers commit exits to the durable outbox; a queued, coalescing handler
-(one pending wake-up at most) drains it into the store, so a slow store never delays a decision.
+behind the bus (rows in runner.subscriptions): inline handlers commit exits to the durable outbox;
+a queued, coalescing handler (one pending wake-up at most) drains it into the store, so a slow
+store never delays a decision.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from dataclasses import dataclass
 
 from agent.memory_view import MemoryInsights, MemoryOff
 from agent.snapshot_builder import InsightsView
-from core.bus import EventBus, Overflow
 from core.clock import Clock
-from core.events import Topic
 from memory.embeddings import HashedNgramEmbedder, OpenAIEmbedder, TextEmbedder
 from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
@@ -53,7 +52,8 @@ def open_store(settings: Settings) -> MemoryStore:
     return SqliteMemoryStore(settings.state_dir / cfg.db_filename)
 
 
-def build_memory(settings: Settings, clock: Clock, bus: EventBus, *, enabled: bool) -> MemoryParts:
+def build_memory(settings: Settings, clock: Clock, *, enabled: bool) -> MemoryParts:
+    """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``)."""
     cfg = settings.memory
     if not (enabled and cfg.enabled):
         return MemoryParts(insights=MemoryOff())
@@ -68,19 +68,6 @@ def build_memory(settings: Settings, clock: Clock, bus: EventBus, *, enabled: bo
     if cfg.write_back:
         outbox = MemoryOutbox(settings.state_dir / cfg.outbox_filename)
         writer = MemoryWriter(clock, store, outbox, cfg, embedder)
-        bus.subscribe(Topic.DECISION_MADE, writer.on_decision, name="memory_decisions")
-        bus.subscribe(Topic.ORDER_FILLED, writer.on_fill, name="memory_fees")
-        bus.subscribe(Topic.POSITION_OPENED, writer.on_opened, name="memory_entries")
-        bus.subscribe(Topic.POSITION_EXIT, writer.on_exit, name="memory_outbox")
-        for topic in (Topic.POSITION_EXIT, Topic.DECISION_MADE):
-            bus.subscribe_queued(
-                topic,
-                writer.on_wake,
-                name="memory_writer",
-                maxsize=cfg.write.queue_maxsize,
-                overflow=Overflow.COALESCE,
-                key=lambda _event: "wake",  # one pending wake-up drains everything
-            )
     view = MemoryInsights(
         store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
     )
