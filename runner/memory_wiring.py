@@ -9,8 +9,13 @@ store never delays a decision.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient
+from agent.claude_reflector import ClaudeReflector
 from agent.memory_view import MemoryInsights, MemoryOff
 from agent.snapshot_builder import InsightsView
 from core.clock import Clock
@@ -19,7 +24,7 @@ from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
 from memory.sqlite_store import SqliteMemoryStore
-from memory.writeback import MemoryWriter
+from memory.writeback import MemoryWriter, Reflector
 from runner.config import Settings
 
 log = logging.getLogger(__name__)
@@ -31,6 +36,26 @@ class MemoryParts:
     store: MemoryStore | None = None
     writer: MemoryWriter | None = None
     view: MemoryInsights | None = None
+
+
+def build_reflector(
+    settings: Settings,
+    clock: Clock,
+    client: ClaudeClient | None,
+    ledger: UsageLedger | None,
+    journal: Callable[[Mapping[str, Any]], None],
+) -> Reflector | None:
+    """Claude writes the lessons when there is a key (and a per-day cap above 0)."""
+    if client is None or ledger is None or settings.memory.model_reflections_per_day == 0:
+        return None
+    return ClaudeReflector(
+        client=client,
+        config=settings.agent,
+        clock=clock,
+        ledger=ledger,
+        max_per_day=settings.memory.model_reflections_per_day,
+        journal=journal,
+    )
 
 
 def build_embedder(settings: Settings) -> TextEmbedder:
@@ -52,7 +77,9 @@ def open_store(settings: Settings) -> MemoryStore:
     return SqliteMemoryStore(settings.state_dir / cfg.db_filename)
 
 
-def build_memory(settings: Settings, clock: Clock, *, enabled: bool) -> MemoryParts:
+def build_memory(
+    settings: Settings, clock: Clock, *, enabled: bool, reflector: Reflector | None = None
+) -> MemoryParts:
     """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``)."""
     cfg = settings.memory
     if not (enabled and cfg.enabled):
@@ -67,7 +94,7 @@ def build_memory(settings: Settings, clock: Clock, *, enabled: bool) -> MemoryPa
     writer = None
     if cfg.write_back:
         outbox = MemoryOutbox(settings.state_dir / cfg.outbox_filename)
-        writer = MemoryWriter(clock, store, outbox, cfg, embedder)
+        writer = MemoryWriter(clock, store, outbox, cfg, embedder, reflector)
     view = MemoryInsights(
         store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
     )
