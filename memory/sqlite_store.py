@@ -88,15 +88,34 @@ class _Index:
     _arrays: dict[str, np.ndarray] | None = None
 
     def append(self, insight: Insight) -> None:
-        self.ids.append(insight.insight_id)
-        self.tickers.append(insight.ticker)
-        self.regimes.append(insight.regime)
-        self.kinds.append(insight.kind)
-        self.created.append(insight.created_ms)
+        vector = insight.situation_vector
+        self.append_row(
+            insight.insight_id,
+            insight.ticker,
+            insight.regime,
+            insight.kind,
+            insight.created_ms,
+            None if vector is None else np.asarray(vector, dtype=np.float32),
+        )
+
+    def append_row(
+        self,
+        insight_id: str,
+        ticker: str | None,
+        regime: str | None,
+        kind: str,
+        created_ms: int,
+        vector: np.ndarray | None,
+    ) -> None:
+        self.ids.append(insight_id)
+        self.tickers.append(ticker)
+        self.regimes.append(regime)
+        self.kinds.append(kind)
+        self.created.append(created_ms)
         vec = np.zeros(VECTOR_DIM, dtype=np.float32)
-        if insight.situation_vector is not None and len(insight.situation_vector) == VECTOR_DIM:
-            vec = np.asarray(insight.situation_vector, dtype=np.float32)
-        self.has_vector.append(insight.situation_vector is not None)
+        if vector is not None and len(vector) == VECTOR_DIM:
+            vec = vector
+        self.has_vector.append(vector is not None)
         norm = float(np.linalg.norm(vec))
         self.rows.append(vec / norm if norm > 0 else vec)
         self._arrays = None
@@ -306,11 +325,13 @@ class SqliteMemoryStore:
         version = self._version()
         if self._index is None or version != self._data_version:
             index = _Index()
-            for row in self._db.execute(
-                f"SELECT {_INSIGHT_COLUMNS} FROM insights WHERE archived=0 "
-                "ORDER BY created_ms, insight_id"
+            # the indexed columns only: parsing 100k JSON bodies would take seconds
+            for insight_id, ticker, regime, kind, created, blob in self._db.execute(
+                "SELECT insight_id, ticker, regime, kind, created_ms, vector FROM insights "
+                "WHERE archived=0 ORDER BY created_ms, insight_id"
             ):
-                index.append(_insight(row))
+                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+                index.append_row(insight_id, ticker, regime, kind, created, vector)
             self._index, self._data_version = index, version
         return self._index
 
