@@ -145,6 +145,28 @@ class _Index:
         return mask
 
 
+@dataclass
+class _TradeGroup:
+    """Entry-situation unit vectors of one (ticker, regime)'s trades, for neighbour queries."""
+
+    ids: list[str] = field(default_factory=list)
+    pnl: list[float] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+    _matrix: np.ndarray | None = None
+
+    def append(self, trade_id: str, pnl_pct: float, vector: np.ndarray) -> None:
+        norm = float(np.linalg.norm(vector))
+        self.ids.append(trade_id)
+        self.pnl.append(pnl_pct)
+        self.rows.append(vector / norm if norm > 0 else vector)
+        self._matrix = None
+
+    def matrix(self) -> np.ndarray:
+        if self._matrix is None:
+            self._matrix = np.vstack(self.rows)
+        return self._matrix
+
+
 def _top(values: np.ndarray, n: int) -> np.ndarray:
     """Positions of the ``n`` largest values, largest first (ties: lower position first)."""
     if len(values) > n:
@@ -168,6 +190,7 @@ class SqliteMemoryStore:
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailableError(f"{path}: {exc}") from exc
         self._index: _Index | None = None
+        self._trades: dict[tuple[str, str], _TradeGroup] | None = None
         self._data_version = self._version()
 
     # ---- schema
@@ -239,6 +262,10 @@ class SqliteMemoryStore:
                 )
             ]
         )
+        if changed > 0 and self._trades is not None and vector is not None:
+            group = self._trades.setdefault((trade.ticker, trade.regime), _TradeGroup())
+            group.append(trade.trade_id, trade.pnl_pct, np.asarray(vector, dtype=np.float32))
+        self._data_version = self._version()
         return changed > 0
 
     async def get_trade(self, trade_id: str) -> Trade | None:
@@ -294,7 +321,7 @@ class SqliteMemoryStore:
         )
         if changed <= 0:
             changed = self._write([("DELETE FROM trades WHERE trade_id=?", (item_id,))])
-        self._index = None
+        self._index = self._trades = None
         return changed > 0
 
     async def list_insights(
@@ -321,8 +348,25 @@ class SqliteMemoryStore:
         ).fetchall()
         return [_insight(r) for r in rows]
 
+    def _trade_groups(self) -> dict[tuple[str, str], _TradeGroup]:
+        if self._version() != self._data_version:
+            self._index = self._trades = None  # another process wrote
+            self._data_version = self._version()
+        if self._trades is None:
+            groups: dict[tuple[str, str], _TradeGroup] = {}
+            for trade_id, ticker, regime, pnl, blob in self._db.execute(
+                "SELECT trade_id, ticker, regime, pnl_pct, vector FROM trades "
+                "WHERE vector IS NOT NULL ORDER BY exit_ms, trade_id"
+            ):
+                group = groups.setdefault((ticker, regime), _TradeGroup())
+                group.append(trade_id, pnl, np.frombuffer(blob, dtype=np.float32))
+            self._trades = groups
+        return self._trades
+
     def _live_index(self) -> _Index:
         version = self._version()
+        if version != self._data_version:
+            self._trades = None  # another process wrote: both caches reload
         if self._index is None or version != self._data_version:
             index = _Index()
             # the indexed columns only: parsing 100k JSON bodies would take seconds
@@ -415,20 +459,15 @@ class SqliteMemoryStore:
     async def neighbour_trades(
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
     ) -> list[NeighbourTrade]:
-        rows = self._db.execute(
-            "SELECT trade_id, pnl_pct, vector FROM trades WHERE ticker=? AND regime=? "
-            "AND vector IS NOT NULL",
-            (ticker, regime),
-        ).fetchall()
-        if not rows:
+        group = self._trade_groups().get((ticker, regime))
+        if group is None or not group.ids:
             return []
         q = np.asarray(vector, dtype=np.float32)
-        matrix = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
-        norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
-        sims = (matrix @ q) / np.where(norms > 0, norms, 1.0)
-        top = _top(sims, n)
+        norm = float(np.linalg.norm(q))
+        sims = group.matrix() @ (q / norm if norm > 0 else q)
         return [
-            NeighbourTrade(trade_id=rows[i][0], pnl_pct=rows[i][1], sim=float(sims[i])) for i in top
+            NeighbourTrade(trade_id=group.ids[i], pnl_pct=group.pnl[i], sim=float(sims[i]))
+            for i in _top(sims, n)
         ]
 
     async def counts(self) -> dict[str, int]:
