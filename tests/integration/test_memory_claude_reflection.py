@@ -6,14 +6,15 @@ from pathlib import Path
 from typing import Any
 
 from fakes.claude_support import API_KEY, MODEL
+from fakes.memory_support import T0, open_and_exit
 from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
-from unit.test_memory_writeback import T0, open_and_exit
 
 from agent.budget import AgentPricing, DailyBudget
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
 from agent.claude_reflector import REFLECTION_SYSTEM_PROMPT, ClaudeReflector
 from agent.config import AgentConfig
+from core.backoff import Backoff
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
 from memory.embeddings import HashedNgramEmbedder
@@ -28,7 +29,10 @@ def _writer(
     clock = VirtualClock(T0)
     config = AgentConfig(model=MODEL, base_url=base_url, timeout_secs=5)
     client = ClaudeClient(
-        build_anthropic_client(config, API_KEY), clock, AgentPricing(), RetryPolicy(max_attempts=1)
+        build_anthropic_client(config, API_KEY),
+        clock,
+        AgentPricing(),
+        RetryPolicy(backoff=Backoff(max_attempts=1)),
     )
     reflector = ClaudeReflector(
         client=client, config=config, clock=clock, ledger=UsageLedger(DailyBudget(clock, 5.0)),
