@@ -147,12 +147,25 @@ class _Index:
 
 @dataclass
 class _TradeGroup:
-    """Entry-situation unit vectors of one (ticker, regime)'s trades, for neighbour queries."""
+    """One (ticker, regime)'s trades: running statistics over all of them, and the entry-situation
+    unit vectors of those that have one (neighbour queries)."""
 
+    n: int = 0
+    wins: int = 0
+    sum_pnl: float = 0.0
+    sum_holding: float = 0.0
     ids: list[str] = field(default_factory=list)
     pnl: list[float] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     _matrix: np.ndarray | None = None
+
+    def add(self, trade_id: str, pnl_pct: float, holding: float, vector: np.ndarray | None) -> None:
+        self.n += 1
+        self.wins += pnl_pct > 0
+        self.sum_pnl += pnl_pct
+        self.sum_holding += holding
+        if vector is not None:
+            self.append(trade_id, pnl_pct, vector)
 
     def append(self, trade_id: str, pnl_pct: float, vector: np.ndarray) -> None:
         norm = float(np.linalg.norm(vector))
@@ -262,9 +275,10 @@ class SqliteMemoryStore:
                 )
             ]
         )
-        if changed > 0 and self._trades is not None and vector is not None:
+        if changed > 0 and self._trades is not None:
             group = self._trades.setdefault((trade.ticker, trade.regime), _TradeGroup())
-            group.append(trade.trade_id, trade.pnl_pct, np.asarray(vector, dtype=np.float32))
+            array = None if vector is None else np.asarray(vector, dtype=np.float32)
+            group.add(trade.trade_id, trade.pnl_pct, trade.holding_secs, array)
         self._data_version = self._version()
         return changed > 0
 
@@ -354,12 +368,13 @@ class SqliteMemoryStore:
             self._data_version = self._version()
         if self._trades is None:
             groups: dict[tuple[str, str], _TradeGroup] = {}
-            for trade_id, ticker, regime, pnl, blob in self._db.execute(
-                "SELECT trade_id, ticker, regime, pnl_pct, vector FROM trades "
-                "WHERE vector IS NOT NULL ORDER BY exit_ms, trade_id"
+            for trade_id, ticker, regime, pnl, holding, blob in self._db.execute(
+                "SELECT trade_id, ticker, regime, pnl_pct, holding_secs, vector FROM trades "
+                "ORDER BY exit_ms, trade_id"
             ):
                 group = groups.setdefault((ticker, regime), _TradeGroup())
-                group.append(trade_id, pnl, np.frombuffer(blob, dtype=np.float32))
+                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
+                group.add(trade_id, pnl, holding, vector)
             self._trades = groups
         return self._trades
 
@@ -430,37 +445,35 @@ class SqliteMemoryStore:
     # ---- statistics
 
     async def regime_stats(self, *, ticker: str | None, regime: str | None) -> list[RegimeStats]:
-        where = ["1=1"]
-        params: list[Any] = []
-        if ticker is not None:
-            where.append("ticker=?")
-            params.append(ticker)
-        if regime is not None:
-            where.append("regime=?")
-            params.append(regime)
-        rows = self._db.execute(
-            "SELECT regime, COUNT(*), SUM(pnl_pct > 0), AVG(pnl_pct), AVG(holding_secs) "
-            f"FROM trades WHERE {' AND '.join(where)} GROUP BY regime ORDER BY regime",
-            params,
-        ).fetchall()
+        """From the in-memory running sums (an SQL GROUP BY over 50k trades took ~40 ms)."""
+        merged: dict[str, _TradeGroup] = {}
+        for (t, r), group in self._trade_groups().items():
+            if (ticker is not None and t != ticker) or (regime is not None and r != regime):
+                continue
+            total = merged.setdefault(r, _TradeGroup())
+            total.n += group.n
+            total.wins += group.wins
+            total.sum_pnl += group.sum_pnl
+            total.sum_holding += group.sum_holding
         return [
             RegimeStats(
                 ticker=ticker,
-                regime=r[0],
-                n=int(r[1]),
-                wins=int(r[2] or 0),
-                win_rate=(r[2] or 0) / r[1] if r[1] else None,
-                mean_pnl_pct=r[3],
-                mean_holding_secs=r[4],
+                regime=r,
+                n=g.n,
+                wins=g.wins,
+                win_rate=g.wins / g.n,
+                mean_pnl_pct=g.sum_pnl / g.n,
+                mean_holding_secs=g.sum_holding / g.n,
             )
-            for r in rows
+            for r, g in sorted(merged.items())
+            if g.n
         ]
 
     async def neighbour_trades(
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
     ) -> list[NeighbourTrade]:
         group = self._trade_groups().get((ticker, regime))
-        if group is None or not group.ids:
+        if group is None or not group.rows:
             return []
         q = np.asarray(vector, dtype=np.float32)
         norm = float(np.linalg.norm(q))
