@@ -27,6 +27,7 @@ from memory.model import VECTOR_DIM, Insight, NeighbourTrade, RegimeStats, Trade
 from memory.port import CandidateQuery, StoreUnavailableError
 
 SCHEMA_VERSION = 1
+_PARSED_CACHE = 20_000  # parsed insights kept for retrieval (~2 KB each)
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -203,6 +204,7 @@ class SqliteMemoryStore:
         except sqlite3.DatabaseError as exc:
             raise StoreUnavailableError(f"{path}: {exc}") from exc
         self._index: _Index | None = None
+        self._parsed: dict[str, Insight] = {}
         self._trades: dict[tuple[str, str], _TradeGroup] | None = None
         self._data_version = self._version()
 
@@ -320,6 +322,19 @@ class SqliteMemoryStore:
         self._data_version = self._version()
         return changed > 0
 
+    async def _cached_insight(self, insight_id: str) -> Insight | None:
+        """Insights never change once written (only archived, which leaves the index), so the
+        parsed ones are kept while the index lives: a snapshot parses none twice."""
+        cache = self._parsed
+        if insight_id not in cache:
+            if len(cache) >= _PARSED_CACHE:
+                cache.clear()
+            insight = await self.get_insight(insight_id)
+            if insight is None:
+                return None
+            cache[insight_id] = insight
+        return cache[insight_id]
+
     async def get_insight(self, insight_id: str) -> Insight | None:
         row = self._db.execute(
             f"SELECT {_INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
@@ -336,6 +351,7 @@ class SqliteMemoryStore:
         if changed <= 0:
             changed = self._write([("DELETE FROM trades WHERE trade_id=?", (item_id,))])
         self._index = self._trades = None
+        self._parsed.clear()
         return changed > 0
 
     async def list_insights(
@@ -384,6 +400,7 @@ class SqliteMemoryStore:
             self._trades = None  # another process wrote: both caches reload
         if self._index is None or version != self._data_version:
             index = _Index()
+            self._parsed.clear()
             # the indexed columns only: parsing 100k JSON bodies would take seconds
             for insight_id, ticker, regime, kind, created, blob in self._db.execute(
                 "SELECT insight_id, ticker, regime, kind, created_ms, vector FROM insights "
@@ -413,7 +430,7 @@ class SqliteMemoryStore:
         rows = np.flatnonzero(mask)
         out: list[tuple[Insight, float]] = []
         for i in rows[_top(sims[rows], query.limit)]:
-            insight = await self.get_insight(index.ids[i])
+            insight = await self._cached_insight(index.ids[i])
             if insight is not None:
                 out.append((insight, float(sims[i]) if query.vector is not None else 0.0))
         return out
