@@ -43,8 +43,8 @@ from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
-from memory.context_config import ContextConfig
 from memory.config import MemoryConfig
+from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
 from tracker.config import TrackerConfig
 
