@@ -9,6 +9,7 @@ import pandas as pd
 
 from agent.decision import AgentDecision
 from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback_memory import apply_memory_rule
 from agent.fallback_nodes import OpenPosition
 from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot, PositionSnapshot
@@ -31,9 +32,10 @@ class FallbackDecider:
 
     def decide_now(self, snapshot: MarketSnapshot, reason: str) -> AgentDecision:
         """Synchronous form, for callers that fall back mid-flight (e.g. after a Claude failure)."""
-        return self._pipeline.decide(
+        decision = self._pipeline.decide(
             fallback_inputs(snapshot, self._history), decider_reason=reason
         )
+        return apply_memory_rule(decision, snapshot)  # no-op without memory in the snapshot
 
 
 def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> FallbackInputs:

@@ -88,7 +88,8 @@ class MarketSnapshot(_Frozen):
     # learning and memory
     ts_posteriors: dict[str, Any] | None = None
     recent_trades: list[dict[str, Any]] | None = None
-    historical_insights: list[str] | None = None
+    #: memory items (agent/memory_view.py): posterior, regime_stats, insight (with score parts)
+    historical_insights: list[dict[str, Any]] | None = None
     agent_memory: str = ""
     # portfolio
     open_positions: list[PositionSnapshot]

@@ -63,6 +63,12 @@ class ContextSource(Protocol):
     async def read(self) -> ContextReading: ...
 
 
+class InsightsView(Protocol):
+    """Attaches ``historical_insights`` (agent.memory_view) to a built snapshot."""
+
+    async def attach(self, snapshot: MarketSnapshot) -> MarketSnapshot: ...
+
+
 class LearnerView(Protocol):
     def posteriors(self, regime: str | None) -> dict[str, Any]: ...
 
@@ -95,6 +101,7 @@ class SnapshotBuilder:
         learner: LearnerView | None = None,
         draw_seed: int = 0,
         source_timeout_secs: float = 5.0,
+        insights: InsightsView | None = None,
     ) -> None:
         """``draw_seed``: the run's seed; each snapshot's Thompson draw is seeded from it and the
         decision id, so a replay draws the same numbers every time."""
@@ -111,6 +118,7 @@ class SnapshotBuilder:
         self._draw_seed = draw_seed
         self._summaries: dict[tuple[str, str], tuple[CandleArrays, TimeframeSummary]] = {}
         self._source_timeout_secs = source_timeout_secs
+        self._insights = insights
 
     async def build(self, wake_reasons: Sequence[str], *, decision_id: str = "") -> MarketSnapshot:
         """``decision_id`` seeds the Thompson draw (with the run's seed); without one (``vigil
@@ -144,7 +152,8 @@ class SnapshotBuilder:
             **learner,
         }
         require_reasons(fields, unavailable)
-        return MarketSnapshot(**fields, unavailable=merge_unavailable(unavailable))
+        snapshot = MarketSnapshot(**fields, unavailable=merge_unavailable(unavailable))
+        return snapshot if self._insights is None else await self._insights.attach(snapshot)
 
     def _ticker_or_reason(self, ticker: str, unavailable: dict[str, str]) -> TickerSnapshot:
         """One ticker's figures, or none of them with the reason: a bad number in one ticker

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Final
 
 from report.figures import DeciderCount, Report, build_report
+from report.memory_section import memory_compare_lines
 from report.params import RunParameters
 
 _Pick = Callable[[Report], float | int]
@@ -66,6 +67,11 @@ def compare_reports(a: Report, b: Report) -> str:
         rows.append(
             _row(f"gate passes {layer}", a.gate_passes.get(layer, 0), b.gate_passes.get(layer, 0))
         )
+    for label, key in (
+        ("memory insights read", "insights_read"),
+        ("memory rule changes", "memory_rule_changes"),
+    ):
+        rows.append(_row(label, (a.memory or {}).get(key), (b.memory or {}).get(key)))
     for who in sorted({_who(d) for d in a.deciders} | {_who(d) for d in b.deciders}):
         rows.append(_row(f"decided by {who}", _decided(a, who), _decided(b, who)))
     header = ("figure", "a", "b", "change")
@@ -79,6 +85,9 @@ def compare_reports(a: Report, b: Report) -> str:
                 for i, cell in enumerate(row)
             ).rstrip()
         )
+    why = memory_compare_lines(a.memory, b.memory)
+    if why:
+        lines += ["", *why]
     return "\n".join(lines) + "\n"
 
 

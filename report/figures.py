@@ -78,6 +78,7 @@ from report.activity import (
 )
 from report.cost import CostSummary, cost_summary
 from report.learning import LearningFigures, learning_figures, projected_learning
+from report.memory_section import memory_section
 from report.metrics import (
     DAYS_PER_YEAR,
     MIN_CAGR_SPAN_DAYS,
@@ -152,6 +153,7 @@ class Report(_Frozen):
     ledger: dict[str, str] | None  # the paper ledger's own figures (Decimal strings) if present
     learned_weights: dict[str, tuple[Point, ...]]  # signal -> posterior mean, downsampled
     learning: dict[str, Any]  # decisions_with_learner, moved_decisions, regime_agreement
+    memory: dict[str, Any] | None = None  # report/memory_section.py
 
 
 def build_report(run_dir: Path) -> Report:
@@ -208,6 +210,7 @@ def build_report(run_dir: Path) -> Report:
         ledger=_ledger_figures(ledger_doc),
         learned_weights={name: _points(downsample(line)) for name, line in learned.weights.items()},
         learning=_learning_counts(learned),
+        memory=memory_section(run_dir),
     )
 
 

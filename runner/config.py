@@ -43,6 +43,7 @@ from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
+from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
 from tracker.config import TrackerConfig
@@ -173,6 +174,7 @@ class Settings(BaseSettings):
     api_token: SecretStr | None = None
     context: ContextConfig = ContextConfig()
     prompt: PromptBudgets = PromptBudgets()
+    memory: MemoryConfig = MemoryConfig()
 
     anthropic_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("anthropic_api_key", "ANTHROPIC_API_KEY")

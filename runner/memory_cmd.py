@@ -1,5 +1,6 @@
 """``vigil memory notes history`` and ``vigil memory notes rollback N``: the agent's memory note,
-version by version, and a person's way back to one of them.
+version by version, and a person's way back to one of them. The trading memory graph's commands
+(list, search, show, add, forget, export, import, stats) are in ``runner.memory_graph_cmd``.
 
 Works on ``runner_state.json`` like any person's edit: with the daemon running, it notices the
 changed note, merges it and keeps it as a version written by a person.
@@ -15,6 +16,7 @@ from typing import Any
 from core.clock import WallClock
 from core.redact import Redactor
 from runner.config import Settings
+from runner.memory_graph_cmd import GRAPH_COMMANDS, add_graph_commands, run_graph_command
 from state.store import RunnerStateStore
 
 
@@ -26,9 +28,12 @@ def add_memory_parser(sub: Any) -> None:
     notes_sub.add_parser("history", help="the last 20 versions, with who wrote each")
     rollback = notes_sub.add_parser("rollback", help="restore version N as the current note")
     rollback.add_argument("version", type=int, help="a version number from `history`")
+    add_graph_commands(memory_sub)  # the trading memory graph: list, search, add, ...
 
 
 def run_memory(args: argparse.Namespace, settings: Settings) -> int:
+    if args.memory_command in GRAPH_COMMANDS:
+        return run_graph_command(args, settings)
     store = RunnerStateStore(
         settings.runner_state_path, WallClock(), Redactor(settings.secret_values())
     )

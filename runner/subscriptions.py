@@ -22,6 +22,7 @@ from agent.debate import DebateDecider
 from core.bus import AsyncHandler, EventBus, InlineHandler, Overflow
 from core.events import AgentFailure, CandleClosed, Event, OrderFilled, Topic
 from core.failpoints import Failpoints
+from runner.memory_wiring import MemoryParts
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath
 from state.journal import CsvJournal, JsonlJournal, read_csv_rows
@@ -81,6 +82,7 @@ def daemon_subscriptions(
         Inline(Topic.POSITION_OPENED, decision.tracker.on_position_opened, "tracker"),
         Inline(Topic.ORDER_FILLED, trades_row_writer(trades_journal), "trades_journal"),
         Inline(Topic.ORDER_FILLED, lambda _e: failpoints.hit("after_fill"), "failpoint"),
+        *memory_subscriptions(decision.memory),
         Inline(Topic.POSITION_EXIT, lambda _e: failpoints.hit("after_exit"), "failpoint"),
         *_debate_rows(decision),
         Inline(
@@ -95,6 +97,33 @@ def _debate_rows(decision: DecisionPath) -> list[Subscription]:
     if isinstance(decider, DebateDecider):
         return [Inline(Topic.POSITION_EXIT, decider.on_position_exit, "debate_reflection")]
     return []
+
+
+def memory_subscriptions(memory: MemoryParts | None) -> list[Subscription]:
+    """The trading memory's rows: decisions, fills, entries and exits are recorded inline into its
+    durable outbox (an exit's row is committed before the ``after_exit`` failpoint); one queued,
+    coalescing wake-up per exit or decision drains the outbox into the store off the tick path."""
+    writer = memory.writer if memory is not None else None
+    if writer is None:
+        return []  # memory off, or read-only (write_back = false)
+    wake: list[Subscription] = [
+        Queued(
+            topic,
+            writer.on_wake,
+            "memory_writer",
+            maxsize=1,
+            overflow=Overflow.COALESCE,
+            key=lambda _event: "wake",  # one pending wake-up drains everything
+        )
+        for topic in (Topic.POSITION_EXIT, Topic.DECISION_MADE)
+    ]
+    return [
+        Inline(Topic.DECISION_MADE, writer.on_decision, "memory_decisions"),
+        Inline(Topic.ORDER_FILLED, writer.on_fill, "memory_fees"),
+        Inline(Topic.POSITION_OPENED, writer.on_opened, "memory_entries"),
+        Inline(Topic.POSITION_EXIT, writer.on_exit, "memory_outbox"),
+        *wake,
+    ]
 
 
 def subscribe_all(bus: EventBus, table: Sequence[Subscription]) -> None:

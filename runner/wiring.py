@@ -51,6 +51,7 @@ from runner.broker_wiring import BrokerParts, build_broker
 from runner.config import BINANCE_UPDATE_MS, Settings
 from runner.context_wiring import build_decision_context
 from runner.crypto_runner import CryptoRunner
+from runner.memory_wiring import MemoryParts, build_memory, build_reflector
 from state.journal import JsonlJournal
 from state.outbox import Outbox, OutboxEntry
 from state.store import RunnerStateStore
@@ -113,6 +114,7 @@ class DecisionPath:
     runner: CryptoRunner
     trading: TradingSwitch
     exits: Outbox | None = None  # the exits outbox the learner consumes
+    memory: MemoryParts | None = None
 
 
 def websocket_ports(
@@ -221,8 +223,17 @@ def build_decision_path(
         record_exit=lambda key, event: record_exit(exits, key, event, failpoint),
         failpoint=failpoint,
     )
+    reviewer = agents.reviewer
+    reflector = build_reflector(
+        settings,
+        clock,
+        agents.client,
+        reviewer.ledger if reviewer is not None else None,
+        decisions_journal.append,
+    )
+    memory = build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
     snapshots = _snapshots(
-        settings, clock, market, broker, store, regimes, derivatives, learner, ports
+        settings, clock, market, broker, store, regimes, derivatives, learner, ports, memory
     )
     context = build_decision_context(
         settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes
@@ -242,7 +253,7 @@ def build_decision_path(
     )
     return DecisionPath(
         derivatives, liquidations, gate, board, regimes, broker_parts,
-        tracker, learner, snapshots, agents, routine, context, runner, trading, exits,
+        tracker, learner, snapshots, agents, routine, context, runner, trading, exits, memory,
     )  # fmt: skip
 
 
@@ -352,6 +363,7 @@ def _snapshots(
     derivatives: DerivativesMonitor,
     learner: OnlineLearner,
     ports: Ports,
+    memory: MemoryParts,
 ) -> SnapshotBuilder:
     """The snapshot builder over the daemon's views; without memory, no notes and no learner."""
     return SnapshotBuilder(
@@ -366,6 +378,7 @@ def _snapshots(
         context_sources=[DerivativesContext(derivatives)],
         learner=learner if ports.memory else None,
         draw_seed=settings.regime.hmm.seed,
+        insights=memory.insights,
     )
 
 

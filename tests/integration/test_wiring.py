@@ -74,13 +74,19 @@ async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_pat
             "market.candle_closed:regime_pending",
             "market.candle_closed:log_candle_close",
             "position.opened:tracker",
+            "position.opened:memory_entries",
             "order.filled:trades_journal",
             "order.filled:failpoint",
+            "order.filled:memory_fees",
             "order.filled:metrics",
+            "decision.made:memory_decisions",
+            "position.exit:memory_outbox",  # the memory's durable row before the kill point
             "position.exit:failpoint",
             "position.exit:metrics",
             "agent.failure:agent_failure_journal",
             "market.candle_closed:history_and_regime",
+            "position.exit:memory_writer",  # one coalescing wake-up drains the memory outbox
+            "decision.made:memory_writer",
         ]
     finally:
         await daemon.market.exchange.close()

@@ -1,0 +1,96 @@
+"""Text embeddings behind one port: a local deterministic default and an OpenAI-compatible client.
+
+``HashedNgramEmbedder`` needs no model download: scikit-learn's HashingVectorizer over character
+3-5-grams (word-bounded), sublinear term frequency, L2-normalised, 256 dimensions. It is stateless,
+so the same text gives the same vector in every process and every year (an IDF weighting would need
+a fitted corpus and would drift as the memory grows, so there is none). It catches near-duplicates
+and shared vocabulary ("stop loss", "RSI 71"), not meaning; for meaning, point
+``VIGIL_MEMORY__EMBEDDINGS=openai`` at an OpenAI-compatible ``/v1/embeddings`` server (Ollama's
+nomic-embed-text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import aiohttp
+import numpy as np
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from memory.port import StoreUnavailableError
+
+LOCAL_DIM = 256
+
+
+class TextEmbedder(Protocol):
+    name: str
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]: ...
+
+
+class HashedNgramEmbedder:
+    name = "local-hashed-char-ngrams-256"
+
+    def __init__(self, dim: int = LOCAL_DIM) -> None:
+        self._vectorizer = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=(3, 5),
+            n_features=dim,
+            alternate_sign=False,
+            norm=None,
+            lowercase=True,
+        )
+
+    def embed_now(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        counts = self._vectorizer.transform(list(texts)).toarray().astype(np.float64)
+        weighted = np.log1p(counts)  # sublinear tf: a repeated n-gram does not dominate
+        norms = np.linalg.norm(weighted, axis=1, keepdims=True)
+        unit = weighted / np.where(norms > 0, norms, 1.0)
+        return [tuple(float(round(v, 6)) for v in row) for row in unit]
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        return self.embed_now(texts)
+
+
+class OpenAIEmbedder:
+    """POST ``{base_url}/v1/embeddings`` with ``{"model", "input": [...]}`` (OpenAI, Ollama, vLLM).
+    A failure raises ``StoreUnavailableError``: the caller writes the insight without an
+    embedding rather than inventing one."""
+
+    def __init__(
+        self, base_url: str, model: str, *, api_key: str | None = None, timeout_secs: float = 10.0
+    ) -> None:
+        self.name = f"openai:{model}"
+        self._url = base_url.rstrip("/") + "/v1/embeddings"
+        self._model = model
+        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout_secs)
+
+    async def embed(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
+        payload: dict[str, Any] = {"model": self._model, "input": list(texts)}
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=self._timeout) as session,
+                session.post(self._url, json=payload, headers=self._headers) as response,
+            ):
+                if response.status != 200:
+                    raise StoreUnavailableError(
+                        f"embeddings server answered {response.status}: "
+                        f"{(await response.text())[:200]}"
+                    )
+                body = await response.json()
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise StoreUnavailableError(f"embeddings server unreachable: {exc!r}") from exc
+        data = sorted(body.get("data", []), key=lambda item: item.get("index", 0))
+        if len(data) != len(texts):
+            raise StoreUnavailableError(f"asked {len(texts)} embeddings, got {len(data)}")
+        return [tuple(float(v) for v in item["embedding"]) for item in data]
+
+
+def cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    va, vb = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if va.shape != vb.shape:
+        return 0.0
+    norm = float(np.linalg.norm(va) * np.linalg.norm(vb))
+    return float(va @ vb / norm) if norm > 0 else 0.0

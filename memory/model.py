@@ -1,0 +1,162 @@
+"""The memory graph's nodes and the values retrieval returns.
+
+Nodes: ``Trade`` -[:OF]-> ``Ticker``, -[:IN]-> ``Regime``, -[:AT]-> ``Situation``,
+-[:TAUGHT]-> ``Insight``; ``Insight`` -[:ABOUT]-> ``Regime`` | ``Ticker``, -[:SUMMARISES]-> ``Insight``.
+Ticker and Regime are identified by their names (natural keys); a Situation belongs to one Trade and
+shares its id. Ids are derived from natural keys, so a retried write is the same write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from memory.config import InsightKind
+
+Author = Literal["model", "rules", "person"]
+SummarySource = Literal["model_summary", "sentence_cut", "default", "rules", "person"]
+
+#: the numeric market state at entry, in this order; each feature is standardised by a FIXED
+#: centre and scale (not fitted), so a vector written today compares with one written next year
+SITUATION_FEATURES: tuple[tuple[str, float, float], ...] = (
+    ("return_zscore_15m", 0.0, 2.0),  # already a z-score; /2 keeps it near [-1, 1]
+    ("return_1h_pct", 0.0, 1.5),
+    ("return_4h_pct", 0.0, 3.0),
+    ("return_24h_pct", 0.0, 6.0),
+    ("rsi_1h", 50.0, 15.0),
+    ("rsi_4h", 50.0, 15.0),
+    ("percent_b_1h", 0.5, 0.35),
+    ("funding_pct", 0.01, 0.03),  # percent per 8 h; 0.01 % is Binance's baseline
+    ("fear_greed", 50.0, 20.0),
+)
+REGIME_LABELS: tuple[str, ...] = ("low_volatility", "medium_volatility", "high_volatility")
+VECTOR_DIM = len(SITUATION_FEATURES) + len(REGIME_LABELS)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Situation(_Frozen):
+    """Raw values at entry (``None``: the snapshot did not have it) and the standardised vector.
+    A missing feature is 0 in the vector (its centre), so it neither attracts nor repels."""
+
+    features: dict[str, float | None]
+    regime: str
+    vector: tuple[float, ...]
+
+    @classmethod
+    def from_features(cls, features: Mapping[str, float | None], regime: str) -> Situation:
+        values: list[float] = []
+        for name, centre, scale in SITUATION_FEATURES:
+            raw = features.get(name)
+            z = 0.0 if raw is None or not math.isfinite(raw) else (raw - centre) / scale
+            values.append(max(-5.0, min(5.0, z)))
+        values.extend(1.0 if regime == label else 0.0 for label in REGIME_LABELS)
+        known = {name: features.get(name) for name, _c, _s in SITUATION_FEATURES}
+        return cls(features=known, regime=regime, vector=tuple(values))
+
+
+class Trade(_Frozen):
+    trade_id: str
+    ticker: str
+    side: Literal["long", "short"] = "long"
+    entry_ms: int
+    exit_ms: int
+    entry_price: float | None  # None: the entry fill was not seen (e.g. a restart in between)
+    exit_price: float | None
+    pnl_pct: float
+    fees_usd: float | None
+    holding_secs: float
+    exit_reason: str
+    signals: dict[str, float] = Field(default_factory=dict)
+    confidence: float | None = None
+    decided_by: str | None = None
+    decision_id: str | None = None
+    regime: str  # crypto regime label at entry
+    macro: str = "unavailable"
+    situation: Situation | None = None
+    unavailable: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def combined_regime(self) -> str:
+        return f"{self.regime}_{self.macro.lower()}"
+
+    @staticmethod
+    def make_id(ticker: str, entry_ms: int, exit_ms: int) -> str:
+        return f"t-{ticker.split('/', maxsplit=1)[0].lower()}-{entry_ms}-{exit_ms}"
+
+
+class Insight(_Frozen):
+    insight_id: str
+    text: str = Field(min_length=1, max_length=300)
+    kind: InsightKind
+    salience: float = Field(ge=0.0, le=1.0)
+    author: Author
+    summary_source: SummarySource
+    created_ms: int
+    ttl_days: float | None = None  # None: the retrieval default
+    ticker: str | None = None  # ABOUT Ticker
+    regime: str | None = None  # ABOUT Regime
+    trade_id: str | None = None  # the Trade that TAUGHT it
+    summarises: tuple[str, ...] = ()  # a rollup's children
+    situation_vector: tuple[float, ...] | None = None  # the teaching trade's situation
+    embedding: tuple[float, ...] | None = None  # text embedding (None until embedded)
+
+    @field_validator("text")
+    @classmethod
+    def _stripped(cls, text: str) -> str:
+        if not text.strip():
+            raise ValueError("an insight's text is never empty")
+        return text.strip()
+
+    @field_validator("situation_vector", "embedding")
+    @classmethod
+    def _float32(cls, values: tuple[float, ...] | None) -> tuple[float, ...] | None:
+        """Vectors are kept at float32 precision (the stores' blobs), so a round trip is exact."""
+        if values is None:
+            return None
+        return tuple(np.asarray(values, dtype=np.float32).tolist())
+
+    @staticmethod
+    def make_id(kind: str, created_ms: int, ticker: str | None, text: str) -> str:
+        digest = hashlib.sha256(f"{kind}|{created_ms}|{ticker}|{text}".encode()).hexdigest()
+        return f"i-{digest[:16]}"
+
+
+class ScoreParts(_Frozen):
+    sim: float
+    role_weight: float
+    age_days: float
+    salience: float
+    score: float
+
+
+class ScoredInsight(_Frozen):
+    insight: Insight
+    parts: ScoreParts
+
+
+class RegimeStats(_Frozen):
+    """Closed trades of one (ticker, regime): the snapshot's and the fallback rule's statistics."""
+
+    ticker: str | None
+    regime: str
+    n: int
+    wins: int
+    win_rate: float | None
+    mean_pnl_pct: float | None
+    mean_holding_secs: float | None
+
+
+class NeighbourTrade(_Frozen):
+    """A past trade and how similar its entry situation was to now (cosine, -1..1)."""
+
+    trade_id: str
+    pnl_pct: float
+    sim: float

@@ -1,0 +1,242 @@
+"""``vigil memory list|search|show|add|forget|export|import|stats``: read and edit the trading memory of a state dir (``--state-dir``) from a shell.
+
+list, search "text" [--ticker --regime], show ID, add "text" (a person's insight, salience 1),
+forget ID, export --format jsonl|cypher, import FILE (jsonl), stats. Works on the store the daemon
+uses (SQLite memory.db, or Neo4j when configured), safely while the daemon runs (SQLite WAL; the
+daemon's retrieval notices another process's write).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.clock import WallClock
+from memory.embeddings import TextEmbedder
+from memory.model import Insight, Trade
+from memory.port import MemoryStore
+from memory.retrieval import Retriever
+from runner.config import Settings
+from runner.memory_wiring import build_embedder, open_store
+
+
+def add_graph_commands(cmd: Any) -> None:
+    """The trading-memory subcommands, beside ``notes`` under ``vigil memory``."""
+    listing = cmd.add_parser("list", help="insights, newest first")
+    search = cmd.add_parser("search", help="insights most similar to a text")
+    search.add_argument("text")
+    for p in (listing, search):
+        p.add_argument("--ticker")
+        p.add_argument("--regime")
+        p.add_argument("--limit", type=int, default=20)
+    listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
+    cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id")
+    add = cmd.add_parser("add", help="a person's insight (salience 1)")
+    add.add_argument("text")
+    add.add_argument("--ticker")
+    add.add_argument("--regime")
+    add.add_argument("--ttl-days", type=float)
+    cmd.add_parser("forget", help="delete one insight or trade").add_argument("id")
+    export = cmd.add_parser("export", help="everything, to stdout")
+    export.add_argument("--format", choices=("jsonl", "cypher"), default="jsonl")
+    cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument("file", type=Path)
+    cmd.add_parser("stats", help="node counts and per-regime trade statistics")
+
+
+GRAPH_COMMANDS = ("list", "search", "show", "add", "forget", "export", "import", "stats")
+
+
+def run_graph_command(args: argparse.Namespace, settings: Settings) -> int:
+    return asyncio.run(_run(args, settings))
+
+
+async def _run(args: argparse.Namespace, settings: Settings) -> int:
+    store = open_store(settings)
+    try:
+        return await _COMMANDS[args.memory_command](args, store, build_embedder(settings), settings)
+    finally:
+        await store.close()
+
+
+def _line(insight: Insight, extra: str = "") -> str:
+    scope = " ".join(x for x in (insight.ticker, insight.regime) if x) or "global"
+    return f"{insight.insight_id}  {insight.kind:<10} {scope:<28} {extra}{insight.text}"
+
+
+async def _list(
+    args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    for insight in await store.list_insights(
+        ticker=args.ticker, regime=args.regime, include_archived=args.all, limit=args.limit
+    ):
+        print(_line(insight))
+    return 0
+
+
+async def _search(
+    args: argparse.Namespace, store: MemoryStore, embedder: TextEmbedder, settings: Settings
+) -> int:
+    config = settings.memory.retrieval.model_copy(update={"score_cutoff": -1.0})
+    retriever = Retriever(store, config, embedder)
+    hits = await retriever.retrieve(
+        now_ms=WallClock().now_ms(),
+        ticker=args.ticker,
+        regime=args.regime,
+        text=args.text,
+        k=args.limit,
+    )
+    for hit in hits:
+        p = hit.parts
+        print(
+            _line(hit.insight, f"score {p.score:+.3f} (sim {p.sim:.2f}, age {p.age_days:.0f} d)  ")
+        )
+    return 0
+
+
+async def _show(
+    args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    item: Insight | Trade | None = await store.get_insight(args.id) or await store.get_trade(
+        args.id
+    )
+    if item is None:
+        print(f"vigil memory: no insight or trade {args.id}", file=sys.stderr)
+        return 1
+    body = item.model_dump(mode="json", exclude={"embedding"})
+    print(json.dumps(body, indent=2, sort_keys=True))
+    return 0
+
+
+async def _add(
+    args: argparse.Namespace, store: MemoryStore, embedder: TextEmbedder, settings: Settings
+) -> int:
+    text = " ".join(args.text.split())
+    if not settings.memory.write.min_text_chars <= len(text) <= 300:
+        print(
+            f"vigil memory: an insight is {settings.memory.write.min_text_chars}..300 characters",
+            file=sys.stderr,
+        )
+        return 2
+    now = WallClock().now_ms()
+    (embedding,) = await embedder.embed([text])
+    insight = Insight(
+        insight_id=Insight.make_id("person", now, args.ticker, text),
+        text=text,
+        kind="person",
+        salience=1.0,
+        author="person",
+        summary_source="person",
+        created_ms=now,
+        ttl_days=args.ttl_days,
+        ticker=args.ticker,
+        regime=args.regime,
+        embedding=embedding,
+    )
+    await store.put_insight(insight)
+    print(insight.insight_id)
+    return 0
+
+
+async def _forget(
+    args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    if await store.forget(args.id):
+        print(f"forgot {args.id}")
+        return 0
+    print(f"vigil memory: no insight or trade {args.id}", file=sys.stderr)
+    return 1
+
+
+async def _export(
+    args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    rows = await store.export()
+    for row in rows:
+        print(orjson.dumps(row).decode() if args.format == "jsonl" else _cypher(row))
+    return 0
+
+
+def _cypher(row: dict[str, Any]) -> str:
+    """A MERGE statement per node (natural keys: re-running the script changes nothing)."""
+    body = {k: v for k, v in row.items() if k != "type"}
+    if row["type"] == "trade":
+        return (
+            f"MERGE (t:Trade {{trade_id: {json.dumps(body['trade_id'])}}}) SET t.ticker = "
+            f"{json.dumps(body['ticker'])}, t.regime = {json.dumps(body['regime'])}, t.pnl_pct = "
+            f"{body['pnl_pct']}, t.exit_reason = {json.dumps(body['exit_reason'])}, t.body = "
+            f"{json.dumps(json.dumps(body))} MERGE (k:Ticker {{name: {json.dumps(body['ticker'])}}}) "
+            f"MERGE (r:Regime {{name: {json.dumps(body['regime'])}}}) MERGE (t)-[:OF]->(k) "
+            "MERGE (t)-[:IN]->(r);"
+        )
+    about = "".join(
+        f" MERGE (a{n}:{label} {{name: {json.dumps(body[key])}}}) MERGE (i)-[:ABOUT]->(a{n})"
+        for n, (label, key) in enumerate((("Ticker", "ticker"), ("Regime", "regime")))
+        if body.get(key)
+    )
+    taught = (
+        f" WITH i MATCH (t:Trade {{trade_id: {json.dumps(body['trade_id'])}}}) MERGE (t)-[:TAUGHT]->(i)"
+        if body.get("trade_id")
+        else ""
+    )
+    return (
+        f"MERGE (i:Insight {{insight_id: {json.dumps(body['insight_id'])}}}) SET i.text = "
+        f"{json.dumps(body['text'])}, i.kind = {json.dumps(body['kind'])}, i.body = "
+        f"{json.dumps(json.dumps(body))}{about}{taught};"
+    )
+
+
+async def _import(
+    args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    added = {"trade": 0, "insight": 0}
+    for number, line in enumerate(args.file.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = orjson.loads(line)
+        kind = row.pop("type", None)
+        try:
+            if kind == "trade":
+                added["trade"] += await store.put_trade(Trade.model_validate(row))
+            elif kind == "insight":
+                added["insight"] += await store.put_insight(Insight.model_validate(row))
+            else:
+                raise ValueError(f"unknown type {kind!r}")
+        except ValueError as exc:
+            print(f"vigil memory: {args.file}:{number}: {exc}", file=sys.stderr)
+            return 2
+    print(
+        f"imported {added['trade']} trades, {added['insight']} insights (others were already there)"
+    )
+    return 0
+
+
+async def _stats(
+    _args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
+) -> int:
+    out = {
+        "store": store.name,
+        "counts": await store.counts(),
+        "per_regime": [
+            s.model_dump(mode="json") for s in await store.regime_stats(ticker=None, regime=None)
+        ],
+    }
+    print(json.dumps(out, indent=2, sort_keys=True))
+    return 0
+
+
+_COMMANDS = {
+    "list": _list,
+    "search": _search,
+    "show": _show,
+    "add": _add,
+    "forget": _forget,
+    "export": _export,
+    "import": _import,
+    "stats": _stats,
+}

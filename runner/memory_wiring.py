@@ -1,0 +1,101 @@
+"""Builds the trading memory for the daemon and replay: store, outbox, writer, snapshot view.
+
+The store is SQLite in the state dir (``memory.db``) unless ``memory.neo4j_uri`` is set. Writes are
+behind the bus (rows in runner.subscriptions): inline handlers commit exits to the durable outbox;
+a queued, coalescing handler (one pending wake-up at most) drains it into the store, so a slow
+store never delays a decision.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient
+from agent.claude_reflector import ClaudeReflector
+from agent.memory_view import MemoryInsights, MemoryOff
+from agent.snapshot_builder import InsightsView
+from core.clock import Clock
+from memory.embeddings import HashedNgramEmbedder, OpenAIEmbedder, TextEmbedder
+from memory.outbox import MemoryOutbox
+from memory.port import MemoryStore, StoreUnavailableError
+from memory.retrieval import Retriever
+from memory.sqlite_store import SqliteMemoryStore
+from memory.writeback import MemoryWriter, Reflector
+from runner.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemoryParts:
+    insights: InsightsView
+    store: MemoryStore | None = None
+    writer: MemoryWriter | None = None
+    view: MemoryInsights | None = None
+
+
+def build_reflector(
+    settings: Settings,
+    clock: Clock,
+    client: ClaudeClient | None,
+    ledger: UsageLedger | None,
+    journal: Callable[[Mapping[str, Any]], None],
+) -> Reflector | None:
+    """Claude writes the lessons when there is a key (and a per-day cap above 0)."""
+    if client is None or ledger is None or settings.memory.model_reflections_per_day == 0:
+        return None
+    return ClaudeReflector(
+        client=client,
+        config=settings.agent,
+        clock=clock,
+        ledger=ledger,
+        max_per_day=settings.memory.model_reflections_per_day,
+        journal=journal,
+    )
+
+
+def build_embedder(settings: Settings) -> TextEmbedder:
+    cfg = settings.memory
+    if cfg.embeddings == "openai":
+        return OpenAIEmbedder(cfg.embeddings_url, cfg.embeddings_model)
+    return HashedNgramEmbedder()
+
+
+def open_store(settings: Settings) -> MemoryStore:
+    cfg = settings.memory
+    if cfg.neo4j_uri:
+        from memory.neo4j_store import Neo4jMemoryStore
+
+        password = cfg.neo4j_password.get_secret_value() if cfg.neo4j_password else None
+        return Neo4jMemoryStore(
+            cfg.neo4j_uri, cfg.neo4j_user, password, database=cfg.neo4j_database
+        )
+    return SqliteMemoryStore(settings.state_dir / cfg.db_filename)
+
+
+def build_memory(
+    settings: Settings, clock: Clock, *, enabled: bool, reflector: Reflector | None = None
+) -> MemoryParts:
+    """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``)."""
+    cfg = settings.memory
+    if not (enabled and cfg.enabled):
+        return MemoryParts(insights=MemoryOff())
+    try:
+        store = open_store(settings)
+    except StoreUnavailableError as exc:
+        log.error("memory: store unavailable, snapshots will say so: %s", exc)
+        return MemoryParts(insights=MemoryOff(f"memory store unavailable: {exc}"))
+    embedder = build_embedder(settings)
+    retriever = Retriever(store, cfg.retrieval, embedder)
+    writer = None
+    if cfg.write_back:
+        outbox = MemoryOutbox(settings.state_dir / cfg.outbox_filename)
+        writer = MemoryWriter(clock, store, outbox, cfg, embedder, reflector)
+    view = MemoryInsights(
+        store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
+    )
+    return MemoryParts(insights=view, store=store, writer=writer, view=view)

@@ -1,0 +1,86 @@
+"""Claude's reflection at an exit, over the real anthropic SDK against the fake Messages API."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fakes.claude_support import API_KEY, MODEL
+from fakes.memory_support import T0, open_and_exit
+from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
+
+from agent.budget import AgentPricing, DailyBudget
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.claude_reflector import REFLECTION_SYSTEM_PROMPT, ClaudeReflector
+from agent.config import AgentConfig
+from core.backoff import Backoff
+from core.clock import VirtualClock
+from memory.config import MemoryConfig
+from memory.embeddings import HashedNgramEmbedder
+from memory.outbox import MemoryOutbox
+from memory.sqlite_store import SqliteMemoryStore
+from memory.writeback import MemoryWriter
+
+
+def _writer(
+    tmp_path: Path, base_url: str, journal: list[dict[str, Any]], per_day: int = 5
+) -> MemoryWriter:
+    clock = VirtualClock(T0)
+    config = AgentConfig(model=MODEL, base_url=base_url, timeout_secs=5)
+    client = ClaudeClient(
+        build_anthropic_client(config, API_KEY),
+        clock,
+        AgentPricing(),
+        RetryPolicy(backoff=Backoff(max_attempts=1)),
+    )
+    reflector = ClaudeReflector(
+        client=client, config=config, clock=clock, ledger=UsageLedger(DailyBudget(clock, 5.0)),
+        max_per_day=per_day, journal=lambda line: journal.append(dict(line)),
+    )  # fmt: skip
+    return MemoryWriter(
+        clock, SqliteMemoryStore(tmp_path / "memory.db"), MemoryOutbox(tmp_path / "o.db"),
+        MemoryConfig(), HashedNgramEmbedder(), reflector,
+    )  # fmt: skip
+
+
+async def test_claude_writes_the_lesson_with_the_summary_policy(tmp_path: Path) -> None:
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.script(
+            json_message(
+                {"insight": "A long lesson. " * 40, "summary": "Overbought SOL entries in medium volatility lost; wait for RSI < 65.",
+                 "salience": 0.8, "applies_to": ["medium_volatility", "SOL/USDT"]},
+                usage=usage_body(500, 60),
+            ),
+            json_message({"insight": "No summary here. The second sentence is cut. " * 10, "salience": 0.4}),
+            overloaded(),
+        )  # fmt: skip
+        writer = _writer(tmp_path, api.base_url, journal)
+        for n in range(3):
+            open_and_exit(writer, n)
+        await writer.flush()
+        assert api.requests[0].body["system"][0]["text"] == REFLECTION_SYSTEM_PROMPT
+    by_trade = {i.trade_id: i for i in await writer._store.list_insights()}
+    first, second, third = (by_trade[t["trade_id"]] for t in journal)
+    assert (first.text, first.summary_source, first.author, first.salience) == (
+        "Overbought SOL entries in medium volatility lost; wait for RSI < 65.", "model_summary", "model", 0.8,
+    )  # fmt: skip
+    assert second.summary_source == "sentence_cut" and len(second.text) <= 300
+    assert second.text.endswith(".")
+    assert third.author == "rules" and third.text.startswith(
+        "[SOL] medium_volatility"
+    )  # API failed
+    assert [line["outcome"] for line in journal] == ["ok", "ok", "failed"]
+    assert journal[0]["usage"]["input_tokens"] == 500
+
+
+async def test_the_daily_cap_keeps_the_rules_lesson(tmp_path: Path) -> None:
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        writer = _writer(tmp_path, api.base_url, journal, per_day=0)
+        open_and_exit(writer, 0)
+        await writer.flush()
+        assert api.requests == []
+    (insight,) = await writer._store.list_insights()
+    assert insight.author == "rules" and writer.stats.by_summary_source == {"rules": 1}

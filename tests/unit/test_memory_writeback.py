@@ -1,0 +1,221 @@
+"""Write-back: exits through the durable outbox into the store, reflections, filters, rollups."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fakes.memory_support import T0, make_writer, open_and_exit
+
+from core.bus import EventBus, Overflow
+from core.clock import VirtualClock
+from core.events import PositionExit, Topic
+from memory.config import MemoryConfig, WriteConfig
+from memory.embeddings import HashedNgramEmbedder
+from memory.insights import apply_summary_policy, cut_at_sentence
+from memory.model import Trade
+from memory.outbox import MemoryOutbox
+from memory.port import StoreUnavailableError
+from memory.sqlite_store import SqliteMemoryStore
+from memory.writeback import MemoryWriter
+
+
+async def test_an_exit_becomes_a_trade_and_a_reflection(tmp_path: Path) -> None:
+    writer = make_writer(tmp_path)
+    open_and_exit(writer, 0)
+    assert writer.pending() == 1  # durable before any store write
+    assert await writer.flush() == 1
+    assert writer.pending() == 0
+    store = writer._store
+    (stats,) = await store.regime_stats(ticker="SOL/USDT", regime=None)
+    assert (stats.n, stats.wins) == (1, 0)
+    trade = await store.get_trade((await store.export())[0]["trade_id"])
+    assert trade is not None
+    assert trade.entry_price == 150.0
+    assert trade.exit_price == pytest.approx(150.0 * (1 - 0.042))
+    assert trade.fees_usd == pytest.approx(0.10)
+    assert (trade.decision_id, trade.decided_by, trade.confidence) == ("d0", "fallback", 0.7)
+    assert trade.situation is not None
+    (insight,) = await store.list_insights()
+    assert (
+        insight.text
+        == "[SOL] medium_volatility, RSI 71 entry, -4.2 % in 9 h: stop loss; momentum signal wrong"
+    )
+    assert (insight.author, insight.summary_source, insight.trade_id) == (
+        "rules",
+        "rules",
+        trade.trade_id,
+    )
+
+
+async def test_an_exit_without_a_seen_entry_says_so(tmp_path: Path) -> None:
+    writer = make_writer(tmp_path)
+    writer.on_exit(
+        PositionExit(
+            at_ms=T0,
+            ticker="BTC/USDT",
+            reason="trailing_stop",
+            pnl_pct=9.0,
+            holding_secs=3600,
+            regime="low_volatility",
+        )
+    )
+    await writer.flush()
+    (row,) = [r for r in await writer._store.export() if r["type"] == "trade"]
+    assert row["entry_price"] is None and row["situation"] is None
+    assert "entry" in row["unavailable"]
+    assert len(await writer._store.list_insights()) == 1  # never an empty lesson
+
+
+async def test_store_down_keeps_the_row_pending(tmp_path: Path) -> None:
+    import asyncio
+
+    class DownThenUp(SqliteMemoryStore):
+        down = True
+
+        async def put_trade(self, trade: Trade) -> bool:
+            if self.down:
+                raise StoreUnavailableError("down")
+            return await super().put_trade(trade)
+
+    store = DownThenUp(tmp_path / "memory.db")
+    clock = VirtualClock(T0)
+    writer = MemoryWriter(
+        clock, store, MemoryOutbox(tmp_path / "o.db"), MemoryConfig(), HashedNgramEmbedder()
+    )
+    open_and_exit(writer, 0)
+    task = asyncio.create_task(writer.flush())
+    while not task.done():  # the retries sleep on the virtual clock
+        if not await clock.step():
+            await asyncio.sleep(0)
+    assert task.result() == 0
+    assert writer.pending() == 1 and writer.stats.store_failures == 1
+    store.down = False
+    assert await writer.flush() == 1
+
+
+async def test_duplicates_are_filtered_and_old_lessons_rolled_up(tmp_path: Path) -> None:
+    config = MemoryConfig(write=WriteConfig(max_per_ticker_regime=10, rollup_count=5))
+    writer = make_writer(tmp_path, config)
+    for n in range(14):
+        open_and_exit(writer, n, pnl=-4.2 if n % 2 else 3.1)
+    await writer.flush()
+    store = writer._store
+    counts = await store.counts()
+    assert counts["trades"] == 14
+    rollups = await store.list_insights(kind="rollup")
+    assert len(rollups) == 1 and len(rollups[0].summarises) == 5
+    assert "rollup of 5 lessons" in rollups[0].text
+    live = await store.list_insights(kind="reflection", limit=100)
+    assert len(live) <= 10
+
+
+async def test_write_filters(tmp_path: Path) -> None:
+    from contract.memory_contract import make_insight
+
+    writer = make_writer(tmp_path)
+    embed = HashedNgramEmbedder().embed_now
+    first = make_insight("Do not buy SOL after a funding spike above 0.05 %.", kind="person")
+    first = first.model_copy(update={"author": "person", "embedding": embed([first.text])[0]})
+    assert await writer.accept(first)
+    await writer._store.put_insight(first)
+    again = make_insight(
+        "Do not buy SOL after a funding spike above 0.05 % .",
+        kind="person",
+        created_ms=T0 + 5 * 86_400_000,
+    )
+    again = again.model_copy(update={"author": "person", "embedding": embed([again.text])[0]})
+    assert not await writer.accept(again)  # near-duplicate text of the same ticker and kind
+    short = make_insight("too short", kind="person", created_ms=T0 + 1)
+    assert not await writer.accept(short)
+    assert (writer.stats.skipped_duplicate, writer.stats.skipped_short) == (1, 1)
+
+
+def test_summary_policy_order() -> None:
+    assert apply_summary_policy("long text.", "short", budget=300, kind="reflection") == (
+        "short",
+        "model_summary",
+    )
+    text = "First sentence here. Second sentence is much longer than the budget allows."
+    assert apply_summary_policy(text, None, budget=30, kind="reflection") == (
+        "First sentence here.",
+        "sentence_cut",
+    )
+    assert apply_summary_policy("", None, budget=30, kind="rollup")[1] == "default"
+    assert cut_at_sentence("no sentence end but many words here", 20).endswith("…")
+
+
+def test_kill_minus_9_during_write_back_loses_no_trade(tmp_path: Path) -> None:
+    """A child process records exits into the outbox and is killed (SIGKILL) while it writes them
+    to the store; a new writer then drains the outbox: every exit is a Trade, exactly once."""
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, signal, sys
+        sys.path[:0] = {[str(Path.cwd()), str(Path.cwd() / "tests")]!r}
+        from pathlib import Path
+        from fakes.memory_support import make_writer, open_and_exit
+        async def main():
+            writer = make_writer(Path({str(tmp_path)!r}))
+            for n in range(40):
+                open_and_exit(writer, n, pnl=float(n % 5) - 2)
+            print("recorded", flush=True)
+            # a failpoint: the process dies inside the 7th store write
+            from memory.sqlite_store import SqliteMemoryStore
+            class Dying(SqliteMemoryStore):
+                count = 0
+                async def put_insight(self, insight):
+                    Dying.count += 1
+                    if Dying.count == 7:
+                        os.kill(os.getpid(), signal.SIGKILL)
+                    return await super().put_insight(insight)
+            writer._store = Dying(Path({str(tmp_path)!r}) / "memory.db")
+            await writer.flush()
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ},
+    )
+    assert done.returncode == -9, done.stderr
+    assert "recorded" in done.stdout
+
+    async def drain() -> dict[str, int]:
+        writer = make_writer(tmp_path)
+        assert 0 < writer.pending() < 40  # some were written before the kill, the rest wait
+        await writer.flush()
+        assert writer.pending() == 0
+        return await writer._store.counts()
+
+    import asyncio
+
+    counts = asyncio.run(drain())
+    assert counts["trades"] == 40
+
+
+def test_queued_wakeups_coalesce(tmp_path: Path) -> None:
+    bus = EventBus()
+    writer = make_writer(tmp_path)
+    bus.subscribe_queued(
+        Topic.POSITION_EXIT,
+        writer.on_wake,
+        name="w",
+        maxsize=4,
+        overflow=Overflow.COALESCE,
+        key=lambda _e: "wake",
+    )
+    for n in range(3):
+        bus.publish(
+            PositionExit(
+                at_ms=T0 + n, ticker="SOL/USDT", reason="x", pnl_pct=1.0, holding_secs=1, regime="r"
+            )
+        )
+    assert bus.stats()["position.exit:w"]["queued"] == 1
