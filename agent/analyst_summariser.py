@@ -13,6 +13,7 @@ import orjson
 
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient
+from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
 from memory.analyst_summary import (
@@ -68,7 +69,7 @@ class ClaudeSummariser:
                 {
                     "type": "text",
                     "text": summary_system(request.analyst),
-                    "cache_control": {"type": "ephemeral"},
+                    "cache_control": cache_control(self._config.prompt_cache_ttl),
                 }
             ],
             "messages": [

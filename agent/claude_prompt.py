@@ -70,14 +70,19 @@ JSON in the given schema, one review per position, tickers exactly as given.
 """
 
 
+def cache_control(ttl: str = "5m") -> dict[str, Any]:
+    """A prompt-cache breakpoint with its TTL (the API's 5-minute default needs no field)."""
+    control: dict[str, Any] = {"type": "ephemeral"}
+    if ttl != "5m":
+        control["ttl"] = ttl
+    return control
+
+
 def _cached_system(text: str, ttl: str = "5m") -> list[dict[str, Any]]:
     # The system prompt is identical on every call and comes first (after the output schema): the
     # cache breakpoint on it lets later calls read it at 10 % of the price. Passes come 15 min
     # apart, so the 5-minute TTL would expire between most of them: "1h" writes cost 2x, reads hit.
-    control: dict[str, Any] = {"type": "ephemeral"}
-    if ttl != "5m":
-        control["ttl"] = ttl
-    return [{"type": "text", "text": text, "cache_control": control}]
+    return [{"type": "text", "text": text, "cache_control": cache_control(ttl)}]
 
 
 #: sent nowhere the decider is told to look (the journal keeps them)

@@ -5,6 +5,7 @@ journal accounts for every call: who decided, tokens and cost, breaker transitio
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,8 @@ from fakes.messages_api import (
     usage_body,
 )
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT, render_request
-from agent.config import AgentConfig
-from agent.snapshot import MarketSnapshot
-from runner.prompt_cmd import request_json
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT, compact
+from agent.snapshot import MarketSnapshot, sent_json_bytes
 from state.journal import read_all
 
 pytestmark = pytest.mark.e2e
@@ -294,8 +293,20 @@ def _check_requests(requests: list[RecordedRequest]) -> None:
 
 
 def _check_prompt_is_reproducible(first: dict[str, Any], requests: list[RecordedRequest]) -> None:
-    """The journaled snapshot renders to exactly the body that was sent (what ``vigil prompt``
-    prints for it)."""
+    """The journal line names exactly the prompt that was sent: the assembled prompt's hash (over
+    its system and user blocks, before the cache TTL is stamped on) equals the sent body's, and the
+    sent snapshot part is the journaled snapshot as the prompt compacts it."""
     sent = next(r.body for r in requests if r.body["system"][0]["text"] == DECISION_SYSTEM_PROMPT)
-    rendered = render_request(AgentConfig(), MarketSnapshot.model_validate(first["snapshot"]))
-    assert json.loads(request_json(rendered)) == sent
+
+    def unstamped(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [
+            {**b, "cache_control": {"type": "ephemeral"}} if "cache_control" in b else b
+            for b in blocks
+        ]
+
+    body = [unstamped(sent["system"]), unstamped(sent["messages"][0]["content"])]
+    digest = hashlib.sha256(orjson.dumps(body, option=orjson.OPT_SORT_KEYS)).hexdigest()[:16]
+    assert first["prompt"]["hash"] == digest
+    snapshot = MarketSnapshot.model_validate(first["snapshot"]).as_sent()
+    snapshot.pop("agent_memory", None)
+    assert sent_json_bytes(compact(snapshot)).decode() in sent["messages"][0]["content"][-1]["text"]
