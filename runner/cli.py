@@ -18,6 +18,7 @@ from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.config import Settings, load_settings
+from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
 
 EXIT_UNHEALTHY = 1
@@ -110,8 +111,18 @@ def _parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--update-secs",
         type=float,
-        default=75.0,
-        help="kline update interval per stream, simulated seconds (divides 300; default 75)",
+        help="kline update interval per stream, simulated seconds (divides the base bar; "
+        "default a quarter of it: 75 on 5m bars)",
+    )
+    replay.add_argument(
+        "--data-dir",
+        type=Path,
+        help="recorded data folder (vigil data fetch/import; default the bundled data/)",
+    )
+    replay.add_argument(
+        "--base-interval",
+        choices=("1m", "3m", "5m", "15m"),
+        help="base bar to replay on (default: the finest recorded for every ticker)",
     )
     replay.add_argument("--verbose", action="store_true", help="log at the configured level")
     replay.add_argument(
@@ -126,6 +137,8 @@ def _parser() -> argparse.ArgumentParser:
     halt = trading_sub.add_parser("halt", help="stop new entries; exits and stops still run")
     halt.add_argument("--reason", required=True, help="why, for the journal and the status line")
     trading_sub.add_parser("resume", help="allow new entries again")
+
+    add_data_parser(sub)
 
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
@@ -153,6 +166,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides["api"] = api
     if getattr(args, "broker", None) is not None:
         overrides["broker"] = {"kind": args.broker}
+    if getattr(args, "data_dir", None) is not None:
+        overrides["data_dir"] = args.data_dir
     return overrides
 
 
@@ -194,6 +209,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _sim(args, settings)
     if command == "memory":
         return run_memory(args, settings)
+    if command == "data":
+        return run_data(args)
     if command == "serve":
         from runner.serve_cmd import serve
 
