@@ -30,10 +30,11 @@ def recorded(ticker: str, first_ms: int, bars: int) -> pd.DataFrame:
 def archive_text(frame: pd.DataFrame, *, header: bool, micros: bool) -> str:
     scale = 1000 if micros else 1
     lines = [ARCHIVE_COLUMNS] if header else []
-    for t, row in frame.iterrows():
+    columns = ["open", "high", "low", "close", "volume"]
+    for t, *values in frame[columns].itertuples(name=None):
         open_time = int(t) * scale
         close_time = (int(t) + BAR_MS - 1) * scale
-        ohlcv = ",".join(repr(float(v)) for v in row[["open", "high", "low", "close", "volume"]])
+        ohlcv = ",".join(repr(float(v)) for v in values)
         lines.append(f"{open_time},{ohlcv},{close_time},1.0,7,0.5,0.5,0")
     return "\n".join(lines) + "\n"
 
