@@ -140,6 +140,16 @@ def _parser() -> argparse.ArgumentParser:
 
     add_data_parser(sub)
 
+    sweep = sub.add_parser(
+        "sweep", help="a grid of replays on Dask distributed, resumable, with an experiment report"
+    )
+    sweep.add_argument("grid", type=Path, help="GRID.toml: periods, tickers, deciders, ...")
+    sweep.add_argument("--out", type=Path, required=True, help="the sweep folder (resumed)")
+    sweep.add_argument(
+        "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
+    )
+    sweep.add_argument("--workers", type=int, help="local cluster workers (default: cores)")
+
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     config_sub.add_parser("show", help="print the effective config, secrets redacted")
@@ -211,6 +221,8 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return run_memory(args, settings)
     if command == "data":
         return run_data(args)
+    if command == "sweep":
+        return _sweep(args)
     if command == "serve":
         from runner.serve_cmd import serve
 
@@ -273,6 +285,22 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vigil replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return replay_main(replay_settings(settings, options), options, verbose=args.verbose)
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from runner.logging_setup import configure_logging
+    from runner.sweep.engine import run_sweep
+
+    configure_logging("WARNING")
+    overrides = _overrides(args)
+    return run_sweep(
+        args.grid,
+        args.out,
+        overrides,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        stream=sys.stderr,
+    )
 
 
 def _health(settings: Settings, stale_secs: float | None) -> int:

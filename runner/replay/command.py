@@ -184,7 +184,7 @@ async def _replay_and_report(
         with suppress(NotImplementedError):
             loop.add_signal_handler(sig, replay.supervisor.request_stop, sig.name)
     outcome = await run_replay(replay, progress=Progress(replay, stream))
-    _write_replay_json(replay, outcome)
+    write_replay_json(replay, outcome)
     report = write_report(options.out_dir)
     total = report.metrics.total_return_pct
     print(
@@ -215,7 +215,7 @@ def _print_data_notes(replay: Replay, stream: TextIO) -> None:
         print(f"unavailable: {name}: {why}", file=stream)
 
 
-def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
+def write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
     options = replay.options
     document = {
         "from_ms": options.start_ms,
@@ -242,4 +242,4 @@ def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
     path.write_text(json.dumps(document, indent=2) + "\n")
 
 
-__all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay"]
+__all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay", "write_replay_json"]
