@@ -20,6 +20,8 @@ from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.config import Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
+from runner.replay.parser import add_replay_parser
+from runner.sweep.command import add_sweep_parser, run_sweep_command
 
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -89,45 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
-    replay = sub.add_parser(
-        "replay", help="the daemon over recorded history on the virtual clock, with a report"
-    )
-    replay.add_argument(
-        "--from", dest="replay_from", help="first day, ISO 8601 (UTC), e.g. 2025-03-01"
-    )
-    replay.add_argument("--to", dest="replay_to", help="last day, inclusive, e.g. 2025-03-14")
-    replay.add_argument("--out", type=Path, help="the run folder to create, e.g. runs/march")
-    replay.add_argument("--tickers", nargs="+", help="a subset of the configured tickers")
-    replay.add_argument(
-        "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
-    )
-    replay.add_argument("--decider", choices=("fallback", "claude", "debate"), default="fallback")
-    replay.add_argument(
-        "--no-memory",
-        action="store_true",
-        help="keep the agent's notes and the learner out of the snapshots",
-    )
-    replay.add_argument("--seed", type=int, default=42, help="the regime models' EM seed")
-    replay.add_argument(
-        "--update-secs",
-        type=float,
-        help="kline update interval per stream, simulated seconds (divides the base bar; "
-        "default a quarter of it: 75 on 5m bars)",
-    )
-    replay.add_argument(
-        "--data-dir",
-        type=Path,
-        help="recorded data folder (vigil data fetch/import; default the bundled data/)",
-    )
-    replay.add_argument(
-        "--base-interval",
-        choices=("1m", "3m", "5m", "15m"),
-        help="base bar to replay on (default: the finest recorded for every ticker)",
-    )
-    replay.add_argument("--verbose", action="store_true", help="log at the configured level")
-    replay.add_argument(
-        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
-    )
+    add_replay_parser(sub)
 
     trading = sub.add_parser(
         "trading", help="halt or resume trading (a running daemon picks it up from the state dir)"
@@ -140,15 +104,7 @@ def _parser() -> argparse.ArgumentParser:
 
     add_data_parser(sub)
 
-    sweep = sub.add_parser(
-        "sweep", help="a grid of replays on Dask distributed, resumable, with an experiment report"
-    )
-    sweep.add_argument("grid", type=Path, help="GRID.toml: periods, tickers, deciders, ...")
-    sweep.add_argument("--out", type=Path, required=True, help="the sweep folder (resumed)")
-    sweep.add_argument(
-        "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
-    )
-    sweep.add_argument("--workers", type=int, help="local cluster workers (default: cores)")
+    add_sweep_parser(sub)
 
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
@@ -222,7 +178,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "data":
         return run_data(args)
     if command == "sweep":
-        return _sweep(args)
+        return run_sweep_command(args, _overrides(args))
     if command == "serve":
         from runner.serve_cmd import serve
 
@@ -285,22 +241,6 @@ def _replay(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vigil replay: {exc}", file=sys.stderr)
         return EXIT_USAGE
     return replay_main(replay_settings(settings, options), options, verbose=args.verbose)
-
-
-def _sweep(args: argparse.Namespace) -> int:
-    from runner.logging_setup import configure_logging
-    from runner.sweep.engine import run_sweep
-
-    configure_logging("WARNING")
-    overrides = _overrides(args)
-    return run_sweep(
-        args.grid,
-        args.out,
-        overrides,
-        scheduler=args.scheduler,
-        workers=args.workers,
-        stream=sys.stderr,
-    )
 
 
 def _health(settings: Settings, stale_secs: float | None) -> int:
