@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -157,7 +158,10 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
                 f"[agent] daily_budget_usd): {expected_calls_text(options, settings)}"
             )
     regime = settings.regime.model_copy(
-        update={"hmm": settings.regime.hmm.model_copy(update={"seed": options.seed})}
+        update={
+            "hmm": settings.regime.hmm.model_copy(update={"seed": options.seed}),
+            "fit_cache_dir": settings.regime.fit_cache_dir or default_fit_cache_dir(),
+        }
     )
     return settings.model_copy(
         update={
@@ -179,6 +183,12 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
             ),
         }
     )
+
+
+def default_fit_cache_dir() -> Path:
+    """Where replays keep fitted regime models unless ``regime.fit_cache_dir`` says otherwise."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vigil" / "regime-fits"
 
 
 def expected_calls_text(options: ReplayOptions, settings: Settings) -> str:
