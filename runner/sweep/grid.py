@@ -3,7 +3,7 @@
 ```toml
 periods = [["2025-03-01", "2025-03-07"], ["2025-04-01", "2025-04-07"]]  # from, to (inclusive)
 tickers = [["BTC/USDT", "ETH/USDT", "SOL/USDT"]]  # one or more ticker sets
-deciders = ["fallback"]                             # and/or "claude"
+deciders = ["fallback"]                             # and/or "claude", "debate"
 memory = [true, false]
 seeds = [42, 7]
 data_dir = "data"                                   # optional (default: the configured one)
@@ -37,7 +37,7 @@ from core.errors import RefuseToStartError
 from runner.config import Settings, load_settings
 from runner.replay.build import ReplayOptions
 
-Decider = Literal["fallback", "claude"]
+Decider = Literal["fallback", "claude", "debate"]
 
 
 def _no_override() -> dict[str, dict[str, Any]]:
