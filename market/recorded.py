@@ -1,4 +1,11 @@
-"""Loader for the bundled recorded Binance data (``data/``, see data/README.md).
+"""Loader for recorded Binance data: the bundled ``data/`` folder or a user's own data dir.
+
+Layout (data/README.md; ``vigil data fetch`` / ``import`` write the same):
+``binance-usdm/<SYMBOL>-<interval>.csv.gz`` (``open_time_ms,open,high,low,close,volume``),
+``binance-usdm/<SYMBOL>-funding.csv.gz`` (``funding_time_ms,funding_rate``, optional),
+``alternative-me/fear-greed-daily.csv`` (optional), ``binance-spot/PAXGUSDT-<1h|4h>.csv.gz``
+(optional). A file that exists but cannot be read as documented raises ``MalformedDataError``
+naming it; a missing one ``DataUnavailableError``.
 
 Frames are pandas DataFrames indexed by candle OPEN time in Unix ms (int64), with float64 columns
 ``open high low close volume``. ``resample`` builds coarser candles exactly: a bucket is emitted
@@ -7,6 +14,7 @@ only when every constituent candle is present, so a gap never fabricates a candl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +24,10 @@ from core.events import Candle
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
 
 OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
-RECORDED_INTERVALS = ("5m", "1h")
+#: base bars a replay can run on (the 15m / 1h / 4h candles are built from them)
+BASE_INTERVAL_MS: dict[str, int] = {"1m": 60_000, "3m": 180_000, "5m": 300_000, "15m": 900_000}
+RECORDED_INTERVALS = (*BASE_INTERVAL_MS, "1h")
+KLINES_FOLDER = "binance-usdm"
 
 
 def default_data_dir() -> Path:
@@ -25,29 +36,66 @@ def default_data_dir() -> Path:
 
 
 class DataUnavailableError(LookupError):
-    """The bundled data has no such series."""
+    """The data dir has no such series."""
+
+
+class MalformedDataError(ValueError):
+    """A recorded file exists but is not in the documented format (the message names the file)."""
+
+
+def kline_path(ticker: str, interval: str, data_dir: Path | None = None) -> Path:
+    symbol = to_binance_symbol(ticker)
+    return (data_dir or default_data_dir()) / KLINES_FOLDER / f"{symbol}-{interval}.csv.gz"
+
+
+def funding_path(ticker: str, data_dir: Path | None = None) -> Path:
+    symbol = to_binance_symbol(ticker)
+    return (data_dir or default_data_dir()) / KLINES_FOLDER / f"{symbol}-funding.csv.gz"
+
+
+def fear_greed_path(data_dir: Path | None = None) -> Path:
+    return (data_dir or default_data_dir()) / "alternative-me" / "fear-greed-daily.csv"
 
 
 def load_klines(ticker: str, interval: str, data_dir: Path | None = None) -> pd.DataFrame:
-    """Recorded USDⓈ-M klines for ``ticker`` (``BTC/USDT``) at ``interval`` (5m or 1h)."""
+    """Recorded USDⓈ-M klines for ``ticker`` (``BTC/USDT``) at ``interval`` (1m .. 15m or 1h)."""
     if interval not in RECORDED_INTERVALS:
         raise DataUnavailableError(
             f"recorded intervals are {RECORDED_INTERVALS}; resample for {interval!r}"
         )
-    path = (
-        (data_dir or default_data_dir())
-        / "binance-usdm"
-        / (f"{to_binance_symbol(ticker)}-{interval}.csv.gz")
-    )
+    path = kline_path(ticker, interval, data_dir)
     if not path.is_file():
-        raise DataUnavailableError(f"no recorded {interval} klines for {ticker}: {path} missing")
-    frame = pd.read_csv(
-        path,
-        dtype={"open_time_ms": np.int64, **dict.fromkeys(OHLCV_COLUMNS, np.float64)},
-    )
-    frame = frame.set_index("open_time_ms").sort_index()
+        raise DataUnavailableError(
+            f"no recorded {interval} klines for {ticker}: {path} missing "
+            "(coarser candles are built with resample from a finer recorded interval)"
+        )
+    return read_kline_file(path)
+
+
+def read_kline_file(path: Path) -> pd.DataFrame:
+    """One kline file of the documented layout, sorted by open time, checked."""
+    frame = _read_csv(path, "open_time_ms", OHLCV_COLUMNS)
     _check_ohlcv(frame, path)
     return frame
+
+
+def base_interval(tickers: Sequence[str], data_dir: Path | None = None) -> str:
+    """The finest base bar (1m .. 15m) recorded for every ticker: what a replay runs on."""
+    for interval in BASE_INTERVAL_MS:
+        if all(kline_path(t, interval, data_dir).is_file() for t in tickers):
+            return interval
+    lacking = [
+        t
+        for t in tickers
+        if not any(kline_path(t, i, data_dir).is_file() for i in BASE_INTERVAL_MS)
+    ]
+    named = lacking or list(tickers)  # or: no one base bar common to all of them
+    expected = ", ".join(str(kline_path(t, "5m", data_dir)) for t in named)
+    raise DataUnavailableError(
+        f"no base klines (1m, 3m, 5m or 15m) for {', '.join(named)}"
+        + ("" if lacking else " at one interval common to all")
+        + f": expected e.g. {expected}"
+    )
 
 
 def load_spot_klines(symbol: str, interval: str, data_dir: Path | None = None) -> pd.DataFrame:
@@ -57,35 +105,52 @@ def load_spot_klines(symbol: str, interval: str, data_dir: Path | None = None) -
         raise DataUnavailableError(
             f"no recorded spot {interval} klines for {symbol}: {path} missing"
         )
-    frame = pd.read_csv(
-        path,
-        dtype={"open_time_ms": np.int64, **dict.fromkeys(OHLCV_COLUMNS, np.float64)},
-    )
-    frame = frame.set_index("open_time_ms").sort_index()
-    _check_ohlcv(frame, path)
-    return frame
+    return read_kline_file(path)
 
 
 def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     """Recorded funding: index ``funding_time_ms``, column ``funding_rate`` (per 8 h)."""
-    path = (
-        (data_dir or default_data_dir())
-        / "binance-usdm"
-        / (f"{to_binance_symbol(ticker)}-funding.csv.gz")
-    )
+    path = funding_path(ticker, data_dir)
     if not path.is_file():
         raise DataUnavailableError(f"no recorded funding for {ticker}: {path} missing")
-    frame = pd.read_csv(path, dtype={"funding_time_ms": np.int64, "funding_rate": np.float64})
-    return frame.set_index("funding_time_ms").sort_index()
+    frame = _read_csv(path, "funding_time_ms", ("funding_rate",))
+    if not np.isfinite(frame["funding_rate"].to_numpy()).all():
+        raise MalformedDataError(f"{path}: non-finite funding rates")
+    return frame
 
 
 def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     """Daily Fear & Greed: index ``timestamp_s`` (00:00 UTC), columns ``value``, ``classification``."""
-    path = (data_dir or default_data_dir()) / "alternative-me" / "fear-greed-daily.csv"
+    path = fear_greed_path(data_dir)
     if not path.is_file():
         raise DataUnavailableError(f"no recorded Fear & Greed: {path} missing")
-    frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
-    return frame.set_index("timestamp_s").sort_index()
+    try:
+        frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
+        frame = frame.set_index("timestamp_s").sort_index()
+    except (ValueError, KeyError, OSError, EOFError) as exc:
+        raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
+    if "classification" not in frame.columns or frame.empty:
+        raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
+    return frame
+
+
+def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
+    """``index`` + float ``columns`` from a (gzip) CSV; anything unreadable is MalformedDataError."""
+    try:
+        frame = pd.read_csv(path, dtype={index: np.int64, **dict.fromkeys(columns, np.float64)})
+    except (ValueError, KeyError, OSError, EOFError, pd.errors.ParserError) as exc:
+        raise MalformedDataError(f"{path}: unreadable ({_short(exc)})") from None
+    missing = [name for name in (index, *columns) if name not in frame.columns]
+    if missing:
+        raise MalformedDataError(
+            f"{path}: missing column(s) {', '.join(missing)}; expected {index},{','.join(columns)}"
+        )
+    return frame.set_index(index)[list(columns)].sort_index()
+
+
+def _short(exc: BaseException, limit: int = 160) -> str:
+    text = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def to_candles(frame: pd.DataFrame) -> list[Candle]:
@@ -96,9 +161,15 @@ def to_candles(frame: pd.DataFrame) -> list[Candle]:
     ]
 
 
+def interval_ms(interval: str) -> int:
+    """A base bar's or a stream timeframe's length in ms (1m, 3m, 5m, 15m, 1h, 4h)."""
+    known = BASE_INTERVAL_MS.get(interval)
+    return known if known is not None else timeframe_ms(interval)
+
+
 def resample(frame: pd.DataFrame, source_interval: str, target_interval: str) -> pd.DataFrame:
     """Aggregate complete buckets of ``source_interval`` candles into ``target_interval`` candles."""
-    src_ms, dst_ms = timeframe_ms(source_interval), timeframe_ms(target_interval)
+    src_ms, dst_ms = interval_ms(source_interval), interval_ms(target_interval)
     if dst_ms % src_ms or dst_ms < src_ms:
         raise ValueError(f"cannot build {target_interval} candles from {source_interval}")
     _check_resample_input(frame, src_ms, source_interval)
@@ -136,19 +207,29 @@ def _check_resample_input(frame: pd.DataFrame, src_ms: int, source_interval: str
 def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:
     values = frame[list(OHLCV_COLUMNS)].to_numpy()
     if not np.isfinite(values).all():
-        raise ValueError(f"{path}: non-finite values in recorded klines")
+        raise MalformedDataError(f"{path}: non-finite values in recorded klines")
     if not frame.index.is_unique:
-        raise ValueError(f"{path}: duplicate candle open times")
+        raise MalformedDataError(f"{path}: duplicate candle open times")
 
 
 __all__ = [
+    "BASE_INTERVAL_MS",
+    "KLINES_FOLDER",
     "OHLCV_COLUMNS",
+    "RECORDED_INTERVALS",
     "TIMEFRAME_MS",
     "DataUnavailableError",
+    "MalformedDataError",
+    "base_interval",
     "default_data_dir",
+    "fear_greed_path",
+    "funding_path",
+    "interval_ms",
+    "kline_path",
     "load_fear_greed",
     "load_funding",
     "load_klines",
+    "read_kline_file",
     "resample",
     "to_candles",
 ]

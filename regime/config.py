@@ -70,6 +70,9 @@ class RegimeConfig(BaseModel):
     fred_failure_ttl_secs: float = Field(3_600.0, gt=0)
     # real FRED downloads (<SERIES_ID>.csv) for replay without a key; none ships with vigil
     fred_snapshot_dir: Path | None = None
+    #: fitted models by (candles, HMM settings, fit instant): a rerun of the same span fits nothing.
+    #: None: no cache (replay and sweeps default to ~/.cache/vigil/regime-fits)
+    fit_cache_dir: Path | None = None
 
 
 __all__ = ["FRED_BASE_URL", "RegimeConfig"]

@@ -54,6 +54,7 @@ from regime.features import (
     segment_lengths,
     warm_up_rows,
 )
+from regime.fit_cache import FitCache
 
 log = logging.getLogger(__name__)
 
@@ -171,8 +172,11 @@ class _Fitted:
 class CryptoRegimeModel:
     """Fits and applies the volatility HMM for one ticker. ``fit`` may run in a worker thread."""
 
-    def __init__(self, config: CryptoHmmConfig | None = None) -> None:
+    def __init__(
+        self, config: CryptoHmmConfig | None = None, *, cache: FitCache | None = None
+    ) -> None:
         self.config = config or CryptoHmmConfig()
+        self._cache = cache  # fitted results by (candles, config, fitted_at_ms): see fit_cache
         self._fitted: _Fitted | None = None  # replaced whole, so a reader never sees half a fit
         self.last_report: FitReport | None = None
 
@@ -189,7 +193,7 @@ class CryptoRegimeModel:
 
         On failure the previous model (if any) stays in use and the report says why.
         """
-        report, fitted = self._fit(frame, fitted_at_ms)
+        report, fitted = self._fit_or_cached(frame, fitted_at_ms)
         if fitted is not None:
             self._fitted = fitted
         self.last_report = report
@@ -258,6 +262,20 @@ class CryptoRegimeModel:
             scaled, segment_lengths(features.index)
         )
         return posteriors
+
+    def _fit_or_cached(
+        self, frame: pd.DataFrame, fitted_at_ms: int | None
+    ) -> tuple[FitReport, _Fitted | None]:
+        if self._cache is None:
+            return self._fit(frame, fitted_at_ms)
+        key = self._cache.key(frame, self.config.model_dump_json(), fitted_at_ms)
+        cached = self._cache.load(key)
+        if cached is not None:
+            report, fitted = cached
+            return report, fitted
+        result = self._fit(frame, fitted_at_ms)
+        self._cache.store(key, result)
+        return result
 
     def _fit(
         self, frame: pd.DataFrame, fitted_at_ms: int | None

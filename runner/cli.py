@@ -18,7 +18,10 @@ from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.config import Settings, load_settings
+from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
+from runner.replay.parser import add_replay_parser
+from runner.sweep.command import add_sweep_parser, run_sweep_command
 
 EXIT_UNHEALTHY = 1
 EXIT_USAGE = 2
@@ -88,35 +91,7 @@ def _parser() -> argparse.ArgumentParser:
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
-    replay = sub.add_parser(
-        "replay", help="the daemon over recorded history on the virtual clock, with a report"
-    )
-    replay.add_argument(
-        "--from", dest="replay_from", help="first day, ISO 8601 (UTC), e.g. 2025-03-01"
-    )
-    replay.add_argument("--to", dest="replay_to", help="last day, inclusive, e.g. 2025-03-14")
-    replay.add_argument("--out", type=Path, help="the run folder to create, e.g. runs/march")
-    replay.add_argument("--tickers", nargs="+", help="a subset of the configured tickers")
-    replay.add_argument(
-        "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
-    )
-    replay.add_argument("--decider", choices=("fallback", "claude", "debate"), default="fallback")
-    replay.add_argument(
-        "--no-memory",
-        action="store_true",
-        help="keep the agent's notes and the learner out of the snapshots",
-    )
-    replay.add_argument("--seed", type=int, default=42, help="the regime models' EM seed")
-    replay.add_argument(
-        "--update-secs",
-        type=float,
-        default=75.0,
-        help="kline update interval per stream, simulated seconds (divides 300; default 75)",
-    )
-    replay.add_argument("--verbose", action="store_true", help="log at the configured level")
-    replay.add_argument(
-        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
-    )
+    add_replay_parser(sub)
 
     trading = sub.add_parser(
         "trading", help="halt or resume trading (a running daemon picks it up from the state dir)"
@@ -126,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
     halt = trading_sub.add_parser("halt", help="stop new entries; exits and stops still run")
     halt.add_argument("--reason", required=True, help="why, for the journal and the status line")
     trading_sub.add_parser("resume", help="allow new entries again")
+
+    add_data_parser(sub)
+
+    add_sweep_parser(sub)
 
     config = sub.add_parser("config", help="configuration")
     config_sub = config.add_subparsers(dest="config_command", required=True)
@@ -153,6 +132,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
             overrides["api"] = api
     if getattr(args, "broker", None) is not None:
         overrides["broker"] = {"kind": args.broker}
+    if getattr(args, "data_dir", None) is not None:
+        overrides["data_dir"] = args.data_dir
     return overrides
 
 
@@ -194,6 +175,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _sim(args, settings)
     if command == "memory":
         return run_memory(args, settings)
+    if command == "data":
+        return run_data(args)
+    if command == "sweep":
+        return run_sweep_command(args, _overrides(args))
     if command == "serve":
         from runner.serve_cmd import serve
 

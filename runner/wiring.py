@@ -43,6 +43,7 @@ from market.listener import MarketListener
 from market.ports import CandleBackfill, TickSource
 from memory.tiers import OrganisationTier
 from regime.crypto_hmm import CryptoRegimeModel
+from regime.fit_cache import FitCache
 from regime.fred import build_macro_source
 from regime.tracker import CryptoRegimeTracker, Offload
 from regime.view import RegimeView
@@ -383,9 +384,11 @@ def _snapshots(
 
 
 def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports) -> RegimeView:
+    folder = settings.regime.fit_cache_dir
+    cache = FitCache(folder) if folder is not None else None
     tracker = CryptoRegimeTracker(
         clock,
-        lambda: CryptoRegimeModel(settings.regime.hmm),
+        lambda: CryptoRegimeModel(settings.regime.hmm, cache=cache),
         settings.regime.refit_every_secs,
         offload=ports.fit_offload,
     )

@@ -1,20 +1,23 @@
 """SimFeed: the recorded market as a Binance kline stream would show it at any simulated instant.
 
 Shared by the simulator's websocket and REST servers and by replay. It loads each ticker's recorded
-5m bars and funding once and answers "what does the market look like at ``now_ms``" in O(1):
+base bars (5m by default; 1m, 3m or 15m from a user's data dir) and funding (when recorded) once and
+answers "what does the market look like at ``now_ms``" in O(1):
 
-- A candle of any timeframe (5m, 15m, 1h, 4h) is built from the recorded 5m bars already complete
-  in it plus the current bar's state under the intra-bar path rule (``sim.path.state_at``) at update
-  index ``(now_ms - bar_open_ms) // update_interval_ms``. Per-bucket running highs, lows and volumes
-  are precomputed with numpy, so a lookup is a few array reads plus one ``state_at`` call.
-- The last update of a candle (index ``n-1`` of its last 5m bar) is closed and carries exactly the
+- A candle of any timeframe that is a multiple of the base bar (5m, 15m, 1h, 4h) is built from the
+  recorded base bars already complete in it plus the current bar's state under the intra-bar path
+  rule (``sim.path.state_at``) at update index ``(now_ms - bar_open_ms) // update_interval_ms``.
+  Per-bucket running highs, lows and volumes are precomputed with numpy, so a lookup is a few array
+  reads plus one ``state_at`` call.
+- The last update of a candle (index ``n-1`` of its last base bar) is closed and carries exactly the
   recorded OHLCV resampled with ``market.recorded.resample`` (the volume is read from the resampled
   frame itself, so float summation order cannot make it differ).
 - Nothing after ``now_ms`` is ever used: a bar contributes only through ``state_at`` at the current
   index, and funding only once its funding time has passed.
 
-A candle whose recorded 5m bars are not all present (a hole in the recording) is never shown, like
+A candle whose recorded base bars are not all present (a hole in the recording) is never shown, like
 ``resample`` never fabricates one: ``kline_state`` answers ``None`` from the first missing bar on.
+``gaps`` lists the holes, so a replay can report them.
 """
 
 from __future__ import annotations
@@ -28,8 +31,16 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from market.recorded import DataUnavailableError, load_funding, load_klines, resample
-from market.timeframes import TIMEFRAME_MS, timeframe_ms
+from market.recorded import (
+    BASE_INTERVAL_MS,
+    DataUnavailableError,
+    MalformedDataError,
+    kline_path,
+    load_funding,
+    load_klines,
+    resample,
+)
+from market.timeframes import TIMEFRAME_MS
 from sim.path import MIN_UPDATES_PER_BAR, state_at
 
 BAR_MS = TIMEFRAME_MS["5m"]
@@ -84,22 +95,48 @@ class _Bucketed(NamedTuple):
     closed_ohlcv: FloatArray  # shape (candles, 5)
 
 
+class Gap(NamedTuple):
+    """Base bars missing from a recording: ``from_ms`` (first missing open) .. ``to_ms`` (the next
+    recorded bar's open, exclusive)."""
+
+    ticker: str
+    from_ms: int
+    to_ms: int
+
+
+def served_timeframes(base_interval: str) -> dict[str, int]:
+    """The base bar itself plus every stream timeframe that is a whole number of base bars."""
+    bar_ms = BASE_INTERVAL_MS[base_interval]
+    coarser = {tf: ms for tf, ms in TIMEFRAME_MS.items() if ms >= bar_ms and ms % bar_ms == 0}
+    return {base_interval: bar_ms, **coarser}
+
+
 class _Series:
     """One ticker's recording, padded to whole 4h rows so every timeframe reshapes cleanly."""
 
-    def __init__(self, ticker: str, data_dir: Path | None) -> None:
-        frame = load_klines(ticker, "5m", data_dir)
+    def __init__(self, ticker: str, data_dir: Path | None, base_interval: str) -> None:
+        bar_ms = BASE_INTERVAL_MS[base_interval]
+        self.bar_ms = bar_ms
+        frame = load_klines(ticker, base_interval, data_dir)
+        path = kline_path(ticker, base_interval, data_dir)
         if frame.empty:
-            raise DataUnavailableError(f"recorded 5m klines for {ticker} are empty")
+            raise MalformedDataError(f"{path}: no {base_interval} klines for {ticker}")
         open_ms = frame.index.to_numpy(dtype=np.int64)
-        if (open_ms % BAR_MS).any():
-            raise ValueError(f"{ticker}: 5m bars not aligned to 5 minutes")
+        if (open_ms % bar_ms).any():
+            first = int(open_ms[open_ms % bar_ms != 0][0])
+            raise MalformedDataError(
+                f"{path}: {base_interval} bar opening at {first} ms is off the {base_interval} grid"
+            )
+        holes = np.flatnonzero(np.diff(open_ms) > bar_ms)
+        self.gaps = [
+            Gap(ticker, int(open_ms[i]) + bar_ms, int(open_ms[i + 1])) for i in holes.tolist()
+        ]
         self.first_open_ms = int(open_ms[0])
         self.last_open_ms = int(open_ms[-1])
         self.base_ms = self.first_open_ms - self.first_open_ms % _ALIGN_MS
-        rows = -(-(self.last_open_ms + BAR_MS - self.base_ms) // _ALIGN_MS)
-        self.slots = rows * (_ALIGN_MS // BAR_MS)
-        where = (open_ms - self.base_ms) // BAR_MS
+        rows = -(-(self.last_open_ms + bar_ms - self.base_ms) // _ALIGN_MS)
+        self.slots = rows * (_ALIGN_MS // bar_ms)
+        where = (open_ms - self.base_ms) // bar_ms
         columns = {}
         for name in ("open", "high", "low", "close", "volume"):
             dense = np.full(self.slots, np.nan)
@@ -110,14 +147,25 @@ class _Series:
         prices = frame[["open", "high", "low", "close"]].to_numpy()
         self.price_decimals = _decimals(prices)
         self.quantity_decimals = _decimals(frame["volume"].to_numpy())
-        self.by_timeframe = {tf: self._bucket(frame, tf) for tf in TIMEFRAME_MS}
+        self.by_timeframe = {
+            tf: self._bucket(frame, base_interval, tf, tf_ms)
+            for tf, tf_ms in served_timeframes(base_interval).items()
+        }
 
-        funding = load_funding(ticker, data_dir)
+        self.funding_missing: str | None = None
+        try:
+            funding = load_funding(ticker, data_dir)
+        except DataUnavailableError as exc:  # optional: the snapshot reports funding unavailable
+            self.funding_missing = str(exc)
+            funding = pd.DataFrame({"funding_rate": []}, index=pd.Index([], dtype=np.int64))
         self.funding_ms = funding.index.to_numpy(dtype=np.int64)
         self.funding_rate = funding["funding_rate"].to_numpy(dtype=np.float64)
 
-    def _bucket(self, frame: pd.DataFrame, timeframe: str) -> _Bucketed:
-        k = timeframe_ms(timeframe) // BAR_MS
+    def _bucket(
+        self, frame: pd.DataFrame, base_interval: str, timeframe: str, tf_ms: int
+    ) -> _Bucketed:
+        bar_ms = self.bar_ms
+        k = tf_ms // bar_ms
         high = np.maximum.accumulate(self.high.reshape(-1, k), axis=1)  # NaN propagates
         low = np.minimum.accumulate(self.low.reshape(-1, k), axis=1)
         volume = np.cumsum(self.volume.reshape(-1, k), axis=1)
@@ -125,10 +173,10 @@ class _Series:
         prior_low = np.hstack([np.full((low.shape[0], 1), np.inf), low[:, :-1]]).ravel()
         prior_volume = np.hstack([np.zeros((volume.shape[0], 1)), volume[:, :-1]]).ravel()
 
-        closed = resample(frame, "5m", timeframe)
+        closed = resample(frame, base_interval, timeframe)
         closed_open_ms = closed.index.to_numpy(dtype=np.int64)
         closed_volume = np.full(self.slots // k, np.nan)
-        closed_volume[(closed_open_ms - self.base_ms) // (k * BAR_MS)] = closed["volume"].to_numpy()
+        closed_volume[(closed_open_ms - self.base_ms) // (k * bar_ms)] = closed["volume"].to_numpy()
         ohlcv = closed[["open", "high", "low", "close", "volume"]].to_numpy(dtype=np.float64)
         return _Bucketed(
             k, prior_high, prior_low, prior_volume, closed_volume, closed_open_ms, ohlcv
@@ -152,21 +200,30 @@ class SimFeed:
         *,
         data_dir: Path | None = None,
         update_interval_ms: int = 250,
+        base_interval: str = "5m",
     ) -> None:
-        if update_interval_ms <= 0 or BAR_MS % update_interval_ms:
+        if base_interval not in BASE_INTERVAL_MS:
+            raise ValueError(f"base bars are {sorted(BASE_INTERVAL_MS)}, not {base_interval!r}")
+        bar_ms = BASE_INTERVAL_MS[base_interval]
+        if update_interval_ms <= 0 or bar_ms % update_interval_ms:
             raise ValueError(
-                f"update_interval_ms must divide {BAR_MS} (one 5m bar), got {update_interval_ms}"
+                f"update_interval_ms must divide {bar_ms} (one {base_interval} bar), "
+                f"got {update_interval_ms}"
             )
-        if BAR_MS // update_interval_ms < MIN_UPDATES_PER_BAR:
+        if bar_ms // update_interval_ms < MIN_UPDATES_PER_BAR:
             raise ValueError(
                 f"update_interval_ms={update_interval_ms} leaves fewer than "
-                f"{MIN_UPDATES_PER_BAR} updates per 5m bar"
+                f"{MIN_UPDATES_PER_BAR} updates per {base_interval} bar"
             )
         if not tickers:
             raise ValueError("SimFeed needs at least one ticker")
+        self._base_interval = base_interval
+        self._bar_ms = bar_ms
         self._update_interval_ms = update_interval_ms
-        self._updates_per_bar = BAR_MS // update_interval_ms
-        self._series = {ticker: _Series(ticker, data_dir) for ticker in dict.fromkeys(tickers)}
+        self._updates_per_bar = bar_ms // update_interval_ms
+        self._series = {
+            ticker: _Series(ticker, data_dir, base_interval) for ticker in dict.fromkeys(tickers)
+        }
 
     @property
     def tickers(self) -> tuple[str, ...]:
@@ -180,10 +237,26 @@ class SimFeed:
     def updates_per_bar(self) -> int:
         return self._updates_per_bar
 
+    @property
+    def base_interval(self) -> str:
+        return self._base_interval
+
+    @property
+    def bar_ms(self) -> int:
+        return self._bar_ms
+
     def span_ms(self, ticker: str) -> tuple[int, int]:
-        """(first bar's open, last bar's close time = open + 5m - 1): where kline_state answers."""
+        """(first bar's open, last bar's close time = open + bar - 1): where kline_state answers."""
         series = self._get(ticker)
-        return series.first_open_ms, series.last_open_ms + BAR_MS - 1
+        return series.first_open_ms, series.last_open_ms + self._bar_ms - 1
+
+    def gaps(self, ticker: str) -> list[Gap]:
+        """Holes in the ticker's recorded base bars, oldest first."""
+        return list(self._get(ticker).gaps)
+
+    def funding_missing(self, ticker: str) -> str | None:
+        """Why the ticker has no recorded funding (None when it has)."""
+        return self._get(ticker).funding_missing
 
     def price_decimals(self, ticker: str) -> int:
         """Decimals of the recorded prices (the symbol's tick precision), for formatting."""
@@ -201,8 +274,11 @@ class SimFeed:
         series = self._get(ticker)
         buckets = series.by_timeframe.get(timeframe)
         if buckets is None:
-            raise ValueError(f"unsupported timeframe {timeframe!r}; known: {sorted(TIMEFRAME_MS)}")
-        slot = (now_ms - series.base_ms) // BAR_MS
+            raise ValueError(
+                f"unsupported timeframe {timeframe!r}; known: {sorted(series.by_timeframe)}"
+            )
+        bar_ms = self._bar_ms
+        slot = (now_ms - series.base_ms) // bar_ms
         if now_ms < series.first_open_ms or slot >= series.slots:
             return None
         bar_open = series.open.item(slot)
@@ -213,7 +289,7 @@ class SimFeed:
         prior_high = buckets.prior_high.item(slot)
         if math.isnan(prior_high):  # an earlier bar of this candle is missing
             return None
-        index = (now_ms - series.base_ms - slot * BAR_MS) // self._update_interval_ms
+        index = (now_ms - series.base_ms - slot * bar_ms) // self._update_interval_ms
         bar = state_at(
             bar_open,
             series.high.item(slot),
@@ -228,12 +304,12 @@ class SimFeed:
             volume = buckets.closed_volume.item(slot // k)
         else:
             volume = buckets.prior_volume.item(slot) + bar.volume
-        open_time_ms = series.base_ms + (slot - position) * BAR_MS
+        open_time_ms = series.base_ms + (slot - position) * bar_ms
         return KlineState(
             ticker=ticker,
             timeframe=timeframe,
             open_time_ms=open_time_ms,
-            close_time_ms=open_time_ms + k * BAR_MS - 1,
+            close_time_ms=open_time_ms + k * bar_ms - 1,
             open=series.open.item(slot - position),
             high=max(prior_high, bar.high),
             low=min(buckets.prior_low.item(slot), bar.low),
@@ -244,7 +320,7 @@ class SimFeed:
 
     def last_price(self, ticker: str, now_ms: int) -> float | None:
         """The price a kline stream shows at ``now_ms`` (None outside the recording)."""
-        state = self.kline_state(ticker, "5m", now_ms)
+        state = self.kline_state(ticker, self._base_interval, now_ms)
         return None if state is None else state.close
 
     def closed_candles(
@@ -267,8 +343,10 @@ class SimFeed:
         series = self._get(ticker)
         buckets = series.by_timeframe.get(timeframe)
         if buckets is None:
-            raise ValueError(f"unsupported timeframe {timeframe!r}; known: {sorted(TIMEFRAME_MS)}")
-        tf_ms = buckets.bars_per_candle * BAR_MS
+            raise ValueError(
+                f"unsupported timeframe {timeframe!r}; known: {sorted(series.by_timeframe)}"
+            )
+        tf_ms = buckets.bars_per_candle * self._bar_ms
         opens = buckets.closed_open_ms
         # close time = open + tf - 1 <= end  <=>  open <= end - tf + 1
         stop = int(np.searchsorted(opens, end_ms - tf_ms + 1, side="right"))
@@ -308,4 +386,12 @@ class SimFeed:
             ) from None
 
 
-__all__ = ["BAR_MS", "FUNDING_INTERVAL_MS", "FundingRate", "KlineState", "SimFeed"]
+__all__ = [
+    "BAR_MS",
+    "FUNDING_INTERVAL_MS",
+    "FundingRate",
+    "Gap",
+    "KlineState",
+    "SimFeed",
+    "served_timeframes",
+]

@@ -10,6 +10,8 @@ timing policy, so the monitor, the snapshot and their reasons behave as live:
 - ``paxg`` (the gold hedge): the recorded PAXGUSDT spot klines closed at now
   (``sim.recorded_spot``, what the simulator's /api/v3/klines serves), read by the live parser
   ``derivatives.hedge.paxg_from_klines``; outside the recording it is unavailable;
+- a data dir without the funding, Fear & Greed or PAXG files has those fields unavailable with
+  ``NOT_IN_DATA_DIR`` and the missing file named;
 - every other field is not in the recording (only OHLCV, funding, Fear & Greed and PAXG spot
   were recorded): unavailable with ``NOT_RECORDED`` as the reason, never an invented number.
 """
@@ -35,6 +37,7 @@ from sim.rest_payloads import FearGreedBook
 NOT_RECORDED: Final = (
     "not in the recording: it holds OHLCV, funding, Fear & Greed and PAXG spot klines only"
 )
+NOT_IN_DATA_DIR: Final = "not in this data dir"
 FNG_WHAT: Final = "Fear & Greed (recorded alternative.me index)"
 
 
@@ -45,17 +48,26 @@ def _not_recorded(what: str) -> Fetch:
     return fetch
 
 
+def _missing(what: str, why: str) -> Fetch:
+    async def fetch() -> Any:
+        raise SourceNotAvailableError(f"{what}: {NOT_IN_DATA_DIR} ({why})")
+
+    return fetch
+
+
 def build_recorded_context_fields(
     config: DerivativesConfig,
     clock: Clock,
     tickers: Sequence[str],
     feed: SimFeed,
-    fear_greed: FearGreedBook,
+    fear_greed: FearGreedBook | str,
     spot: RecordedSpotKlines,
 ) -> list[ContextField]:
+    """``fear_greed`` is the recorded index, or why the data dir has none."""
     binance = BinanceDerivatives(RecordedPremiumIndex(feed, clock), tickers)
 
     async def fear_greed_now() -> dict[str, Any]:
+        assert isinstance(fear_greed, FearGreedBook)
         payload = fear_greed.answer({"limit": "1"}, clock.now_ms() // 1000)
         return fear_greed_from_payload(payload, what=FNG_WHAT)
 
@@ -66,9 +78,16 @@ def build_recorded_context_fields(
         )
         return paxg_from_klines(hourly, four_hourly, now_ms)
 
+    # a ticker without funding among others with it reads as "no settlement yet" (the live parser's
+    # rule for a premiumIndex row without lastFundingRate); none at all is the field unavailable
+    no_funding = [why for t in tickers if (why := feed.funding_missing(t)) is not None]
     recorded: dict[str, Fetch] = {
-        "funding_rates": binance.fetch_funding_rates,
-        "fear_greed": fear_greed_now,
+        "funding_rates": _missing("funding", "; ".join(no_funding))
+        if no_funding and len(no_funding) == len(tickers)
+        else binance.fetch_funding_rates,
+        "fear_greed": fear_greed_now
+        if isinstance(fear_greed, FearGreedBook)
+        else _missing("Fear & Greed", fear_greed),
         "paxg": paxg_now,
     }
     return cached_fields(
@@ -76,4 +95,4 @@ def build_recorded_context_fields(
     )
 
 
-__all__ = ["FNG_WHAT", "NOT_RECORDED", "build_recorded_context_fields"]
+__all__ = ["FNG_WHAT", "NOT_IN_DATA_DIR", "NOT_RECORDED", "build_recorded_context_fields"]

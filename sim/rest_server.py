@@ -63,7 +63,7 @@ from aiohttp import web
 from core.clock import Clock, WallClock
 from market.recorded import load_fear_greed, load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from sim.feed import BAR_MS, KlineState, SimFeed
+from sim.feed import KlineState, SimFeed
 from sim.orders import SimOrders
 from sim.recorded_spot import SPOT_INTERVALS, SPOT_SYMBOLS, RecordedSpotKlines
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
@@ -521,11 +521,12 @@ class RestServer:
         return _json(rows[0] if asked is not None else rows)
 
     def _rolling_24h(self, ticker: str, now_ms: int) -> dict[str, Any] | None:
-        current = self._feed.kline_state(ticker, "5m", now_ms)
+        base, bar_ms = self._feed.base_interval, self._feed.bar_ms
+        current = self._feed.kline_state(ticker, base, now_ms)
         if current is None:
             return None
-        first_open_ms = -(-(now_ms - DAY_MS) // BAR_MS) * BAR_MS
-        bars = self._feed.closed_candles(ticker, "5m", first_open_ms, now_ms, DAY_MS // BAR_MS)
+        first_open_ms = -(-(now_ms - DAY_MS) // bar_ms) * bar_ms
+        bars = self._feed.closed_candles(ticker, base, first_open_ms, now_ms, DAY_MS // bar_ms)
         if not bars or current.open_time_ms > bars[-1].open_time_ms:
             bars.append(current)
         open_price, last_price = bars[0].open, current.close

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
+from market.recorded import BASE_INTERVAL_MS
 from runner.replay.build import ReplayOptions
 
 
@@ -42,9 +43,14 @@ def options_from_args(args: argparse.Namespace, configured: Sequence[str]) -> Re
         raise ValueError(f"--to {end} is before --from {start}")
     if args.out is None:
         raise ValueError("--out is required (the run folder to create, e.g. runs/march)")
-    update_ms = round(args.update_secs * 1000)
-    if update_ms <= 0 or 300_000 % update_ms:
-        raise ValueError(f"--update-secs {args.update_secs:g} must divide 300 (one 5m bar)")
+    update_ms = None if args.update_secs is None else round(args.update_secs * 1000)
+    if update_ms is not None and (
+        update_ms <= 0 or all(bar % update_ms for bar in BASE_INTERVAL_MS.values())
+    ):
+        raise ValueError(
+            f"--update-secs {args.update_secs:g} must divide 300 (a 5m base bar), "
+            "or 60 (1m), 180 (3m) or 900 (15m) seconds"
+        )
     return ReplayOptions(
         start_ms=_day_ms(start),
         end_ms=_day_ms(end + timedelta(days=1)),
@@ -55,4 +61,5 @@ def options_from_args(args: argparse.Namespace, configured: Sequence[str]) -> Re
         speed=parse_speed(args.replay_speed),
         seed=args.seed,
         update_interval_ms=update_ms,
+        base_interval=getattr(args, "base_interval", None),
     )

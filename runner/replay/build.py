@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,11 +41,11 @@ from core.errors import RefuseToStartError
 from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
-from market.recorded import load_fear_greed
 from market.timeframes import TIMEFRAME_MS
 from regime.tracker import run_inline
 from runner.app import Journals, open_journals, supervise
 from runner.config import Settings
+from runner.replay.data import RecordedData, open_recorded_data, optional_fear_greed
 from runner.replay.driver import ReplayDriver
 from runner.subscriptions import Inline
 from runner.supervisor import Supervisor
@@ -67,6 +68,8 @@ log = logging.getLogger(__name__)
 DAY_MS = 86_400_000
 #: 4 kline updates per 5m bar per stream: the sim's path rule at a replay-friendly cadence
 DEFAULT_UPDATE_INTERVAL_MS = 75_000
+#: without --update-secs each base bar is walked in this many updates (75 s on 5m bars, 15 s on 1m)
+UPDATES_PER_BAR = 4
 REPLAY_HEARTBEAT_SECS = 3600.0
 RUN_FILES = (
     "runner_state.json",
@@ -90,11 +93,18 @@ class ReplayOptions:
     memory: bool = True
     speed: float | None = None  # None: as fast as the machine allows
     seed: int = 42  # the regime models' EM seed
-    update_interval_ms: int = DEFAULT_UPDATE_INTERVAL_MS
+    update_interval_ms: int | None = None  # None: a quarter of the base bar (75 s on 5m bars)
+    base_interval: str | None = None  # None: the finest recorded for every ticker (1m .. 15m)
 
     @property
     def days(self) -> float:
         return (self.end_ms - self.start_ms) / DAY_MS
+
+    def update_ms(self, bar_ms: int = 300_000) -> int:
+        """The kline update interval on base bars of ``bar_ms``."""
+        if self.update_interval_ms is not None:
+            return self.update_interval_ms
+        return bar_ms // UPDATES_PER_BAR
 
 
 class FillCount:
@@ -121,6 +131,7 @@ class Replay:
     supervisor: Supervisor
     driver: ReplayDriver
     counts: FillCount
+    data: RecordedData
 
     @property
     def ticks(self) -> RecordedTicks:
@@ -147,7 +158,10 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
                 f"[agent] daily_budget_usd): {expected_calls_text(options, settings)}"
             )
     regime = settings.regime.model_copy(
-        update={"hmm": settings.regime.hmm.model_copy(update={"seed": options.seed})}
+        update={
+            "hmm": settings.regime.hmm.model_copy(update={"seed": options.seed}),
+            "fit_cache_dir": settings.regime.fit_cache_dir or default_fit_cache_dir(),
+        }
     )
     return settings.model_copy(
         update={
@@ -169,6 +183,12 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
             ),
         }
     )
+
+
+def default_fit_cache_dir() -> Path:
+    """Where replays keep fitted regime models unless ``regime.fit_cache_dir`` says otherwise."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "vigil" / "regime-fits"
 
 
 def expected_calls_text(options: ReplayOptions, settings: Settings) -> str:
@@ -266,8 +286,10 @@ def replay_ports(
     *,
     end_ms: int,
     memory: bool = True,
+    fear_greed: FearGreedBook | str | None = None,
 ) -> Ports:
-    """The recording in-process: ticks, OHLCV and the recorded context; fits inline."""
+    """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
+    ``fear_greed``: the opened index (or why there is none); None reads it from the data dir."""
     tickers = settings.market.tickers
 
     def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
@@ -276,9 +298,9 @@ def replay_ports(
         )
 
     def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
-        fear_greed = FearGreedBook(load_fear_greed(settings.data_dir))
+        index = optional_fear_greed(settings.data_dir) if fear_greed is None else fear_greed
         spot = RecordedSpotKlines(settings.data_dir)
-        return build_recorded_context_fields(config, clock, tickers, feed, fear_greed, spot)
+        return build_recorded_context_fields(config, clock, tickers, feed, index, spot)
 
     return Ports(
         exchange=RecordedOhlcvExchange(feed, clock),
@@ -292,14 +314,21 @@ def replay_ports(
 def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     """Wire the daemon for a replay. ``settings`` must come from ``replay_settings``."""
     check_out_dir(options.out_dir)
-    feed = SimFeed(
-        options.tickers, data_dir=settings.data_dir, update_interval_ms=options.update_interval_ms
-    )
+    data = open_recorded_data(settings.data_dir, options)
+    feed = data.feed
     check_span(feed, options)
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     journals = open_journals(settings, clock, bus)
-    ports = replay_ports(settings, clock, bus, feed, end_ms=options.end_ms, memory=options.memory)
+    ports = replay_ports(
+        settings,
+        clock,
+        bus,
+        feed,
+        end_ms=options.end_ms,
+        memory=options.memory,
+        fear_greed=data.fear_greed,
+    )
     market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
         settings, clock, bus, market, journals.store, journals.decisions, ports
@@ -336,6 +365,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         supervisor,
         driver,
         counts,
+        data,
     )
 
 

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
 
-from market.recorded import default_data_dir
 from report.html import write_report
 from runner.app import warm_up_paths
 from runner.config import Settings
@@ -177,6 +176,7 @@ async def _replay_and_report(
 ) -> ReplayOutcome:
     replay = build_replay(settings, options)
     show_clock_time(replay.clock)
+    _print_data_notes(replay, stream)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         # stops the loops in order (journals flushed, state and learner saved); the run folder
@@ -184,7 +184,7 @@ async def _replay_and_report(
         with suppress(NotImplementedError):
             loop.add_signal_handler(sig, replay.supervisor.request_stop, sig.name)
     outcome = await run_replay(replay, progress=Progress(replay, stream))
-    _write_replay_json(replay, outcome)
+    write_replay_json(replay, outcome)
     report = write_report(options.out_dir)
     total = report.metrics.total_return_pct
     print(
@@ -200,7 +200,22 @@ async def _replay_and_report(
     return outcome
 
 
-def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
+def _print_data_notes(replay: Replay, stream: TextIO) -> None:
+    """What the data dir lacks or has holes in, before the run (replay.json keeps it too)."""
+    data = replay.data
+    if data.base_interval != "5m":
+        print(f"base bar: {data.base_interval} (15m, 1h, 4h candles built from it)", file=stream)
+    for gap in data.gaps_json():
+        print(
+            f"market gap: {gap['ticker']} {gap['missing_bars']} {data.base_interval} bar(s) "
+            f"missing {gap['from']} .. {gap['to']} UTC: no candle is built across it",
+            file=stream,
+        )
+    for name, why in data.unavailable.items():
+        print(f"unavailable: {name}: {why}", file=stream)
+
+
+def write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
     options = replay.options
     document = {
         "from_ms": options.start_ms,
@@ -209,9 +224,12 @@ def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
         "decider": options.decider,
         "memory": options.memory,
         "seed": options.seed,
-        "data_dir": str((replay.settings.data_dir or default_data_dir()).resolve()),
+        "data_dir": str(replay.data.data_dir.resolve()),
+        "base_interval": replay.data.base_interval,
         "config_digest": replay.settings.digest(),
-        "update_interval_ms": options.update_interval_ms,
+        "update_interval_ms": replay.data.feed.update_interval_ms,
+        "market_gaps": replay.data.gaps_json(),
+        "unavailable": replay.data.unavailable,
         "finished": outcome.finished,
         "wall_secs": round(outcome.wall_secs, 3),
         "ticks": outcome.ticks,
@@ -224,4 +242,4 @@ def _write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
     path.write_text(json.dumps(document, indent=2) + "\n")
 
 
-__all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay"]
+__all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay", "write_replay_json"]

@@ -150,7 +150,7 @@ def test_another_seed_without_memory_is_internally_consistent(runs: Runs, tmp_pa
     assert outcome.finished and outcome.decisions > 0 and outcome.fills > 0
     decisions, trades = read_decisions(options.out_dir), read_trades(options.out_dir)
     assert len(decisions) == outcome.decisions and len(trades) == outcome.fills
-    feed = SimFeed(TICKERS, update_interval_ms=options.update_interval_ms)
+    feed = SimFeed(TICKERS, update_interval_ms=options.update_ms())
     recomputed = equity_at_decisions(
         decisions, trades, feed, runs.settings.broker.starting_cash_usd
     )

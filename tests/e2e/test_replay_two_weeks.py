@@ -117,9 +117,7 @@ def two_weeks(tmp_path_factory: pytest.TempPathFactory) -> TwoWeeks:
             if cli.poll() is None:
                 cli.kill()
                 cli.wait()
-    feed = SimFeed(
-        TICKERS, data_dir=settings.data_dir, update_interval_ms=options.update_interval_ms
-    )
+    feed = SimFeed(TICKERS, data_dir=settings.data_dir, update_interval_ms=options.update_ms())
     trades = read_trades(options.out_dir)
     decisions = read_decisions(options.out_dir)
     cash = settings.broker.starting_cash_usd
@@ -221,7 +219,7 @@ def test_fill_prices_follow_the_recording(two_weeks: TwoWeeks) -> None:
     terms, feed = two_weeks.settings.broker, two_weeks.feed
     orders = read_json(two_weeks.run_dir / "paper_broker.json")["orders"]
     placed = {o["client_order_id"]: int(o["placed_at_ms"]) for o in orders}
-    interval_ms = two_weeks.options.update_interval_ms
+    interval_ms = two_weeks.options.update_ms()
     for trade in two_weeks.trades:
         if trade.side == "sell":
             market = feed.last_price(trade.ticker, trade.at_ms)

@@ -1,0 +1,87 @@
+"""Fitted regime models on disk, so a second replay of the same span does no fitting.
+
+A fit is a pure function of the candles it is given, the HMM settings (seed included) and the
+instant it is stamped with, so its result is keyed by a SHA-256 of exactly those (the frame's open
+times and OHLCV bytes, the ``CryptoHmmConfig`` JSON, ``fitted_at_ms``) plus ``FORMAT`` and the
+hmmlearn / scikit-learn / numpy versions (a new library may fit differently). A hit restores the
+same report and model the fit would have produced, so journals stay byte-identical.
+
+Entries are pickles written to a temporary name and renamed (sweep workers share one folder); an
+unreadable entry is a miss and is fitted again. The folder is the user's own cache: entries are
+read only from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+FORMAT: Final = "vigil-regime-fit-1"
+_LIBRARIES: Final = ("hmmlearn", "scikit-learn", "numpy")
+
+
+class FitCache:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.hits = 0
+        self.misses = 0
+        self._versions = ",".join(_version(name) for name in _LIBRARIES)
+
+    def key(self, frame: pd.DataFrame, config_json: str, fitted_at_ms: int | None) -> str:
+        digest = hashlib.sha256()
+        for part in (FORMAT, self._versions, config_json, str(fitted_at_ms)):
+            digest.update(part.encode())
+            digest.update(b"\0")
+        digest.update(np.ascontiguousarray(frame.index.to_numpy(dtype=np.int64)).tobytes())
+        columns = ["open", "high", "low", "close", "volume"]
+        digest.update(np.ascontiguousarray(frame[columns].to_numpy(dtype=np.float64)).tobytes())
+        return digest.hexdigest()
+
+    def load(self, key: str) -> Any | None:
+        path = self._path(key)
+        try:
+            with path.open("rb") as handle:
+                value = pickle.load(handle)
+        except FileNotFoundError:
+            self.misses += 1
+            return None
+        except Exception as exc:  # a torn or foreign file: fit again
+            log.warning("regime fit cache: %s unreadable (%s); fitting again", path, exc)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def store(self, key: str, value: Any) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+            with tmp.open("wb") as handle:
+                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, path)
+        except OSError as exc:  # a cache that cannot be written only costs time
+            log.warning("regime fit cache: cannot write %s (%s)", path, exc)
+
+    def _path(self, key: str) -> Path:
+        return self.folder / key[:2] / f"{key}.pickle"
+
+
+def _version(name: str) -> str:
+    try:
+        return f"{name}={metadata.version(name)}"
+    except metadata.PackageNotFoundError:
+        return f"{name}=?"
+
+
+__all__ = ["FORMAT", "FitCache"]

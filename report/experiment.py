@@ -1,0 +1,273 @@
+"""The experiment report of a sweep: the design's memory ON/OFF table, per cell, with deltas.
+
+A cell is (tickers, decider, config override); its samples are the runs over periods x seeds. For
+each cell and memory setting: the mean of total return, CAGR, Sharpe, max drawdown, turnover, and
+(when a model decided) agent calls and dollars, with the equal-weight buy-and-hold return of the
+cell's tickers over the same periods beside it. For each cell: ON - OFF per metric over the pairs
+of runs that share period and seed, their mean and a 95 % percentile bootstrap interval
+(``BOOTSTRAP_RESAMPLES`` resamples of the pairs, a fixed seed: the report is reproducible). A figure
+no run could compute (CAGR under 30 days) is null with the reason; an interval needs 2 pairs.
+Failed runs are listed with their reason and left out of every figure.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+
+from state.atomic import atomic_write_bytes
+
+BOOTSTRAP_RESAMPLES: Final = 2000
+BOOTSTRAP_SEED: Final = 20250301
+CONFIDENCE: Final = 0.95
+METRICS: Final = (
+    ("total_return_pct", "total return %"),
+    ("cagr_pct", "CAGR %"),
+    ("sharpe", "Sharpe"),
+    ("max_drawdown_pct", "max drawdown %"),
+    ("turnover", "turnover"),
+    ("agent_calls", "calls"),
+    ("cost_usd", "dollars"),
+    ("buy_hold_return_pct", "buy & hold %"),
+)
+MODEL_ONLY: Final = frozenset({"agent_calls", "cost_usd"})
+
+
+@dataclass(frozen=True)
+class RunEntry:
+    key: str
+    run_dir: str
+    period: str
+    tickers: str
+    decider: str
+    memory: bool
+    seed: int
+    override: str
+    status: str  # done | failed | not run
+    reason: str | None = None
+
+
+def run_figures(run_dir: Path) -> dict[str, float | None]:
+    """The table's figures of one finished run, from its report.json."""
+    return _figures(json.loads((run_dir / "report.json").read_text()))
+
+
+def run_unavailable(run_dir: Path) -> dict[str, str]:
+    """Why the run's report could not compute a figure (metric -> reason)."""
+    reasons: dict[str, str] = json.loads((run_dir / "report.json").read_text())["unavailable"]
+    return reasons
+
+
+def _figures(report: dict[str, Any]) -> dict[str, float | None]:
+    metrics = report["metrics"]
+    holds = [
+        f["total_return_pct"]
+        for f in report.get("buy_and_hold_figures", {}).values()
+        if f.get("total_return_pct") is not None
+    ]
+    months = report.get("months", [])
+    return {
+        "total_return_pct": metrics.get("total_return_pct"),
+        "cagr_pct": metrics.get("cagr_pct"),
+        "sharpe": metrics.get("sharpe"),
+        "max_drawdown_pct": metrics.get("max_drawdown_pct"),
+        "turnover": metrics.get("turnover"),
+        "agent_calls": float(sum(m.get("agent_calls", 0) for m in months)),
+        "cost_usd": float(sum(m.get("cost_usd", 0.0) for m in months)),
+        "buy_hold_return_pct": float(np.mean(holds)) if holds else None,
+    }
+
+
+def build_experiment(entries: Sequence[RunEntry]) -> dict[str, Any]:
+    done = [e for e in entries if e.status == "done"]
+    figures = {e.key: run_figures(Path(e.run_dir)) for e in done}
+    reasons = {e.key: run_unavailable(Path(e.run_dir)) for e in done}
+    cells: dict[tuple[str, str, str], list[RunEntry]] = defaultdict(list)
+    for entry in entries:
+        cells[(entry.tickers, entry.decider, entry.override)].append(entry)
+    table, deltas = [], []
+    for (tickers, decider, override), members in sorted(cells.items()):
+        shown = [m for m, _ in METRICS if m not in MODEL_ONLY or decider != "fallback"]
+        for memory in (True, False):
+            keys = [e.key for e in members if e.memory is memory and e.key in figures]
+            row: dict[str, Any] = {
+                "tickers": tickers,
+                "decider": decider,
+                "override": override,
+                "memory": "on" if memory else "off",
+                "runs": len(keys),
+                **{m: _mean([figures[k][m] for k in keys]) for m in shown},
+            }
+            row["unavailable"] = {
+                m: next((reasons[k][m] for k in keys if m in reasons[k]), "no finished run")
+                for m in shown
+                if row[m] is None
+            }
+            table.append(row)
+        deltas.append(_delta_row(tickers, decider, override, members, figures, shown))
+    failed = [
+        {"key": e.key, "run_dir": e.run_dir, "status": e.status, "reason": e.reason}
+        for e in entries
+        if e.status != "done"
+    ]
+    return {
+        "runs": len(entries),
+        "done": len(figures),
+        "table": table,
+        "deltas": deltas,
+        "failed": failed,
+        "bootstrap": {
+            "resamples": BOOTSTRAP_RESAMPLES,
+            "confidence": CONFIDENCE,
+            "seed": BOOTSTRAP_SEED,
+            "pairs": "runs of the cell with the same period and seed, memory on minus off",
+        },
+        "entries": [asdict(e) for e in entries],
+    }
+
+
+def _delta_row(
+    tickers: str,
+    decider: str,
+    override: str,
+    members: Sequence[RunEntry],
+    figures: dict[str, dict[str, float | None]],
+    shown: Sequence[str],
+) -> dict[str, Any]:
+    by_sample: dict[tuple[str, int], dict[bool, dict[str, float | None]]] = defaultdict(dict)
+    for entry in members:
+        if entry.key in figures:
+            by_sample[(entry.period, entry.seed)][entry.memory] = figures[entry.key]
+    pairs = [s for s in by_sample.values() if True in s and False in s]
+    row: dict[str, Any] = {
+        "tickers": tickers,
+        "decider": decider,
+        "override": override,
+        "pairs": len(pairs),
+    }
+    for metric in shown:
+        diffs = [
+            float(on) - float(off)
+            for s in pairs
+            if (on := s[True][metric]) is not None and (off := s[False][metric]) is not None
+        ]
+        row[metric] = bootstrap_mean(diffs)
+    return row
+
+
+def bootstrap_mean(values: Sequence[float]) -> dict[str, Any]:
+    """Mean and percentile bootstrap interval of ``values`` (null with a reason when too few)."""
+    if not values:
+        return {"mean": None, "low": None, "high": None, "n": 0, "unavailable": "no pair"}
+    data = np.asarray(values, dtype=np.float64)
+    mean = float(data.mean())
+    if len(data) < 2:
+        return {
+            "mean": mean,
+            "low": None,
+            "high": None,
+            "n": 1,
+            "unavailable": "one pair: no interval",
+        }
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    samples = rng.choice(data, size=(BOOTSTRAP_RESAMPLES, len(data)), replace=True).mean(axis=1)
+    tail = (1 - CONFIDENCE) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return {"mean": mean, "low": float(low), "high": float(high), "n": len(data)}
+
+
+def _mean(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None and math.isfinite(v)]
+    return float(np.mean(present)) if present else None
+
+
+def write_experiment(out_dir: Path, entries: Sequence[RunEntry]) -> Path:
+    """``experiment.json`` and ``experiment.html`` in ``out_dir``; returns the HTML's path."""
+    document = build_experiment(entries)
+    atomic_write_bytes(
+        out_dir / "experiment.json", (json.dumps(document, indent=2) + "\n").encode()
+    )
+    page = out_dir / "experiment.html"
+    atomic_write_bytes(page, render_html(document).encode())
+    return page
+
+
+def render_html(document: dict[str, Any]) -> str:
+    labels = dict(METRICS)
+    keys = [m for m, _ in METRICS]
+    head = ["tickers", "decider", "override", "memory", "runs", *(labels[m] for m in keys)]
+    rows = [
+        [r["tickers"], r["decider"], r["override"], r["memory"], str(r["runs"])]
+        + [_cell(r, m) for m in keys]
+        for r in document["table"]
+    ]
+    dhead = ["tickers", "decider", "override", "pairs", *(labels[m] for m in keys)]
+    drows = [
+        [d["tickers"], d["decider"], d["override"], str(d["pairs"])]
+        + [_interval(d.get(m)) for m in keys]
+        for d in document["deltas"]
+    ]
+    fhead = ["run", "status", "reason"]
+    frows = [[f["run_dir"], f["status"], f["reason"] or ""] for f in document["failed"]]
+    boot = document["bootstrap"]
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'><title>vigil experiment</title>"
+        "<style>body{font:14px/1.5 system-ui,sans-serif;margin:2em}table{border-collapse:"
+        "collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}"
+        "td:nth-child(-n+4),th{text-align:left}</style></head><body>"
+        f"<h1>Experiment: memory ON / OFF</h1><p>{document['done']} of {document['runs']} runs "
+        "done. Figures are means over the cell's runs (periods x seeds); buy &amp; hold is the "
+        "equal-weight return of the cell's tickers over the same periods. Calls and dollars "
+        "are shown when a model decided.</p>"
+        f"<h2>Per cell</h2>{_table(head, rows)}"
+        f"<h2>ON - OFF</h2><p>Mean of the paired differences ({html.escape(boot['pairs'])}) "
+        f"[{boot['confidence']:.0%} bootstrap interval, {boot['resamples']} resamples].</p>"
+        f"{_table(dhead, drows)}"
+        + (f"<h2>Failed runs</h2>{_table(fhead, frows)}" if frows else "")
+        + "</body></html>\n"
+    )
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    out = ["<table><tr>", *(f"<th>{html.escape(h)}</th>" for h in head), "</tr>"]
+    for row in rows:
+        out += ["<tr>", *(f"<td>{html.escape(c)}</td>" for c in row), "</tr>"]
+    out.append("</table>")
+    return "".join(out)
+
+
+def _cell(row: dict[str, Any], metric: str) -> str:
+    if metric not in row:
+        return ""
+    value = row[metric]
+    if value is None:
+        return f"n/a ({row['unavailable'].get(metric, 'unavailable')})"
+    return f"{value:,.2f}"
+
+
+def _interval(value: Any) -> str:
+    if value is None:
+        return ""
+    if value["mean"] is None:
+        return f"n/a ({value['unavailable']})"
+    if value["low"] is None:
+        return f"{value['mean']:+.2f} (n=1)"
+    return f"{value['mean']:+.2f} [{value['low']:+.2f}, {value['high']:+.2f}]"
+
+
+__all__ = [
+    "RunEntry",
+    "bootstrap_mean",
+    "build_experiment",
+    "run_figures",
+    "run_unavailable",
+    "write_experiment",
+]

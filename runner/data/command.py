@@ -1,0 +1,192 @@
+"""``vigil data fetch | import | check``: the CLI side (arguments, output, exit codes).
+
+Exit codes: 0 done (check: every file clean), 1 check found problems, 2 usage, 78 a refused input
+(an unreadable or malformed file, named; a fetch the exchange refused).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections import defaultdict
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+
+from core.errors import RefuseToStartError
+from market.datacheck import FileCheck, check_data_dir
+from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
+from runner.data.layout import store_klines
+
+EXIT_PROBLEMS = 1
+EXIT_USAGE = 2
+
+
+def add_data_parser(sub: Any) -> None:
+    data = sub.add_parser("data", help="recorded market data: fetch, import, check")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+
+    fetch = data_sub.add_parser(
+        "fetch", help="download klines (and funding) through ccxt into a data dir, resumable"
+    )
+    fetch.add_argument("--tickers", nargs="+", required=True, help="e.g. BTC/USDT ETH/USDT")
+    fetch.add_argument("--interval", default="5m", choices=RECORDED_INTERVALS)
+    fetch.add_argument("--from", dest="fetch_from", required=True, help="first day, UTC")
+    fetch.add_argument("--to", dest="fetch_to", required=True, help="last day, inclusive")
+    fetch.add_argument("--out", type=Path, required=True, help="the data dir to fill")
+    fetch.add_argument("--no-funding", action="store_true", help="klines only")
+    fetch.add_argument(
+        "--exchange-url",
+        help="a Binance-compatible REST base URL instead of Binance (e.g. `vigil sim`'s)",
+    )
+    fetch.add_argument(
+        "--min-interval-secs",
+        type=float,
+        default=0.0,
+        help="pause between pages on top of ccxt's rate limiter",
+    )
+
+    imp = data_sub.add_parser(
+        "import", help="Binance data-archive kline files (zip or CSV) into a data dir"
+    )
+    imp.add_argument("files", nargs="+", type=Path, help="e.g. BTCUSDT-5m-2025-03.zip")
+    imp.add_argument("--out", type=Path, required=True, help="the data dir to fill")
+
+    check = data_sub.add_parser("check", help="spans, gaps, duplicates, misaligned bars per file")
+    check.add_argument("data_dir", type=Path)
+    check.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def run_data(args: argparse.Namespace, stream: TextIO | None = None) -> int:
+    stream = stream or sys.stdout
+    if args.data_command == "check":
+        return _check(args.data_dir, as_json=args.json, stream=stream)
+    if args.data_command == "import":
+        return _import(args.files, args.out, stream)
+    return _fetch(args, stream)
+
+
+def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
+    if not data_dir.is_dir():
+        raise RefuseToStartError(f"data dir {data_dir} does not exist")
+    checks = check_data_dir(data_dir)
+    if as_json:
+        print(json.dumps([c.to_json() for c in checks], indent=2), file=stream)
+    else:
+        for check in checks:
+            print(_check_line(check, data_dir), file=stream)
+        if not checks:
+            print(
+                f"{data_dir}: no recorded files (binance-usdm/<SYMBOL>-<interval>.csv.gz)",
+                file=stream,
+            )
+    return 0 if checks and all(c.ok for c in checks) else EXIT_PROBLEMS
+
+
+def _check_line(check: FileCheck, data_dir: Path) -> str:
+    name = str(Path(check.path).relative_to(data_dir))
+    if check.error is not None:
+        return f"{name}: ERROR {check.error}"
+    head = f"{name}: {check.kind}, {check.rows:,} rows, {check.first} .. {check.last} UTC"
+    problems = []
+    if check.gap_count:
+        listed = "; ".join(f"{g.after} -> {g.before} ({g.missing} missing)" for g in check.gaps)
+        problems.append(f"{check.gap_count} gap(s), {check.missing_bars} missing: {listed}")
+    if check.duplicate_count:
+        problems.append(f"{check.duplicate_count} duplicate(s): {', '.join(check.duplicates)}")
+    if check.misaligned_count:
+        problems.append(f"{check.misaligned_count} misaligned: {', '.join(check.misaligned)}")
+    return head + (": " + " | ".join(problems) if problems else ": ok")
+
+
+def _import(files: list[Path], out: Path, stream: TextIO) -> int:
+    from market.archive import read_archive_file
+
+    grouped: dict[tuple[str, str], list[pd.DataFrame]] = defaultdict(list)
+    for path in files:
+        if not path.is_file():
+            raise RefuseToStartError(f"{path}: no such file")
+        try:
+            parsed = read_archive_file(path)
+        except MalformedDataError as exc:
+            raise RefuseToStartError(f"cannot import: {exc}") from None
+        grouped[(parsed.ticker, parsed.interval)].append(parsed.frame)
+    for (ticker, interval), frames in sorted(grouped.items()):
+        written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+        rows = sum(len(f) for f in frames)
+        print(
+            f"{written}: {stored:,} bars ({rows:,} rows read from {len(frames)} file(s))",
+            file=stream,
+        )
+    if not any(interval in BASE_INTERVAL_MS for _ticker, interval in grouped):
+        print("note: replay needs 1m, 3m, 5m or 15m klines", file=stream)
+    return 0
+
+
+def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
+    from core.clock import WallClock
+    from market.ccxt_client import CcxtRequestRejectedError, CcxtRetryableError
+    from runner.data.fetch import FetchRequest
+
+    try:
+        first, last = _day(args.fetch_from, "--from"), _day(args.fetch_to, "--to")
+    except ValueError as exc:
+        print(f"vigil data fetch: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if last < first:
+        print(f"vigil data fetch: --to {last} is before --from {first}", file=sys.stderr)
+        return EXIT_USAGE
+    request = FetchRequest(
+        tickers=tuple(args.tickers),
+        interval=args.interval,
+        start_ms=_day_ms(first),
+        end_ms=_day_ms(last + timedelta(days=1)),
+        out_dir=args.out,
+        funding=not args.no_funding,
+        min_interval_secs=args.min_interval_secs,
+    )
+    try:
+        results = asyncio.run(fetch_into(request, args.exchange_url, WallClock(), stream))
+    except CcxtRequestRejectedError as exc:
+        raise RefuseToStartError(f"the exchange refused: {exc}") from None
+    except CcxtRetryableError as exc:
+        print(f"vigil data fetch: {exc}; run the same command again to resume", file=sys.stderr)
+        return EXIT_PROBLEMS
+    for result in results:
+        state = "already complete" if result.skipped else f"{result.rows:,} rows fetched"
+        resumed = f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
+        print(f"{args.out / 'binance-usdm' / result.name}: {state}{resumed}", file=stream)
+    return 0
+
+
+async def fetch_into(
+    request: Any, exchange_url: str | None, clock: Any, stream: TextIO
+) -> list[Any]:
+    """Build the ccxt client (``exchange_url``: the simulator), run the fetch, close the client."""
+    from market.ccxt_client import make_binanceusdm
+    from runner.data.fetch import Fetcher
+
+    exchange = make_binanceusdm(exchange_url)
+    try:
+        fetcher = Fetcher(exchange, clock, progress=lambda line: print(line, file=stream))
+        return await fetcher.run(request)
+    finally:
+        await exchange.close()
+
+
+def _day(text: str, flag: str) -> date:
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{flag} {text!r} is not a day like 2025-03-01") from None
+
+
+def _day_ms(day: date) -> int:
+    return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
+
+
+__all__ = ["add_data_parser", "fetch_into", "run_data"]

@@ -1,0 +1,242 @@
+"""``vigil data fetch``: klines and funding through ccxt into a data dir, page by page, resumable.
+
+Each (ticker, series) is downloaded oldest first in pages of ``OHLCV_PAGE_LIMIT`` candles (funding:
+``FUNDING_PAGE_LIMIT`` settlements). Every page is appended to ``<out>/.partial/<file>.csv`` and
+flushed before the next request, so a killed fetch resumes after the last stored row; when a series
+is complete its rows are merged into the documented ``.csv.gz`` and the partial file removed. A
+series whose stored file already covers the span is skipped. Rate limiting is ccxt's own
+(``enableRateLimit``: Binance's request weight budget) plus ``min_interval_secs`` between pages;
+transient failures are retried by ``market.ccxt_client.call_with_retries`` on the clock.
+
+Only closed candles are stored: the span is clamped to what has closed by the exchange's now.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+import pandas as pd
+
+from core.clock import Clock
+from market.ccxt_client import (
+    OHLCV_PAGE_LIMIT,
+    RetryPolicy,
+    call_with_retries,
+    retry_after_secs,
+    to_ccxt_symbol,
+)
+from market.recorded import OHLCV_COLUMNS, funding_path, interval_ms, kline_path
+from runner.data.layout import read_existing, store_funding, store_klines
+
+log = logging.getLogger(__name__)
+
+FUNDING_PAGE_LIMIT = 1000
+PARTIAL_DIR = ".partial"
+DEFAULT_RETRY = RetryPolicy(max_attempts=6, base_secs=1.0, cap_secs=60.0, jitter_fraction=0.5)
+
+
+@dataclass(frozen=True)
+class FetchRequest:
+    tickers: tuple[str, ...]
+    interval: str
+    start_ms: int  # first open time wanted
+    end_ms: int  # exclusive
+    out_dir: Path
+    funding: bool = True
+    min_interval_secs: float = 0.0  # extra pause between pages, on top of ccxt's limiter
+
+
+@dataclass(frozen=True)
+class SeriesResult:
+    name: str  # the file written
+    rows: int  # rows fetched this run
+    resumed_from_rows: int  # rows already in the partial file at start
+    skipped: bool  # the stored file already covered the span
+
+
+class _Partial:
+    """Append-only CSV of fetched rows: the resume point of a series."""
+
+    def __init__(self, path: Path, header: Sequence[str]) -> None:
+        self.path = path
+        self.header = list(header)
+        self.rows: list[list[str]] = []
+        if path.is_file():
+            with path.open(newline="") as handle:
+                reader = csv.reader(handle)
+                next(reader, None)
+                self.rows = [row for row in reader if len(row) == len(self.header)]
+        self._handle: TextIO | None = None
+
+    @property
+    def last_time_ms(self) -> int | None:
+        return int(self.rows[-1][0]) if self.rows else None
+
+    def append(self, rows: Sequence[Sequence[Any]]) -> None:
+        if self._handle is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fresh = not self.path.is_file()
+            self._handle = self.path.open("a", newline="")
+            if fresh:
+                csv.writer(self._handle).writerow(self.header)
+            else:  # rewrite whole rows only: a kill may have cut the last line
+                self._handle.close()
+                self._rewrite()
+                self._handle = self.path.open("a", newline="")
+        text = [[str(v) for v in row] for row in rows]
+        csv.writer(self._handle).writerows(text)
+        self._handle.flush()
+        self.rows.extend(text)
+
+    def _rewrite(self) -> None:
+        with self.path.open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(self.header)
+            writer.writerows(self.rows)
+
+    def frame(self, index: str) -> pd.DataFrame:
+        frame = pd.DataFrame(self.rows, columns=self.header)
+        frame[index] = frame[index].astype("int64")
+        for column in self.header[1:]:
+            frame[column] = frame[column].astype("float64")
+        return frame.set_index(index)
+
+    def close_and_remove(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+        self.path.unlink(missing_ok=True)
+
+
+class Fetcher:
+    """Runs a ``FetchRequest`` against a ccxt ``binanceusdm`` (live, or the simulator's REST)."""
+
+    def __init__(
+        self,
+        exchange: Any,
+        clock: Clock,
+        *,
+        retry: RetryPolicy = DEFAULT_RETRY,
+        progress: Callable[[str], None] = lambda _line: None,
+    ) -> None:
+        self._exchange = exchange
+        self._clock = clock
+        self._retry = retry
+        self._progress = progress
+
+    async def run(self, request: FetchRequest) -> list[SeriesResult]:
+        results = []
+        for ticker in request.tickers:
+            results.append(await self.klines(request, ticker))
+            if request.funding:
+                results.append(await self.funding(request, ticker))
+        return results
+
+    async def klines(self, request: FetchRequest, ticker: str) -> SeriesResult:
+        step_ms = interval_ms(request.interval)
+        final = kline_path(ticker, request.interval, request.out_dir)
+        last_open_ms = min(request.end_ms, self._clock.now_ms()) - step_ms
+        last_open_ms -= last_open_ms % step_ms
+        if _covers(final, "open_time_ms", request.start_ms, last_open_ms):
+            return SeriesResult(final.name, 0, 0, skipped=True)
+        partial = _Partial(_partial_path(final), ("open_time_ms", *OHLCV_COLUMNS))
+        resumed = len(partial.rows)
+        since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + step_ms
+        fetched = 0
+        symbol = to_ccxt_symbol(ticker)
+        while since <= last_open_ms:
+            page = await self._call(
+                functools.partial(
+                    self._exchange.fetch_ohlcv,
+                    symbol,
+                    request.interval,
+                    since=since,
+                    limit=OHLCV_PAGE_LIMIT,
+                    params={"until": last_open_ms},
+                ),
+                f"fetch_ohlcv {ticker} {request.interval} since {since}",
+            )
+            rows = [row[:6] for row in page if since <= int(row[0]) <= last_open_ms]
+            if not rows:
+                break
+            partial.append(rows)
+            fetched += len(rows)
+            since = int(rows[-1][0]) + step_ms
+            self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
+            if len(page) < OHLCV_PAGE_LIMIT:
+                break
+            await self._pause(request)
+        if partial.rows:
+            store_klines(partial.frame("open_time_ms"), ticker, request.interval, request.out_dir)
+        partial.close_and_remove()
+        return SeriesResult(final.name, fetched, resumed, skipped=False)
+
+    async def funding(self, request: FetchRequest, ticker: str) -> SeriesResult:
+        final = funding_path(ticker, request.out_dir)
+        until_ms = min(request.end_ms, self._clock.now_ms()) - 1
+        partial = _Partial(_partial_path(final), ("funding_time_ms", "funding_rate"))
+        resumed = len(partial.rows)
+        since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + 1
+        fetched = 0
+        symbol = to_ccxt_symbol(ticker)
+        while since <= until_ms:
+            page = await self._call(
+                functools.partial(
+                    self._exchange.fetch_funding_rate_history,
+                    symbol,
+                    since=since,
+                    limit=FUNDING_PAGE_LIMIT,
+                    params={"until": until_ms},
+                ),
+                f"fetch_funding_rate_history {ticker} since {since}",
+            )
+            rows = [
+                (int(item["timestamp"]), float(item["fundingRate"]))
+                for item in page
+                if since <= int(item["timestamp"]) <= until_ms
+            ]
+            if not rows:
+                break
+            partial.append(rows)
+            fetched += len(rows)
+            since = rows[-1][0] + 1
+            if len(page) < FUNDING_PAGE_LIMIT:
+                break
+            await self._pause(request)
+        if partial.rows:
+            store_funding(partial.frame("funding_time_ms"), ticker, request.out_dir)
+        partial.close_and_remove()
+        return SeriesResult(final.name, fetched, resumed, skipped=False)
+
+    async def _call(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
+        return await call_with_retries(
+            self._clock,
+            call,
+            what=what,
+            policy=self._retry,
+            retry_after=lambda: retry_after_secs(self._exchange),
+        )
+
+    async def _pause(self, request: FetchRequest) -> None:
+        if request.min_interval_secs > 0:
+            await self._clock.sleep(request.min_interval_secs)
+
+
+def _partial_path(final: Path) -> Path:
+    return final.parent.parent / PARTIAL_DIR / final.name.removesuffix(".gz")
+
+
+def _covers(path: Path, index: str, first_ms: int, last_ms: int) -> bool:
+    stored = read_existing(path, index)
+    if stored is None or stored.empty:
+        return False
+    times = stored.index
+    return bool(times.min() <= first_ms and times.max() >= last_ms and times.is_unique)
+
+
+__all__ = ["FetchRequest", "Fetcher", "SeriesResult"]

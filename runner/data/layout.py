@@ -1,0 +1,61 @@
+"""Writing the documented data-dir layout (``market.recorded`` reads it).
+
+Files are written whole to a temporary name and renamed, so a reader (or a killed import) never sees
+half a file. Rows merged into an existing file replace rows with the same time (newest wins) and the
+result is sorted: importing overlapping archives (a month and one of its days) gives one row each.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from market.recorded import OHLCV_COLUMNS, funding_path, kline_path
+
+
+def merge_rows(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
+    """``new`` over ``old`` (same index name and columns), newest row per time, sorted."""
+    frame = new if old is None or old.empty else pd.concat([old, new])
+    frame = frame[~frame.index.duplicated(keep="last")]
+    return frame.sort_index()
+
+
+def write_csv_gz(frame: pd.DataFrame, path: Path) -> None:
+    """Atomically write ``frame`` (index column first) as a gzip CSV; floats round-trip exactly."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    frame.to_csv(tmp, compression={"method": "gzip", "mtime": 0}, float_format=None)
+    os.replace(tmp, path)
+
+
+def read_existing(path: Path, index: str) -> pd.DataFrame | None:
+    if not path.is_file():
+        return None
+    return pd.read_csv(path).set_index(index)
+
+
+def store_klines(
+    frame: pd.DataFrame, ticker: str, interval: str, out_dir: Path
+) -> tuple[Path, int]:
+    """Merge ``frame`` (index open_time_ms, OHLCV) into ``out_dir``'s file of ticker/interval;
+    returns the file and its row count."""
+    path = kline_path(ticker, interval, out_dir)
+    frame = frame[list(OHLCV_COLUMNS)]
+    frame.index.name = "open_time_ms"
+    merged = merge_rows(read_existing(path, "open_time_ms"), frame)
+    write_csv_gz(merged, path)
+    return path, len(merged)
+
+
+def store_funding(frame: pd.DataFrame, ticker: str, out_dir: Path) -> Path:
+    """Merge ``frame`` (index funding_time_ms, column funding_rate) into the ticker's file."""
+    path = funding_path(ticker, out_dir)
+    frame = frame[["funding_rate"]]
+    frame.index.name = "funding_time_ms"
+    write_csv_gz(merge_rows(read_existing(path, "funding_time_ms"), frame), path)
+    return path
+
+
+__all__ = ["merge_rows", "read_existing", "store_funding", "store_klines", "write_csv_gz"]

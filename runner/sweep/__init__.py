@@ -1,0 +1,1 @@
+"""``vigil sweep``: a grid of replays run on Dask distributed, resumable, with one experiment report."""

@@ -1,0 +1,39 @@
+"""``vigil sweep GRID.toml --out DIR [--scheduler tcp://host:8786] [--workers N]``: the CLI side."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+
+def add_sweep_parser(sub: Any) -> None:
+    sweep = sub.add_parser(
+        "sweep", help="a grid of replays on Dask distributed, resumable, with an experiment report"
+    )
+    sweep.add_argument("grid", type=Path, help="GRID.toml: periods, tickers, deciders, ...")
+    sweep.add_argument("--out", type=Path, required=True, help="the sweep folder (resumed)")
+    sweep.add_argument(
+        "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
+    )
+    sweep.add_argument("--workers", type=int, help="local cluster workers (default: cores)")
+
+
+def run_sweep_command(args: argparse.Namespace, overrides: Mapping[str, Any]) -> int:
+    from runner.logging_setup import configure_logging
+    from runner.sweep.engine import run_sweep
+
+    configure_logging("WARNING")
+    return run_sweep(
+        args.grid,
+        args.out,
+        overrides,
+        scheduler=args.scheduler,
+        workers=args.workers,
+        stream=sys.stderr,
+    )
+
+
+__all__ = ["add_sweep_parser", "run_sweep_command"]

@@ -1,0 +1,79 @@
+"""One run of a sweep, as a Dask task: a normal replay folder, or a failure with its reason.
+
+The task is self-contained (it imports, builds and runs everything in the worker process), returns
+a small JSON-able record and never raises: a run that fails is recorded and the sweep goes on.
+A run's folder holds ``failed.json`` instead of a finished ``replay.json`` when it failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from runner.config import Settings
+from runner.sweep.grid import RunSpec
+
+FAILED_FILE = "failed.json"
+
+
+def is_done(run_dir: Path) -> bool:
+    """A finished replay whose report was written: nothing to redo."""
+    try:
+        facts = json.loads((run_dir / "replay.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return bool(facts.get("finished")) and (run_dir / "report.json").is_file()
+
+
+def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dict[str, Any]:
+    """Replay ``spec`` into ``runs_dir/<key>`` (cleared first if an earlier attempt left parts)."""
+    spec = RunSpec.model_validate(spec_json)
+    run_dir = Path(runs_dir) / spec.key
+    if is_done(run_dir):
+        return {"key": spec.key, "status": "done", "skipped": True}
+    if run_dir.exists():  # a killed or failed attempt: replay refuses a folder holding a run
+        shutil.rmtree(run_dir)
+    started = time.monotonic()
+    try:
+        outcome = _replay(spec, settings, Path(runs_dir))
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        reason = f"{type(exc).__name__}: {exc}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        document = {"reason": reason, "traceback": traceback.format_exc(limit=8)}
+        (run_dir / FAILED_FILE).write_text(json.dumps(document, indent=2) + "\n")
+        return {"key": spec.key, "status": "failed", "reason": reason}
+    return {
+        "key": spec.key,
+        "status": "done" if outcome["finished"] else "failed",
+        "skipped": False,
+        "wall_secs": round(time.monotonic() - started, 3),
+        **({} if outcome["finished"] else {"reason": "the replay stopped before its end"}),
+    }
+
+
+def _replay(spec: RunSpec, settings: Settings, runs_dir: Path) -> dict[str, Any]:
+    from report.html import write_report
+    from runner.replay.build import build_replay, replay_settings
+    from runner.replay.command import run_replay, write_replay_json
+
+    options = spec.options(runs_dir)
+
+    async def run() -> dict[str, Any]:
+        replay = build_replay(replay_settings(settings, options), options)
+        outcome = await run_replay(replay)
+        write_replay_json(replay, outcome)
+        return {"finished": outcome.finished}
+
+    result = asyncio.run(run())
+    write_report(options.out_dir)
+    return result
+
+
+__all__ = ["FAILED_FILE", "is_done", "run_one"]

@@ -1,0 +1,91 @@
+"""``vigil data fetch`` through real ccxt against the simulator's REST server on loopback: the
+pages, the rate limiter's 429, a fetch killed between pages resuming after its last stored row, and
+a data dir that replays (tests/e2e/test_replay_data_dir.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+from pathlib import Path
+
+import pandas as pd
+from test_sim_rest_support import running_server, utc_ms
+
+from core.clock import ScaledClock
+from market.ccxt_client import OHLCV_PAGE_LIMIT, RetryPolicy, make_binanceusdm
+from market.recorded import kline_path, load_funding, load_klines
+from runner.data.command import fetch_into
+from runner.data.fetch import Fetcher, FetchRequest
+
+FIRST_MS = utc_ms(2025, 3, 1)
+END_MS = utc_ms(2025, 3, 6)  # five days: 1,440 5m bars, two pages
+RETRY = RetryPolicy(max_attempts=4, base_secs=0.5, cap_secs=30.0, jitter_fraction=0.5)
+
+
+def request(out: Path, tickers: tuple[str, ...] = ("BTC/USDT",)) -> FetchRequest:
+    return FetchRequest(
+        tickers=tickers, interval="5m", start_ms=FIRST_MS, end_ms=END_MS, out_dir=out
+    )
+
+
+def recorded(ticker: str) -> pd.DataFrame:
+    return load_klines(ticker, "5m").loc[FIRST_MS : END_MS - 1]
+
+
+async def test_fetch_pages_klines_and_funding_equal_to_the_recording(tmp_path: Path) -> None:
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    async with running_server(clock) as server:
+        server.faults.fail_next(429, 1, path="/fapi/v1/klines", retry_after_secs=2)
+        out = tmp_path / "data"
+        text = io.StringIO()
+        results = await fetch_into(request(out, ("BTC/USDT", "ETH/USDT")), server.url, clock, text)
+        assert server.faults.injected["429"] == 1  # waited out and retried
+    assert [(r.name, r.rows) for r in results] == [
+        ("BTCUSDT-5m.csv.gz", 1440),
+        ("BTCUSDT-funding.csv.gz", 15),
+        ("ETHUSDT-5m.csv.gz", 1440),
+        ("ETHUSDT-funding.csv.gz", 15),
+    ]
+    for ticker in ("BTC/USDT", "ETH/USDT"):
+        pd.testing.assert_frame_equal(load_klines(ticker, "5m", out), recorded(ticker))
+        funding = load_funding(ticker).loc[FIRST_MS : END_MS - 1]
+        pd.testing.assert_frame_equal(load_funding(ticker, out), funding)
+    assert not (out / ".partial").exists() or not any((out / ".partial").iterdir())
+    # a second fetch of the same span finds it stored and asks nothing for the klines
+    async with running_server(clock) as server:
+        again = await fetch_into(request(out), server.url, clock, io.StringIO())
+    assert again[0].skipped
+
+
+async def test_a_fetch_killed_between_pages_resumes_after_its_last_stored_row(
+    tmp_path: Path,
+) -> None:
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    out = tmp_path / "data"
+    partial = out / ".partial" / "BTCUSDT-5m.csv"
+    async with running_server(clock) as server:
+        exchange = make_binanceusdm(server.url)
+        page_stored = asyncio.Event()
+
+        def after_page(_line: str) -> None:
+            # the next page's request hangs on the server: the fetch is killed while it waits
+            server.faults.delay_next(30.0, 1, path="/fapi/v1/klines")
+            page_stored.set()
+
+        try:
+            fetcher = Fetcher(exchange, clock, retry=RETRY, progress=after_page)
+            task = asyncio.create_task(fetcher.run(request(out)))
+            await asyncio.wait_for(page_stored.wait(), timeout=60)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        finally:
+            await exchange.close()
+        assert not kline_path("BTC/USDT", "5m", out).exists()
+        stored = partial.read_text().count("\n") - 1
+        assert stored == OHLCV_PAGE_LIMIT
+        server.faults.clear()
+        results = await fetch_into(request(out), server.url, clock, io.StringIO())
+    klines = results[0]
+    assert (klines.resumed_from_rows, klines.rows) == (stored, 1440 - stored)
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), recorded("BTC/USDT"))
+    assert not partial.exists()

@@ -1,0 +1,62 @@
+"""The regime fit cache: a hit gives the very report and predictions a fit would, keys follow every
+input, and a torn entry is fitted again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from market.recorded import load_klines, resample
+from regime.config import CryptoHmmConfig
+from regime.crypto_hmm import CryptoRegimeModel
+from regime.fit_cache import FitCache
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    return resample(load_klines("BTC/USDT", "1h"), "1h", "4h").iloc[:1080]  # 180 days
+
+
+def test_a_cached_fit_equals_a_fresh_one_and_skips_fitting(
+    frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    cache = FitCache(tmp_path)
+    config = CryptoHmmConfig(restarts=1)
+    fresh = CryptoRegimeModel(config)
+    expected = fresh.fit(frame, fitted_at_ms=123)
+    first = CryptoRegimeModel(config, cache=cache)
+    assert first.fit(frame, fitted_at_ms=123) == expected
+    assert (cache.hits, cache.misses) == (0, 1)
+    second = CryptoRegimeModel(config, cache=cache)
+    assert second.fit(frame, fitted_at_ms=123) == expected
+    assert (cache.hits, cache.misses) == (1, 1)
+    tail = frame.iloc[-300:]
+    assert second.predict(tail) == fresh.predict(tail)
+    assert second.label_history(frame).equals(fresh.label_history(frame))
+
+
+def test_the_key_follows_candles_settings_and_instant(frame: pd.DataFrame, tmp_path: Path) -> None:
+    cache = FitCache(tmp_path)
+    config = CryptoHmmConfig().model_dump_json()
+    base = cache.key(frame, config, 1)
+    assert cache.key(frame.copy(), config, 1) == base
+    assert cache.key(frame, config, 2) != base
+    assert cache.key(frame, CryptoHmmConfig(seed=7).model_dump_json(), 1) != base
+    nudged = frame.copy()
+    nudged["close"] = nudged["close"].where(nudged.index != nudged.index[-1], 1.0)
+    assert cache.key(nudged, config, 1) != base
+    assert cache.key(frame.iloc[1:], config, 1) != base
+
+
+def test_a_torn_entry_is_a_miss_and_is_rewritten(frame: pd.DataFrame, tmp_path: Path) -> None:
+    cache = FitCache(tmp_path)
+    config = CryptoHmmConfig(restarts=1)
+    key = cache.key(frame, config.model_dump_json(), 5)
+    torn = tmp_path / key[:2] / f"{key}.pickle"
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(b"\x80\x05torn")
+    report = CryptoRegimeModel(config, cache=cache).fit(frame, fitted_at_ms=5)
+    assert report.fitted and cache.misses == 1
+    assert cache.load(key) is not None
