@@ -20,10 +20,16 @@ WANTED_DECISIONS = 5
 
 
 async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: int) -> None:
-    """Until ``wanted`` decisions are journaled and one of them saw the derivatives monitor's data."""
+    """Until ``wanted`` decisions are journaled, one of them saw the derivatives monitor's data and
+    one was triggered by a candle close (warm-up holds the simulated clock, so the first decisions
+    can all come from the agent's timer before the first 15m close)."""
     while True:
         text = path.read_bytes() if path.exists() else b""
-        if text.count(b"\n") >= wanted and b'"funding_rates":{' in text:
+        if (
+            text.count(b"\n") >= wanted
+            and b'"funding_rates":{' in text
+            and b'"candle_close:' in text
+        ):
             return
         if proc.returncode is not None:
             raise AssertionError(f"daemon exited ({proc.returncode}) before {wanted} decisions")
