@@ -40,7 +40,7 @@ from report.html import (
 pytestmark = pytest.mark.e2e
 
 WIDTH: Final = 1280
-HEIGHT: Final = 2800
+HEIGHT: Final = 4400  # the whole report: run, buy-and-hold, learning, cost and memory tables
 SCREENSHOTS_DIR: Final = Path(__file__).resolve().parents[2] / "runs" / "screenshots"
 WHITE: Final = 255
 CHART_BACKGROUND: Final = "#fafbfc"  # the svg background in report_html's CSS
