@@ -28,7 +28,7 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	./scripts/ensure-chromium
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 3 --dist loadfile
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -119,7 +119,7 @@ class ClaudeDecider:
         self._bus = bus
         self.delta = DeltaGate(config.delta)
         if client is None:
-            log.warning("no ANTHROPIC_API_KEY: Claude is disabled, the fallback pipeline decides")
+            log.warning("Claude is disabled (no ANTHROPIC_API_KEY set); the fallback pipeline decides")
 
     @property
     def enabled(self) -> bool:
