@@ -119,7 +119,9 @@ class ClaudeDecider:
         self._bus = bus
         self.delta = DeltaGate(config.delta)
         if client is None:
-            log.warning("Claude is disabled (no ANTHROPIC_API_KEY set); the fallback pipeline decides")
+            log.warning(
+                "Claude is disabled (no ANTHROPIC_API_KEY set); the fallback pipeline decides"
+            )
 
     @property
     def enabled(self) -> bool:
