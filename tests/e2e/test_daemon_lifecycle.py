@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import sys
 from pathlib import Path
 
 import pytest
+from fakes.daemon import daemon_env
 
 pytestmark = pytest.mark.e2e
 
@@ -19,10 +19,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _env(state_dir: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
-    env.pop("ANTHROPIC_API_KEY", None)
-    env.update({"VIGIL_STATE_DIR": str(state_dir), "PYTHONUNBUFFERED": "1", **extra})
-    return env
+    """A clean environment (no VIGIL_* of the caller, no key) whose daemon's API takes a free port:
+    another daemon of this suite, or of a suite running beside it, may hold the default one."""
+    return daemon_env(state_dir, **extra)
 
 
 class _Daemon:
