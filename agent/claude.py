@@ -76,6 +76,19 @@ class UsageLedger:
         )
 
 
+def model_status(enabled: bool, breaker: CircuitBreaker, ledger: UsageLedger) -> dict[str, Any]:
+    """What every model-backed decider reports: on or off (and why), breaker, budget, totals."""
+    budget = ledger.budget
+    return {
+        "enabled": enabled,
+        "disabled_reason": "" if enabled else NO_API_KEY,
+        "breaker": breaker.state.value,
+        "budget_limit_usd": budget.limit_usd,
+        "budget_exhausted": budget.exhausted(),
+        **ledger.totals().model_dump(),
+    }
+
+
 def gate_reason(
     client: ClaudeClient | None, ledger: UsageLedger, breaker: CircuitBreaker, clock: Clock
 ) -> str | None:
@@ -132,18 +145,12 @@ class ClaudeDecider:
 
     def status(self) -> dict[str, Any]:
         """For the status line and the journal: enabled, breaker, budget, running totals."""
-        budget = self.ledger.budget
         return {
-            "enabled": self.enabled,
-            "disabled_reason": "" if self.enabled else NO_API_KEY,
-            "breaker": self.breaker.state.value,
+            **model_status(self.enabled, self.breaker, self.ledger),
             "breaker_transitions": [
                 t.model_dump(mode="json") for t in self.breaker.transitions[-10:]
             ],
-            "budget_limit_usd": budget.limit_usd,
-            "budget_exhausted": budget.exhausted(),
             "unchanged_decisions": self.delta.skipped,
-            **self.totals().model_dump(),
         }
 
     async def aclose(self) -> None:

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from agent.breaker import CircuitBreaker
 from agent.budget import UsageTotals, add_usage
-from agent.claude import NO_API_KEY, UsageLedger, gate_reason
+from agent.claude import NO_API_KEY, UsageLedger, gate_reason, model_status
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.config import AgentConfig
 from agent.debate_apply import apply_manager, trader_decision
@@ -99,16 +99,10 @@ class DebateDecider:
         return self.ledger.totals()
 
     def status(self) -> dict[str, Any]:
-        budget = self.ledger.budget
         return {
-            "enabled": self.enabled,
+            **model_status(self.enabled, self.breaker, self.ledger),
             "decider": "debate",
-            "disabled_reason": "" if self.enabled else NO_API_KEY,
-            "breaker": self.breaker.state.value,
-            "budget_limit_usd": budget.limit_usd,
-            "budget_exhausted": budget.exhausted(),
             "memory": self._memory is not None,
-            **self.totals().model_dump(),
         }
 
     async def aclose(self) -> None:
