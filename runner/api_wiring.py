@@ -26,9 +26,10 @@ from core.events import Topic
 from gate.gate import AdaptiveGate
 from market.ports import TickSource
 from runner.config import Settings
+from runner.market_wiring import MarketPath
 from runner.subscriptions import Inline, Subscription
 from runner.supervisor import LoopSpec, LoopStatus, Supervisor
-from runner.wiring import DecisionPath, MarketPath
+from runner.wiring import DecisionPath
 from state.edits import StateEditReport
 from state.journal_health import JournalHealth
 from state.store import RunnerStateStore

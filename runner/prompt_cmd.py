@@ -42,10 +42,12 @@ from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler
 from memory.session_store import SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
-from runner.app import open_journals, warm_up_paths
+from runner.app import warm_up_paths
 from runner.config import Settings
+from runner.journals import open_journals
+from runner.market_wiring import build_market_path
 from runner.replay.build import replay_ports
-from runner.wiring import DecisionPath, build_decision_path, build_market_path
+from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.records import DecisionRecord, parse_record
 

@@ -1,17 +1,16 @@
 """Builds the daemon's object graph from Settings. It wires; it computes nothing.
 
-Three groups, each built by one function: the market path (simulator or Binance, listener,
-aggregator, features, history), the decision path (regimes, gate, snapshot, decider, risk caps,
-broker, routine, tick handler) and the bookkeeping (state, journals, heartbeat, watchdog, status).
+Three groups, each built by one function: the market path (``runner.market_wiring``: simulator or
+Binance, listener, aggregator, features, history), the decision path here (regimes, gate, snapshot,
+decider, risk caps, broker, routine, tick handler) and the bookkeeping (``runner.supervision``:
+journals, heartbeat, watchdog, status, loops, shutdown).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
@@ -29,29 +28,26 @@ from core.failpoints import Failpoints
 from derivatives.config import DerivativesConfig
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
-from derivatives.monitor import ContextField, DerivativesContext, DerivativesMonitor
+from derivatives.monitor import DerivativesContext, DerivativesMonitor
 from derivatives.sources import build_context_fields
 from gate.conditions import build_metric_registry
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
 from learner.online import OnlineLearner
-from market.aggregator import MultiTFAggregator
-from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
-from market.history import CcxtCandleBackfill, OhlcvHistory, with_newer_closes
-from market.listener import MarketListener
-from market.ports import CandleBackfill, TickSource
+from market.history import with_newer_closes
 from memory.tiers import OrganisationTier
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_cache import FitCache
 from regime.fred import build_macro_source
-from regime.tracker import CryptoRegimeTracker, Offload
+from regime.tracker import CryptoRegimeTracker
 from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
 from runner.broker_wiring import BrokerParts, build_broker
-from runner.config import BINANCE_UPDATE_MS, Settings
+from runner.config import Settings
 from runner.context_wiring import build_decision_context
 from runner.crypto_runner import CryptoRunner
+from runner.market_wiring import MarketPath, Ports
 from runner.memory_wiring import MemoryParts, build_memory, build_reflector
 from state.journal import JsonlJournal
 from state.outbox import Outbox, OutboxEntry
@@ -59,43 +55,6 @@ from state.store import RunnerStateStore
 from tracker.tracker import PositionTracker
 
 log = logging.getLogger(__name__)
-
-
-ContextFieldsFactory = Callable[
-    [DerivativesConfig, LiquidationWindow | None], Sequence[ContextField]
-]
-
-
-@dataclass(frozen=True)
-class Ports:
-    """Where one daemon meets the outside world: the only part that differs between ``vigil run``
-    (live Binance), ``vigil run --sim`` (the simulator on loopback) and ``vigil replay`` (the
-    recording, in-process). Built by ``websocket_ports`` here and by
-    ``runner.replay.build.replay_ports``; everything else is built the same way from Settings.
-    """
-
-    exchange: Any  # OHLCV over REST: ccxt binanceusdm (Binance or the simulator), or the recording
-    #: what publishes market.tick, given the backfill it may repair with and the newest known
-    #: price per ticker (the seeded history's last close: the first frame's plausibility anchor)
-    make_ticks: Callable[[CandleBackfill, Callable[[str], float | None]], TickSource]
-    #: the websocket of the liquidation stream (live only: the simulator and the recording have none)
-    liquidations_ws: tuple[str, str] | None = None
-    sim_rest_url: str | None = None  # the simulator's REST: its order API and /fng/
-    #: the outside-context sources (None: from settings, against the network or the simulator)
-    context_fields: ContextFieldsFactory | None = None
-    fit_offload: Offload = asyncio.to_thread  # how a regime fit leaves the event loop
-    memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
-    live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
-
-
-@dataclass
-class MarketPath:
-    exchange: Any  # ccxt binanceusdm (Binance or the simulator), or the recording in replay
-    aggregator: MultiTFAggregator
-    features: FeatureTracker
-    backfill: CcxtCandleBackfill
-    history: OhlcvHistory
-    ticks: TickSource  # the websocket listener, or RecordedTicks in replay
 
 
 @dataclass
@@ -118,64 +77,6 @@ class DecisionPath:
     memory: MemoryParts | None = None
 
 
-def websocket_ports(
-    settings: Settings,
-    clock: Clock,
-    bus: EventBus,
-    ws_base_url: str,
-    rest_url: str | None,
-    *,
-    ws_path: str = "/market/stream",
-    simulator: bool = False,
-    live_orders: bool = False,
-    fit_offload: Offload = asyncio.to_thread,
-) -> Ports:
-    """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
-
-    def listener(
-        backfill: CandleBackfill, known_price: Callable[[str], float | None]
-    ) -> MarketListener:
-        return MarketListener(
-            clock,
-            bus,
-            base_url=ws_base_url,
-            tickers=settings.market.tickers,
-            timeframes=settings.market.timeframes,
-            backfill=backfill,
-            silence_timeout_secs=settings.market.silence_timeout_secs,
-            rotate_after_secs=settings.market.rotate_after_secs,
-            reconnect_base_secs=settings.market.reconnect_base_secs,
-            reconnect_cap_secs=settings.market.reconnect_cap_secs,
-            path=ws_path,
-            guard=settings.market.guard(
-                feed_update_ms=settings.sim.update_interval_ms
-                if settings.market.source == "sim"
-                else BINANCE_UPDATE_MS
-            ),
-            reference_price=known_price,
-        )
-
-    return Ports(
-        exchange=make_binanceusdm(rest_url),
-        make_ticks=listener,
-        liquidations_ws=None if simulator else (ws_base_url, ws_path),
-        sim_rest_url=rest_url if simulator else None,
-        live_orders=live_orders,
-        fit_offload=fit_offload,
-    )
-
-
-def build_market_path(settings: Settings, clock: Clock, bus: EventBus, ports: Ports) -> MarketPath:
-    features = FeatureTracker()
-    aggregator = MultiTFAggregator(bus, observers=[features])
-    backfill = CcxtCandleBackfill(ports.exchange, clock=clock)
-    history = OhlcvHistory(
-        ports.exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
-    )
-    ticks = ports.make_ticks(backfill, aggregator.last_price)
-    return MarketPath(ports.exchange, aggregator, features, backfill, history, ticks)
-
-
 def build_decision_path(
     settings: Settings,
     clock: Clock,
@@ -187,8 +88,7 @@ def build_decision_path(
     failpoints: Failpoints | None = None,
 ) -> DecisionPath:
     """Regimes, gate, derivatives, broker, tracker, learner, snapshot, deciders and the routine."""
-    tickers = settings.market.tickers
-    registry = build_metric_registry(tickers)
+    registry = build_metric_registry(settings.market.tickers)
     gate = AdaptiveGate(clock, settings.gate, registry=registry)
     board = MetricBoard(registry)
     derivatives, liquidations = _derivatives(settings, clock, bus, market, board, ports)
@@ -210,29 +110,10 @@ def build_decision_path(
     failpoint = (failpoints or Failpoints()).hit
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     exits = exits_outbox(settings, learner)
-    tracker = PositionTracker(
-        clock,
-        bus,
-        broker,
-        store,
-        reviewer=agents.reviewer,  # None without a key: the fallback score decides
-        price=market.aggregator.last_price,
-        regime=lambda ticker: regimes.crypto(ticker).label.value,
-        config=settings.tracker,
-        btc_change_1h_pct=lambda: _change_1h_pct(market.features, settings.tracker.btc_ticker),
-        trading=trading,
-        record_exit=lambda key, event: record_exit(exits, key, event, failpoint),
-        failpoint=failpoint,
+    tracker = _tracker(
+        settings, clock, bus, market, broker, store, agents, regimes, trading, exits, failpoint
     )
-    reviewer = agents.reviewer
-    reflector = build_reflector(
-        settings,
-        clock,
-        agents.client,
-        reviewer.ledger if reviewer is not None else None,
-        decisions_journal.append,
-    )
-    memory = build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
+    memory = _memory(settings, clock, agents, decisions_journal, ports)
     snapshots = _snapshots(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports, memory
     )
@@ -256,6 +137,50 @@ def build_decision_path(
         derivatives, liquidations, gate, board, regimes, broker_parts,
         tracker, learner, snapshots, agents, routine, context, runner, trading, exits, memory,
     )  # fmt: skip
+
+
+def _tracker(
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    market: MarketPath,
+    broker: Broker,
+    store: RunnerStateStore,
+    agents: Agents,
+    regimes: RegimeView,
+    trading: TradingSwitch,
+    exits: Outbox,
+    failpoint: Callable[[str], None],
+) -> PositionTracker:
+    return PositionTracker(
+        clock,
+        bus,
+        broker,
+        store,
+        reviewer=agents.reviewer,  # None without a key: the fallback score decides
+        price=market.aggregator.last_price,
+        regime=lambda ticker: regimes.crypto(ticker).label.value,
+        config=settings.tracker,
+        btc_change_1h_pct=lambda: _change_1h_pct(market.features, settings.tracker.btc_ticker),
+        trading=trading,
+        record_exit=lambda key, event: record_exit(exits, key, event, failpoint),
+        failpoint=failpoint,
+    )
+
+
+def _memory(
+    settings: Settings, clock: Clock, agents: Agents, journal: JsonlJournal, ports: Ports
+) -> MemoryParts:
+    """The trading memory, with a reflector that writes each exit's lesson (Claude's when keyed)."""
+    reviewer = agents.reviewer
+    reflector = build_reflector(
+        settings,
+        clock,
+        agents.client,
+        reviewer.ledger if reviewer is not None else None,
+        journal.append,
+    )
+    return build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
 
 
 def exits_outbox(settings: Settings, learner: OnlineLearner) -> Outbox:
@@ -419,11 +344,7 @@ def _derivatives_config(config: DerivativesConfig, sim_rest_url: str | None) -> 
 
 __all__ = [
     "DecisionPath",
-    "MarketPath",
-    "Ports",
     "build_decision_path",
-    "build_market_path",
     "exits_outbox",
     "record_exit",
-    "websocket_ports",
 ]

@@ -1,7 +1,7 @@
 """Replay: the daemon itself over recorded history, on the virtual clock.
 
-The same composition as ``vigil run`` (``runner.app.open_journals``, ``runner.wiring``'s market and
-decision paths, ``runner.app.supervise``), with three adapters swapped where the live daemon touches
+The same composition as ``vigil run`` (``runner.journals.open_journals``, ``runner.wiring``'s market and
+decision paths, ``runner.supervision.supervise``), with three adapters swapped where the live daemon touches
 the network, all serving the bundled recording through ``sim.feed.SimFeed`` (the simulator's own
 implementation) and never anything after the clock's now:
 
@@ -43,19 +43,15 @@ from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
 from market.timeframes import TIMEFRAME_MS
 from regime.tracker import run_inline
-from runner.app import Journals, open_journals, supervise
 from runner.config import Settings
+from runner.journals import Journals, open_journals
+from runner.market_wiring import MarketPath, Ports, build_market_path
 from runner.replay.data import RecordedData, open_recorded_data, optional_fear_greed
 from runner.replay.driver import ReplayDriver
 from runner.subscriptions import Inline
+from runner.supervision import supervise
 from runner.supervisor import Supervisor
-from runner.wiring import (
-    DecisionPath,
-    MarketPath,
-    Ports,
-    build_decision_path,
-    build_market_path,
-)
+from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange
 from sim.recorded_sources import build_recorded_context_fields
