@@ -28,6 +28,7 @@ from core.clock import Clock
 from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
+from regime.gold_hedge import read_gold_hedge
 from regime.snapshot import RegimeSnapshot
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,9 @@ class SnapshotBuilder:
         portfolio = await self._portfolio(at_ms, unavailable)
         regime = await self._regime_or_reason(unavailable)
         context = await self._context(unavailable)
+        if regime is not None:
+            hedge = read_gold_hedge(context.get("paxg"), btc.return_4h_pct if btc else None)
+            regime = regime.model_copy(update={"gold_hedge": hedge})
         learner = self._learning(regime, decision_id or f"t{at_ms}", unavailable)
         unavailable["historical_insights"] = NOT_WIRED["insights"]
         fields: dict[str, Any] = {

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from regime.gold_hedge import GoldHedge
+
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -19,3 +21,6 @@ class RegimeSnapshot(_Frozen):
     combined: str  # e.g. low_volatility_goldilocks (BTC's crypto regime x macro)
     exposure_scale: float
     notes: tuple[str, ...] = ()
+    #: PAXG against BTC over the last 4h (``regime.gold_hedge``); set by the snapshot builder,
+    #: which has both the context field ``paxg`` and BTC's candles
+    gold_hedge: GoldHedge | None = None

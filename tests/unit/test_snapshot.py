@@ -351,3 +351,38 @@ async def test_the_decider_reads_the_newest_ten_of_the_learners_trades(
     snap = await builder.build(["agent_timer"])
     assert snap.recent_trades is not None
     assert [t["at_ms"] for t in snap.recent_trades] == list(range(40, 50))
+
+
+class PaxgSource:
+    name = "hedge"
+
+    def __init__(self, return_4h_pct: float) -> None:
+        self.return_4h_pct = return_4h_pct
+
+    async def read(self) -> Reading:
+        paxg = {"symbol": "PAXGUSDT", "price": 3_000.0, "return_4h_pct": self.return_4h_pct}
+        return Reading(values={"paxg": paxg}, unavailable={})
+
+
+async def test_the_gold_hedge_is_part_of_the_regime_context(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    regime = RegimeSnapshot(
+        crypto={"BTC/USDT": "low_volatility"},
+        crypto_exposure={"BTC/USDT": 1.0},
+        macro="unavailable",
+        macro_exposure=1.0,
+        combined="low_volatility_unavailable",
+        exposure_scale=1.0,
+    )
+    snap = await _builder(*seeded, regime=regime, sources=[PaxgSource(0.25)]).build([])
+    assert snap.regime is not None and snap.regime.gold_hedge is not None
+    hedge = snap.regime.gold_hedge
+    assert hedge.paxg_price == 3_000.0 and hedge.paxg_return_4h_pct == 0.25
+    assert hedge.btc_return_4h_pct == snap.tickers["BTC/USDT"].return_4h_pct
+    assert hedge.signal in {"neutral", "flight_to_safety", "risk_on"}
+    assert snap.regime.combined == "low_volatility_unavailable"  # context, not a new label
+    without = await _builder(*seeded, regime=regime).build([])
+    assert without.regime is not None and without.regime.gold_hedge is not None
+    assert without.regime.gold_hedge.signal == "unavailable"
+    assert without.regime.gold_hedge.reason == "PAXG 4h return unavailable"
