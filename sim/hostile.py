@@ -44,7 +44,7 @@ class HostileKind(enum.StrEnum):
     OVERSIZED = "oversized"
 
 
-#: what can be sent through ``MarketListener.on_frame`` (no websocket layer in between)
+#: what can be sent through ``MarketListener.frames.on_frame`` (no websocket layer in between)
 IN_PROCESS_KINDS: Final = tuple(k for k in HostileKind if k is not HostileKind.OVERSIZED)
 _REQUIRED: Final = ("E", "s", "k", "k.t", "k.T", "k.i", "k.o", "k.h", "k.l", "k.c", "k.v", "k.x")
 _PRICES: Final = ("o", "h", "l", "c")

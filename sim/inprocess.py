@@ -33,8 +33,8 @@ from ccxt.base import errors as ccxt_errors
 from core.clock import Clock
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import SimFeed
+from sim.rest_errors import not_available
 from sim.rest_payloads import kline_row, premium_index_row
-from sim.rest_server import not_available
 
 EXCHANGE_ID: Final = "binanceusdm"
 #: ccxt's binance fetch_ohlcv: default limit, the limit with since + until, and its cap

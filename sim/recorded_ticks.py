@@ -7,7 +7,7 @@ to the simulator's websocket server (sim/ws_server.py) over the same ``SimFeed``
   the event time ``E`` of an update is its grid instant, and it is published when the clock reads
   that instant;
 - each kline is ``feed.kline_state(ticker, timeframe, instant)`` written with the simulator's own
-  formatting (``sim.ws_server.format_ohlcv``) and read back with ``float``, as the listener's parser
+  formatting (``sim.ws_streams.format_ohlcv``) and read back with ``float``, as the listener's parser
   does, so prices and volumes are rounded exactly as on the wire;
 - streams go in the order the listener subscribes them (ticker-major, then timeframe), which is the
   order the simulator sends the frames of one instant in;
@@ -36,7 +36,7 @@ from core.clock import Clock
 from core.events import MarketTick, Timeframe
 from market.timeframes import TIMEFRAME_MS
 from sim.feed import KlineState, SimFeed, closing_updates
-from sim.ws_server import KlineFormat, format_ohlcv
+from sim.ws_streams import KlineFormat, format_ohlcv
 
 log = logging.getLogger(__name__)
 

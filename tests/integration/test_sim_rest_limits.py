@@ -13,8 +13,8 @@ from test_sim_rest_support import get_json, running_server, utc_ms
 
 from core.clock import VirtualClock
 from market.recorded import load_fear_greed
+from sim.rest_errors import request_weight
 from sim.rest_faults import MINUTE_MS, RestFaults, WeightLimiter
-from sim.rest_server import request_weight
 
 NOW_MS = utc_ms(2025, 5, 14, 10, 37) + 12_345  # 47.655 s left in this sim minute
 KLINES = "/fapi/v1/klines"

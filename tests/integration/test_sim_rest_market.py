@@ -6,7 +6,6 @@ so every expectation is computed from the recorded files for exactly that instan
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -26,6 +25,7 @@ from core.clock import VirtualClock
 from market.recorded import load_funding, load_klines, resample
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import KlineState
+from sim.rest_market import klines
 from sim.rest_server import RestServer
 
 # mid-candle for every timeframe: 4h 08:00, 1h 10:00, 15m 10:30, 5m 10:35
@@ -201,12 +201,6 @@ async def test_klines_reject_bad_requests_like_binance(
         assert body == {"code": -1121, "msg": "Invalid symbol."}
 
 
-@functools.cache
-def unstarted_server() -> RestServer:
-    """``RestServer.klines`` is pure given the instant: no need to listen for the property test."""
-    return RestServer(VirtualClock(NOW_MS), shared_feed())
-
-
 def reference_klines(
     candles: list[KlineState], start: int | None, end: int | None, limit: int
 ) -> list[int]:
@@ -230,7 +224,6 @@ def test_klines_follow_binance_rules_for_any_window(
     timeframe: str, start_back: int | None, end_back: int | None, limit: int
 ) -> None:
     feed = shared_feed()
-    server = unstarted_server()
     start = None if start_back is None else NOW_MS - start_back
     end = None if end_back is None else NOW_MS - end_back
     if start is not None and end is not None and start > end:
@@ -240,7 +233,8 @@ def test_klines_follow_binance_rules_for_any_window(
     current = feed.kline_state(BTC, timeframe, NOW_MS)
     assert current is not None
     visible.append(current)
-    got = server.klines(BTC, timeframe, start, end, limit, NOW_MS)
+    # ``sim.rest_market.klines`` is pure given the instant: no server needed for the property test
+    got = klines(feed, BTC, timeframe, start, end, limit, NOW_MS)
     expected = reference_klines(visible, start, end, limit)
     if start is None and len(expected) < limit:
         return  # the reference only looked back 45 h

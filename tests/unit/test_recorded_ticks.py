@@ -30,7 +30,7 @@ from market.recorded import resample
 from market.timeframes import TIMEFRAME_MS
 from sim.feed import BAR_MS, SimFeed
 from sim.recorded_ticks import RecordedTicks, due_updates
-from sim.ws_server import KlineFormat, _due_instants, _Subscription, kline_payload, parse_stream
+from sim.ws_streams import KlineFormat, Subscription, due_instants, kline_payload, parse_stream
 
 U = 60_000  # 5 updates per 5m bar: small, so a day of virtual time replays fast
 TICKER = "BTC/USDT"
@@ -106,11 +106,11 @@ async def day(feed: SimFeed) -> Replay:
     tfs=st.lists(st.sampled_from(TFS), min_size=1, max_size=4, unique=True),
 )
 def test_due_updates_follow_the_simulators_rule(last: int, span: int, tfs: list[str]) -> None:
-    subs = [_Subscription(parse_stream(f"btcusdt@kline_{tf}", [TICKER], U), 0) for tf in tfs]
+    subs = [Subscription(parse_stream(f"btcusdt@kline_{tf}", [TICKER], U), 0) for tf in tfs]
     now = last + span
     latest = now - now % U
     ours = due_updates([TIMEFRAME_MS[tf] for tf in tfs], last, latest, U)
-    assert ours == _due_instants(subs, last, now)
+    assert ours == due_instants(subs, last, now)
 
 
 # --- a day on virtual time ---

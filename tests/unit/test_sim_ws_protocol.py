@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 
 from market.timeframes import TIMEFRAME_MS
 from sim.feed import KlineState
-from sim.ws_server import (
+from sim.ws_streams import (
+    KlineFormat,
     StreamSpec,
+    Subscription,
     UnknownStreamError,
-    _due_instants,
-    _Format,
-    _Subscription,
+    due_instants,
     kline_payload,
     mark_price_payload,
     parse_request_path,
@@ -91,7 +91,7 @@ def test_kline_frame_has_exactly_binance_fields_and_types() -> None:
     real = _fixture_frame("btcusdt@kline_")["data"]
     spec = parse_stream("btcusdt@kline_15m", TICKERS, 250)
     state = KlineState("BTC/USDT", "15m", 900_000, 1_799_999, 1.25, 2.5, 1.0, 2.0, 3.0004, False)
-    ours = kline_payload(spec, state, 1_000_250, _Format("%.2f", "%.3f"))
+    ours = kline_payload(spec, state, 1_000_250, KlineFormat("%.2f", "%.3f"))
     assert ours.keys() == real.keys()
     assert ours["k"].keys() == real["k"].keys()
     for key, value in real["k"].items():
@@ -109,7 +109,9 @@ def test_kline_frame_has_exactly_binance_fields_and_types() -> None:
 def test_mark_price_frame_has_binance_fields() -> None:
     real = _fixture_frame("btcusdt@markPrice")["data"]
     spec = parse_stream("btcusdt@markPrice", TICKERS, 250)
-    ours = mark_price_payload(spec, 84_000.25, 0.0001, 28_800_000, 3000, _Format("%.1f", "%.3f"))
+    ours = mark_price_payload(
+        spec, 84_000.25, 0.0001, 28_800_000, 3000, KlineFormat("%.1f", "%.3f")
+    )
     assert ours.keys() == real.keys()
     assert ours == {
         "e": "markPriceUpdate",
@@ -128,22 +130,22 @@ def test_mark_price_frame_has_binance_fields() -> None:
 U = 15_000
 
 
-def _subs(*names: str, since_ms: int = 0) -> list[_Subscription]:
-    return [_Subscription(parse_stream(n, TICKERS, U), since_ms) for n in names]
+def _subs(*names: str, since_ms: int = 0) -> list[Subscription]:
+    return [Subscription(parse_stream(n, TICKERS, U), since_ms) for n in names]
 
 
 def test_one_due_instant_per_stream_when_on_time() -> None:
     subs = _subs("btcusdt@kline_15m", "ethusdt@kline_1h", "btcusdt@markPrice")
-    assert _due_instants(subs, 29_999, 30_000) == [(30_000, 0), (30_000, 1), (30_000, 2)]
-    assert _due_instants(subs, 30_000, 30_000) == []
-    assert _due_instants(subs, 30_000, 32_999) == []
-    assert _due_instants(subs, 30_000, 33_000) == [(33_000, 2)]
+    assert due_instants(subs, 29_999, 30_000) == [(30_000, 0), (30_000, 1), (30_000, 2)]
+    assert due_instants(subs, 30_000, 30_000) == []
+    assert due_instants(subs, 30_000, 32_999) == []
+    assert due_instants(subs, 30_000, 33_000) == [(33_000, 2)]
 
 
 def test_behind_the_clock_every_close_is_kept_and_the_rest_skipped() -> None:
     subs = _subs("btcusdt@kline_15m", "btcusdt@kline_1h", "btcusdt@markPrice")
     last, now = 0, 2 * 3_600_000 + 20_000
-    due = _due_instants(subs, last, now)
+    due = due_instants(subs, last, now)
     closes_15m = [t for t, i in due if i == 0][:-1]
     assert closes_15m == [k * 900_000 - U for k in range(1, 9)]
     assert [t for t, i in due if i == 1] == [3_600_000 - U, 7_200_000 - U, 7_215_000]
@@ -153,7 +155,7 @@ def test_behind_the_clock_every_close_is_kept_and_the_rest_skipped() -> None:
 
 def test_streams_subscribed_later_start_after_their_subscription() -> None:
     subs = _subs("btcusdt@kline_15m") + _subs("btcusdt@kline_5m", since_ms=600_000)
-    due = _due_instants(subs, 0, 900_000)
+    due = due_instants(subs, 0, 900_000)
     assert all(t > 600_000 for t, i in due if i == 1)
     assert (900_000 - U, 0) in due
 
@@ -167,7 +169,7 @@ def test_due_instants_never_miss_a_close_nor_leave_the_window(
     last: int, span: int, tf: str
 ) -> None:
     now = last + span
-    due = _due_instants(_subs(f"btcusdt@kline_{tf}"), last, now)
+    due = due_instants(_subs(f"btcusdt@kline_{tf}"), last, now)
     times = [t for t, _ in due]
     assert times == sorted(set(times))
     assert all(last < t <= now and t % U == 0 for t in times)
