@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import Clock
 from core.events import MarketTick
-from market.parse import FrameRejected, RejectReason
+from market.wire import FrameRejected, RejectReason
 
 #: no listed USDⓈ-M contract trades anywhere near these; a number beyond is a broken frame, and
 #: keeping it would overflow the sums (24 h volume, features) that the snapshot is built from

@@ -11,73 +11,38 @@ One function per question the listener asks of a frame:
 Frames arrive combined-stream wrapped (``{"stream": ..., "data": {...}}``) or raw (``/ws`` mode);
 both are accepted. A frame that is not exactly what Binance sends raises ``FrameRejected`` with a
 reason the listener counts; nothing here logs, so a flood of bad frames costs no I/O.
+Mark prices are parsed in ``market.mark_price``; what both share (rejection reasons, envelopes,
+numbers, symbols, stream names) is ``market.wire``.
 """
 
 from __future__ import annotations
 
-import enum
 import math
 from typing import Any, Final, NamedTuple
 
-import orjson
-from pydantic import BaseModel, ConfigDict
-
-from core.errors import VigilError
 from core.events import MarketTick
+from market.mark_price import MarkPrice, parse_mark_prices
 from market.timeframes import TIMEFRAME_MS
+from market.wire import (
+    BINANCE_INTERVAL_MS,
+    FrameRejected,
+    RejectReason,
+    WireMessage,
+    decode,
+    kline_stream_name,
+    numbers,
+    payload_of,
+    unified_ticker,
+)
 
 
-class RejectReason(enum.StrEnum):
-    """Why a frame was dropped (the listener counts frames by these)."""
-
-    MALFORMED = "malformed"  # not JSON, missing keys, wrong types
-    NOT_KLINE = "not_kline"  # a valid frame of another kind
-    NON_FINITE = "non_finite"  # NaN or infinity in a number
-    NON_POSITIVE_PRICE = "non_positive_price"  # a price <= 0
-    NEGATIVE_VOLUME = "negative_volume"
-    INCONSISTENT = "inconsistent"  # high < low, close outside [low, high], times disagree, ...
-    UNKNOWN_INTERVAL = "unknown_interval"  # not a Binance interval, or not one vigil tracks
-    UNKNOWN_SYMBOL = "unknown_symbol"  # a symbol that maps to no unified ticker
-    # checked against the clock and the market by ``market.guard.FrameGuard``
-    FUTURE_TIME = "future_time"  # E or t beyond the clock plus the allowed skew
-    STALE_TIME = "stale_time"  # E older than the allowed frame age
-    EARLY_CLOSE = "early_close"  # x=true before the candle's close time
-    IMPLAUSIBLE_PRICE = "implausible_price"  # over the cap, or far from the last good price
-    IMPLAUSIBLE_VOLUME = "implausible_volume"  # over the cap
-
-
-class FrameRejected(VigilError):
-    """The frame is unusable: drop it and count it by ``reason``; never retry it."""
-
-    def __init__(self, reason: RejectReason, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else str(reason))
-        self.reason = reason
-        self.detail = detail
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class ServerShutdown(_Message):
+class ServerShutdown(WireMessage):
     """Binance is about to close the connection: reconnect now rather than at the cut."""
 
     event_time_ms: int | None
 
 
-class MarkPrice(_Message):
-    """A ``markPriceUpdate``; coin-margined and delivery contracts omit the index or funding."""
-
-    ticker: str
-    event_time_ms: int
-    mark_price: float
-    index_price: float | None
-    estimated_settle_price: float | None
-    funding_rate: float | None
-    next_funding_time_ms: int | None
-
-
-class BinanceKline(_Message):
+class BinanceKline(WireMessage):
     """A kline as Binance sends it, for any interval; ``close_time_ms`` is Binance's ``T``."""
 
     ticker: str  # unified, see unified_ticker
@@ -92,84 +57,6 @@ class BinanceKline(_Message):
     volume: float
     closed: bool
     event_time_ms: int
-
-
-_MINUTE_MS: Final = 60_000
-#: every Binance kline interval; "1M" (calendar month) has no fixed length
-BINANCE_INTERVAL_MS: Final[dict[str, int | None]] = {
-    "1s": 1_000,
-    "1m": _MINUTE_MS,
-    "3m": 3 * _MINUTE_MS,
-    "5m": 5 * _MINUTE_MS,
-    "15m": 15 * _MINUTE_MS,
-    "30m": 30 * _MINUTE_MS,
-    "1h": 60 * _MINUTE_MS,
-    "2h": 120 * _MINUTE_MS,
-    "4h": 240 * _MINUTE_MS,
-    "6h": 360 * _MINUTE_MS,
-    "8h": 480 * _MINUTE_MS,
-    "12h": 720 * _MINUTE_MS,
-    "1d": 1_440 * _MINUTE_MS,
-    "3d": 3 * 1_440 * _MINUTE_MS,
-    "1w": 7 * 1_440 * _MINUTE_MS,
-    "1M": None,
-}
-_QUOTES: Final = ("USDT", "USDC", "FDUSD", "BUSD")  # USDⓈ-M margin assets, longest match first
-_TICKERS: dict[str, str] = {}  # Binance symbol -> unified ticker, filled as symbols are seen
-
-
-def unified_ticker(symbol: str) -> str:
-    """Binance symbol -> ccxt-style unified ticker; USDⓈ-M perpetuals use vigil's short form.
-
-    ``BTCUSDT`` -> ``BTC/USDT``; ``BTCUSDT_220624`` -> ``BTC/USDT:USDT-220624``;
-    ``BTCUSD_PERP`` -> ``BTC/USD:BTC``; ``BTCUSD_220624`` -> ``BTC/USD:BTC-220624``.
-    """
-    cached = _TICKERS.get(symbol)
-    if cached is not None:
-        return cached
-    ticker = _unify(symbol)
-    if len(_TICKERS) < 10_000:  # bounded: a hostile stream cannot grow it forever
-        _TICKERS[symbol] = ticker
-    return ticker
-
-
-def _unify(symbol: str) -> str:
-    pair, _, suffix = symbol.upper().partition("_")
-    if pair.endswith("USD") and suffix:  # coin-margined: settled in the base asset
-        base = pair[:-3]
-        if base.isalnum() and base:
-            return f"{base}/USD:{base}" if suffix == "PERP" else f"{base}/USD:{base}-{suffix}"
-    for quote in _QUOTES:
-        base = pair[: -len(quote)]
-        if pair.endswith(quote) and base.isalnum() and base:
-            if not suffix:
-                return f"{base}/{quote}"
-            if suffix.isdigit():
-                return f"{base}/{quote}:{quote}-{suffix}"
-    raise FrameRejected(RejectReason.UNKNOWN_SYMBOL, f"cannot unify symbol {symbol!r}")
-
-
-def decode(raw: bytes | str) -> dict[str, Any]:
-    """The frame's JSON object (orjson); anything else is MALFORMED."""
-    try:
-        message = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise FrameRejected(RejectReason.MALFORMED, f"not JSON: {exc}") from None
-    if type(message) is not dict:
-        raise FrameRejected(RejectReason.MALFORMED, "frame is not a JSON object")
-    return message
-
-
-def payload_of(message: dict[str, Any]) -> tuple[str | None, Any]:
-    """(stream name, payload) of a combined-stream, raw-stream or websocket-API event frame."""
-    if "data" in message:
-        stream = message.get("stream")
-        if stream is not None and type(stream) is not str:
-            raise FrameRejected(RejectReason.MALFORMED, "stream name is not a string")
-        return stream, message["data"]
-    if "event" in message:  # websocket API wrapper, used for serverShutdown
-        return None, message["event"]
-    return None, message
 
 
 def parse_frame(raw: bytes | str) -> MarketTick | ServerShutdown | tuple[MarkPrice, ...]:
@@ -354,7 +241,7 @@ def _kline_fields(stream: str | None, payload: dict[str, Any]) -> _KlineFields:
         and type(closed) is bool
     ):
         raise FrameRejected(RejectReason.MALFORMED, "kline field of the wrong type")
-    o, h, lo, c, v = _numbers(raw_prices)
+    o, h, lo, c, v = numbers(raw_prices)
     step = BINANCE_INTERVAL_MS.get(interval, 0)
     if step == 0:
         raise FrameRejected(RejectReason.UNKNOWN_INTERVAL, f"interval {interval!r}")
@@ -390,80 +277,6 @@ def _stream_name(symbol: str, interval: str) -> str:
     return name
 
 
-def kline_stream_name(symbol: str, interval: str) -> str:
-    """Binance's stream name for a symbol's klines: lower-case symbol, interval as is."""
-    return f"{symbol.lower()}@kline_{interval}"
-
-
-def _numbers(raw: tuple[Any, ...]) -> tuple[float, float, float, float, float]:
-    """Binance sends decimals as strings; numbers are accepted too, booleans and the rest are not."""
-    try:
-        o, h, lo, c, v = (_number(x) for x in raw)
-    except (TypeError, ValueError) as exc:
-        raise FrameRejected(RejectReason.MALFORMED, f"not a number: {exc}") from None
-    return o, h, lo, c, v
-
-
-def _number(value: Any) -> float:
-    kind = type(value)
-    if kind is str or kind is float or kind is int:
-        return float(value)
-    raise TypeError(f"{kind.__name__} {value!r}")
-
-
-def parse_mark_prices(payload: Any) -> tuple[MarkPrice, ...]:
-    """One ``markPriceUpdate`` or a ``!markPrice@arr`` list of them."""
-    items = payload if type(payload) is list else [payload]
-    out = []
-    for item in items:
-        if type(item) is not dict or item.get("e") != "markPriceUpdate":
-            raise FrameRejected(RejectReason.NOT_KLINE, "not a markPriceUpdate")
-        out.append(_mark_price(item))
-    return tuple(out)
-
-
-def parse_mark_price_frame(raw: bytes | str) -> tuple[MarkPrice, ...]:
-    """A markPrice frame (single symbol or ``!markPrice@arr``) as MarkPrice messages."""
-    _, payload = payload_of(decode(raw))
-    return parse_mark_prices(payload)
-
-
-def _mark_price(item: dict[str, Any]) -> MarkPrice:
-    try:
-        symbol, event_t, mark = item["s"], item["E"], _number(item["p"])
-        index = _optional_number(item.get("i"))
-        settle = _optional_number(item.get("P"))
-        funding = _optional_number(item.get("r"))
-        next_funding = item.get("T")
-    except (KeyError, TypeError, ValueError) as exc:
-        raise FrameRejected(RejectReason.MALFORMED, f"markPriceUpdate field: {exc}") from None
-    if type(symbol) is not str or type(event_t) is not int:
-        raise FrameRejected(RejectReason.MALFORMED, "markPriceUpdate field of the wrong type")
-    if next_funding is not None and type(next_funding) is not int:
-        raise FrameRejected(RejectReason.MALFORMED, "next funding time is not an integer")
-    numbers = [x for x in (mark, index, settle, funding) if x is not None]
-    if not all(math.isfinite(x) for x in numbers):
-        raise FrameRejected(RejectReason.NON_FINITE, f"markPriceUpdate of {symbol}")
-    if mark <= 0.0 or (index is not None and index <= 0.0):
-        raise FrameRejected(RejectReason.NON_POSITIVE_PRICE, f"mark={mark} index={index}")
-    return MarkPrice(
-        ticker=unified_ticker(symbol),
-        event_time_ms=event_t,
-        mark_price=mark,
-        index_price=index,
-        estimated_settle_price=settle,
-        funding_rate=funding,
-        next_funding_time_ms=next_funding or None,  # delivery contracts send 0: no funding
-    )
-
-
-def _optional_number(value: Any) -> float | None:
-    """Absent or "" (Binance's empty funding rate on delivery contracts) -> None."""
-    if value is None or value == "":
-        return None
-    return _number(value)
-
-
 def _server_shutdown(payload: dict[str, Any]) -> ServerShutdown:
     event_t = payload.get("E")
     if event_t is not None and type(event_t) is not int:
@@ -471,18 +284,4 @@ def _server_shutdown(payload: dict[str, Any]) -> ServerShutdown:
     return ServerShutdown(event_time_ms=event_t)
 
 
-__all__ = [
-    "BINANCE_INTERVAL_MS",
-    "BinanceKline",
-    "FrameRejected",
-    "MarkPrice",
-    "RejectReason",
-    "ServerShutdown",
-    "decode",
-    "decode_kline",
-    "kline_stream_name",
-    "parse_frame",
-    "parse_kline_frame",
-    "parse_mark_price_frame",
-    "unified_ticker",
-]
+__all__ = ["BinanceKline", "ServerShutdown", "decode_kline", "parse_frame", "parse_kline_frame"]

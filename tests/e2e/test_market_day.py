@@ -29,7 +29,8 @@ from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker
 from market.guard import FrameGuardConfig
 from market.history import CcxtCandleBackfill
-from market.listener import ListenerStats, MarketListener
+from market.listener import MarketListener
+from market.listener_streams import ListenerStats
 from market.recorded import load_klines, resample
 from market.timeframes import TIMEFRAME_MS
 from sim.exchange import SimExchange

@@ -25,7 +25,8 @@ from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import Candle, Event, MarketTick, Topic
 from market.guard import FrameGuardConfig
-from market.listener import Cause, MarketListener
+from market.listener import MarketListener
+from market.listener_streams import Cause
 from market.timeframes import to_binance_symbol
 
 STEP = 900_000

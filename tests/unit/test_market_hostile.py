@@ -1,7 +1,7 @@
 """One bad frame never stops the feed: time from the future, absurd prices, early closes, and a
 hostile mix of everything through parser -> guard -> listener ordering -> aggregator -> snapshot.
 
-Frames go through ``MarketListener.on_frame`` (what the socket loop calls per frame), so nothing
+Frames go through ``MarketListener.frames.on_frame`` (what the socket loop calls per frame), so nothing
 here needs a socket; the clock is virtual and set to each good frame's event time.
 """
 
@@ -75,7 +75,7 @@ class Path:
         self.closed.append(event.candle)
 
     def feed(self, payload: dict[str, Any]) -> None:
-        self.listener.on_frame(orjson.dumps(combined(payload)))
+        self.listener.frames.on_frame(orjson.dumps(combined(payload)))
 
     def snapshot_builder(self) -> SnapshotBuilder:
         return builder(self.clock, self.aggregator, self.features)
@@ -290,9 +290,9 @@ async def test_hostile_frames_are_counted_and_never_cost_a_good_frame(
         volume[ticker] += 1.0
         template = combined(good(open_ms, now_ms, c=price[ticker], ticker=ticker,
             v=f"{volume[ticker]:.1f}"))  # fmt: skip
-        path.listener.on_frame(orjson.dumps(template))  # must not raise
+        path.listener.frames.on_frame(orjson.dumps(template))  # must not raise
         for kind in kinds:
-            path.listener.on_frame(hostile_frame(kind, template, now_ms, rng))
+            path.listener.frames.on_frame(hostile_frame(kind, template, now_ms, rng))
             bad_sent += 1
     stats = path.listener.stats
     assert stats.ticks_published == len(steps)  # no good frame after a bad one was dropped

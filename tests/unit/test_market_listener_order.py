@@ -49,13 +49,13 @@ frames = st.lists(
 @given(frames=frames)
 def test_accepted_ticks_never_go_back_nor_repeat(frames: list[tuple[int, int, bool]]) -> None:
     listener = _listener()
-    stream = listener._streams[("BTC/USDT", "15m")]
+    stream = listener.frames.streams[("BTC/USDT", "15m")]
     accepted: list[MarketTick] = []
     for candle, event_step, closed in frames:
         tick = make_tick(
             open_ms=T0 + candle * STEP, event_ms=T0 + event_step * 60_000, closed=closed
         )
-        if listener._in_order(stream, tick):
+        if listener.frames.in_order(stream, tick):
             accepted.append(tick)
     keys = [(t.open_time_ms, t.event_time_ms) for t in accepted]
     assert [k[0] for k in keys] == sorted(k[0] for k in keys)  # open times never go back

@@ -15,18 +15,15 @@ from market_test_support import combined, kline_frame, kline_payload
 
 from core.events import MarketTick
 from market import parse
+from market.mark_price import MarkPrice, parse_mark_price_frame
 from market.parse import (
     BinanceKline,
-    FrameRejected,
-    MarkPrice,
-    RejectReason,
     ServerShutdown,
     decode_kline,
     parse_frame,
     parse_kline_frame,
-    parse_mark_price_frame,
-    unified_ticker,
 )
+from market.wire import FrameRejected, RejectReason, decode, payload_of, unified_ticker
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "binance-ws"
 
@@ -265,7 +262,7 @@ def test_unified_tickers(symbol: str, ticker: str) -> None:
 
 def _careful(raw: bytes) -> MarketTick:
     """Parse without the fast path: the reference behaviour."""
-    stream, payload = parse.payload_of(parse.decode(raw))
+    stream, payload = payload_of(decode(raw))
     if type(payload) is not dict or payload.get("e") != "kline":
         raise FrameRejected(RejectReason.NOT_KLINE)
     return parse._tick(stream, payload)
@@ -359,7 +356,7 @@ def test_fast_path_takes_every_valid_frame(
     )
     raw = orjson.dumps(combined(payload))
     parse_kline_frame(raw)  # the first frame of a stream registers it
-    fast = parse._fast_tick(parse.decode(raw))
+    fast = parse._fast_tick(decode(raw))
     assert fast is not None
     assert fast == _careful(raw)
     assert (fast.open, fast.high, fast.low, fast.close, fast.volume) == (a, high, low, b, v)
