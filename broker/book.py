@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import decimal
 import logging
-import math
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
 
 from broker.fills import (
     PaperTerms,
     buy_limit_trades_through,
+    check_market_prices,
     fee_usd,
     market_sell_price,
     quantity_for,
@@ -25,35 +24,11 @@ from broker.fills import (
 )
 from broker.ids import client_order_id
 from broker.ledger import WIDE, InsufficientCashError, Ledger, LedgerError, to_decimal
-from broker.orders import Mark, PaperOrder
+from broker.orders import NO_UPDATE, BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
 from broker.port import Action, OrderIntent
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Fill:
-    """An order that just filled, with the position it left behind."""
-
-    order: PaperOrder
-    opened_position: bool  # a BUY that opened a new position (not a top-up)
-    position_quantity: Decimal  # after the fill; 0 when a SELL closed the position
-    position_entry_price: Decimal | None  # average entry after the fill; None when closed
-
-
-@dataclass(frozen=True)
-class BookUpdate:
-    """What one market update or expiry sweep changed."""
-
-    fills: tuple[Fill, ...] = ()
-    expired: tuple[PaperOrder, ...] = ()
-
-    def __bool__(self) -> bool:
-        return bool(self.fills or self.expired)
-
-
-NO_UPDATE = BookUpdate()
 
 
 class PaperBook:
@@ -334,7 +309,7 @@ class PaperBook:
         (not a whole candle's, which may predate an order: see ``broker.traded_range``).
         Marks the ticker, expires orders that are due, fills BUY limits the market traded through.
         """
-        _check_prices(ticker, price, low, high)
+        check_market_prices(ticker, price, low, high)
         last = self._marks.get(ticker)
         if last is None or at_ms >= last.at_ms:
             self._marks[ticker] = Mark(price, at_ms)
@@ -425,11 +400,3 @@ class PaperBook:
     def _trim(self) -> None:
         while len(self._finished) > self.terms.history_limit:
             self._orders.pop(self._finished.popleft(), None)
-
-
-def _check_prices(ticker: str, price: float, low: float | None, high: float | None) -> None:
-    for name, value in (("price", price), ("low", low), ("high", high)):
-        if value is not None and not (math.isfinite(value) and value > 0):
-            raise ValueError(f"{ticker} {name} must be a finite number > 0, got {value!r}")
-    if (low is not None and low > price) or (high is not None and high < price):
-        raise ValueError(f"{ticker}: price {price} lies outside low {low} .. high {high}")

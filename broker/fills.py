@@ -12,6 +12,7 @@ Rules, all pure:
 from __future__ import annotations
 
 import decimal
+import math
 from decimal import Decimal
 from typing import Final
 
@@ -87,3 +88,12 @@ def fee_usd(amount_usd: Decimal, fee_pct: Decimal) -> Decimal:
 def market_sell_price(price: Decimal, slippage_pct: Decimal) -> Decimal:
     """What a market sell gets: the price moved against the seller by the slippage."""
     return WIDE.multiply(price, WIDE.subtract(Decimal(1), WIDE.divide(slippage_pct, _HUNDRED)))
+
+
+def check_market_prices(ticker: str, price: float, low: float | None, high: float | None) -> None:
+    """A market update the fill rules can use: finite, > 0, and low <= price <= high."""
+    for name, value in (("price", price), ("low", low), ("high", high)):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{ticker} {name} must be a finite number > 0, got {value!r}")
+    if (low is not None and low > price) or (high is not None and high < price):
+        raise ValueError(f"{ticker}: price {price} lies outside low {low} .. high {high}")

@@ -1,11 +1,13 @@
 """What the paper broker records about each order and each market price, in exact units.
 
 ``PaperOrder`` is both the in-memory record and its persisted form; ``to_result`` converts it to
-the port's float ``OrderResult`` at the API boundary.
+the port's float ``OrderResult`` at the API boundary. ``Fill`` and ``BookUpdate`` say what one
+operation of the book (``broker.book``) changed.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Literal, NamedTuple
 
@@ -70,3 +72,27 @@ class Mark(NamedTuple):
 
     price: float
     at_ms: int
+
+
+@dataclass(frozen=True)
+class Fill:
+    """An order that just filled, with the position it left behind."""
+
+    order: PaperOrder
+    opened_position: bool  # a BUY that opened a new position (not a top-up)
+    position_quantity: Decimal  # after the fill; 0 when a SELL closed the position
+    position_entry_price: Decimal | None  # average entry after the fill; None when closed
+
+
+@dataclass(frozen=True)
+class BookUpdate:
+    """What one market update or expiry sweep changed."""
+
+    fills: tuple[Fill, ...] = ()
+    expired: tuple[PaperOrder, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.fills or self.expired)
+
+
+NO_UPDATE = BookUpdate()

@@ -31,10 +31,10 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
 
-from broker.book import BookUpdate, Fill, PaperBook
+from broker.book import PaperBook
 from broker.fills import PaperTerms, value_usd
 from broker.ledger import Ledger, LedgerError, to_decimal
-from broker.orders import Mark, PaperOrder
+from broker.orders import BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import (
     InvalidPaperStateError,
     PaperBookDocument,

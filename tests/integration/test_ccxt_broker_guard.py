@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from broker.ccxt_broker import binance_code, build_exchange
+from broker.ccxt_broker import build_exchange
+from broker.ccxt_rest import binance_code
 from broker.live_guard import ApiKeys, check_live, load_api_keys
 from broker.order_journal import JournalIntent, OrderJournal
 from broker.port import OrderResult

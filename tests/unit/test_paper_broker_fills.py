@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from broker.book import BookUpdate
 from broker.ids import client_order_id
+from broker.orders import BookUpdate
 from broker.paper import PaperBroker
 from broker.port import Action, OrderResult
 from contract.broker_contract import make_intent
