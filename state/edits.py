@@ -3,10 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from pydantic import BaseModel, ConfigDict
 
+from state.models import DAEMON_FIELDS, EDITABLE_FIELDS, RunnerState
+from state.trading import TradingState
+
 _PREVIEW_CHARS = 80
+#: daemon-owned fields a person's edit is compared on, to report the ones it ignored
+_COMPARED_DAEMON_FIELDS: Final = (*DAEMON_FIELDS, "updated_at_ms")
 
 
 class FieldChange(BaseModel):
@@ -65,3 +71,24 @@ class StateEditReport(BaseModel):
 def _preview(text: str) -> str:
     shown = text if len(text) <= _PREVIEW_CHARS else text[: _PREVIEW_CHARS - 3] + "..."
     return repr(shown)
+
+
+def compare_edit(
+    current: RunnerState, baseline: RunnerState, edited: RunnerState
+) -> tuple[tuple[FieldChange, ...], tuple[str, ...]]:
+    """A person's edit against the live state: the editable fields it changed, and the
+    daemon-owned fields it changed against what the file last held (those are ignored)."""
+    changes = tuple(
+        FieldChange(field=f, old=_as_text(getattr(current, f)), new=_as_text(getattr(edited, f)))
+        for f in EDITABLE_FIELDS
+        if getattr(edited, f) != getattr(current, f)
+    )
+    ignored = tuple(
+        f for f in _COMPARED_DAEMON_FIELDS if getattr(edited, f) != getattr(baseline, f)
+    )
+    return changes, ignored
+
+
+def _as_text(value: str | TradingState) -> str:
+    """An editable field as a report shows it (the trading state as its one-line description)."""
+    return value if isinstance(value, str) else value.describe()

@@ -18,37 +18,34 @@ editable fields (``agent_memory``, ``notes``) at any time, with any editor. The 
   to checking once more right before a plain rename (logged once); an edit landing in the
   microseconds between that check and the rename is then lost. An in-place editor still writing
   into the old file after the exchange writes into a file that is gone; what it had written by
-  then is judged (and kept aside if incomplete).
+  then is judged (and kept aside if incomplete). The file's reads and writes: ``state.state_file``.
 
 Each edit is logged here (never a silent failure) and returned as a ``StateEditReport`` for
 callers that act on it (e.g. the agent's memory changed).
+
+Over ~400 lines on purpose: load, the daemon's changes, poll and save share one live state, one
+view of the file and one pending rejected edit, and each step reads what the others left; the
+file's bytes (``state.state_file``), the edit comparison (``state.edits``) and the watch loop
+(``state.store_watch``) live apart.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import logging
 import os
-import random
-import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
-from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RefuseToStartError, RetryableError
 from core.redact import Redactor
 from state.atomic import (
-    SwapUnsupportedError,
-    atomic_swap_bytes,
     atomic_write_bytes,
     remove_stale_tmp_files,
-    tmp_path_for,
 )
-from state.edits import FieldChange, StateEditReport
+from state.edits import StateEditReport, compare_edit
 from state.last_good import last_good_path, read_last_good, write_last_good
 from state.memory_clip import clip_memory
 from state.memory_history import Author, MemoryVersion, find_version, memory_history, with_version
@@ -63,44 +60,20 @@ from state.models import (
     render_state,
 )
 from state.naming import unused_sibling
+from state.state_file import (
+    ChangedWhileSavingError,
+    FileInFluxError,
+    FileStamp,
+    FileView,
+    StateFile,
+)
+from state.store_watch import watch_for_edits
 from state.trading import TradingState
 
 log = logging.getLogger(__name__)
 
 #: a save retries this many times when a person keeps changing the file under it
 MAX_SAVE_ATTEMPTS: Final = 5
-#: reads of a file that changes while being read are retried this many times
-MAX_READ_ATTEMPTS: Final = 3
-WATCH_BACKOFF_CAP_SECS: Final = 60.0
-WATCH_BACKOFF_JITTER_FRACTION: Final = 0.5
-#: daemon-owned fields a person's edit is compared on, to report the ones it ignored
-_COMPARED_DAEMON_FIELDS: Final = (*DAEMON_FIELDS, "updated_at_ms")
-
-
-class FileStamp(NamedTuple):
-    """What ``poll`` compares: any write, in place or by rename, changes at least one of these."""
-
-    mtime_ns: int
-    size: int
-    ino: int
-
-    @classmethod
-    def of(cls, st: os.stat_result) -> FileStamp:
-        return cls(st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-@dataclass(frozen=True)
-class _FileView:
-    """What the store knows the file holds. ``data is None``: there is no file.
-
-    File times are coarse (a kernel tick, a few ms), so an in-place edit of the same size right
-    after the store read or wrote the file can keep the same stamp. Until a later poll has re-read
-    the bytes under an unchanged stamp (``confirmed``), the stamp alone is not trusted.
-    """
-
-    stamp: FileStamp | None
-    data: bytes | None
-    confirmed: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,14 +90,6 @@ class StateSaveConflictError(RetryableError):
         self.reports = reports
 
 
-class _ChangedWhileSavingError(Exception):
-    """(check-then-rename mode) The file changed between the check and the rename: look again."""
-
-
-class _FileInFluxError(Exception):
-    """The file kept changing while it was read; read it again later."""
-
-
 class RunnerStateStore:
     """The daemon's persistent state (see the module docstring). Not thread-safe: one owner."""
 
@@ -136,10 +101,10 @@ class RunnerStateStore:
         # the daemon-owned values the file had when last written or loaded: a person's edit that
         # differs from them changed daemon-owned fields, which is reported as ignored
         self._baseline = RunnerState()
-        self._file = _FileView(None, None)
+        self._file = FileView(None, None)
         self._rejected: _RejectedEdit | None = None
         self._last_report: StateEditReport | None = None
-        self._swap_supported = True
+        self._disk = StateFile(self._path)
         self._last_good_path = last_good_path(self._path)
         self._last_good_data: bytes | None = None
 
@@ -166,12 +131,12 @@ class RunnerStateStore:
         the file is unreadable, not JSON, invalid or from a newer schema. The file is then left
         exactly as it is.
         """
-        self._prepare_state_dir()
+        self._disk.prepare_dir()
         for stale in remove_stale_tmp_files(self._path):
             log.warning("removed %s, left by a write that was interrupted", stale)
         try:
-            stamp_and_data = self._read_settled()
-        except (OSError, _FileInFluxError) as exc:
+            stamp_and_data = self._disk.read_settled()
+        except (OSError, FileInFluxError) as exc:
             raise RefuseToStartError(
                 f"cannot read the state file {self._path}: {exc}. Fix its permissions or move "
                 "it aside (without it the daemon starts with empty state)."
@@ -182,7 +147,7 @@ class RunnerStateStore:
         if stamp_and_data is None:
             log.info("no state file at %s yet: starting with empty state", self._path)
             self._current = RunnerState()
-            self._file = _FileView(None, None)
+            self._file = FileView(None, None)
             return self._current
         stamp, data = stamp_and_data
         try:
@@ -202,7 +167,7 @@ class RunnerStateStore:
             )
         self._current = state
         self._baseline = state
-        self._file = _FileView(stamp, data)
+        self._file = FileView(stamp, data)
         return state
 
     def _load_over_last_good(
@@ -220,10 +185,10 @@ class RunnerStateStore:
                 self._path,
                 self._last_good_path,
             )
-            self._file = _FileView(None, None)
+            self._file = FileView(None, None)
             return good
         stamp, data = shared
-        self._file = _FileView(stamp, data)
+        self._file = FileView(stamp, data)
         if data == good_data:
             return good
         now_ms = self._clock.now_ms()
@@ -247,20 +212,6 @@ class RunnerStateStore:
             return good
         self._record(self._merge(edited, now_ms))
         return self.current
-
-    def _prepare_state_dir(self) -> None:
-        directory = self._path.parent
-        try:
-            directory.mkdir(parents=True, exist_ok=True)
-            probe = tmp_path_for(self._path)  # named like a tmp file: a crash here is cleaned up
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
-            probe.unlink()
-        except OSError as exc:
-            reason = exc.strerror or str(exc)
-            raise RefuseToStartError(
-                f"the state dir {directory} cannot be created or written ({reason}). Point "
-                "VIGIL_STATE_DIR at a writable directory, or fix its ownership/permissions."
-            ) from None
 
     # --- daemon-owned changes --------------------------------------------------------------
 
@@ -342,7 +293,7 @@ class RunnerStateStore:
             return None
         try:
             return self._examine_file()
-        except _FileInFluxError:
+        except FileInFluxError:
             log.debug("%s is being written; looking again on the next poll", self._path)
             return None
 
@@ -360,7 +311,7 @@ class RunnerStateStore:
         for _ in range(MAX_SAVE_ATTEMPTS):
             try:
                 reports += _some(self._examine_file())
-            except _FileInFluxError:
+            except FileInFluxError:
                 continue
             reports += _some(self._preserve_rejected_edit())
             to_write = self.current
@@ -372,14 +323,14 @@ class RunnerStateStore:
                 write_last_good(self._last_good_path, data)
                 self._last_good_data = data
             try:
-                written, replaced = self._put(data, expected)
-            except _ChangedWhileSavingError:
+                written, replaced = self._disk.put(data, expected)
+            except ChangedWhileSavingError:
                 continue
             if replaced != expected:
                 # a person's edit landed between the check and the swap and is no longer on
                 # disk: judge it now (merge, or keep it aside) and write again
                 reports += self._judge_replaced(replaced)
-            self._file = _FileView(FileStamp.of(written), data)
+            self._file = FileView(FileStamp.of(written), data)
             self._baseline = to_write
             if replaced == expected:
                 return tuple(reports)
@@ -388,22 +339,6 @@ class RunnerStateStore:
             f"({MAX_SAVE_ATTEMPTS} attempts); the latest state is kept in memory for the next save",
             tuple(reports),
         )
-
-    def _put(self, data: bytes, expected: bytes | None) -> tuple[os.stat_result, bytes | None]:
-        """Write ``data``; returns the written stat and what the file held just before."""
-        if self._swap_supported:
-            try:
-                return atomic_swap_bytes(self._path, data)
-            except SwapUnsupportedError as exc:
-                self._swap_supported = False
-                log.warning(
-                    "cannot swap files atomically in %s (%s): saves fall back to check-then-"
-                    "rename, where an edit landing in the microseconds between can be lost",
-                    self._path.parent,
-                    exc,
-                )
-        guard = functools.partial(self._ensure_holds, expected)
-        return atomic_write_bytes(self._path, data, before_replace=guard), expected
 
     def _judge_replaced(self, replaced: bytes | None) -> list[StateEditReport]:
         if replaced is None:  # the file had been deleted meanwhile
@@ -424,49 +359,23 @@ class RunnerStateStore:
     ) -> None:
         """Poll for a person's edits every ``interval_secs`` of ``clock`` time, until cancelled;
         ``after_poll`` lets an owner of an editable field act on what was merged."""
-        if interval_secs <= 0:
-            raise ValueError(f"interval_secs must be > 0, got {interval_secs}")
-        backoff = Backoff(
-            base_secs=interval_secs,
-            cap_secs=max(interval_secs, WATCH_BACKOFF_CAP_SECS),
-            jitter_fraction=WATCH_BACKOFF_JITTER_FRACTION,
-        )
-        failures = 0
-        while True:
-            try:
-                self.poll()
-                if after_poll is not None:
-                    after_poll()
-                failures = 0
-                delay_secs = interval_secs
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                delay_secs = backoff.delay_secs(failures, random.random())
-                failures += 1
-                log.exception(
-                    "checking %s for edits failed (%d in a row); next try in %.1f s",
-                    self._path,
-                    failures,
-                    delay_secs,
-                )
-            await clock.sleep(delay_secs)
+        await watch_for_edits(self.poll, self._path, clock, interval_secs, after_poll=after_poll)
 
     def _examine_file(self) -> StateEditReport | None:
         """Read the file; if it differs from what the store knows, judge it as a person's edit."""
-        stamp_and_data = self._read_settled()
+        stamp_and_data = self._disk.read_settled()
         if stamp_and_data is None:
             if self._file.data is not None:
                 log.warning("%s was deleted; the next save writes it again", self._path)
-            self._file = _FileView(None, None)
+            self._file = FileView(None, None)
             self._rejected = None
             return None
         stamp, data = stamp_and_data
         if data == self._file.data:
-            self._file = _FileView(stamp, data, confirmed=stamp == self._file.stamp)
+            self._file = FileView(stamp, data, confirmed=stamp == self._file.stamp)
             return None
         now_ms = self._clock.now_ms()
-        self._file = _FileView(stamp, data)
+        self._file = FileView(stamp, data)
         try:
             edited, _ = parse_state_bytes(data)
         except InvalidStateFileError as exc:
@@ -480,18 +389,9 @@ class RunnerStateStore:
 
     def _merge(self, edited: RunnerState, now_ms: int) -> StateEditReport:
         current = self.current
-        changed = [f for f in EDITABLE_FIELDS if getattr(edited, f) != getattr(current, f)]
-        changes = tuple(
-            FieldChange(
-                field=f, old=_as_text(getattr(current, f)), new=_as_text(getattr(edited, f))
-            )
-            for f in changed
-        )
-        ignored = tuple(
-            f for f in _COMPARED_DAEMON_FIELDS if getattr(edited, f) != getattr(self._baseline, f)
-        )
+        changes, ignored = compare_edit(current, self._baseline, edited)
         if changes:
-            merged = {f: getattr(edited, f) for f in changed}
+            merged = {c.field: getattr(edited, c.field) for c in changes}
             self._current = current.model_copy(update={**merged, "updated_at_ms": now_ms})
             if "agent_memory" in merged:  # a person's note: redacted and versioned like any
                 self.set_agent_memory(merged["agent_memory"], author="person")
@@ -542,46 +442,6 @@ class RunnerStateStore:
             log.info("%s", report.summary())
         return report
 
-    def _ensure_holds(self, expected: bytes | None, _tmp: Path) -> None:
-        """Raise if the file no longer holds ``expected`` (runs right before the rename)."""
-        try:
-            actual: bytes | None = _read_all(self._path)[1]
-        except FileNotFoundError:
-            actual = None
-        if actual != expected:
-            raise _ChangedWhileSavingError
-
-    def _read_settled(self) -> tuple[FileStamp, bytes] | None:
-        """The file's stamp and bytes, re-read while it changes under us; None if missing."""
-        for _ in range(MAX_READ_ATTEMPTS):
-            try:
-                stamp, data = _read_all(self._path)
-                after = FileStamp.of(os.stat(self._path))
-            except FileNotFoundError:
-                return None
-            if after == stamp:
-                return stamp, data
-        raise _FileInFluxError(f"{self._path} kept changing while being read")
-
-
-def _as_text(value: str | TradingState) -> str:
-    """An editable field as a report shows it (the trading state as its one-line description)."""
-    return value if isinstance(value, str) else value.describe()
-
 
 def _some(report: StateEditReport | None) -> list[StateEditReport]:
     return [] if report is None else [report]
-
-
-def _read_all(path: Path) -> tuple[FileStamp, bytes]:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return FileStamp.of(st), b"".join(chunks)

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 import state.atomic
-import state.store as store_module
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError, RetryableError
+from state import state_file
 from state.atomic import tmp_path_for
 from state.models import SCHEMA_VERSION, RunnerState, render_state
 from state.store import RunnerStateStore
@@ -405,8 +405,8 @@ def _edit_during_next_write(
 
         return real_write(target, data, before_replace=hook)
 
-    monkeypatch.setattr(store_module, "atomic_swap_bytes", racing_swap)
-    monkeypatch.setattr(store_module, "atomic_write_bytes", racing_write)
+    monkeypatch.setattr(state_file, "atomic_swap_bytes", racing_swap)
+    monkeypatch.setattr(state_file, "atomic_write_bytes", racing_write)
 
 
 @pytest.mark.parametrize("editor", EDITORS)
@@ -490,7 +490,7 @@ def _edit_keeping_the_stamp(path: Path, old: bytes, new: bytes) -> None:
     assert len(edited) == len(data) and edited != data
     edit_in_place(path, edited)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
-    assert store_module.FileStamp.of(path.stat()) == store_module.FileStamp.of(before)
+    assert state_file.FileStamp.of(path.stat()) == state_file.FileStamp.of(before)
 
 
 def test_an_edit_hidden_by_coarse_file_times_right_after_a_write_is_still_seen(

@@ -1,0 +1,143 @@
+"""``runner_state.json`` as bytes on disk, for ``state.store``: reading it whole while it may be
+changing under us, the stamp ``poll`` compares, the state dir check, and writing by atomic exchange
+(``atomic_swap_bytes``, which hands back exactly what it replaced) or, where the file system cannot
+exchange files, by a check of the old content right before a plain rename (logged once).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from core.errors import RefuseToStartError
+from state.atomic import SwapUnsupportedError, atomic_swap_bytes, atomic_write_bytes, tmp_path_for
+
+# the store's parts log as one component, under the name operators already filter on
+log = logging.getLogger("state.store")
+
+#: reads of a file that changes while being read are retried this many times
+MAX_READ_ATTEMPTS: Final = 3
+
+
+class FileStamp(NamedTuple):
+    """What ``poll`` compares: any write, in place or by rename, changes at least one of these."""
+
+    mtime_ns: int
+    size: int
+    ino: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> FileStamp:
+        return cls(st.st_mtime_ns, st.st_size, st.st_ino)
+
+
+@dataclass(frozen=True)
+class FileView:
+    """What the store knows the file holds. ``data is None``: there is no file.
+
+    File times are coarse (a kernel tick, a few ms), so an in-place edit of the same size right
+    after the store read or wrote the file can keep the same stamp. Until a later poll has re-read
+    the bytes under an unchanged stamp (``confirmed``), the stamp alone is not trusted.
+    """
+
+    stamp: FileStamp | None
+    data: bytes | None
+    confirmed: bool = False
+
+
+class ChangedWhileSavingError(Exception):
+    """(check-then-rename mode) The file changed between the check and the rename: look again."""
+
+
+class FileInFluxError(Exception):
+    """The file kept changing while it was read; read it again later."""
+
+
+class StateFile:
+    """One state file's reads and writes (the store decides what to write and when)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._swap_supported = True
+
+    def prepare_dir(self) -> None:
+        """Create the state dir and prove it writable, or refuse to start."""
+        directory = self.path.parent
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            probe = tmp_path_for(self.path)  # named like a tmp file: a crash here is cleaned up
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+            probe.unlink()
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            raise RefuseToStartError(
+                f"the state dir {directory} cannot be created or written ({reason}). Point "
+                "VIGIL_STATE_DIR at a writable directory, or fix its ownership/permissions."
+            ) from None
+
+    def put(self, data: bytes, expected: bytes | None) -> tuple[os.stat_result, bytes | None]:
+        """Write ``data``; returns the written stat and what the file held just before."""
+        if self._swap_supported:
+            try:
+                return atomic_swap_bytes(self.path, data)
+            except SwapUnsupportedError as exc:
+                self._swap_supported = False
+                log.warning(
+                    "cannot swap files atomically in %s (%s): saves fall back to check-then-"
+                    "rename, where an edit landing in the microseconds between can be lost",
+                    self.path.parent,
+                    exc,
+                )
+        guard = functools.partial(self._ensure_holds, expected)
+        return atomic_write_bytes(self.path, data, before_replace=guard), expected
+
+    def _ensure_holds(self, expected: bytes | None, _tmp: Path) -> None:
+        """Raise if the file no longer holds ``expected`` (runs right before the rename)."""
+        try:
+            actual: bytes | None = read_all(self.path)[1]
+        except FileNotFoundError:
+            actual = None
+        if actual != expected:
+            raise ChangedWhileSavingError
+
+    def read_settled(self) -> tuple[FileStamp, bytes] | None:
+        """The file's stamp and bytes, re-read while it changes under us; None if missing."""
+        for _ in range(MAX_READ_ATTEMPTS):
+            try:
+                stamp, data = read_all(self.path)
+                after = FileStamp.of(os.stat(self.path))
+            except FileNotFoundError:
+                return None
+            if after == stamp:
+                return stamp, data
+        raise FileInFluxError(f"{self.path} kept changing while being read")
+
+
+def read_all(path: Path) -> tuple[FileStamp, bytes]:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return FileStamp.of(st), b"".join(chunks)
+
+
+__all__ = [
+    "MAX_READ_ATTEMPTS",
+    "ChangedWhileSavingError",
+    "FileInFluxError",
+    "FileStamp",
+    "FileView",
+    "StateFile",
+    "read_all",
+]
