@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from agent.breaker import BreakerState, CircuitBreaker
@@ -93,8 +94,10 @@ class ClaudePositionReviewer:
         now_secs = self._clock.monotonic_secs()
         self.delta.forget([p.ticker for p in positions])
         changed, kept = self.delta.split(positions, now_secs)
-        if not changed:  # nothing moved since the last review: no call, the journal says so
-            self._write([p.ticker for p in positions], (), verdicts=kept, decided_by=UNCHANGED)
+        if kept:  # nothing moved for these since the last review: no call, the journal says so
+            unchanged = [p for p in positions if p not in changed]
+            self._write(unchanged, (), kept, context, decided_by=UNCHANGED)
+        if not changed:
             return kept
         positions = changed
         asked = [p.ticker for p in positions]
@@ -111,19 +114,20 @@ class ClaudePositionReviewer:
                 )
             except CallFailed as failure:
                 self._failed(failure.attempts)
-                self._write(asked, failure.attempts, verdicts=())
+                self._write(positions, failure.attempts, (), context)
                 raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
             self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
         self.delta.reviewed(positions, now_secs)
-        self._write(asked, result.attempts, verdicts=result.value)
+        self._write(positions, result.attempts, result.value, context)
         return [*result.value, *kept]
 
     def _write(
         self,
-        asked: Sequence[str],
+        positions: Sequence[PositionReview],
         attempts: Sequence[Attempt],
         verdicts: Sequence[ReviewVerdict],
+        context: Mapping[str, object],
         decided_by: str | None = None,
     ) -> None:
         if self._journal is None:
@@ -134,11 +138,13 @@ class ClaudePositionReviewer:
         self._journal(
             ReviewRecord(
                 at_ms=self._clock.now_ms(),
-                tickers=list(asked),
+                tickers=[p.ticker for p in positions],
                 decided_by=decided_by or ("claude" if verdicts else "fallback"),
                 usage=usage.model_dump(mode="json") if usage is not None else None,
                 attempts=[a.model_dump(mode="json") for a in attempts],
                 verdicts=[v.model_dump(mode="json") for v in verdicts],
+                positions=[p.model_dump(mode="json") for p in positions],
+                context=orjson.loads(orjson.dumps(dict(context), default=str)),
             ).model_dump(mode="json")
         )
 

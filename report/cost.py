@@ -1,141 +1,24 @@
-"""What the model calls of a run cost: calls, tokens, cache share and dollars, per day, per model
-and per gate layer, from the journal's decision and review lines.
-
-A decision line is attributed to one gate layer, the most demanding of its trigger reasons (a
-candle close coalesced with an anomaly counts as an anomaly): ``wake`` > ``anomaly`` >
-``watchdog`` > ``agent_timer`` > ``candle_close``. Reviews are their own layer (``review``).
-Per model figures come from each try's usage (a decision escalated from a cheap model to a strong
-one billed both). ``cache_share`` is cached (read) input tokens over all input tokens.
-"""
+"""The report's cost section: the one cost accounting, ``agent.cost_accounting`` (also read by
+``/api/status`` and ``python -m bench cost``), so the figures cannot drift apart."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from agent.cost_accounting import (
+    LAYER_ORDER,
+    CostBook,
+    CostRow,
+    CostSummary,
+    cost_summary,
+    day_span,
+    layer_of,
+)
 
-from pydantic import BaseModel, ConfigDict, computed_field
-
-from report.metrics import MS_PER_DAY
-
-LAYER_ORDER: Final = ("wake", "anomaly", "watchdog", "agent_timer", "candle_close")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")  # report.json holds computed fields
-
-
-class CostRow(_Frozen):
-    """Totals of a group of calls; ``per_day`` figures divide by the run's days."""
-
-    name: str
-    decisions: int  # journal lines in the group (decisions or reviews)
-    calls: int  # of them, the ones that asked a model
-    input_tokens: int  # uncached input
-    cache_write_tokens: int
-    cache_read_tokens: int
-    output_tokens: int
-    cost_usd: float
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def all_input_tokens(self) -> int:
-        return self.input_tokens + self.cache_write_tokens + self.cache_read_tokens
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def cache_share(self) -> float | None:
-        total = self.all_input_tokens
-        return self.cache_read_tokens / total if total else None
-
-
-class CostSummary(_Frozen):
-    days: float
-    total: CostRow
-    by_layer: tuple[CostRow, ...]
-    by_model: tuple[CostRow, ...]
-    by_decider: tuple[CostRow, ...]  # decided_by: claude / fallback / unchanged
-
-    def per_day(self, value: float) -> float:
-        return value / self.days if self.days > 0 else 0.0
-
-
-class _Acc:
-    def __init__(self) -> None:
-        self.decisions = self.calls = 0
-        self.tokens = dict.fromkeys(("input", "write", "read", "output"), 0)
-        self.cost_usd = 0.0
-
-    def add_usage(self, usage: Mapping[str, Any]) -> None:
-        self.tokens["input"] += int(usage.get("input_tokens") or 0)
-        self.tokens["write"] += int(usage.get("cache_creation_input_tokens") or 0)
-        self.tokens["read"] += int(usage.get("cache_read_input_tokens") or 0)
-        self.tokens["output"] += int(usage.get("output_tokens") or 0)
-        self.cost_usd += float(usage.get("cost_usd") or 0.0)
-
-    def row(self, name: str) -> CostRow:
-        return CostRow(
-            name=name,
-            decisions=self.decisions,
-            calls=self.calls,
-            input_tokens=self.tokens["input"],
-            cache_write_tokens=self.tokens["write"],
-            cache_read_tokens=self.tokens["read"],
-            output_tokens=self.tokens["output"],
-            cost_usd=self.cost_usd,
-        )
-
-
-def layer_of(trigger: Iterable[str]) -> str:
-    """The most demanding gate layer among a decision's trigger reasons."""
-    found = {str(reason).split(":", 1)[0] for reason in trigger}
-    found = {"watchdog" if f.startswith("watchdog") else f for f in found}
-    return next((layer for layer in LAYER_ORDER if layer in found), "other")
-
-
-def _attempt_usages(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    attempts = record.get("attempts")
-    if attempts is None:
-        attempts = (record.get("raw_decision") or {}).get("attempts")
-    return [a["usage"] for a in attempts or [] if isinstance(a, dict) and a.get("usage")]
-
-
-def cost_summary(records: Iterable[Mapping[str, Any]], days: float) -> CostSummary:
-    total = _Acc()
-    layers: dict[str, _Acc] = defaultdict(_Acc)
-    models: dict[str, _Acc] = defaultdict(_Acc)
-    deciders: dict[str, _Acc] = defaultdict(_Acc)
-    for record in records:
-        kind = record.get("type", "decision")
-        if kind not in {"decision", "review"}:
-            continue
-        layer = "review" if kind == "review" else layer_of(record.get("trigger") or [])
-        decider = str(record.get("decided_by") or "unknown")
-        usage = record.get("usage")
-        called = isinstance(usage, Mapping)
-        groups = (total, layers[layer], deciders[decider if kind == "decision" else "review"])
-        for acc in groups:
-            acc.decisions += 1
-            acc.calls += called
-            if isinstance(usage, Mapping):
-                acc.add_usage(usage)
-        for one in _attempt_usages(record):
-            model = models[str(one.get("model") or "unknown")]
-            model.calls += 1
-            model.add_usage(one)
-    ordered = [*LAYER_ORDER, "other", "review"]
-    return CostSummary(
-        days=days,
-        total=total.row("total"),
-        by_layer=tuple(layers[name].row(name) for name in ordered if name in layers),
-        by_model=tuple(models[name].row(name) for name in sorted(models)),
-        by_decider=tuple(deciders[name].row(name) for name in sorted(deciders)),
-    )
-
-
-def day_span(records: Iterable[Mapping[str, Any]]) -> float:
-    """Days between the first and the last line's UTC day boundaries (whole days touched)."""
-    stamps = [int(r["at_ms"]) for r in records if "at_ms" in r]
-    if not stamps:
-        return 0.0
-    return float(max(stamps) // MS_PER_DAY - min(stamps) // MS_PER_DAY + 1)
+__all__ = [
+    "LAYER_ORDER",
+    "CostBook",
+    "CostRow",
+    "CostSummary",
+    "cost_summary",
+    "day_span",
+    "layer_of",
+]

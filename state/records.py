@@ -73,6 +73,10 @@ class ReviewRecord(_Record):
     usage: dict[str, Any] | None = None
     attempts: list[dict[str, Any]] = Field(default_factory=list)
     verdicts: list[dict[str, Any]] = Field(default_factory=list)
+    #: the positions as the reviewer saw them (sent, or kept unchanged without a call) and the
+    #: review's context: a skipped review can be re-asked offline from its line
+    positions: list[dict[str, Any]] = Field(default_factory=list)
+    context: dict[str, Any] | None = None
 
 
 class AgentFailureRecord(_Record):

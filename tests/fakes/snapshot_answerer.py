@@ -130,19 +130,30 @@ def answer_for(snapshot: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def review_action(position: dict[str, Any]) -> tuple[str, str]:
+    """A position review from the position as sent: EXIT when it is ``STOP_PNL_PCT`` down (as the
+    decision rule) or its regime changed while it loses, else HOLD (the tracker's stops do the
+    rest). Deterministic, so a review delta gating skipped can be re-asked offline."""
+    pnl = float(position.get("pnl_pct") or 0.0)
+    if pnl <= STOP_PNL_PCT:
+        return "EXIT", f"The position is {pnl:.1f} % down and the thesis has failed."
+    if position.get("regime_now") != position.get("regime_at_entry") and pnl < 0:
+        return "EXIT", "The regime changed since the entry and the position is losing."
+    return "HOLD", "The entry's reason still holds."
+
+
 def review_answer_for(body: dict[str, Any]) -> dict[str, Any]:
-    """Position reviews: HOLD each asked position (the tracker's stops do the exits)."""
+    """Position reviews: each asked position's ``review_action``."""
     positions: list[dict[str, Any]] = []
     for message in body.get("messages") or []:
         found = _POSITIONS.search(str(message.get("content", "")))
         if found:
             positions = orjson.loads(found.group(1))
-    return {
-        "reviews": [
-            {"ticker": p["ticker"], "action": "HOLD", "reason": "The entry's reason still holds."}
-            for p in positions
-        ]
-    }
+    reviews = []
+    for position in positions:
+        action, reason = review_action(position)
+        reviews.append({"ticker": position["ticker"], "action": action, "reason": reason})
+    return {"reviews": reviews}
 
 
 def answer_request(body: dict[str, Any]) -> dict[str, Any]:

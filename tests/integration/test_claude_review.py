@@ -149,3 +149,40 @@ async def test_a_trial_review_that_ends_in_a_bad_usage_block_reopens_the_breaker
 
     assert claude.breaker.state.value == "open"
     assert claude.breaker.reopens_in_secs() == claude.breaker.open_secs
+
+
+async def test_a_review_kept_without_a_call_is_journaled_with_what_it_saw() -> None:
+    """A review where one position moved and one did not: the kept one gets its own
+    ``unchanged`` line carrying the position and context (so it can be re-asked offline);
+    before, a mixed review journaled only the asked position."""
+    lines: list[Mapping[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=UsageLedger(DailyBudget(clock, None)),
+            journal=lines.append,
+        )
+        hold = [
+            {"ticker": t, "action": "HOLD", "reason": "trend intact"}
+            for t in ("SOL/USDT", "BTC/USDT")
+        ]
+        api.script(json_message({"reviews": hold}), json_message({"reviews": hold[1:]}))
+        await claude.review([_position("SOL/USDT"), _position("BTC/USDT")], {"cash_usd": 1.0})
+        moved = _position("BTC/USDT").model_copy(update={"mark_price": 110.0, "pnl_pct": 10.0})
+        verdicts = await claude.review([_position("SOL/USDT"), moved], {"cash_usd": 2.0})
+        await client.aclose()
+
+    assert sorted(v.ticker for v in verdicts) == ["BTC/USDT", "SOL/USDT"]
+    first, kept, asked = lines
+    assert first["tickers"] == ["SOL/USDT", "BTC/USDT"] and len(first["positions"]) == 2
+    assert kept["decided_by"] == "unchanged" and kept["usage"] is None
+    assert kept["positions"] == [_position("SOL/USDT").model_dump(mode="json")]
+    assert kept["context"] == {"cash_usd": 2.0}
+    assert asked["decided_by"] == "claude" and asked["tickers"] == ["BTC/USDT"]
+    assert asked["positions"][0]["mark_price"] == 110.0
