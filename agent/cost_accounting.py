@@ -1,5 +1,6 @@
-"""What the model calls of a run cost: calls, tokens, cache share and dollars, per day, per model
-and per gate layer, from the journal's decision and review lines.
+"""What the model calls cost: calls, tokens, cache share and dollars, per day, per model and per
+gate layer, from the journal's decision and review lines. The one cost accounting: the run report
+(``report.cost``), ``/api/status`` and ``python -m bench cost`` all read it.
 
 A decision line is attributed to one gate layer, the most demanding of its trigger reasons (a
 candle close coalesced with an anomaly counts as an anomaly): ``wake`` > ``anomaly`` >
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, computed_field
 
-from report.metrics import MS_PER_DAY
+MS_PER_DAY: Final = 86_400_000
 
 LAYER_ORDER: Final = ("wake", "anomaly", "watchdog", "agent_timer", "candle_close")
 
@@ -100,37 +102,90 @@ def _attempt_usages(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [a["usage"] for a in attempts or [] if isinstance(a, dict) and a.get("usage")]
 
 
-def cost_summary(records: Iterable[Mapping[str, Any]], days: float) -> CostSummary:
-    total = _Acc()
-    layers: dict[str, _Acc] = defaultdict(_Acc)
-    models: dict[str, _Acc] = defaultdict(_Acc)
-    deciders: dict[str, _Acc] = defaultdict(_Acc)
-    for record in records:
-        kind = record.get("type", "decision")
-        if kind not in {"decision", "review"}:
-            continue
+class _Groups:
+    """The accumulators of one span (a run, or one UTC day)."""
+
+    def __init__(self) -> None:
+        self.total = _Acc()
+        self.layers: dict[str, _Acc] = defaultdict(_Acc)
+        self.models: dict[str, _Acc] = defaultdict(_Acc)
+        self.deciders: dict[str, _Acc] = defaultdict(_Acc)
+
+    def add(self, record: Mapping[str, Any], kind: str) -> None:
         layer = "review" if kind == "review" else layer_of(record.get("trigger") or [])
         decider = str(record.get("decided_by") or "unknown")
         usage = record.get("usage")
         called = isinstance(usage, Mapping)
-        groups = (total, layers[layer], deciders[decider if kind == "decision" else "review"])
+        groups = (
+            self.total,
+            self.layers[layer],
+            self.deciders[decider if kind == "decision" else "review"],
+        )
         for acc in groups:
             acc.decisions += 1
             acc.calls += called
             if isinstance(usage, Mapping):
                 acc.add_usage(usage)
         for one in _attempt_usages(record):
-            model = models[str(one.get("model") or "unknown")]
+            model = self.models[str(one.get("model") or "unknown")]
             model.calls += 1
             model.add_usage(one)
-    ordered = [*LAYER_ORDER, "other", "review"]
-    return CostSummary(
-        days=days,
-        total=total.row("total"),
-        by_layer=tuple(layers[name].row(name) for name in ordered if name in layers),
-        by_model=tuple(models[name].row(name) for name in sorted(models)),
-        by_decider=tuple(deciders[name].row(name) for name in sorted(deciders)),
-    )
+
+    def summary(self, days: float) -> CostSummary:
+        ordered = [*LAYER_ORDER, "other", "review"]
+        return CostSummary(
+            days=days,
+            total=self.total.row("total"),
+            by_layer=tuple(self.layers[n].row(n) for n in ordered if n in self.layers),
+            by_model=tuple(self.models[n].row(n) for n in sorted(self.models)),
+            by_decider=tuple(self.deciders[n].row(n) for n in sorted(self.deciders)),
+        )
+
+
+def _kind(record: Mapping[str, Any]) -> str | None:
+    kind = record.get("type", "decision")
+    return kind if kind in {"decision", "review"} else None
+
+
+def cost_summary(records: Iterable[Mapping[str, Any]], days: float) -> CostSummary:
+    """Every decision and review line of ``records`` as one span of ``days``."""
+    groups = _Groups()
+    for record in records:
+        kind = _kind(record)
+        if kind is not None:
+            groups.add(record, kind)
+    return groups.summary(days)
+
+
+class CostBook:
+    """The same figures per UTC day, fed one journal line at a time (a reader following a
+    journal adds what was appended; nothing is read twice)."""
+
+    def __init__(self) -> None:
+        self._days: dict[int, _Groups] = {}
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        kind = _kind(record)
+        at_ms = record.get("at_ms")
+        if kind is None or not isinstance(at_ms, int):
+            return
+        day = at_ms // MS_PER_DAY
+        groups = self._days.get(day)
+        if groups is None:
+            groups = self._days[day] = _Groups()
+        groups.add(record, kind)
+
+    def day(self, day_number: int) -> CostSummary:
+        """One UTC day (counted from the epoch); an empty summary for a day without lines."""
+        return self._days.get(day_number, _Groups()).summary(1.0)
+
+    def day_numbers(self) -> list[int]:
+        return sorted(self._days)
+
+
+def day_name(day_number: int) -> str:
+    """YYYY-MM-DD of a UTC day counted from the epoch."""
+    return datetime.fromtimestamp(day_number * 86_400, tz=UTC).strftime("%Y-%m-%d")
 
 
 def day_span(records: Iterable[Mapping[str, Any]]) -> float:

@@ -7,6 +7,7 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations, and one of
 # them uses the configured page size
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -17,6 +18,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 
 from api.auth import BearerAuth
 from api.config import ApiConfig
+from api.cost import JournalCost
 from api.dashboard import add_dashboard
 from api.files import StateDirFiles, StateFileError
 from api.metrics import DaemonMetrics
@@ -54,6 +56,7 @@ class ApiContext:
     trading: TradingControl | None = None
     metrics: DaemonMetrics | None = None
     extensions: list[Extension] = field(default_factory=list)
+    prices_as_of: str | None = None  # the configured model price table's date (cost figures)
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -71,6 +74,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     )
     auth = BearerAuth(ctx.token)
     authed = [Depends(auth)]
+    cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
 
     @app.exception_handler(StateFileError)
     async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
@@ -83,7 +87,12 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
     @app.get("/api/status", dependencies=authed, tags=["daemon"])
     async def get_status() -> StatusBody:
-        return await _status(ctx)
+        """The daemon's loops, streams, trading state, agent, gate, equity, last decision, and
+        the model calls, tokens and dollars of today and the last days (per model, per layer)."""
+        status = await _status(ctx)
+        # a rotated journal is re-read: off the event loop
+        body = await asyncio.to_thread(cost.body, status.now_ms)
+        return status.model_copy(update={"cost": body})
 
     @app.get("/api/positions", dependencies=authed, tags=["daemon"])
     async def get_positions() -> AccountBody:

@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from api.cost import CostBody
 from state.memory_history import MemoryVersion
 from state.records import DecisionRecord, TradeRow
 
@@ -89,6 +90,8 @@ class StatusBody(_Body):
     equity_usd: float | None
     open_positions: int | None
     last_decision: LastDecisionBody | None
+    #: model calls, tokens and dollars today, per day and per model, from the journal
+    cost: CostBody | None = None
     unavailable: dict[str, str] = Field(default_factory=dict)
 
 

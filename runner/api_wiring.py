@@ -175,6 +175,7 @@ def build_api_server(
         trading=trading,
         metrics=metrics,
         extensions=[stream_routes(stream)],
+        prices_as_of=settings.agent.prices.as_of,
     )
     return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
 

@@ -30,6 +30,7 @@ def build_serve(settings: Settings) -> ApiServer:
         config=settings.api,
         token=resolve_token(configured, settings.api.host, state_dir),
         extensions=[stream_routes(None)],
+        prices_as_of=settings.agent.prices.as_of,
     )
     return ApiServer(create_app(ctx), settings.api.host, settings.api.port, state_dir)
 

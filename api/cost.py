@@ -1,0 +1,142 @@
+"""What Claude costs, for ``/api/status``: today, each of the last days and each model, from the
+decisions journal through the one cost accounting (``agent.cost_accounting``, the report's too).
+
+The reader follows the journal: each status call folds only the bytes appended to the live file
+since the last call (a torn last line waits for its newline). When the live file was rotated (a
+new inode, or it shrank) the book is rebuilt from the segments, skipping rotated segments closed
+before the days shown (their stamp is the instant they were closed). Works with and without a
+running daemon (``vigil serve`` reads the same files).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+from pydantic import BaseModel, ConfigDict
+
+from agent.cost_accounting import MS_PER_DAY, CostBook, CostRow, day_name
+from state.segments import open_segment, rotated_pattern, segments
+
+STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+
+
+class CostDayBody(BaseModel):
+    """One UTC day: every line's totals, then per model (each billed try) and per gate layer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    day: str
+    total: CostRow
+    by_model: tuple[CostRow, ...]
+    by_layer: tuple[CostRow, ...]
+
+
+class CostBody(BaseModel):
+    """``calls`` are lines that asked a model; per model, ``calls`` are billed tries."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    today: CostDayBody  # the UTC day of ``now_ms`` (the daemon's clock, else wall time)
+    days: tuple[CostDayBody, ...]  # the last ``days_shown`` days with journal lines, oldest first
+    days_shown: int
+    prices_as_of: str | None  # the price table's date in the config; null: not known here
+    source: str  # where the figures come from
+
+
+@dataclass
+class _Cursor:
+    inode: int
+    offset: int
+
+
+class JournalCost:
+    def __init__(self, journal: Path, days_shown: int, prices_as_of: str | None) -> None:
+        self._journal = journal
+        self._days_shown = days_shown
+        self._prices_as_of = prices_as_of
+        self._book = CostBook()
+        self._cursor: _Cursor | None = None
+        self._lock = threading.Lock()  # status calls may fold from worker threads at once
+
+    def body(self, now_ms: int) -> CostBody:
+        with self._lock:
+            self._refresh(now_ms)
+            today = now_ms // MS_PER_DAY
+            first = today - self._days_shown + 1
+            shown = [d for d in self._book.day_numbers() if first <= d <= today]
+            return CostBody(
+                today=self._day(today),
+                days=tuple(self._day(d) for d in shown),
+                days_shown=self._days_shown,
+                prices_as_of=self._prices_as_of,
+                source=f"{self._journal.name} and its rotated segments (usage of each line)",
+            )
+
+    def _day(self, day_number: int) -> CostDayBody:
+        summary = self._book.day(day_number)
+        return CostDayBody(
+            day=day_name(day_number),
+            total=summary.total,
+            by_model=summary.by_model,
+            by_layer=summary.by_layer,
+        )
+
+    def _refresh(self, now_ms: int) -> None:
+        try:
+            stat = self._journal.stat()
+        except FileNotFoundError:
+            stat = None
+        cursor = self._cursor
+        same_file = cursor is not None and stat is not None and stat.st_ino == cursor.inode
+        if cursor is not None and stat is not None and same_file and stat.st_size >= cursor.offset:
+            cursor.offset = self._fold_from(self._journal, cursor.offset)
+            return
+        self._rebuild(now_ms)  # first call, rotated (a new file) or truncated
+
+    def _rebuild(self, now_ms: int) -> None:
+        self._book = CostBook()
+        self._cursor = None
+        oldest_ms = (now_ms // MS_PER_DAY - self._days_shown + 1) * MS_PER_DAY
+        pattern = rotated_pattern(self._journal)
+        for path in segments(self._journal):
+            if path == self._journal:
+                inode = path.stat().st_ino
+                self._cursor = _Cursor(inode, self._fold_from(path, 0))
+                continue
+            match = pattern.match(path.name)
+            if match is not None and _closed_ms(match.group(1)) < oldest_ms:
+                continue  # closed before the first day shown: none of its lines is shown
+            for line in open_segment(path):
+                self._fold_line(line)
+
+    def _fold_from(self, path: Path, offset: int) -> int:
+        """Fold the whole lines after ``offset``; the offset after the last whole line."""
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            data = handle.read()
+        whole = data[: data.rfind(b"\n") + 1]
+        for line in whole.splitlines():
+            self._fold_line(line)
+        return offset + len(whole)
+
+    def _fold_line(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return  # a line the journal could not finish is not a cost
+        if isinstance(record, dict):
+            self._book.add(record)
+
+
+def _closed_ms(stamp: str) -> int:
+    moment = datetime.strptime(stamp.split("-", 1)[0], STAMP_FORMAT).replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+__all__ = ["CostBody", "CostDayBody", "JournalCost"]
