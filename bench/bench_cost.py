@@ -40,6 +40,9 @@ from runner.replay.command import run_replay
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 DEFAULT_FROM = date(2025, 9, 1)  # a steady-state week (as bench replay's short form)
 DEFAULT_DAYS = 7
+#: the sweep's short window (a replay per point): two days with open positions and reviews
+SWEEP_FROM = date(2025, 9, 3)
+SWEEP_DAYS = 2
 #: the bench measures: no budget may cut calls short
 UNLIMITED_BUDGET_USD = 1_000_000.0
 
@@ -147,32 +150,102 @@ def compare_skipped(records: Sequence[dict[str, Any]], settings: Settings) -> tu
     return len(skipped), with_orders
 
 
+def compare_skipped_reviews(
+    records: Sequence[dict[str, Any]], settings: Settings
+) -> tuple[int, int]:
+    """Re-ask every position review delta gating kept without a call, offline: the request the
+    reviewer would have sent (``render_review_request`` on the journaled positions and context)
+    answered by the same deterministic answerer; (positions kept, answers of EXIT or ADD)."""
+    from agent.claude_prompt import render_review_request
+    from tracker.ports import PositionReview
+
+    _, answerer = _fakes()
+    kept, with_orders = 0, 0
+    for record in records:
+        if record.get("type") != "review" or record.get("decided_by") != "unchanged":
+            continue
+        positions = [PositionReview.model_validate(p) for p in record.get("positions") or []]
+        request = render_review_request(settings.agent, positions, record.get("context") or {})
+        answer = answerer.answer_request(orjson.loads(orjson.dumps(request)))
+        kept += len(positions)
+        with_orders += sum(r["action"] != "HOLD" for r in answer["reviews"])
+    return kept, with_orders
+
+
+def print_compare(records: Sequence[dict[str, Any]], settings: Settings) -> None:
+    skipped, with_orders = compare_skipped(records, settings)
+    print(
+        f"  delta gating: {skipped} decisions without a call; re-asked offline, "
+        f"{with_orders} of them would have placed or closed an order"
+    )
+    kept, exits = compare_skipped_reviews(records, settings)
+    print(
+        f"  review delta gating: {kept} position reviews kept HOLD without a call; re-asked "
+        f"offline, {exits} of them would have been an EXIT or ADD order"
+    )
+
+
 async def _main(options: ReplayOptions, compare: bool) -> list[dict[str, Any]]:
     settings = load_settings()
     records = await run_cost_replay(options, settings)
     print_summary(cost_summary(records, options.days), settings)
     if compare:
-        skipped, with_orders = compare_skipped(records, settings)
-        print(
-            f"  delta gating: {skipped} decisions without a call; re-asked offline, "
-            f"{with_orders} of them would have placed or closed an order"
-        )
+        print_compare(records, settings)
     return records
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(v) for v in text.split(","))
+
+
+def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
+    sweep = parser.add_argument_group("--sweep: delta-gating and tier settings, a replay each")
+    sweep.add_argument("--sweep", action="store_true", help="sweep instead of one run")
+    sweep.add_argument("--full", action="store_true", help="every combination, not one at a time")
+    sweep.add_argument("--sigmas", type=_floats, default=(0.5, 2.0), help="price_move_sigmas")
+    sweep.add_argument("--max-hours", type=_floats, default=(2.0, 8.0), help="max_unchanged_hours")
+    sweep.add_argument("--review-move", type=_floats, default=(0.25, 1.0), help="review %% move")
+    sweep.add_argument("--loud-z", type=_floats, default=(1.0, 2.5), help="tiers loud_zscore")
+
+
+def _sweep(args: argparse.Namespace, days: int, start: date) -> None:
+    from bench.cost_sweep import Axes, grid, run_sweep
+
+    axes = Axes(args.sigmas, args.max_hours, args.review_move, args.loud_z)
+    options = ReplayOptions(
+        start_ms=_day_ms(start),
+        end_ms=_day_ms(start + timedelta(days=days)),
+        out_dir=Path("unused"),  # each point replays into its own temporary folder
+        tickers=TICKERS,
+        decider="claude",
+    )
+    run_sweep(grid(axes, args.full), load_settings(), options)
 
 
 def main(argv: Sequence[str] = ()) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench cost", description=__doc__)
-    parser.add_argument("--days", type=int, default=DEFAULT_DAYS)
-    parser.add_argument("--from", dest="start", type=date.fromisoformat, default=DEFAULT_FROM)
+    parser.add_argument(
+        "--days", type=int, help=f"default {DEFAULT_DAYS} ({SWEEP_DAYS} with --sweep)"
+    )
+    parser.add_argument(
+        "--from", dest="start", type=date.fromisoformat, help=f"default {DEFAULT_FROM}"
+    )
     parser.add_argument("--out", type=Path, help="keep the run folder here (default: a temp dir)")
     parser.add_argument("--no-compare", action="store_true", help="skip re-asking skipped passes")
+    _sweep_arguments(parser)
     args = parser.parse_args(list(argv))
     configure_logging("ERROR")  # the recording lacks most context: expected warnings
+    days = args.days or (SWEEP_DAYS if args.sweep else DEFAULT_DAYS)
+    start = args.start or (SWEEP_FROM if args.sweep else DEFAULT_FROM)
     print(
-        f"cost: {len(TICKERS)} tickers, {args.days} days from {args.start}, --decider claude "
-        "against the fake Messages API (tokens ~3.5 chars each, prompt cache as the API reports it)",
+        f"cost{' sweep' if args.sweep else ''}: {len(TICKERS)} tickers, {days} days from {start}, "
+        "--decider claude against the fake Messages API (tokens ~3.5 chars each, prompt cache "
+        "as the API reports it)",
         flush=True,
     )
+    if args.sweep:
+        _sweep(args, days, start)
+        return
     with ExitStack() as cleanup:
         out_dir = (
             args.out
@@ -180,8 +253,8 @@ def main(argv: Sequence[str] = ()) -> None:
             / "run"
         )
         options = ReplayOptions(
-            start_ms=_day_ms(args.start),
-            end_ms=_day_ms(args.start + timedelta(days=args.days)),
+            start_ms=_day_ms(start),
+            end_ms=_day_ms(start + timedelta(days=days)),
             out_dir=out_dir,
             tickers=TICKERS,
             decider="claude",
