@@ -83,6 +83,32 @@
     $("loops").textContent = loops.length ? (down.length ? `not running: ${down.map((l) => l.name).join(", ")}` : `${loops.length} loops running`) : "";
   }
 
+  function renderCost(c) {
+    const body = $("cost-days").tBodies[0];
+    $("cost-prices").textContent = c ? `last ${c.days_shown} days, prices as of ${c.prices_as_of || "n/a"}` : "";
+    const rows = [];
+    for (const d of c ? [...c.days].reverse() : []) {
+      for (const r of [d.total, ...d.by_model]) {
+        const tr = document.createElement("tr");
+        tr.dataset.day = d.day;
+        tr.dataset.model = r.name;
+        for (const text of [d.day, r.name === "total" ? "all (lines that asked)" : r.name, num(r.calls, 0),
+          num(r.input_tokens, 0), num(r.cache_write_tokens, 0), num(r.cache_read_tokens, 0),
+          num(r.output_tokens, 0), `$${usd(r.cost_usd)}`]) {
+          tr.insertCell().textContent = text;
+        }
+        rows.push(tr);
+      }
+    }
+    body.replaceChildren(...rows);
+    if (!rows.length) {
+      const td = body.insertRow().insertCell();
+      td.colSpan = 8;
+      td.className = "muted";
+      td.textContent = "no model calls in these days";
+    }
+  }
+
   function renderAccount(acc) {
     if (acc.equity_usd === null) show("equity", "n/a", null);
     else show("equity", `$${usd(acc.equity_usd)}`, acc.equity_usd);
@@ -258,6 +284,7 @@
   async function refresh() {
     const [status, account] = await Promise.all([api("/api/status"), api("/api/positions")]);
     renderStatus(status);
+    renderCost(status.cost);
     renderAccount(account);
     if (refreshes++ % EQUITY_EVERY === 0) renderEquity(await api("/api/equity"));
   }

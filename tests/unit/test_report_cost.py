@@ -66,3 +66,24 @@ def test_calls_tokens_cache_share_and_dollars_per_layer_model_and_decider() -> N
     assert deciders["unchanged"].decisions == 1 and deciders["unchanged"].calls == 0
     assert summary.per_day(summary.total.cost_usd) == pytest.approx((0.015 + 0.01 + 0.005) / 2)
     assert summary.total.calls == 3
+
+
+def test_the_cost_book_splits_the_same_figures_per_utc_day() -> None:
+    from agent.cost_accounting import MS_PER_DAY, CostBook, day_name
+
+    haiku = usage("claude-haiku-4-5", 3000, 0, 400, 0.005)
+    lines = [
+        {"type": "decision", "at_ms": MS_PER_DAY - 1, "trigger": ["agent_timer"],
+         "decided_by": "claude", "usage": haiku, "attempts": [{"usage": haiku}]},
+        {"type": "review", "at_ms": MS_PER_DAY, "decided_by": "claude", "usage": haiku,
+         "attempts": [{"usage": haiku}]},
+        {"type": "agent_failure", "at_ms": MS_PER_DAY + 1, "kind": "overloaded"},
+        {"type": "decision", "trigger": ["agent_timer"], "decided_by": "unchanged"},  # no at_ms
+    ]  # fmt: skip
+    book = CostBook()
+    for line in lines:
+        book.add(line)
+    assert book.day_numbers() == [0, 1] and day_name(1) == "1970-01-02"
+    assert book.day(0) == cost_summary(lines[:1], 1.0)
+    assert book.day(1) == cost_summary(lines[1:3], 1.0)
+    assert book.day(7).total.decisions == 0
