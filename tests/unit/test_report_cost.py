@@ -72,7 +72,7 @@ def test_the_cost_book_splits_the_same_figures_per_utc_day() -> None:
     from agent.cost_accounting import MS_PER_DAY, CostBook, day_name
 
     haiku = usage("claude-haiku-4-5", 3000, 0, 400, 0.005)
-    lines = [
+    lines: list[dict[str, Any]] = [
         {"type": "decision", "at_ms": MS_PER_DAY - 1, "trigger": ["agent_timer"],
          "decided_by": "claude", "usage": haiku, "attempts": [{"usage": haiku}]},
         {"type": "review", "at_ms": MS_PER_DAY, "decided_by": "claude", "usage": haiku,
