@@ -13,10 +13,8 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
-import anthropic
-from anthropic.types import Message
 from pydantic import BaseModel, ConfigDict
 
 from agent.budget import TOKEN_FIELDS, PriceSource, usage_problems
@@ -25,6 +23,10 @@ from agent.config import AgentConfig
 from agent.decision import Usage
 from core.backoff import Backoff, retrying
 from core.clock import Clock
+
+if TYPE_CHECKING:  # the SDK is imported when a client is built or called, not with this module
+    import anthropic
+    from anthropic.types import Message
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +121,8 @@ class _TryFailed(Exception):
 
 def build_anthropic_client(config: AgentConfig, api_key: str) -> anthropic.AsyncAnthropic:
     """The real SDK client: our retries only, the configured timeout, optional base_url."""
+    import anthropic  # ~1-5 s of imports, paid only by a daemon that has a key
+
     return anthropic.AsyncAnthropic(
         api_key=api_key,
         base_url=config.base_url,
@@ -277,6 +281,9 @@ class ClaudeClient:
             ) from None
 
     async def _send(self, request: dict[str, Any]) -> Message:
+        import anthropic  # loaded by now (the client was built from it): a dict lookup
+        from anthropic.types import Message
+
         try:
             message: Message = await self._sdk.messages.create(**request)
         except anthropic.APITimeoutError as exc:

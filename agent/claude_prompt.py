@@ -12,7 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
-from anthropic import transform_schema
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.claude_schema import MAX_POSITION_PCT, SIGNAL_NAMES, output_config
@@ -162,6 +161,8 @@ class RawReviewAnswer(BaseModel):
 
 
 def review_output_config() -> dict[str, Any]:
+    from anthropic import transform_schema  # the SDK loads only when a request is built
+
     schema = transform_schema(RawReviewAnswer)
     schema["$defs"]["RawReview"]["properties"]["action"] = {"enum": ["EXIT", "ADD", "HOLD"]}
     return {"format": {"type": "json_schema", "schema": schema}}

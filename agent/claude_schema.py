@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
-from anthropic import transform_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from agent.decision import AgentDecision, TradeDecision, Usage
@@ -111,6 +110,8 @@ class Note(_Strict):
 
 
 def answer_json_schema() -> dict[str, Any]:
+    from anthropic import transform_schema  # the SDK loads only when a request is built
+
     return transform_schema(RawAnswer)
 
 

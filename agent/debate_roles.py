@@ -13,7 +13,6 @@ import copy
 import functools
 from typing import Any, Literal
 
-from anthropic import transform_schema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from agent.claude_schema import MAX_POSITION_PCT, AnswerInvalid, RawWakeCondition, parse_answer_json
@@ -141,6 +140,8 @@ def output_config(role: Role) -> dict[str, Any]:
 @functools.cache
 def _schema(role: Role) -> dict[str, Any]:
     """The role's JSON schema, built once (transform_schema walks the model each time)."""
+    from anthropic import transform_schema  # the SDK loads only when a request is built
+
     return transform_schema(OUTPUT_TYPES[role])
 
 

@@ -104,8 +104,9 @@ class TickerInputs(BaseModel):
     @classmethod
     def from_frame(cls, ticker: str, frame: pd.DataFrame, **fields: object) -> TickerInputs:
         """From a ``market.recorded``-shaped frame (index ``open_time_ms``, closed candles)."""
-        ordered = frame.sort_index()
-        closes = tuple(float(value) for value in ordered["close"].to_numpy())
+        # history frames come sorted: skip the sort's copy, and convert the column in C
+        ordered = frame if frame.index.is_monotonic_increasing else frame.sort_index()
+        closes = tuple(ordered["close"].to_numpy(dtype=np.float64).tolist())
         last_open_ms = int(ordered.index[-1]) if len(ordered) else None
         return cls.model_validate(
             {"ticker": ticker, "closes": closes, "last_candle_open_ms": last_open_ms, **fields}

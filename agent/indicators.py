@@ -5,7 +5,6 @@ same index, NaN where the window is not yet full. ``*_last`` helpers take the cl
 return the newest value only, or ``None`` when there are too few closes: they are what the decision
 path calls. Conventions, checked against the ``ta`` library in tests/unit/test_indicators_ta.py:
 
-- ``sma``: rolling mean, first value once ``window`` closes exist (same as ``ta``).
 - ``ema``: ``alpha = 2 / (window + 1)``, seeded with the FIRST close (pandas ``adjust=False``),
   reported from the ``window``-th close on (same as ``ta``; TA-Lib seeds with an SMA instead).
 - ``rsi``: Wilder's RSI: average gain / loss seeded with the simple mean of the first ``window``
@@ -15,19 +14,22 @@ path calls. Conventions, checked against the ``ta`` library in tests/unit/test_i
   ~400 bars for 14). No losses gives 100, as in ``ta``; but a window with no change at all gives 50
   here (``ta`` says 100), because nothing moved.
 - ``rate_of_change_pct``: ``(close / close[window bars ago] - 1) * 100``, in percent (as ``ta``).
-- ``bollinger_bands``: SMA ± ``num_std`` POPULATION standard deviations (ddof=0, as ``ta``),
-  ``percent_b = (close - lower) / (upper - lower)``: 0 at the lower band, 1 at the upper band, NaN
-  when the bands have no width (a flat window).
+- ``bollinger_last``: the mean of the last ``window`` closes ± ``num_std`` POPULATION standard
+  deviations (ddof=0, as ``ta``), ``percent_b = (close - lower) / (upper - lower)``: 0 at the lower
+  band, 1 at the upper band, None when the bands have no width (a flat window).
 - ``realised_vol``: sample standard deviation (ddof=1) of log returns over ``window`` returns, as a
   fraction per bar (0.01 = 1 %), or annualised when ``periods_per_year`` is given.
-- trend: ``ema_spread_pct = (EMA fast / EMA slow - 1) * 100``; ``up`` above ``+flat_band_pct``,
+- trend: the spread ``(EMA fast / EMA slow - 1) * 100``; ``up`` above ``+flat_band_pct``,
   ``down`` below ``-flat_band_pct``, ``flat`` in between.
+
+The decision path reads these through ``agent.indicator_state.IndicatorState``, which updates them
+close by close; the helpers here are the batch definitions it is tested against.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final, Literal
 
 import numpy as np
@@ -65,11 +67,6 @@ def as_closes(closes: Closes) -> FloatArray:
 # --- vectorised series ------------------------------------------------------------------------
 
 
-def sma(close: pd.Series, window: int) -> pd.Series:
-    _check_window(window)
-    return close.rolling(window, min_periods=window).mean()
-
-
 def ema(close: pd.Series, window: int) -> pd.Series:
     _check_window(window)
     return close.ewm(span=window, adjust=False, min_periods=window).mean()
@@ -85,7 +82,7 @@ def rsi(close: pd.Series, window: int = RSI_WINDOW) -> pd.Series:
         losses = np.where(change < 0, -change, 0.0)
         avg_gain = _wilder_averages(gains, window)
         avg_loss = _wilder_averages(losses, window)
-        values[window:] = _rsi_from_averages(avg_gain, avg_loss)
+        values[window:] = rsi_from_averages(avg_gain, avg_loss)
     return pd.Series(values, index=close.index, dtype=np.float64)
 
 
@@ -95,7 +92,7 @@ def _wilder_averages(moves: FloatArray, window: int) -> FloatArray:
     return pd.Series(seeded).ewm(alpha=1.0 / window, adjust=False).mean().to_numpy()
 
 
-def _rsi_from_averages(avg_gain: FloatArray, avg_loss: FloatArray) -> FloatArray:
+def rsi_from_averages(avg_gain: FloatArray, avg_loss: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         value = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
     value = np.where(avg_loss == 0.0, 100.0, value)
@@ -112,10 +109,10 @@ def _rolling_windows(values: FloatArray, window: int) -> FloatArray:
     return np.lib.stride_tricks.sliding_window_view(values, window)
 
 
-def _rolling(close: pd.Series, window: int, stat: str, ddof: int = 0) -> pd.Series:
-    """Two-pass mean or std per full window, NaN before it fills.
+def _rolling_std(close: pd.Series, window: int, ddof: int) -> pd.Series:
+    """Two-pass std per full window, NaN before it fills.
 
-    pandas' rolling mean/std add one value and drop one: their error follows the largest values
+    pandas' rolling std adds one value and drop one: their error follows the largest values
     that ever passed through, so a flat window after a volatile stretch reads a std of ~1e-6 of
     the price instead of 0 (the square root of a cancellation error). Windows here are tens of
     bars, so recomputing each one costs little and matches the ``*_last`` helpers exactly.
@@ -124,40 +121,15 @@ def _rolling(close: pd.Series, window: int, stat: str, ddof: int = 0) -> pd.Seri
     out = np.full(len(values), np.nan)
     if len(values) >= window:
         windows = _rolling_windows(values, window)
-        out[window - 1 :] = (
-            windows.mean(axis=1) if stat == "mean" else windows.std(axis=1, ddof=ddof)
-        )
+        out[window - 1 :] = windows.std(axis=1, ddof=ddof)
     return pd.Series(out, index=close.index)
-
-
-def bollinger_bands(
-    close: pd.Series, window: int = BOLLINGER_WINDOW, num_std: float = BOLLINGER_NUM_STD
-) -> pd.DataFrame:
-    """Columns ``middle upper lower percent_b`` on ``close``'s index."""
-    _check_window(window)
-    middle = _rolling(close, window, "mean")
-    deviation = _rolling(close, window, "std", ddof=0)
-    upper = middle + num_std * deviation
-    lower = middle - num_std * deviation
-    width = (upper - lower).where(upper != lower)
-    return pd.DataFrame(
-        {"middle": middle, "upper": upper, "lower": lower, "percent_b": (close - lower) / width}
-    )
 
 
 def realised_vol(close: pd.Series, window: int, periods_per_year: float | None = None) -> pd.Series:
     _check_window(window, minimum=2)
     log_returns = pd.Series(np.log(close.to_numpy(dtype=np.float64)), index=close.index).diff()
-    vol = _rolling(log_returns, window, "std", ddof=1)
+    vol = _rolling_std(log_returns, window, ddof=1)
     return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
-
-
-def ema_spread_pct(
-    close: pd.Series, fast: int = TREND_FAST_WINDOW, slow: int = TREND_SLOW_WINDOW
-) -> pd.Series:
-    if fast >= slow:
-        raise ValueError(f"fast window ({fast}) must be shorter than slow ({slow})")
-    return (ema(close, fast) / ema(close, slow) - 1.0) * 100.0
 
 
 def trend_from_spread(spread_pct: float, flat_band_pct: float = TREND_FLAT_BAND_PCT) -> Trend:
@@ -177,12 +149,6 @@ def _exponential_last(values: FloatArray, alpha: float) -> float:
     weights = alpha * decay
     weights[0] = decay[0]  # the seed enters unscaled
     return float(np.dot(weights, values))
-
-
-def sma_last(closes: Closes, window: int) -> float | None:
-    _check_window(window)
-    array = as_closes(closes)
-    return float(array[-window:].mean()) if len(array) >= window else None
 
 
 def ema_last(closes: Closes, window: int) -> float | None:
@@ -207,7 +173,7 @@ def rsi_last(closes: Closes, window: int = RSI_WINDOW) -> float | None:
     alpha = 1.0 / window
     avg_gain = np.array([_exponential_last(seeded_gains, alpha)])
     avg_loss = np.array([_exponential_last(seeded_losses, alpha)])
-    return float(_rsi_from_averages(avg_gain, avg_loss)[0])
+    return float(rsi_from_averages(avg_gain, avg_loss)[0])
 
 
 def rate_of_change_last_pct(closes: Closes, window: int) -> float | None:
@@ -244,17 +210,6 @@ def bollinger_last(
     return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)
 
 
-def realised_vol_last(
-    closes: Closes, window: int, periods_per_year: float | None = None
-) -> float | None:
-    _check_window(window, minimum=2)
-    array = as_closes(closes)
-    if len(array) <= window:
-        return None
-    vol = float(np.diff(np.log(array[-window - 1 :])).std(ddof=1))
-    return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
-
-
 def trend_last(
     closes: Closes,
     fast: int = TREND_FAST_WINDOW,
@@ -285,31 +240,29 @@ class TimeframeSummary(BaseModel):
 
 
 def summarise_closes(closes: Closes) -> TimeframeSummary:
+    """Trend, Bollinger position and RSI of the newest close, from the whole series (the batch
+    form of ``agent.indicator_state.IndicatorState.summary``)."""
     array = as_closes(closes)
+    return timeframe_summary(len(array), trend_last(array), bollinger_last(array), rsi_last(array))
+
+
+def timeframe_summary(
+    have: int, trend: Trend | None, bands: BollingerLast | None, rsi_value: float | None
+) -> TimeframeSummary:
+    """The summary of ``have`` closes' indicators, each ``None`` with the reason."""
     unavailable: dict[str, str] = {}
-    trend = trend_last(array)
     if trend is None:
-        unavailable["trend"] = _too_few(len(array), TREND_SLOW_WINDOW)
-    bands = bollinger_last(array)
+        unavailable["trend"] = _too_few(have, TREND_SLOW_WINDOW)
     position = bands.percent_b if bands is not None else None
     if bands is None:
-        unavailable["bollinger_position"] = _too_few(len(array), BOLLINGER_WINDOW)
+        unavailable["bollinger_position"] = _too_few(have, BOLLINGER_WINDOW)
     elif position is None:
         unavailable["bollinger_position"] = "flat window: the bands have no width"
-    rsi_value = rsi_last(array)
     if rsi_value is None:
-        unavailable["rsi"] = _too_few(len(array), RSI_WINDOW + 1)
+        unavailable["rsi"] = _too_few(have, RSI_WINDOW + 1)
     return TimeframeSummary(
         trend=trend, bollinger_position=position, rsi=rsi_value, unavailable=unavailable
     )
-
-
-def multi_tf_summary(frames_by_tf: Mapping[str, pd.DataFrame]) -> dict[str, TimeframeSummary]:
-    """Trend, Bollinger position and RSI of each timeframe's newest CLOSED candle.
-
-    Each frame is shaped like ``market.recorded``'s (a ``close`` column, oldest first).
-    """
-    return {tf: summarise_closes(frame["close"].to_numpy()) for tf, frame in frames_by_tf.items()}
 
 
 def _too_few(have: int, need: int) -> str:

@@ -14,7 +14,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent.indicators import TimeframeSummary, summarise_closes
+import numpy as np
+
+from agent.indicator_state import IndicatorState
+from agent.indicators import TimeframeSummary
 from agent.snapshot import (
     MarketSnapshot,
     PendingOrderSnapshot,
@@ -117,7 +120,7 @@ class SnapshotBuilder:
         self._sources = tuple(context_sources)
         self._learner = learner
         self._draw_seed = draw_seed
-        self._summaries: dict[tuple[str, str], tuple[CandleArrays, TimeframeSummary]] = {}
+        self._summaries: dict[tuple[str, str], _SeriesIndicators] = {}
         self._source_timeout_secs = source_timeout_secs
         self._insights = insights
 
@@ -209,16 +212,14 @@ class SnapshotBuilder:
         )
 
     def _summary(self, ticker: str, timeframe: str) -> TimeframeSummary:
-        """Indicators of the closed candles, recomputed only when a candle has closed: the
+        """Indicators of the closed candles, updated only when a candle has closed: the
         aggregator hands out the same arrays object until then (most decisions come between
-        closes)."""
+        closes), and a close adds one candle to the running indicators."""
         arrays = self._market.closed_arrays(ticker, timeframe)
-        cached = self._summaries.get((ticker, timeframe))
-        if cached is not None and cached[0] is arrays:
-            return cached[1]
-        summary = summarise_closes(arrays.close)
-        self._summaries[(ticker, timeframe)] = (arrays, summary)
-        return summary
+        series = self._summaries.get((ticker, timeframe))
+        if series is None:
+            series = self._summaries[(ticker, timeframe)] = _SeriesIndicators()
+        return series.summary(arrays)
 
     async def _portfolio(self, at_ms: int, unavailable: dict[str, str]) -> _Portfolio:
         """All from the broker or none of it: the risk caps must never see positions without the
@@ -307,6 +308,41 @@ def learner_view(
         }
         view[ticker] = table
     return {"draw_seed": draw_seed, "tickers": view}
+
+
+class _SeriesIndicators:
+    """One series' running indicators, fed the closes that are new in each arrays object."""
+
+    __slots__ = ("_arrays", "_last_open_ms", "_state", "_summary")
+
+    def __init__(self) -> None:
+        self._arrays: CandleArrays | None = None
+        self._state = IndicatorState()
+        self._last_open_ms: int | None = None
+        self._summary = self._state.summary()
+
+    def summary(self, arrays: CandleArrays) -> TimeframeSummary:
+        if arrays is self._arrays:
+            return self._summary
+        start = self._continues_at(arrays)
+        if start is None:  # first sight, or not this series' continuation: start over
+            self._state, start = IndicatorState(), 0
+        self._state.extend(arrays.close[start:].tolist())
+        self._arrays = arrays
+        self._last_open_ms = int(arrays.open_time_ms[-1]) if len(arrays.close) else None
+        self._summary = self._state.summary()
+        return self._summary
+
+    def _continues_at(self, arrays: CandleArrays) -> int | None:
+        """Index of the first close after the last one folded in, when ``arrays`` holds that
+        close unchanged (closes are appended; the newest can be corrected, which starts over)."""
+        last = self._last_open_ms
+        if last is None:
+            return None
+        index = int(np.searchsorted(arrays.open_time_ms, last))
+        if index >= len(arrays.close) or int(arrays.open_time_ms[index]) != last:
+            return None
+        return index + 1 if float(arrays.close[index]) == self._state.last_close else None
 
 
 @dataclass(frozen=True)

@@ -8,23 +8,35 @@ is timed. Stages are measured cumulatively on the same frames, each on a fresh p
 2. + ``bus.publish`` to the aggregator (forming/closed candles, ``CandleClosed``/``MarketGap``)
 3. + the FeatureTracker fed by the aggregator (incremental state per tick)
 4. + ``tracker.features(ticker)`` on every tick (what the gate reads: builds ``TickFeatures``)
+
+Then the daemon's whole path, each tick timed on its own (p50 / p95 / mean): the listener's
+``on_frame`` (parse, ``FrameGuard`` against the clock, stream order) -> ``bus.publish`` ->
+``CryptoRunner.handle_tick`` (aggregator -> features -> metric board -> gate.evaluate -> decision
+request, counted here). The clock is set to each frame's event time outside the timed part. The
+paper broker's price sink is left out (it has no resting order to fill here).
 """
 
 from __future__ import annotations
 
 import gc
 import random
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import orjson
 
 from core.bus import EventBus
 from core.events import Topic
+from gate.conditions import build_metric_registry
+from gate.gate import AdaptiveGate
+from gate.metrics import MetricBoard
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
+from market.listener import MarketListener
 from market.parse import parse_kline_frame
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
+from runner.crypto_runner import CryptoRunner
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 TIMEFRAMES = ("15m", "1h", "4h")
@@ -125,6 +137,67 @@ def _through_aggregator(*, tracker: bool, read_features: bool) -> Callable[[byte
     return step
 
 
+class _SetClock:
+    """A clock the bench sets to each frame's event time (the guard checks frames against it)."""
+
+    def __init__(self, now_ms: int) -> None:
+        self.now = now_ms
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def monotonic_secs(self) -> float:
+        return self.now / 1000.0
+
+    async def sleep(self, secs: float) -> None:
+        raise NotImplementedError("the bench never sleeps")
+
+
+class _Requests:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def request(self, reasons: Sequence[str]) -> None:
+        self.count += 1
+
+
+def _daemon_path(clock: _SetClock) -> tuple[MarketListener, _Requests]:
+    """The listener and the tick handler as ``runner.wiring`` connects them, without sockets."""
+    bus = EventBus()
+    features = FeatureTracker()
+    aggregator = MultiTFAggregator(bus, observers=[features])
+    registry = build_metric_registry(TICKERS)
+    requests = _Requests()
+    runner = CryptoRunner(
+        bus,
+        aggregator=aggregator,
+        features=features,
+        board=MetricBoard(registry),
+        gate=AdaptiveGate(clock, registry=registry),
+        decisions=requests,
+    )
+    bus.subscribe(Topic.MARKET_TICK, runner.handle_tick, name="tick_path")
+    listener = MarketListener(clock, bus, base_url="ws://127.0.0.1:9", tickers=TICKERS)
+    return listener, requests
+
+
+def daemon_path_us(frames: list[bytes]) -> tuple[list[float], int, int]:
+    """Per-tick microseconds through the whole path, the frames dropped and the requests made."""
+    event_ms = [orjson.loads(raw)["data"]["E"] for raw in frames]
+    clock = _SetClock(event_ms[0])
+    listener, requests = _daemon_path(clock)
+    on_frame, counter = listener.on_frame, time.perf_counter_ns
+    times: list[float] = []
+    gc.collect()
+    for raw, at_ms in zip(frames, event_ms, strict=True):
+        clock.now = at_ms
+        started = counter()
+        on_frame(raw)
+        times.append((counter() - started) / 1000.0)
+    dropped = listener.rejections.total
+    return times, dropped, requests.count
+
+
 def main() -> None:
     frames = make_frames(FRAMES)
     stages: list[tuple[str, Callable[[], Callable[[bytes], object]]]] = [
@@ -138,6 +211,14 @@ def main() -> None:
         best = min(_timed(frames, setup) for _ in range(3))
         per_tick_us = best / len(frames) * 1e6
         print(f"  {name:<24} {per_tick_us:6.2f} us/tick  {len(frames) / best:>10,.0f} ticks/s")
+    times, dropped, requests = daemon_path_us(frames)
+    times.sort()
+    print(
+        f"  daemon path (listener.on_frame -> guard -> bus -> handle_tick -> gate): "
+        f"p50 {statistics.median(times):.2f} us, p95 {times[int(len(times) * 0.95)]:.2f} us, "
+        f"mean {statistics.fmean(times):.2f} us over {len(times):,} ticks "
+        f"({dropped} dropped, {requests} decision requests)"
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from typing import Any, Protocol
 
 import aiohttp
 import numpy as np
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from memory.port import StoreUnavailableError
 
@@ -33,6 +32,9 @@ class HashedNgramEmbedder:
     name = "local-hashed-char-ngrams-256"
 
     def __init__(self, dim: int = LOCAL_DIM) -> None:
+        # scikit-learn (and scipy under it) take seconds to import: only an embedder pays that
+        from sklearn.feature_extraction.text import HashingVectorizer
+
         self._vectorizer = HashingVectorizer(
             analyzer="char_wb",
             ngram_range=(3, 5),
