@@ -186,7 +186,7 @@ def daemon_path_us(frames: list[bytes]) -> tuple[list[float], int, int]:
     event_ms = [orjson.loads(raw)["data"]["E"] for raw in frames]
     clock = _SetClock(event_ms[0])
     listener, requests = _daemon_path(clock)
-    on_frame, counter = listener.on_frame, time.perf_counter_ns
+    on_frame, counter = listener.frames.on_frame, time.perf_counter_ns
     times: list[float] = []
     gc.collect()
     for raw, at_ms in zip(frames, event_ms, strict=True):
@@ -214,7 +214,7 @@ def main() -> None:
     times, dropped, requests = daemon_path_us(frames)
     times.sort()
     print(
-        f"  daemon path (listener.on_frame -> guard -> bus -> handle_tick -> gate): "
+        f"  daemon path (listener.frames.on_frame -> guard -> bus -> handle_tick -> gate): "
         f"p50 {statistics.median(times):.2f} us, p95 {times[int(len(times) * 0.95)]:.2f} us, "
         f"mean {statistics.fmean(times):.2f} us over {len(times):,} ticks "
         f"({dropped} dropped, {requests} decision requests)"
