@@ -68,7 +68,8 @@ class GraphDebateMemory:
         found = await self._retriever(query.role_weight).retrieve(
             now_ms=query.now_ms, ticker=query.ticker, text=query.text, k=query.k
         )
-        return [_recalled(item) for item in found]
+        # a memory from after ``now`` (a replay over a later run's store) is never seen
+        return [_recalled(item) for item in found if item.insight.created_ms <= query.now_ms]
 
     async def remember(self, entry: MemoryEntry) -> bool:
         if self._accept is None:
