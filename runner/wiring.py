@@ -119,13 +119,9 @@ def build_decision_path(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports, memory
     )
     context = build_decision_context(
-        settings,
-        clock,
-        agents,
-        memory=ports.memory,
-        person_notes=lambda: store.current.notes,
+        settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes,
         insights=memory.insight_source(clock),
-    )
+    )  # fmt: skip
     routine = _routine(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
         failpoints, trading, context,
