@@ -75,7 +75,10 @@ class DebateDecider:
         ledger: UsageLedger,
         memory: LongTermMemory | None,
         redactor: Redactor | None = None,
+        long_term: str | None = None,
     ) -> None:
+        """``long_term``: what ``memory`` is, for the status and the journal (default: its
+        absence or ``in-process``)."""
         self._client = client
         self._config = config
         self._debate = config.debate
@@ -83,13 +86,19 @@ class DebateDecider:
         self._fallback = fallback
         self.breaker = breaker
         self.ledger = ledger
-        self._memory = memory
         self._hygiene = Hygiene(redactor or Redactor(), config.debate.max_output_chars)
-        self._writer = MemoryWriter(memory, config.debate, self._hygiene)
+        self.use_long_term(memory, long_term)
         self.working = WorkingMemory(config.debate.working_mem_max)
         self._exits: list[PositionExit] = []
         #: role calls in flight (replay's busy probe: time may move only when all are parked)
         self.role_tasks: set[asyncio.Task[Any]] = set()
+
+    def use_long_term(self, memory: LongTermMemory | None, description: str | None = None) -> None:
+        """Recall from and write to ``memory`` from the next decision on (the composition root
+        builds the memory store after the deciders)."""
+        self._memory = memory
+        self._writer = MemoryWriter(memory, self._debate, self._hygiene)
+        self.long_term = description or ("off" if memory is None else "in-process, lost at exit")
 
     @property
     def enabled(self) -> bool:
@@ -103,6 +112,7 @@ class DebateDecider:
             **model_status(self.enabled, self.breaker, self.ledger),
             "decider": "debate",
             "memory": self._memory is not None,
+            "long_term_memory": self.long_term,
         }
 
     async def aclose(self) -> None:
@@ -343,6 +353,7 @@ class DebateDecider:
         record = debate_record(
             results, recalled, len(self.working), writes, reflections, self._debate.bb_rounds
         )
+        record["long_term_memory"] = self.long_term
         if failed_core:
             why = ", ".join(f"{r.role} ({r.reason})" for r in failed_core)
             decision = self._fallback.decide_now(snapshot, f"debate_failed: {why} fell back")

@@ -71,6 +71,8 @@ class MemoryInsights:
         self._config = config
         self._sink = situation_sink
         self.reads = 0  # items put in snapshots (the replay report's "insights read")
+        #: each ticker's situation at the last snapshot (the prompt's insights rank by it too)
+        self.situations: dict[str, Situation] = {}
 
     async def attach(self, snapshot: MarketSnapshot) -> MarketSnapshot:
         unavailable = dict(snapshot.unavailable)
@@ -107,13 +109,17 @@ class MemoryInsights:
             update={"historical_insights": items, "unavailable": dict(sorted(unavailable.items()))}
         )
 
+    def situation_vector(self, ticker: str) -> tuple[float, ...] | None:
+        situation = self.situations.get(ticker)
+        return situation.vector if situation is not None else None
+
     async def _items(self, snapshot: MarketSnapshot) -> list[dict[str, Any]]:
         rule = self._config.fallback_rule
         head: list[dict[str, Any]] = []
         tail: list[dict[str, Any]] = []
         macro = snapshot.regime.macro if snapshot.regime else "unavailable"
         for ticker in sorted(snapshot.tickers):
-            situation = situation_of(snapshot, ticker)
+            situation = self.situations[ticker] = situation_of(snapshot, ticker)
             if self._sink is not None:
                 self._sink(ticker, situation, macro)
             regime = situation.regime

@@ -21,6 +21,7 @@ fields (regime, exposure) are never touched.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 from collections.abc import Mapping
@@ -32,9 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact, model_notes_block
 from agent.claude_schema import output_config
 from agent.config import AgentConfig
-from agent.prompt_trim import Item, cap_item, trim
+from agent.prompt_trim import Item, Trimmed, cap_item, size, trim
 from agent.snapshot import MarketSnapshot, sent_json_bytes
 from memory.context import AssembledContext, ContextAssembler
+from memory.tiers import AUTO_HEADING
+
+AUTO_RANK_OFFSET = 100_000  # an [auto] line ranks below every line a person wrote
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,16 @@ SNAPSHOT_TRIM_ORDER = (
 _CLASS_RANK = {"insight": 0, "summary": 1, "session": 2, "notes": 3, "rule": 4, "policy": 5}
 
 
+#: the class budget each drop rank counts against (rules share the policy's)
+_RANK_CLASS = {0: "insight", 1: "summary", 2: "session", 3: "notes", 4: "policy", 5: "policy"}
+
+
+def _default_class_chars() -> dict[str, int]:
+    # 3,800 in all, under the 4,000 warning: a full context (24 day summaries, 80 MEMORY.md lines,
+    # 15 lessons, 3 tickers' session) is ~13,000 before these and ~3,800 after
+    return {"policy": 1000, "summary": 900, "notes": 600, "insight": 800, "session": 500}
+
+
 class PromptBudgets(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -58,6 +72,10 @@ class PromptBudgets(BaseModel):
     context_warn_chars: int = Field(4000, ge=100)
     context_max_chars: int = Field(6000, ge=100)
     snapshot_max_chars: int = Field(16_000, ge=1000)
+    #: characters per class of context (policy, summary, notes, insight, session), each trimmed
+    #: by its own order (lowest-score insights, oldest summaries, last lines, oldest session
+    #: entries) before the 6,000 cap; a class not named here has no budget of its own
+    class_chars: dict[str, int] = Field(default_factory=_default_class_chars)
 
 
 class PromptInfo(BaseModel):
@@ -173,12 +191,7 @@ def context_items(ctx: AssembledContext) -> list[Item]:
             )
         )
     for key in ("notes", "person_notes"):
-        for n, line in enumerate(ln for ln in ctx.values.get(key, "").splitlines() if ln.strip()):
-            items.append(
-                Item(
-                    "memory", f"{key}:{n}", line.strip(), drop_rank=(_CLASS_RANK["notes"], -n, key)
-                )
-            )
+        items.extend(_note_items(key, ctx.values.get(key, "")))
     for n, insight in enumerate(ctx.insights):
         items.append(
             Item(
@@ -205,6 +218,19 @@ def context_items(ctx: AssembledContext) -> list[Item]:
             )
         )
     return items
+
+
+@functools.lru_cache(maxsize=16)
+def _note_items(key: str, text: str) -> tuple[Item, ...]:
+    """One item per line (the same text: the same items, built once). Lines people wrote outlast
+    the daemon's own ``[auto]`` lines; within each, the last lines go first."""
+    out = []
+    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
+        if line == AUTO_HEADING:
+            continue  # the daemon's marker, no content
+        rank = -n - (AUTO_RANK_OFFSET if line.startswith("- [auto ") else 0)
+        out.append(Item("memory", f"{key}:{n}", line, drop_rank=(_CLASS_RANK["notes"], rank, key)))
+    return tuple(out)
 
 
 def trim_snapshot(sent: dict[str, Any], budget_chars: int) -> tuple[dict[str, Any], list[str]]:
@@ -248,6 +274,7 @@ class PromptAssembler:
         self.budgets = budgets or PromptBudgets()
         self._compact = compact_snapshot
         self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
+        self._trims: dict[tuple[Any, ...], tuple[int, list[Item], Trimmed]] = {}
 
     async def assemble(
         self, snapshot: MarketSnapshot, sent: dict[str, Any] | None = None
@@ -272,6 +299,38 @@ class PromptAssembler:
             found = self._cuts[key] = cap_item(item, self.budgets.item_chars)
         return found
 
+    def _trimmed(self, items: list[Item]) -> tuple[int, list[Item], Trimmed]:
+        """The class budgets then the hard cap; the same items (most decisions: nothing in the
+        context changed) are trimmed once. Returns the size after the class budgets too."""
+        key = tuple((i.key, i.text, i.protected, i.drop_rank) for i in items)
+        found = self._trims.get(key)
+        if found is None:
+            kept, class_dropped = self._within_class_budgets(items)
+            found = (size(kept), class_dropped, trim(kept, self.budgets.context_max_chars))
+            if len(self._trims) >= 8:
+                self._trims.clear()
+            self._trims[key] = found
+        return found
+
+    def _within_class_budgets(self, items: list[Item]) -> tuple[list[Item], list[Item]]:
+        """Each class of unprotected items trimmed to its own budget, by its own drop order; the
+        kept items in prompt order, and the dropped."""
+        budgets = self.budgets.class_chars
+        groups: dict[str, list[Item]] = {}
+        for item in items:
+            if not item.protected:
+                groups.setdefault(_RANK_CLASS.get(int(item.drop_rank[0]), ""), []).append(item)
+        gone: set[int] = set()
+        dropped: list[Item] = []
+        for name, group in groups.items():
+            budget = budgets.get(name)
+            if budget is None or size(group) <= budget:
+                continue
+            result = trim(group, budget)
+            dropped.extend(result.dropped)
+            gone.update(id(i) for i in result.dropped)
+        return [i for i in items if id(i) not in gone], dropped
+
     def build(self, sent: dict[str, Any], ctx: AssembledContext) -> AssembledPrompt:
         """The prompt from a snapshot as sent and its context (pure: the benchmark times this)."""
         b = self.budgets
@@ -282,11 +341,10 @@ class PromptAssembler:
             items.append(capped)
             if was_cut:
                 cut.append(item.key)
+        full, class_dropped, result = self._trimmed(items)
         warnings = []
-        full = sum(len(i.text) + 1 for i in items)
-        if full > b.context_warn_chars:
+        if full > b.context_warn_chars:  # the class budgets were raised, or protected text grew
             warnings.append(f"context {full} chars > warning level {b.context_warn_chars}")
-        result = trim(items, b.context_max_chars)
         snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars)
         texts = {
             part: "\n".join(i.text for i in result.kept if i.part == part)
@@ -339,7 +397,10 @@ class PromptAssembler:
             context_chars=result.chars,
             total_chars=sum(parts.values()),
             budgets=b,
-            trimmed=[i.key for i in result.dropped] + snap_trims,
+            trimmed=[
+                i.key for i in sorted((*class_dropped, *result.dropped), key=lambda i: i.drop_rank)
+            ]
+            + snap_trims,
             cut=cut,
             warnings=warnings,
             over_budget=result.over_budget,

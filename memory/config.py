@@ -10,7 +10,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-InsightKind = Literal["reflection", "rollup", "person"]
+#: ``debate``: a debate role's output (agent/debate_store.py): an opinion, ranked below lessons
+InsightKind = Literal["reflection", "rollup", "person", "debate"]
 
 
 class RetrievalConfig(BaseModel):
@@ -18,9 +19,10 @@ class RetrievalConfig(BaseModel):
     + salience_weight * salience``; candidates ``k * 3``, then ttl / cutoff filters, top ``k``."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    #: per insight kind; 0..3. A person's insight outranks the daemon's own reflections.
+    #: per insight kind; 0..3. A person's insight outranks the daemon's own reflections, and a
+    #: lesson (reflection) outranks a debate role's opinion.
     role_weights: dict[str, float] = Field(
-        default_factory=lambda: {"person": 1.5, "rollup": 1.2, "reflection": 1.0}
+        default_factory=lambda: {"person": 1.5, "rollup": 1.2, "reflection": 1.0, "debate": 0.6}
     )
     #: score lost per day of age; 0..0.1 (0.01: a 30-day-old lesson loses 0.3)
     recency_lambda: float = Field(0.01, ge=0.0, le=0.1)

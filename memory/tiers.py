@@ -64,6 +64,20 @@ def _stamp(paths: Sequence[Path]) -> tuple[tuple[str, int, int], ...]:
     return tuple(out)
 
 
+_LISTINGS: dict[tuple[Path, str], tuple[int, list[Path]]] = {}
+
+
+def _listing(folder: Path, pattern: str, suffixes: tuple[str, ...]) -> list[Path]:
+    """The folder's files with these suffixes, sorted; listed again only when the folder's mtime
+    moved (a file added, removed or renamed), so a decision costs one ``stat`` here."""
+    mtime = folder.stat().st_mtime_ns
+    found = _LISTINGS.get((folder, pattern))
+    if found is None or found[0] != mtime:
+        paths = sorted(p for p in folder.glob(pattern) if p.suffix in suffixes)
+        found = _LISTINGS[(folder, pattern)] = (mtime, paths)
+    return found[1]
+
+
 class OrganisationTier:
     def __init__(self, source: Path | None) -> None:
         self.source = source
@@ -72,7 +86,7 @@ class OrganisationTier:
     def _files(self) -> list[Path]:
         assert self.source is not None
         if self.source.is_dir():
-            return sorted(p for p in self.source.iterdir() if p.suffix in (".toml", ".md"))
+            return _listing(self.source, "*", (".toml", ".md"))
         if self.source.is_file():
             return [self.source]
         raise TierError(f"organisation policy {self.source} does not exist")
@@ -179,7 +193,7 @@ class ProjectTier:
         if not self.rules_dir.is_dir():
             return []
         try:
-            paths = sorted(self.rules_dir.glob("*.md"))
+            paths = _listing(self.rules_dir, "*.md", (".md",))
             stamp = _stamp(paths)
             if self._rules is None or self._rules[0] != stamp:
                 rules = [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths]

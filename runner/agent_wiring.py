@@ -24,6 +24,7 @@ from agent.claude_client import (
     build_anthropic_client,
 )
 from agent.claude_review import ClaudePositionReviewer
+from agent.config import AgentConfig
 from agent.debate import DebateDecider
 from agent.debate_memory import InProcessMemory, LongTermMemory
 from agent.fallback import FallbackPipeline
@@ -74,46 +75,13 @@ def build_agents(
     long_term: LongTermMemory | None = None,
 ) -> Agents:
     """``memory`` False (``--no-memory``): the debate neither recalls nor writes long-term memory.
-    ``long_term``: the debate's store (default: in the process, lost at exit)."""
+    ``long_term``: the debate's store (default: in the process, lost at exit, until the
+    composition root gives it the memory graph: ``DebateDecider.use_long_term``)."""
     config = settings.agent
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
-    key = settings.anthropic_api_key
-    if key is None and os.environ.get("ANTHROPIC_API_KEY_FILE"):  # a key only in a secret file
-        from_file = anthropic_key_reader("")()
-        key = SecretStr(from_file) if from_file else None
-    client = None
-    if key is not None:  # without a key the decider itself says so, once, when built
-        tries = config.debate.llm_max_retries if config.decider == "debate" else config.max_attempts
-        policy = RetryPolicy(
-            backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": tries}),
-            retry_after_cap_secs=config.retry_after_cap_secs,
-        )
-        client = ClaudeClient(
-            build_anthropic_client(config, key.get_secret_value()),
-            clock,
-            config,
-            policy,
-            credentials=Credentials(
-                read_key=anthropic_key_reader(key.get_secret_value()),
-                build=lambda new_key: build_anthropic_client(config, new_key),
-            ),
-        )
-        log.info(
-            "Claude decides (%s, %s; daily budget %s); the rule-based pipeline takes over on "
-            "failure",
-            config.decider,
-            config.model,
-            config.budget_text,
-        )
+    client = build_client(settings, clock)
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
-    auto = config.daily_budget_usd == "auto"
-    ledger = UsageLedger(
-        DailyBudget(
-            clock,
-            None if auto or config.daily_budget_usd == "auto" else config.daily_budget_usd,
-            monthly_usd=config.monthly_budget_usd if auto else None,
-        )
-    )
+    ledger = _ledger(config, clock)
     redactor = Redactor(settings.secret_values())
     decider: ClaudeDecider | DebateDecider
     if config.decider == "debate":
@@ -138,10 +106,9 @@ def build_agents(
             bus=bus,
             redactor=redactor,
         )
-    reviewer = (
-        None
-        if client is None
-        else ClaudePositionReviewer(
+    reviewer = None
+    if client is not None:  # without a key the tracker's fallback score reviews positions
+        reviewer = ClaudePositionReviewer(
             client=client,
             config=config,
             clock=clock,
@@ -150,5 +117,55 @@ def build_agents(
             bus=bus,
             journal=journal,
         )
-    )
     return Agents(decider=decider, reviewer=reviewer, client=client)
+
+
+def _configured_key(settings: Settings) -> SecretStr | None:
+    key = settings.anthropic_api_key
+    if key is None and os.environ.get("ANTHROPIC_API_KEY_FILE"):  # a key only in a secret file
+        from_file = anthropic_key_reader("")()
+        key = SecretStr(from_file) if from_file else None
+    return key
+
+
+def build_client(settings: Settings, clock: Clock) -> ClaudeClient | None:
+    """The one Claude client of the deciders and the reviewer; None without a key (the decider
+    itself then says so, once, when built)."""
+    config = settings.agent
+    key = _configured_key(settings)
+    if key is None:
+        return None
+    tries = config.debate.llm_max_retries if config.decider == "debate" else config.max_attempts
+    policy = RetryPolicy(
+        backoff=DEFAULT_BACKOFF.model_copy(update={"max_attempts": tries}),
+        retry_after_cap_secs=config.retry_after_cap_secs,
+    )
+    client = ClaudeClient(
+        build_anthropic_client(config, key.get_secret_value()),
+        clock,
+        config,
+        policy,
+        credentials=Credentials(
+            read_key=anthropic_key_reader(key.get_secret_value()),
+            build=lambda new_key: build_anthropic_client(config, new_key),
+        ),
+    )
+    log.info(
+        "Claude decides (%s, %s; daily budget %s); the rule-based pipeline takes over on failure",
+        config.decider,
+        config.model,
+        config.budget_text,
+    )
+    return client
+
+
+def _ledger(config: AgentConfig, clock: Clock) -> UsageLedger:
+    """The cost ledger over the daily budget (``auto``: what is left of the month, per day)."""
+    auto = config.daily_budget_usd == "auto"
+    return UsageLedger(
+        DailyBudget(
+            clock,
+            None if auto or config.daily_budget_usd == "auto" else config.daily_budget_usd,
+            monthly_usd=config.monthly_budget_usd if auto else None,
+        )
+    )

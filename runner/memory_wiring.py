@@ -16,10 +16,14 @@ from typing import Any
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient
 from agent.claude_reflector import ClaudeReflector
+from agent.debate_memory import InProcessMemory, LongTermMemory
+from agent.debate_store import GraphDebateMemory
 from agent.memory_view import MemoryInsights, MemoryOff
 from agent.snapshot_builder import InsightsView
 from core.clock import Clock
+from memory.context import InsightSource
 from memory.embeddings import HashedNgramEmbedder, OpenAIEmbedder, TextEmbedder
+from memory.insight_source import RetrieverInsights
 from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
@@ -36,6 +40,31 @@ class MemoryParts:
     store: MemoryStore | None = None
     writer: MemoryWriter | None = None
     view: MemoryInsights | None = None
+    retriever: Retriever | None = None
+    embedder: TextEmbedder | None = None
+    #: why there is no store although memory is on ("" when there is one, or memory is off)
+    off_reason: str = ""
+
+    def insight_source(self, clock: Clock) -> InsightSource | None:
+        """The store's lessons for the prompt's memory block (None without a store)."""
+        if self.retriever is None:
+            return None
+        view = self.view
+        return RetrieverInsights(
+            self.retriever, clock, view.situation_vector if view is not None else lambda _t: None
+        )
+
+    def debate_memory(self, *, enabled: bool) -> tuple[LongTermMemory | None, str]:
+        """The debate's long-term memory and what it is: the memory graph when there is a store;
+        in the process (lost at exit) when the store is off or down; none with ``--no-memory``."""
+        if not enabled:
+            return None, "off (--no-memory)"
+        if self.store is None or self.retriever is None or self.embedder is None:
+            return InProcessMemory(), f"in-process, lost at exit ({self.off_reason})"
+        accept = self.writer.accept if self.writer is not None else None
+        graph = GraphDebateMemory(self.store, self.retriever.config, self.embedder, accept)
+        mode = "read-write" if accept is not None else "read-only: memory.write_back is off"
+        return graph, f"memory graph ({self.store.name}, {mode})"
 
 
 def build_reflector(
@@ -82,13 +111,16 @@ def build_memory(
 ) -> MemoryParts:
     """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``)."""
     cfg = settings.memory
-    if not (enabled and cfg.enabled):
+    if not enabled:
         return MemoryParts(insights=MemoryOff())
+    if not cfg.enabled:
+        return MemoryParts(insights=MemoryOff(), off_reason="memory.enabled is false")
     try:
         store = open_store(settings)
     except StoreUnavailableError as exc:
         log.error("memory: store unavailable, snapshots will say so: %s", exc)
-        return MemoryParts(insights=MemoryOff(f"memory store unavailable: {exc}"))
+        reason = f"memory store unavailable: {exc}"
+        return MemoryParts(insights=MemoryOff(reason), off_reason=reason)
     embedder = build_embedder(settings)
     retriever = Retriever(store, cfg.retrieval, embedder)
     writer = None
@@ -98,4 +130,11 @@ def build_memory(
     view = MemoryInsights(
         store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
     )
-    return MemoryParts(insights=view, store=store, writer=writer, view=view)
+    return MemoryParts(
+        insights=view,
+        store=store,
+        writer=writer,
+        view=view,
+        retriever=retriever,
+        embedder=embedder,
+    )

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from agent.debate import DebateDecider
 from agent.decision_context import DecisionContext
 from agent.org_caps import OrganisationCaps
 from agent.risk import RiskConfig, risk_context
@@ -118,8 +119,9 @@ def build_decision_path(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports, memory
     )
     context = build_decision_context(
-        settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes
-    )
+        settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes,
+        insights=memory.insight_source(clock),
+    )  # fmt: skip
     routine = _routine(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
         failpoints, trading, context,
@@ -180,7 +182,10 @@ def _memory(
         reviewer.ledger if reviewer is not None else None,
         journal.append,
     )
-    return build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
+    memory = build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
+    if isinstance(agents.decider, DebateDecider):  # the debate remembers in the same graph
+        agents.decider.use_long_term(*memory.debate_memory(enabled=ports.memory))
+    return memory
 
 
 def exits_outbox(settings: Settings, learner: OnlineLearner) -> Outbox:

@@ -61,8 +61,14 @@ def test_small_context_untrimmed_and_cache_markers_on_stable_parts() -> None:
     assert prompt.info.tiers_loaded == ["organisation", "project", "session"]
 
 
+#: no class budgets: what the 4,000 warning and the 6,000 hard cap do on their own
+NO_CLASS_BUDGETS = PromptBudgets(class_chars={})
+
+
 def test_items_cut_to_300_and_context_capped_at_6000_lowest_insights_first() -> None:
-    prompt = PromptAssembler(None).build(snapshot().as_sent(), _ctx(n_insights=40, n_summaries=12))
+    prompt = PromptAssembler(None, NO_CLASS_BUDGETS).build(
+        snapshot().as_sent(), _ctx(n_insights=40, n_summaries=12)
+    )
     info = prompt.info
     assert info.context_chars <= 6000
     assert any("warning level 4000" in w for w in info.warnings)
@@ -77,7 +83,7 @@ def test_items_cut_to_300_and_context_capped_at_6000_lowest_insights_first() -> 
 
 
 def test_oldest_summaries_go_after_every_insight() -> None:
-    prompt = PromptAssembler(None, PromptBudgets(context_max_chars=1500)).build(
+    prompt = PromptAssembler(None, PromptBudgets(context_max_chars=1500, class_chars={})).build(
         snapshot().as_sent(), _ctx(n_insights=3, n_summaries=8)
     )
     trimmed = prompt.info.trimmed
@@ -85,6 +91,43 @@ def test_oldest_summaries_go_after_every_insight() -> None:
     summaries = [k for k in trimmed if k.startswith("summary:")]
     assert summaries  # some went, the oldest first (made_at ascending = list order here)
     assert "summary 7." in prompt.texts["memory"]  # the newest survived
+
+
+def test_the_default_class_budgets_keep_a_full_context_under_the_warning() -> None:
+    notes = "\n".join(
+        [
+            "# MEMORY",
+            "## vigil (auto: newest first, one per day and ticker, 50 kept)",
+            *(
+                f"- [auto 2025-03-{d:02d} BTC/USDT] BUY 10% by fallback: reason {d}"
+                for d in range(28, 0, -1)
+            ),
+            "Person: never add to a loser.",
+        ]
+    )
+    prompt = PromptAssembler(None).build(
+        snapshot().as_sent(), _ctx(n_insights=40, n_summaries=24, notes=notes)
+    )
+    info = prompt.info
+    assert info.warnings == [] and info.context_chars < 4000
+    memory = prompt.texts["memory"]
+    # each class kept its best: the top lessons, the newest summaries, the person's line first
+    assert "lesson 39" in memory and "lesson 0 " not in memory
+    assert "summary 23." in memory and "summary 0." not in memory
+    assert "Person: never add to a loser." in memory and "reason 28" in memory
+    assert "reason 1\n" not in memory + "\n" and "## vigil (auto" not in memory
+    assert "cap:max_position_pct" not in info.trimmed and "DOGE/USDT" in prompt.texts["policy"]
+    per_class = PromptBudgets().class_chars
+    assert sum(per_class.values()) < PromptBudgets().context_warn_chars
+
+
+def test_raised_class_budgets_make_the_warning_fire() -> None:
+    budgets = PromptBudgets(class_chars={"insight": 20_000, "summary": 20_000})
+    prompt = PromptAssembler(None, budgets).build(
+        snapshot().as_sent(), _ctx(n_insights=40, n_summaries=24)
+    )
+    assert any("warning level 4000" in w for w in prompt.info.warnings)
+    assert prompt.info.context_chars <= 6000
 
 
 def test_snapshot_budget_never_touches_protected_fields() -> None:

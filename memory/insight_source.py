@@ -1,0 +1,52 @@
+"""The trading memory as the context assembler's ``InsightSource``: the best lessons for a ticker.
+
+Ranked by ``memory.retrieval.Retriever`` like every other reader: by the ticker's situation now
+(``situation``: the vector the snapshot's memory view computed this decision) when there is one,
+else by recency and salience. Only this ticker's (or no ticker's) insights of this regime (or of
+none); the debate's opinions (kind ``debate``) stay out: the prompt's memory block is for lessons.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from core.clock import Clock
+from memory.config import InsightKind
+from memory.context import InsightItem
+from memory.retrieval import Retriever
+
+LESSON_KINDS: tuple[InsightKind, ...] = ("reflection", "rollup", "person")
+
+
+class RetrieverInsights:
+    def __init__(
+        self,
+        retriever: Retriever,
+        clock: Clock,
+        situation: Callable[[str], tuple[float, ...] | None] = lambda _ticker: None,
+    ) -> None:
+        self._retriever = retriever
+        self._clock = clock
+        self._situation = situation
+
+    async def top_insights(self, ticker: str, regime: str | None, k: int) -> list[InsightItem]:
+        if k <= 0:
+            return []
+        found = await self._retriever.retrieve(
+            now_ms=self._clock.now_ms(),
+            ticker=ticker,
+            regime=regime,
+            vector=self._situation(ticker),
+            kinds=LESSON_KINDS,
+            k=k,
+        )
+        return [
+            InsightItem(
+                text=hit.insight.text,
+                score=hit.parts.score,
+                ticker=hit.insight.ticker,
+                insight_id=hit.insight.insight_id,
+                created_ms=hit.insight.created_ms,
+            )
+            for hit in found
+        ]

@@ -1,0 +1,117 @@
+"""The debate on the trading-memory graph (SQLite store, as the daemon wires it): a reflection
+written after an exit is recalled by a later debate, and by a new decider over the same store after
+a restart; the journal's debate record says which long-term memory it was."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from fakes.claude_support import AT_MS, MODEL, fallback, snapshot
+from fakes.debate_support import DebateAnswers
+from fakes.instant_clock import InstantClock
+from fakes.messages_api import FakeMessagesApi
+
+from agent.breaker import CircuitBreaker
+from agent.budget import DailyBudget
+from agent.claude import UsageLedger
+from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
+from agent.config import AgentConfig
+from agent.debate import DebateDecider
+from agent.debate_store import GraphDebateMemory
+from core.backoff import Backoff
+from core.clock import VirtualClock
+from core.events import PositionExit
+from memory.config import MemoryConfig
+from memory.embeddings import HashedNgramEmbedder
+from memory.outbox import MemoryOutbox
+from memory.sqlite_store import SqliteMemoryStore
+from memory.writeback import MemoryWriter
+
+LESSON = "Exits on the timer cut winners short. Actions: hold longer"
+
+
+@pytest.fixture
+async def api() -> AsyncIterator[FakeMessagesApi]:
+    async with FakeMessagesApi() as server:
+        yield server
+
+
+def decider_on(api: FakeMessagesApi, state: Path) -> tuple[DebateDecider, SqliteMemoryStore]:
+    clock = InstantClock(epoch_ms=AT_MS)
+    config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0, decider="debate")
+    policy = RetryPolicy(backoff=Backoff(base_secs=0.1, cap_secs=0.2, max_attempts=2))
+    client = ClaudeClient(
+        build_anthropic_client(config, "sk-ant-test-debate-0000"), clock, config, policy
+    )
+    store = SqliteMemoryStore(state / "memory.db")
+    memory_config, embedder = MemoryConfig(), HashedNgramEmbedder()
+    writer = MemoryWriter(
+        VirtualClock(epoch_ms=AT_MS),
+        store,
+        MemoryOutbox(state / "outbox.db"),
+        memory_config,
+        embedder,
+    )
+    memory = GraphDebateMemory(store, memory_config.retrieval, embedder, writer.accept)
+    decider = DebateDecider(
+        client=client,
+        config=config,
+        clock=clock,
+        fallback=fallback(),
+        breaker=CircuitBreaker(clock),
+        ledger=UsageLedger(DailyBudget(clock, None)),
+        memory=memory,
+        long_term="memory graph (sqlite, read-write)",
+    )
+    return decider, store
+
+
+def recalled_lessons(debate: dict[str, object]) -> list[dict[str, object]]:
+    roles = debate["roles"]
+    assert isinstance(roles, list)
+    return [
+        m
+        for r in roles
+        if r["role"] != "reflection"
+        for m in r["memories"]
+        if m["kind"] == "reflection"
+    ]
+
+
+async def test_a_reflection_after_an_exit_is_recalled_later_and_after_a_restart(
+    api: FakeMessagesApi, tmp_path: Path
+) -> None:
+    api.responder = DebateAnswers().respond
+    decider, store = decider_on(api, tmp_path)
+    decider.on_position_exit(
+        PositionExit(
+            at_ms=AT_MS - 60_000,
+            ticker="BTC/USDT",
+            reason="timer",
+            pnl_pct=1.2,
+            holding_secs=3600,
+            regime="medium_volatility",
+        )
+    )
+    first = await decider.decide(snapshot())
+    assert first.debate is not None and first.debate["reflections"][0]["written"] == 1
+    assert first.debate["long_term_memory"] == "memory graph (sqlite, read-write)"
+    (lesson,) = await store.list_insights(kind="reflection")
+    assert lesson.text == LESSON and lesson.ticker == "BTC/USDT" and lesson.salience == 0.9
+    later = await decider.decide(snapshot())
+    assert later.debate is not None
+    assert {m["text"] for m in recalled_lessons(later.debate)} == {LESSON}
+    await decider.aclose()
+    await store.close()
+
+    restarted, store = decider_on(api, tmp_path)  # a new process over the same state dir
+    after = await restarted.decide(snapshot())
+    assert after.debate is not None
+    hits = recalled_lessons(after.debate)
+    assert hits and hits[0]["text"] == LESSON and float(hits[0]["score"]) > 0  # type: ignore[arg-type]
+    opinions = await store.list_insights(kind="debate")
+    assert opinions and all(i.text.startswith("[") for i in opinions)
+    await restarted.aclose()
+    await store.close()
