@@ -13,11 +13,12 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
 from core.clock import WallClock
+from memory.config import InsightKind
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore
@@ -36,6 +37,7 @@ def add_graph_commands(cmd: Any) -> None:
         p.add_argument("--regime")
         p.add_argument("--limit", type=int, default=20)
     listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
+    listing.add_argument("--kind", choices=get_args(InsightKind), help="one kind only")
     cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id")
     add = cmd.add_parser("add", help="a person's insight (salience 1)")
     add.add_argument("text")
@@ -73,7 +75,11 @@ async def _list(
     args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
 ) -> int:
     for insight in await store.list_insights(
-        ticker=args.ticker, regime=args.regime, include_archived=args.all, limit=args.limit
+        ticker=args.ticker,
+        regime=args.regime,
+        kind=args.kind,
+        include_archived=args.all,
+        limit=args.limit,
     ):
         print(_line(insight))
     return 0

@@ -38,6 +38,8 @@ def test_memory_cli_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert run(capsys, state, "add", "short")[0] == 2  # under min_text_chars
     code, out = run(capsys, state, "list", "--ticker", "ETH/USDT")
     assert insight_id in out and "SOL" not in out
+    assert run(capsys, state, "list", "--kind", "person")[1].count("\n") == 2
+    assert run(capsys, state, "list", "--kind", "debate") == (0, "")
     code, out = run(capsys, state, "search", "funding spike on ETH")
     assert out.splitlines()[0].startswith(insight_id)
     code, out = run(capsys, state, "show", insight_id)
