@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from agent.materiality import DeltaConfig
 from agent.review_delta import UNCHANGED, ReviewDelta
 from tracker.ports import PositionReview, ReviewAction
@@ -101,3 +104,22 @@ def test_the_tighter_at_risk_move_applies_only_to_losers_outside_their_entry_reg
     outside.reviewed([_at(100.9, **winning)], now_secs=0.0)  # outside, but winning
     ask, keep = outside.split([_at(100.6, **winning)], now_secs=180.0)
     assert ask == [] and len(keep) == 1
+
+
+@given(
+    seen_pnl=st.floats(-3.0, 3.0, allow_nan=False),
+    now_pnl=st.floats(-3.0, 3.0, allow_nan=False),
+    regime_now=st.sampled_from(["low_volatility", "high_volatility"]),
+)
+def test_any_break_even_crossing_is_asked_whatever_the_move(
+    seen_pnl: float, now_pnl: float, regime_now: str
+) -> None:
+    def held(pnl_pct: float) -> PositionReview:  # the P&L as the tracker computed it
+        position = _at(100.0 + pnl_pct, regime_now, "low_volatility")
+        return position.model_copy(update={"pnl_pct": pnl_pct})
+
+    delta = ReviewDelta(DeltaConfig(review_min_move_pct=5.0, review_at_risk_move_pct=5.0))
+    delta.reviewed([held(seen_pnl)], now_secs=0.0)
+    ask, keep = delta.split([held(now_pnl)], now_secs=60.0)
+    crossed = (seen_pnl < 0) != (now_pnl < 0)
+    assert (len(ask), len(keep)) == ((1, 0) if crossed else (0, 1))
