@@ -53,6 +53,9 @@ class DeltaConfig(BaseModel):
     #: it (same regime, review younger than review_max_unchanged_secs) keeps HOLD without a call
     review_min_move_pct: float = Field(0.5, ge=0)
     review_max_unchanged_secs: float = Field(1800.0, gt=0)
+    #: ... except a position at risk (losing, in a regime other than its entry's): asked again
+    #: once its loss deepened this much (P&L percentage points) since Claude last reviewed it
+    review_at_risk_move_pct: float = Field(0.25, ge=0)
 
 
 @dataclass

@@ -2,11 +2,18 @@
 changed materially since Claude last reviewed it.
 
 A review runs every 3 minutes while a position is open (about 360 a day with one position), and most
-of them look at the same position as the one before. A position is "unchanged" when its mark moved
-less than ``review_min_move_pct`` since the price Claude last saw, its crypto regime is the same, and
-that review is younger than ``review_max_unchanged_secs``; it keeps HOLD (decided_by
-``unchanged``), and the tracker's 30-second safety layer (stop loss, trailing stop) runs as always.
-A material move, a regime change, a new position or an old review asks Claude again.
+of them look at the same position as the one before. A position is "unchanged" when, since the
+review Claude last gave it (younger than ``review_max_unchanged_secs``):
+- its mark moved less than ``review_min_move_pct``;
+- its crypto regime is the same;
+- its P&L kept its sign: a winner that turned into a loser (or back) is a different question for
+  a trader (cut a loser or let a winner run), whatever the size of the move that crossed break-even;
+- if it is at risk — losing, in a regime other than the one it was entered in, so the thesis it was
+  opened on no longer holds — its loss deepened by less than ``review_at_risk_move_pct``: a
+  position held without its thesis is watched more closely than one that still has it.
+An unchanged position keeps HOLD (decided_by ``unchanged``), and the tracker's 30-second safety
+layer (stop loss, trailing stop) runs as always. Anything else, a new position or an old review
+asks Claude again.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ class _Seen:
     mark_price: float
     regime: str
     at_secs: float
+    pnl_pct: float
 
 
 class ReviewDelta:
@@ -60,7 +68,7 @@ class ReviewDelta:
     def reviewed(self, positions: Sequence[PositionReview], now_secs: float) -> None:
         """Claude answered about ``positions``: what it saw is the new reference."""
         for p in positions:
-            self._seen[p.ticker] = _Seen(p.mark_price, p.regime_now, now_secs)
+            self._seen[p.ticker] = _Seen(p.mark_price, p.regime_now, now_secs, p.pnl_pct)
 
     def forget(self, open_tickers: Sequence[str]) -> None:
         for ticker in set(self._seen) - set(open_tickers):
@@ -75,13 +83,25 @@ class ReviewDelta:
             return None
         if position.regime_now != seen.regime:
             return None
+        if (position.pnl_pct < 0) != (seen.pnl_pct < 0):
+            return None  # crossed break-even since the review
         move_pct = abs(position.mark_price / seen.mark_price - 1.0) * 100.0
         if move_pct >= self.config.review_min_move_pct:
             return None
+        if _at_risk(position) and (
+            seen.pnl_pct - position.pnl_pct >= self.config.review_at_risk_move_pct
+        ):
+            return None
         return (
             f"no material change since Claude's review {age_secs:.0f} s ago "
-            f"(price moved {move_pct:.2f} % < {self.config.review_min_move_pct:g} %)"
+            f"(price moved {move_pct:.2f} % < {self.config.review_min_move_pct:g} %, "
+            f"P&L {seen.pnl_pct:+.2f} % -> {position.pnl_pct:+.2f} %)"
         )
+
+
+def _at_risk(position: PositionReview) -> bool:
+    """Losing in a regime other than its entry's: the thesis it was opened on is gone."""
+    return position.pnl_pct < 0 and position.regime_now != position.regime_at_entry
 
 
 __all__ = ["UNCHANGED", "ReviewDelta"]

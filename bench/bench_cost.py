@@ -205,13 +205,16 @@ def _sweep_arguments(parser: argparse.ArgumentParser) -> None:
     sweep.add_argument("--sigmas", type=_floats, default=(0.5, 2.0), help="price_move_sigmas")
     sweep.add_argument("--max-hours", type=_floats, default=(2.0, 8.0), help="max_unchanged_hours")
     sweep.add_argument("--review-move", type=_floats, default=(0.25, 1.0), help="review %% move")
+    sweep.add_argument(
+        "--review-at-risk", type=_floats, default=(0.1, 0.5), help="review at-risk %% move"
+    )
     sweep.add_argument("--loud-z", type=_floats, default=(1.0, 2.5), help="tiers loud_zscore")
 
 
 def _sweep(args: argparse.Namespace, days: int, start: date) -> None:
     from bench.cost_sweep import Axes, grid, run_sweep
 
-    axes = Axes(args.sigmas, args.max_hours, args.review_move, args.loud_z)
+    axes = Axes(args.sigmas, args.max_hours, args.review_move, args.review_at_risk, args.loud_z)
     options = ReplayOptions(
         start_ms=_day_ms(start),
         end_ms=_day_ms(start + timedelta(days=days)),

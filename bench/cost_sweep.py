@@ -34,12 +34,18 @@ class Point:
     price_move_sigmas: float | None = None
     max_unchanged_hours: float | None = None
     review_min_move_pct: float | None = None
+    review_at_risk_move_pct: float | None = None
     loud_zscore: float | None = None
 
     def apply(self, settings: Settings) -> Settings:
         agent = settings.agent
         delta: dict[str, Any] = {"enabled": self.gating}
-        for key in ("price_move_sigmas", "max_unchanged_hours", "review_min_move_pct"):
+        for key in (
+            "price_move_sigmas",
+            "max_unchanged_hours",
+            "review_min_move_pct",
+            "review_at_risk_move_pct",
+        ):
             if getattr(self, key) is not None:
                 delta[key] = getattr(self, key)
         tiers = agent.tiers
@@ -55,6 +61,7 @@ class Axes:
     sigmas: tuple[float, ...]
     max_hours: tuple[float, ...]
     review_move: tuple[float, ...]
+    review_at_risk: tuple[float, ...]
     loud_z: tuple[float, ...]
 
 
@@ -64,21 +71,26 @@ def grid(axes: Axes, full: bool) -> list[Point]:
     if full:
         points += [
             Point(
-                f"s={s:g} h={h:g} r={r:g} z={z:g}",
+                f"s={s:g} h={h:g} r={r:g} a={a:g} z={z:g}",
                 price_move_sigmas=s,
                 max_unchanged_hours=h,
                 review_min_move_pct=r,
+                review_at_risk_move_pct=a,
                 loud_zscore=z,
             )
             for s in axes.sigmas
             for h in axes.max_hours
             for r in axes.review_move
+            for a in axes.review_at_risk
             for z in axes.loud_z
         ]
         return points
     points += [Point(f"sigmas={v:g}", price_move_sigmas=v) for v in axes.sigmas]
     points += [Point(f"max_hours={v:g}", max_unchanged_hours=v) for v in axes.max_hours]
     points += [Point(f"review_move={v:g}%", review_min_move_pct=v) for v in axes.review_move]
+    points += [
+        Point(f"review_at_risk={v:g}%", review_at_risk_move_pct=v) for v in axes.review_at_risk
+    ]
     points += [Point(f"loud_z={v:g}", loud_zscore=v) for v in axes.loud_z]
     return points
 
@@ -134,6 +146,7 @@ async def sweep(
         f"  defaults: delta price_move_sigmas={agent.delta.price_move_sigmas:g} "
         f"max_unchanged_hours={agent.delta.max_unchanged_hours:g} "
         f"review_min_move_pct={agent.delta.review_min_move_pct:g} "
+        f"review_at_risk_move_pct={agent.delta.review_at_risk_move_pct:g} "
         f"tiers loud_zscore={agent.tiers.loud_zscore:g}; models {agent.model} / "
         f"{agent.tiers.routine_model}; prices as of {agent.prices.as_of}"
     )
