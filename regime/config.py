@@ -31,6 +31,11 @@ class CryptoHmmConfig(BaseModel):
     min_feature_rows: int = Field(100, ge=10)
     rv_window_bars: int = Field(RV_WINDOW_BARS, ge=2)
     vov_window_bars: int = Field(VOV_WINDOW_BARS, ge=2)
+    #: refit from the previous model (its state count, at most ``warm_n_iter`` EM iterations);
+    #: every ``full_search_every``-th fit is the full BIC search. Off: see bench/bench_hmm.py
+    warm_start: bool = False
+    warm_n_iter: int = Field(20, ge=1)
+    full_search_every: int = Field(7, ge=1)
 
     @model_validator(mode="after")
     def _range(self) -> Self:
