@@ -78,6 +78,9 @@ class RegimeConfig(BaseModel):
     #: fitted models by (candles, HMM settings, fit instant): a rerun of the same span fits nothing.
     #: None: no cache (replay and sweeps default to ~/.cache/vigil/regime-fits)
     fit_cache_dir: Path | None = None
+    #: replay only: processes that fit the regime models ahead (regime.fit_ahead); None: all
+    #: cores but one (none inside a Dask worker), 0: fit inline
+    fit_ahead_workers: int | None = Field(None, ge=0)
 
 
 __all__ = ["FRED_BASE_URL", "RegimeConfig"]
