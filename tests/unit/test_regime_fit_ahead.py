@@ -75,7 +75,7 @@ def test_a_frame_nobody_planned_or_other_settings_are_not_served(
     assert isinstance(frames, Frames)
     planned = frames.frame_at("BTC/USDT", frames.asked[0])
     nudged = planned.copy()
-    nudged.iloc[-1, nudged.columns.get_loc("close")] += 1.0
+    nudged["close"] = nudged["close"].where(nudged.index != nudged.index[-1], 1.0)
     assert ahead.take(CONFIG, nudged) is None
     assert ahead.take(CONFIG.model_copy(update={"seed": 7}), planned) is None
     assert ahead.stats.misses == 1 and ahead.stats.hits == 0
