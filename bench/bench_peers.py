@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -151,7 +152,11 @@ def peer(script: str, csv_path: Path) -> Callable[[pd.DataFrame], dict[str, floa
             text=True,
             check=True,
         )
-        result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+        # the peer's own log lines may share stdout (Nautilus writes there): take our JSON
+        found = re.search(r'\{"bars".*?\}', done.stdout)
+        if found is None:
+            raise RuntimeError(f"{script} printed no result: {done.stdout[-500:]}")
+        result: dict[str, float] = json.loads(found.group(0))
         return result
 
     return run

@@ -39,7 +39,7 @@ def main(path: str, fast: int, slow: int) -> None:
             above = self.fast[-1] > self.slow[-1]
             was_above = self.fast[-2] > self.slow[-2]
             if above and not was_above and not self.position:
-                self.buy(size=0.01)
+                self.buy(size=1)  # whole units: a fraction would mean a share of equity
             elif was_above and not above and self.position:
                 self.position.close()
 
