@@ -199,7 +199,7 @@ def main(argv: Sequence[str] = ()) -> None:
     for name, rate in rates.items():
         print(  # the replay's trades are the fallback decider's, not the SMA's: n/a
             f"  {name:20s} {rate:14,.0f} bars/s  (median {statistics.median(secs[name]):.3f} s, "
-            f"trades {trades[name]:g})"
+            f"trades {'n/a: the fallback decider trades' if trades[name] != trades[name] else f'{trades[name]:g}'})"
         )
     for peer_name in PEERS:
         if peer_name in rates:
