@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest bench clean docker
+.PHONY: run test lint typecheck pytest bench peers-venv clean docker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
@@ -32,6 +32,12 @@ pytest: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# the peer benchmark's venv (bench_peers skips a peer that is not installed here)
+PEER_PY ?= python3.12
+peers-venv:
+	test -x bench/.venv-peer/bin/python || $(PEER_PY) -m venv bench/.venv-peer
+	bench/.venv-peer/bin/python -m pip install --quiet backtesting nautilus_trader
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

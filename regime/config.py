@@ -31,6 +31,11 @@ class CryptoHmmConfig(BaseModel):
     min_feature_rows: int = Field(100, ge=10)
     rv_window_bars: int = Field(RV_WINDOW_BARS, ge=2)
     vov_window_bars: int = Field(VOV_WINDOW_BARS, ge=2)
+    #: refit from the previous model (its state count, at most ``warm_n_iter`` EM iterations);
+    #: every ``full_search_every``-th fit is the full BIC search. Off: see bench/bench_hmm.py
+    warm_start: bool = False
+    warm_n_iter: int = Field(20, ge=1)
+    full_search_every: int = Field(7, ge=1)
 
     @model_validator(mode="after")
     def _range(self) -> Self:
@@ -73,6 +78,9 @@ class RegimeConfig(BaseModel):
     #: fitted models by (candles, HMM settings, fit instant): a rerun of the same span fits nothing.
     #: None: no cache (replay and sweeps default to ~/.cache/vigil/regime-fits)
     fit_cache_dir: Path | None = None
+    #: replay only: processes that fit the regime models ahead (regime.fit_ahead); None: all
+    #: cores but one (none inside a Dask worker), 0: fit inline
+    fit_ahead_workers: int | None = Field(None, ge=0)
 
 
 __all__ = ["FRED_BASE_URL", "RegimeConfig"]

@@ -26,7 +26,8 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-FORMAT: Final = "vigil-regime-fit-1"
+#: 2: the fitted model is ``regime.hmm_types.FittedHmm`` (it moved from crypto_hmm)
+FORMAT: Final = "vigil-regime-fit-2"
 _LIBRARIES: Final = ("hmmlearn", "scikit-learn", "numpy")
 
 

@@ -44,6 +44,12 @@ class RegimeModel(Protocol):
     def predict(self, frame: pd.DataFrame) -> CryptoRegime: ...
 
 
+class FitPlanner(Protocol):
+    """Told of every fit (``regime.fit_ahead.FitAhead``)."""
+
+    def after_fit(self, ticker: str, fitted_at_ms: int, fitted: bool) -> None: ...
+
+
 class CryptoRegimeTracker:
     def __init__(
         self,
@@ -52,12 +58,14 @@ class CryptoRegimeTracker:
         refit_every_secs: float = DEFAULT_REFIT_EVERY_SECS,
         *,
         offload: Offload = asyncio.to_thread,
+        ahead: FitPlanner | None = None,
     ) -> None:
         if refit_every_secs <= 0:
             raise ValueError(f"refit_every_secs must be > 0, got {refit_every_secs}")
         self._clock = clock
         self._model_factory = model_factory
         self._offload = offload
+        self._ahead = ahead  # replay: told of every fit, to plan the next ones (regime.fit_ahead)
         self.refit_every_secs = refit_every_secs
         self._models: dict[str, RegimeModel] = {}
         self._fitted_at_secs: dict[str, float] = {}  # clock monotonic reading of the last good fit
@@ -96,8 +104,9 @@ class CryptoRegimeTracker:
 
     async def _refit(self, ticker: str, model: RegimeModel, frame: pd.DataFrame) -> None:
         started_secs = self._clock.monotonic_secs()
+        fitted_at_ms = self._clock.now_ms()
         try:
-            report = await self._offload(model.fit, frame, fitted_at_ms=self._clock.now_ms())
+            report = await self._offload(model.fit, frame, fitted_at_ms=fitted_at_ms)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -105,6 +114,8 @@ class CryptoRegimeTracker:
             log.exception("%s regime fit raised; keeping the previous model", ticker)
             return
         self._reports[ticker] = report
+        if self._ahead is not None:
+            self._ahead.after_fit(ticker, fitted_at_ms, report.fitted)
         if report.fitted:
             self._fitted_at_secs[ticker] = started_secs
             log.info(
@@ -120,6 +131,7 @@ class CryptoRegimeTracker:
 __all__ = [
     "DEFAULT_REFIT_EVERY_SECS",
     "CryptoRegimeTracker",
+    "FitPlanner",
     "Offload",
     "RegimeModel",
     "run_inline",

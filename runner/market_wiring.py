@@ -19,6 +19,7 @@ from market.features import FeatureTracker
 from market.history import CcxtCandleBackfill, OhlcvHistory
 from market.listener import MarketListener
 from market.ports import CandleBackfill, TickSource
+from regime.fit_ahead import FitAhead
 from regime.tracker import Offload
 from runner.config import BINANCE_UPDATE_MS, Settings
 
@@ -45,6 +46,7 @@ class Ports:
     #: the outside-context sources (None: from settings, against the network or the simulator)
     context_fields: ContextFieldsFactory | None = None
     fit_offload: Offload = asyncio.to_thread  # how a regime fit leaves the event loop
+    fit_ahead: FitAhead | None = None  # replay: regime fits computed ahead in a process pool
     memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
     live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
 

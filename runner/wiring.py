@@ -318,9 +318,10 @@ def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports)
     cache = FitCache(folder) if folder is not None else None
     tracker = CryptoRegimeTracker(
         clock,
-        lambda: CryptoRegimeModel(settings.regime.hmm, cache=cache),
+        lambda: CryptoRegimeModel(settings.regime.hmm, cache=cache, ahead=ports.fit_ahead),
         settings.regime.refit_every_secs,
         offload=ports.fit_offload,
+        ahead=ports.fit_ahead,
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
     return RegimeView(tracker, macro, market.history, settings.market.tickers, clock=clock)

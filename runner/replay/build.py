@@ -12,7 +12,9 @@ implementation) and never anything after the clock's now:
 
 What replay changes on purpose, and why:
 - the clock is a ``VirtualClock`` moved by ``runner.replay.driver.ReplayDriver``;
-- regime fits run inline instead of in a worker thread (determinism);
+- regime fits run inline instead of in a worker thread (determinism), and are computed ahead in a
+  process pool where the recording says which candles they will see (``regime.fit_ahead``: the
+  results equal inline fits byte for byte);
 - no ``state_watch`` loop: notes edited mid-replay would make the run unrepeatable (the notes in
   the output folder's runner_state.json at start are used);
 - no FRED key (the recording has no macro series; the macro regime says unavailable);
@@ -42,12 +44,14 @@ from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
 from market.timeframes import TIMEFRAME_MS
+from regime.fit_ahead import FitAhead, default_workers
 from regime.tracker import run_inline
 from runner.config import Settings
 from runner.journals import Journals, open_journals
 from runner.market_wiring import MarketPath, Ports, build_market_path
 from runner.replay.data import RecordedData, open_recorded_data, optional_fear_greed
 from runner.replay.driver import ReplayDriver
+from runner.replay.fit_frames import RecordedFutureFrames
 from runner.subscriptions import Inline
 from runner.supervision import supervise
 from runner.supervisor import Supervisor
@@ -128,6 +132,7 @@ class Replay:
     driver: ReplayDriver
     counts: FillCount
     data: RecordedData
+    fit_ahead: FitAhead | None = None  # the regime fit-ahead pool (run_replay closes it)
 
     @property
     def ticks(self) -> RecordedTicks:
@@ -283,6 +288,7 @@ def replay_ports(
     end_ms: int,
     memory: bool = True,
     fear_greed: FearGreedBook | str | None = None,
+    fit_ahead: FitAhead | None = None,
 ) -> Ports:
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
     ``fear_greed``: the opened index (or why there is none); None reads it from the data dir."""
@@ -303,6 +309,7 @@ def replay_ports(
         make_ticks=recorded_ticks,
         context_fields=recorded_context,
         fit_offload=run_inline,
+        fit_ahead=fit_ahead,
         memory=memory,
     )
 
@@ -324,6 +331,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         end_ms=options.end_ms,
         memory=options.memory,
         fear_greed=data.fear_greed,
+        fit_ahead=(ahead := build_fit_ahead(settings, feed, options.end_ms)),
     )
     market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
@@ -362,7 +370,21 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         driver,
         counts,
         data,
+        ahead,
     )
+
+
+def build_fit_ahead(settings: Settings, feed: SimFeed, end_ms: int) -> FitAhead | None:
+    """The regime fit-ahead pool (``regime.fit_ahead``), or None when it has no worker."""
+    regime = settings.regime
+    workers = default_workers() if regime.fit_ahead_workers is None else regime.fit_ahead_workers
+    ahead = FitAhead(
+        regime.hmm,
+        RecordedFutureFrames(feed, history_days=settings.market.history_days, end_ms=end_ms),
+        refit_every_ms=round(regime.refit_every_secs * 1000),
+        workers=workers,
+    )
+    return ahead if ahead.active else None
 
 
 def _all_parked(

@@ -114,6 +114,15 @@ class Progress:
 async def run_replay(replay: Replay, *, progress: Progress | None = None) -> ReplayOutcome:
     """Warm up, drive the clock to the end, stop the loops in order (journals flushed, state and
     learner saved)."""
+    try:
+        return await _run(replay, progress)
+    finally:
+        if replay.fit_ahead is not None:
+            replay.fit_ahead.close()
+            log.info("regime fits ahead: %s", replay.fit_ahead.stats)
+
+
+async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:
     started = time.monotonic()
     settings, options = replay.settings, replay.options
     await warm_up_paths(

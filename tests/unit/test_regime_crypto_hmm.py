@@ -7,6 +7,8 @@ tests read the fitted model; tests that need their own fit use small data or few
 from __future__ import annotations
 
 import logging
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -27,12 +29,14 @@ from regime.crypto_hmm import (
     LABELS_BY_N_STATES,
     CryptoHmmConfig,
     CryptoLabel,
+    CryptoRegime,
     CryptoRegimeModel,
     FitReport,
     bic,
     hmm_parameter_count,
 )
 from regime.features import regime_features
+from regime.hmm_fit import fit_hmm, stamp
 
 BtcFit = tuple[CryptoRegimeModel, FitReport]
 SyntheticFit = tuple[CryptoRegimeModel, FitReport, pd.DataFrame, np.ndarray]
@@ -134,25 +138,33 @@ def test_predict_on_recorded_data(btc_fit: BtcFit, btc_frame: pd.DataFrame) -> N
     assert regime.fitted_at_ms == int(btc_frame.index[-1]) + STEP_4H_MS  # default: last close
 
 
+def predictions(model: CryptoRegimeModel, frame: pd.DataFrame, ends: range) -> list[CryptoRegime]:
+    """``predict`` as the tracker calls it at each 4h close: on the candles up to ``end``."""
+    return [model.predict(frame.iloc[:end]) for end in ends]
+
+
 def test_same_data_gives_the_same_model_twice_and_across_a_refit(
     btc_fit: BtcFit, btc_frame: pd.DataFrame
 ) -> None:
     model, report = btc_fit
-    labels = model.label_history(btc_frame)
+    ends = range(200, len(btc_frame) + 1, 40)
+    regimes = predictions(model, btc_frame, ends)
     again = CryptoRegimeModel()
     assert again.fit(btc_frame) == report
-    pd.testing.assert_series_equal(again.label_history(btc_frame), labels)
-    assert again.predict(btc_frame) == model.predict(btc_frame)
+    assert predictions(again, btc_frame, ends) == regimes
     # the same instance refitted (the tracker's daily refit on unchanged data)
     assert again.fit(btc_frame) == report
-    pd.testing.assert_series_equal(again.label_history(btc_frame), labels)
+    assert predictions(again, btc_frame, ends) == regimes
 
 
 def test_calm_stretches_map_to_low_volatility(synthetic_fit: SyntheticFit) -> None:
     model, report, frame, calm = synthetic_fit
     assert report.fitted
-    labels = model.label_history(frame)
-    position = frame.index.get_indexer(labels.index)
+    # the label predict gives at every candle (its filtered posterior, as at a live 4h close)
+    position = np.arange(12, len(frame))
+    labels = pd.Series(
+        [model.predict(frame.iloc[: p + 1]).label.value for p in position], index=position
+    )
     # skip the first 11 candles of each 120-candle block: their windows straddle the switch
     interior = (position - 1) % 120 >= 11
     calm_labels = labels[interior & calm[position]]
@@ -243,16 +255,22 @@ def test_gaps_split_the_sequence(btc_frame: pd.DataFrame) -> None:
     assert report.n_rows == len(gapped) - 3 * 11
 
 
-async def test_fit_async_runs_the_same_fit(synthetic_fit: SyntheticFit) -> None:
-    _, report, frame, _ = synthetic_fit
-    model = CryptoRegimeModel()
-    assert await model.fit_async(frame) == report
-    assert (await model.fit_async(frame, fitted_at_ms=123)).fitted_at_ms == 123
+def test_a_fit_in_another_process_is_the_same_fit(synthetic_fit: SyntheticFit) -> None:
+    """The fit-ahead pool's path: ``fit_hmm`` in a spawned worker, stamped on arrival."""
+    model, report, frame, _ = synthetic_fit
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        ahead = pool.submit(fit_hmm, model.config, frame).result()
+    assert ahead[0] == report
+    stamped, fitted = stamp(ahead, 123)
+    assert stamped == model.fit(frame, fitted_at_ms=123) and stamped.fitted_at_ms == 123
+    assert fitted is not None and fitted.fitted_at_ms == 123
+    assert fit_hmm(model.config, frame, 123)[0] == stamped
 
 
-def test_label_history_needs_a_fitted_model(btc_frame: pd.DataFrame) -> None:
-    with pytest.raises(RuntimeError, match="not fitted"):
-        CryptoRegimeModel().label_history(btc_frame)
+def test_predict_before_any_fit_is_unknown_and_says_why(btc_frame: pd.DataFrame) -> None:
+    regime = CryptoRegimeModel().predict(btc_frame)
+    assert regime.label is CryptoLabel.UNKNOWN
+    assert regime.reason == "no fitted regime model: fit has not run yet"
 
 
 def test_config_refuses_an_empty_state_range() -> None:
@@ -263,7 +281,8 @@ def test_config_refuses_an_empty_state_range() -> None:
 
 
 def test_a_restart_that_stopped_early_is_a_note_when_the_chosen_fit_converged() -> None:
-    from regime.crypto_hmm import CandidateFit, FitReport, _chosen_converged
+    from regime.crypto_hmm import CandidateFit, FitReport
+    from regime.hmm_fit import chosen_converged as _chosen_converged
 
     def candidate(n_states: int, converged: bool) -> CandidateFit:
         return CandidateFit(
