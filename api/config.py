@@ -21,6 +21,7 @@ class ApiConfig(BaseModel):
     runs_queue_size: int = Field(4, ge=1)  # replay jobs waiting; more are refused (429)
     runs_concurrency: int = Field(1, ge=1, le=4)  # replay jobs running at once
     cost_days: int = Field(7, ge=1, le=366)  # /api/status: the model cost of this many UTC days
+    runs_max_days: int = Field(366, ge=1)  # the longest span one POST /api/runs may ask
 
 
 def is_loopback(host: str) -> bool:

@@ -16,6 +16,8 @@ from api.metrics import DaemonCounts, DaemonMetrics
 from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
 from api.notify.watch import NotifyService, Sample
 from api.ports import TradingControl
+from api.runs import RunQueue
+from api.runs_routes import run_routes
 from api.server import ApiServer
 from api.stream import DecisionStream, stream_routes
 from broker.port import Broker
@@ -27,6 +29,7 @@ from gate.gate import AdaptiveGate
 from market.ports import TickSource
 from runner.config import Settings
 from runner.market_wiring import MarketPath
+from runner.runs_launcher import build_run_queue
 from runner.subscriptions import Inline, Subscription
 from runner.supervisor import LoopSpec, LoopStatus, Supervisor
 from runner.wiring import DecisionPath
@@ -164,6 +167,7 @@ def build_api_server(
     metrics: DaemonMetrics,
     stream: DecisionStream,
     trading: TradingControl | None = None,
+    runs: RunQueue | None = None,
 ) -> ApiServer:
     token = settings.api_token.get_secret_value() if settings.api_token else None
     config = settings.api
@@ -174,7 +178,7 @@ def build_api_server(
         daemon=ports,
         trading=trading,
         metrics=metrics,
-        extensions=[stream_routes(stream)],
+        extensions=[stream_routes(stream)] + ([run_routes(runs)] if runs is not None else []),
         prices_as_of=settings.agent.prices.as_of,
     )
     return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
@@ -194,6 +198,8 @@ class OperatorSurface:
         self._ports: DaemonPorts | None = None
         self._trading: TradingControl | None = None
         self.notify: NotifyService | None = None
+        # replays asked through the API, in child processes (``api.runs``)
+        self.runs = build_run_queue(settings) if settings.api.enabled else None
         if settings.notify.webhooks:
             self.notify = NotifyService(
                 settings.notify, clock, self._sample, settings.supervisor.market_stale_secs
@@ -201,6 +207,8 @@ class OperatorSurface:
 
     def loops(self) -> list[LoopSpec]:
         loops = [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        if self.runs is not None:
+            loops.append(LoopSpec("api_runs", self.runs.run))
         if self.notify is not None:
             loops.append(LoopSpec("notify", self.notify.run))
         return loops
@@ -250,7 +258,9 @@ class OperatorSurface:
         control = SwitchControl(decision.trading)
         self._ports, self._trading = ports, control
         if settings.api.enabled:
-            self.server = build_api_server(settings, ports, self.metrics, self.stream, control)
+            self.server = build_api_server(
+                settings, ports, self.metrics, self.stream, control, self.runs
+            )
 
     async def _sample(self) -> Sample:
         """What the notifier's watcher compares (see ``api.notify.watch``)."""

@@ -10,35 +10,41 @@ from contextlib import suppress
 from api.app import ApiContext, create_app
 from api.auth import TOKEN_FILE_NAME, resolve_token
 from api.files import StateDirFiles
+from api.runs import RunQueue
+from api.runs_routes import run_routes
 from api.server import ApiServer, read_endpoint
 from api.stream import stream_routes
 from core.errors import RefuseToStartError
 from runner.config import Settings
 from runner.logging_setup import configure_logging
+from runner.runs_launcher import build_run_queue
 
 
-def build_serve(settings: Settings) -> ApiServer:
+def build_serve(settings: Settings) -> tuple[ApiServer, RunQueue]:
+    """The server and its replay queue (whose workers ``serve`` runs beside it)."""
     state_dir = settings.state_dir
     if not state_dir.is_dir():
         raise RefuseToStartError(f"{state_dir} is not a state dir (no such folder)")
     running = read_endpoint(state_dir)
     if running is not None:
         raise RefuseToStartError(f"the daemon on {state_dir} already serves its API at {running}")
+    runs = build_run_queue(settings)
     configured = settings.api_token.get_secret_value() if settings.api_token else None
     ctx = ApiContext(
         files=StateDirFiles(state_dir),
         config=settings.api,
         token=resolve_token(configured, settings.api.host, state_dir),
-        extensions=[stream_routes(None)],
+        extensions=[stream_routes(None), run_routes(runs)],
         prices_as_of=settings.agent.prices.as_of,
     )
-    return ApiServer(create_app(ctx), settings.api.host, settings.api.port, state_dir)
+    return ApiServer(create_app(ctx), settings.api.host, settings.api.port, state_dir), runs
 
 
 async def serve(settings: Settings) -> int:
     configure_logging(settings.log_level, settings.secret_values())
-    server = build_serve(settings)
+    server, runs = build_serve(settings)
     task = asyncio.create_task(server.run(), name="api")
+    workers = asyncio.create_task(runs.run(), name="api runs")
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with suppress(NotImplementedError):
@@ -53,6 +59,9 @@ async def serve(settings: Settings) -> int:
     started.cancel()
     with suppress(asyncio.CancelledError):
         await task
+    workers.cancel()  # a running replay gets SIGTERM: it stops in order, its job is failed
+    with suppress(asyncio.CancelledError):
+        await workers
     return 0
 
 

@@ -22,6 +22,7 @@ async def test_live_daemon_wires_every_loop_and_public_binance_urls(tmp_path: Pa
             "bus",
             "state_watch",
             "api",  # the operator's API (api/), after the trading loops
+            "api_runs",  # the replays asked through POST /api/runs (child processes)
             "watchdog",
             "heartbeat",
         ]

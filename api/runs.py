@@ -1,0 +1,231 @@
+"""Replays as background jobs of the API: a bounded queue, run one at a time (by default) in a
+child process, so a replay never blocks the daemon's event loop nor shares its memory.
+
+The composition root gives the command line (``RunLauncher``: ``vigil replay`` with the run's
+flags); this module owns the jobs. Every job has a folder ``<state dir>/runs/<run_id>/`` holding
+the replay's own files, its output (``replay.log``) and ``job.json`` (the job's status, rewritten
+at every change) so a restarted API still lists it. A job the API was running or holding when its
+process stopped is listed ``failed`` with that reason: nothing is lost silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Protocol
+
+from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
+from api.runs_summary import read_summary
+
+log = logging.getLogger(__name__)
+
+JOB_FILE_NAME = "job.json"
+LOG_FILE_NAME = "replay.log"
+RUNS_DIR_NAME = "runs"
+#: a cancelled job's replay gets this long to stop in order (journals flushed, report written)
+TERMINATE_GRACE_SECS = 5.0  # within the supervisor's shutdown deadline (8 s)
+REASON_LINES = 3
+INTERRUPTED = "interrupted: the API process running it stopped before it finished"
+EXIT_REASONS = {1: "stopped early", 78: "refused to start"}
+
+
+class RunRejectedError(ValueError):
+    """The request cannot run (an unknown ticker, too long a span): the client's 4xx."""
+
+
+class RunsFullError(RuntimeError):
+    """The queue holds as many unfinished jobs as it may: try again later (429)."""
+
+
+class RunLauncher(Protocol):
+    """How a run is started: the argv of its child process, or ``RunRejectedError``."""
+
+    def argv(self, request: RunRequest, out_dir: Path) -> Sequence[str]: ...
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    queue_size: int = 4  # jobs waiting
+    concurrency: int = 1  # jobs running at once
+    max_days: int = 366  # longest span one request may ask
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)  # job times are wall times (a replay's are simulated)
+
+
+def _new_run_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
+
+
+class RunQueue:
+    def __init__(self, state_dir: Path, launcher: RunLauncher, limits: RunLimits) -> None:
+        self._root = state_dir / RUNS_DIR_NAME
+        self._launcher = launcher
+        self._limits = limits
+        self._jobs: dict[str, RunBody] = {}
+        self._argv: dict[str, Sequence[str]] = {}
+        self._waiting: asyncio.Queue[str] = asyncio.Queue()
+        self._load()
+
+    @property
+    def capacity(self) -> int:
+        return self._limits.queue_size + self._limits.concurrency
+
+    def submit(self, request: RunRequest) -> RunBody:
+        """Accept a run (``queued``) or raise ``RunRejectedError`` / ``RunsFullError``."""
+        if request.days > self._limits.max_days:
+            raise RunRejectedError(
+                f"{request.days} days asked; one run may span at most {self._limits.max_days}"
+            )
+        unfinished = sum(job.status not in FINISHED for job in self._jobs.values())
+        if unfinished >= self.capacity:
+            raise RunsFullError(
+                f"{unfinished} runs are queued or running (at most {self.capacity}): "
+                "try again when one has finished"
+            )
+        run_id = _new_run_id()
+        out_dir = self._root / run_id
+        argv = list(self._launcher.argv(request, out_dir))  # may reject: before any file
+        out_dir.mkdir(parents=True)
+        job = RunBody(
+            run_id=run_id,
+            status="queued",
+            request=request,
+            out_dir=str(out_dir),
+            submitted_at_ms=_now_ms(),
+        )
+        self._argv[run_id] = argv
+        self._save(job)
+        self._waiting.put_nowait(run_id)
+        return job
+
+    def get(self, run_id: str) -> RunBody | None:
+        return self._jobs.get(run_id)
+
+    def listing(self) -> RunsList:
+        jobs = sorted(self._jobs.values(), key=lambda j: j.submitted_at_ms, reverse=True)
+        return RunsList(
+            runs=jobs,
+            queued=sum(j.status == "queued" for j in jobs),
+            running=sum(j.status == "running" for j in jobs),
+            capacity=self.capacity,
+        )
+
+    async def run(self) -> None:
+        """The workers (a supervised loop): take jobs in order, ``concurrency`` at a time."""
+        async with asyncio.TaskGroup() as group:
+            for n in range(self._limits.concurrency):
+                group.create_task(self._worker(), name=f"runs worker {n}")
+
+    async def _worker(self) -> None:
+        while True:
+            run_id = await self._waiting.get()
+            try:
+                await self._run_job(run_id)
+            except asyncio.CancelledError:
+                self._finish(run_id, "failed", None, INTERRUPTED)
+                raise
+            except Exception as exc:  # a job's failure is the job's, never the loop's
+                log.exception("run %s failed to run", run_id)
+                self._finish(run_id, "failed", None, f"{type(exc).__name__}: {exc}")
+
+    async def _run_job(self, run_id: str) -> None:
+        job = self._jobs[run_id]
+        out_dir = Path(job.out_dir)
+        self._save(job.model_copy(update={"status": "running", "started_at_ms": _now_ms()}))
+        log.info("run %s started: %s", run_id, job.request.model_dump_json(by_alias=True))
+        with (out_dir / LOG_FILE_NAME).open("wb") as output:
+            child = await asyncio.create_subprocess_exec(
+                *self._argv.pop(run_id),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=output,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            try:
+                code = await child.wait()
+            except asyncio.CancelledError:
+                await _stop(child)
+                raise
+        if code == 0:
+            self._finish(run_id, "done", code, None)
+        else:
+            why = EXIT_REASONS.get(code, f"exit code {code}")
+            self._finish(run_id, "failed", code, f"{why}: {_tail(out_dir / LOG_FILE_NAME)}")
+        log.info("run %s %s", run_id, self._jobs[run_id].status)
+
+    def _finish(self, run_id: str, state: str, code: int | None, reason: str | None) -> None:
+        job = self._jobs[run_id]
+        summary, missing = read_summary(Path(job.out_dir))
+        update = {
+            "status": state,
+            "finished_at_ms": _now_ms(),
+            "exit_code": code,
+            "reason": reason,
+            "summary": summary,
+            "unavailable": {} if summary is not None else {"summary": missing},
+        }
+        self._save(job.model_copy(update=update))
+
+    def _save(self, job: RunBody) -> None:
+        self._jobs[job.run_id] = job
+        path = Path(job.out_dir) / JOB_FILE_NAME
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(job.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+
+    def _load(self) -> None:
+        """Jobs of earlier API processes; the unfinished ones died with them."""
+        if not self._root.is_dir():
+            return
+        for path in sorted(self._root.glob(f"*/{JOB_FILE_NAME}")):
+            try:
+                job = RunBody.model_validate_json(path.read_bytes())
+            except (OSError, ValueError) as exc:
+                log.warning("skipping %s: %s", path, exc)
+                continue
+            self._jobs[job.run_id] = job
+            if job.status not in FINISHED:
+                self._finish(job.run_id, "failed", job.exit_code, INTERRUPTED)
+
+
+async def _stop(child: asyncio.subprocess.Process) -> None:
+    """SIGTERM (the replay stops in order and writes its report), then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError):
+        child.terminate()
+    try:
+        await asyncio.wait_for(child.wait(), TERMINATE_GRACE_SECS)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+        await child.wait()
+
+
+def _tail(path: Path) -> str:
+    """The last lines the child wrote: the replay's own words for why it stopped."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        return f"its output cannot be read: {exc}"
+    kept = [line.strip() for line in lines if line.strip()][-REASON_LINES:]
+    return " | ".join(kept) or "it wrote nothing"
+
+
+__all__ = [
+    "JOB_FILE_NAME",
+    "LOG_FILE_NAME",
+    "RUNS_DIR_NAME",
+    "RunLauncher",
+    "RunLimits",
+    "RunQueue",
+    "RunRejectedError",
+    "RunsFullError",
+]

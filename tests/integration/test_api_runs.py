@@ -1,0 +1,208 @@
+"""``/api/runs`` on loopback (real uvicorn, aiohttp client): a replay submitted through the API runs
+in a child process (``vigil replay``) and its job reports the report's summary; bad input is a 422
+with the reason, a full queue a 429; a job whose child crashes, or whose API stops, is ``failed``
+with why. The queue tests other than the real replay use real child processes that sleep or exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.api_support import Served, serve_api, write_state_dir
+
+from api.runs import INTERRUPTED, JOB_FILE_NAME, RunLimits, RunQueue
+from api.runs_models import RunRequest
+from api.runs_routes import run_routes
+from runner.config import Settings
+from runner.runs_launcher import ReplayLauncher, build_run_queue
+
+DAY = "2025-03-02"
+WAIT_SECS = 240.0  # a generous bound on a loaded machine; the waits end on the condition
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Iterator[Settings]:
+    """Defaults, whatever the caller's shell says; the child replay inherits this environment."""
+    config_file = tmp_path / "vigil.toml"
+    config_file.write_text("# empty: the defaults\n")
+    state_dir = tmp_path / "state"
+    write_state_dir(state_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith("VIGIL_") or name == "ANTHROPIC_API_KEY":
+                patch.delenv(name)
+        patch.setenv("VIGIL_CONFIG_FILE", str(config_file))
+        patch.setenv("VIGIL_STATE_DIR", str(state_dir))
+        yield Settings()
+
+
+class ScriptLauncher:
+    """A child that runs ``code`` (sleeps, or exits with a message) instead of a replay."""
+
+    def __init__(self, code: str) -> None:
+        self.code = code
+
+    def argv(self, request: RunRequest, out_dir: Path) -> Sequence[str]:
+        return [sys.executable, "-c", self.code]
+
+
+@contextlib.asynccontextmanager
+async def serving(queue: RunQueue, state_dir: Path) -> AsyncIterator[Served]:
+    workers = asyncio.create_task(queue.run())
+    try:
+        async with serve_api(state_dir, extensions=[run_routes(queue)]) as api:
+            yield api
+    finally:
+        workers.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await workers
+
+
+async def post(api: Served, body: dict[str, Any]) -> tuple[int, Any]:
+    async with api.session.post(api.url + "/api/runs", json=body, headers=api.auth) as r:
+        return r.status, await r.json()
+
+
+async def until_finished(api: Served, run_id: str) -> dict[str, Any]:
+    async with asyncio.timeout(WAIT_SECS):
+        while True:
+            code, body = await api.get(f"/api/runs/{run_id}")
+            assert code == 200 and isinstance(body, dict)
+            if body["status"] in ("done", "failed"):
+                return body
+            await asyncio.sleep(0.2)
+
+
+@pytest.mark.timeout(WAIT_SECS + 60)
+async def test_a_submitted_replay_runs_in_a_child_and_reports_its_summary(
+    settings: Settings,
+) -> None:
+    queue = build_run_queue(settings)
+    async with serving(queue, settings.state_dir) as api:
+        request = {"tickers": ["BTC/USDT"], "from": DAY, "to": DAY, "seed": 7}
+        code, accepted = await post(api, request)
+        assert code == 202, accepted
+        assert accepted["status"] == "queued" and set(accepted) == {"run_id", "status"}
+        job = await until_finished(api, accepted["run_id"])
+        _, listing = await api.get("/api/runs")
+    assert job["status"] == "done", job
+    assert job["exit_code"] == 0 and job["reason"] is None
+    assert job["request"]["from"] == DAY and job["request"]["seed"] == 7
+    summary = job["summary"]
+    assert summary["finished"] is True
+    assert summary["decisions"] > 0 and summary["deciders"] == {"fallback": summary["decisions"]}
+    assert summary["start_equity_usd"] == 10_000.0
+    assert summary["total_return_pct"] is not None
+    assert summary["buy_and_hold_return_pct"]["BTC/USDT"] is not None
+    assert "sharpe" in summary["unavailable"]  # one day: no Sharpe, and it says why
+    out_dir = settings.state_dir / "runs" / accepted["run_id"]
+    assert Path(job["out_dir"]) == out_dir
+    for name in ("report.html", "report.json", "replay.json", "logs/decisions.jsonl", "replay.log"):
+        assert (out_dir / name).is_file(), name
+    replay = json.loads((out_dir / "replay.json").read_text())
+    assert replay["seed"] == 7 and replay["tickers"] == ["BTC/USDT"]
+    assert isinstance(listing, dict) and [r["run_id"] for r in listing["runs"]] == [job["run_id"]]
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        ({"from": "2025-03-05", "to": "2025-03-01"}, "is before 'from'"),
+        ({"from": "2025-03-01"}, "Field required"),
+        ({"from": "March", "to": "2025-03-01"}, "valid date"),
+        ({"from": DAY, "to": DAY, "tickers": ["DOGE/USDT"]}, "DOGE/USDT: not configured"),
+        ({"from": DAY, "to": DAY, "tickers": []}, "at least 1 item"),
+        ({"from": DAY, "to": DAY, "tickers": ["BTC/USDT", "BTC/USDT"]}, "names one twice"),
+        ({"from": DAY, "to": DAY, "decider": "oracle"}, "'fallback', 'claude' or 'debate'"),
+        ({"from": DAY, "to": DAY, "decider": "claude"}, "needs ANTHROPIC_API_KEY"),
+        ({"from": DAY, "to": DAY, "seed": -1}, "greater than or equal to 0"),
+        ({"from": DAY, "to": DAY, "speed": 5}, "Extra inputs are not permitted"),
+        ({"from": "2024-01-01", "to": "2025-06-01"}, "at most 366"),
+    ],
+)
+async def test_bad_requests_are_422_with_the_reason(
+    settings: Settings, body: dict[str, Any], reason: str
+) -> None:
+    queue = build_run_queue(settings)
+    async with serving(queue, settings.state_dir) as api:
+        code, answer = await post(api, body)
+        _, listing = await api.get("/api/runs")
+    assert code == 422, answer
+    assert reason in json.dumps(answer["detail"])
+    assert isinstance(listing, dict) and listing["runs"] == []  # nothing queued, no folder
+    assert not (settings.state_dir / "runs").exists()
+
+
+async def test_a_full_queue_is_429_and_unknown_ids_404(settings: Settings) -> None:
+    queue = RunQueue(
+        settings.state_dir,
+        ScriptLauncher("import time; time.sleep(60)"),
+        RunLimits(queue_size=1, concurrency=1),
+    )
+    async with serving(queue, settings.state_dir) as api:
+        first = await post(api, {"from": DAY, "to": DAY})
+        second = await post(api, {"from": DAY, "to": DAY})
+        code, refused = await post(api, {"from": DAY, "to": DAY})
+        missing, _ = await api.get("/api/runs/nosuchrun")
+        bad_id, _ = await api.get("/api/runs/..%2F..%2Fetc")
+        async with api.session.get(api.url + "/api/runs") as r:
+            unauthorised = r.status
+        _, listing = await api.get("/api/runs")
+    assert first[0] == second[0] == 202
+    assert code == 429 and "at most 2" in refused["detail"]
+    assert missing == 404 and bad_id in (404, 422) and unauthorised == 401
+    assert isinstance(listing, dict) and listing["capacity"] == 2
+    assert listing["queued"] + listing["running"] == 2
+
+
+async def test_a_crashed_child_fails_its_job_with_its_last_words(settings: Settings) -> None:
+    code = "import sys; print('loading'); sys.exit('vigil: refusing to start: no data for 2019')"
+    queue = RunQueue(settings.state_dir, ScriptLauncher(code), RunLimits())
+    async with serving(queue, settings.state_dir) as api:
+        _, accepted = await post(api, {"from": DAY, "to": DAY})
+        job = await until_finished(api, accepted["run_id"])
+    assert job["status"] == "failed" and job["exit_code"] == 1
+    assert job["reason"] == "stopped early: loading | vigil: refusing to start: no data for 2019"
+    assert job["summary"] is None and "no report.json" in job["unavailable"]["summary"]
+
+
+async def test_stopping_the_api_terminates_the_child_and_fails_the_job(
+    settings: Settings,
+) -> None:
+    pid_file = settings.state_dir / "child.pid"
+    code = f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    queue = RunQueue(settings.state_dir, ScriptLauncher(code), RunLimits())
+    async with serving(queue, settings.state_dir) as api:
+        _, accepted = await post(api, {"from": DAY, "to": DAY})
+        async with asyncio.timeout(WAIT_SECS):
+            while not pid_file.exists() or not pid_file.read_text():
+                await asyncio.sleep(0.05)
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # reaped: not a zombie, not running
+    job = queue.get(accepted["run_id"])
+    assert job is not None and job.status == "failed" and job.reason == INTERRUPTED
+    # a later API process lists it as it was left
+    again = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+    reloaded = again.get(accepted["run_id"])
+    assert reloaded is not None and reloaded.status == "failed" and reloaded.reason == INTERRUPTED
+
+
+def test_a_job_left_running_by_a_dead_process_is_listed_failed(settings: Settings) -> None:
+    queue = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+    job = queue.submit(RunRequest.model_validate({"from": DAY, "to": DAY}))
+    job_file = Path(job.out_dir) / JOB_FILE_NAME
+    running = json.loads(job_file.read_text()) | {"status": "running", "started_at_ms": 1}
+    job_file.write_text(json.dumps(running))
+    reloaded = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits()).get(job.run_id)
+    assert reloaded is not None and reloaded.status == "failed"
+    assert reloaded.reason == INTERRUPTED and reloaded.started_at_ms == 1
+    assert json.loads(job_file.read_text())["status"] == "failed"
