@@ -20,6 +20,7 @@ from api.auth import BearerAuth
 from api.config import ApiConfig
 from api.cost import JournalCost
 from api.dashboard import add_dashboard
+from api.docs import add_docs
 from api.files import StateDirFiles, StateFileError
 from api.metrics import DaemonMetrics
 from api.models import (
@@ -71,7 +72,10 @@ def create_app(ctx: ApiContext) -> FastAPI:
         summary="The operator's API of the vigil trading daemon",
         version="1",
         responses=_ERRORS,
+        docs_url=None,  # served offline by add_docs
+        redoc_url=None,  # ReDoc loads from a CDN: Swagger UI at /docs reads the same schema
     )
+    add_docs(app)
     auth = BearerAuth(ctx.token)
     authed = [Depends(auth)]
     cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
