@@ -1,0 +1,278 @@
+"""The operator's API under load while the daemon trades: ``python -m bench api_load``.
+
+A real ``vigil run --sim`` (child process, simulator at 60x, fallback decider, API on a free
+loopback port). In one run, three phases of ``--phase-secs`` each:
+
+1. quiet: no API client but this bench's two scrapes of ``/metrics`` at the phase's ends;
+2. load: ``--clients`` (50) concurrent clients, each requesting in a loop a mix of ``/api/status``,
+   ``/api/positions``, ``/api/decisions?limit=50``, ``/api/trades``, ``/api/equity``,
+   ``/metrics`` and ``/healthz``; every request's latency is measured on the client;
+3. quiet again (so a drift of the daemon's pace over the run does not pass for the load's cost).
+
+The daemon's decision latency per phase comes from its own histogram
+(``vigil_decision_latency_seconds``, real seconds from a decision's start to its journal line): the
+difference of two scrapes gives the phase's count, exact mean, and p50 / p95 interpolated inside
+the histogram's buckets (as Prometheus's ``histogram_quantile``). The load average is read at each
+phase's start and end. The clients run in this process, the daemon in another: both share the
+machine's cores, which is what a dashboard and a scraper on the daemon's host do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+REPO = Path(__file__).resolve().parents[1]
+PATHS = (
+    "/api/status",
+    "/api/positions",
+    "/api/decisions?limit=50",
+    "/api/trades?limit=50",
+    "/api/equity?max_points=200",
+    "/metrics",
+    "/healthz",
+)
+HISTOGRAM = "vigil_decision_latency_seconds"
+
+
+@dataclass
+class Histogram:
+    buckets: dict[float, float] = field(default_factory=dict)  # le -> cumulative count
+    total_secs: float = 0.0
+    count: float = 0.0
+
+    def minus(self, before: Histogram) -> Histogram:
+        return Histogram(
+            {le: n - before.buckets.get(le, 0.0) for le, n in self.buckets.items()},
+            self.total_secs - before.total_secs,
+            self.count - before.count,
+        )
+
+    def quantile(self, q: float) -> float | None:
+        """Linear inside the bucket, as ``histogram_quantile``; None without observations."""
+        if self.count <= 0:
+            return None
+        rank, lower, below = q * self.count, 0.0, 0.0
+        for le in sorted(self.buckets):
+            cumulative = self.buckets[le]
+            if cumulative >= rank:
+                if le == float("inf"):
+                    return lower
+                width = cumulative - below
+                return lower + (le - lower) * ((rank - below) / width if width else 1.0)
+            lower, below = le, cumulative
+        return lower
+
+
+def parse_histogram(text: str) -> Histogram:
+    hist = Histogram()
+    for family in text_string_to_metric_families(text):
+        if family.name != HISTOGRAM:
+            continue
+        for sample in family.samples:  # summed over the decided_by label
+            if sample.name.endswith("_bucket"):
+                le = float(sample.labels["le"])
+                hist.buckets[le] = hist.buckets.get(le, 0.0) + sample.value
+            elif sample.name.endswith("_sum"):
+                hist.total_secs += sample.value
+            elif sample.name.endswith("_count"):
+                hist.count += sample.value
+    return hist
+
+
+@dataclass
+class Phase:
+    name: str
+    decisions: Histogram
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    wall_secs: float
+    requests: dict[str, list[float]] = field(default_factory=dict)  # path -> latencies (s)
+    errors: dict[str, int] = field(default_factory=dict)
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def scrape(http: aiohttp.ClientSession, url: str) -> Histogram:
+    async with http.get(url + "/metrics") as r:
+        r.raise_for_status()
+        return parse_histogram(await r.text())
+
+
+async def client(
+    http: aiohttp.ClientSession, url: str, n: int, until: float, phase: Phase
+) -> None:
+    i = n  # each client starts at a different path of the mix
+    while time.monotonic() < until:
+        path = PATHS[i % len(PATHS)]
+        i += 1
+        started = time.perf_counter()
+        try:
+            async with http.get(url + path) as r:
+                await r.read()
+                ok = r.status == 200
+        except aiohttp.ClientError as exc:
+            ok, path = False, f"{path} ({type(exc).__name__})"
+        if ok:
+            phase.requests.setdefault(path, []).append(time.perf_counter() - started)
+        else:
+            phase.errors[path] = phase.errors.get(path, 0) + 1
+
+
+async def run_phase(
+    http: aiohttp.ClientSession, url: str, name: str, secs: float, clients: int
+) -> Phase:
+    load_before = os.getloadavg()
+    before = await scrape(http, url)
+    started = time.monotonic()
+    phase = Phase(name, Histogram(), load_before, load_before, 0.0)
+    if clients:
+        until = started + secs
+        await asyncio.gather(*(client(http, url, n, until, phase) for n in range(clients)))
+    else:
+        await asyncio.sleep(secs)
+    phase.wall_secs = time.monotonic() - started
+    phase.decisions = (await scrape(http, url)).minus(before)
+    phase.load_after = os.getloadavg()
+    return phase
+
+
+def daemon_env(state_dir: Path, speed: float) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
+    env.pop("ANTHROPIC_API_KEY", None)  # the fallback decides: no network, no cost
+    empty = state_dir.parent / "vigil.toml"
+    empty.write_text("# the defaults\n")
+    env.update(
+        VIGIL_CONFIG_FILE=str(empty),
+        VIGIL_STATE_DIR=str(state_dir),
+        VIGIL_API__PORT="0",
+        VIGIL_SIM__SPEED=f"{speed:g}",
+        VIGIL_SIM__PORT="0",
+    )
+    return env
+
+
+async def wait_for_api(state_dir: Path, proc: asyncio.subprocess.Process) -> tuple[str, str]:
+    async with asyncio.timeout(300):
+        while True:
+            if proc.returncode is not None:
+                raise RuntimeError(f"the daemon exited ({proc.returncode}) before its API")
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                url = json.loads((state_dir / "api.json").read_text())["url"]
+                return str(url), (state_dir / "api_token").read_text().strip()
+            await asyncio.sleep(0.2)
+
+
+async def wait_for_decisions(http: aiohttp.ClientSession, url: str, at_least: int) -> None:
+    async with asyncio.timeout(300):
+        while (await scrape(http, url)).count < at_least:
+            await asyncio.sleep(1.0)
+
+
+async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
+    state = work / "state"
+    state.mkdir()
+    with (work / "daemon.log").open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "run", "--sim",
+            env=daemon_env(state, args.speed), cwd=REPO, stdout=log, stderr=log,
+        )  # fmt: skip
+    try:
+        url, token = await wait_for_api(state, proc)
+        connector = aiohttp.TCPConnector(limit=args.clients + 4)
+        headers = {"Authorization": f"Bearer {token}"}
+        async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
+            await wait_for_decisions(http, url, 3)  # warmed up: the market is flowing
+            phases = []
+            for name, clients in (("quiet", 0), ("load", args.clients), ("quiet again", 0)):
+                print(f"phase {name}: {args.phase_secs:g} s ...", flush=True)
+                phases.append(await run_phase(http, url, name, args.phase_secs, clients))
+        return phases
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 30)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+def report(phases: list[Phase], args: argparse.Namespace) -> None:
+    cpus = os.cpu_count()
+    print(f"daemon: vigil run --sim at {args.speed:g}x, fallback decider; {cpus} CPUs")
+    for p in phases:
+        d = p.decisions
+        mean = d.total_secs / d.count * 1000 if d.count else None
+        print(
+            f"  {p.name:<12} {p.wall_secs:5.1f} s  load avg {p.load_before[0]:.2f} -> "
+            f"{p.load_after[0]:.2f}  decisions {d.count:.0f}  latency mean "
+            + ("n/a" if mean is None else f"{mean:.1f} ms")
+            + f"  p50 {_ms(d.quantile(0.5))}  p95 {_ms(d.quantile(0.95))}"
+        )
+    load = phases[1]
+    every = [lat for lats in load.requests.values() for lat in lats]
+    if every:
+        print(
+            f"API under {args.clients} clients: {len(every):,} requests "
+            f"({len(every) / load.wall_secs:,.0f}/s), errors {sum(load.errors.values())}, "
+            f"p50 {pct(every, 0.5) * 1000:.1f} ms, p95 {pct(every, 0.95) * 1000:.1f} ms, "
+            f"p99 {pct(every, 0.99) * 1000:.1f} ms"
+        )
+    by_path: dict[str, list[float]] = defaultdict(list, load.requests)
+    for path in sorted(by_path):
+        lats = by_path[path]
+        print(
+            f"  {path:<28} n {len(lats):6,}  p50 {pct(lats, 0.5) * 1000:7.1f} ms  "
+            f"p95 {pct(lats, 0.95) * 1000:7.1f} ms  mean {statistics.fmean(lats) * 1000:7.1f} ms"
+        )
+    for path, n in sorted(load.errors.items()):
+        print(f"  error {path}: {n}")
+    quiet = phases[0].decisions.total_secs + phases[2].decisions.total_secs
+    quiet_n = phases[0].decisions.count + phases[2].decisions.count
+    if quiet_n and load.decisions.count:
+        q_mean, l_mean = quiet / quiet_n, load.decisions.total_secs / load.decisions.count
+        change = (l_mean / q_mean - 1) * 100
+        print(
+            f"decision latency mean: quiet {q_mean * 1000:.1f} ms ({quiet_n:.0f} decisions), "
+            f"under load {l_mean * 1000:.1f} ms ({load.decisions.count:.0f}): {change:+.1f} % "
+            f"({'within' if change <= 10 else 'over'} the issue's 10 %)"
+        )
+    else:
+        print("decision latency change: unavailable (a phase had no decision: longer phases)")
+
+
+def _ms(secs: float | None) -> str:
+    return "n/a" if secs is None else f"{secs * 1000:.1f} ms"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench api_load")
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--phase-secs", type=float, default=60.0)
+    parser.add_argument("--speed", type=float, default=60.0)
+    args = parser.parse_args(argv or [])
+    with tempfile.TemporaryDirectory(prefix="vigil-api-load-") as tmp:
+        phases = asyncio.run(measure(args, Path(tmp)))
+    report(phases, args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
