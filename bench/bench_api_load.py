@@ -116,9 +116,7 @@ async def scrape(http: aiohttp.ClientSession, url: str) -> Histogram:
         return parse_histogram(await r.text())
 
 
-async def client(
-    http: aiohttp.ClientSession, url: str, n: int, until: float, phase: Phase
-) -> None:
+async def client(http: aiohttp.ClientSession, url: str, n: int, until: float, phase: Phase) -> None:
     i = n  # each client starts at a different path of the mix
     while time.monotonic() < until:
         path = PATHS[i % len(PATHS)]
@@ -182,7 +180,9 @@ async def wait_for_api(state_dir: Path, proc: asyncio.subprocess.Process) -> tup
 
 async def wait_for_decisions(http: aiohttp.ClientSession, url: str, at_least: int) -> None:
     async with asyncio.timeout(300):
-        while (await scrape(http, url)).count < at_least:
+        while True:  # polls another process's counter: no event to wait on
+            if (await scrape(http, url)).count >= at_least:
+                return
             await asyncio.sleep(1.0)
 
 
