@@ -66,7 +66,7 @@ from typing import Any, Final
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
+from broker.paper_store import PaperBookDocument
 from report.activity import (
     DayActivity,
     DeciderCount,
@@ -77,7 +77,7 @@ from report.activity import (
     month_summaries,
 )
 from report.cost import CostSummary, cost_summary
-from report.learning import LearningFigures, learning_figures, projected_learning
+from report.learning import LearningFigures, learning_figures
 from report.memory_section import memory_section
 from report.metrics import (
     DAYS_PER_YEAR,
@@ -92,14 +92,13 @@ from report.metrics import (
 )
 from report.metrics import Series as _Series
 from report.params import RunParameters, run_parameters
-from state.records import (
-    DecisionRecord,
-    JournalLineError,
-    JournalReader,
-    JournalRecord,
-    ReviewRecord,
-    TradesFileError,
-    read_trades,
+from report.run_files import (
+    RunFolderError,
+    ledger_figures,
+    ledger_value,
+    read_fills,
+    read_journal,
+    read_ledger,
 )
 
 MAX_SERIES_POINTS: Final = 2000
@@ -107,10 +106,6 @@ EQUITY_SAMPLING_NOTE: Final = (
     "Equity is sampled at decisions (plus the final ledger value): moves between two decisions "
     "are not seen, so drawdown may be deeper than shown."
 )
-
-
-class RunFolderError(ValueError):
-    """The run folder lacks a required file or holds one that cannot be read; nothing to report."""
 
 
 class _Frozen(BaseModel):
@@ -164,15 +159,15 @@ def build_report(run_dir: Path) -> Report:
     if missing:
         raise RunFolderError(f"not a run folder: missing {', '.join(missing)}")
     notes = [EQUITY_SAMPLING_NOTE]
-    records, torn = _read_journal(decisions_path)
+    records, torn = read_journal(decisions_path)
     if torn:
         notes.append(f"skipped an incomplete last line of {decisions_path.name} ({torn} bytes)")
     decisions = sorted(
         (r for r in records if r.get("type", "decision") == "decision" and "at_ms" in r),
         key=lambda r: int(r["at_ms"]),
     )
-    fills = _read_fills(trades_path)
-    ledger_doc = _read_ledger(run_dir / "paper_broker.json")
+    fills = read_fills(trades_path)
+    ledger_doc = read_ledger(run_dir / "paper_broker.json")
     equity = _equity_series(decisions, ledger_doc, notes)
     if not decisions and not fills:
         notes.append("nothing to report: no decisions and no trades in this run")
@@ -207,7 +202,7 @@ def build_report(run_dir: Path) -> Report:
         months=tuple(month_summaries(days, equity)),
         deciders=tuple(decider_counts(decisions)),
         cost=_cost(records, len(days)),
-        ledger=_ledger_figures(ledger_doc),
+        ledger=ledger_figures(ledger_doc),
         learned_weights={name: _points(downsample(line)) for name, line in learned.weights.items()},
         learning=_learning_counts(learned),
         memory=memory_section(run_dir),
@@ -254,109 +249,6 @@ def _points(series: Iterable[tuple[int, float]]) -> tuple[Point, ...]:
     return tuple(Point(at_ms=at_ms, value=value) for at_ms, value in series)
 
 
-# --- reading ----------------------------------------------------------------------------------
-
-
-def _read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The report's fields of each record of a journal (``_projected``), and the byte length of a
-    torn last line it skipped (a report reads a possibly live or crashed run: it says so instead
-    of failing; the daemon repairs the tail when it opens the journal)."""
-    reader = JournalReader(path)
-    try:
-        records = [_projected(record) for record in reader]
-    except JournalLineError as exc:
-        raise RunFolderError(str(exc)) from None
-    return records, reader.torn_bytes
-
-
-def _projected(record: JournalRecord) -> dict[str, Any]:
-    """Only what the report reads: a real decision line is ~8 kB of JSON (the whole snapshot
-    and agent answer), and a year holds ~100k of them, too many to keep whole in memory."""
-    kept: dict[str, Any] = {"type": record.type}
-    if record.at_ms is not None:
-        kept["at_ms"] = record.at_ms
-    if isinstance(record, ReviewRecord):
-        kept.update(usage=record.usage, attempts=record.attempts)
-    if not isinstance(record, DecisionRecord):
-        return kept
-    kept.update(
-        decided_by=record.decided_by,
-        decider_reason=record.decider_reason,
-        trigger=record.trigger,
-        usage=record.usage,
-        attempts=record.attempts,
-    )
-    kept["learning"] = projected_learning(
-        {"snapshot": record.snapshot, "raw_decision": record.raw_decision}
-    )
-    snapshot = record.snapshot
-    if snapshot is not None:
-        tickers = snapshot.get("tickers")
-        kept["snapshot"] = {
-            "portfolio_value": snapshot.get("portfolio_value"),
-            "open_positions": bool(snapshot.get("open_positions")),
-            "tickers": {
-                ticker: {"price": view.get("price")}
-                for ticker, view in (tickers.items() if isinstance(tickers, dict) else ())
-                if isinstance(view, dict)
-            },
-        }
-    return kept
-
-
-def _read_fills(path: Path) -> list[Fill]:
-    try:
-        rows = read_trades(path)
-    except TradesFileError as exc:
-        raise RunFolderError(str(exc)) from None
-    fills = [
-        Fill(
-            at_ms=row.at_ms,
-            ticker=row.ticker,
-            side=row.side,
-            quantity=row.quantity,
-            price=row.price,
-            fee_usd=row.fee_usd or 0.0,  # a fee not known yet counts as none
-        )
-        for row in rows
-    ]
-    return sorted(fills, key=lambda f: f.at_ms)
-
-
-def _read_ledger(path: Path) -> PaperBookDocument | None:
-    if not path.is_file():
-        return None
-    try:
-        return parse_document(path.read_bytes())
-    except InvalidPaperStateError as exc:
-        raise RunFolderError(f"{path}: {exc}") from None
-
-
-def _ledger_value(doc: PaperBookDocument) -> float | None:
-    """Cash + reserved + each position at its last mark; None if a position has no mark."""
-    ledger = doc.ledger
-    value = float(ledger.cash_usd + ledger.reserved_usd)
-    for ticker, position in ledger.positions.items():
-        mark = doc.marks.get(ticker)
-        if mark is None:
-            return None
-        value += float(position.quantity) * mark.price
-    return value
-
-
-def _ledger_figures(doc: PaperBookDocument | None) -> dict[str, str] | None:
-    if doc is None:
-        return None
-    ledger = doc.ledger
-    return {
-        "starting_cash_usd": str(ledger.starting_cash_usd),
-        "cash_usd": str(ledger.cash_usd),
-        "fees_paid_usd": str(ledger.fees_paid_usd),
-        "realised_pnl_usd": str(ledger.realised_pnl_usd),
-        "open_positions": str(len(ledger.positions)),
-    }
-
-
 # --- series -----------------------------------------------------------------------------------
 
 
@@ -371,7 +263,7 @@ def _equity_series(
             points.append((int(record["at_ms"]), float(value)))
     if ledger_doc is None:
         return points
-    final = _ledger_value(ledger_doc)
+    final = ledger_value(ledger_doc)
     if final is None:
         notes.append("final ledger value left out: an open position has no mark price")
     elif points and ledger_doc.saved_at_ms < points[-1][0]:

@@ -26,7 +26,7 @@ from browser_support import BrowserRun, decode_png, read_png_header, run_chromiu
 from fakes import report_support
 from numpy.typing import NDArray
 
-from report.html import (
+from report.charts import (
     BUY_COLOUR,
     CHART_WIDTH,
     EQUITY_COLOUR,
@@ -34,8 +34,8 @@ from report.html import (
     LEFT_MARGIN,
     RIGHT_MARGIN,
     SELL_COLOUR,
-    write_report,
 )
+from report.html import write_report
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +43,7 @@ WIDTH: Final = 1280
 HEIGHT: Final = 4400  # the whole report: run, buy-and-hold, learning, cost and memory tables
 SCREENSHOTS_DIR: Final = Path(__file__).resolve().parents[2] / "runs" / "screenshots"
 WHITE: Final = 255
-CHART_BACKGROUND: Final = "#fafbfc"  # the svg background in report_html's CSS
+CHART_BACKGROUND: Final = "#fafbfc"  # the chart boxes' background in report.html's CSS
 CHART_BORDER: Final = "#e3e6ec"  # and its border
 NARROW_WIDTH: Final = 600
 NARROW_HEIGHT: Final = 3000
@@ -123,10 +123,12 @@ def test_rendered_dom_holds_both_charts_and_the_real_figures(rendered: RenderedR
     dom = _Dom()
     dom.feed(rendered.dom_run.stdout)
     dom.close()
-    assert dom.tags.count("svg") == 2  # equity vs buy-and-hold, drawdown
-    assert dom.tags.count("polyline") == 2  # equity and the BTC buy-and-hold line
-    # a triangle per fill, but the two buys a second apart share one; and the drawdown area
-    assert dom.tags.count("polygon") == rendered.fills - 1 + 1
+    # uPlot drew both charts (equity vs buy-and-hold, drawdown): a canvas each, in its box,
+    # with the legend that shows the hovered values; the lines, markers and area are checked
+    # in the screenshot, their data in tests/unit/test_report_html.py
+    assert dom.chart_boxes == ["chart-equity", "chart-drawdown"]
+    assert dom.tags.count("canvas") == 2
+    assert dom.classes.count("uplot") == 2 and dom.classes.count("u-legend") == 2
     assert dom.tags.count("details") == 1  # the per-day table, folded
     assert dom.title.startswith("vigil report")
     figures = {row[0]: row[1] for row in dom.rows if len(row) >= 2}
@@ -247,7 +249,7 @@ def _ink(pixels: NDArray[np.uint8], colour: str) -> NDArray[np.bool_]:
 
 
 def _chart_bands(pixels: NDArray[np.uint8]) -> tuple[slice, slice]:
-    """The row ranges of the two charts: runs of rows holding the svg background colour (a
+    """The row ranges of the two charts: runs of rows holding the chart background colour (a
     few rows inside a chart, such as the x axis line, hide it: only a wide gap parts two)."""
     rows = np.nonzero(_matches(pixels, CHART_BACKGROUND).sum(axis=1) > 100)[0]
     assert rows.size, "no chart background in the screenshot"
@@ -268,10 +270,16 @@ class _Dom(HTMLParser):
         self.tags: list[str] = []
         self.title = ""
         self.rows: list[list[str]] = []
+        self.classes: list[str] = []
+        self.chart_boxes: list[str] = []
         self._in: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
+        named = dict(attrs)
+        self.classes += (named.get("class") or "").split()
+        if "chart" in (named.get("class") or "").split():
+            self.chart_boxes.append(named.get("id") or "")
         if tag == "tr":
             self.rows.append([])
         elif tag in ("td", "th") and self.rows:

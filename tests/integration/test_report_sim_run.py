@@ -62,4 +62,8 @@ async def test_report_of_a_real_simulator_run(tmp_path: Path) -> None:
     if all(r["side"] == "buy" for r in rows):
         assert report.metrics.realised_pnl_usd == 0.0
         assert Decimal(ledger["realised_pnl_usd"]) == 0
-    assert (tmp_path / "out" / "report.html").read_text().count("<svg") == 2
+    page = (tmp_path / "out" / "report.html").read_text()
+    # the two charts (equity, drawdown): a uPlot box each, and their data in the page
+    assert page.count("<div class='chart'") == 2
+    assert "id='chart-equity'" in page and "id='chart-drawdown'" in page
+    assert page.count("<script") == 3 and "id='vigil-charts'" in page

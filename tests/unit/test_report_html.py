@@ -1,11 +1,15 @@
-"""report.html: one self-contained, well-formed page with the charts, tables and escaped text."""
+"""report.html: one self-contained, well-formed page with the charts, tables and escaped text.
+
+The charts are uPlot specs (JSON in the page, drawn by the inlined uPlot): these tests read the
+specs, which hold every drawn figure; tests/e2e/test_report_browser.py checks the pixels."""
 
 from __future__ import annotations
 
-import itertools
+import json
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 from fakes.report_support import (
     DAY_MS,
@@ -20,18 +24,16 @@ from fakes.report_support import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from report.figures import build_report
-from report.html import (
-    BUY_COLOUR,
+from report.charts import (
     EQUITY_COLOUR,
     HOLD_COLOURS,
     LABEL_FONT_PX,
     LEFT_MARGIN,
-    SELL_COLOUR,
+    TICK_WIDTH_PX,
     axis_labels,
-    render_html,
-    write_report,
 )
+from report.figures import build_report
+from report.html import render_html, write_report
 
 HOSTILE = "<script>alert('x')</script>"
 
@@ -41,11 +43,14 @@ class _Collector(HTMLParser):
         super().__init__()
         self.tags: list[str] = []
         self.attrs: list[tuple[str, str | None]] = []
+        self.boxes: list[tuple[str, str | None]] = []
         self.text: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         self.attrs += attrs
+        if ("class", "chart") in attrs:
+            self.boxes.append((tag, dict(attrs).get("id")))
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
@@ -64,14 +69,18 @@ def test_write_report_writes_json_and_a_self_contained_html(tmp_path: Path) -> N
     report = write_report(run, out)
     page = (out / "report.html").read_text(encoding="utf-8")
     parsed = _parse(page)
-    assert parsed.tags.count("svg") == 2  # equity vs buy-and-hold, drawdown
-    assert parsed.tags.count("polyline") == 2  # the equity line and BTC buy-and-hold
-    # a triangle per pixel column and side (the two buys, a second apart, share one), plus
-    # the drawdown area
-    assert parsed.tags.count("polygon") == len(FILLS) - 1 + 1
-    assert "rect" not in parsed.tags  # five fills fit as triangles: no tick strip
-    assert any("buy 0.1 BTC/USDT" in t and "buy 1 ETH/USDT" in t for t in parsed.text)
-    assert "script" not in parsed.tags
+    equity, drawdown = charts = _charts(page)
+    assert [c.box_id for c in charts] == ["chart-equity", "chart-drawdown"]
+    assert ("div", "chart-equity") in parsed.boxes and ("div", "chart-drawdown") in parsed.boxes
+    # the equity line and BTC buy-and-hold (and the starting-equity baseline)
+    assert set(equity.lines) == {EQUITY_COLOUR, HOLD_COLOURS[0], "#7a8394"}
+    # a triangle per pixel column and side (the two buys, a second apart, share one)
+    assert equity.mode == "triangles" and len(equity.markers) == len(FILLS) - 1
+    assert drawdown.spec["series"][0]["fill"]  # the drawdown area
+    titles = [m["title"] for m in equity.markers]
+    assert any("buy 0.1 BTC/USDT" in t and "buy 1 ETH/USDT" in t for t in titles)
+    # the chart data, uPlot and its drawing code: inline scripts, nothing else
+    assert parsed.tags.count("script") == 3 and "uPlot" in page and "MIT License" in page
     # nothing is fetched: no scripts, stylesheets, images or remote references
     assert not any(name in {"src", "href"} for name, _ in parsed.attrs)
     assert "http://" not in page.replace("http://www.w3.org/2000/svg", "")
@@ -90,8 +99,11 @@ def test_untrusted_journal_text_is_escaped(tmp_path: Path) -> None:
     lines[1]["snapshot"]["tickers"] = {HOSTILE: {"price": 1.0}}
     page = render_html(build_report(write_run(tmp_path, decisions=lines)))
     parsed = _parse(page)
-    assert "script" not in parsed.tags
+    assert parsed.tags.count("script") == 3  # the page's own three, none from the journal
+    assert "<script>alert" not in page
     assert HOSTILE not in page
+    hold = next(s for s in _charts(page)[0].spec["series"] if HOSTILE in s["label"])
+    assert hold["label"] == f"buy-and-hold {HOSTILE}"  # intact in the data, escaped in the page
     assert "&lt;script&gt;" in page
     assert any(HOSTILE in chunk for chunk in parsed.text)  # shown as text, intact
 
@@ -99,7 +111,7 @@ def test_untrusted_journal_text_is_escaped(tmp_path: Path) -> None:
 def test_empty_run_page_says_nothing_to_report(tmp_path: Path) -> None:
     page = render_html(build_report(write_run(tmp_path, decisions=[], fills=[])))
     parsed = _parse(page)
-    assert "svg" not in parsed.tags
+    assert "script" not in parsed.tags and _charts(page) == []
     assert "Nothing to report" in " ".join(parsed.text)
 
 
@@ -113,23 +125,21 @@ def test_long_runs_draw_the_downsampled_series(tmp_path: Path) -> None:
     report = build_report(write_run(tmp_path, decisions=lines, fills=[]))
     assert report.equity_points == 5000 and len(report.equity) <= 2000
     charts = _charts(render_html(report))
-    equity_line, hold_line = (
-        charts[0].polylines[EQUITY_COLOUR],
-        charts[0].polylines[HOLD_COLOURS[0]],
-    )
+    equity_line, hold_line = charts[0].lines[EQUITY_COLOUR], charts[0].lines[HOLD_COLOURS[0]]
     assert len(hold_line) == len(report.buy_and_hold["BTC/USDT"]) <= 2000
-    # steps: one extra corner per change of value
-    assert len(report.equity) <= len(equity_line) <= 2 * len(report.equity)
+    assert len(equity_line) == len(report.equity) <= 2000
+    assert charts[0].steps == {EQUITY_COLOUR}  # equity as steps, the buy-and-hold as a line
 
 
 def test_equity_is_drawn_as_steps_and_triangles_sit_on_the_drawn_line(tmp_path: Path) -> None:
     chart = _charts(render_html(build_report(write_run(tmp_path))))[0]
-    line = chart.polylines[EQUITY_COLOUR]
-    for (x0, y0), (x1, y1) in itertools.pairwise(line):
-        assert x0 == x1 or y0 == y1  # horizontal holds and vertical jumps only
-    assert len(chart.triangles) == 4
-    for x, y in chart.triangles:
-        assert _on_polyline(line, x, y), (x, y)
+    line = chart.lines[EQUITY_COLOUR]
+    assert EQUITY_COLOUR in chart.steps  # holds until the next decision, then a vertical jump
+    assert chart.mode == "triangles" and len(chart.markers) == 4
+    for marker in chart.markers:
+        # on the drawn step line: the value of its last point at or before the fill
+        held = [value for at_ms, value in line if at_ms <= marker["at_ms"]] or [line[0][1]]
+        assert marker["value"] == held[-1], marker
 
 
 def test_crowded_or_numerous_markers_become_ticks_under_the_axis(tmp_path: Path) -> None:
@@ -137,9 +147,9 @@ def test_crowded_or_numerous_markers_become_ticks_under_the_axis(tmp_path: Path)
     report = build_report(write_run(tmp_path, decisions=lines, fills=year_run_fills(400)))
     page = render_html(report)
     chart = _charts(page)[0]
-    assert chart.triangles == []  # no triangles on the line
-    assert len(chart.ticks) == 400  # fills ~2 px apart: each its own pixel column
-    assert all(width <= 3 and top > chart.axis_y for top, width in chart.ticks)
+    assert chart.mode == "ticks"  # no triangles on the line: ticks under the time axis
+    assert len(chart.markers) == 400  # fills ~2 px apart: each its own pixel column
+    assert chart.spec["markers"]["tick_width_px"] == TICK_WIDTH_PX <= 3
     assert "400 fills are drawn as ticks" in page and "buy (tick, upper row)" in page
 
 
@@ -150,10 +160,10 @@ def test_two_markers_closer_than_their_width_become_ticks(tmp_path: Path) -> Non
         (T0 + DAY_MS + four_days_ms // 200, "BTC/USDT", "sell", 0.1, 50_000.0, 5.0),  # ~4 px
     ]
     chart = _charts(render_html(build_report(write_run(tmp_path / "a", fills=near))))[0]
-    assert (len(chart.triangles), len(chart.ticks)) == (0, 2)
+    assert (chart.mode, len(chart.markers)) == ("ticks", 2)
     apart = [near[0], (T0 + 2 * DAY_MS, *near[1][1:])]
     chart = _charts(render_html(build_report(write_run(tmp_path / "b", fills=apart))))[0]
-    assert (len(chart.triangles), len(chart.ticks)) == (2, 0)
+    assert (chart.mode, len(chart.markers)) == ("triangles", 2)
 
 
 def test_drawdown_axis_tops_out_at_zero(tmp_path: Path) -> None:
@@ -202,9 +212,11 @@ def test_months_table_and_the_daily_table_folded_away(tmp_path: Path) -> None:
 def test_charts_scale_down_with_the_window(tmp_path: Path) -> None:
     page = render_html(build_report(write_run(tmp_path)))
     css = page.split("<style>", 1)[1].split("</style>", 1)[0]
-    svg_rule = css.split("svg {", 1)[1].split("}", 1)[0]
-    assert "max-width: 100%" in svg_rule and "height: auto" in svg_rule
-    assert page.count("viewBox='0 0 900 ") == 2
+    chart_rule = css.split(".chart {", 1)[1].split("}", 1)[0]
+    assert "max-width: 100%" in chart_rule and "width: 900px" in chart_rule
+    # the script draws each chart at its box's width, at most 900 px, and again on resize
+    assert [c.spec["width"] for c in _charts(page)] == [900, 900]
+    assert "box.clientWidth" in page and 'addEventListener("resize"' in page
 
 
 # --- chart parsing helpers ----------------------------------------------------------------
@@ -212,60 +224,35 @@ def test_charts_scale_down_with_the_window(tmp_path: Path) -> None:
 
 @dataclass
 class _Chart:
-    polylines: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
-    triangles: list[tuple[float, float]] = field(default_factory=list)  # the point on the line
-    ticks: list[tuple[float, float]] = field(default_factory=list)  # (top, width)
+    spec: dict[str, Any]
+    box_id: str = ""
+    lines: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # colour -> points
+    steps: set[str] = field(default_factory=set)  # colours of the lines drawn as steps
+    markers: list[dict[str, Any]] = field(default_factory=list)
+    mode: str | None = None  # triangles / ticks
     y_labels: list[str] = field(default_factory=list)
-    axis_y: float = 0.0
-
-
-class _ChartParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.charts: list[_Chart] = []
-        self._text_anchor_end = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        a = {k: v or "" for k, v in attrs}
-        if tag == "svg":
-            self.charts.append(_Chart())
-        elif tag == "polyline":
-            self.charts[-1].polylines[a["stroke"]] = _coords(a["points"])
-        elif tag == "polygon" and a.get("fill") in (BUY_COLOUR, SELL_COLOUR):
-            (tip_x, _tip_y), (_, base_y), _ = _coords(a["points"])
-            on_line = base_y - 3 if a["fill"] == BUY_COLOUR else base_y + 3
-            self.charts[-1].triangles.append((tip_x, on_line))
-        elif tag == "rect":
-            self.charts[-1].ticks.append((float(a["y"]), float(a["width"])))
-        elif tag == "line" and a["y1"] == a["y2"]:
-            self.charts[-1].axis_y = float(a["y1"])
-        self._text_anchor_end = tag == "text" and a.get("text-anchor") == "end"
-
-    def handle_data(self, data: str) -> None:
-        if self._text_anchor_end and not data.endswith("Z"):
-            self.charts[-1].y_labels.append(data)
-        self._text_anchor_end = False
-
-
-def _coords(points: str) -> list[tuple[float, float]]:
-    return [(float(x), float(y)) for x, y in (pair.split(",") for pair in points.split())]
 
 
 def _charts(page: str) -> list[_Chart]:
-    parser = _ChartParser()
-    parser.feed(page)
-    parser.close()
-    return parser.charts
-
-
-def _on_polyline(line: list[tuple[float, float]], x: float, y: float) -> bool:
-    for (x0, y0), (x1, y1) in itertools.pairwise(line):
-        if (
-            min(x0, x1) - 0.11 <= x <= max(x0, x1) + 0.11
-            and min(y0, y1) - 0.11 <= y <= max(y0, y1) + 0.11
-        ):
-            return True
-    return False
+    """The chart specs of the page's ``#vigil-charts`` data, as drawn figures."""
+    if "id='vigil-charts'>" not in page:
+        return []
+    data = page.split("id='vigil-charts'>", 1)[1].split("</script>", 1)[0]
+    charts = []
+    for spec in json.loads(data):
+        chart = _Chart(spec=spec, box_id=spec["id"], y_labels=[t[1] for t in spec["y_ticks"]])
+        for series in spec["series"]:
+            chart.lines[series["colour"]] = [
+                (round(x * 1000), v)
+                for x, v in zip(spec["x"], series["values"], strict=True)
+                if v is not None
+            ]
+            if series["step"]:
+                chart.steps.add(series["colour"])
+        if spec["markers"] is not None:
+            chart.markers, chart.mode = spec["markers"]["groups"], spec["markers"]["mode"]
+        charts.append(chart)
+    return charts
 
 
 def _fits_left_margin(label: str) -> bool:
