@@ -7,6 +7,14 @@
   const specs = JSON.parse(document.getElementById("vigil-charts").textContent);
   const utc = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
   const charts = [];
+  // UTC on the time axis: dates over a long span, day and hour within a few days, hours in one
+  const formats = [[86400, uPlot.fmtDate("{HH}:{mm}")], [4 * 86400, uPlot.fmtDate("{MM}-{DD} {HH}:{mm}")],
+    [Infinity, uPlot.fmtDate("{YYYY}-{MM}-{DD}")]];
+  const timeLabels = (u, splits) => {
+    const span = u.scales.x.max - u.scales.x.min;
+    const format = formats.find(([most]) => span <= most)[1];
+    return splits.map((ts) => format(utc(ts)));
+  };
 
   function series(spec, s) {
     const out = { label: s.label, stroke: s.colour, width: s.width, spanGaps: true, points: { show: false } };
@@ -72,7 +80,7 @@
       cursor: { points: { show: false } },
       scales: { x: { time: true, range: () => spec.x_range }, y: { range: () => spec.y_range } },
       axes: [
-        { size: spec.bottom_px, gap: spec.markers && spec.markers.mode === "ticks" ? 20 : 5 },
+        { size: spec.bottom_px, values: timeLabels, space: 110, gap: spec.markers && spec.markers.mode === "ticks" ? 20 : 5 },
         { size: spec.left_px, splits: () => ticks, values: () => spec.y_ticks.map((t) => t[1]) },
       ],
       series: [{ label: "UTC" }, ...spec.series.map((s) => series(spec, s))],
