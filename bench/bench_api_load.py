@@ -7,7 +7,11 @@ loopback port). In one run, three phases of ``--phase-secs`` each:
 2. load: ``--clients`` (50) concurrent clients, each requesting in a loop a mix of ``/api/status``,
    ``/api/positions``, ``/api/decisions?limit=50``, ``/api/trades``, ``/api/equity``,
    ``/metrics`` and ``/healthz``; every request's latency is measured on the client;
-3. quiet again (so a drift of the daemon's pace over the run does not pass for the load's cost).
+3. quiet again (so a drift of the daemon's pace over the run does not pass for the load's cost);
+4. control: the same clients against ``vigil serve`` on a copy of the daemon's state dir (another
+   process; ``/metrics`` left out, it needs a daemon): the machine is as loaded, but the daemon's
+   event loop is not the one answering. What phase 2 costs beyond phase 4 is the API sharing the
+   daemon's loop; what phase 4 costs beyond the quiet phases is the machine's cores.
 
 The daemon's decision latency per phase comes from its own histogram
 (``vigil_decision_latency_seconds``, real seconds from a decision's start to its journal line): the
@@ -24,12 +28,14 @@ import asyncio
 import contextlib
 import json
 import os
+import shutil
 import signal
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -116,10 +122,17 @@ async def scrape(http: aiohttp.ClientSession, url: str) -> Histogram:
         return parse_histogram(await r.text())
 
 
-async def client(http: aiohttp.ClientSession, url: str, n: int, until: float, phase: Phase) -> None:
+async def client(
+    http: aiohttp.ClientSession,
+    url: str,
+    n: int,
+    until: float,
+    phase: Phase,
+    paths: tuple[str, ...] = PATHS,
+) -> None:
     i = n  # each client starts at a different path of the mix
     while time.monotonic() < until:
-        path = PATHS[i % len(PATHS)]
+        path = paths[i % len(paths)]
         i += 1
         started = time.perf_counter()
         try:
@@ -135,15 +148,24 @@ async def client(http: aiohttp.ClientSession, url: str, n: int, until: float, ph
 
 
 async def run_phase(
-    http: aiohttp.ClientSession, url: str, name: str, secs: float, clients: int
+    http: aiohttp.ClientSession,
+    url: str,
+    name: str,
+    secs: float,
+    clients: int,
+    target: tuple[aiohttp.ClientSession, str, tuple[str, ...]] | None = None,
 ) -> Phase:
+    """Decisions scraped from the daemon at ``url``; the clients load ``target`` (default it)."""
     load_before = os.getloadavg()
     before = await scrape(http, url)
     started = time.monotonic()
     phase = Phase(name, Histogram(), load_before, load_before, 0.0)
     if clients:
         until = started + secs
-        await asyncio.gather(*(client(http, url, n, until, phase) for n in range(clients)))
+        session, base, paths = target or (http, url, PATHS)
+        await asyncio.gather(
+            *(client(session, base, n, until, phase, paths) for n in range(clients))
+        )
     else:
         await asyncio.sleep(secs)
     phase.wall_secs = time.monotonic() - started
@@ -165,6 +187,33 @@ def daemon_env(state_dir: Path, speed: float) -> dict[str, str]:
         VIGIL_SIM__PORT="0",
     )
     return env
+
+
+@contextlib.asynccontextmanager
+async def serve_copy(state: Path, work: Path) -> AsyncIterator[tuple[str, str]]:
+    """``vigil serve`` on a copy of the daemon's state dir (its URL and token)."""
+    copy = work / "serve-state"
+    shutil.copytree(state, copy, ignore=shutil.ignore_patterns("api.json", "*.db-wal", "*.db-shm"))
+    env = daemon_env(copy, 1.0)
+    with (work / "serve.log").open("wb") as log:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "serve", "--port", "0",
+            env=env, cwd=REPO, stdout=log, stderr=log,
+        )  # fmt: skip
+    try:
+        yield await wait_for_api(copy, proc)
+    finally:
+        await _terminate(proc)
+
+
+async def _terminate(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(proc.wait(), 30)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
 
 
 async def wait_for_api(state_dir: Path, proc: asyncio.subprocess.Process) -> tuple[str, str]:
@@ -204,15 +253,23 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
             for name, clients in (("quiet", 0), ("load", args.clients), ("quiet again", 0)):
                 print(f"phase {name}: {args.phase_secs:g} s ...", flush=True)
                 phases.append(await run_phase(http, url, name, args.phase_secs, clients))
+            if args.control:
+                print(f"phase control: {args.phase_secs:g} s ...", flush=True)
+                async with (
+                    serve_copy(state, work) as (serve_url, serve_token),
+                    aiohttp.ClientSession(
+                        headers={"Authorization": f"Bearer {serve_token}"},
+                        connector=aiohttp.TCPConnector(limit=args.clients + 4),
+                    ) as serve_http,
+                ):
+                    paths = tuple(p for p in PATHS if p != "/metrics")
+                    target = (serve_http, serve_url, paths)
+                    phases.append(
+                        await run_phase(http, url, "control", args.phase_secs, args.clients, target)
+                    )
         return phases
     finally:
-        if proc.returncode is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                await asyncio.wait_for(proc.wait(), 30)
-            except TimeoutError:
-                proc.kill()
-                await proc.wait()
+        await _terminate(proc)
 
 
 def report(phases: list[Phase], args: argparse.Namespace) -> None:
@@ -228,14 +285,15 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
             + f"  p50 {_ms(d.quantile(0.5))}  p95 {_ms(d.quantile(0.95))}"
         )
     load = phases[1]
-    every = [lat for lats in load.requests.values() for lat in lats]
-    if every:
-        print(
-            f"API under {args.clients} clients: {len(every):,} requests "
-            f"({len(every) / load.wall_secs:,.0f}/s), errors {sum(load.errors.values())}, "
-            f"p50 {pct(every, 0.5) * 1000:.1f} ms, p95 {pct(every, 0.95) * 1000:.1f} ms, "
-            f"p99 {pct(every, 0.99) * 1000:.1f} ms"
-        )
+    for loaded in phases[1:2] + phases[3:]:
+        every = [lat for lats in loaded.requests.values() for lat in lats]
+        if every:
+            print(
+                f"API ({loaded.name}) under {args.clients} clients: {len(every):,} requests "
+                f"({len(every) / loaded.wall_secs:,.0f}/s), errors "
+                f"{sum(loaded.errors.values())}, p50 {pct(every, 0.5) * 1000:.1f} ms, "
+                f"p95 {pct(every, 0.95) * 1000:.1f} ms, p99 {pct(every, 0.99) * 1000:.1f} ms"
+            )
     by_path: dict[str, list[float]] = defaultdict(list, load.requests)
     for path in sorted(by_path):
         lats = by_path[path]
@@ -255,6 +313,13 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
             f"under load {l_mean * 1000:.1f} ms ({load.decisions.count:.0f}): {change:+.1f} % "
             f"({'within' if change <= 10 else 'over'} the issue's 10 %)"
         )
+        if len(phases) > 3 and phases[3].decisions.count:
+            c = phases[3].decisions
+            c_mean = c.total_secs / c.count
+            print(
+                f"control (the same load on a vigil serve process): decision latency mean "
+                f"{c_mean * 1000:.1f} ms ({c.count:.0f}): {(c_mean / q_mean - 1) * 100:+.1f} %"
+            )
     else:
         print("decision latency change: unavailable (a phase had no decision: longer phases)")
 
@@ -268,6 +333,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--phase-secs", type=float, default=60.0)
     parser.add_argument("--speed", type=float, default=60.0)
+    parser.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the control phase (the load on a vigil serve process instead)",
+    )
     args = parser.parse_args(argv or [])
     with tempfile.TemporaryDirectory(prefix="vigil-api-load-") as tmp:
         phases = asyncio.run(measure(args, Path(tmp)))
