@@ -46,6 +46,7 @@ from market.guard import FrameGuardConfig
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
@@ -162,6 +163,8 @@ class Settings(BaseSettings):
     sim: SimConfig = SimConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
     state: StateConfig = StateConfig()
+    #: decisions.jsonl rotation by day / size, gzip, retention (state.rotation)
+    journal: JournalRotationConfig = JournalRotationConfig()
     agent: AgentConfig = AgentConfig()
     broker: BrokerConfig = BrokerConfig()
     gate: GateConfig = GateConfig()
@@ -223,11 +226,11 @@ class Settings(BaseSettings):
 
     def digest(self) -> str:
         """16 hex digits of the effective config that shapes a run's decisions: secrets only as
-        set / not set; the state dir, config file path, log level and the operator's API left
-        out (the same settings in another folder, more verbose or watched differently, are the
-        same experiment)."""
+        set / not set; the state dir, config file path, logging, journal rotation and the
+        operator's API left out (the same settings in another folder, more verbose, filed or
+        watched differently, are the same experiment)."""
         data = self.redacted()
-        for name in ("state_dir", "config_file", "log_level", "api", "api_token"):
+        for name in ("state_dir", "config_file", "log_level", "api", "api_token", "journal"):
             data.pop(name, None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

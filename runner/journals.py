@@ -8,6 +8,7 @@ from pathlib import Path
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import RefuseToStartError
+from core.failpoints import Failpoints
 from core.redact import Redactor
 from runner.config import Settings
 from state.csv_widen import widen_csv_columns
@@ -44,7 +45,12 @@ def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
     fsync = settings.state.fsync_journals
     health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
     decisions = JsonlJournal(
-        settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock, health=health
+        settings.logs_dir / "decisions.jsonl",
+        fsync=fsync,
+        clock=clock,
+        health=health,
+        rotation=settings.journal,  # by day / size, gzipped, pruned (state.rotation)
+        failpoint=Failpoints(settings.failpoints).hit,
     )
     trades_path = settings.logs_dir / "trades.csv"
     widen_csv_columns(trades_path, TRADE_COLUMNS_V1, TRADE_COLUMNS)  # a state dir from before
