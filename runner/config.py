@@ -46,10 +46,15 @@ from market.guard import FrameGuardConfig
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from runner.logging_setup import LogConfig
 from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
+#: the default state dir, relative to the working directory like ``vigil.toml``: next to the config
+#: people run with, visible, one folder per deployment (``--state-dir`` / VIGIL_STATE_DIR move it;
+#: the container uses /data). Not ``state/``: that is vigil's own source package.
+STATE_DIR = Path("vigil-state")
 
 
 class _Section(BaseModel):
@@ -156,9 +161,11 @@ class Settings(BaseSettings):
     )
 
     config_file: Path | None = None
-    state_dir: Path = Path("state")
+    state_dir: Path = STATE_DIR
     data_dir: Path | None = None  # recorded market data; None: the data/ folder shipped with vigil
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: line format (text / json) and the size-rotated file logs/vigil.log (runner.logging_setup)
+    log: LogConfig = LogConfig()
     market: MarketConfig = MarketConfig()
     sim: SimConfig = SimConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
@@ -230,7 +237,7 @@ class Settings(BaseSettings):
         operator's API left out (the same settings in another folder, more verbose, filed or
         watched differently, are the same experiment)."""
         data = self.redacted()
-        for name in ("state_dir", "config_file", "log_level", "api", "api_token", "journal"):
+        for name in ("state_dir", "config_file", "log_level", "api", "api_token", "journal", "log"):
             data.pop(name, None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

@@ -15,6 +15,7 @@ from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
+from state.state_dir import refuse_package_dir
 from state.store import RunnerStateStore
 
 
@@ -39,6 +40,7 @@ class Journals:
 
 
 def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
+    refuse_package_dir(settings.state_dir)
     store = RunnerStateStore(settings.runner_state_path, clock, Redactor(settings.secret_values()))
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)

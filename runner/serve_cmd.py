@@ -15,6 +15,7 @@ from api.stream import stream_routes
 from core.errors import RefuseToStartError
 from runner.config import Settings
 from runner.logging_setup import configure_logging
+from state.state_dir import refuse_package_dir
 
 
 def build_serve(settings: Settings) -> ApiServer:
@@ -36,7 +37,13 @@ def build_serve(settings: Settings) -> ApiServer:
 
 
 async def serve(settings: Settings) -> int:
-    configure_logging(settings.log_level, settings.secret_values())
+    refuse_package_dir(settings.state_dir)
+    configure_logging(
+        settings.log_level,
+        settings.secret_values(),
+        config=settings.log,
+        log_file=settings.logs_dir / "serve.log",  # beside a daemon's vigil.log, not into it
+    )
     server = build_serve(settings)
     task = asyncio.create_task(server.run(), name="api")
     loop = asyncio.get_running_loop()
