@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 from runner.status_cmd import StatusView
 
+TRIGGERS_SHOWN = 2
+
 
 def render(view: StatusView) -> str:
     source = "the daemon's API at" if view.source == "api" else "the state dir"
@@ -70,7 +72,10 @@ def _last(view: StatusView) -> str:
         return "no decision yet"
     why = f" ({d.decider_reason})" if d.decider_reason else ""
     error = f"  error: {d.error}" if d.error else ""
-    trigger = ", ".join(d.trigger)
+    shown = ", ".join(d.trigger[:TRIGGERS_SHOWN])  # a candle close of every stream is 9 of them
+    trigger = shown + (
+        f" +{len(d.trigger) - TRIGGERS_SHOWN} more" if len(d.trigger) > TRIGGERS_SHOWN else ""
+    )
     return f"{_iso(d.at_ms)} by {d.decided_by or 'n/a'}{why} on {trigger}{error}"
 
 
