@@ -1,8 +1,8 @@
 """The report's memory section: what the trading memory wrote, what decisions read, and which
 decisions the memory rule changed (so ``--compare`` of a memory ON and OFF run says why they differ).
 
-Reads ``logs/decisions.jsonl`` (and its rotated segments) line by line and ``memory.db`` read-only; a run without memory gives
-``None`` fields with the reason, never zeros it did not count.
+Reads ``logs/decisions.jsonl`` (and its rotated segments) line by line and ``memory.db``
+read-only; a run without memory gives ``None`` fields with the reason, never zeros it did not count.
 """
 
 from __future__ import annotations
