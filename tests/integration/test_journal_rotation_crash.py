@@ -2,7 +2,8 @@
 had acknowledged and never duplicates one, and the next open finishes the rotation.
 
 The child appends numbered lines to a size-rotated ``decisions.jsonl`` (fsync on, like the daemon)
-and prints each number once ``append`` returned; the armed failpoint kills it at its cut. The
+and prints each number once ``append`` returned; the armed failpoint kills it at its cut (the
+compression cuts are on the gzip thread, so the line being written then may be in or not). The
 parent then reads the journal across its segments, reopens it (as a restarted daemon would),
 appends more, and reads again.
 """
@@ -78,9 +79,13 @@ def test_a_crash_mid_rotation_loses_and_repeats_no_line(tmp_path: Path, point: s
     else:
         plain = {n for n in names if n.endswith("Z.jsonl")}
         assert {n + ".gz" for n in plain} <= set(names) and plain  # both copies on disk
-    assert _numbers(live) == acknowledged  # every acknowledged line, each exactly once
+    found = _numbers(live)
+    assert found == list(range(len(found)))  # in order, none twice
+    # every acknowledged line; at most one more: the gzip thread may kill the writer between a
+    # line's write and its acknowledgement
+    assert found[: len(acknowledged)] == acknowledged and len(found) - len(acknowledged) <= 1
 
-    last = acknowledged[-1]
+    last = found[-1]
     with JsonlJournal(live, fsync=True, clock=VirtualClock(EPOCH_MS), rotation=CONFIG) as journal:
         for n in range(last + 1, last + 21):
             journal.append(
