@@ -19,6 +19,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import Clock
+from core.errors import RefuseToStartError
 from core.redact import Redactor
 
 LogFormat = Literal["text", "json"]
@@ -118,6 +119,22 @@ def _handler(handler: logging.Handler, formatter: logging.Formatter) -> logging.
     return handler
 
 
+def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        return logging.handlers.RotatingFileHandler(
+            log_file,
+            maxBytes=config.file_max_bytes,
+            backupCount=config.file_backups,
+            encoding="utf-8",
+        )
+    except OSError as exc:  # the first thing a daemon writes in its state dir
+        raise RefuseToStartError(
+            f"the log file {log_file} cannot be created ({exc.strerror or exc}); fix the state "
+            "dir's ownership/permissions or point VIGIL_STATE_DIR elsewhere"
+        ) from None
+
+
 def configure_logging(
     level: str,
     secrets: Iterable[str | None] = (),
@@ -132,13 +149,7 @@ def configure_logging(
     _redacting.redactor = Redactor(secrets)
     handlers = [_handler(logging.StreamHandler(sys.stderr), _formatter(config.format, "%H:%M:%S"))]
     if log_file is not None and config.file:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        rotating = logging.handlers.RotatingFileHandler(
-            log_file,
-            maxBytes=config.file_max_bytes,
-            backupCount=config.file_backups,
-            encoding="utf-8",
-        )
+        rotating = _log_file_handler(log_file, config)
         handlers.append(_handler(rotating, _formatter(config.format, "%Y-%m-%dT%H:%M:%S")))
     root = logging.getLogger()
     for old in root.handlers:

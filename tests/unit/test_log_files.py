@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.errors import RefuseToStartError
 from runner.cli import _overrides, _parser
 from runner.config import Settings
 from runner.logging_setup import LogConfig, configure_logging
@@ -80,3 +81,11 @@ def test_log_format_flag_and_environment(monkeypatch: pytest.MonkeyPatch, tmp_pa
     settings = Settings(state_dir=tmp_path)
     assert (settings.log.format, settings.log.file_max_bytes) == ("json", 1 << 20)
     assert settings.digest() == Settings(state_dir=tmp_path, log=LogConfig()).digest()
+
+
+def test_an_unusable_log_folder_refuses_to_start(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("a file where the state dir should be")
+    with pytest.raises(RefuseToStartError, match=r"not-a-dir/state/logs/vigil.log cannot be"):
+        configure_logging("INFO", log_file=blocker / "state" / "logs" / "vigil.log")
+    assert blocker.read_text() == "a file where the state dir should be"
