@@ -3,6 +3,8 @@ PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# where `make run` keeps runner_state.json, logs/ and the rest (make run STATE_DIR=/some/where)
+STATE_DIR ?= vigil-state
 
 .PHONY: run test lint typecheck pytest bench peers-venv clean docker
 
@@ -14,7 +16,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/vigil run --sim
+	$(BIN)/vigil --state-dir $(STATE_DIR) run --sim
 
 test: $(STAMP) lint typecheck pytest
 

@@ -26,6 +26,9 @@ KNOWN = frozenset(
         "after_exit_outboxed",  # the exit is in the outbox; the learner has not taken it yet
         "after_exit_recorded",  # the learner took the exit; the position is still tracked
         "after_exit",  # an exit is published (learner updated)
+        "journal_mid_rotation",  # the live journal is renamed to its segment; no new live file yet
+        "journal_mid_compression",  # a segment's .gz.tmp is written; not renamed to .gz yet
+        "journal_after_compression",  # the segment's .gz is in place; the plain one not deleted
     }
 )
 

@@ -100,6 +100,7 @@ from report.run_files import (
     read_journal,
     read_ledger,
 )
+from state.segments import segments
 
 MAX_SERIES_POINTS: Final = 2000
 EQUITY_SAMPLING_NOTE: Final = (
@@ -155,7 +156,8 @@ def build_report(run_dir: Path) -> Report:
     """Read the run folder and compute every figure. Raises ``RunFolderError`` for missing files."""
     decisions_path = run_dir / "logs" / "decisions.jsonl"
     trades_path = run_dir / "logs" / "trades.csv"
-    missing = [str(p) for p in (decisions_path, trades_path) if not p.is_file()]
+    # a journal may be rotated: its segments count, even with no live file (a crash mid-rotation)
+    missing = [str(p) for p in (decisions_path, trades_path) if not segments(p)]
     if missing:
         raise RunFolderError(f"not a run folder: missing {', '.join(missing)}")
     notes = [EQUITY_SAMPLING_NOTE]

@@ -1,8 +1,8 @@
 """The report's memory section: what the trading memory wrote, what decisions read, and which
 decisions the memory rule changed (so ``--compare`` of a memory ON and OFF run says why they differ).
 
-Reads ``logs/decisions.jsonl`` line by line and ``memory.db`` read-only; a run without memory gives
-``None`` fields with the reason, never zeros it did not count.
+Reads ``logs/decisions.jsonl`` (and its rotated segments) line by line and ``memory.db``
+read-only; a run without memory gives ``None`` fields with the reason, never zeros it did not count.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+
+from state.segments import iter_lines, segments
 
 MEMORY_RULE_MARK = "memory rule: "
 CHANGES_LISTED = 50
@@ -33,35 +35,32 @@ def _from_journal(path: Path) -> dict[str, Any]:
     read = with_memory = off = 0
     changes: list[dict[str, Any]] = []
     total_changes = 0
-    if not path.is_file():
+    if not segments(path):
         return {"insights_read": None, "decisions_with_memory": None, "memory_rule_changes": None}
-    with path.open("rb") as lines:
-        for line in lines:
-            if b"historical_insights" not in line or not line.endswith(b"\n"):
-                continue
-            record = orjson.loads(line)
-            snapshot = record.get("snapshot") or {}
-            items = snapshot.get("historical_insights")
-            if items:
-                with_memory += 1
-                read += sum(1 for item in items if item.get("kind") == "insight")
-            elif "memory is off" in (snapshot.get("unavailable") or {}).get(
-                "historical_insights", ""
-            ):
-                off += 1
-            for decision in (record.get("raw_decision") or {}).get("decisions", []):
-                reasoning = decision.get("reasoning", "")
-                if MEMORY_RULE_MARK in reasoning:
-                    total_changes += 1
-                    if len(changes) < CHANGES_LISTED:
-                        changes.append(
-                            {
-                                "decision_id": record.get("decision_id"),
-                                "at_ms": record.get("at_ms"),
-                                "ticker": decision.get("ticker"),
-                                "rule": reasoning.split(MEMORY_RULE_MARK, 1)[1],
-                            }
-                        )
+    for line in iter_lines(path):  # every segment, oldest first
+        if b"historical_insights" not in line or not line.endswith(b"\n"):
+            continue
+        record = orjson.loads(line)
+        snapshot = record.get("snapshot") or {}
+        items = snapshot.get("historical_insights")
+        if items:
+            with_memory += 1
+            read += sum(1 for item in items if item.get("kind") == "insight")
+        elif "memory is off" in (snapshot.get("unavailable") or {}).get("historical_insights", ""):
+            off += 1
+        for decision in (record.get("raw_decision") or {}).get("decisions", []):
+            reasoning = decision.get("reasoning", "")
+            if MEMORY_RULE_MARK in reasoning:
+                total_changes += 1
+                if len(changes) < CHANGES_LISTED:
+                    changes.append(
+                        {
+                            "decision_id": record.get("decision_id"),
+                            "at_ms": record.get("at_ms"),
+                            "ticker": decision.get("ticker"),
+                            "rule": reasoning.split(MEMORY_RULE_MARK, 1)[1],
+                        }
+                    )
     return {
         "insights_read": read,
         "decisions_with_memory": with_memory,

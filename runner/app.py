@@ -34,6 +34,7 @@ from runner.warmup import warm_up
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath, build_decision_path
 from state.journal import CsvJournal, JsonlJournal
+from state.state_dir import refuse_package_dir
 from state.store import RunnerStateStore
 
 log = logging.getLogger(__name__)
@@ -185,7 +186,13 @@ EXIT_STUCK = 1
 
 
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
-    configure_logging(settings.log_level, settings.secret_values())
+    refuse_package_dir(settings.state_dir)  # before the log file is made in it
+    configure_logging(
+        settings.log_level,
+        settings.secret_values(),
+        config=settings.log,
+        log_file=settings.logs_dir / "vigil.log",
+    )
     if settings.anthropic_api_key is not None:  # before the first call: what a day will cost
         journal = settings.state_dir / "logs" / "decisions.jsonl"
         print(

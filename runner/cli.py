@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.config import Settings, load_settings
+from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
 from runner.replay.parser import add_replay_parser
@@ -32,9 +32,29 @@ def _parser() -> argparse.ArgumentParser:
         prog="vigil", description="Event-driven crypto trading daemon."
     )
     parser.add_argument("--config", type=Path, help="TOML config file (default ./vigil.toml)")
-    parser.add_argument("--state-dir", type=Path, help="state dir (env VIGIL_STATE_DIR)")
+    parser.add_argument(
+        "--state-dir", type=Path, help=f"state dir (env VIGIL_STATE_DIR, default ./{STATE_DIR})"
+    )
+    parser.add_argument(
+        "--log-format", choices=("text", "json"), help="log lines as text or JSON (config [log])"
+    )
     sub = parser.add_subparsers(dest="command")
+    _add_daemon_commands(sub)
+    _add_operator_commands(sub)
+    add_memory_parser(sub)
+    _add_inspect_commands(sub)
+    add_replay_parser(sub)
+    _add_trading_commands(sub)
+    add_data_parser(sub)
+    add_sweep_parser(sub)
+    config = sub.add_parser("config", help="configuration")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    config_sub.add_parser("show", help="print the effective config, secrets redacted")
+    return parser
 
+
+def _add_daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``run`` and the standalone ``sim``."""
     run = sub.add_parser("run", help="run the daemon (the default command)")
     run.add_argument("--sim", action="store_true", help="market data from the built-in simulator")
     run.add_argument("--speed", type=float, help="simulator speed factor (with --sim)")
@@ -55,8 +75,18 @@ def _parser() -> argparse.ArgumentParser:
     sim.add_argument("--start", help="simulated start instant, ISO 8601 UTC")
     sim.add_argument("--update-interval-ms", type=int, help="kline cadence (default 250)")
 
+
+def _add_operator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """What an operator runs beside the daemon: ``health``, ``status``, ``serve``."""
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
+
+    status = sub.add_parser(
+        "status",
+        help="one screen: equity, positions, PnL today, trading, breaker, budget, health "
+        "(from the daemon's API when it serves, else the state dir; exit 1 when unhealthy)",
+    )
+    status.add_argument("--json", action="store_true", help="the same figures as one JSON object")
 
     serve = sub.add_parser(
         "serve", help="the operator's HTTP API on a state dir without a daemon (config: [api])"
@@ -64,7 +94,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 8780; 0: any free port)")
 
-    add_memory_parser(sub)
+
+def _add_inspect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``prompt`` and ``report``: read a state dir, change nothing."""
     prompt = sub.add_parser(
         "prompt",
         help="print exactly what would be sent to Claude for the latest snapshot (JSON)",
@@ -91,8 +123,8 @@ def _parser() -> argparse.ArgumentParser:
         "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
-    add_replay_parser(sub)
 
+def _add_trading_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     trading = sub.add_parser(
         "trading", help="halt or resume trading (a running daemon picks it up from the state dir)"
     )
@@ -102,20 +134,13 @@ def _parser() -> argparse.ArgumentParser:
     halt.add_argument("--reason", required=True, help="why, for the journal and the status line")
     trading_sub.add_parser("resume", help="allow new entries again")
 
-    add_data_parser(sub)
-
-    add_sweep_parser(sub)
-
-    config = sub.add_parser("config", help="configuration")
-    config_sub = config.add_subparsers(dest="config_command", required=True)
-    config_sub.add_parser("show", help="print the effective config, secrets redacted")
-    return parser
-
 
 def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     overrides: dict[str, Any] = {}
     if args.state_dir is not None:
         overrides["state_dir"] = args.state_dir
+    if getattr(args, "log_format", None) is not None:
+        overrides["log"] = {"format": args.log_format}
     sim: dict[str, Any] = {}
     if getattr(args, "speed", None) is not None:
         sim["speed"] = args.speed
@@ -158,6 +183,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if command == "health":
         return _health(settings, args.stale_secs)
+    if command == "status":
+        from runner.status_cmd import status_command
+
+        return status_command(settings, as_json=args.json)
     if command == "report":
         return _report(args, settings)
     if command == "trading":
@@ -265,7 +294,7 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
     from sim.exchange import run_standalone
 
-    configure_logging(settings.log_level, settings.secret_values())
+    configure_logging(settings.log_level, settings.secret_values(), config=settings.log)
     rest_port = args.rest_port if args.rest_port is not None else args.port + 1
     asyncio.run(
         run_standalone(

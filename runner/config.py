@@ -46,9 +46,15 @@ from market.guard import FrameGuardConfig
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from runner.logging_setup import LogConfig
+from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
 
 DEFAULT_CONFIG_FILE = Path("vigil.toml")
+#: the default state dir, relative to the working directory like ``vigil.toml``: next to the config
+#: people run with, visible, one folder per deployment (``--state-dir`` / VIGIL_STATE_DIR move it;
+#: the container uses /data). Not ``state/``: that is vigil's own source package.
+STATE_DIR = Path("vigil-state")
 
 
 class _Section(BaseModel):
@@ -155,13 +161,17 @@ class Settings(BaseSettings):
     )
 
     config_file: Path | None = None
-    state_dir: Path = Path("state")
+    state_dir: Path = STATE_DIR
     data_dir: Path | None = None  # recorded market data; None: the data/ folder shipped with vigil
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    #: line format (text / json) and the size-rotated file logs/vigil.log (runner.logging_setup)
+    log: LogConfig = LogConfig()
     market: MarketConfig = MarketConfig()
     sim: SimConfig = SimConfig()
     supervisor: SupervisorConfig = SupervisorConfig()
     state: StateConfig = StateConfig()
+    #: decisions.jsonl rotation by day / size, gzip, retention (state.rotation)
+    journal: JournalRotationConfig = JournalRotationConfig()
     agent: AgentConfig = AgentConfig()
     broker: BrokerConfig = BrokerConfig()
     gate: GateConfig = GateConfig()
@@ -223,11 +233,11 @@ class Settings(BaseSettings):
 
     def digest(self) -> str:
         """16 hex digits of the effective config that shapes a run's decisions: secrets only as
-        set / not set; the state dir, config file path, log level and the operator's API left
-        out (the same settings in another folder, more verbose or watched differently, are the
-        same experiment)."""
+        set / not set; the state dir, config file path, logging, journal rotation and the
+        operator's API left out (the same settings in another folder, more verbose, filed or
+        watched differently, are the same experiment)."""
         data = self.redacted()
-        for name in ("state_dir", "config_file", "log_level", "api", "api_token"):
+        for name in ("state_dir", "config_file", "log_level", "api", "api_token", "journal", "log"):
             data.pop(name, None)
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]

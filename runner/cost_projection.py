@@ -4,7 +4,6 @@ recent gate rate from the state dir's journal (its newest ``TAIL_BYTES``, at mos
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import orjson
 
 from agent.config import AgentConfig
 from agent.projection import MEASURED_RATE, GateRate, Projection, project
+from state.segments import recent_lines
 
 TAIL_BYTES = 32 * 1024 * 1024  # about a week of 6-8 KB decision lines
 RECENT_DAYS = 7.0
@@ -26,20 +26,10 @@ def _layer(trigger: list[str]) -> str:
     return next((layer for layer in _ORDER if layer in found), "other")
 
 
-def _tail_lines(path: Path) -> list[bytes]:
-    with path.open("rb") as journal:
-        size = journal.seek(0, os.SEEK_END)
-        journal.seek(max(0, size - TAIL_BYTES))
-        lines = journal.read().splitlines()
-    return lines[1:] if size > TAIL_BYTES else lines  # the first may be cut
-
-
 def journal_rate(journal: Path) -> GateRate | None:
     """Passes per layer per day over the journal's recent days (None: too little journal)."""
-    if not journal.is_file():
-        return None
     records = []
-    for line in _tail_lines(journal):
+    for line in recent_lines(journal, TAIL_BYTES):  # across rotated segments
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:

@@ -8,12 +8,14 @@ from pathlib import Path
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import RefuseToStartError
+from core.failpoints import Failpoints
 from core.redact import Redactor
 from runner.config import Settings
 from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
+from state.state_dir import refuse_package_dir
 from state.store import RunnerStateStore
 
 
@@ -38,13 +40,19 @@ class Journals:
 
 
 def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
+    refuse_package_dir(settings.state_dir)
     store = RunnerStateStore(settings.runner_state_path, clock, Redactor(settings.secret_values()))
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals
     health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
     decisions = JsonlJournal(
-        settings.logs_dir / "decisions.jsonl", fsync=fsync, clock=clock, health=health
+        settings.logs_dir / "decisions.jsonl",
+        fsync=fsync,
+        clock=clock,
+        health=health,
+        rotation=settings.journal,  # by day / size, gzipped, pruned (state.rotation)
+        failpoint=Failpoints(settings.failpoints).hit,
     )
     trades_path = settings.logs_dir / "trades.csv"
     widen_csv_columns(trades_path, TRADE_COLUMNS_V1, TRADE_COLUMNS)  # a state dir from before

@@ -1,14 +1,49 @@
-"""Console logging. Lines carry the daemon clock's instant, which differs from wall time in the sim."""
+"""Logging: the console and, for the daemon, a size-rotated file in the state dir's ``logs/``.
+
+Lines carry the daemon clock's instant, which differs from wall time in the sim. The format is
+text (people reading a terminal) or JSON lines (``--log-format json``: one object a line for log
+collectors). Secrets are taken out of every record before any handler formats it.
+"""
 
 from __future__ import annotations
 
 import logging
+import logging.handlers
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import Clock
+from core.errors import RefuseToStartError
 from core.redact import Redactor
+
+LogFormat = Literal["text", "json"]
+
+
+class LogConfig(BaseModel):
+    """``[log]`` (env ``VIGIL_LOG__FORMAT``...): line format and the log file.
+
+    The file is on by default: a daemon in the background has no terminal, and README points people
+    at ``logs/``. 10 MiB x (1 + 4 backups) caps it at 50 MiB: weeks of INFO lines at the daemon's
+    rate (a few lines a decision), and small beside the journal it sits next to.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: LogFormat = "text"
+    file: bool = True
+    file_max_bytes: int = Field(10 * 1024 * 1024, gt=0)
+    file_backups: int = Field(4, ge=1)
+
+    @property
+    def total_cap_bytes(self) -> int:
+        return self.file_max_bytes * (1 + self.file_backups)
+
 
 _FORMAT = "%(asctime)s [%(clock_time)s] %(levelname)-7s %(name)s: %(message)s"
 
@@ -47,19 +82,80 @@ class RedactingFilter(logging.Filter):
         return True
 
 
+class JsonLinesFormatter(logging.Formatter):
+    """One JSON object a line: wall time (UTC, ms), the clock's time, level, logger, message and
+    the traceback if any (already redacted by ``RedactingFilter``)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        instant = datetime.fromtimestamp(record.created, tz=UTC)
+        line: dict[str, object] = {
+            "ts": instant.strftime("%Y-%m-%dT%H:%M:%S.") + f"{instant.microsecond // 1000:03d}Z",
+            "clock_time": getattr(record, "clock_time", "-"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            line["exc"] = record.exc_text
+        return orjson.dumps(line).decode()
+
+
 _filter = _ClockTimeFilter(None)
 _redacting = RedactingFilter(Redactor())
 
 
-def configure_logging(level: str, secrets: Iterable[str | None] = ()) -> None:
-    """Console logging at ``level``; ``secrets`` (configured keys) never appear in a line."""
-    _redacting.redactor = Redactor(secrets)
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_FORMAT, datefmt="%H:%M:%S"))
-    handler.addFilter(_redacting)
+def _formatter(log_format: LogFormat, datefmt: str) -> logging.Formatter:
+    if log_format == "json":
+        return JsonLinesFormatter()
+    return logging.Formatter(_FORMAT, datefmt=datefmt)
+
+
+def _handler(handler: logging.Handler, formatter: logging.Formatter) -> logging.Handler:
+    handler.setFormatter(formatter)
+    handler.addFilter(_redacting)  # each handler: a record is redacted before any formats it
     handler.addFilter(_filter)
+    return handler
+
+
+def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
+    try:
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        return logging.handlers.RotatingFileHandler(
+            log_file,
+            maxBytes=config.file_max_bytes,
+            backupCount=config.file_backups,
+            encoding="utf-8",
+        )
+    except OSError as exc:  # the first thing a daemon writes in its state dir
+        raise RefuseToStartError(
+            f"the log file {log_file} cannot be created ({exc.strerror or exc}); fix the state "
+            "dir's ownership/permissions or point VIGIL_STATE_DIR elsewhere"
+        ) from None
+
+
+def configure_logging(
+    level: str,
+    secrets: Iterable[str | None] = (),
+    *,
+    config: LogConfig | None = None,
+    log_file: Path | None = None,
+) -> None:
+    """Console logging at ``level`` in ``config.format``, and, given ``log_file`` and with
+    ``config.file`` on, the same lines into that size-rotated file (its folder is created).
+    ``secrets`` (configured keys) never appear in a line."""
+    config = config or LogConfig()
+    _redacting.redactor = Redactor(secrets)
+    handlers = [_handler(logging.StreamHandler(sys.stderr), _formatter(config.format, "%H:%M:%S"))]
+    if log_file is not None and config.file:
+        rotating = _log_file_handler(log_file, config)
+        handlers.append(_handler(rotating, _formatter(config.format, "%Y-%m-%dT%H:%M:%S")))
     root = logging.getLogger()
-    root.handlers[:] = [handler]
+    for old in root.handlers:
+        if isinstance(old, logging.handlers.RotatingFileHandler):
+            old.close()  # a file of an earlier configuration (tests configure more than once)
+    root.handlers[:] = handlers
     root.setLevel(level)
     for noisy in ("websockets", "aiohttp.access", "ccxt"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))

@@ -50,6 +50,7 @@ from runner.replay.build import replay_ports
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.records import DecisionRecord, parse_record
+from state.segments import open_segment, segments
 
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
@@ -159,21 +160,28 @@ def request_json(request: Mapping[str, Any]) -> str:
 
 
 def latest_journal_snapshot(path: Path) -> JournalSnapshot | None:
-    """The snapshot of the last complete decision line in ``path``; None if there is none.
+    """The snapshot of the last complete decision line in ``path`` or, when a rotation just left
+    it without one, in its newest rotated segment that has one; None if there is none.
 
     ``agent_failure`` lines, decisions that failed before their snapshot, and a torn last line
     (the daemon may be writing it right now) are skipped.
     """
-    if not path.is_file():
-        return None
-    for record in _decisions_newest_first(path.read_bytes()):
+    for segment in reversed(segments(path)):
+        found = _latest_snapshot_in(b"".join(open_segment(segment)))
+        if found is not None:
+            return JournalSnapshot(found[0], found[1], segment)
+    return None
+
+
+def _latest_snapshot_in(data: bytes) -> tuple[MarketSnapshot, str] | None:
+    for record in _decisions_newest_first(data):
         if record.snapshot is None:
             continue
         try:
             snapshot = MarketSnapshot.model_validate(record.snapshot)
         except ValidationError:
             continue  # written by another schema version: an older line may still fit
-        return JournalSnapshot(snapshot, record.decision_id, path)
+        return snapshot, record.decision_id
     return None
 
 

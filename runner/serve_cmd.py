@@ -18,6 +18,7 @@ from core.errors import RefuseToStartError
 from runner.config import Settings
 from runner.logging_setup import configure_logging
 from runner.runs_launcher import build_run_queue
+from state.state_dir import refuse_package_dir
 
 
 def build_serve(settings: Settings) -> tuple[ApiServer, RunQueue]:
@@ -41,7 +42,13 @@ def build_serve(settings: Settings) -> tuple[ApiServer, RunQueue]:
 
 
 async def serve(settings: Settings) -> int:
-    configure_logging(settings.log_level, settings.secret_values())
+    refuse_package_dir(settings.state_dir)
+    configure_logging(
+        settings.log_level,
+        settings.secret_values(),
+        config=settings.log,
+        log_file=settings.logs_dir / "serve.log",  # beside a daemon's vigil.log, not into it
+    )
     server, runs = build_serve(settings)
     task = asyncio.create_task(server.run(), name="api")
     workers = asyncio.create_task(runs.run(), name="api runs")

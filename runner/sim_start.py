@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import RefuseToStartError
 from sim.feed import SimFeed
 from state.models import InvalidStateFileError, parse_state_bytes
+from state.segments import recent_lines
 
 log = logging.getLogger(__name__)
 
@@ -67,14 +67,11 @@ def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:
 
 
 def _last_journal_time_ms(path: Path) -> int | None:
-    try:
-        with path.open("rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            f.seek(max(0, size - _TAIL_BYTES))
-            tail = f.read()
+    try:  # across rotated segments: a rotation may just have left the live file empty
+        tail = recent_lines(path, _TAIL_BYTES)
     except OSError:
         return None
-    for line in reversed(tail.splitlines()):
+    for line in reversed(tail):
         try:
             at_ms = json.loads(line).get("at_ms")
         except (ValueError, AttributeError):

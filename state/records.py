@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from state.journal import read_csv_rows
+from state.segments import open_segment, segments
 
 
 class _Record(BaseModel):
@@ -121,11 +122,12 @@ def parse_record(raw: dict[str, Any]) -> JournalRecord:
 
 
 class JournalReader:
-    """Streams a (possibly live or crashed) ``decisions.jsonl`` as typed records.
+    """Streams a (possibly live or crashed) ``decisions.jsonl`` as typed records, across its
+    rotated segments (``state.segments``, gzipped or not), oldest first.
 
     A torn last line (a crash mid-write; the daemon repairs it on open) is skipped and its length
     kept in ``torn_bytes``: a reader reports it instead of failing. Any other bad line raises
-    ``JournalLineError`` naming the file and line.
+    ``JournalLineError`` naming the segment file and line.
     """
 
     def __init__(self, path: Path) -> None:
@@ -134,26 +136,27 @@ class JournalReader:
 
     def __iter__(self) -> Iterator[JournalRecord]:
         # line by line: a year's journal is about a gigabyte, which need not be in memory at once
-        with self.path.open("rb") as lines:
-            for number, line in enumerate(lines, start=1):
+        for segment in segments(self.path):
+            for number, line in enumerate(open_segment(segment), start=1):
                 if not line.endswith(b"\n"):
-                    self.torn_bytes = len(line)  # only the last line can lack its newline
-                    return
+                    self.torn_bytes = len(line)  # only the live file's last line can be torn
+                    break
                 if not line.strip():
                     continue
-                yield self._parse(line, number)
+                yield self._parse(segment, line, number)
 
-    def _parse(self, line: bytes, number: int) -> JournalRecord:
+    @staticmethod
+    def _parse(segment: Path, line: bytes, number: int) -> JournalRecord:
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise JournalLineError(self.path, number, f"not JSON: {exc}") from None
+            raise JournalLineError(segment, number, f"not JSON: {exc}") from None
         if not isinstance(raw, dict):
-            raise JournalLineError(self.path, number, "not a JSON object")
+            raise JournalLineError(segment, number, "not a JSON object")
         try:
             return parse_record(raw)
         except ValueError as exc:
-            raise JournalLineError(self.path, number, f"not a journal record: {exc}") from None
+            raise JournalLineError(segment, number, f"not a journal record: {exc}") from None
 
 
 def read_journal(path: Path) -> list[JournalRecord]:

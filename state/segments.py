@@ -88,4 +88,48 @@ def tail_lines(path: Path, count: int, block_bytes: int = 64 * 1024) -> list[byt
     return lines[-count:]
 
 
-__all__ = ["iter_lines", "open_segment", "rotated_pattern", "segments", "tail_lines"]
+def recent_lines(live: Path, max_bytes: int) -> list[bytes]:
+    """The newest complete lines across segments, oldest first, about ``max_bytes`` of them (at
+    least what the newest non-empty segment's tail gives): a rotation that just left the live
+    file empty does not make the journal look empty to a reader of its recent past."""
+    found: list[bytes] = []
+    taken = 0
+    for path in reversed(segments(live)):
+        if path.name.endswith(".gz"):
+            lines = [line for line in open_segment(path) if line.endswith(b"\n")]
+        else:
+            lines = _tail_bytes_lines(path, max_bytes - taken)
+        for line in reversed(lines):
+            if taken >= max_bytes:
+                break
+            found.append(line)
+            taken += len(line)
+        if taken >= max_bytes:
+            break
+    found.reverse()
+    return found
+
+
+def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
+    """The complete lines within the last ``max_bytes`` of an uncompressed file."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, 2)
+            start = max(0, size - max_bytes)
+            handle.seek(start)
+            data = handle.read()
+    except FileNotFoundError:
+        return []
+    data = data[: data.rfind(b"\n") + 1]  # a torn tail is not a line yet
+    lines = data.splitlines(keepends=True)
+    return lines[1:] if start > 0 and lines else lines  # the first may be cut
+
+
+__all__ = [
+    "iter_lines",
+    "open_segment",
+    "recent_lines",
+    "rotated_pattern",
+    "segments",
+    "tail_lines",
+]

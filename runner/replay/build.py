@@ -178,6 +178,10 @@ def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
             "fred_api_key": None,
             # a replay is rerun, not recovered: no fsync per journal line
             "state": settings.state.model_copy(update={"fsync_journals": False}),
+            # a run folder is one artifact read whole (report, compare, parity): one journal file
+            "journal": settings.journal.model_copy(
+                update={"rotate_daily": False, "max_segment_bytes": None}
+            ),
             # the beat marks progress in simulated time, not liveness: once a simulated hour
             "supervisor": settings.supervisor.model_copy(
                 update={"heartbeat_interval_secs": REPLAY_HEARTBEAT_SECS}

@@ -169,7 +169,9 @@ def replay_main(
 ) -> int:
     """The CLI's replay: build, run, report. Returns the exit code. Logs warnings and errors
     only unless ``verbose`` (a day of INFO lines is thousands: the progress line says enough)."""
-    configure_logging(settings.log_level if verbose else "WARNING", settings.secret_values())
+    configure_logging(
+        settings.log_level if verbose else "WARNING", settings.secret_values(), config=settings.log
+    )
     if options.decider in ("claude", "debate"):
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
     if options.decider == "claude":  # one call a pass with tiers; the debate's text says its own

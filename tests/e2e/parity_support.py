@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fakes.journal_lines import journal_text
+
 from core.clock import ScaledClock
 from core.events import CandleClosed, Event, Topic
 from runner.app import Daemon, build_daemon, warm_up_paths
@@ -101,7 +103,8 @@ def _sig(value: float | None) -> float | None:
 
 def read_run(state_dir: Path, closes: Closes, trading_from_ms: int) -> PathRun:
     logs = state_dir / "logs"
-    decisions = [json.loads(line) for line in (logs / "decisions.jsonl").read_text().splitlines()]
+    # across segments: the daemon's journal rotates at the simulated UTC midnight
+    decisions = [json.loads(line) for line in journal_text(logs / "decisions.jsonl").splitlines()]
     trades_text = (logs / "trades.csv").read_text().splitlines()
     header = trades_text[0].split(",")
     trades = [dict(zip(header, row.split(","), strict=True)) for row in trades_text[1:]]

@@ -13,6 +13,7 @@ import aiohttp
 import pytest
 from fakes.api_client import sse_events, wait_for_api
 from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.journal_lines import journal_text
 from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.e2e
@@ -88,7 +89,7 @@ async def test_status_metrics_and_stream_of_a_sim_daemon(tmp_path: Path) -> None
     assert not (state / "api.json").exists()
     changes = [
         json.loads(line)
-        for line in (state / "logs" / "decisions.jsonl").read_text().splitlines()
+        for line in journal_text(state / "logs" / "decisions.jsonl").splitlines()
         if '"type":"trading_state"' in line
     ]
     assert [(c["mode"], c["by"]) for c in changes] == [("halted", "api"), ("active", "api")]

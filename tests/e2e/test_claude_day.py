@@ -15,6 +15,7 @@ import pytest
 from aiohttp import web
 from fakes.claude_support import answer
 from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.journal_lines import read_all
 from fakes.messages_api import (
     FakeMessagesApi,
     RecordedRequest,
@@ -26,7 +27,6 @@ from fakes.messages_api import (
 
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT, compact
 from agent.snapshot import MarketSnapshot, sent_json_bytes
-from state.journal import read_all
 
 pytestmark = pytest.mark.e2e
 

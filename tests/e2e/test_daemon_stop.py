@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fakes.daemon import REPO, daemon_env, sim_daemon, stop
+from fakes.journal_lines import journal_text
 
 pytestmark = pytest.mark.e2e
 
@@ -45,7 +46,7 @@ async def test_sigterm_during_warm_up_stops_promptly_with_state_saved(tmp_path: 
 
 
 def _journal_times(state_dir: Path) -> list[int]:
-    lines = (state_dir / "logs" / "decisions.jsonl").read_text().splitlines()
+    lines = journal_text(state_dir / "logs" / "decisions.jsonl").splitlines()
     return [json.loads(line)["at_ms"] for line in lines]
 
 
@@ -103,6 +104,6 @@ async def test_a_person_halts_and_resumes_a_running_daemon_and_health_says_so(
         assert (await _vigil(env, "trading", "resume"))[0] == 0
         await _wait_for_text(log_path, "trading state changed by cli: active")
         assert await stop(proc) == 0
-    lines = (state_dir / "logs" / "decisions.jsonl").read_text().splitlines()
+    lines = journal_text(state_dir / "logs" / "decisions.jsonl").splitlines()
     changes = [json.loads(x) for x in lines if '"trading_state"' in x]
     assert [(c["mode"], c["by"]) for c in changes] == [("halted", "cli"), ("active", "cli")]

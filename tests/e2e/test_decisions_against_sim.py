@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.journal_lines import journal_text
 
 from market.recorded import load_fear_greed, load_funding
 
@@ -49,7 +50,7 @@ async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: 
     log = log_path.read_text()
     assert "Traceback" not in log, log
 
-    lines = journal.read_text().splitlines()
+    lines = journal_text(journal).splitlines()
     records = [json.loads(line) for line in lines]  # every line complete JSON
     assert len(records) >= WANTED_DECISIONS
     for rec in records:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.journal_lines import journal_bytes
 
 pytestmark = pytest.mark.e2e
 
@@ -41,9 +42,7 @@ def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
 
 def _decision_count(state_dir: Path) -> int:
     path = state_dir / "logs" / "decisions.jsonl"
-    if not path.exists():
-        return 0
-    return sum(1 for line in path.read_bytes().splitlines() if b'"type":"decision"' in line)
+    return sum(1 for line in journal_bytes(path).splitlines() if b'"type":"decision"' in line)
 
 
 async def _until(condition: object, proc: asyncio.subprocess.Process) -> None:
@@ -106,7 +105,7 @@ async def test_killed_at_a_failpoint_then_restarted_loses_and_doubles_nothing(
 
 
 def _journals_are_whole(state_dir: Path) -> None:
-    for line in (state_dir / "logs" / "decisions.jsonl").read_bytes().splitlines():
+    for line in journal_bytes(state_dir / "logs" / "decisions.jsonl").splitlines():
         json.loads(line)  # a torn line would raise here
     with (state_dir / "logs" / "trades.csv").open() as fh:
         rows = list(csv.reader(fh))

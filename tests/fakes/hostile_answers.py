@@ -27,8 +27,9 @@ from core.redact import Redactor
 from fakes.brokers import IdleBroker
 from fakes.claude_support import API_KEY, PRICES, answer, make_decider, snapshot
 from fakes.instant_clock import InstantClock
+from fakes.journal_lines import read_all
 from fakes.messages_api import FakeMessagesApi, ScriptedResponse, usage_body
-from state.journal import JsonlJournal, read_all
+from state.journal import JsonlJournal
 from state.store import RunnerStateStore
 
 PORTFOLIO_USD = 10_000.0

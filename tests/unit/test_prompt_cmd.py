@@ -3,6 +3,7 @@ the bundled data; pure JSON out, no secret in it."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,3 +198,21 @@ def test_parts_show_sizes_tiers_and_the_project_memory(tmp_path: Path) -> None:
     assert request["system"][0]["text"] == DECISION_SYSTEM_PROMPT
     assert "SOL: half size." in request["system"][1]["text"]
     assert not (tmp_path / "analysts.db").exists()  # read only
+
+
+def test_the_latest_snapshot_is_found_in_a_rotated_segment(tmp_path: Path) -> None:
+    older = snapshot(memory="older")
+    newer = snapshot(memory="newer").model_copy(update={"at_ms": older.at_ms + 900_000})
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    segment = logs / "decisions.20250301T000000Z.jsonl.gz"
+    lines = [_decision_line("d1", older), _decision_line("d2", newer)]
+    segment.write_bytes(gzip.compress(b"".join(orjson.dumps(x) + b"\n" for x in lines)))
+    live = logs / "decisions.jsonl"
+    live.write_bytes(b"")  # just rotated: the live file has no decision yet
+    found = latest_journal_snapshot(live)
+    assert found is not None
+    assert (found.decision_id, found.path) == ("d2", segment)
+    live.write_bytes(orjson.dumps(_decision_line("d3", newer)) + b"\n")
+    found = latest_journal_snapshot(live)
+    assert found is not None and (found.decision_id, found.path) == ("d3", live)

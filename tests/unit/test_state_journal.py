@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 import pytest
+from fakes.journal_lines import read_all
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
@@ -26,7 +27,6 @@ from state.journal import (
     JournalRecordError,
     JsonlJournal,
     encode_jsonl_record,
-    read_all,
     read_csv_rows,
     repair_torn_tail,
 )
@@ -388,9 +388,9 @@ async def test_async_appends_with_fsync_run_off_the_loop_in_order(tmp_path: Path
     writers: set[int] = set()
     real_write = journal._file._write
 
-    def spy(fd: int, data: bytes) -> None:
+    def spy(data: bytes, now_ms: int) -> None:
         writers.add(threading.get_ident())
-        real_write(fd, data)
+        real_write(data, now_ms)
 
     journal._file._write = spy  # type: ignore[method-assign]
     for n in range(20):
