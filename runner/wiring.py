@@ -126,7 +126,23 @@ def build_decision_path(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,
         failpoints, trading, context,
     )  # fmt: skip
-    runner = CryptoRunner(
+    runner = _tick_handler(bus, market, board, gate, routine, broker_parts)
+    return DecisionPath(
+        derivatives, liquidations, gate, board, regimes, broker_parts,
+        tracker, learner, snapshots, agents, routine, context, runner, trading, exits, memory,
+    )  # fmt: skip
+
+
+def _tick_handler(
+    bus: EventBus,
+    market: MarketPath,
+    board: MetricBoard,
+    gate: AdaptiveGate,
+    routine: DecisionRoutine,
+    broker_parts: BrokerParts,
+) -> CryptoRunner:
+    """The one explicit tick path: aggregator, features, metric board, gate, then the routine."""
+    return CryptoRunner(
         bus,
         aggregator=market.aggregator,
         features=market.features,
@@ -135,10 +151,6 @@ def build_decision_path(
         decisions=routine,
         price_sinks=broker_parts.price_sinks,
     )
-    return DecisionPath(
-        derivatives, liquidations, gate, board, regimes, broker_parts,
-        tracker, learner, snapshots, agents, routine, context, runner, trading, exits, memory,
-    )  # fmt: skip
 
 
 def _tracker(
