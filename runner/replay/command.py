@@ -26,7 +26,8 @@ from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.cost_projection import projection_text
 from runner.logging_setup import configure_logging, show_clock_time
-from runner.replay.build import Replay, ReplayOptions, build_replay, expected_calls_text
+from runner.replay.build import Replay, ReplayOptions, build_replay
+from runner.replay.estimate import expected_calls_text
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,8 @@ from pydantic import SecretStr
 from agent.config import AgentConfig
 from core.errors import RefuseToStartError
 from runner.config import Settings
-from runner.replay.build import ReplayOptions, debate_cost_estimate, replay_settings
+from runner.replay.build import ReplayOptions, replay_settings
+from runner.replay.estimate import debate_cost_estimate
 
 DAY_MS = 86_400_000
 START_MS = 1_740_787_200_000  # 2025-03-01

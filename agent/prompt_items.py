@@ -1,0 +1,117 @@
+"""The non-snapshot context as prompt items: what each piece is, where it goes, how it ranks.
+
+Every item has a part (``policy``, ``memory``, ``session``), a key and a drop rank; protected items
+(the organisation's caps and banned tickers) are never trimmed. The drop rank orders what goes
+first when a budget binds: lowest-score insights, then the oldest summaries, the oldest session
+entries, note lines (the daemon's ``[auto]`` lines before a person's, the last lines first), rules,
+and the policy and rubric text last.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import orjson
+
+from agent.prompt_trim import Item
+from memory.context import AssembledContext
+from memory.tiers import AUTO_HEADING
+
+AUTO_RANK_OFFSET = 100_000  # an [auto] line ranks below every line a person wrote
+CLASS_RANK = {"insight": 0, "summary": 1, "session": 2, "notes": 3, "rule": 4, "policy": 5}
+
+
+def context_items(ctx: AssembledContext) -> list[Item]:
+    """Every piece of non-snapshot context as a trimmable (or protected) item, in prompt order."""
+    items: list[Item] = []
+    for name, value in sorted(ctx.caps.items()):
+        items.append(
+            Item(
+                "policy",
+                f"cap:{name}",
+                f"Organisation cap: {name} = {value:g} (binding).",
+                protected=True,
+            )
+        )
+    if ctx.banned_tickers:
+        items.append(
+            Item(
+                "policy",
+                "banned",
+                f"Banned tickers (never trade): {', '.join(ctx.banned_tickers)}.",
+                protected=True,
+            )
+        )
+    for key in ("policy", "rubric"):
+        if ctx.values.get(key):
+            items.append(
+                Item(
+                    "policy",
+                    key,
+                    f"{key.capitalize()}: {ctx.values[key]}",
+                    drop_rank=(CLASS_RANK["policy"], 0, key),
+                )
+            )
+    for name, texts in sorted(ctx.rules.items()):
+        tickers = ", ".join(ctx.rule_tickers.get(name, []))
+        items.append(
+            Item(
+                "policy",
+                f"rule:{name}",
+                f"Rule {name} ({tickers}): {' '.join(texts)}",
+                drop_rank=(CLASS_RANK["rule"], 0, name),
+            )
+        )
+    for n, summary in enumerate(ctx.summaries):
+        body = "\n".join(ln for ln in summary.text.splitlines() if not ln.startswith("### "))
+        key = f"summary:{summary.analyst}:{summary.ticker}:{summary.kind}"
+        when = float(summary.made_at_ms or 0) + (0.5 if summary.kind == "pre_open" else 0.0)
+        items.append(
+            Item(
+                "memory",
+                key,
+                f"[{summary.analyst} {summary.ticker} {summary.kind}] {body}",
+                drop_rank=(CLASS_RANK["summary"], when, f"{n:04d}"),
+            )
+        )
+    for key in ("notes", "person_notes"):
+        items.extend(_note_items(key, ctx.values.get(key, "")))
+    for n, insight in enumerate(ctx.insights):
+        items.append(
+            Item(
+                "memory",
+                f"insight:{insight.insight_id or n}",
+                f"Lesson ({insight.ticker or 'any'}, score {insight.score:.2f}): {insight.text}",
+                drop_rank=(CLASS_RANK["insight"], insight.score, f"{n:04d}"),
+            )
+        )
+    for key, value in sorted(ctx.session.items()):
+        written = ctx.freshness.get(f"session:{key}")
+        at = float(written.at_ms or 0) if written else 0.0
+        text = (
+            value
+            if isinstance(value, str)
+            else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+        )
+        items.append(
+            Item(
+                "session",
+                f"session:{key}",
+                f"{key}: {text}",
+                drop_rank=(CLASS_RANK["session"], at, key),
+            )
+        )
+    return items
+
+
+@functools.lru_cache(maxsize=16)
+def _note_items(key: str, text: str) -> tuple[Item, ...]:
+    """One item per line (the same text: the same items, built once). Lines people wrote outlast
+    the daemon's own ``[auto]`` lines; within each, the last lines go first."""
+    out = []
+    for n, line in enumerate(ln.strip() for ln in text.splitlines() if ln.strip()):
+        if line == AUTO_HEADING:
+            continue  # the daemon's marker, no content
+        rank = -n - (AUTO_RANK_OFFSET if line.startswith("- [auto ") else 0)
+        out.append(Item("memory", f"{key}:{n}", line, drop_rank=(CLASS_RANK["notes"], rank, key)))
+    return tuple(out)
