@@ -16,6 +16,11 @@
   ``trades.csv`` through ``order.filled``, like every fill.
 - Tracking starts on ``position.opened`` (inline bus subscription, ``attach``). On start the loop
   reconciles with the broker's positions before its first check.
+
+The parts: ``tracker.tracked_book`` (the tracked positions, exits in flight, price samples, their
+copy in the state store, reconcile), ``tracker.exits`` (selling, following, settling; the decision
+routine's SELLs), ``tracker.market_view`` (prices, regimes, BTC's 1h change). This class keeps the
+loop, the safety pass and the public methods the runner and the agent layer call.
 """
 
 from __future__ import annotations
@@ -23,13 +28,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from broker.ids import client_order_id
-from broker.port import Action, Broker, OrderIntent, OrderResult, PositionDetail
-from broker.resting import cancel_resting_buys
+from broker.port import Broker, OrderIntent, OrderResult, PositionDetail
 from broker.trading_state import TradingSwitch
 from core.backoff import Backoff
 from core.bus import EventBus
@@ -37,24 +39,15 @@ from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import Event, PositionExit, PositionOpened
 from tracker.config import TrackerConfig
+from tracker.exits import ExitPath, ExitRecorder
+from tracker.market_view import MarketView, PriceSource, RegimeSource
 from tracker.ports import PositionReviewer, ReviewVerdict
-from tracker.positions import (
-    UNKNOWN_REGIME,
-    StateStore,
-    TrackedPosition,
-    pending_exits_from_state,
-    positions_from_state,
-    state_fields,
-)
+from tracker.positions import StateStore, TrackedPosition
 from tracker.review import AgentLayer
-from tracker.safety import ExitReason, pnl_pct, safety_verdict
+from tracker.safety import ExitReason, safety_verdict
+from tracker.tracked_book import TrackedBook
 
 log = logging.getLogger(__name__)
-
-PriceSource = Callable[[str], float | None]
-RegimeSource = Callable[[str], str]
-#: makes an exit durable (the exits outbox) under its key, the SELL's client order id
-ExitRecorder = Callable[[str, PositionExit], object]
 
 
 class PositionTracker:
@@ -80,12 +73,7 @@ class PositionTracker:
         the fallback score's correlation term. ``trading``: a ``HaltTradingError`` halts it, and
         while it is HALTED the agent layer places no ADD (stops and exits still run)."""
         self._clock = clock
-        self._bus = bus
         self._broker = broker
-        self._store = store
-        self._price = price
-        self._regime = regime
-        self._btc_change_1h_pct = btc_change_1h_pct
         self.config = config or TrackerConfig()
         self._retry = Backoff(
             base_secs=self.config.retry_base_secs,
@@ -94,17 +82,17 @@ class PositionTracker:
             jitter_fraction=self.config.retry_jitter_fraction,
         )
         self._rng = random.Random()
-        self._positions = positions_from_state(store.current)
-        self._samples: dict[str, deque[float]] = {}
-        self._record_exit = record_exit or (lambda _key, _event: None)
-        self._failpoint = failpoint
-        self._pending_exits: dict[str, tuple[str, ExitReason]] = {  # ticker -> (order id, why)
-            t: (order_id, ExitReason(reason))
-            for t, (order_id, reason) in pending_exits_from_state(store.current).items()
-            if t in self._positions
-        }
-        self._no_price: set[str] = set()
-        self._exit_lock = asyncio.Lock()
+        self._book = TrackedBook(store, momentum_samples=self.config.momentum_samples)
+        self._market = MarketView(price, regime, btc_change_1h_pct)
+        self._exits = ExitPath(
+            clock,
+            bus,
+            broker,
+            self._book,
+            self._market,
+            record_exit=record_exit or (lambda _key, _event: None),
+            failpoint=failpoint,
+        )
         self._reconciled = False
         self._reviewing = False
         self._review_task: asyncio.Task[Any] | None = None
@@ -115,10 +103,10 @@ class PositionTracker:
         self.safety_checks = 0
         self.agent_reviews = 0
         self.loop_failures = 0
-        if self._positions:
-            log.info("tracker: resumed %s", ", ".join(sorted(self._positions)))
+        if self._book.positions:
+            log.info("tracker: resumed %s", ", ".join(sorted(self._book.positions)))
 
-    # ---- tracking
+    # ---- tracking (``tracker.tracked_book``)
 
     def on_position_opened(self, event: Event) -> None:
         """Inline ``position.opened`` handler: tracked before the next safety check."""
@@ -141,41 +129,28 @@ class PositionTracker:
         signals: Mapping[str, float],
         regime: str,
     ) -> TrackedPosition:
-        if ticker in self._positions:
-            log.warning("tracker: %s was already tracked; the new entry replaces it", ticker)
-        position = TrackedPosition(
-            ticker=ticker,
-            entry_price=entry_price,
-            quantity=quantity,
-            entry_time_ms=at_ms,
-            signals=dict(signals),
-            regime=regime,
-            trailing_high=entry_price,
-        )
-        self._positions[ticker] = position
-        self._samples.pop(ticker, None)
-        self._persist()
-        log.info("tracker: tracking %s: %s @ %s (regime %s)", ticker, quantity, entry_price, regime)
-        return position
+        return self._book.track(ticker, entry_price, quantity, at_ms, signals, regime)
 
     def untrack(self, ticker: str) -> TrackedPosition | None:
-        position = self._positions.pop(ticker, None)
-        self._samples.pop(ticker, None)
-        self._pending_exits.pop(ticker, None)
-        if position is not None:
-            self._persist()
-            log.info("tracker: no longer tracking %s", ticker)
-        return position
+        return self._book.untrack(ticker)
 
     def is_tracked(self, ticker: str) -> bool:
-        return ticker in self._positions
+        return ticker in self._book.positions
 
     def position(self, ticker: str) -> TrackedPosition | None:
-        return self._positions.get(ticker)
+        return self._book.positions.get(ticker)
 
     @property
     def positions(self) -> Mapping[str, TrackedPosition]:
-        return dict(self._positions)
+        return dict(self._book.positions)
+
+    def is_exiting(self, ticker: str) -> bool:
+        """An exit order for ``ticker`` is open at the broker."""
+        return self._book.is_exiting(ticker)
+
+    def recent_prices(self, ticker: str) -> list[float]:
+        """The prices the last safety checks saw for ``ticker``, oldest first."""
+        return self._book.recent_prices(ticker)
 
     # ---- the loop
 
@@ -251,207 +226,65 @@ class PositionTracker:
         """One safety pass over every tracked position; returns the exits it completed."""
         self.safety_checks += 1
         exits: list[PositionExit] = []
-        for ticker in list(self._positions):
-            if ticker in self._pending_exits:
-                done = await self._follow_pending_exit(ticker)
-                exits += [done] if done is not None else []
-                continue
-            price = self.mark_price(ticker)
-            position = self._positions.get(ticker)
-            if price is None or position is None:
-                continue
-            self._sample(ticker, price)
-            verdict = safety_verdict(
-                position.entry_price, price, position.trailing_high, position.armed, self.config
-            )
-            if verdict.armed != position.armed or verdict.trailing_high != position.trailing_high:
-                if verdict.armed and not position.armed:
-                    log.info(
-                        "tracker: trailing stop armed for %s (peak PnL %.2f %%)",
-                        ticker,
-                        verdict.peak_pnl_pct,
-                    )
-                self._positions[ticker] = position.model_copy(
-                    update={"trailing_high": verdict.trailing_high, "armed": verdict.armed}
-                )
-                self._persist()
-            if verdict.exit is not None:
-                log.warning(
-                    "tracker: %s for %s: price %s, PnL %.2f %%, peak %.2f %%",
-                    verdict.exit.value,
-                    ticker,
-                    price,
-                    verdict.pnl_pct,
-                    verdict.peak_pnl_pct,
-                )
-                done = await self.exit_position(ticker, verdict.exit, reference_price=price)
-                exits += [done] if done is not None else []
+        for ticker in list(self._book.positions):
+            if ticker in self._book.pending_exits:
+                done = await self._exits.follow(ticker)
+            else:
+                done = await self._check_one(ticker)
+            exits += [done] if done is not None else []
         return exits
 
-    # ---- exits
+    async def _check_one(self, ticker: str) -> PositionExit | None:
+        """Stop loss and trailing stop for one position; a changed trailing high or armed flag is
+        saved at once."""
+        price = self.mark_price(ticker)
+        position = self._book.positions.get(ticker)
+        if price is None or position is None:
+            return None
+        self._book.sample(ticker, price)
+        verdict = safety_verdict(
+            position.entry_price, price, position.trailing_high, position.armed, self.config
+        )
+        if verdict.armed != position.armed or verdict.trailing_high != position.trailing_high:
+            if verdict.armed and not position.armed:
+                log.info(
+                    "tracker: trailing stop armed for %s (peak PnL %.2f %%)",
+                    ticker,
+                    verdict.peak_pnl_pct,
+                )
+            self._book.positions[ticker] = position.model_copy(
+                update={"trailing_high": verdict.trailing_high, "armed": verdict.armed}
+            )
+            self._book.persist()
+        if verdict.exit is None:
+            return None
+        log.warning(
+            "tracker: %s for %s: price %s, PnL %.2f %%, peak %.2f %%",
+            verdict.exit.value,
+            ticker,
+            price,
+            verdict.pnl_pct,
+            verdict.peak_pnl_pct,
+        )
+        return await self.exit_position(ticker, verdict.exit, reference_price=price)
+
+    # ---- exits (``tracker.exits``)
 
     async def exit_position(
         self, ticker: str, reason: ExitReason, *, reference_price: float | None = None
     ) -> PositionExit | None:
-        """Sell the whole tracked position. Returns the published exit, or None when nothing was
-        sold now (untracked: skipped and logged; not held: untracked; rejected: retried by the
-        next check; an order still open: followed by the next checks)."""
-        async with self._exit_lock:
-            position = self._positions.get(ticker)
-            if position is None:
-                log.warning(
-                    "tracker: %s for %s skipped: the position is not tracked", reason.value, ticker
-                )
-                return None
-            if ticker in self._pending_exits:
-                return await self._follow_pending_exit(ticker)
-            held = {p.ticker: p for p in await self._broker.get_positions_detail()}.get(ticker)
-            if held is None:
-                log.warning(
-                    "tracker: %s for %s: the broker holds no such position; untracked",
-                    reason.value,
-                    ticker,
-                )
-                self.untrack(ticker)
-                return None
-            for cancelled in await cancel_resting_buys(self._broker, (ticker,)):
-                log.info(
-                    "tracker: %s for %s cancels resting BUY %s", reason.value, ticker, cancelled
-                )
-            price = reference_price or self.mark_price(ticker) or held.mark_price
-            price = price or position.entry_price
-            at_ms = self._clock.now_ms()
-            notional = held.quantity * price
-            portfolio = await self._broker.get_portfolio_value()
-            intent = OrderIntent(
-                decision_id=f"exit-{reason.slug}-{ticker}-{at_ms}",
-                ticker=ticker,
-                action=Action.SELL,
-                notional_usd=notional,
-                reference_price=price,
-                position_pct=min(1.0, notional / portfolio) if portfolio > 0 else 0.0,
-                signal_weights=dict(position.signals),
-                reasoning=reason.value,
-            )
-            self._expect_exit(ticker, client_order_id(intent.decision_id, ticker, "SELL"), reason)
-            (result,) = await self._broker.execute_decisions([intent])
-            return self._settle_exit(ticker, reason, result)
-
-    async def _follow_pending_exit(self, ticker: str) -> PositionExit | None:
-        order_id, reason = self._pending_exits[ticker]
-        result = await self._broker.lookup(order_id)
-        if result is None:
-            log.error(
-                "tracker: exit order %s for %s is unknown to the broker; retrying the exit",
-                order_id,
-                ticker,
-            )
-            del self._pending_exits[ticker]
-            self._persist()
-            return None
-        return self._settle_exit(ticker, reason, result)
-
-    def _expect_exit(self, ticker: str, order_id: str, reason: ExitReason) -> None:
-        """Save the exit order's id with the position before it is sent (see the docstring)."""
-        self._pending_exits[ticker] = (order_id, reason)
-        self._persist()
-
-    def _settle_exit(
-        self, ticker: str, reason: ExitReason, result: OrderResult
-    ) -> PositionExit | None:
-        if result.status == "open":
-            if self._pending_exits.get(ticker) != (result.client_order_id, reason):
-                self._expect_exit(ticker, result.client_order_id, reason)
-            log.info(
-                "tracker: exit order %s for %s is open; following it",
-                result.client_order_id,
-                ticker,
-            )
-            return None
-        if result.status != "filled" or result.average_price is None:
-            if self._pending_exits.pop(ticker, None) is not None:
-                self._persist()
-            log.error(
-                "tracker: %s for %s not filled (%s: %s); the next check retries",
-                reason.value,
-                ticker,
-                result.status,
-                result.reason or "no reason given",
-            )
-            return None
-        self._failpoint("after_exit_fill")
-        position = self._positions.get(ticker)
-        if position is None:
-            log.warning("tracker: exit of %s filled but it was untracked meanwhile", ticker)
-            return None
-        at_ms = result.at_ms or self._clock.now_ms()
-        event = PositionExit(
-            at_ms=at_ms,
-            ticker=ticker,
-            reason=reason.value,
-            pnl_pct=pnl_pct(position.entry_price, result.average_price),
-            holding_secs=max(0, at_ms - position.entry_time_ms) / 1000.0,
-            regime=position.regime,
-            signals=dict(position.signals),
-        )
-        log.info(
-            "tracker: exited %s (%s) at %s: PnL %.2f %% after %.0f s",
-            ticker,
-            reason.value,
-            result.average_price,
-            event.pnl_pct,
-            event.holding_secs,
-        )
-        self._record_exit(result.client_order_id, event)  # durable before it is forgotten
-        self._failpoint("after_exit_recorded")
-        self.untrack(ticker)
-        self._bus.publish(event)
-        return event
-
-    # ---- the decision routine's SELLs
+        """Sell the whole tracked position (``ExitPath.exit_position``)."""
+        return await self._exits.exit_position(ticker, reason, reference_price=reference_price)
 
     def filter_sells(self, intents: Sequence[OrderIntent]) -> list[OrderIntent]:
         """Drop (and log) SELL intents for positions the tracker does not track."""
-        kept = []
-        for intent in intents:
-            if intent.action is Action.SELL and intent.ticker not in self._positions:
-                log.warning(
-                    "tracker: SELL %s (decision %s) skipped: the position is not tracked",
-                    intent.ticker,
-                    intent.decision_id,
-                )
-                continue
-            if intent.action is Action.SELL and intent.ticker in self._pending_exits:
-                log.warning(
-                    "tracker: SELL %s (decision %s) skipped: an exit order is already in flight",
-                    intent.ticker,
-                    intent.decision_id,
-                )
-                continue
-            if intent.action is Action.SELL:  # saved before it is sent, as the tracker's exits
-                cid = client_order_id(intent.decision_id, intent.ticker, "SELL")
-                self._pending_exits[intent.ticker] = (cid, ExitReason.DECISION_SELL)
-            kept.append(intent)
-        if any(i.action is Action.SELL for i in kept):
-            self._persist()
-        return kept
+        return self._exits.filter_sells(intents)
 
     async def on_executed(
         self, intents: Sequence[OrderIntent], results: Sequence[OrderResult]
     ) -> None:
         """After the decision routine executed: a filled SELL of a tracked position is an exit."""
-        for intent, result in zip(intents, results, strict=False):
-            ticker = intent.ticker
-            if intent.action is not Action.SELL or ticker not in self._positions:
-                continue
-            if result.status == "filled":
-                held = {p.ticker: p for p in await self._broker.get_positions_detail()}
-                if ticker in held:  # a partial SELL: the rest stays guarded
-                    self._pending_exits.pop(ticker, None)
-                    self.reconcile_one(held[ticker])
-                    self._persist()
-                    continue
-            self._settle_exit(ticker, ExitReason.DECISION_SELL, result)
+        await self._exits.on_executed(intents, results)
 
     # ---- agent layer
 
@@ -479,68 +312,24 @@ class PositionTracker:
 
     def reconcile(self, held: Sequence[PositionDetail]) -> None:
         """Make the tracked set match what the broker holds (each difference is logged)."""
-        held_by_ticker = {p.ticker: p for p in held}
-        for ticker in sorted(set(self._positions) - set(held_by_ticker)):
-            if ticker in self._pending_exits:
-                log.info(
-                    "tracker: %s is no longer held and its exit order %s is in flight; the next "
-                    "check settles it",
-                    ticker,
-                    self._pending_exits[ticker][0],
-                )
-                continue
-            log.warning(
-                "tracker: %s was tracked but the broker holds no position; untracked", ticker
-            )
-            self.untrack(ticker)
-        for ticker, detail in sorted(held_by_ticker.items()):
-            position = self._positions.get(ticker)
-            if position is None:
-                log.warning(
-                    "tracker: the broker holds %s %s that was not tracked; tracking it "
-                    "(entry %s, regime at entry %s, signals %s, as the broker's order recorded)",
-                    detail.quantity,
-                    ticker,
-                    detail.entry_price,
-                    detail.regime or "unknown",
-                    detail.signals or "unknown",
-                )
-                self.track(
-                    ticker,
-                    detail.entry_price,
-                    detail.quantity,
-                    detail.opened_at_ms,
-                    detail.signals,
-                    detail.regime or UNKNOWN_REGIME,
-                )
-            else:
-                self.reconcile_one(detail)
+        self._book.reconcile(held)
 
     def reconcile_one(self, detail: PositionDetail) -> None:
         """Follow the broker when a tracked position's quantity changed (an ADD filled, a partial
-        SELL): its quantity and average entry become the position's. The trailing high (never
-        below the entry) and the armed flag stay the tracker's."""
-        position = self._positions.get(detail.ticker)
-        if position is None or position.quantity == detail.quantity:
-            return
-        log.info(
-            "tracker: %s now %s @ %s (was %s @ %s, per the broker)",
-            detail.ticker,
-            detail.quantity,
-            detail.entry_price,
-            position.quantity,
-            position.entry_price,
-        )
-        self._positions[detail.ticker] = position.model_copy(
-            update={
-                "quantity": detail.quantity,
-                "entry_price": detail.entry_price,
-                "trailing_high": max(position.trailing_high, detail.entry_price),
-            }
-        )
-        self._persist()
+        SELL); ``TrackedBook.reconcile_one``."""
+        self._book.reconcile_one(detail)
 
-    # ---- helpers
+    # ---- the market (``tracker.market_view``) and the trading switch
+
+    def mark_price(self, ticker: str) -> float | None:
+        """The price source's price, None (logged once while it lasts) when there is none."""
+        return self._market.mark_price(ticker)
+
+    def regime_now(self, ticker: str) -> str:
+        return self._market.regime_now(ticker)
+
+    def btc_change_1h_pct(self) -> float | None:
+        return self._market.btc_change_1h_pct()
 
     @property
     def trading_halted(self) -> bool:
@@ -549,54 +338,3 @@ class PositionTracker:
     def _halt_on(self, exc: Exception, where: str) -> None:
         if isinstance(exc, HaltTradingError) and self._trading is not None:
             self._trading.halt(f"tracker {where}: {exc}")
-
-    def _persist(self) -> None:
-        """Record the tracked set in the state store and save it. A failed save is logged; the
-        state stays in memory and the next change (or the daemon's shutdown save) writes it."""
-        pending = {t: (cid, why.value) for t, (cid, why) in self._pending_exits.items()}
-        self._store.replace(**state_fields(self._store.current, self._positions, pending))
-        try:
-            self._store.save()
-        except Exception:
-            log.exception("tracker: could not save runner state; kept in memory")
-
-    def mark_price(self, ticker: str) -> float | None:
-        """The price source's price, None (logged once while it lasts) when there is none."""
-        price = self._price(ticker)
-        if price is None or not price > 0:
-            if ticker not in self._no_price:
-                self._no_price.add(ticker)
-                log.warning("tracker: no price for %s; its checks wait for one", ticker)
-            return None
-        if ticker in self._no_price:
-            self._no_price.discard(ticker)
-            log.info("tracker: price for %s is back", ticker)
-        return price
-
-    def regime_now(self, ticker: str) -> str:
-        try:
-            return self._regime(ticker)
-        except Exception:
-            log.exception("tracker: regime of %s unavailable; using %r", ticker, UNKNOWN_REGIME)
-            return UNKNOWN_REGIME
-
-    def btc_change_1h_pct(self) -> float | None:
-        try:
-            return self._btc_change_1h_pct()
-        except Exception:
-            log.exception("tracker: BTC's 1h change unavailable; the correlation term is 0")
-            return None
-
-    def recent_prices(self, ticker: str) -> list[float]:
-        """The prices the last safety checks saw for ``ticker``, oldest first."""
-        return list(self._samples.get(ticker, ()))
-
-    def is_exiting(self, ticker: str) -> bool:
-        """An exit order for ``ticker`` is open at the broker."""
-        return ticker in self._pending_exits
-
-    def _sample(self, ticker: str, price: float) -> None:
-        samples = self._samples.get(ticker)
-        if samples is None:
-            samples = self._samples[ticker] = deque(maxlen=self.config.momentum_samples)
-        samples.append(price)
