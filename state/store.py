@@ -23,8 +23,8 @@ editable fields (``agent_memory``, ``notes``) at any time, with any editor. The 
 Each edit is logged here (never a silent failure) and returned as a ``StateEditReport`` for
 callers that act on it (e.g. the agent's memory changed).
 
-Over ~400 lines on purpose: load, the daemon's changes, poll and save share one live state, one
-view of the file and one pending rejected edit, and each step reads what the others left; the
+Load, the daemon's changes, poll and save share one live state, one view of the file and one
+pending rejected edit, so they stay in this class; what startup reads (``state.store_load``), the
 file's bytes (``state.state_file``), the edit comparison (``state.edits``) and the watch loop
 (``state.store_watch``) live apart.
 """
@@ -34,27 +34,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from core.clock import Clock
-from core.errors import RefuseToStartError, RetryableError
+from core.errors import RetryableError
 from core.redact import Redactor
-from state.atomic import (
-    atomic_write_bytes,
-    remove_stale_tmp_files,
-)
+from state.atomic import atomic_write_bytes
 from state.edits import StateEditReport, compare_edit
-from state.last_good import last_good_path, read_last_good, write_last_good
+from state.last_good import last_good_path, write_last_good
 from state.memory_clip import clip_memory
 from state.memory_history import Author, MemoryVersion, find_version, memory_history, with_version
 from state.models import (
     DAEMON_FIELDS,
     EDITABLE_FIELDS,
-    SCHEMA_VERSION,
     InvalidStateFileError,
-    NewerSchemaError,
     RunnerState,
     parse_state_bytes,
     render_state,
@@ -67,6 +61,7 @@ from state.state_file import (
     FileView,
     StateFile,
 )
+from state.store_load import RejectedEdit, read_starting_point
 from state.store_watch import watch_for_edits
 from state.trading import TradingState
 
@@ -74,12 +69,6 @@ log = logging.getLogger(__name__)
 
 #: a save retries this many times when a person keeps changing the file under it
 MAX_SAVE_ATTEMPTS: Final = 5
-
-
-@dataclass(frozen=True)
-class _RejectedEdit:
-    data: bytes
-    report: StateEditReport
 
 
 class StateSaveConflictError(RetryableError):
@@ -102,7 +91,7 @@ class RunnerStateStore:
         # differs from them changed daemon-owned fields, which is reported as ignored
         self._baseline = RunnerState()
         self._file = FileView(None, None)
-        self._rejected: _RejectedEdit | None = None
+        self._rejected: RejectedEdit | None = None
         self._last_report: StateEditReport | None = None
         self._disk = StateFile(self._path)
         self._last_good_path = last_good_path(self._path)
@@ -125,92 +114,26 @@ class RunnerStateStore:
     # --- startup ---------------------------------------------------------------------------
 
     def load(self) -> RunnerState:
-        """Read the state at startup; defaults when there is no file yet.
+        """Read the state at startup (``state.store_load``); defaults when there is no file yet.
 
         Raises ``RefuseToStartError`` when the state dir cannot be created or written, or when
         the file is unreadable, not JSON, invalid or from a newer schema. The file is then left
         exactly as it is.
         """
-        self._disk.prepare_dir()
-        for stale in remove_stale_tmp_files(self._path):
-            log.warning("removed %s, left by a write that was interrupted", stale)
-        try:
-            stamp_and_data = self._disk.read_settled()
-        except (OSError, FileInFluxError) as exc:
-            raise RefuseToStartError(
-                f"cannot read the state file {self._path}: {exc}. Fix its permissions or move "
-                "it aside (without it the daemon starts with empty state)."
-            ) from None
-        last_good = read_last_good(self._last_good_path)
-        if last_good is not None:
-            return self._load_over_last_good(stamp_and_data, *last_good)
-        if stamp_and_data is None:
-            log.info("no state file at %s yet: starting with empty state", self._path)
-            self._current = RunnerState()
-            self._file = FileView(None, None)
-            return self._current
-        stamp, data = stamp_and_data
-        try:
-            state, found_version = parse_state_bytes(data)
-        except InvalidStateFileError as exc:
-            raise RefuseToStartError(
-                f"the state file {self._path} cannot be used: {exc.problem}. Fix the file, or "
-                "move it aside to start with empty state (or run the vigil version that wrote "
-                "it). Nothing was changed or deleted."
-            ) from None
-        if found_version < SCHEMA_VERSION:
-            log.info(
-                "state file %s is schema version %d; migrated to %d (rewritten on the next save)",
-                self._path,
-                found_version,
-                SCHEMA_VERSION,
-            )
-        self._current = state
-        self._baseline = state
-        self._file = FileView(stamp, data)
-        return state
-
-    def _load_over_last_good(
-        self, shared: tuple[FileStamp, bytes] | None, good: RunnerState, good_data: bytes
-    ) -> RunnerState:
-        """Start from the daemon's own copy (``state.last_good``): its daemon-owned fields always,
-        the shared file's editable fields when it is valid; a broken edit is reported, kept aside
-        before the next write, and the last good notes stay."""
-        self._current = good
-        self._baseline = good
-        self._last_good_data = good_data
-        if shared is None:
-            log.warning(
-                "%s is missing; restored from the daemon's copy %s (delete both to start empty)",
-                self._path,
-                self._last_good_path,
-            )
-            self._file = FileView(None, None)
-            return good
-        stamp, data = shared
-        self._file = FileView(stamp, data)
-        if data == good_data:
-            return good
-        now_ms = self._clock.now_ms()
-        try:
-            edited, _ = parse_state_bytes(data)
-        except NewerSchemaError as exc:
-            raise RefuseToStartError(
-                f"the state file {self._path} cannot be used: {exc.problem}. Run the vigil "
-                "version that wrote it. Nothing was changed or deleted."
-            ) from None
-        except InvalidStateFileError as exc:
-            report = StateEditReport(
-                path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem
-            )
-            self._rejected = _RejectedEdit(data, report)
-            self._record(report)
+        start = read_starting_point(self._disk, self._path, self._last_good_path, self._clock)
+        self._current = start.state
+        self._baseline = start.state
+        self._file = start.file
+        self._last_good_data = start.last_good_data
+        if start.rejected is not None:
+            self._rejected = start.rejected
+            self._record(start.rejected.report)
             log.warning(
                 "started from the daemon's copy %s: its own fields and the last good notes",
                 self._last_good_path,
             )
-            return good
-        self._record(self._merge(edited, now_ms))
+        elif start.edited is not None:
+            self._record(self._merge(start.edited, start.detected_at_ms))
         return self.current
 
     # --- daemon-owned changes --------------------------------------------------------------
@@ -350,7 +273,7 @@ class RunnerStateStore:
             report = StateEditReport(
                 path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem
             )
-            self._rejected = _RejectedEdit(replaced, self._record(report))
+            self._rejected = RejectedEdit(replaced, self._record(report))
             return [report, *_some(self._preserve_rejected_edit())]
         return [self._record(self._merge(edited, now_ms))]
 
@@ -382,7 +305,7 @@ class RunnerStateStore:
             report = StateEditReport(
                 path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem
             )
-            self._rejected = _RejectedEdit(data, report)
+            self._rejected = RejectedEdit(data, report)
             return self._record(report)
         self._rejected = None  # the person replaced any rejected text with a valid edit
         return self._record(self._merge(edited, now_ms))
