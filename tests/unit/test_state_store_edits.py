@@ -1,0 +1,287 @@
+"""RunnerStateStore: a person editing the file while the daemon runs (poll, save, the watch loop),
+with both kinds of editor (``state_store_support``)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from state_store_support import (
+    EDITORS,
+    EPOCH_MS,
+    Editor,
+    edit_by_rename,
+    edit_in_place,
+    files_in,
+    loaded_store,
+    on_disk,
+    state_path,
+    with_changes,
+)
+
+from core.clock import VirtualClock
+from state import state_file
+from state.store import RunnerStateStore
+
+
+@pytest.fixture
+def clock() -> VirtualClock:
+    return VirtualClock(epoch_ms=EPOCH_MS)
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return state_path(tmp_path)
+
+
+@pytest.fixture
+def store(path: Path, clock: VirtualClock) -> RunnerStateStore:
+    """A loaded store whose file exists, holding one open position."""
+    return loaded_store(path, clock)
+
+
+# --- a person's edits --------------------------------------------------------------------------
+
+
+def test_poll_without_a_change_reports_nothing(store: RunnerStateStore) -> None:
+    assert store.poll() is None
+    assert store.poll() is None
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_valid_edit_is_merged(
+    store: RunnerStateStore, path: Path, editor: Editor, caplog: pytest.LogCaptureFixture
+) -> None:
+    inode = path.stat().st_ino
+    editor(path, with_changes(path, notes="watch the FOMC on Wednesday", agent_memory="Be calm."))
+    assert (path.stat().st_ino == inode) == (editor is edit_in_place)
+    with caplog.at_level(logging.INFO, logger="state.store"):
+        report = store.poll()
+    assert report is not None and report.accepted
+    assert report.changed_fields == ("agent_memory", "notes")
+    assert report.ignored_fields == ()
+    assert store.current.notes == "watch the FOMC on Wednesday"
+    assert store.current.agent_memory == "Be calm."
+    assert store.current.entry_prices["BTC/USDT"] == 97000.0
+    assert "notes: '' -> 'watch the FOMC on Wednesday'" in caplog.text
+    assert store.poll() is None  # seen once, reported once
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_edits_to_daemon_owned_fields_are_ignored_and_reported(
+    store: RunnerStateStore, path: Path, editor: Editor, caplog: pytest.LogCaptureFixture
+) -> None:
+    editor(path, with_changes(path, notes="hi", entry_prices={"BTC/USDT": 1.0}))
+    with caplog.at_level(logging.WARNING, logger="state.store"):
+        report = store.poll()
+    assert report is not None and report.accepted
+    assert report.changed_fields == ("notes",)
+    assert report.ignored_fields == ("entry_prices",)
+    assert store.current.entry_prices["BTC/USDT"] == 97000.0
+    assert "ignored changes to daemon-owned entry_prices" in caplog.text
+    store.save()
+    assert on_disk(path)["entry_prices"] == {"BTC/USDT": 97000.0}
+    assert on_disk(path)["notes"] == "hi"
+
+
+INVALID_EDITS = [
+    pytest.param(lambda p: b'{"schema_version": 1, "notes": "unfinished', id="bad-json"),
+    pytest.param(lambda p: with_changes(p, agent_memory="y" * 600), id="memory-too-long"),
+    pytest.param(lambda p: with_changes(p, notes=12), id="wrong-type"),
+    pytest.param(lambda p: with_changes(p, note="typo"), id="unknown-key"),
+    pytest.param(lambda p: with_changes(p, schema_version=2), id="newer-schema"),
+]
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+@pytest.mark.parametrize("make_edit", INVALID_EDITS)
+async def test_invalid_edit_is_rejected_kept_aside_and_last_good_state_stays(
+    store: RunnerStateStore,
+    path: Path,
+    clock: VirtualClock,
+    editor: Editor,
+    make_edit: Callable[[Path], bytes],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    good = store.current
+    rejected_text = make_edit(path)
+    editor(path, rejected_text)
+    await clock.advance(3)
+    with caplog.at_level(logging.INFO, logger="state.store"):
+        report = store.poll()
+    assert report is not None and not report.accepted and report.error
+    assert report.preserved_as is None
+    assert store.current == good
+    assert any(r.levelno == logging.ERROR and report.error in r.message for r in caplog.records)
+    assert store.poll() is None  # the same bad text is reported once
+    assert files_in(path.parent) == ["runner_state.json"]  # kept as is until the daemon writes
+
+    store.replace(trailing_highs={"BTC/USDT": 99000.0})
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="state.store"):
+        (saved,) = store.save()
+    copy = path.with_name("runner_state.json.rejected-20250219T212003.000Z")
+    assert copy.read_bytes() == rejected_text
+    assert saved.preserved_as == copy and saved.error == report.error
+    assert str(copy) in caplog.text
+    written = on_disk(path)
+    assert written["agent_memory"] == good.agent_memory
+    assert written["trailing_highs"] == {"BTC/USDT": 99000.0}
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_invalid_edit_fixed_before_the_next_write_leaves_no_copy(
+    store: RunnerStateStore, path: Path, editor: Editor
+) -> None:
+    original = path.read_bytes()
+    editor(path, b"{ half written")
+    assert store.poll() is not None
+    editor(path, original.replace(b'"notes": ""', b'"notes": "fixed it"'))
+    report = store.poll()
+    assert report is not None and report.accepted
+    store.save()
+    assert files_in(path.parent) == ["runner_state.json"]
+    assert store.current.notes == on_disk(path)["notes"] == "fixed it"
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_save_merges_an_edit_made_since_the_last_poll(
+    store: RunnerStateStore, path: Path, editor: Editor
+) -> None:
+    editor(path, with_changes(path, notes="edited between polls"))
+    store.replace(trailing_highs={"BTC/USDT": 97500.0})
+    (report,) = store.save()
+    assert report.changed_fields == ("notes",)
+    written = on_disk(path)
+    assert written["notes"] == "edited between polls"
+    assert written["trailing_highs"] == {"BTC/USDT": 97500.0}
+
+
+@pytest.mark.parametrize("editor", EDITORS)
+def test_save_preserves_an_invalid_edit_made_since_the_last_poll(
+    store: RunnerStateStore, path: Path, editor: Editor
+) -> None:
+    editor(path, b"not json at all")
+    found, kept = store.save()
+    assert not found.accepted and "not valid JSON" in (found.error or "")
+    assert found.preserved_as is None and kept.preserved_as is not None
+    assert kept.preserved_as.read_bytes() == b"not json at all"
+    assert on_disk(path)["agent_memory"] == "Trend is up on 4h."
+
+
+def _edit_keeping_the_stamp(path: Path, old: bytes, new: bytes) -> None:
+    """An equal-size in-place edit within one tick of file time: (mtime, size, inode) unchanged.
+    File times are coarse on many systems; this sets mtime back to simulate that exactly."""
+    before = path.stat()
+    data = path.read_bytes()
+    edited = data.replace(old, new)
+    assert len(edited) == len(data) and edited != data
+    edit_in_place(path, edited)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert state_file.FileStamp.of(path.stat()) == state_file.FileStamp.of(before)
+
+
+def test_an_edit_hidden_by_coarse_file_times_right_after_a_write_is_still_seen(
+    store: RunnerStateStore, path: Path
+) -> None:
+    _edit_keeping_the_stamp(path, b"Trend is up", b"Trend is dn")
+    report = store.poll()
+    assert report is not None and report.changed_fields == ("agent_memory",)
+
+
+def test_save_sees_an_edit_that_poll_cannot(store: RunnerStateStore, path: Path) -> None:
+    assert store.poll() is None  # confirms the stamp: from now on poll trusts it
+    _edit_keeping_the_stamp(path, b"Trend is up", b"Trend is dn")
+    assert store.poll() is None  # the documented limit of a stamp comparison
+    (report,) = store.save()  # compares content, so the edit is merged, not overwritten
+    assert report.changed_fields == ("agent_memory",)
+    assert on_disk(path)["agent_memory"] == "Trend is dn on 4h."
+
+
+def test_a_deleted_file_is_written_again(
+    store: RunnerStateStore, path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path.unlink()
+    with caplog.at_level(logging.WARNING, logger="state.store"):
+        assert store.poll() is None
+    assert "was deleted" in caplog.text
+    store.save()
+    assert on_disk(path)["entry_prices"] == {"BTC/USDT": 97000.0}
+
+
+def test_report_summary_is_readable(store: RunnerStateStore, path: Path) -> None:
+    edit_by_rename(path, with_changes(path, notes="n" * 200))
+    report = store.poll()
+    assert report is not None
+    summary = report.summary()
+    assert summary.startswith(f"edit of {path} merged: notes: '' -> 'nnn")
+    assert "(0 -> 200 chars)" in summary
+
+
+def test_an_emptied_file_is_written_back_without_a_copy(
+    store: RunnerStateStore, path: Path
+) -> None:
+    edit_in_place(path, b"")
+    report = store.poll()
+    assert report is not None and report.error == "the file is empty"
+    assert store.save() == ()  # reported at the poll; there is no text to keep
+    assert files_in(path.parent) == ["runner_state.json"]
+    assert on_disk(path)["agent_memory"] == "Trend is up on 4h."
+
+
+# --- the watch loop ----------------------------------------------------------------------------
+
+
+async def test_watch_picks_up_edits_on_the_clock(
+    store: RunnerStateStore, path: Path, clock: VirtualClock
+) -> None:
+    task = asyncio.create_task(store.watch(clock, interval_secs=2.0))
+    try:
+        await clock.advance(0)
+        edit_by_rename(path, with_changes(path, notes="seen by the watcher"))
+        assert store.current.notes == ""
+        await clock.advance(2.0)
+        assert store.current.notes == "seen by the watcher"
+        assert store.last_report is not None and store.last_report.accepted
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_watch_logs_failures_and_keeps_going(
+    store: RunnerStateStore, path: Path, clock: VirtualClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    good = path.read_bytes()
+    path.unlink()
+    path.mkdir()  # reading now fails with an OSError
+    task = asyncio.create_task(store.watch(clock, interval_secs=1.0))
+    try:
+        with caplog.at_level(logging.ERROR, logger="state.store"):
+            await clock.advance(0)
+            await clock.advance(1.0)
+        failures = [r for r in caplog.records if "checking" in r.message and r.exc_info]
+        assert len(failures) >= 2
+        assert "(2 in a row)" in caplog.text
+        path.rmdir()
+        edit_by_rename(path, good.replace(b'"notes": ""', b'"notes": "back"'))
+        for _ in range(10):  # the backoff is capped at 60 s of clock time
+            if store.current.notes == "back":
+                break
+            await clock.advance(60.0)
+        assert store.current.notes == "back"
+    finally:
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+
+async def test_watch_rejects_a_non_positive_interval(
+    store: RunnerStateStore, clock: VirtualClock
+) -> None:
+    with pytest.raises(ValueError, match="interval_secs"):
+        await store.watch(clock, 0)
