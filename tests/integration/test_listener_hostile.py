@@ -1,13 +1,13 @@
 """Hostile input over a real socket: oversized frames (a reconnect each, counted, logged once a
 minute of clock time) and conflicting closes settled by REST. Scripted loopback server and
-virtual clock from ``test_listener``."""
+virtual clock from ``listener_support``."""
 
 from __future__ import annotations
 
 import logging
 
 import pytest
-from test_listener import (
+from listener_support import (
     EPOCH,
     STEP,
     T0,
