@@ -10,9 +10,6 @@ from typing import Any
 import pytest
 from fakes.context_servers import (
     BASIS,
-    ETF_LATEST_DAY,
-    ETF_LATEST_TOTAL,
-    ETF_SUM_5D,
     FARSIDE,
     FNG,
     OPEN_INTEREST_HIST,
@@ -24,6 +21,7 @@ from fakes.context_servers import (
     TRENDING,
     ContextServers,
 )
+from fakes.etf_page import ETF_LATEST_DAY, ETF_LATEST_TOTAL, ETF_SUM_5D
 
 from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import orjson
 import pytest
 import websockets
-from fakes.context_servers import FORCE_ORDER_DOC_FRAME
+from fakes.context_bodies import FORCE_ORDER_DOC_FRAME
 
 from core.clock import ScaledClock
 from derivatives.liquidation_stream import LiquidationStream

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from fakes.context_servers import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER, farside_page
+from fakes.context_bodies import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER
+from fakes.etf_page import farside_page
 from hypothesis import given
 from hypothesis import strategies as st
 
