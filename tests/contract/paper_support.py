@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.paper import PaperBroker
-from contract.broker_contract import BrokerHarness
+from contract.broker_harness import BrokerHarness
 from core.bus import EventBus
 from core.clock import VirtualClock
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from test_ccxt_broker_support import ccxt_sim, running_broker
 
-from contract.broker_contract import BrokerContract, BrokerHarness
+from contract.broker_contract import BrokerContract
+from contract.broker_harness import BrokerHarness
 
 
 class TestCcxtBrokerContract(BrokerContract):

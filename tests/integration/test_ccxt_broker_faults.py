@@ -12,7 +12,7 @@ from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 from broker.ids import client_order_id
 from broker.order_journal import JournalIntent, OrderJournal
 from broker.port import Action, OrderIntent
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from market.ccxt_client import CcxtRetryableError
 
 BTC = "BTC/USDT"

@@ -9,7 +9,7 @@ import pytest
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
 from broker.port import Action, OrderIntent
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from core.bus import EventBus
 from core.events import Event, OrderFilled, PositionOpened, Topic
 from runner.subscriptions import trades_row_writer

@@ -16,7 +16,7 @@ from test_sim_rest_support import shared_feed
 
 from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys
-from contract.broker_contract import BrokerHarness
+from contract.broker_harness import BrokerHarness
 from contract.paper_support import EPOCH_MS, START_PRICES
 from core.bus import EventBus
 from core.clock import ScaledClock, WallClock

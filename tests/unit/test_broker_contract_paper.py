@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from broker.paper import PaperBroker
-from contract.broker_contract import BrokerContract, BrokerHarness
+from contract.broker_contract import BrokerContract
+from contract.broker_harness import BrokerHarness
 from contract.paper_support import paper_harness
 
 

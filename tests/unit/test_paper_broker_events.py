@@ -12,7 +12,7 @@ from broker.ids import client_order_id
 from broker.paper import PaperBroker
 from broker.paper_store import parse_document
 from broker.port import Action
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.errors import HaltTradingError

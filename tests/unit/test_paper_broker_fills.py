@@ -12,7 +12,7 @@ from broker.ids import client_order_id
 from broker.orders import BookUpdate
 from broker.paper import PaperBroker
 from broker.port import Action, OrderResult
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from core.clock import VirtualClock
 
 EPOCH_MS = 1_740_787_200_000

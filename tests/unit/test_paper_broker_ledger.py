@@ -18,7 +18,7 @@ from broker.fills import PaperTerms
 from broker.ledger import InsufficientCashError, Ledger, LedgerError, money
 from broker.paper_store import parse_document, render_document
 from broker.port import Action
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 START_PRICES = {"BTC/USDT": 84_321.5, "ETH/USDT": 2_217.37, "SOL/USDT": 142.83}

@@ -13,7 +13,7 @@ import pytest
 from broker.paper import PaperBroker
 from broker.paper_store import SCHEMA_VERSION, parse_document
 from broker.port import Action, OrderResult
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from broker.paper import PaperBroker
 from broker.port import Action
 from broker.traded_range import TradedRangeTracker
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import MarketTick, Topic

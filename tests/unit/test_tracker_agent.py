@@ -23,7 +23,7 @@ from test_tracker_support import (
 from broker.ids import client_order_id
 from broker.paper import PaperBroker
 from broker.port import Action, PositionDetail
-from contract.broker_contract import make_intent
+from contract.broker_harness import make_intent
 from tracker.agent_layer import add_size
 from tracker.config import TrackerConfig
 from tracker.ports import ReviewAction
