@@ -20,9 +20,9 @@ from runner.replay.build import (
     ReplayOptions,
     check_out_dir,
     check_span,
-    expected_calls_text,
     replay_settings,
 )
+from runner.replay.estimate import expected_calls_text
 from sim.feed import SimFeed
 from tracker.config import TrackerConfig
 
