@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -114,6 +115,10 @@ def decision_with(**fields: Any) -> dict[str, Any]:
     """A valid answer whose only decision has ``fields`` replaced."""
     one = {**answer()["decisions"][0], **fields}
     return answer(decisions=[one])
+
+
+#: builds a ClaudeDecider on the fake API (the ``make`` fixture of the decider tests)
+Make = Callable[..., ClaudeDecider]
 
 
 def make_decider(

@@ -30,24 +30,11 @@ from state.journal import (
 from state.journal_health import FAULT_FILE_NAME, JournalHealth, read_fault_file
 
 EPOCH_MS = 1_740_000_000_000  # 2025-02-19T21:20:00Z
-TRADE_COLUMNS = ("time_ms", "ticker", "side", "qty", "price", "fee", "client_order_id")
 
 
 @pytest.fixture
 def clock() -> VirtualClock:
     return VirtualClock(epoch_ms=EPOCH_MS)
-
-
-def _trade(i: int) -> dict[str, Any]:
-    return {
-        "time_ms": EPOCH_MS + i,
-        "ticker": "BTC/USDT",
-        "side": "buy",
-        "qty": 0.001 * (i + 1),
-        "price": 97000.5,
-        "fee": None,
-        "client_order_id": f"vigil-{i}",
-    }
 
 
 # --- JSON lines --------------------------------------------------------------------------------

@@ -5,18 +5,15 @@ daily budget and the API key; each ends in the fallback with its reason."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fakes.claude_support import (
-    AT_MS,
     EVERY_PASS_ONE_MODEL,
     MODEL,
+    Make,
     answer,
     fallback,
-    make_decider,
     snapshot,
 )
 from fakes.instant_clock import InstantClock
@@ -35,34 +32,6 @@ from agent.claude import ClaudeDecider, UsageLedger
 from agent.claude_client import ClaudeClient, Credentials, build_anthropic_client
 from agent.config import AgentConfig
 from runner.agent_wiring import anthropic_key_reader
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeMessagesApi]:
-    async with FakeMessagesApi() as server:
-        yield server
-
-
-@pytest.fixture
-def clock() -> InstantClock:
-    return InstantClock(epoch_ms=AT_MS)
-
-
-Make = Callable[..., ClaudeDecider]
-
-
-@pytest.fixture
-async def make(api: FakeMessagesApi, clock: InstantClock) -> AsyncIterator[Make]:
-    """Build deciders on the fake API; their HTTP clients are closed at teardown."""
-    made: list[ClaudeDecider] = []
-
-    def build(**kwargs: Any) -> ClaudeDecider:
-        made.append(make_decider(api.base_url, clock, **kwargs))
-        return made[-1]
-
-    yield build
-    for decider in made:
-        await decider.aclose()
 
 
 @pytest.mark.parametrize(

@@ -4,18 +4,14 @@ dropped, clamped, cut or reported."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from typing import Any
-
 import orjson
 import pytest
 from fakes.claude_support import (
     API_KEY,
-    AT_MS,
     MODEL,
+    Make,
     answer,
     decision_with,
-    make_decider,
     snapshot,
 )
 from fakes.instant_clock import InstantClock
@@ -27,38 +23,9 @@ from fakes.messages_api import (
     usage_body,
 )
 
-from agent.claude import ClaudeDecider
 from broker.port import Action
 from core.bus import EventBus
 from core.events import AgentFailure, Event, Topic
-
-
-@pytest.fixture
-async def api() -> AsyncIterator[FakeMessagesApi]:
-    async with FakeMessagesApi() as server:
-        yield server
-
-
-@pytest.fixture
-def clock() -> InstantClock:
-    return InstantClock(epoch_ms=AT_MS)
-
-
-Make = Callable[..., ClaudeDecider]
-
-
-@pytest.fixture
-async def make(api: FakeMessagesApi, clock: InstantClock) -> AsyncIterator[Make]:
-    """Build deciders on the fake API; their HTTP clients are closed at teardown."""
-    made: list[ClaudeDecider] = []
-
-    def build(**kwargs: Any) -> ClaudeDecider:
-        made.append(make_decider(api.base_url, clock, **kwargs))
-        return made[-1]
-
-    yield build
-    for decider in made:
-        await decider.aclose()
 
 
 async def test_a_valid_answer_becomes_a_claude_decision_with_usage_and_cost(

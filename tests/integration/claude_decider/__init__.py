@@ -1,0 +1,1 @@
+"""The ClaudeDecider tests and their shared fixtures (conftest)."""
