@@ -114,7 +114,10 @@ def build_memory(
     if not enabled:
         return MemoryParts(insights=MemoryOff())
     if not cfg.enabled:
-        return MemoryParts(insights=MemoryOff(), off_reason="memory.enabled is false")
+        return MemoryParts(
+            insights=MemoryOff("memory is off (memory.enabled = false)"),
+            off_reason="memory.enabled is false",
+        )
     try:
         store = open_store(settings)
     except StoreUnavailableError as exc:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from agent.debate_memory import InProcessMemory
 from agent.debate_store import GraphDebateMemory
+from agent.memory_view import MemoryOff
 from contract.memory_contract import make_insight
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
@@ -41,6 +42,8 @@ def test_a_store_that_is_off_leaves_the_debate_in_process_and_says_so(tmp_path: 
     assert isinstance(memory, InProcessMemory)
     assert description == "in-process, lost at exit (memory.enabled is false)"
     assert parts.insight_source(VirtualClock()) is None
+    assert isinstance(parts.insights, MemoryOff)  # the snapshot names the setting, not --no-memory
+    assert parts.insights.reason == "memory is off (memory.enabled = false)"
 
 
 def test_no_memory_means_no_long_term_memory(tmp_path: Path) -> None:
