@@ -1,9 +1,9 @@
-"""Technical indicators on closing prices: vectorised series plus cheap last-value helpers.
+"""Technical indicators on closing prices: last-value helpers.
 
-Series functions take a ``pd.Series`` of closes (any index, oldest first) and return a series on the
-same index, NaN where the window is not yet full. ``*_last`` helpers take the closes as an array and
-return the newest value only, or ``None`` when there are too few closes: they are what the decision
-path calls. Conventions, checked against the ``ta`` library in tests/unit/test_indicators_ta.py:
+``*_last`` helpers take the closes as an array and return the newest value only, or ``None`` when
+there are too few closes. The vectorised series definitions they are checked against live with the
+tests (``tests/unit/indicator_series.py``), which check those against the ``ta`` library
+(tests/unit/test_indicators_ta.py). Conventions:
 
 - ``ema``: ``alpha = 2 / (window + 1)``, seeded with the FIRST close (pandas ``adjust=False``),
   reported from the ``window``-th close on (same as ``ta``; TA-Lib seeds with an SMA instead).
@@ -28,7 +28,6 @@ close by close; the helpers here are the batch definitions it is tested against.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -64,72 +63,11 @@ def as_closes(closes: Closes) -> FloatArray:
     return array
 
 
-# --- vectorised series ------------------------------------------------------------------------
-
-
-def ema(close: pd.Series, window: int) -> pd.Series:
-    _check_window(window)
-    return close.ewm(span=window, adjust=False, min_periods=window).mean()
-
-
-def rsi(close: pd.Series, window: int = RSI_WINDOW) -> pd.Series:
-    """Wilder's RSI (see the module docstring for the seed convention)."""
-    _check_window(window)
-    values = np.full(len(close), np.nan)
-    if len(close) > window:
-        change = np.diff(close.to_numpy(dtype=np.float64))
-        gains = np.where(change > 0, change, 0.0)
-        losses = np.where(change < 0, -change, 0.0)
-        avg_gain = _wilder_averages(gains, window)
-        avg_loss = _wilder_averages(losses, window)
-        values[window:] = rsi_from_averages(avg_gain, avg_loss)
-    return pd.Series(values, index=close.index, dtype=np.float64)
-
-
-def _wilder_averages(moves: FloatArray, window: int) -> FloatArray:
-    """Seeded with the plain mean of the first ``window`` moves, then ``alpha = 1 / window``."""
-    seeded = np.concatenate(([moves[:window].mean()], moves[window:]))
-    return pd.Series(seeded).ewm(alpha=1.0 / window, adjust=False).mean().to_numpy()
-
-
 def rsi_from_averages(avg_gain: FloatArray, avg_loss: FloatArray) -> FloatArray:
     with np.errstate(divide="ignore", invalid="ignore"):
         value = 100.0 - 100.0 / (1.0 + avg_gain / avg_loss)
     value = np.where(avg_loss == 0.0, 100.0, value)
     return np.where((avg_loss == 0.0) & (avg_gain == 0.0), 50.0, value)
-
-
-def rate_of_change_pct(close: pd.Series, window: int) -> pd.Series:
-    _check_window(window)
-    previous = close.shift(window)
-    return (close / previous - 1.0) * 100.0
-
-
-def _rolling_windows(values: FloatArray, window: int) -> FloatArray:
-    return np.lib.stride_tricks.sliding_window_view(values, window)
-
-
-def _rolling_std(close: pd.Series, window: int, ddof: int) -> pd.Series:
-    """Two-pass std per full window, NaN before it fills.
-
-    pandas' rolling std adds one value and drop one: their error follows the largest values
-    that ever passed through, so a flat window after a volatile stretch reads a std of ~1e-6 of
-    the price instead of 0 (the square root of a cancellation error). Windows here are tens of
-    bars, so recomputing each one costs little and matches the ``*_last`` helpers exactly.
-    """
-    values = close.to_numpy(dtype=np.float64)
-    out = np.full(len(values), np.nan)
-    if len(values) >= window:
-        windows = _rolling_windows(values, window)
-        out[window - 1 :] = windows.std(axis=1, ddof=ddof)
-    return pd.Series(out, index=close.index)
-
-
-def realised_vol(close: pd.Series, window: int, periods_per_year: float | None = None) -> pd.Series:
-    _check_window(window, minimum=2)
-    log_returns = pd.Series(np.log(close.to_numpy(dtype=np.float64)), index=close.index).diff()
-    vol = _rolling_std(log_returns, window, ddof=1)
-    return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
 
 
 def trend_from_spread(spread_pct: float, flat_band_pct: float = TREND_FLAT_BAND_PCT) -> Trend:

