@@ -124,17 +124,6 @@ class DebateDecider:
         if isinstance(event, PositionExit):
             self._exits.append(event)
 
-    def render_role_request(self, role: Role, snapshot: MarketSnapshot) -> dict[str, Any]:
-        """What ``role`` would be sent for ``snapshot`` now (empty memories and arguments)."""
-        return role_request(
-            self._config,
-            role,
-            context=snapshot_block(snapshot),
-            memories=(),
-            working=self.working.items(),
-            arguments={},
-        )
-
     async def decide(
         self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
     ) -> AgentDecision:

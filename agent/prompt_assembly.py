@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -330,7 +329,3 @@ def describe_parts(prompt: AssembledPrompt) -> str:
         text = prompt.texts.get(name, "")
         lines += ["", f"--- {name} ({len(text)} chars) ---", text or "(empty)"]
     return "\n".join(lines)
-
-
-def journal_fields(prompt: AssembledPrompt) -> Mapping[str, Any]:
-    return prompt.info.model_dump(mode="json")
