@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, get_args
 
@@ -90,8 +91,10 @@ async def _search(
 ) -> int:
     config = settings.memory.retrieval.model_copy(update={"score_cutoff": -1.0})
     retriever = Retriever(store, config, embedder)
+    now_ms, source = await store_now_ms(store)
+    print(f"ages measured against {_iso(now_ms)} ({source})", file=sys.stderr)
     hits = await retriever.retrieve(
-        now_ms=WallClock().now_ms(),
+        now_ms=now_ms,
         ticker=args.ticker,
         regime=args.regime,
         text=args.text,
@@ -103,6 +106,27 @@ async def _search(
             _line(hit.insight, f"score {p.score:+.3f} (sim {p.sim:.2f}, age {p.age_days:.0f} d)  ")
         )
     return 0
+
+
+async def store_now_ms(store: MemoryStore) -> tuple[int, str]:
+    """The store's clock: the newest reflection or rollup, whose times come from the clock of the
+    run that wrote them (the daemon's, or a replay's simulated 2025). Ages and TTLs measured
+    against wall time would hide every insight of a replay older than the TTL. A person's insight
+    is stamped with wall time, so it is not a reading of the run's clock and does not count; with
+    no run-written insight the wall clock is the reference."""
+    run_kinds: tuple[InsightKind, ...] = ("reflection", "rollup")
+    newest = [
+        insight.created_ms
+        for kind in run_kinds
+        for insight in await store.list_insights(kind=kind, include_archived=True, limit=1)
+    ]
+    if newest:
+        return max(newest), "the newest insight a run wrote"
+    return WallClock().now_ms(), "wall clock: no insight written by a run"
+
+
+def _iso(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
 async def _show(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
 import pytest
 
+from memory.embeddings import HashedNgramEmbedder
+from memory.model import Insight
+from memory.sqlite_store import SqliteMemoryStore
 from runner.cli import main
 
 
@@ -58,3 +62,45 @@ def test_memory_cli_round_trip(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert run(capsys, state, "show", insight_id)[0] == 1
     stats = json.loads(run(capsys, state, "stats")[1])
     assert stats["counts"]["insights"] == 1 and stats["store"] == "sqlite"
+
+
+def test_memory_search_measures_age_against_the_store_clock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A replay's insights are dated by its simulated clock (2025): measured against wall time
+    they are past the 180-day TTL and a search showed nothing. Ages are measured against the
+    newest insight a run wrote, so the newest one is 0 days old and a 9-day-older one 9 days."""
+    state = tmp_path / "state"
+    march_10 = 1_741_564_800_000  # 2025-03-10T00:00Z
+    day_ms = 86_400_000
+    texts = (
+        "[SOL] medium_volatility, RSI 71 entry, -4.2 % in 9 h: stop loss",
+        "[SOL] high_volatility, RSI 35 entry, +3.1 % in 20 h: trailing stop",
+    )
+    embeddings = HashedNgramEmbedder().embed_now(list(texts))
+
+    async def write() -> None:
+        store = SqliteMemoryStore(state / "memory.db")
+        for n, (text, embedding) in enumerate(zip(texts, embeddings, strict=True)):
+            created = march_10 + n * 9 * day_ms
+            await store.put_insight(
+                Insight(
+                    insight_id=Insight.make_id("reflection", created, "SOL/USDT", text),
+                    text=text, kind="reflection", salience=0.5, author="rules",
+                    summary_source="rules", created_ms=created, ticker="SOL/USDT",
+                    regime="medium_volatility", embedding=embedding,
+                )
+            )  # fmt: skip
+        await store.close()
+
+    asyncio.run(write())
+    code = main(["--state-dir", str(state), "memory", "search", "SOL stop loss RSI"])
+    captured = capsys.readouterr()
+    assert code == 0
+    lines = captured.out.splitlines()
+    assert len(lines) == 2, captured.out
+    ages = sorted(line.split("age ")[1].split(" d)")[0] for line in lines)
+    assert ages == ["0", "9"]
+    assert "ages measured against 2025-03-19T00:00Z (the newest insight a run wrote)" in (
+        captured.err
+    )
