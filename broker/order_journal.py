@@ -7,23 +7,20 @@ again, so replays and lookups of finished orders need no request.
 
 A torn LAST line (a crash mid-append) is dropped with a warning: its order was never sent, because
 sending waits for the fsync. A bad line anywhere else means the file was damaged or edited: refuse to
-start rather than guess which orders exist.
+start rather than guess which orders exist. (The reader and the fsynced append are
+``state.fsynced_lines``, shared with the exits outbox.)
 """
 
 from __future__ import annotations
 
-import logging
-import os
 from pathlib import Path
 from typing import Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from broker.port import OrderResult
-from core.errors import RefuseToStartError
-
-log = logging.getLogger(__name__)
+from state.fsynced_lines import append_line, read_lines
 
 
 class JournalIntent(BaseModel):
@@ -70,21 +67,12 @@ class OrderJournal:
         if self._loaded:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        lines = self._path.read_bytes().splitlines() if self._path.exists() else []
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                self._apply(orjson.loads(line))
-            except (orjson.JSONDecodeError, ValidationError, KeyError) as exc:
-                if number == len(lines):
-                    log.warning("order journal %s: dropping torn last line: %s", self._path, exc)
-                    self._truncate_torn_tail(lines[:-1])
-                    break
-                raise RefuseToStartError(
-                    f"order journal {self._path} line {number} is damaged ({exc}); "
-                    "fix or move it after checking the exchange's orders by hand"
-                ) from exc
+        read_lines(
+            self._path,
+            lambda line: self._apply(orjson.loads(line)),
+            what="order journal",
+            advice="fix or move it after checking the exchange's orders by hand",
+        )
         self._loaded = True
 
     def get(self, client_order_id: str) -> JournalEntry | None:
@@ -123,22 +111,7 @@ class OrderJournal:
             self._entries[result.client_order_id] = entry.model_copy(update={"final": result})
 
     def _append(self, raw: dict[str, object]) -> None:
-        line = orjson.dumps(raw) + b"\n"
-        fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            written = 0
-            while written < len(line):
-                written += os.write(fd, line[written:])
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def _truncate_torn_tail(self, good: list[bytes]) -> None:
-        size = sum(len(line) + 1 for line in good)
-        with self._path.open("r+b") as handle:
-            handle.truncate(size)
-            handle.flush()
-            os.fsync(handle.fileno())
+        append_line(self._path, orjson.dumps(raw) + b"\n")
 
 
 __all__ = ["JournalEntry", "JournalIntent", "OrderJournal"]

@@ -15,23 +15,24 @@ recognises by its key (the learner keeps the keys of its recent trades). A consu
 drains at its own pace uses ``pending`` and ``ack`` instead of ``subscribe``.
 
 A torn LAST line (a kill mid-append) is dropped with a warning: whoever appended it had not acted
-yet. A bad line anywhere else means the file was damaged or edited: refuse to start.
+yet. A bad line anywhere else means the file was damaged or edited: refuse to start (the reader and
+the fsynced append are ``state.fsynced_lines``, shared with the broker's order journal).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, fsync_dir, remove_stale_tmp_files
+from state.fsynced_lines import append_line, read_lines
 
 log = logging.getLogger(__name__)
 
@@ -71,26 +72,20 @@ class Outbox:
         if self._loaded:
             return
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        lines = self._path.read_bytes().split(b"\n") if self._path.exists() else []
-        if lines and lines[-1] == b"":
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            try:
-                entry = OutboxEntry.model_validate(orjson.loads(line))
-                if entry.seq != len(self._entries) + 1:
-                    raise ValueError(f"sequence {entry.seq} after {len(self._entries)}")
-            except (orjson.JSONDecodeError, ValidationError, ValueError) as exc:
-                if number == len(lines):
-                    log.warning("outbox %s: dropping torn last line: %s", self._path, exc)
-                    self._truncate_to(lines[:-1])
-                    break
-                raise RefuseToStartError(
-                    f"outbox {self._path} line {number} is damaged ({exc}); it was left "
-                    "untouched: fix it or move it aside (its consumers then miss what it held)"
-                ) from exc
-            self._entries.append(entry)
-            self._keys.setdefault(entry.key, entry)
+        read_lines(
+            self._path,
+            self._take_line,
+            what="outbox",
+            advice="fix it or move it aside (its consumers then miss what it held)",
+        )
         self._loaded = True
+
+    def _take_line(self, line: bytes) -> None:
+        entry = OutboxEntry.model_validate(orjson.loads(line))
+        if entry.seq != len(self._entries) + 1:
+            raise ValueError(f"sequence {entry.seq} after {len(self._entries)}")
+        self._entries.append(entry)
+        self._keys.setdefault(entry.key, entry)
 
     # -- producing ------------------------------------------------------------------------------
 
@@ -105,7 +100,7 @@ class Outbox:
             seq=len(self._entries) + 1, key=key, kind=kind, at_ms=at_ms, payload=payload
         )
         created = not self._path.exists()
-        _append_line(self._path, orjson.dumps(entry.model_dump(mode="json")) + b"\n")
+        append_line(self._path, orjson.dumps(entry.model_dump(mode="json")) + b"\n")
         if created:
             fsync_dir(self._path.parent)
         self._entries.append(entry)
@@ -185,24 +180,6 @@ class Outbox:
     def _require_loaded(self) -> None:
         if not self._loaded:
             raise RuntimeError(f"outbox {self._path} used before load()")
-
-    def _truncate_to(self, good: list[bytes]) -> None:
-        size = sum(len(line) + 1 for line in good)
-        with self._path.open("r+b") as handle:
-            handle.truncate(size)
-            handle.flush()
-            os.fsync(handle.fileno())
-
-
-def _append_line(path: Path, line: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        written = 0
-        while written < len(line):
-            written += os.write(fd, line[written:])
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 __all__ = ["Consumer", "Outbox", "OutboxEntry"]
