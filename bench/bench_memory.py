@@ -19,12 +19,14 @@ from memory.embeddings import HashedNgramEmbedder
 from memory.model import REGIME_LABELS, SITUATION_FEATURES, Insight, Situation, Trade
 from memory.outbox import MemoryOutbox
 from memory.retrieval import Retriever
+from memory.sqlite_schema import bulk_insert, insight_row, trade_row
 from memory.sqlite_store import SqliteMemoryStore
 from memory.writeback import MemoryWriter
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 T0 = 1_700_000_000_000
 HOUR = 3_600_000
+_MEASURED = 1_000  # single writes timed before the bulk fill
 
 
 def _situation(rng: random.Random) -> Situation:
@@ -45,35 +47,61 @@ def _trade(n: int, rng: random.Random) -> Trade:
     )  # fmt: skip
 
 
-async def _fill(store: SqliteMemoryStore, trades: int, insights: int) -> float:
+def _insight(
+    n: int, rng: random.Random, trades: int, insights: int, text: str, emb: tuple[float, ...]
+) -> Insight:
+    situation = _situation(rng)
+    created = T0 + n * (trades * HOUR // max(insights, 1))
+    return Insight(
+        insight_id=Insight.make_id("reflection", created, TICKERS[n % 3], text), text=text,
+        kind="reflection", salience=rng.random(), author="rules", summary_source="rules",
+        created_ms=created, ticker=TICKERS[n % 3], regime=situation.regime,
+        situation_vector=situation.vector, embedding=emb,
+    )  # fmt: skip
+
+
+async def _fill(path: Path, trades: int, insights: int) -> None:
+    """The first ``_MEASURED`` trades and insights go through ``put_trade`` / ``put_insight``
+    (one transaction each, timed); the rest are bulk-inserted with the same rows in one
+    transaction, so filling 150k items takes seconds, not the ~10 minutes of single writes."""
     rng, embed = random.Random(7), HashedNgramEmbedder().embed_now
-    started = time.perf_counter()
-    for n in range(trades):
-        await store.put_trade(_trade(n, rng))
     texts = [
         f"[{TICKERS[n % 3][:3]}] lesson {n}: RSI {rng.randint(20, 80)} entry, stop loss"
         for n in range(insights)
     ]
     embeddings = embed(texts)
-    for n, (text, emb) in enumerate(zip(texts, embeddings, strict=True)):
-        situation = _situation(rng)
-        created = T0 + n * (trades * HOUR // max(insights, 1))
-        await store.put_insight(
-            Insight(
-                insight_id=Insight.make_id("reflection", created, TICKERS[n % 3], text), text=text,
-                kind="reflection", salience=rng.random(), author="rules", summary_source="rules",
-                created_ms=created, ticker=TICKERS[n % 3], regime=situation.regime,
-                situation_vector=situation.vector, embedding=emb,
-            )
-        )  # fmt: skip
-    return time.perf_counter() - started
-
-
-async def _retrieval(path: Path, trades: int, insights: int, queries: int) -> None:
     store = SqliteMemoryStore(path)
-    fill_secs = await _fill(store, trades, insights)
-    print(f"filled {trades:,} trades + {insights:,} insights in {fill_secs:.1f} s "
-          f"({fill_secs / (trades + insights) * 1e3:.2f} ms per write, one transaction each)")  # fmt: skip
+    started, measured = time.perf_counter(), 0
+    trade_rows, insight_rows = [], []
+    for n in range(trades):
+        trade = _trade(n, rng)
+        if n < _MEASURED:
+            await store.put_trade(trade)
+            measured += 1
+        else:
+            trade_rows.append(trade_row(trade))
+    for n, (text, emb) in enumerate(zip(texts, embeddings, strict=True)):
+        insight = _insight(n, rng, trades, insights, text, emb)
+        if n < _MEASURED:
+            await store.put_insight(insight)
+            measured += 1
+        else:
+            insight_rows.append(insight_row(insight))
+    single = time.perf_counter() - started
+    await store.close()
+    started = time.perf_counter()
+    bulk_insert(path, trade_rows, insight_rows)
+    print(f"filled {trades:,} trades + {insights:,} insights: {measured:,} single writes "
+          f"({single / max(measured, 1) * 1e3:.2f} ms per write, one transaction each), "
+          f"{len(trade_rows) + len(insight_rows):,} bulk-inserted in {time.perf_counter() - started:.1f} s")  # fmt: skip
+
+
+async def _retrieval(path: Path, trades: int, insights: int, queries: int, reuse: bool) -> None:
+    if reuse:
+        print(f"reusing {path} (delete it to fill again)")
+    else:
+        await _fill(path, trades, insights)
+    store = SqliteMemoryStore(path)
     config = MemoryConfig(retrieval=MemoryConfig().retrieval.model_copy(update={"ttl_days": 3650}))
     retriever = Retriever(store, config.retrieval)
     view = MemoryInsights(store, retriever, config)
@@ -111,7 +139,7 @@ async def _size_and_writeback(root: Path, trades: int) -> None:
     clock = VirtualClock(T0)
     store = SqliteMemoryStore(root / "memory.db")
     writer = MemoryWriter(
-        clock, store, MemoryOutbox(root / "outbox.db"), MemoryConfig(), HashedNgramEmbedder()
+        clock, store, MemoryOutbox(root / "outbox.jsonl"), MemoryConfig(), HashedNgramEmbedder()
     )
     rng = random.Random(3)
     inline, flush = [], []
@@ -153,9 +181,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trades", type=int, default=50_000)
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--size-trades", type=int, default=10_000)
+    parser.add_argument("--db", type=Path, help="keep the filled store here and reuse it")
+    parser.add_argument("--skip-writeback", action="store_true")
     args = parser.parse_args(argv or [])
-    with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(_retrieval(Path(tmp) / "memory.db", args.trades, args.insights, args.queries))
+    if args.db is not None:
+        reuse = args.db.exists()
+        asyncio.run(_retrieval(args.db, args.trades, args.insights, args.queries, reuse))
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            asyncio.run(
+                _retrieval(Path(tmp) / "memory.db", args.trades, args.insights, args.queries, False)
+            )
+    if args.skip_writeback:
+        return
     with tempfile.TemporaryDirectory() as tmp:
         asyncio.run(_size_and_writeback(Path(tmp), args.size_trades))
 

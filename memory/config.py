@@ -72,7 +72,8 @@ class MemoryConfig(BaseModel):
     #: false: the memory is read but nothing is written back (a dry run)
     write_back: bool = True
     db_filename: str = "memory.db"
-    outbox_filename: str = "memory_outbox.db"
+    #: the write-back outbox (``state.outbox`` JSON lines) in the state dir
+    outbox_filename: str = "outbox/memory.jsonl"
     neo4j_uri: str | None = None
     neo4j_user: str = "neo4j"
     neo4j_password: SecretStr | None = None

@@ -1,11 +1,18 @@
 """The memory's durable outbox: exits waiting to be written to the store, and open entries.
 
-A SQLite file of its own (``memory_outbox.db``, WAL, synchronous=FULL): a row is committed when the
-exit is seen on the bus (inline, ~1 ms) and deleted only after the store acknowledged the write, so a
-slow or down store (Neo4j) delays nothing and loses nothing, and a kill -9 loses at most the row in
-flight. It could share the exit outbox of ``state/outbox.py`` once that lands: both are "append at the
-event, ack after the side effect"; this one also keeps open entries (price, situation, decision) so
-a Trade written after a restart still knows how it began.
+One mechanism with the exits outbox the learner consumes: a ``state.outbox.Outbox`` (fsynced JSON
+lines, a per-consumer acknowledgement cursor) of its own, ``outbox/memory.jsonl`` in the state dir.
+Each record is appended (~1 ms) when the bus event is seen, before anything acts on it:
+
+- ``entry``: a position opened, or its entry's fees grew (the whole entry, the last one wins);
+- ``closed``: the position of a ticker closed (its entry is no longer open);
+- ``trade``: a closed trade (exit + entry) to write to the store, keyed by its trade id, so the
+  same exit seen twice is written once.
+
+The store consumer (``store``) takes the trades in order and moves its cursor only after the store
+acknowledged the write, so a slow or down store (Neo4j) delays nothing and loses nothing, and a
+kill -9 loses at most the line in flight. The open entries are rebuilt from the file on start, so a
+Trade written after a restart still knows how its position began (price, situation, decision).
 """
 
 from __future__ import annotations
@@ -16,52 +23,89 @@ from typing import Any
 
 import orjson
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS pending (key TEXT PRIMARY KEY, seq INTEGER NOT NULL, body BLOB)",
-    "CREATE TABLE IF NOT EXISTS entries (ticker TEXT PRIMARY KEY, body BLOB NOT NULL)",
-)
+from state.outbox import Outbox
+
+CONSUMER = "store"
 
 
 class MemoryOutbox:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, legacy_sqlite: Path | None = None) -> None:
+        """``legacy_sqlite``: the SQLite outbox of an older vigil, imported once if present."""
         self.path = path
-        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        for statement in _SCHEMA:
-            self._db.execute(statement)
-        row = self._db.execute("SELECT COALESCE(MAX(seq), 0) FROM pending").fetchone()
-        self._seq = int(row[0])
+        self._outbox = Outbox(path)
+        self._outbox.load()
+        self._entries: dict[str, dict[str, Any]] = {}
+        self._seqs: dict[str, int] = {}
+        records = self._outbox.entries()
+        for record in records:
+            self._replay(record.kind, record.key, record.seq, record.payload)
+        self._count = len(records)
+        if legacy_sqlite is not None and legacy_sqlite.exists():
+            _import_legacy_sqlite(legacy_sqlite, self)
+
+    def _replay(self, kind: str, key: str, seq: int, payload: dict[str, Any]) -> None:
+        if kind == "entry":
+            self._entries[payload["ticker"]] = payload["body"]
+        elif kind == "closed":
+            self._entries.pop(payload["ticker"], None)
+        elif kind == "trade":
+            self._seqs[key] = seq
+
+    def _append(self, kind: str, key: str, at_ms: int, payload: dict[str, Any]) -> None:
+        record = self._outbox.append(key, kind, at_ms, payload)
+        self._count = max(self._count, record.seq)
+        self._replay(kind, key, record.seq, payload)
+
+    def _next_key(self, kind: str, ticker: str) -> str:
+        """Entry / closed records are never deduplicated: a unique key (the next sequence)."""
+        return f"{kind}:{ticker}:{self._count + 1}"
 
     def add(self, key: str, body: dict[str, Any]) -> None:
         """Idempotent on ``key``: the same exit seen twice is written once."""
-        self._seq += 1
-        self._db.execute(
-            "INSERT OR IGNORE INTO pending VALUES (?,?,?)", (key, self._seq, orjson.dumps(body))
-        )
+        self._append("trade", key, int(body.get("exit_ms") or 0), body)
 
     def pending(self) -> list[tuple[str, dict[str, Any]]]:
-        rows = self._db.execute("SELECT key, body FROM pending ORDER BY seq").fetchall()
-        return [(key, orjson.loads(body)) for key, body in rows]
+        """The trades the store has not acknowledged, oldest first."""
+        return [(r.key, r.payload) for r in self._outbox.pending(CONSUMER) if r.kind == "trade"]
 
     def pending_count(self) -> int:
-        return int(self._db.execute("SELECT COUNT(*) FROM pending").fetchone()[0])
+        return sum(1 for r in self._outbox.pending(CONSUMER) if r.kind == "trade")
 
     def ack(self, key: str) -> None:
-        self._db.execute("DELETE FROM pending WHERE key=?", (key,))
+        """The store wrote trade ``key``; every record up to it is done (trades are taken in
+        order, and entry / closed records are not the store's)."""
+        self._outbox.ack(CONSUMER, self._seqs[key])
 
     def put_entry(self, ticker: str, body: dict[str, Any]) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO entries VALUES (?,?)", (ticker, orjson.dumps(body))
-        )
+        at_ms = int(body.get("entry_ms") or 0)
+        key = self._next_key("entry", ticker)
+        self._append("entry", key, at_ms, {"ticker": ticker, "body": body})
 
     def entry(self, ticker: str) -> dict[str, Any] | None:
-        row = self._db.execute("SELECT body FROM entries WHERE ticker=?", (ticker,)).fetchone()
-        return orjson.loads(row[0]) if row else None
+        body = self._entries.get(ticker)
+        return None if body is None else dict(body)
 
     def drop_entry(self, ticker: str) -> None:
-        self._db.execute("DELETE FROM entries WHERE ticker=?", (ticker,))
+        if ticker in self._entries:
+            self._append("closed", self._next_key("closed", ticker), 0, {"ticker": ticker})
 
     def close(self) -> None:
-        self._db.close()
+        """Nothing to release: every append is already durable."""
+
+
+def _import_legacy_sqlite(legacy: Path, outbox: MemoryOutbox) -> None:
+    """A state dir from before this outbox kept its rows in ``memory_outbox.db`` (SQLite): its
+    pending trades and open entries move here once (idempotent keys), then the file is renamed
+    ``.migrated`` so nothing is lost and nothing is imported twice."""
+    db = sqlite3.connect(legacy)
+    try:
+        pending = db.execute("SELECT key, body FROM pending ORDER BY seq").fetchall()
+        entries = db.execute("SELECT ticker, body FROM entries").fetchall()
+    finally:
+        db.close()
+    for ticker, body in entries:
+        if outbox.entry(ticker) is None:
+            outbox.put_entry(ticker, orjson.loads(body))
+    for key, body in pending:
+        outbox.add(key, orjson.loads(body))
+    legacy.rename(legacy.with_name(legacy.name + ".migrated"))

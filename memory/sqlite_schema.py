@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from memory.model import Insight
+from memory.model import Insight, Trade
 from memory.port import StoreUnavailableError
 
 SCHEMA_VERSION = 1
@@ -100,3 +100,54 @@ def insight_from_row(row: Sequence[Any]) -> Insight:
 
 def blob_of(values: Sequence[float] | None) -> bytes | None:
     return None if values is None else np.asarray(values, dtype=np.float32).tobytes()
+
+
+INSERT_TRADE = "INSERT OR IGNORE INTO trades VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+INSERT_INSIGHT = "INSERT OR IGNORE INTO insights VALUES (?,?,?,?,?,?,?,0,?,?,?)"
+
+
+def trade_row(trade: Trade) -> tuple[Any, ...]:
+    vector = trade.situation.vector if trade.situation else None
+    return (
+        trade.trade_id,
+        trade.ticker,
+        trade.regime,
+        trade.macro,
+        trade.entry_ms,
+        trade.exit_ms,
+        trade.pnl_pct,
+        trade.holding_secs,
+        trade.exit_reason,
+        trade.model_dump_json(),
+        blob_of(vector),
+    )
+
+
+def insight_row(insight: Insight) -> tuple[Any, ...]:
+    return (
+        insight.insight_id,
+        insight.kind,
+        insight.ticker,
+        insight.regime,
+        insight.created_ms,
+        insight.salience,
+        insight.trade_id,
+        insight.model_dump_json(exclude=VECTOR_FIELDS),  # the vectors are blobs
+        blob_of(insight.situation_vector),
+        blob_of(insight.embedding),
+    )
+
+
+def bulk_insert(
+    path: Path, trades: Sequence[tuple[Any, ...]], insights: Sequence[tuple[Any, ...]]
+) -> None:
+    """Rows (``trade_row`` / ``insight_row``) in one transaction: benchmarks and imports of many
+    items (a store open on the file reloads its indexes on the next query: data_version moved)."""
+    db = connect(path)
+    try:
+        db.execute("BEGIN IMMEDIATE")
+        db.executemany(INSERT_TRADE, trades)
+        db.executemany(INSERT_INSIGHT, insights)
+        db.execute("COMMIT")
+    finally:
+        db.close()

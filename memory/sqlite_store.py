@@ -25,13 +25,15 @@ from memory.model import Insight, NeighbourTrade, RegimeStats, Trade
 from memory.port import CandidateQuery, StoreUnavailableError
 from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
 from memory.sqlite_schema import (
+    INSERT_INSIGHT,
+    INSERT_TRADE,
     INSIGHT_COLUMNS,
     SCHEMA_VERSION,
-    VECTOR_FIELDS,
-    blob_of,
     connect,
     insight_from_row,
+    insight_row,
     schema_version,
+    trade_row,
 )
 
 _PARSED_CACHE = 20_000  # parsed insights kept for retrieval (~2 KB each)
@@ -76,22 +78,7 @@ class SqliteMemoryStore:
         vector = trade.situation.vector if trade.situation else None
         changed = self._write(
             [
-                (
-                    "INSERT OR IGNORE INTO trades VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                    (
-                        trade.trade_id,
-                        trade.ticker,
-                        trade.regime,
-                        trade.macro,
-                        trade.entry_ms,
-                        trade.exit_ms,
-                        trade.pnl_pct,
-                        trade.holding_secs,
-                        trade.exit_reason,
-                        trade.model_dump_json(),
-                        blob_of(vector),
-                    ),
-                )
+                (INSERT_TRADE, trade_row(trade)),
             ]
         )
         if changed > 0 and self._trades is not None:
@@ -109,21 +96,7 @@ class SqliteMemoryStore:
 
     async def put_insight(self, insight: Insight) -> bool:
         statements: list[tuple[str, Sequence[Any]]] = [
-            (
-                "INSERT OR IGNORE INTO insights VALUES (?,?,?,?,?,?,?,0,?,?,?)",
-                (
-                    insight.insight_id,
-                    insight.kind,
-                    insight.ticker,
-                    insight.regime,
-                    insight.created_ms,
-                    insight.salience,
-                    insight.trade_id,
-                    insight.model_dump_json(exclude=VECTOR_FIELDS),  # the vectors are blobs
-                    blob_of(insight.situation_vector),
-                    blob_of(insight.embedding),
-                ),
-            )
+            (INSERT_INSIGHT, insight_row(insight)),
         ]
         for child in insight.summarises:
             statements.append(

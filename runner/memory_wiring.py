@@ -128,7 +128,10 @@ def build_memory(
     retriever = Retriever(store, cfg.retrieval, embedder)
     writer = None
     if cfg.write_back:
-        outbox = MemoryOutbox(settings.state_dir / cfg.outbox_filename)
+        outbox = MemoryOutbox(
+            settings.state_dir / cfg.outbox_filename,
+            legacy_sqlite=settings.state_dir / "memory_outbox.db",  # before the JSONL outbox
+        )
         writer = MemoryWriter(clock, store, outbox, cfg, embedder, reflector)
     view = MemoryInsights(
         store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock

@@ -15,6 +15,7 @@ import orjson
 import pytest
 from replay_support import default_settings, replay_in_process, replay_options
 
+from memory.outbox import MemoryOutbox
 from report.compare import compare_runs
 from report.html import write_report
 
@@ -57,8 +58,8 @@ def test_exits_become_trades_and_insights(runs: Runs) -> None:
     )
     assert trades == sells > 0
     assert insights >= 1 and situations == trades
-    with sqlite3.connect(runs.on / "memory_outbox.db") as outbox:
-        assert outbox.execute("SELECT COUNT(*) FROM pending").fetchone()[0] == 0
+    outbox = MemoryOutbox(runs.on / "outbox" / "memory.jsonl")
+    assert outbox.path.stat().st_size > 0 and outbox.pending_count() == 0  # all written
 
 
 def test_later_snapshots_carry_what_earlier_exits_wrote(runs: Runs) -> None:

@@ -22,7 +22,7 @@ def make_writer(tmp_path: Path, config: MemoryConfig | None = None) -> MemoryWri
     return MemoryWriter(
         VirtualClock(T0),
         SqliteMemoryStore(tmp_path / "memory.db"),
-        MemoryOutbox(tmp_path / "memory_outbox.db"),
+        MemoryOutbox(tmp_path / "outbox" / "memory.jsonl"),
         config or MemoryConfig(),
         HashedNgramEmbedder(),
     )

@@ -39,7 +39,7 @@ def _writer(
         max_per_day=per_day, journal=lambda line: journal.append(dict(line)),
     )  # fmt: skip
     return MemoryWriter(
-        clock, SqliteMemoryStore(tmp_path / "memory.db"), MemoryOutbox(tmp_path / "o.db"),
+        clock, SqliteMemoryStore(tmp_path / "memory.db"), MemoryOutbox(tmp_path / "o.jsonl"),
         MemoryConfig(), HashedNgramEmbedder(), reflector,
     )  # fmt: skip
 

@@ -85,7 +85,7 @@ async def test_store_down_keeps_the_row_pending(tmp_path: Path) -> None:
     store = DownThenUp(tmp_path / "memory.db")
     clock = VirtualClock(T0)
     writer = MemoryWriter(
-        clock, store, MemoryOutbox(tmp_path / "o.db"), MemoryConfig(), HashedNgramEmbedder()
+        clock, store, MemoryOutbox(tmp_path / "o.jsonl"), MemoryConfig(), HashedNgramEmbedder()
     )
     open_and_exit(writer, 0)
     task = asyncio.create_task(writer.flush())
