@@ -30,23 +30,68 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm > 0 else vector
 
 
-def _codes(values: list[str | None], table: dict[str | None, int]) -> np.ndarray:
-    return np.fromiter((table.setdefault(v, len(table)) for v in values), np.int32, len(values))
+@dataclass
+class _Block:
+    """The rows of one ticker (or of no ticker), row-aligned; numpy views rebuilt after appends."""
+
+    ids: list[str] = field(default_factory=list)
+    regimes: list[int] = field(default_factory=list)
+    kinds: list[int] = field(default_factory=list)
+    created: list[int] = field(default_factory=list)
+    has_vector: list[bool] = field(default_factory=list)
+    rows: list[np.ndarray] = field(default_factory=list)
+    _arrays: dict[str, np.ndarray] | None = None
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if self._arrays is None:
+            self._arrays = {
+                "matrix": np.vstack(self.rows),
+                "regime": np.asarray(self.regimes, dtype=np.int32),
+                "kind": np.asarray(self.kinds, dtype=np.int32),
+                "created": np.asarray(self.created, dtype=np.int64),
+                "has_vector": np.asarray(self.has_vector, dtype=bool),
+            }
+        return self._arrays
+
+    def best(
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+    ) -> list[tuple[float, int, str]]:
+        """(key, created_ms, id) of this block's rows that pass the filters and may be among the
+        best ``query.limit``: key = sim (situation query) or created_ms (newest first). Rows tied
+        with the last place are all kept, so the caller's exact order decides between them."""
+        a = self.arrays()
+        mask = a["created"] >= query.min_created_ms
+        if query.regime is not None:
+            mask &= (a["regime"] == 0) | (a["regime"] == codes.get(query.regime, -1))
+        if query.kinds:
+            mask &= np.isin(a["kind"], [codes.get(k, -1) for k in query.kinds])
+        rows = np.flatnonzero(mask)
+        if q is None:
+            keys = a["created"][rows].astype(np.float64)
+        else:
+            # gather the rows when few pass, else one product over the block
+            sims = a["matrix"][rows] @ q if len(rows) < len(mask) // 2 else (a["matrix"] @ q)[rows]
+            keys = np.where(a["has_vector"][rows], sims, np.float32(query.unsituated_sim))
+        if len(keys) > query.limit:
+            last_place = np.partition(keys, len(keys) - query.limit)[len(keys) - query.limit]
+            chosen = np.flatnonzero(keys >= last_place)
+        else:
+            chosen = np.arange(len(keys))
+        created = a["created"]
+        return [(float(keys[i]), int(created[rows[i]]), self.ids[rows[i]]) for i in chosen.tolist()]
 
 
 @dataclass
 class InsightIndex:
-    """Rows in load / write order; the numpy views are rebuilt lazily after appends."""
+    """The live insights, partitioned by ticker (a query reads its ticker's block and the block
+    of insights about no ticker, never the others); filter values are integer codes."""
 
-    ids: list[str] = field(default_factory=list)
-    tickers: list[str | None] = field(default_factory=list)
-    regimes: list[str | None] = field(default_factory=list)
-    kinds: list[str | None] = field(default_factory=list)
-    created: list[int] = field(default_factory=list)
-    has_vector: list[bool] = field(default_factory=list)
-    rows: list[np.ndarray] = field(default_factory=list)
+    blocks: dict[str | None, _Block] = field(default_factory=dict)
     codes: dict[str | None, int] = field(default_factory=lambda: {None: 0})
-    _arrays: dict[str, np.ndarray] | None = None
+    size: int = 0
+
+    def _code(self, value: str | None) -> int:
+        return self.codes.setdefault(value, len(self.codes))
 
     def append_row(
         self,
@@ -57,57 +102,36 @@ class InsightIndex:
         created_ms: int,
         vector: np.ndarray | None,
     ) -> None:
-        self.ids.append(insight_id)
-        self.tickers.append(ticker)
-        self.regimes.append(regime)
-        self.kinds.append(kind)
-        self.created.append(created_ms)
+        block = self.blocks.setdefault(ticker, _Block())
+        block.ids.append(insight_id)
+        block.regimes.append(self._code(regime))
+        block.kinds.append(self._code(kind))
+        block.created.append(created_ms)
         vec = np.zeros(VECTOR_DIM, dtype=np.float32)
         if vector is not None and len(vector) == VECTOR_DIM:
             vec = vector
-        self.has_vector.append(vector is not None)
-        self.rows.append(unit(vec))
-        self._arrays = None
-
-    def arrays(self) -> dict[str, np.ndarray]:
-        if self._arrays is None:
-            self._arrays = {
-                "matrix": np.vstack(self.rows) if self.rows else np.zeros((0, VECTOR_DIM)),
-                "ticker": _codes(self.tickers, self.codes),
-                "regime": _codes(self.regimes, self.codes),
-                "kind": _codes(self.kinds, self.codes),
-                "created": np.asarray(self.created, dtype=np.int64),
-                "has_vector": np.asarray(self.has_vector, dtype=bool),
-            }
-        return self._arrays
-
-    def mask(self, query: CandidateQuery) -> np.ndarray:
-        a = self.arrays()
-        code = self.codes.get
-        mask = a["created"] >= query.min_created_ms
-        if query.ticker is not None:
-            mask &= (a["ticker"] == 0) | (a["ticker"] == code(query.ticker, -1))
-        if query.regime is not None:
-            mask &= (a["regime"] == 0) | (a["regime"] == code(query.regime, -1))
-        if query.kinds:
-            mask &= np.isin(a["kind"], [code(k, -1) for k in query.kinds])
-        return mask
+        block.has_vector.append(vector is not None)
+        block.rows.append(unit(vec))
+        block._arrays = None
+        self.size += 1
 
     def top(self, query: CandidateQuery) -> list[tuple[str, float]]:
         """The ids of the ``query.limit`` best rows that pass its filters, with their sim: by
         situation cosine when ``query.vector`` is given (``unsituated_sim`` for rows without a
-        vector), else newest first with sim 0."""
-        if not self.ids:
-            return []
-        arrays = self.arrays()
-        rows = np.flatnonzero(self.mask(query))
-        if query.vector is None:
-            order = top_positions(arrays["created"][rows].astype(np.float64), query.limit)
-            return [(self.ids[i], 0.0) for i in rows[order]]
-        q = unit(np.asarray(query.vector, dtype=np.float32))
-        sims = arrays["matrix"][rows] @ q
-        sims = np.where(arrays["has_vector"][rows], sims, np.float32(query.unsituated_sim))
-        return [(self.ids[rows[i]], float(sims[i])) for i in top_positions(sims, query.limit)]
+        vector), else newest first with sim 0. Ties: the older, then the lower id, first (as in
+        Neo4j), whatever the order the rows were loaded or written in."""
+        names = list(self.blocks) if query.ticker is None else [query.ticker, None]
+        q = None if query.vector is None else unit(np.asarray(query.vector, dtype=np.float32))
+        found = [
+            row
+            for name in names
+            if name in self.blocks
+            for row in self.blocks[name].best(query, self.codes, q)
+        ]
+        found.sort(key=lambda row: (-row[0], row[1], row[2]))
+        return [
+            (insight_id, 0.0 if q is None else key) for key, _, insight_id in found[: query.limit]
+        ]
 
 
 @dataclass
