@@ -13,16 +13,20 @@ The constructor does no I/O: the schema is created on first use. A connection fa
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import orjson
 from neo4j import AsyncDriver, AsyncGraphDatabase
 from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 
-from memory.config import InsightKind
 from memory.model import VECTOR_DIM, Insight, NeighbourTrade, RegimeStats, Trade
-from memory.port import CandidateQuery, StoreUnavailableError
+from memory.port import (
+    CandidateQuery,
+    InsightFilter,
+    InsightWhere,
+    StoreUnavailableError,
+)
 
 _SCHEMA = (
     "CREATE CONSTRAINT trade_id IF NOT EXISTS FOR (t:Trade) REQUIRE t.trade_id IS UNIQUE",
@@ -185,25 +189,18 @@ class Neo4jMemoryStore:
         )
         return bool(rows and rows[0]["n"])
 
-    async def list_insights(
-        self,
-        *,
-        ticker: str | None = None,
-        regime: str | None = None,
-        kind: InsightKind | None = None,
-        include_archived: bool = False,
-        limit: int = 50,
-    ) -> list[Insight]:
+    async def list_insights(self, **where: Unpack[InsightWhere]) -> list[Insight]:
+        f = InsightFilter(**where)
         rows = await self._run(
             "MATCH (i:Insight) WHERE ($ticker IS NULL OR i.ticker = $ticker) "
             "AND ($regime IS NULL OR i.regime = $regime) AND ($kind IS NULL OR i.kind = $kind) "
             "AND ($archived OR NOT i.archived) "
             "RETURN i.body AS body ORDER BY i.created_ms DESC, i.insight_id LIMIT $limit",
-            ticker=ticker,
-            regime=regime,
-            kind=kind,
-            archived=include_archived,
-            limit=limit,
+            ticker=f.ticker,
+            regime=f.regime,
+            kind=f.kind,
+            archived=f.include_archived,
+            limit=f.limit,
         )
         return [Insight.model_validate_json(r["body"]) for r in rows]
 

@@ -8,7 +8,7 @@ the vector index in Neo4j); scoring, TTL and cutoffs are ``memory.retrieval``'s,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
@@ -37,6 +37,28 @@ class CandidateQuery(BaseModel):
     unsituated_sim: float = 0.5
 
 
+class InsightWhere(TypedDict, total=False):
+    """``list_insights`` keywords (every backend takes these; ``InsightFilter`` has the defaults)."""
+
+    ticker: str | None
+    regime: str | None
+    kind: InsightKind | None
+    include_archived: bool
+    limit: int
+
+
+class InsightFilter(BaseModel):
+    """Which insights ``list_insights`` returns: ``None`` filters match everything; archived
+    (rolled-up) ones only with ``include_archived``; at most ``limit``, newest first."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    ticker: str | None = None
+    regime: str | None = None
+    kind: InsightKind | None = None
+    include_archived: bool = False
+    limit: int = 50
+
+
 class MemoryStore(Protocol):
     name: str
 
@@ -57,16 +79,8 @@ class MemoryStore(Protocol):
         """Delete one Insight or Trade (and its Situation) by id; False if there was none."""
         ...
 
-    async def list_insights(
-        self,
-        *,
-        ticker: str | None = None,
-        regime: str | None = None,
-        kind: InsightKind | None = None,
-        include_archived: bool = False,
-        limit: int = 50,
-    ) -> list[Insight]:
-        """Newest first; ``None`` filters match everything."""
+    async def list_insights(self, **where: Unpack[InsightWhere]) -> list[Insight]:
+        """``InsightFilter(**where)``: newest first."""
         ...
 
     async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]: ...

@@ -15,14 +15,18 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 import orjson
 
-from memory.config import InsightKind
 from memory.model import Insight, NeighbourTrade, RegimeStats, Trade
-from memory.port import CandidateQuery, StoreUnavailableError
+from memory.port import (
+    CandidateQuery,
+    InsightFilter,
+    InsightWhere,
+    StoreUnavailableError,
+)
 from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
@@ -152,27 +156,20 @@ class SqliteMemoryStore:
         self._parsed.clear()
         return changed > 0
 
-    async def list_insights(
-        self,
-        *,
-        ticker: str | None = None,
-        regime: str | None = None,
-        kind: InsightKind | None = None,
-        include_archived: bool = False,
-        limit: int = 50,
-    ) -> list[Insight]:
-        where: list[str] = ["1=1"]
+    async def list_insights(self, **where: Unpack[InsightWhere]) -> list[Insight]:
+        f = InsightFilter(**where)
+        clauses: list[str] = ["1=1"]
         params: list[Any] = []
-        for column, value in (("ticker", ticker), ("regime", regime), ("kind", kind)):
+        for column, value in (("ticker", f.ticker), ("regime", f.regime), ("kind", f.kind)):
             if value is not None:
-                where.append(f"{column}=?")
+                clauses.append(f"{column}=?")
                 params.append(value)
-        if not include_archived:
-            where.append("archived=0")
+        if not f.include_archived:
+            clauses.append("archived=0")
         rows = self._db.execute(
-            f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE {' AND '.join(where)} "
+            f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE {' AND '.join(clauses)} "
             "ORDER BY created_ms DESC, insight_id LIMIT ?",
-            (*params, limit),
+            (*params, f.limit),
         ).fetchall()
         return [insight_from_row(r) for r in rows]
 
