@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
+from report.decision_diff import decision_change_lines
 from report.figures import DeciderCount, Report, build_report
 from report.memory_section import memory_compare_lines
 from report.params import RunParameters
@@ -88,6 +89,9 @@ def compare_reports(a: Report, b: Report) -> str:
     why = memory_compare_lines(a.memory, b.memory)
     if why:
         lines += ["", *why]
+    changes = decision_change_lines(Path(a.run_dir), Path(b.run_dir))
+    if changes:
+        lines += ["", *changes]
     return "\n".join(lines) + "\n"
 
 
