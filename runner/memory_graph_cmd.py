@@ -109,12 +109,12 @@ async def _search(
 
 
 async def store_now_ms(store: MemoryStore) -> tuple[int, str]:
-    """The store's clock: the newest reflection or rollup, whose times come from the clock of the
-    run that wrote them (the daemon's, or a replay's simulated 2025). Ages and TTLs measured
+    """The store's clock: the newest reflection, rollup or debate note, whose times come from the
+    clock of the run that wrote them (the daemon's, or a replay's simulated 2025). Ages and TTLs measured
     against wall time would hide every insight of a replay older than the TTL. A person's insight
     is stamped with wall time, so it is not a reading of the run's clock and does not count; with
     no run-written insight the wall clock is the reference."""
-    run_kinds: tuple[InsightKind, ...] = ("reflection", "rollup")
+    run_kinds: tuple[InsightKind, ...] = ("reflection", "rollup", "debate")
     newest = [
         insight.created_ms
         for kind in run_kinds
