@@ -88,7 +88,6 @@ class InsightIndex:
 
     blocks: dict[str | None, _Block] = field(default_factory=dict)
     codes: dict[str | None, int] = field(default_factory=lambda: {None: 0})
-    size: int = 0
 
     def _code(self, value: str | None) -> int:
         return self.codes.setdefault(value, len(self.codes))
@@ -113,7 +112,6 @@ class InsightIndex:
         block.has_vector.append(vector is not None)
         block.rows.append(unit(vec))
         block._arrays = None
-        self.size += 1
 
     def top(self, query: CandidateQuery) -> list[tuple[str, float]]:
         """The ids of the ``query.limit`` best rows that pass its filters, with their sim: by
