@@ -21,6 +21,7 @@ import orjson
 
 from report.learning import MOVED_MARK
 from report.memory_section import MEMORY_RULE_MARK
+from state.segments import iter_lines
 
 LISTED = 10
 _RULES = (("memory rule", MEMORY_RULE_MARK), ("learner", MOVED_MARK))
@@ -29,22 +30,19 @@ _Choice = tuple[str, float, str]  # action, position %, reasoning
 
 def _choices(path: Path) -> dict[str, dict[str, _Choice]]:
     out: dict[str, dict[str, _Choice]] = {}
-    if not path.is_file():
-        return out
-    with path.open("rb") as lines:
-        for line in lines:
-            if b'"raw_decision"' not in line or not line.endswith(b"\n"):
-                continue
-            record: dict[str, Any] = orjson.loads(line)
-            raw = record.get("raw_decision") or {}
-            out[str(record.get("decision_id"))] = {
-                str(d.get("ticker")): (
-                    str(d.get("action")),
-                    round(float(d.get("position_pct") or 0.0) * 100, 2),
-                    str(d.get("reasoning", "")),
-                )
-                for d in raw.get("decisions", [])
-            }
+    for line in iter_lines(path):  # every rotated segment, oldest first
+        if b'"raw_decision"' not in line or not line.endswith(b"\n"):
+            continue
+        record: dict[str, Any] = orjson.loads(line)
+        raw = record.get("raw_decision") or {}
+        out[str(record.get("decision_id"))] = {
+            str(d.get("ticker")): (
+                str(d.get("action")),
+                round(float(d.get("position_pct") or 0.0) * 100, 2),
+                str(d.get("reasoning", "")),
+            )
+            for d in raw.get("decisions", [])
+        }
     return out
 
 
