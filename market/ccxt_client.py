@@ -20,17 +20,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-import ccxt.async_support as ccxt_async
-from ccxt.base import errors as ccxt_errors
 from pydantic import Field
 
 from core.backoff import Backoff
 from core.clock import Clock
 from core.errors import RetryableError, VigilError
+
+if TYPE_CHECKING:  # ccxt (~4 s of imports) loads when a client is built, not with this module
+    import ccxt.async_support as ccxt_async
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +55,25 @@ class CcxtRequestRejectedError(VigilError):
     """The exchange rejected the request itself (unknown symbol, bad parameter): do not retry."""
 
 
+class _NothingRaisesThis(Exception):
+    """Stands for a ccxt error class while ccxt is not imported (see ``ccxt_error``)."""
+
+
+def ccxt_error(name: str) -> type[Exception]:
+    """ccxt's error class ``name`` (``ccxt.base.errors``), for ``except`` and ``isinstance``.
+
+    While ccxt is not imported no ccxt error can exist (replay's recorded exchange imports it
+    before raising one), so a class nothing raises is exact then, and a call site that never met
+    ccxt does not pay its imports to learn that. An ``except`` clause evaluates this only when
+    something was raised.
+    """
+    errors = sys.modules.get("ccxt.base.errors")
+    if errors is None:
+        return _NothingRaisesThis
+    error: type[Exception] = getattr(errors, name)
+    return error
+
+
 class RetryPolicy(Backoff):
     """How persistently a ccxt call is retried (``Backoff``, the one policy type, plus the
     longest Retry-After worth waiting out); delays are seconds of the injected Clock."""
@@ -71,6 +92,8 @@ def make_binanceusdm(
     Binance's weight budget exactly as it would be live, so the sim's weight accounting stays
     meaningful. Builds no connection: the aiohttp session opens on the first request.
     """
+    import ccxt.async_support as ccxt_async  # ~4 s the first time: only a daemon with a client
+
     exchange = ccxt_async.binanceusdm(
         {
             "enableRateLimit": enable_rate_limit,
@@ -153,8 +176,8 @@ async def call_with_retries(
             return await call()
         except asyncio.CancelledError:
             raise
-        except ccxt_errors.OperationFailed as exc:  # network, 429/418, 5xx, timeouts
-            told_to_wait = (ccxt_errors.DDoSProtection, ccxt_errors.RateLimitExceeded)
+        except ccxt_error("OperationFailed") as exc:  # network, 429/418, 5xx, timeouts
+            told_to_wait = (ccxt_error("DDoSProtection"), ccxt_error("RateLimitExceeded"))
             hint = retry_after() if isinstance(exc, told_to_wait) else None
             if hint is not None and hint > policy.max_retry_after_secs:
                 raise CcxtRetryableError(
@@ -182,7 +205,7 @@ async def call_with_retries(
             )
             assert clock is not None  # checked above: more than one attempt needs a clock
             await clock.sleep(delay)
-        except ccxt_errors.BaseError as exc:  # the request itself is wrong
+        except ccxt_error("BaseError") as exc:  # the request itself is wrong
             raise CcxtRequestRejectedError(f"{what}: {type(exc).__name__}: {exc}") from exc
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
 
@@ -198,6 +221,7 @@ __all__ = [
     "CcxtRetryableError",
     "RetryPolicy",
     "call_with_retries",
+    "ccxt_error",
     "make_binanceusdm",
     "retry_after_secs",
     "to_ccxt_symbol",

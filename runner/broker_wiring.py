@@ -15,7 +15,6 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from broker.ccxt_broker import CcxtBroker, build_exchange
 from broker.live_guard import ApiKeys, check_live
 from broker.paper import PaperBroker
 from broker.port import Broker
@@ -91,6 +90,9 @@ def _paper(settings: Settings, clock: Clock, bus: EventBus) -> BrokerParts:
 def _ccxt(
     settings: Settings, clock: Clock, bus: EventBus, *, live: bool, sim_rest_url: str | None
 ) -> BrokerParts:
+    # ccxt (~4 s of imports) loads with the ccxt broker only, not with every daemon
+    from broker.ccxt_broker import CcxtBroker, build_exchange
+
     if sim_rest_url is not None:
         if live:
             raise RefuseToStartError("--live cannot be combined with --sim")

@@ -20,6 +20,8 @@ to wait for, so replay's driver sees the event loop go idle as soon as a request
 Errors are the ones ccxt raises for the simulator's answers (an unknown symbol: ``BadSymbol``; a bad
 interval or parameter: ``BadRequest``), so ``market.ccxt_client.call_with_retries`` maps them as it
 does live. A parameter this adapter does not implement is refused (``NotSupported``), never ignored.
+ccxt itself (~4 s of imports) is imported on the first refusal only: a replay that asks nothing
+wrong never loads it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
-from ccxt.base import errors as ccxt_errors
 
 from core.clock import Clock
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
@@ -44,19 +45,27 @@ _OHLCV_PARAMS: Final = frozenset({"until", "endTime"})
 _PREMIUM_INDEX_PARAMS: Final = frozenset({"symbol"})
 
 
-def _binance_error(kind: type[ccxt_errors.BaseError], code: int, msg: str) -> ccxt_errors.BaseError:
+def _ccxt_error(name: str, message: str) -> Exception:
+    """ccxt's exception ``name`` (``ccxt.base.errors``) with ``message``."""
+    from ccxt.base import errors as ccxt_errors  # only when refusing (see the module docstring)
+
+    error: Exception = getattr(ccxt_errors, name)(message)
+    return error
+
+
+def _binance_error(kind: str, code: int, msg: str) -> Exception:
     """The exception ccxt raises for Binance's error body ``{"code", "msg"}``."""
     body = orjson.dumps({"code": code, "msg": msg}).decode()
-    error: ccxt_errors.BaseError = kind(f"{EXCHANGE_ID} {body}")
-    return error
+    return _ccxt_error(kind, f"{EXCHANGE_ID} {body}")
 
 
 def _refuse_unknown(params: Mapping[str, Any], known: frozenset[str], what: str) -> None:
     unknown = sorted(set(params) - known)
     if unknown:
-        raise ccxt_errors.NotSupported(
+        raise _ccxt_error(
+            "NotSupported",
             f"{EXCHANGE_ID} {what}: parameters {unknown} are not implemented by the recorded "
-            f"adapter (known: {sorted(known)})"
+            f"adapter (known: {sorted(known)})",
         )
 
 
@@ -68,7 +77,7 @@ def _as_int(params: Mapping[str, Any], name: str) -> int | None:
         return int(raw)
     except (TypeError, ValueError):
         raise _binance_error(
-            ccxt_errors.BadRequest,
+            "BadRequest",
             -1100,
             f"Illegal characters found in parameter '{name}'; legal range is '^[0-9]{{1,20}}$'.",
         ) from None
@@ -96,9 +105,9 @@ class RecordedOhlcvExchange:
         _refuse_unknown(params, _OHLCV_PARAMS, "fetch_ohlcv")
         ticker = self._tickers.get(symbol)
         if ticker is None:
-            raise ccxt_errors.BadSymbol(f"{EXCHANGE_ID} does not have market symbol {symbol}")
+            raise _ccxt_error("BadSymbol", f"{EXCHANGE_ID} does not have market symbol {symbol}")
         if timeframe not in TIMEFRAME_MS:
-            raise _binance_error(ccxt_errors.BadRequest, -1120, "Invalid interval.")
+            raise _binance_error("BadRequest", -1120, "Invalid interval.")
         # ccxt sends ``until`` as endTime; an explicit endTime in params overrides it (ccxt
         # extends its request with the caller's params last)
         end_ms = _as_int(params, "endTime")
@@ -106,9 +115,7 @@ class RecordedOhlcvExchange:
             end_ms = _as_int(params, "until")
         limit = self._ccxt_limit(limit, since, end_ms)
         if since is not None and end_ms is not None and since > end_ms:
-            raise _binance_error(
-                ccxt_errors.BadRequest, -1023, "Start time is greater than end time."
-            )
+            raise _binance_error("BadRequest", -1023, "Start time is greater than end time.")
         now_ms = self._clock.now_ms()
         if since is not None and since > now_ms:
             return []
@@ -128,7 +135,7 @@ class RecordedOhlcvExchange:
             return CCXT_OHLCV_MAX_LIMIT if both else CCXT_OHLCV_DEFAULT_LIMIT
         if limit < 1:
             raise _binance_error(
-                ccxt_errors.BadRequest, -1130, "Data sent for parameter 'limit' is not valid."
+                "BadRequest", -1130, "Data sent for parameter 'limit' is not valid."
             )
         return min(limit, CCXT_OHLCV_MAX_LIMIT)
 
@@ -156,11 +163,11 @@ class RecordedPremiumIndex:
             return [row for row in rows if row is not None]  # no price yet: left out, as the sim
         ticker = self._tickers.get(str(symbol))
         if ticker is None:
-            raise _binance_error(ccxt_errors.BadSymbol, -1121, "Invalid symbol.")
+            raise _binance_error("BadSymbol", -1121, "Invalid symbol.")
         row = premium_index_row(self._feed, ticker, now_ms)
         if row is None:
             refusal = not_available(f"the {ticker} price at {now_ms}")
-            raise _binance_error(ccxt_errors.BadRequest, refusal.code, refusal.msg)
+            raise _binance_error("BadRequest", refusal.code, refusal.msg)
         return row
 
     async def close(self) -> None:
