@@ -45,6 +45,7 @@ from agent.fallback_nodes import (
     RegimeBlendSignal,
 )
 from broker.port import Action
+from market.closes import CloseSeries
 from market.timeframes import timeframe_ms
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {
@@ -104,12 +105,18 @@ class TickerInputs(BaseModel):
     @classmethod
     def from_frame(cls, ticker: str, frame: pd.DataFrame, **fields: object) -> TickerInputs:
         """From a ``market.recorded``-shaped frame (index ``open_time_ms``, closed candles)."""
-        # history frames come sorted: skip the sort's copy, and convert the column in C
-        ordered = frame if frame.index.is_monotonic_increasing else frame.sort_index()
-        closes = tuple(ordered["close"].to_numpy(dtype=np.float64).tolist())
-        last_open_ms = int(ordered.index[-1]) if len(ordered) else None
+        return cls.from_series(ticker, CloseSeries.from_frame(frame), **fields)
+
+    @classmethod
+    def from_series(cls, ticker: str, series: CloseSeries, **fields: object) -> TickerInputs:
+        """From a history source's closes (``market.closes``: shared between closes, no copy)."""
         return cls.model_validate(
-            {"ticker": ticker, "closes": closes, "last_candle_open_ms": last_open_ms, **fields}
+            {
+                "ticker": ticker,
+                "closes": series.closes,
+                "last_candle_open_ms": series.last_open_ms,
+                **fields,
+            }
         )
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import pandas as pd
-
 from agent.decision import AgentDecision
 from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
 from agent.fallback_memory import apply_memory_rule
@@ -14,8 +12,10 @@ from agent.fallback_nodes import OpenPosition
 from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot, PositionSnapshot
 from broker.port import PositionDetail
+from market.closes import CloseSeries
 
-HistorySource = Callable[[str], pd.DataFrame]
+#: a ticker's closed 4h closes up to now (``market.closes.ClosesToNow`` in the daemon)
+HistorySource = Callable[[str], CloseSeries]
 
 
 class FallbackDecider:
@@ -42,7 +42,7 @@ def fallback_inputs(snapshot: MarketSnapshot, history: HistorySource) -> Fallbac
     positions = {p.ticker: p for p in snapshot.open_positions}
     regime = snapshot.regime
     tickers = tuple(
-        TickerInputs.from_frame(
+        TickerInputs.from_series(
             ticker,
             history(ticker),
             price=view.price,

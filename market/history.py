@@ -174,6 +174,7 @@ class OhlcvHistory:
         self._frames = {ticker: empty_ohlcv_frame() for ticker in dict.fromkeys(tickers)}
         self._locks = {ticker: asyncio.Lock() for ticker in self._frames}
         self._refreshed_at_ms: dict[str, int] = {}
+        self._versions = dict.fromkeys(self._frames, 0)  # bumped at every cache update
 
     @property
     def tickers(self) -> tuple[str, ...]:
@@ -182,6 +183,10 @@ class OhlcvHistory:
     def frame(self, ticker: str) -> pd.DataFrame:
         """The cached closed candles (a copy; empty until the first successful refresh)."""
         return self._frames[self._known(ticker)].copy()
+
+    def version(self, ticker: str) -> int:
+        """Changes whenever ``ticker``'s cache does (readers rebuild what they derived from it)."""
+        return self._versions[self._known(ticker)]
 
     def refreshed_at_ms(self, ticker: str) -> int | None:
         """Clock time of the last successful refresh of ``ticker`` (None: never refreshed)."""
@@ -223,6 +228,7 @@ class OhlcvHistory:
             merged = merged[~merged.index.duplicated(keep="last")].sort_index()
             merged = merged[merged.index >= window_start_ms]
             self._frames[ticker] = merged
+            self._versions[ticker] += 1
             self._refreshed_at_ms[ticker] = now_ms
             log.info(
                 "%s %s history: %d new candles fetched, %d cached",

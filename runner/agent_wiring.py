@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 from pydantic import SecretStr
 
 from agent.breaker import CircuitBreaker
@@ -28,7 +27,7 @@ from agent.config import AgentConfig
 from agent.debate import DebateDecider
 from agent.debate_memory import InProcessMemory, LongTermMemory
 from agent.fallback import FallbackPipeline
-from agent.fallback_decider import FallbackDecider
+from agent.fallback_decider import FallbackDecider, HistorySource
 from core.bus import EventBus
 from core.clock import Clock
 from core.redact import Redactor
@@ -68,7 +67,7 @@ def build_agents(
     settings: Settings,
     clock: Clock,
     bus: EventBus,
-    history: Callable[[str], pd.DataFrame],
+    history: HistorySource,
     journal: Callable[[Mapping[str, Any]], None],
     *,
     memory: bool = True,

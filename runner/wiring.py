@@ -12,8 +12,6 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pandas as pd
-
 from agent.debate import DebateDecider
 from agent.decision_context import DecisionContext
 from agent.org_caps import OrganisationCaps
@@ -35,8 +33,8 @@ from gate.conditions import build_metric_registry
 from gate.gate import AdaptiveGate
 from gate.metrics import MetricBoard
 from learner.online import OnlineLearner
+from market.closes import ClosesToNow
 from market.features import FeatureTracker
-from market.history import with_newer_closes
 from memory.tiers import OrganisationTier
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_cache import FitCache
@@ -99,11 +97,8 @@ def build_decision_path(
     )
     broker = broker_parts.broker
 
-    def history_to_now(ticker: str) -> pd.DataFrame:
-        return with_newer_closes(
-            market.history.frame(ticker), market.aggregator.closed(ticker, market.history.timeframe)
-        )
-
+    # the 4h closes to now, rebuilt at a close or refresh only (not per decision)
+    history_to_now = ClosesToNow(market.history, market.aggregator)
     agents = build_agents(
         settings, clock, bus, history_to_now, decisions_journal.append, memory=ports.memory
     )

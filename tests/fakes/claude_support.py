@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import pandas as pd
-
 from agent.breaker import CircuitBreaker
 from agent.budget import AgentPricing, DailyBudget
 from agent.claude import ClaudeDecider, UsageLedger
@@ -18,6 +16,7 @@ from agent.materiality import DeltaConfig
 from agent.snapshot import MarketSnapshot, TickerSnapshot
 from agent.tiers import TierConfig
 from core.bus import EventBus
+from market.closes import CloseSeries
 from regime.snapshot import RegimeSnapshot
 
 AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
@@ -69,8 +68,8 @@ def snapshot(news: str | None = None, memory: str = "") -> MarketSnapshot:
     )
 
 
-def _no_history(ticker: str) -> pd.DataFrame:
-    return pd.DataFrame(columns=["open", "high", "low", "close", "volume"], dtype=float)
+def _no_history(ticker: str) -> CloseSeries:
+    return CloseSeries((), None)
 
 
 def fallback() -> FallbackDecider:

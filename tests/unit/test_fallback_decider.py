@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-import pandas as pd
-
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider, fallback_inputs
 from agent.snapshot import MarketSnapshot, PositionSnapshot, TickerSnapshot
+from market.closes import CloseSeries
 from market.recorded import load_klines, resample
 from regime.snapshot import RegimeSnapshot
 
 AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 
 
-def _history(ticker: str) -> pd.DataFrame:
+def _history(ticker: str) -> CloseSeries:
     hourly = load_klines(ticker, "1h")
-    return resample(hourly[hourly.index < AT_MS], "1h", "4h").tail(540)
+    return CloseSeries.from_frame(resample(hourly[hourly.index < AT_MS], "1h", "4h").tail(540))
 
 
 def _snapshot() -> MarketSnapshot:
