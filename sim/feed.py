@@ -137,13 +137,13 @@ class _Series:
         rows = -(-(self.last_open_ms + bar_ms - self.base_ms) // _ALIGN_MS)
         self.slots = rows * (_ALIGN_MS // bar_ms)
         where = (open_ms - self.base_ms) // bar_ms
-        columns = {}
-        for name in ("open", "high", "low", "close", "volume"):
-            dense = np.full(self.slots, np.nan)
-            dense[where] = frame[name].to_numpy(dtype=np.float64)
-            columns[name] = dense
-        self.open, self.high, self.low = columns["open"], columns["high"], columns["low"]
-        self.close, self.volume = columns["close"], columns["volume"]
+        self.where = where
+        #: one (slots, 5) block: the columns are views of it, and the base timeframe's closed
+        #: candles are a slice of it when the recording has no hole (see ``_base_bucket``)
+        self.bars = np.full((self.slots, 5), np.nan)
+        self.bars[where] = frame[["open", "high", "low", "close", "volume"]].to_numpy(np.float64)
+        self.open, self.high, self.low = self.bars[:, 0], self.bars[:, 1], self.bars[:, 2]
+        self.close, self.volume = self.bars[:, 3], self.bars[:, 4]
         prices = frame[["open", "high", "low", "close"]].to_numpy()
         self.price_decimals = _decimals(prices)
         self.quantity_decimals = _decimals(frame["volume"].to_numpy())
@@ -166,6 +166,8 @@ class _Series:
     ) -> _Bucketed:
         bar_ms = self.bar_ms
         k = tf_ms // bar_ms
+        if k == 1:
+            return self._base_bucket(frame)
         high = np.maximum.accumulate(self.high.reshape(-1, k), axis=1)  # NaN propagates
         low = np.minimum.accumulate(self.low.reshape(-1, k), axis=1)
         volume = np.cumsum(self.volume.reshape(-1, k), axis=1)
@@ -180,6 +182,26 @@ class _Series:
         ohlcv = closed[["open", "high", "low", "close", "volume"]].to_numpy(dtype=np.float64)
         return _Bucketed(
             k, prior_high, prior_low, prior_volume, closed_volume, closed_open_ms, ohlcv
+        )
+
+    def _base_bucket(self, frame: pd.DataFrame) -> _Bucketed:
+        """The base bar's own timeframe without copies (they were the feed's largest arrays):
+        a candle is one bar, so nothing comes before it (constant views) and its closed volume
+        and OHLCV are the bars' own."""
+        slots = self.slots
+        where = self.where
+        if len(where) and where[-1] - where[0] + 1 == len(where):  # no hole: a slice, a view
+            closed_ohlcv = self.bars[where[0] : where[-1] + 1]
+        else:
+            closed_ohlcv = self.bars[where]
+        return _Bucketed(
+            1,
+            np.broadcast_to(-np.inf, slots),
+            np.broadcast_to(np.inf, slots),
+            np.broadcast_to(0.0, slots),
+            self.volume,
+            frame.index.to_numpy(dtype=np.int64),
+            closed_ohlcv,
         )
 
 

@@ -349,3 +349,25 @@ def test_a_missing_bar_silences_its_candles(tmp_path: Path) -> None:
     hours = feed.closed_candles("BTC/USDT", "1h", SYNTH_START_MS, SYNTH_START_MS + DAY_MS, 24)
     assert SYNTH_START_MS + 3_600_000 not in [c.open_time_ms for c in hours]
     assert len(hours) == 23
+
+
+def test_the_base_bars_closed_candles_are_the_recorded_rows_around_a_hole(tmp_path: Path) -> None:
+    """The base timeframe is served from the bars themselves (no copy when there is no hole, a
+    gathered copy when there is one): either way the recorded rows, and nothing in the hole."""
+    frame, funding = _synthetic(4)
+    hole_ms = SYNTH_START_MS + 5 * BAR_MS
+    holed = frame.drop(index=hole_ms)
+    for recorded, root in (
+        (frame, _write_recording(tmp_path / "whole", frame, funding)),
+        (holed, _write_recording(tmp_path / "holed", holed, funding)),
+    ):
+        feed = SimFeed(["BTC/USDT"], data_dir=root, update_interval_ms=UPDATE_MS)
+        got = feed.closed_candles("BTC/USDT", "5m", SYNTH_START_MS, SYNTH_START_MS + DAY_MS, 300)
+        expected = recorded[recorded.index + BAR_MS - 1 <= SYNTH_START_MS + DAY_MS]
+        assert [c.open_time_ms for c in got] == list(expected.index)
+        assert [(c.open, c.high, c.low, c.close, c.volume) for c in got] == list(
+            expected[["open", "high", "low", "close", "volume"]].itertuples(index=False, name=None)
+        )
+        closing = feed.kline_state("BTC/USDT", "5m", SYNTH_START_MS + 7 * BAR_MS - UPDATE_MS)
+        assert closing is not None and closing.closed
+        assert closing.volume == recorded.loc[SYNTH_START_MS + 6 * BAR_MS, "volume"]
