@@ -27,47 +27,24 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 EXEMPT_PATHS = frozenset({"/healthz", "/api/decisions/stream"})
 
 
-class AdmissionControl:
-    """Pure ASGI middleware (``app.add_middleware(AdmissionControl, ...)``)."""
+class Admission:
+    """The slots: at most ``max_in_flight`` taken, waiters served first come, first served."""
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        max_in_flight: int,
-        wait_secs: float,
-        retry_after_secs: int,
-        exempt: frozenset[str] = EXEMPT_PATHS,
-    ) -> None:
+    def __init__(self, max_in_flight: int, wait_secs: float) -> None:
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
-        self.app = app
         self.max_in_flight = max_in_flight
         self._wait_secs = wait_secs
-        self._retry_after_secs = retry_after_secs
-        self._exempt = exempt
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0
-        self.refused = 0  # answered 503: waited too long
+        self.refused = 0  # waited too long: answered 503
 
     @property
     def waiting(self) -> int:
         return len(self._waiters)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self._exempt:
-            await self.app(scope, receive, send)
-            return
-        if not await self._admit():
-            self.refused += 1
-            await self._busy(send)
-            return
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self._release()
-
-    async def _admit(self) -> bool:
+    async def admit(self) -> bool:
+        """Take a slot (True), or False after waiting ``wait_secs`` for one."""
         if self.in_flight < self.max_in_flight and not self._waiters:
             self.in_flight += 1
             return True
@@ -78,15 +55,17 @@ class AdmissionControl:
             await asyncio.wait_for(waiter, self._wait_secs)
             return True
         except TimeoutError:
+            self.refused += 1
             return False
         except asyncio.CancelledError:
             if waiter.done() and not waiter.cancelled():
-                self._release()  # the client left holding a slot: it goes on to the next
+                self.release()  # the client left holding a slot: it goes on to the next
             raise
         finally:
-            self._discard(waiter)
+            with contextlib.suppress(ValueError):  # already handed a slot and popped
+                self._waiters.remove(waiter)
 
-    def _release(self) -> None:
+    def release(self) -> None:
         # the slot goes to the longest waiter still waiting, else back to the pool
         while self._waiters:
             waiter = self._waiters.popleft()
@@ -95,15 +74,41 @@ class AdmissionControl:
                 return
         self.in_flight -= 1
 
-    def _discard(self, waiter: asyncio.Future[None]) -> None:
-        with contextlib.suppress(ValueError):  # already handed a slot and popped
-            self._waiters.remove(waiter)
+
+class AdmissionControl:
+    """Pure ASGI middleware: ``app.add_middleware(AdmissionControl, admission=..., ...)``."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        admission: Admission,
+        retry_after_secs: int,
+        exempt: frozenset[str] = EXEMPT_PATHS,
+    ) -> None:
+        self.app = app
+        self._admission = admission
+        self._retry_after_secs = retry_after_secs
+        self._exempt = exempt
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self._exempt:
+            await self.app(scope, receive, send)
+            return
+        if not await self._admission.admit():
+            await self._busy(send)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self._admission.release()
 
     async def _busy(self, send: Send) -> None:
         body = orjson.dumps(
             {
                 "detail": (
-                    f"the API is busy ({self.max_in_flight} requests in flight, more waiting): "
+                    f"the API is busy ({self._admission.max_in_flight} requests in flight, more "
+                    "waiting): "
                     f"retry after {self._retry_after_secs} s"
                 )
             }
@@ -122,4 +127,4 @@ class AdmissionControl:
         await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["EXEMPT_PATHS", "AdmissionControl"]
+__all__ = ["EXEMPT_PATHS", "Admission", "AdmissionControl"]

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
 
-from api.admission import AdmissionControl
+from api.admission import Admission, AdmissionControl
 from api.auth import BearerAuth
 from api.cache import ResponseCache, file_version
 from api.config import ApiConfig
@@ -83,11 +83,11 @@ def create_app(ctx: ApiContext) -> FastAPI:
     authed = [Depends(auth)]
     cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
     config, files = ctx.config, ctx.files
+    admission = app.state.admission = Admission(
+        config.max_in_flight, config.admission_wait_ms / 1000
+    )
     app.add_middleware(
-        AdmissionControl,
-        max_in_flight=config.max_in_flight,
-        wait_secs=config.admission_wait_ms / 1000,
-        retry_after_secs=config.busy_retry_after_secs,
+        AdmissionControl, admission=admission, retry_after_secs=config.busy_retry_after_secs
     )
     cache = app.state.cache = ResponseCache()
     live_secs = config.live_cache_ms / 1000
