@@ -8,15 +8,18 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations, and one of
 # them uses the configured page size
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel
 
+from api.admission import Admission, AdmissionControl
 from api.auth import BearerAuth
+from api.cache import ResponseCache, file_version
 from api.config import ApiConfig
 from api.cost import JournalCost
 from api.dashboard import add_dashboard
@@ -79,6 +82,19 @@ def create_app(ctx: ApiContext) -> FastAPI:
     auth = BearerAuth(ctx.token)
     authed = [Depends(auth)]
     cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
+    config, files = ctx.config, ctx.files
+    admission = app.state.admission = Admission(
+        config.max_in_flight, config.admission_wait_ms / 1000
+    )
+    app.add_middleware(
+        AdmissionControl, admission=admission, retry_after_secs=config.busy_retry_after_secs
+    )
+    cache = app.state.cache = ResponseCache()
+    live_secs = config.live_cache_ms / 1000
+
+    def journal_version() -> object:
+        # the live file and its folder (a rotation or a retention sweep changes the folder)
+        return file_version(files.decisions_path, files.decisions_path.parent)
 
     @app.exception_handler(StateFileError)
     async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
@@ -89,38 +105,60 @@ def create_app(ctx: ApiContext) -> FastAPI:
         """Liveness without a token: is the API up, and how old is the heartbeat."""
         return {"ok": True, "heartbeat_age_secs": ctx.files.heartbeat_age_secs()}
 
-    @app.get("/api/status", dependencies=authed, tags=["daemon"])
-    async def get_status() -> StatusBody:
+    @app.get("/api/status", dependencies=authed, tags=["daemon"], response_model=StatusBody)
+    async def get_status() -> Response:
         """The daemon's loops, streams, trading state, agent, gate, equity, last decision, and
-        the model calls, tokens and dollars of today and the last days (per model, per layer)."""
-        status = await _status(ctx)
-        # a rotated journal is re-read: off the event loop
-        body = await asyncio.to_thread(cost.body, status.now_ms)
-        return status.model_copy(update={"cost": body})
+        the model calls, tokens and dollars of today and the last days (per model, per layer).
+        Live figures are at most ``[api] live_cache_ms`` old; a new decision shows at once."""
 
-    @app.get("/api/positions", dependencies=authed, tags=["daemon"])
-    async def get_positions() -> AccountBody:
-        """Equity, cash and every open position with its unrealised PnL."""
-        if ctx.daemon is not None:
-            return await ctx.daemon.account()
-        return ctx.files.paper_account()
+        async def compute() -> bytes:
+            status = await _status(ctx)
+            # a rotated journal is re-read: off the event loop
+            body = await asyncio.to_thread(cost.body, status.now_ms)
+            return _json(status.model_copy(update={"cost": body}))
 
-    @app.get("/api/trades", dependencies=authed, tags=["journal"])
+        version = journal_version()
+        return _answer(await cache.get("status", compute, version=version, max_age_secs=live_secs))
+
+    @app.get("/api/positions", dependencies=authed, tags=["daemon"], response_model=AccountBody)
+    async def get_positions() -> Response:
+        """Equity, cash and every open position with its unrealised PnL (at most
+        ``[api] live_cache_ms`` old)."""
+
+        async def compute() -> bytes:
+            if ctx.daemon is not None:
+                return _json(await ctx.daemon.account())
+            return await asyncio.to_thread(lambda: _json(files.paper_account()))
+
+        return _answer(await cache.get("positions", compute, max_age_secs=live_secs))
+
+    @app.get("/api/trades", dependencies=authed, tags=["journal"], response_model=TradesPage)
     async def get_trades(
         since: Annotated[int | None, Query(ge=0, description="fills after this ms")] = None,
         limit: Annotated[int, Query(ge=1, le=10_000)] = 200,
-    ) -> TradesPage:
-        return TradesPage(trades=ctx.files.trades(since, limit))
+    ) -> Response:
+        def compute() -> bytes:
+            return _json(TradesPage(trades=files.trades(since, limit)))
 
-    @app.get("/api/decisions", dependencies=authed, tags=["journal"])
+        version = file_version(files.trades_path)
+        return _answer(
+            await cache.get(("trades", since, limit), _off_loop(compute), version=version)
+        )
+
+    @app.get("/api/decisions", dependencies=authed, tags=["journal"], response_model=DecisionsPage)
     async def get_decisions(
         since: Annotated[
             int | None, Query(ge=0, description="decisions after this at_ms; none: the newest")
         ] = None,
         limit: Annotated[int, Query(ge=1, le=ctx.config.decisions_page_max)] = 50,
-    ) -> DecisionsPage:
+    ) -> Response:
         """Decision lines of decisions.jsonl and its rotated segments, oldest first."""
-        return ctx.files.decisions(since, limit)
+
+        def compute() -> bytes:
+            return _json(files.decisions(since, limit))
+
+        key, version = ("decisions", since, limit), journal_version()
+        return _answer(await cache.get(key, _off_loop(compute), version=version))
 
     @app.get("/api/memory", dependencies=authed, tags=["memory"])
     async def get_memory() -> MemoryBody:
@@ -167,14 +205,31 @@ def create_app(ctx: ApiContext) -> FastAPI:
         """Prometheus text format (scrape with ``authorization: {credentials: <token>}``)."""
         if ctx.daemon is None or ctx.metrics is None:
             raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_DAEMON)
-        daemon = ctx.daemon
-        body = ctx.metrics.render(daemon.counts(), daemon.agent(), await daemon.account())
+        daemon, registry = ctx.daemon, ctx.metrics
+
+        async def compute() -> bytes:
+            return registry.render(daemon.counts(), daemon.agent(), await daemon.account())
+
+        body = await cache.get("metrics", compute, max_age_secs=live_secs)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
 
-    add_dashboard(app, ctx.files.decisions_path, auth)
+    add_dashboard(app, ctx.files.decisions_path, auth, cache, journal_version)
     for extend in ctx.extensions:
         extend(app, ctx, auth)
     return app
+
+
+def _json(body: BaseModel) -> bytes:
+    return body.model_dump_json(by_alias=True).encode()
+
+
+def _answer(body: bytes) -> Response:
+    return Response(body, media_type="application/json")
+
+
+def _off_loop(work: Callable[[], bytes]) -> Callable[[], Awaitable[bytes]]:
+    """File reads and parsing on a worker thread: a slow disk does not stall the daemon's loop."""
+    return lambda: asyncio.to_thread(work)
 
 
 def _trading(ctx: ApiContext) -> TradingControl:

@@ -22,6 +22,14 @@ class ApiConfig(BaseModel):
     runs_concurrency: int = Field(1, ge=1, le=4)  # replay jobs running at once
     cost_days: int = Field(7, ge=1, le=366)  # /api/status: the model cost of this many UTC days
     runs_max_days: int = Field(366, ge=1)  # the longest span one POST /api/runs may ask
+    # admission control (api.admission): requests in flight on the daemon's loop at once; more
+    # wait up to admission_wait_ms, then get 503 with Retry-After: busy_retry_after_secs
+    max_in_flight: int = Field(4, ge=1, le=1024)
+    admission_wait_ms: int = Field(1000, ge=0, le=60_000)
+    busy_retry_after_secs: int = Field(1, ge=1, le=3600)
+    # api.cache: the oldest a live figure may be (/api/status, /api/positions, /metrics); journal
+    # answers are recomputed when the files change, whatever this says. 0: computed every time
+    live_cache_ms: int = Field(1000, ge=0, le=60_000)
 
 
 def is_loopback(host: str) -> bool:

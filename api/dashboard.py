@@ -9,14 +9,17 @@ across the journal's segments.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations
+import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Final
 
 from fastapi import Depends, FastAPI, Query
-from fastapi.responses import FileResponse, RedirectResponse
+from fastapi.responses import FileResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from api.auth import BearerAuth
+from api.cache import ResponseCache
 from api.equity import EquityBody, EquityReader, equity_body
 
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
@@ -28,7 +31,13 @@ CSP: Final = (
 )
 
 
-def add_dashboard(app: FastAPI, decisions_path: Path, auth: BearerAuth) -> None:
+def add_dashboard(
+    app: FastAPI,
+    decisions_path: Path,
+    auth: BearerAuth,
+    cache: ResponseCache,
+    journal_version: Callable[[], object],
+) -> None:
     reader = EquityReader(decisions_path)
 
     @app.get("/", include_in_schema=False)
@@ -40,14 +49,24 @@ def add_dashboard(app: FastAPI, decisions_path: Path, auth: BearerAuth) -> None:
         """The operator's page (no data in it: it reads the API with the token you type in)."""
         return FileResponse(PAGE, media_type="text/html", headers={"Content-Security-Policy": CSP})
 
-    @app.get("/api/equity", dependencies=[Depends(auth)], tags=["journal"])
-    def get_equity(
+    @app.get(
+        "/api/equity", dependencies=[Depends(auth)], tags=["journal"], response_model=EquityBody
+    )
+    async def get_equity(
         max_points: Annotated[int, Query(ge=10, le=5000, description="most points drawn")] = 1000,
-    ) -> EquityBody:
+    ) -> Response:
         """Equity (the portfolio value at each decision) and drawdown, across journal segments."""
-        # a plain def: FastAPI runs it on a worker thread, the first read of a long journal
-        # must not stall the daemon's event loop
-        return equity_body(reader.read(), max_points)
+
+        def compute() -> bytes:
+            return equity_body(reader.read(), max_points).model_dump_json().encode()
+
+        async def off_loop() -> bytes:
+            # the first read of a long journal must not stall the daemon's event loop
+            return await asyncio.to_thread(compute)
+
+        key, version = ("equity", max_points), journal_version()
+        body = await cache.get(key, off_loop, version=version)
+        return Response(body, media_type="application/json")
 
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 

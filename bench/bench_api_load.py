@@ -6,7 +6,8 @@ loopback port). In one run, three phases of ``--phase-secs`` each:
 1. quiet: no API client but this bench's two scrapes of ``/metrics`` at the phase's ends;
 2. load: ``--clients`` (50) concurrent clients, each requesting in a loop a mix of ``/api/status``,
    ``/api/positions``, ``/api/decisions?limit=50``, ``/api/trades``, ``/api/equity``,
-   ``/metrics`` and ``/healthz``; every request's latency is measured on the client;
+   ``/metrics`` and ``/healthz``; every request's latency is measured on the client; a 503 (the
+   API's admission control) is counted apart from the errors, and its ``Retry-After`` honoured;
 3. quiet again (so a drift of the daemon's pace over the run does not pass for the load's cost);
 4. control: the same clients against ``vigil serve`` on a copy of the daemon's state dir (another
    process; ``/metrics`` left out, it needs a daemon): the machine is as loaded, but the daemon's
@@ -109,6 +110,7 @@ class Phase:
     wall_secs: float
     requests: dict[str, list[float]] = field(default_factory=dict)  # path -> latencies (s)
     errors: dict[str, int] = field(default_factory=dict)
+    busy: dict[str, int] = field(default_factory=dict)  # 503 + Retry-After (admission control)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -135,13 +137,19 @@ async def client(
         path = paths[i % len(paths)]
         i += 1
         started = time.perf_counter()
+        retry_after = None
         try:
             async with http.get(url + path) as r:
                 await r.read()
                 ok = r.status == 200
+                if r.status == 503 and "Retry-After" in r.headers:
+                    retry_after = float(r.headers["Retry-After"])
         except aiohttp.ClientError as exc:
             ok, path = False, f"{path} ({type(exc).__name__})"
-        if ok:
+        if retry_after is not None:  # told to come back later: a polite client does
+            phase.busy[path] = phase.busy.get(path, 0) + 1
+            await asyncio.sleep(retry_after)
+        elif ok:
             phase.requests.setdefault(path, []).append(time.perf_counter() - started)
         else:
             phase.errors[path] = phase.errors.get(path, 0) + 1
@@ -291,7 +299,8 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
             print(
                 f"API ({loaded.name}) under {args.clients} clients: {len(every):,} requests "
                 f"({len(every) / loaded.wall_secs:,.0f}/s), errors "
-                f"{sum(loaded.errors.values())}, p50 {pct(every, 0.5) * 1000:.1f} ms, "
+                f"{sum(loaded.errors.values())}, busy (503) {sum(loaded.busy.values())}, "
+                f"p50 {pct(every, 0.5) * 1000:.1f} ms, "
                 f"p95 {pct(every, 0.95) * 1000:.1f} ms, p99 {pct(every, 0.99) * 1000:.1f} ms"
             )
     by_path: dict[str, list[float]] = defaultdict(list, load.requests)
@@ -303,6 +312,8 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
         )
     for path, n in sorted(load.errors.items()):
         print(f"  error {path}: {n}")
+    for path, n in sorted(load.busy.items()):
+        print(f"  busy (503, Retry-After honoured) {path}: {n}")
     quiet = phases[0].decisions.total_secs + phases[2].decisions.total_secs
     quiet_n = phases[0].decisions.count + phases[2].decisions.count
     if quiet_n and load.decisions.count:

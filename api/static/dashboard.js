@@ -161,6 +161,19 @@
     charts.drawdown.setData([x, e.drawdown_pct.map((v) => -v)]);
   }
 
+  // UTC, 24-hour, as the replay report: hours within a day, day and hour within a few days, dates
+  // beyond (uPlot's own labels are local 12-hour am/pm)
+  const utcDate = (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC");
+  const formats = [[86400, uPlot.fmtDate("{HH}:{mm}")], [4 * 86400, uPlot.fmtDate("{MM}-{DD} {HH}:{mm}")],
+    [Infinity, uPlot.fmtDate("{YYYY}-{MM}-{DD}")]];
+  const timeLabels = (u, splits) => {
+    const span = u.scales.x.max - u.scales.x.min;
+    const format = formats.find(([most]) => !(span > most))[1]; // no data yet: NaN, hours
+    return splits.map((ts) => format(utcDate(ts)));
+  };
+  const hoverFormat = uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}");
+  const timeValue = (u, ts) => (ts === null || ts === undefined ? "-" : hoverFormat(utcDate(ts)));
+
   // a flat line gets a band of +/-1 % around it instead of uPlot's default range down to 0
   function padded(u, min, max) {
     if (min === null || max === null) return [0, 1];
@@ -171,17 +184,17 @@
   function makeCharts() {
     const width = () => Math.max(300, $("equity-chart").clientWidth || 900);
     const money = (u, vals) => vals.map((v) => "$" + num(v, 0));
-    const common = { tzDate: (ts) => uPlot.tzDate(new Date(ts * 1e3), "Etc/UTC"), legend: { live: true } };
+    const common = { tzDate: utcDate, legend: { live: true } };
     const equity = new uPlot({
       ...common, width: width(), height: 240, scales: { y: { range: padded } },
-      series: [{ label: "UTC" }, { label: "equity", stroke: "#2f6fde", width: 2, value: (u, v) => v === null ? "-" : "$" + usd(v) },
+      series: [{ label: "UTC", value: timeValue }, { label: "equity", stroke: "#2f6fde", width: 2, value: (u, v) => v === null ? "-" : "$" + usd(v) },
         { label: "start", stroke: "#7a8394", dash: [6, 4], width: 1, points: { show: false }, value: (u, v) => v === null ? "-" : "$" + usd(v) }],
-      axes: [{}, { values: money, size: 80 }],
+      axes: [{ values: timeLabels, space: 90 }, { values: money, size: 80 }],
     }, [[], [], []], $("equity-chart"));
     const drawdown = new uPlot({
       ...common, width: width(), height: 160, scales: { y: { range: (u, min) => [Math.min(min === null ? -1 : min * 1.1, -1), 0] } },
-      series: [{ label: "UTC" }, { label: "drawdown", stroke: "#b3261e", fill: "rgba(179,38,30,0.15)", value: (u, v) => v === null ? "-" : num(v, 2) + " %" }],
-      axes: [{}, { values: (u, vals) => vals.map((v) => num(v, 1) + " %"), size: 80 }],
+      series: [{ label: "UTC", value: timeValue }, { label: "drawdown", stroke: "#b3261e", fill: "rgba(179,38,30,0.15)", value: (u, v) => v === null ? "-" : num(v, 2) + " %" }],
+      axes: [{ values: timeLabels, space: 90 }, { values: (u, vals) => vals.map((v) => num(v, 1) + " %"), size: 80 }],
     }, [[], []], $("drawdown-chart"));
     window.addEventListener("resize", () => { equity.setSize({ width: width(), height: 240 }); drawdown.setSize({ width: width(), height: 160 }); });
     return { equity, drawdown };

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any, Final
@@ -102,6 +103,7 @@ async def test_the_dashboard_shows_the_daemon_and_acts_on_it(tmp_path: Path) -> 
             await page.send("Page.reload")
             await page.wait_for("document.body.dataset.state === 'ready'", 30)
             await asyncio.sleep(1)  # the charts draw after the first equity read
+            legend_time = await _hover_time(page)
             png_path = tmp_path / "dashboard.png"
             png = await page.screenshot(png_path)
             errors = page.errors()
@@ -120,6 +122,7 @@ async def test_the_dashboard_shows_the_daemon_and_acts_on_it(tmp_path: Path) -> 
     assert float(figures["max_drawdown"]) == pytest.approx(equity["max_drawdown_pct"], abs=0.5)
     assert int(figures["gate_passes"]) <= status["gate"]["passes"]
     assert figures["canvases"] >= 2
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", legend_time), legend_time  # 24 h UTC
     journaled = {d["decision_id"]: d["decided_by"] for d in journal["decisions"]}
     assert figures["fresh"], "no decision arrived on the stream"
     for decision_id, decided_by in figures["fresh"]:
@@ -135,6 +138,21 @@ async def test_the_dashboard_shows_the_daemon_and_acts_on_it(tmp_path: Path) -> 
     if os.environ.get("VIGIL_KEEP_SCREENSHOT"):
         SCREENSHOTS_DIR.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(png_path, SCREENSHOTS_DIR / "dashboard.png")
+
+
+async def _hover_time(page: Page) -> str:
+    """The time the equity chart's legend shows with the mouse over the chart's middle."""
+    x, y = await page.evaluate(
+        "(() => { const r = document.querySelector('#equity-chart .u-over').getBoundingClientRect();"
+        " return [r.x + r.width / 2, r.y + r.height / 2]; })()"
+    )
+    await page.send("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+    return str(
+        await page.evaluate(
+            "document.querySelector('#equity-chart .u-legend .u-series:first-child .u-value')"
+            ".textContent"
+        )
+    )
 
 
 async def _type(page: Page, element_id: str, text: str) -> None:
