@@ -9,6 +9,11 @@ turn first come, first served (a cheap future each, no work on the loop); one th
 ``admission_wait_ms`` is answered 503 with ``Retry-After``, so an overloaded API says so instead
 of answering ever later. Many clients thus get slower answers, never slower trading.
 
+While a decision is in flight (``trading_busy``), only one request runs: a decision is a chain of
+awaits, each of which resumes after every ready callback, so every request admitted beside it
+lengthens it. Requests wait (up to ``admission_wait_ms``, like any other) and the full limit
+comes back as soon as the decision is done.
+
 Exempt: ``/healthz`` (a liveness probe must not fail because a dashboard is busy: the container
 would be restarted for it) and the live decision stream (a connection held open for hours would
 hold a slot for hours; what it sends is bounded by its own queue).
@@ -20,6 +25,7 @@ import asyncio
 import contextlib
 import math
 from collections import deque
+from collections.abc import Callable
 
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -30,11 +36,18 @@ EXEMPT_PATHS = frozenset({"/healthz", "/api/decisions/stream"})
 class Admission:
     """The slots: at most ``max_in_flight`` taken, waiters served first come, first served."""
 
-    def __init__(self, max_in_flight: int, wait_secs: float) -> None:
+    def __init__(
+        self,
+        max_in_flight: int,
+        wait_secs: float,
+        trading_busy: Callable[[], bool] = lambda: False,
+    ) -> None:
+        """``trading_busy``: a decision is in flight; only one request runs meanwhile."""
         if max_in_flight < 1:
             raise ValueError("max_in_flight must be at least 1")
         self.max_in_flight = max_in_flight
         self._wait_secs = wait_secs
+        self._trading_busy = trading_busy
         self._waiters: deque[asyncio.Future[None]] = deque()
         self.in_flight = 0
         self.refused = 0  # waited too long: answered 503
@@ -43,9 +56,15 @@ class Admission:
     def waiting(self) -> int:
         return len(self._waiters)
 
+    @property
+    def limit(self) -> int:
+        """Slots now: one while a decision is in flight, else ``max_in_flight``."""
+        return 1 if self._trading_busy() else self.max_in_flight
+
     async def admit(self) -> bool:
         """Take a slot (True), or False after waiting ``wait_secs`` for one."""
-        if self.in_flight < self.max_in_flight and not self._waiters:
+        self._fill()  # slots a finished decision gave back
+        if self.in_flight < self.limit and not self._waiters:
             self.in_flight += 1
             return True
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -66,13 +85,16 @@ class Admission:
                 self._waiters.remove(waiter)
 
     def release(self) -> None:
-        # the slot goes to the longest waiter still waiting, else back to the pool
-        while self._waiters:
+        self.in_flight -= 1
+        self._fill()
+
+    def _fill(self) -> None:
+        """Hand free slots to the longest waiters still waiting, up to the limit now."""
+        while self._waiters and self.in_flight < self.limit:
             waiter = self._waiters.popleft()
             if not waiter.done():
+                self.in_flight += 1
                 waiter.set_result(None)
-                return
-        self.in_flight -= 1
 
 
 class AdmissionControl:

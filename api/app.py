@@ -61,6 +61,8 @@ class ApiContext:
     metrics: DaemonMetrics | None = None
     extensions: list[Extension] = field(default_factory=list)
     prices_as_of: str | None = None  # the configured model price table's date (cost figures)
+    #: a decision is in flight (the daemon's routine): admission runs one request meanwhile
+    trading_busy: Callable[[], bool] | None = None
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -84,7 +86,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
     config, files = ctx.config, ctx.files
     admission = app.state.admission = Admission(
-        config.max_in_flight, config.admission_wait_ms / 1000
+        config.max_in_flight, config.admission_wait_ms / 1000, ctx.trading_busy or (lambda: False)
     )
     app.add_middleware(
         AdmissionControl, admission=admission, retry_after_secs=config.busy_retry_after_secs

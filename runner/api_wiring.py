@@ -168,6 +168,7 @@ def build_api_server(
     stream: DecisionStream,
     trading: TradingControl | None = None,
     runs: RunQueue | None = None,
+    trading_busy: Callable[[], bool] | None = None,
 ) -> ApiServer:
     token = settings.api_token.get_secret_value() if settings.api_token else None
     config = settings.api
@@ -180,6 +181,7 @@ def build_api_server(
         metrics=metrics,
         extensions=[stream_routes(stream)] + ([run_routes(runs)] if runs is not None else []),
         prices_as_of=settings.agent.prices.as_of,
+        trading_busy=trading_busy,
     )
     return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
 
@@ -258,9 +260,11 @@ class OperatorSurface:
         control = SwitchControl(decision.trading)
         self._ports, self._trading = ports, control
         if settings.api.enabled:
+            routine = decision.routine
             self.server = build_api_server(
-                settings, ports, self.metrics, self.stream, control, self.runs
-            )
+                settings, ports, self.metrics, self.stream, control, self.runs,
+                trading_busy=lambda: routine.deciding,
+            )  # fmt: skip
 
     async def _sample(self) -> Sample:
         """What the notifier's watcher compares (see ``api.notify.watch``)."""
