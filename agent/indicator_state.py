@@ -185,5 +185,5 @@ class IndicatorState:
         return (self.last_close / float(self.tail(window + 1)[0]) - 1.0) * 100.0
 
     def summary(self) -> TimeframeSummary:
-        """What ``agent.indicators.summarise_closes`` says of the same closes."""
+        """The same summary as the batch computation over the same closes (tests check it)."""
         return timeframe_summary(self.count, self.trend(), self.bollinger(), self.rsi())

@@ -81,20 +81,12 @@ def trend_from_spread(spread_pct: float, flat_band_pct: float = TREND_FLAT_BAND_
 # --- last-value helpers -----------------------------------------------------------------------
 
 
-def _exponential_last(values: FloatArray, alpha: float) -> float:
+def exponential_last(values: FloatArray, alpha: float) -> float:
     """Last value of ``y[0] = x[0]; y[t] = (1 - alpha) * y[t-1] + alpha * x[t]`` in closed form."""
     decay = (1.0 - alpha) ** np.arange(len(values) - 1, -1, -1, dtype=np.float64)
     weights = alpha * decay
     weights[0] = decay[0]  # the seed enters unscaled
     return float(np.dot(weights, values))
-
-
-def ema_last(closes: Closes, window: int) -> float | None:
-    _check_window(window)
-    array = as_closes(closes)
-    if len(array) < window:
-        return None
-    return _exponential_last(array, 2.0 / (window + 1.0))
 
 
 def rsi_last(closes: Closes, window: int = RSI_WINDOW) -> float | None:
@@ -109,8 +101,8 @@ def rsi_last(closes: Closes, window: int = RSI_WINDOW) -> float | None:
     seeded_gains = np.concatenate(([gains[:window].mean()], gains[window:]))
     seeded_losses = np.concatenate(([losses[:window].mean()], losses[window:]))
     alpha = 1.0 / window
-    avg_gain = np.array([_exponential_last(seeded_gains, alpha)])
-    avg_loss = np.array([_exponential_last(seeded_losses, alpha)])
+    avg_gain = np.array([exponential_last(seeded_gains, alpha)])
+    avg_loss = np.array([exponential_last(seeded_losses, alpha)])
     return float(rsi_from_averages(avg_gain, avg_loss)[0])
 
 
@@ -148,20 +140,6 @@ def bollinger_last(
     return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)
 
 
-def trend_last(
-    closes: Closes,
-    fast: int = TREND_FAST_WINDOW,
-    slow: int = TREND_SLOW_WINDOW,
-    flat_band_pct: float = TREND_FLAT_BAND_PCT,
-) -> Trend | None:
-    if fast >= slow:
-        raise ValueError(f"fast window ({fast}) must be shorter than slow ({slow})")
-    fast_value, slow_value = ema_last(closes, fast), ema_last(closes, slow)
-    if fast_value is None or slow_value is None:
-        return None
-    return trend_from_spread((fast_value / slow_value - 1.0) * 100.0, flat_band_pct)
-
-
 # --- snapshot summary -------------------------------------------------------------------------
 
 
@@ -175,13 +153,6 @@ class TimeframeSummary(BaseModel):
     bollinger_position: float | None  # %B of the newest close
     rsi: float | None
     unavailable: dict[str, str] = Field(default_factory=dict)
-
-
-def summarise_closes(closes: Closes) -> TimeframeSummary:
-    """Trend, Bollinger position and RSI of the newest close, from the whole series (the batch
-    form of ``agent.indicator_state.IndicatorState.summary``)."""
-    array = as_closes(closes)
-    return timeframe_summary(len(array), trend_last(array), bollinger_last(array), rsi_last(array))
 
 
 def timeframe_summary(

@@ -1,4 +1,4 @@
-"""The indicators as vectorised series: the reference definitions the decision path's last-value
+"""The indicators as vectorised series and as batch summaries: the reference definitions the decision path's last-value
 helpers (``agent.indicators``) and incremental state (``agent.indicator_state``) are tested
 against, themselves checked against the ``ta`` library. Only tests use them, so they live here.
 
@@ -13,7 +13,23 @@ import math
 import numpy as np
 import pandas as pd
 
-from agent.indicators import RSI_WINDOW, FloatArray, rsi_from_averages
+from agent.indicators import (
+    RSI_WINDOW,
+    TREND_FAST_WINDOW,
+    TREND_FLAT_BAND_PCT,
+    TREND_SLOW_WINDOW,
+    Closes,
+    FloatArray,
+    TimeframeSummary,
+    Trend,
+    as_closes,
+    bollinger_last,
+    exponential_last,
+    rsi_from_averages,
+    rsi_last,
+    timeframe_summary,
+    trend_from_spread,
+)
 
 
 def _check_window(window: int, minimum: int = 1) -> None:
@@ -77,3 +93,35 @@ def realised_vol(close: pd.Series, window: int, periods_per_year: float | None =
     log_returns = pd.Series(np.log(close.to_numpy(dtype=np.float64)), index=close.index).diff()
     vol = _rolling_std(log_returns, window, ddof=1)
     return vol * math.sqrt(periods_per_year) if periods_per_year is not None else vol
+
+
+# --- last values composed the batch way (what IndicatorState is checked against)
+
+
+def ema_last(closes: Closes, window: int) -> float | None:
+    _check_window(window)
+    array = as_closes(closes)
+    if len(array) < window:
+        return None
+    return exponential_last(array, 2.0 / (window + 1.0))
+
+
+def trend_last(
+    closes: Closes,
+    fast: int = TREND_FAST_WINDOW,
+    slow: int = TREND_SLOW_WINDOW,
+    flat_band_pct: float = TREND_FLAT_BAND_PCT,
+) -> Trend | None:
+    if fast >= slow:
+        raise ValueError(f"fast window ({fast}) must be shorter than slow ({slow})")
+    fast_value, slow_value = ema_last(closes, fast), ema_last(closes, slow)
+    if fast_value is None or slow_value is None:
+        return None
+    return trend_from_spread((fast_value / slow_value - 1.0) * 100.0, flat_band_pct)
+
+
+def summarise_closes(closes: Closes) -> TimeframeSummary:
+    """Trend, Bollinger position and RSI of the newest close, from the whole series (the batch
+    form of ``agent.indicator_state.IndicatorState.summary``)."""
+    array = as_closes(closes)
+    return timeframe_summary(len(array), trend_last(array), bollinger_last(array), rsi_last(array))

@@ -3,6 +3,7 @@ and the snapshot builder's per-series feeding of it."""
 
 from __future__ import annotations
 
+import indicator_series as ref
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -50,8 +51,8 @@ def test_incremental_equals_batch_after_every_close(
         state.push(closes[end - 1])
         upto = np.asarray(closes[:end])
         _same(state.rsi(), ind.rsi_last(upto, rsi_window))
-        _same(state.ema(fast), ind.ema_last(upto, fast))
-        _same(state.ema(slow), ind.ema_last(upto, slow))
+        _same(state.ema(fast), ref.ema_last(upto, fast))
+        _same(state.ema(slow), ref.ema_last(upto, slow))
         _same(state.rate_of_change_pct(roc), ind.rate_of_change_last_pct(upto, roc))
         bands, batch = state.bollinger(band), ind.bollinger_last(upto, band)
         if batch is None:
@@ -66,13 +67,13 @@ def test_incremental_equals_batch_after_every_close(
 @given(closes=price_paths)
 def test_summary_equals_the_batch_summary(closes: list[float]) -> None:
     state = IndicatorState.of(closes)
-    got, want = state.summary(), ind.summarise_closes(closes)
+    got, want = state.summary(), ref.summarise_closes(closes)
     assert got.unavailable == want.unavailable
     assert got.bollinger_position == want.bollinger_position
     _same(got.rsi, want.rsi)
     if want.trend is not None:
         # a label from a threshold: equal unless the spread sits within rounding of the band
-        fast, slow = ind.ema_last(closes, 20), ind.ema_last(closes, 50)
+        fast, slow = ref.ema_last(closes, 20), ref.ema_last(closes, 50)
         assert fast is not None and slow is not None
         spread = (fast / slow - 1.0) * 100.0
         if abs(abs(spread) - ind.TREND_FLAT_BAND_PCT) > 1e-9:
@@ -116,21 +117,21 @@ def test_series_feeding_follows_appends_slides_and_corrections() -> None:
         arrays = _arrays(opens[start:end], closes[start:end])
         got = series.summary(arrays)
         assert series.summary(arrays) is got  # same arrays object: nothing recomputed
-        want = ind.summarise_closes(closes[:end])
+        want = ref.summarise_closes(closes[:end])
         assert got.unavailable == want.unavailable
         assert got.bollinger_position == want.bollinger_position
         _same(got.rsi, want.rsi)
         assert got.trend == want.trend
     corrected = [*closes[280:399], closes[399] * 1.05]  # the newest close says something else
     got = series.summary(_arrays(opens[280:400], corrected))
-    want = ind.summarise_closes(corrected)  # started over on the arrays it was given
+    want = ref.summarise_closes(corrected)  # started over on the arrays it was given
     assert got.bollinger_position == want.bollinger_position
     _same(got.rsi, want.rsi)
     # more new closes than the window holds: the last one folded in is gone, so it starts over
     skipped = _SeriesIndicators()
     skipped.summary(_arrays(opens[:50], closes[:50]))
     got = skipped.summary(_arrays(opens[200:320], closes[200:320]))
-    want = ind.summarise_closes(closes[200:320])
+    want = ref.summarise_closes(closes[200:320])
     _same(got.rsi, want.rsi)
     assert got.bollinger_position == want.bollinger_position
     empty = series.summary(_arrays([], []))

