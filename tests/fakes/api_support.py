@@ -15,11 +15,14 @@ import aiohttp
 from api.app import ApiContext, Extension, create_app
 from api.config import ApiConfig
 from api.files import StateDirFiles
+from api.metrics import DaemonCounts
+from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody
 from api.ports import LiveDaemon, TradingControl
 from api.server import ApiServer
 from broker.ledger import Ledger, Position
 from broker.orders import Mark
 from broker.paper_store import PaperBookDocument, write_document
+from state.edits import StateEditReport
 from state.journal import encode_jsonl_record
 from state.models import RunnerState, render_state
 from state.records import TRADE_COLUMNS, DecisionRecord
@@ -119,3 +122,48 @@ async def serve_api(
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+
+
+class IdleDaemon:
+    """``api.ports.LiveDaemon`` with nothing going on: no loops, streams, calls or gate passes;
+    subclasses set the clock."""
+
+    agent_enabled = False
+
+    def now_ms(self) -> int:
+        return T0_MS
+
+    def loops(self) -> list[LoopBody]:
+        return []
+
+    def streams(self) -> list[StreamBody]:
+        return []
+
+    def agent(self) -> AgentBody:
+        return AgentBody(
+            enabled=self.agent_enabled,
+            breaker="closed",
+            budget_limit_usd=None,
+            budget_left_today_usd=None,
+            budget_exhausted=False,
+            calls=0,
+            failed_calls=0,
+            input_tokens=0,
+            output_tokens=0,
+            cost_total_usd=0.0,
+            cost_today_usd=0.0,
+        )
+
+    def gate(self) -> GateBody:
+        return GateBody(
+            evaluations=0, passes=0, passes_by_layer={}, last_pass_at_ms=None, last_wake_reasons=[]
+        )
+
+    async def account(self) -> AccountBody:
+        return AccountBody(equity_usd=1.0, cash_usd=1.0, starting_cash_usd=1.0, positions=[])
+
+    def counts(self) -> DaemonCounts:
+        raise NotImplementedError("not scraped here")
+
+    def poll_state(self) -> StateEditReport | None:
+        return None

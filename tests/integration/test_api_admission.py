@@ -9,16 +9,20 @@ import asyncio
 from pathlib import Path
 
 import pytest
-from fakes.api_support import T0_MS, TOKEN, decision_line, serve_api, write_state_dir
+from fakes.api_support import (
+    T0_MS,
+    TOKEN,
+    IdleDaemon,
+    decision_line,
+    serve_api,
+    write_state_dir,
+)
 from fastapi import FastAPI
 
 from api.admission import Admission
 from api.app import ApiContext
 from api.auth import BearerAuth
 from api.config import ApiConfig
-from api.metrics import DaemonCounts
-from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody
-from state.edits import StateEditReport
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -122,7 +126,7 @@ async def test_a_decision_journaled_is_in_the_next_answer(state_dir: Path) -> No
     assert equity["equity_usd"][-1] == 10_050.0  # type: ignore[index]
 
 
-class CountingDaemon:
+class CountingDaemon(IdleDaemon):
     """``api.ports.LiveDaemon`` whose clock moves on every read: tells a kept answer apart."""
 
     def __init__(self) -> None:
@@ -131,41 +135,6 @@ class CountingDaemon:
     def now_ms(self) -> int:
         self.reads += 1
         return T0_MS + self.reads
-
-    def loops(self) -> list[LoopBody]:
-        return []
-
-    def streams(self) -> list[StreamBody]:
-        return []
-
-    def agent(self) -> AgentBody:
-        return AgentBody(
-            enabled=False,
-            breaker="closed",
-            budget_limit_usd=None,
-            budget_left_today_usd=None,
-            budget_exhausted=False,
-            calls=0,
-            failed_calls=0,
-            input_tokens=0,
-            output_tokens=0,
-            cost_total_usd=0.0,
-            cost_today_usd=0.0,
-        )
-
-    def gate(self) -> GateBody:
-        return GateBody(
-            evaluations=0, passes=0, passes_by_layer={}, last_pass_at_ms=None, last_wake_reasons=[]
-        )
-
-    async def account(self) -> AccountBody:
-        return AccountBody(equity_usd=1.0, cash_usd=1.0, starting_cash_usd=1.0, positions=[])
-
-    def counts(self) -> DaemonCounts:
-        raise NotImplementedError("not scraped here")
-
-    def poll_state(self) -> StateEditReport | None:
-        return None
 
 
 @pytest.mark.parametrize(("live_cache_ms", "computed"), [(60_000, 1), (0, 6)])

@@ -8,65 +8,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.api_support import serve_api, write_state_dir
+from fakes.api_support import IdleDaemon, serve_api, write_state_dir
 
 from agent.cost_accounting import MS_PER_DAY, cost_summary
-from api.metrics import DaemonCounts
-from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody
-from state.edits import StateEditReport
 from state.journal import encode_jsonl_record
 
 DAY2_MS = 1_756_771_200_000  # 2025-09-02T00:00:00Z
 HAIKU, SONNET = "claude-haiku-4-5", "claude-sonnet-4-6"
 
 
-class ClockOnlyDaemon:
+class ClockOnlyDaemon(IdleDaemon):
     """``api.ports.LiveDaemon`` whose clock is fixed: 'today' is a known day."""
+
+    agent_enabled = True
 
     def __init__(self, now_ms: int) -> None:
         self._now_ms = now_ms
 
     def now_ms(self) -> int:
         return self._now_ms
-
-    def loops(self) -> list[LoopBody]:
-        return []
-
-    def streams(self) -> list[StreamBody]:
-        return []
-
-    def agent(self) -> AgentBody:
-        return AgentBody(
-            enabled=True,
-            breaker="closed",
-            budget_limit_usd=None,
-            budget_left_today_usd=None,
-            budget_exhausted=False,
-            calls=0,
-            failed_calls=0,
-            input_tokens=0,
-            output_tokens=0,
-            cost_total_usd=0.0,
-            cost_today_usd=0.0,
-        )
-
-    def gate(self) -> GateBody:
-        return GateBody(
-            evaluations=0,
-            passes=0,
-            passes_by_layer={},
-            last_pass_at_ms=None,
-            last_wake_reasons=[],
-        )
-
-    async def account(self) -> AccountBody:
-        return AccountBody(equity_usd=1.0, cash_usd=1.0, starting_cash_usd=1.0, positions=[])
-
-    def counts(self) -> DaemonCounts:
-        raise NotImplementedError("not scraped here")
-
-    def poll_state(self) -> StateEditReport | None:
-        return None
 
 
 def usage(model: str, inp: int, write: int, read: int, out: int, usd: float) -> dict[str, Any]:
