@@ -13,12 +13,10 @@ from runner.config import Settings
 if TYPE_CHECKING:
     from runner.replay.build import ReplayOptions
 
-DAY_MS = 86_400_000
-
 
 def expected_calls_text(options: ReplayOptions, settings: Settings) -> str:
     """What a Claude replay of the span would ask, from the gate's and the tracker's settings."""
-    span_ms = options.days * DAY_MS
+    span_ms = options.end_ms - options.start_ms
     closes = int(span_ms // TIMEFRAME_MS["15m"])
     cooldown_secs = settings.gate.cooldown_secs
     review_secs = settings.tracker.agent_interval_secs
