@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -14,6 +15,11 @@ class ApiConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     enabled: bool = True  # the API loop of ``vigil run`` (``vigil serve`` always serves)
+    # "process": the API answers from its own process (niced by process_nice), asking the
+    # daemon's loop for live figures over a private loopback link at most once per route per
+    # live_cache_ms; "inline": on the daemon's own event loop (one process, every request there)
+    isolation: Literal["process", "inline"] = "process"
+    process_nice: int = Field(10, ge=0, le=19)  # the API process's niceness above the daemon's
     host: str = "127.0.0.1"  # a non-loopback address needs a configured token (VIGIL_API_TOKEN)
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     decisions_page_max: int = Field(500, ge=1, le=10_000)  # most lines one /api/decisions answers

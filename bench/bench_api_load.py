@@ -1,7 +1,8 @@
 """The operator's API under load while the daemon trades: ``python -m bench api_load``.
 
 A real ``vigil run --sim`` (child process, simulator at 60x, fallback decider, API on a free
-loopback port). In one run, three phases of ``--phase-secs`` each:
+loopback port; ``--isolation inline`` puts the API on the daemon's loop instead of its own
+process, the default). In one run, three phases of ``--phase-secs`` each:
 
 1. quiet: no API client but this bench's two scrapes of ``/metrics`` at the phase's ends;
 2. load: ``--clients`` (50) concurrent clients, each requesting in a loop a mix of ``/api/status``,
@@ -10,9 +11,10 @@ loopback port). In one run, three phases of ``--phase-secs`` each:
    API's admission control) is counted apart from the errors, and its ``Retry-After`` honoured;
 3. quiet again (so a drift of the daemon's pace over the run does not pass for the load's cost);
 4. control: the same clients against ``vigil serve`` on a copy of the daemon's state dir (another
-   process; ``/metrics`` left out, it needs a daemon): the machine is as loaded, but the daemon's
-   event loop is not the one answering. What phase 2 costs beyond phase 4 is the API sharing the
-   daemon's loop; what phase 4 costs beyond the quiet phases is the machine's cores.
+   process; ``/metrics`` left out, it needs a daemon): the machine is as loaded, but the daemon is
+   not asked at all. What phase 2 costs beyond phase 4 is what the daemon answers itself (all of
+   it inline; the live figures, coalesced, with an API process); what phase 4 costs beyond the
+   quiet phases is the machine's cores.
 
 The daemon's decision latency per phase comes from its own histogram
 (``vigil_decision_latency_seconds``, real seconds from a decision's start to its journal line): the
@@ -182,7 +184,7 @@ async def run_phase(
     return phase
 
 
-def daemon_env(state_dir: Path, speed: float) -> dict[str, str]:
+def daemon_env(state_dir: Path, speed: float, isolation: str = "process") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
     env.pop("ANTHROPIC_API_KEY", None)  # the fallback decides: no network, no cost
     empty = state_dir.parent / "vigil.toml"
@@ -193,6 +195,7 @@ def daemon_env(state_dir: Path, speed: float) -> dict[str, str]:
         VIGIL_API__PORT="0",
         VIGIL_SIM__SPEED=f"{speed:g}",
         VIGIL_SIM__PORT="0",
+        VIGIL_API__ISOLATION=isolation,
     )
     return env
 
@@ -249,7 +252,7 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
     with (work / "daemon.log").open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner.cli", "run", "--sim",
-            env=daemon_env(state, args.speed), cwd=REPO, stdout=log, stderr=log,
+            env=daemon_env(state, args.speed, args.isolation), cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
     try:
         url, token = await wait_for_api(state, proc)
@@ -282,7 +285,10 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
 
 def report(phases: list[Phase], args: argparse.Namespace) -> None:
     cpus = os.cpu_count()
-    print(f"daemon: vigil run --sim at {args.speed:g}x, fallback decider; {cpus} CPUs")
+    print(
+        f"daemon: vigil run --sim at {args.speed:g}x, fallback decider, API isolation "
+        f"{args.isolation!r}; {cpus} CPUs"
+    )
     for p in phases:
         d = p.decisions
         mean = d.total_secs / d.count * 1000 if d.count else None
@@ -344,6 +350,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--phase-secs", type=float, default=60.0)
     parser.add_argument("--speed", type=float, default=60.0)
+    parser.add_argument(
+        "--isolation",
+        choices=("process", "inline"),
+        default="process",
+        help="[api] isolation of the daemon: its own process (default) or the daemon's loop",
+    )
     parser.add_argument(
         "--no-control",
         dest="control",

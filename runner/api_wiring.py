@@ -27,6 +27,7 @@ from core.clock import Clock
 from core.events import Topic
 from gate.gate import AdaptiveGate
 from market.ports import TickSource
+from runner.api_process import ApiProcessSpec, SpecFactory, run_api_process
 from runner.config import Settings
 from runner.market_wiring import MarketPath
 from runner.runs_launcher import build_run_queue
@@ -170,12 +171,13 @@ def build_api_server(
     runs: RunQueue | None = None,
     trading_busy: Callable[[], bool] | None = None,
 ) -> ApiServer:
-    token = settings.api_token.get_secret_value() if settings.api_token else None
+    """The API on the daemon's loop: the public one (``inline``), or the private one the API
+    process asks (``process``: loopback, a free port, not published in ``api.json``)."""
     config = settings.api
     ctx = ApiContext(
         files=StateDirFiles(settings.state_dir),
         config=config,
-        token=resolve_token(token, config.host, settings.state_dir),
+        token=api_token(settings),
         daemon=ports,
         trading=trading,
         metrics=metrics,
@@ -183,7 +185,29 @@ def build_api_server(
         prices_as_of=settings.agent.prices.as_of,
         trading_busy=trading_busy,
     )
+    if config.isolation == "process":
+        return ApiServer(create_app(ctx), "127.0.0.1", 0)
     return ApiServer(create_app(ctx), config.host, config.port, settings.state_dir)
+
+
+def api_token(settings: Settings) -> str:
+    configured = settings.api_token.get_secret_value() if settings.api_token else None
+    return resolve_token(configured, settings.api.host, settings.state_dir)
+
+
+def api_process_spec(settings: Settings) -> SpecFactory:
+    return SpecFactory(
+        ApiProcessSpec(
+            state_dir=settings.state_dir,
+            logs_dir=settings.logs_dir,
+            api=settings.api,
+            token=api_token(settings),
+            upstream_url="",  # known once the private API listens
+            prices_as_of=settings.agent.prices.as_of,
+            log_level=settings.log_level,
+            log=settings.log,
+        )
+    )
 
 
 class OperatorSurface:
@@ -290,7 +314,10 @@ class OperatorSurface:
     async def _serve(self) -> None:
         if self.server is None:
             raise RuntimeError("the API was not attached to the daemon")
-        await self.server.run()
+        if self._settings.api.isolation == "process":
+            await run_api_process(self.server, api_process_spec(self._settings))
+        else:
+            await self.server.run()
 
 
 __all__ = ["DaemonPorts", "OperatorSurface", "SwitchControl", "build_api_server"]

@@ -1,0 +1,232 @@
+"""The API process's link to the daemon: live routes forwarded, the rest answered from files.
+
+With ``[api] isolation = "process"`` the operator's API runs in a process of its own, so fifty
+dashboards cost the daemon's event loop almost nothing: what the state dir's files hold (the
+journal, trades, equity, the memory notes, the dashboard page) is answered here, and only what
+needs the daemon's memory goes to its private loopback API:
+
+- ``GET`` of a live figure (``/api/status``, ``/api/positions``, ``/metrics``) through a
+  single-flight cache: at most one upstream request per route per ``live_cache_ms``, and a new
+  journal line (a decision) makes the next request ask again, as the daemon's own cache does;
+- commands and edits (halt, resume, the notes, replay jobs) and the OpenAPI schema, forwarded once;
+- the live decision stream, relayed as it arrives.
+
+A request is authorised here before anything is forwarded or served from the cache: a cached answer
+never reaches a client without the token, and a flood without one never reaches the daemon. When
+the daemon does not answer (its API loop restarting), the client gets 503 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator, Callable, Hashable, Mapping
+
+import aiohttp
+import orjson
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.responses import StreamingResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from api.cache import ResponseCache
+
+LIVE_GETS = frozenset({"/api/status", "/api/positions", "/metrics"})
+STREAM_PATH = "/api/decisions/stream"
+FORWARDED = frozenset(
+    {"/api/trading/halt", "/api/trading/resume", "/api/memory/notes", "/openapi.json"}
+)
+FORWARDED_PREFIXES = ("/api/runs",)
+PUBLIC = frozenset({"/openapi.json"})  # the schema is public on the daemon's API as well
+RELAYED_HEADERS = ("content-type", "retry-after", "www-authenticate", "cache-control")
+UPSTREAM_TIMEOUT_SECS = 30.0
+UNREACHABLE_RETRY_SECS = 1
+
+
+class UpstreamError(Exception):
+    """The daemon answered something other than 200, or did not answer: sent on as it is."""
+
+    def __init__(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+        super().__init__(status)
+        self.status, self.body, self.headers = status, body, headers
+
+
+def proxied(path: str) -> bool:
+    return (
+        path in LIVE_GETS
+        or path == STREAM_PATH
+        or path in FORWARDED
+        or path.startswith(FORWARDED_PREFIXES)
+    )
+
+
+class Upstream:
+    """The daemon's private API: one aiohttp session, opened on first use."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url.rstrip("/")
+        self._auth = {"Authorization": f"Bearer {token}"}
+        self._session: aiohttp.ClientSession | None = None
+        self.requests = 0  # sent to the daemon (what the cache saves is the difference)
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(headers=self._auth)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    async def fetch(self, method: str, target: str, body: bytes, content_type: str | None) -> bytes:
+        """The 200 answer's body, or ``UpstreamError`` carrying what to send instead."""
+        self.requests += 1
+        headers = {"Content-Type": content_type} if content_type else {}
+        timeout = aiohttp.ClientTimeout(total=UPSTREAM_TIMEOUT_SECS)
+        try:
+            async with self.session().request(
+                method, self.url + target, data=body or None, headers=headers, timeout=timeout
+            ) as r:
+                answer = await r.read()
+                if r.status != 200:
+                    raise UpstreamError(r.status, answer, _relayed(r.headers))
+                return answer
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise unreachable(exc) from exc
+
+    async def stream(self, target: str) -> aiohttp.ClientResponse:
+        self.requests += 1
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=UPSTREAM_TIMEOUT_SECS)
+        try:
+            r = await self.session().get(self.url + target, timeout=timeout)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise unreachable(exc) from exc
+        if r.status != 200:
+            answer = await r.read()
+            r.release()
+            raise UpstreamError(r.status, answer, _relayed(r.headers))
+        return r
+
+
+def unreachable(exc: BaseException) -> UpstreamError:
+    detail = f"the daemon is not answering ({type(exc).__name__}): retry shortly"
+    return UpstreamError(
+        503,
+        orjson.dumps({"detail": detail}),
+        [
+            (b"content-type", b"application/json"),
+            (b"retry-after", str(UNREACHABLE_RETRY_SECS).encode()),
+        ],
+    )
+
+
+def _relayed(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
+    lowered = {k.lower(): v for k, v in headers.items()}
+    return [(k.encode(), lowered[k].encode()) for k in RELAYED_HEADERS if k in lowered]
+
+
+class LiveProxy:
+    """Pure ASGI middleware, outermost in the API process's app (see the module's docstring)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        upstream: Upstream,
+        token: str,
+        live_cache_secs: float,
+        journal_version: Callable[[], Hashable],
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.app = app
+        self._upstream = upstream
+        self._expected = token.encode()
+        self._live_secs = live_cache_secs
+        self._journal_version = journal_version
+        self._cache = cache or ResponseCache()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not proxied(path):
+            await self.app(scope, receive, send)
+            return
+        refusal = None if path in PUBLIC else self._refusal(scope)
+        if refusal is not None:
+            await _send(send, 401, orjson.dumps({"detail": refusal}), _UNAUTHORISED)
+            return
+        try:
+            if path == STREAM_PATH and scope["method"] == "GET":
+                await self._relay_stream(scope, receive, send)
+                return
+            body = await self._answer(scope, receive)
+        except UpstreamError as exc:
+            await _send(send, exc.status, exc.body, exc.headers)
+            return
+        kind = CONTENT_TYPE_LATEST if path == "/metrics" else "application/json"
+        await _send(send, 200, body, [(b"content-type", kind.encode())])
+
+    def _refusal(self, scope: Scope) -> str | None:
+        """Why the request is not authorised (BearerAuth's words), or None."""
+        header = dict(scope["headers"]).get(b"authorization", b"")
+        scheme, _, credentials = header.partition(b" ")
+        if scheme.lower() != b"bearer" or not credentials.strip():
+            return "a bearer token is required (Authorization: Bearer <token>)"
+        if not hmac.compare_digest(credentials.strip(), self._expected):
+            return "wrong token"
+        return None
+
+    async def _answer(self, scope: Scope, receive: Receive) -> bytes:
+        method, path = scope["method"], scope["path"]
+        target = path + (f"?{scope['query_string'].decode()}" if scope["query_string"] else "")
+        if method == "GET" and path in LIVE_GETS:
+            # a new journal line is a new decision: asked again at once, as the daemon's cache does
+            version = self._journal_version() if path == "/api/status" else None
+
+            async def ask() -> bytes:
+                return await self._upstream.fetch("GET", target, b"", None)
+
+            return await self._cache.get(
+                ("live", target), ask, version=version, max_age_secs=self._live_secs
+            )
+        content_type = dict(scope["headers"]).get(b"content-type", b"").decode() or None
+        return await self._upstream.fetch(method, target, await _body(receive), content_type)
+
+    async def _relay_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
+        upstream = await self._upstream.stream(scope["path"])
+
+        async def chunks() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in upstream.content.iter_any():
+                    yield chunk
+            finally:
+                upstream.release()
+
+        response = StreamingResponse(
+            chunks(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+        await response(scope, receive, send)  # ends the upstream read when the client leaves
+
+
+_UNAUTHORISED = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+
+
+async def _body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
+    sent = [(k, v) for k, v in headers if k != b"content-length"]
+    sent.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": sent})
+    await send({"type": "http.response.body", "body": body})
+
+
+__all__ = ["LIVE_GETS", "LiveProxy", "Upstream", "UpstreamError", "proxied"]

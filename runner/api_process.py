@@ -1,0 +1,199 @@
+"""The operator's API in a process of its own (``[api] isolation = "process"``, the default).
+
+Why: the daemon's event loop is what trades. On it, every request a dashboard makes is work a
+decision waits behind (measured: a decision's median latency +91 % under 50 clients, with the
+API's admission control on). In its own process, at a lower priority (``process_nice``), the API
+parses HTTP, reads the journal and renders pages on the other core; the daemon's loop sees only
+a private loopback API asked at most once per live route per ``live_cache_ms`` (``api.proxy``).
+
+The daemon side (``run_api_process``, the body of the supervised ``api`` loop) serves that
+private API, starts ``python -m runner.api_process`` with its spec on stdin, and raises when the
+process ends so the supervisor restarts both with backoff. The process side (``main``) exits when
+its stdin closes: a daemon killed with SIGKILL leaves no orphan API answering for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from api.app import ApiContext, create_app
+from api.cache import file_version
+from api.config import ApiConfig
+from api.files import StateDirFiles
+from api.proxy import LiveProxy, Upstream
+from api.server import ApiServer
+from api.stream import stream_routes
+from runner.logging_setup import LogConfig, configure_logging
+
+log = logging.getLogger(__name__)
+
+STOP_GRACE_SECS = 5.0
+
+
+class ApiProcessSpec(BaseModel):
+    """What the API process needs, sent on its stdin (a pipe: the token stays out of ``ps``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    state_dir: Path
+    logs_dir: Path
+    api: ApiConfig
+    token: str
+    upstream_url: str
+    prices_as_of: str | None = None
+    log_level: str = "INFO"
+    log: LogConfig = LogConfig()
+
+
+# --- the daemon's side -------------------------------------------------------------------------
+
+
+async def run_api_process(upstream: ApiServer, spec_for: SpecFactory) -> None:
+    """Serve the private API, run the API process beside it; raise when either stops."""
+    serving = asyncio.create_task(upstream.run(), name="api upstream")
+    try:
+        await _started(upstream, serving)
+        if upstream.url is None:
+            raise RuntimeError("the daemon's private API has no URL")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.api_process", stdin=asyncio.subprocess.PIPE
+        )
+        try:
+            await _send_spec(proc, spec_for(upstream.url))
+            exited = asyncio.create_task(proc.wait(), name="api process")
+            await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
+            if serving.done():
+                serving.result()  # raises what stopped it
+            raise RuntimeError(f"the API process (pid {proc.pid}) exited with {proc.returncode}")
+        finally:
+            await _stop(proc)
+    finally:
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+
+
+class SpecFactory:
+    """The spec for a given private URL (the URL is known only once the private API listens)."""
+
+    def __init__(self, base: ApiProcessSpec) -> None:
+        self._base = base
+
+    def __call__(self, upstream_url: str) -> ApiProcessSpec:
+        return self._base.model_copy(update={"upstream_url": upstream_url})
+
+
+async def _started(server: ApiServer, serving: asyncio.Task[None]) -> None:
+    waiting = asyncio.create_task(server.started.wait())
+    try:
+        await asyncio.wait({serving, waiting}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        waiting.cancel()
+    if serving.done():
+        serving.result()
+        raise RuntimeError("the daemon's private API stopped during startup")
+
+
+async def _send_spec(proc: asyncio.subprocess.Process, spec: ApiProcessSpec) -> None:
+    if proc.stdin is None:
+        raise RuntimeError("the API process has no stdin")
+    proc.stdin.write(spec.model_dump_json().encode() + b"\n")
+    await proc.stdin.drain()  # stdin stays open: its end is the process's signal to go
+
+
+async def _stop(proc: asyncio.subprocess.Process) -> None:
+    if proc.returncode is not None:
+        return
+    if proc.stdin is not None:
+        proc.stdin.close()  # the process sees EOF and stops its server in order
+    try:
+        await asyncio.wait_for(proc.wait(), STOP_GRACE_SECS)
+    except TimeoutError:
+        log.warning(
+            "the API process (pid %s) did not stop in %s s: killed", proc.pid, STOP_GRACE_SECS
+        )
+        proc.kill()
+        await proc.wait()
+
+
+# --- the API process's side ---------------------------------------------------------------------
+
+
+def build_process_server(spec: ApiProcessSpec) -> tuple[ApiServer, Upstream]:
+    files = StateDirFiles(spec.state_dir)
+    ctx = ApiContext(
+        files=files,
+        config=spec.api,
+        token=spec.token,
+        extensions=[stream_routes(None)],  # the routes for the docs; the proxy answers them
+        prices_as_of=spec.prices_as_of,
+    )
+    app = create_app(ctx)
+    upstream = Upstream(spec.upstream_url, spec.token)
+    app.add_middleware(
+        LiveProxy,
+        upstream=upstream,
+        token=spec.token,
+        live_cache_secs=spec.api.live_cache_ms / 1000,
+        journal_version=lambda: file_version(files.decisions_path, files.decisions_path.parent),
+    )
+    return ApiServer(app, spec.api.host, spec.api.port, spec.state_dir), upstream
+
+
+async def _serve(spec: ApiProcessSpec) -> int:
+    server, upstream = build_process_server(spec)
+    task = asyncio.create_task(server.run(), name="api")
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, task.cancel)
+    _cancel_on_stdin_eof(loop, task)
+    try:
+        await task
+    except asyncio.CancelledError:
+        return 0
+    except Exception:
+        log.exception("the API process stops (the daemon starts another after its backoff)")
+        return 1
+    finally:
+        await upstream.close()
+    return 1
+
+
+def _cancel_on_stdin_eof(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
+    """The daemon holds our stdin open; EOF means it stopped us, or died."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while sys.stdin.buffer.read(4096):
+                pass
+        with contextlib.suppress(RuntimeError):  # the loop already closed
+            loop.call_soon_threadsafe(task.cancel)
+
+    threading.Thread(target=watch, name="api stdin watch", daemon=True).start()
+
+
+def main() -> int:
+    spec = ApiProcessSpec.model_validate_json(sys.stdin.buffer.readline())
+    os.nice(spec.api.process_nice)  # the daemon's decisions come first on a busy machine
+    configure_logging(
+        spec.log_level, [spec.token], config=spec.log, log_file=spec.logs_dir / "api.log"
+    )
+    log.info("API process %s at niceness +%s", os.getpid(), spec.api.process_nice)
+    return asyncio.run(_serve(spec))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+
+__all__ = ["ApiProcessSpec", "SpecFactory", "build_process_server", "main", "run_api_process"]

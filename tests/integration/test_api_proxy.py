@@ -1,0 +1,167 @@
+"""The API process (``runner.api_process``) in front of a daemon's private API, both real servers
+on loopback: live figures coalesced, commands forwarded, the token checked before anything goes
+upstream, a silent daemon answered with 503, and the decision stream relayed live."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from fakes.api_client import sse_events
+from fakes.api_support import T0_MS, TOKEN, IdleDaemon, decision_line, serve_api, write_state_dir
+
+from api.config import ApiConfig
+from api.models import TradingBody
+from api.proxy import Upstream
+from api.server import bind
+from api.stream import DecisionStream, stream_routes
+from runner.api_process import ApiProcessSpec, build_process_server
+
+
+class Switch:
+    """``api.ports.TradingControl``: a halt is remembered."""
+
+    def __init__(self) -> None:
+        self.state, self.reason = "active", ""
+
+    def trading(self) -> TradingBody:
+        return TradingBody(state=self.state, reason=self.reason, changed_at_ms=T0_MS)
+
+    def halt(self, reason: str) -> TradingBody:
+        self.state, self.reason = "halted", reason
+        return self.trading()
+
+    def resume(self) -> TradingBody:
+        self.state, self.reason = "active", ""
+        return self.trading()
+
+
+@dataclass
+class Front:
+    url: str
+    upstream: Upstream
+    http: aiohttp.ClientSession
+
+
+@contextlib.asynccontextmanager
+async def front(state_dir: Path, upstream_url: str, live_cache_ms: int) -> AsyncIterator[Front]:
+    """The API process's server (in this process: the same app ``main`` builds)."""
+    spec = ApiProcessSpec(
+        state_dir=state_dir,
+        logs_dir=state_dir / "logs",
+        api=ApiConfig(port=0, live_cache_ms=live_cache_ms),
+        token=TOKEN,
+        upstream_url=upstream_url,
+    )
+    server, upstream = build_process_server(spec)
+    task = asyncio.create_task(server.run())
+    try:
+        await asyncio.wait_for(server.started.wait(), 10)
+        assert server.url is not None
+        async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+            yield Front(server.url, upstream, http)
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        await upstream.close()
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    state = tmp_path / "state"
+    write_state_dir(state)
+    return state
+
+
+async def test_fifty_status_requests_ask_the_daemon_once_until_a_decision(state_dir: Path) -> None:
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=60_000) as api,
+    ):
+
+        async def status() -> dict[str, object]:
+            async with api.http.get(api.url + "/api/status") as r:
+                assert r.status == 200, await r.text()
+                body: dict[str, object] = await r.json()
+                return body
+
+        answers = await asyncio.gather(*(status() for _ in range(50)))
+        assert {a["source"] for a in answers} == {"daemon"}  # the live figures, not the files
+        assert api.upstream.requests == 1
+        with (state_dir / "logs" / "decisions.jsonl").open("ab") as journal:
+            journal.write(decision_line(99, T0_MS + 99_000))
+        newest = await status()
+        assert api.upstream.requests == 2  # a new decision is seen at once, as on the daemon
+        assert newest["last_decision"]["decision_id"].endswith("-99")  # type: ignore[index]
+
+
+async def test_the_token_is_checked_before_anything_goes_upstream(state_dir: Path) -> None:
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=60_000) as api,
+        aiohttp.ClientSession() as anonymous,
+    ):
+        async with api.http.get(api.url + "/api/status") as r:
+            assert r.status == 200  # now an answer is cached ...
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic x"}):
+            for path in ("/api/status", "/metrics", "/api/decisions/stream", "/api/decisions"):
+                async with anonymous.get(api.url + path, headers=headers) as r:
+                    assert r.status == 401, (path, headers)  # ... and never handed out
+                    assert r.headers["WWW-Authenticate"] == "Bearer"
+                    assert "token" in (await r.json())["detail"]
+        assert api.upstream.requests == 1
+
+
+async def test_commands_and_refusals_pass_through(state_dir: Path) -> None:
+    switch = Switch()
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=switch) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        async with api.http.post(api.url + "/api/trading/halt", json={"reason": "by proxy"}) as r:
+            assert r.status == 200 and (await r.json())["state"] == "halted"
+        assert (switch.state, switch.reason) == ("halted", "by proxy")
+        async with api.http.put(api.url + "/api/memory/notes", json={"notes": 3}) as r:
+            assert r.status == 422  # the daemon's validation, word for word
+            assert "notes" in await r.text()
+        async with api.http.get(api.url + "/api/runs/no-such-run") as r:
+            assert r.status in (404, 503) and "detail" in await r.json()
+        async with api.http.get(api.url + "/openapi.json") as r:
+            paths = (await r.json())["paths"]
+            assert "/api/trading/halt" in paths  # the daemon's schema, as the daemon serves it
+
+
+async def test_a_daemon_that_does_not_answer_is_a_503_with_retry_after(state_dir: Path) -> None:
+    closed = bind("127.0.0.1", 0)
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there now
+    async with front(state_dir, f"http://127.0.0.1:{port}", live_cache_ms=0) as api:
+        for path in ("/api/status", "/metrics", "/api/decisions/stream"):
+            async with api.http.get(api.url + path) as r:
+                assert r.status == 503, path
+                assert r.headers["Retry-After"] == "1"
+                assert "not answering" in (await r.json())["detail"]
+        async with api.http.get(api.url + "/api/decisions", params={"limit": "2"}) as r:
+            assert r.status == 200  # what the files hold needs no daemon
+            assert len((await r.json())["decisions"]) == 2
+
+
+async def test_the_decision_stream_is_relayed_live(state_dir: Path) -> None:
+    stream = DecisionStream()
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), extensions=[stream_routes(stream)]) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+        api.http.get(api.url + "/api/decisions/stream") as r,
+    ):
+        assert r.status == 200 and r.headers["content-type"].startswith("text/event-stream")
+        events = sse_events(r)
+        assert await anext(events) == ("comment", "subscribed")
+        stream.publish({"type": "decision", "decision_id": "live-1"})
+        kind, data = await asyncio.wait_for(anext(events), 30)
+        assert kind == "decision" and '"decision_id":"live-1"' in data
