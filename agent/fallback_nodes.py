@@ -125,9 +125,18 @@ class BlendedScore(_Frozen):
     learned: dict[str, float] = Field(default_factory=dict)
 
 
+#: closes series whose technical signals are kept: a few tickers, each with and without the learner
+_TECHNICAL_MEMO_SIZE = 16
+
+
 class RegimeBlendSignal:
     def __init__(self, config: FallbackConfig) -> None:
         self._config = config
+        #: closes -> their technical signals: a series only changes on a candle close, and every
+        #: decision in between (about 13 per 4h candle in a replay) asked for the same numbers
+        self._technical_memo: dict[
+            tuple[float, ...], tuple[dict[str, float], dict[str, float], dict[str, str]]
+        ] = {}
 
     def run(
         self,
@@ -144,7 +153,7 @@ class RegimeBlendSignal:
             signals: dict[str, float] = {}
             unavailable = dict.fromkeys(TECHNICAL_SIGNALS, history_unavailable)
         else:
-            raw, signals, unavailable = self._technical(indicators.as_closes(closes))
+            raw, signals, unavailable = self._technical_of(closes)
         if derivatives.value is None:
             unavailable[DERIVATIVES_SIGNAL] = derivatives.unavailable_reason
         if sum(blend.weights[name] for name in signals) <= 0:
@@ -184,6 +193,21 @@ class RegimeBlendSignal:
             + _learned_summary(multipliers),
             learned=multipliers,
         )
+
+    def _technical_of(
+        self, closes: indicators.Closes
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
+        """``_technical`` of ``closes``, fresh dicts each call (the caller adds to them)."""
+        if not isinstance(closes, tuple):  # arrays and frames (tests, tools): no memo
+            return self._technical(indicators.as_closes(closes))
+        known = self._technical_memo.get(closes)
+        if known is None:
+            known = self._technical(indicators.as_closes(closes))
+            if len(self._technical_memo) >= _TECHNICAL_MEMO_SIZE:
+                del self._technical_memo[next(iter(self._technical_memo))]
+            self._technical_memo[closes] = known
+        raw, signals, unavailable = known
+        return dict(raw), dict(signals), dict(unavailable)
 
     def _technical(
         self, closes: indicators.FloatArray

@@ -11,10 +11,10 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agent.indicators import TimeframeSummary
 from derivatives.fields import CONTEXT_FIELDS
@@ -100,10 +100,26 @@ class MarketSnapshot(_Frozen):
     gate_wake_reasons: list[str]
     unavailable: dict[str, str] = Field(default_factory=dict)
 
+    #: ``as_sent`` made once: a decision reads it three times (journal, prompt, decider), and
+    #: the dump and rounding were a fifth of a replayed decision's time
+    _sent: dict[str, Any] | None = PrivateAttr(default=None)
+
     def as_sent(self) -> dict[str, Any]:
-        """The snapshot as the decider is sent it and the journal keeps it (floats rounded)."""
-        sent: dict[str, Any] = _rounded(self.model_dump(mode="json"))
-        return sent
+        """The snapshot as the decider is sent it and the journal keeps it (floats rounded).
+
+        A new top-level dict each call (a caller may pop or set its keys); the nested values are
+        shared between calls and must be treated as read-only."""
+        if self._sent is None:
+            self._sent = _rounded(self.model_dump(mode="json"))
+        return dict(self._sent)
+
+    def model_copy(
+        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
+    ) -> Self:
+        """A copy never inherits the original's ``as_sent`` (an update changes what is sent)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied._sent = None
+        return copied
 
     def to_json_bytes(self) -> bytes:
         return sent_json_bytes(self.as_sent())
@@ -123,6 +139,11 @@ def sent_digest(sent: Mapping[str, Any]) -> str:
 
 def _rounded(value: Any) -> Any:
     """Floats at fixed precision so the same market gives the same bytes (and fewer tokens)."""
+    kind = type(value)  # exact-type fast paths first: a JSON dump is dicts, lists and scalars
+    if kind is dict:
+        return {k: _rounded(v) for k, v in value.items()}
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number in snapshot: {value!r}")

@@ -80,14 +80,25 @@ class AggregatorStats(BaseModel):
 
 
 class _Series:
-    __slots__ = ("arrays", "closed", "current", "last_closed_open_ms", "last_seeded", "step_ms")
+    __slots__ = (
+        "appended",
+        "arrays",
+        "closed",
+        "current",
+        "last_closed_open_ms",
+        "last_seeded",
+        "step_ms",
+    )
 
     def __init__(self, timeframe: str, window: int) -> None:
         self.step_ms = timeframe_ms(timeframe)
         self.closed: deque[Candle] = deque(maxlen=window)
         self.last_closed_open_ms = -1  # no close yet
         self.current: MarketTick | None = None
-        self.arrays: CandleArrays | None = None  # cache, dropped on every close
+        self.arrays: CandleArrays | None = None  # cache, rebuilt after a correction
+        #: closes since ``arrays`` was made: the next read extends it by these (in C) instead of
+        #: rebuilding every column from the whole window of candles (a replay reads after each)
+        self.appended: list[Candle] = []
         self.last_seeded = False  # the newest candle came from history (REST): it is final
 
 
@@ -179,6 +190,7 @@ class MultiTFAggregator:
             return False
         series.closed[-1] = candle
         series.arrays = None
+        series.appended.clear()
         self._corrected_closes += 1
         log.warning(
             "market: %s %s candle %d corrected: %s -> %s", tick.ticker, tick.timeframe,
@@ -215,7 +227,11 @@ class MultiTFAggregator:
         series.closed.append(candle)
         series.last_closed_open_ms = candle.open_time_ms
         series.last_seeded = False
-        series.arrays = None
+        if series.arrays is not None:
+            series.appended.append(candle)
+            if len(series.appended) >= len(series.closed):
+                series.arrays = None  # a whole window since: a rebuild is as cheap
+                series.appended.clear()
         for observer in self._observers:
             observer.on_close(ticker, timeframe, candle)
 
@@ -265,6 +281,9 @@ class MultiTFAggregator:
             return _arrays(())
         if series.arrays is None:
             series.arrays = _arrays(series.closed)
+        elif series.appended:
+            series.arrays = _extended(series.arrays, series.appended, len(series.closed))
+        series.appended.clear()
         return series.arrays
 
     def last_closed(self, ticker: str, timeframe: str) -> Candle | None:
@@ -306,6 +325,18 @@ def _candle(tick: MarketTick) -> Candle:
         close=tick.close,
         volume=tick.volume,
     )
+
+
+def _extended(arrays: CandleArrays, appended: Sequence[Candle], size: int) -> CandleArrays:
+    """``arrays`` with ``appended`` after it, the last ``size`` rows: the same columns
+    ``_arrays`` makes of the window, without reading every candle again."""
+    more = _arrays(appended)
+    extended = CandleArrays._make(
+        np.concatenate((old, new))[-size:] for old, new in zip(arrays, more, strict=True)
+    )
+    for column in extended:
+        column.flags.writeable = False
+    return extended
 
 
 def _arrays(candles: Iterable[Candle]) -> CandleArrays:
