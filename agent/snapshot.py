@@ -113,9 +113,7 @@ class MarketSnapshot(_Frozen):
             self._sent = _rounded(self.model_dump(mode="json"))
         return dict(self._sent)
 
-    def model_copy(
-        self, *, update: Mapping[str, Any] | None = None, deep: bool = False
-    ) -> Self:
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy never inherits the original's ``as_sent`` (an update changes what is sent)."""
         copied = super().model_copy(update=update, deep=deep)
         copied._sent = None

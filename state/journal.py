@@ -158,10 +158,7 @@ def _is_plain(value: Any) -> bool:
     dicts with string keys, lists, tuples, finite floats and scalars, no model or other mapping."""
     kind = type(value)
     if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or not _is_plain(item):
-                return False
-        return True
+        return all(type(key) is str and _is_plain(item) for key, item in value.items())
     if kind is list or kind is tuple:
         return all(_is_plain(item) for item in value)
     if kind is str or kind is int or kind is bool or value is None:
