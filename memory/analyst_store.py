@@ -59,6 +59,11 @@ class AnalystStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        #: (analyst, ticker) -> the newest report, as ``latest_report`` read it (or None: none).
+        #: Every decision asks for each analyst's newest report of each ticker, and this store
+        #: is its database's one writer (the daemon's event loop); a save that makes the answer
+        #: unclear (a tie on day and time) drops the entry and the next call asks SQLite.
+        self._latest: dict[tuple[str, str], AnalystReport | None] = {}
 
     def close(self) -> None:
         self._db.close()
@@ -82,7 +87,20 @@ class AnalystStore:
                     orjson.dumps(report.labels).decode(),
                 ),
             )
-        return cursor.rowcount == 1
+        added = cursor.rowcount == 1
+        if added:
+            self._note_saved(report)
+        return added
+
+    def _note_saved(self, report: AnalystReport) -> None:
+        key = (report.analyst, report.ticker)
+        if key not in self._latest:
+            return
+        known = self._latest[key]
+        if known is None or (report.day, report.at_ms) > (known.day, known.at_ms):
+            self._latest[key] = report
+        elif (report.day, report.at_ms) == (known.day, known.at_ms):
+            del self._latest[key]  # SQLite's order between the two is not ours to guess
 
     def reports(
         self, analyst: str, ticker: str, first_day: str, last_day: str
@@ -113,6 +131,13 @@ class AnalystStore:
         return row is not None
 
     def latest_report(self, analyst: str, ticker: str) -> AnalystReport | None:
+        key = (analyst, ticker)
+        if key in self._latest:
+            return self._latest[key]
+        latest = self._latest[key] = self._read_latest(analyst, ticker)
+        return latest
+
+    def _read_latest(self, analyst: str, ticker: str) -> AnalystReport | None:
         row = self._db.execute(
             f"SELECT {_REPORT_COLUMNS} FROM analyst_reports WHERE analyst = ? AND ticker = ? "
             "ORDER BY day DESC, at_ms DESC LIMIT 1",

@@ -21,7 +21,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from core.clock import Clock
-from state.atomic import atomic_write_bytes
+from state.atomic import atomic_write_bytes, overwrite_bytes
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class SessionStore:
         if self._durable:
             atomic_write_bytes(self._file(key), data)
         else:
-            self._file(key).write_bytes(data)
+            overwrite_bytes(self._file(key), data)
         self._l1[key] = entry
         if self._l2_keys is not None:
             self._l2_keys.add(key)

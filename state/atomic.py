@@ -184,6 +184,19 @@ def remove_stale_tmp_files(path: Path | str) -> list[Path]:
     return removed
 
 
+def overwrite_bytes(path: Path | str, data: bytes) -> None:
+    """Replace ``path``'s content with ``data``, not atomically and not durably (for files a
+    crash may tear: the reader drops a torn one). Written over the old bytes and cut to length
+    rather than opened with ``O_TRUNC``: ext4 (``auto_da_alloc``) flushes a truncated file's new
+    blocks at close, about 100 us a write against 10 us this way; the bytes left are the same."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    try:
+        _write_all(fd, data)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
+
+
 def _write_durable_tmp(target: Path, data: bytes) -> tuple[Path, os.stat_result]:
     tmp = tmp_path_for(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
