@@ -19,7 +19,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,20 +72,51 @@ def _tokens(text: str) -> Counter[str]:
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
-    dot = sum(count * b[token] for token, count in a.items())
-    norm = math.sqrt(sum(c * c for c in a.values())) * math.sqrt(sum(c * c for c in b.values()))
+    return _cosine(_Bag(a, _norm(a)), _Bag(b, _norm(b)))
+
+
+class _Bag(NamedTuple):
+    counts: Counter[str]
+    norm: float
+
+
+def _norm(counts: Counter[str]) -> float:
+    return math.sqrt(sum(c * c for c in counts.values()))
+
+
+def _cosine(a: _Bag, b: _Bag) -> float:
+    """``cosine`` with each side's norm made once (the same float operations, the same value)."""
+    other = b.counts
+    dot = sum(count * other[token] for token, count in a.counts.items())
+    norm = a.norm * b.norm
     return dot / norm if norm else 0.0
+
+
+#: a day's summaries read every report of their lookback again: each report's words once
+_BAGS_KEPT = 4096
+_bags: dict[str, _Bag] = {}
+
+
+def _bag(text: str) -> _Bag:
+    bag = _bags.get(text)
+    if bag is None:
+        counts = _tokens(text)
+        bag = _Bag(counts, _norm(counts))
+        if len(_bags) >= _BAGS_KEPT:
+            del _bags[next(iter(_bags))]
+        _bags[text] = bag
+    return bag
 
 
 def representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
     """3-5 distinct reports (fewer when there are fewer), oldest first."""
     ordered = sorted(reports, key=lambda r: (r.at_ms, r.report_id))
-    kept: list[tuple[AnalystReport, Counter[str]]] = []
+    kept: list[tuple[AnalystReport, _Bag]] = []
     for report in ordered:
-        bag = _tokens(report.content)
-        if all(cosine(bag, other) < DUPLICATE_COSINE for _r, other in kept):
+        bag = _bag(report.content)
+        if all(_cosine(bag, other) < DUPLICATE_COSINE for _r, other in kept):
             kept.append((report, bag))
-    distinct = [report for report, _bag in kept]
+    distinct = [report for report, _bag_of in kept]
     if len(distinct) > MAX_REPRESENTATIVES:
         step = (len(distinct) - 1) / (MAX_REPRESENTATIVES - 1)
         distinct = [distinct[round(i * step)] for i in range(MAX_REPRESENTATIVES)]
