@@ -89,18 +89,23 @@ _NOT_SENT = ("schema_version",)
 #: significant digits of a float in the prompt: prices keep 6 (BTC to the dollar), the rest more
 #: than any decision needs; the journal keeps 8 decimals
 PROMPT_SIGNIFICANT_DIGITS = 6
+_FLOAT_SPEC = f".{PROMPT_SIGNIFICANT_DIGITS}g"
 
 
 def compact(value: Any) -> Any:
     """The snapshot as the prompt sends it: floats at ``PROMPT_SIGNIFICANT_DIGITS``, a null whose
     reason is in its object's ``unavailable`` left out (the prompt says absent = unavailable),
     empty ``unavailable`` maps and ``_NOT_SENT`` fields dropped."""
-    if isinstance(value, float):
-        return float(f"{value:.{PROMPT_SIGNIFICANT_DIGITS}g}")
-    if isinstance(value, list):
-        return [compact(v) for v in value]
-    if not isinstance(value, dict):
+    kind = type(value)  # exact types first: a dumped snapshot is mostly these
+    if kind is str or kind is int or kind is bool or value is None:
         return value
+    if kind is not dict:
+        if isinstance(value, float):
+            return float(format(value, _FLOAT_SPEC))
+        if isinstance(value, list):
+            return [compact(v) for v in value]
+        if not isinstance(value, dict):
+            return value
     reasons = value.get("unavailable")
     explained = set(reasons) if isinstance(reasons, dict) else set()
     return {

@@ -96,6 +96,7 @@ class RunnerStateStore:
         self._disk = StateFile(self._path)
         self._last_good_path = last_good_path(self._path)
         self._last_good_data: bytes | None = None
+        self._rendered: tuple[RunnerState, bytes] | None = None
 
     @property
     def path(self) -> Path:
@@ -238,7 +239,7 @@ class RunnerStateStore:
                 continue
             reports += _some(self._preserve_rejected_edit())
             to_write = self.current
-            data = render_state(to_write)
+            data = self._render(to_write)
             if data == self._file.data:
                 return tuple(reports)
             expected = self._file.data
@@ -262,6 +263,14 @@ class RunnerStateStore:
             f"({MAX_SAVE_ATTEMPTS} attempts); the latest state is kept in memory for the next save",
             tuple(reports),
         )
+
+    def _render(self, state: RunnerState) -> bytes:
+        """``render_state``, once per state: the state is frozen all the way down, and most saves
+        (one after every decision) find it unchanged."""
+        rendered = self._rendered
+        if rendered is None or rendered[0] is not state:
+            rendered = self._rendered = (state, render_state(state))
+        return rendered[1]
 
     def _judge_replaced(self, replaced: bytes | None) -> list[StateEditReport]:
         if replaced is None:  # the file had been deleted meanwhile
