@@ -85,9 +85,10 @@ def _norm(counts: Counter[str]) -> float:
 
 
 def _cosine(a: _Bag, b: _Bag) -> float:
-    """``cosine`` with each side's norm made once (the same float operations, the same value)."""
-    other = b.counts
-    dot = sum(count * other[token] for token, count in a.counts.items())
+    """``cosine`` with each side's norm made once (the same float operations, the same value).
+    The counts are integers, so the dot product over the shared words alone is exact."""
+    mine, other = a.counts, b.counts
+    dot = sum(mine[token] * other[token] for token in mine.keys() & other.keys())
     norm = a.norm * b.norm
     return dot / norm if norm else 0.0
 
