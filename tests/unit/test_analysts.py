@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS, sent
 
-from memory.analyst_model import AnalystReport, utc_day
+from memory.analyst_model import AnalystName, AnalystReport, utc_day
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 
@@ -133,3 +133,42 @@ def test_wrong_analyst_refused(desk: AnalystDesk) -> None:
     )
     with pytest.raises(ValueError, match="regime report given to the market"):
         _by(desk, "market").save_report(report)
+
+
+def _report(analyst: AnalystName, at_ms: int, content: str = "x.") -> AnalystReport:
+    return AnalystReport(
+        report_id=AnalystReport.make_id(analyst, "BTC/USDT", at_ms) + content,
+        analyst=analyst,
+        ticker="BTC/USDT",
+        day=utc_day(at_ms),
+        at_ms=at_ms,
+        content=content,
+        confidence=0.5,
+        timescale="intraday",
+    )
+
+
+def test_the_newest_report_kept_in_memory_is_the_one_sqlite_gives(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Saves in any order (an older one after a newer, a tie on the instant): the store's
+    answer equals a fresh store's on the same database, which can only ask SQLite."""
+    path = tmp_path / "analysts.db"
+    store = AnalystStore(path)
+    assert store.latest_report("market", "BTC/USDT") is None
+    saves = [
+        _report("market", DAY1_MS),
+        _report("market", DAY1_MS + 2 * HOUR_MS),
+        _report("market", DAY1_MS + HOUR_MS),  # older than the newest: not the answer
+        _report("sentiment", DAY1_MS + 3 * HOUR_MS),  # another analyst's
+        _report("market", DAY1_MS + 2 * HOUR_MS, "tie."),  # the same instant as the newest
+        _report("market", DAY1_MS + 30 * HOUR_MS),  # the next day
+    ]
+    for report in saves:
+        store.save_report(report)
+        fresh = AnalystStore(path)
+        for analyst in ("market", "sentiment"):
+            assert store.latest_report(analyst, "BTC/USDT") == fresh.latest_report(
+                analyst, "BTC/USDT"
+            )
+        fresh.close()
+    latest = store.latest_report("market", "BTC/USDT")
+    assert latest is not None and latest.at_ms == DAY1_MS + 30 * HOUR_MS

@@ -330,3 +330,20 @@ def test_signal_node_outputs_stay_in_range_on_random_walks() -> None:
             assert 0.0 <= out.confidence <= 1.0
             assert sum(out.weights.values()) == pytest.approx(1.0)
             assert all(-1.0 <= value <= 1.0 for value in out.signals.values())
+
+
+def test_a_series_seen_again_gives_the_same_blend_and_callers_cannot_spoil_it() -> None:
+    """The technical signals of a closes series are kept (decisions between two closes read the
+    same series): the second reading equals the first and a fresh node's."""
+    node = RegimeBlendSignal(CONFIG)
+    blend = RegimeBlendDetect(CONFIG).run("medium_volatility")
+    closes = tuple(100.0 + math.sin(i / 3.0) * 4 for i in range(60))
+    first = node.run(closes, blend, NO_DERIVATIVES)
+    first.unavailable["rsi"] = "spoiled by a caller"
+    first.signals.clear()
+    again = node.run(tuple(closes), blend, NO_DERIVATIVES)
+    fresh = RegimeBlendSignal(CONFIG).run(closes, blend, NO_DERIVATIVES)
+    assert again == fresh
+    assert again.signals and "rsi" not in again.unavailable
+    moved = node.run((*closes[1:], 101.0), blend, NO_DERIVATIVES)
+    assert moved == RegimeBlendSignal(CONFIG).run((*closes[1:], 101.0), blend, NO_DERIVATIVES)

@@ -252,3 +252,45 @@ def test_any_arrival_order_emits_each_close_once_in_order(arrivals: list[int]) -
         assert gap.missing_to_ms - gap.missing_from_ms == gap.missing_candles * STEP
     stats = aggregator.stats
     assert stats.closes_emitted + stats.duplicate_closes + stats.stale_closes == len(arrivals)
+
+
+def _columns(arrays: Any) -> list[list[float]]:
+    return [column.tolist() for column in arrays]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(st.sampled_from(["close", "read", "correct", "seed"]), min_size=1, max_size=40)
+)
+def test_arrays_extended_close_by_close_equal_a_rebuild_of_the_window(steps: list[str]) -> None:
+    """The arrays a read extends by the closes since the last read are the window's own columns,
+    whatever mix of closes, reads, corrections and seeds came before."""
+    bus = EventBus()
+    aggregator = MultiTFAggregator(bus, window=5)
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
+    opened = itertools.count()
+    last: Candle | None = None
+    for step in steps:
+        if step == "close":
+            n = next(opened)
+            last = candle_series([100.0 + n], start_ms=T0 + n * STEP, volumes=[1.0 + n])[0]
+            bus.publish(close_tick(last))
+        elif step == "correct" and last is not None:
+            bus.publish(close_tick(last.model_copy(update={"close": last.close + 0.5})))
+        elif step == "seed":
+            first = next(opened)
+            more = [next(opened) for _ in range(2)]
+            seeded = candle_series([50.0 + i for i in [first, *more]], start_ms=T0 + first * STEP)
+            aggregator.seed("BTC/USDT", "15m", seeded)
+            last = seeded[-1]
+        else:
+            _assert_arrays_are_the_window(aggregator)
+    _assert_arrays_are_the_window(aggregator)
+
+
+def _assert_arrays_are_the_window(aggregator: MultiTFAggregator) -> None:
+    arrays = aggregator.closed_arrays("BTC/USDT", "15m")
+    rebuilt = MultiTFAggregator(EventBus(), window=5)
+    rebuilt.seed("BTC/USDT", "15m", aggregator.closed("BTC/USDT", "15m"))
+    assert _columns(arrays) == _columns(rebuilt.closed_arrays("BTC/USDT", "15m"))
+    assert all(not column.flags.writeable for column in arrays)

@@ -230,6 +230,20 @@ async def test_serialisation_is_compact_deterministic_and_rejects_nan(
         broken.to_json_bytes()
 
 
+async def test_as_sent_is_made_once_and_a_copy_with_an_update_makes_its_own(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],
+) -> None:
+    snapshot = await _builder(*seeded).build(["x"])
+    first = snapshot.as_sent()
+    first.pop("agent_memory")  # a caller's own top level (the prompt pops the notes)
+    second = snapshot.as_sent()
+    assert "agent_memory" in second and second is not first
+    assert second["tickers"] is first["tickers"]  # the rounding was done once
+    moved = snapshot.model_copy(update={"btc_price": 1.25})
+    assert moved.as_sent()["btc_price"] == 1.25 and snapshot.as_sent()["btc_price"] != 1.25
+    assert orjson.loads(moved.to_json_bytes())["btc_price"] == 1.25
+
+
 def _resting(cid: str, ticker: str, placed_at_ms: int, limit: float, quantity: float) -> OpenOrder:
     return OpenOrder(
         client_order_id=cid,

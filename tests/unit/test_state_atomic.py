@@ -18,6 +18,7 @@ from state.atomic import (
     atomic_swap_bytes,
     atomic_write_bytes,
     is_tmp_file_of,
+    overwrite_bytes,
     remove_stale_tmp_files,
     tmp_path_for,
 )
@@ -161,3 +162,13 @@ def test_swap_unsupported_changes_nothing(tmp_path: Path, monkeypatch: pytest.Mo
         atomic_swap_bytes(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_overwrite_leaves_exactly_the_new_bytes(tmp_path: Path) -> None:
+    target = tmp_path / "session.json"
+    overwrite_bytes(target, b"a longer first version")
+    assert target.read_bytes() == b"a longer first version"
+    overwrite_bytes(target, b"short")  # no tail of the old bytes left behind
+    assert target.read_bytes() == b"short"
+    overwrite_bytes(target, b"")
+    assert target.read_bytes() == b""

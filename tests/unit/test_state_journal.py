@@ -10,6 +10,7 @@ import math
 import os
 import threading
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import orjson
@@ -87,6 +88,30 @@ def test_encoding_is_deterministic_and_round_trips(record: dict[str, Any]) -> No
     assert line == encode_jsonl_record(shuffled)
     assert line.endswith(b"\n") and line.count(b"\n") == 1  # one line, whatever the text holds
     assert orjson.loads(line) == json.loads(json.dumps(record))
+
+
+_json_or_tuples = st.recursive(
+    _json_values,
+    lambda children: st.tuples(children, children) | st.dictionaries(st.text(), children),
+    max_leaves=20,
+)
+
+
+@given(record=st.dictionaries(st.text(), _json_or_tuples, max_size=6))
+def test_a_plain_record_is_written_as_its_copy_would_be(record: dict[str, Any]) -> None:
+    """A plain record goes to orjson as it is; anything else (here: a read-only mapping) is
+    copied first. Both give the same bytes."""
+    assert encode_jsonl_record(record) == encode_jsonl_record(MappingProxyType(record))
+
+
+def test_a_model_or_non_finite_number_deep_in_a_record_takes_the_checked_path() -> None:
+    class Price(BaseModel):
+        value: float
+
+    nested = {"a": [1, {"b": (Price(value=2.5), "x")}]}
+    assert encode_jsonl_record(nested) == b'{"a":[1,{"b":[{"value":2.5},"x"]}]}\n'
+    with pytest.raises(JournalRecordError, match=r"record\.a\[1\]\.b\[0\]"):
+        encode_jsonl_record({"a": [1, {"b": (math.inf, "x")}]})
 
 
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, 2**64, -(2**63) - 1])
