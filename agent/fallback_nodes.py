@@ -37,28 +37,12 @@ from agent.fallback_config import (
     FallbackConfig,
     RegimeLabel,
 )
+from agent.fallback_technical import TechnicalSignals, clip_unit
 from broker.port import PositionDetail
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-def _clip_unit(value: float) -> float:
-    return max(-1.0, min(1.0, value))
-
-
-def rsi_signal(rsi: float, oversold: float, overbought: float) -> float:
-    mid, half = (oversold + overbought) / 2.0, (overbought - oversold) / 2.0
-    return _clip_unit((mid - rsi) / half)
-
-
-def momentum_signal(rate_of_change_pct: float, full_scale_pct: float) -> float:
-    return _clip_unit(rate_of_change_pct / full_scale_pct)
-
-
-def bollinger_signal(percent_b: float) -> float:
-    return _clip_unit(1.0 - 2.0 * percent_b)
 
 
 # --- RegimeBlendDetect ------------------------------------------------------------------------
@@ -125,18 +109,10 @@ class BlendedScore(_Frozen):
     learned: dict[str, float] = Field(default_factory=dict)
 
 
-#: closes series whose technical signals are kept: a few tickers, each with and without the learner
-_TECHNICAL_MEMO_SIZE = 16
-
-
 class RegimeBlendSignal:
     def __init__(self, config: FallbackConfig) -> None:
         self._config = config
-        #: closes -> their technical signals: a series only changes on a candle close, and every
-        #: decision in between (about 13 per 4h candle in a replay) asked for the same numbers
-        self._technical_memo: dict[
-            tuple[float, ...], tuple[dict[str, float], dict[str, float], dict[str, str]]
-        ] = {}
+        self._technical = TechnicalSignals(config)
 
     def run(
         self,
@@ -153,7 +129,7 @@ class RegimeBlendSignal:
             signals: dict[str, float] = {}
             unavailable = dict.fromkeys(TECHNICAL_SIGNALS, history_unavailable)
         else:
-            raw, signals, unavailable = self._technical_of(closes)
+            raw, signals, unavailable = self._technical.of(closes)
         if derivatives.value is None:
             unavailable[DERIVATIVES_SIGNAL] = derivatives.unavailable_reason
         if sum(blend.weights[name] for name in signals) <= 0:
@@ -176,7 +152,7 @@ class RegimeBlendSignal:
         if derivatives.value is not None:
             signals[DERIVATIVES_SIGNAL] = derivatives.value
         weights, multipliers = learned_weights(weights, learned or {})
-        score = _clip_unit(sum(weights[name] * signals[name] for name in weights))
+        score = clip_unit(sum(weights[name] * signals[name] for name in weights))
         spread = sum(weights[name] * abs(signals[name]) for name in weights)
         coverage = (1.0 - derivatives.weight) * sum(
             blend.weights[name] for name in signals if name != DERIVATIVES_SIGNAL
@@ -193,51 +169,6 @@ class RegimeBlendSignal:
             + _learned_summary(multipliers),
             learned=multipliers,
         )
-
-    def _technical_of(
-        self, closes: indicators.Closes
-    ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
-        """``_technical`` of ``closes``, fresh dicts each call (the caller adds to them)."""
-        if not isinstance(closes, tuple):  # arrays and frames (tests, tools): no memo
-            return self._technical(indicators.as_closes(closes))
-        known = self._technical_memo.get(closes)
-        if known is None:
-            known = self._technical(indicators.as_closes(closes))
-            if len(self._technical_memo) >= _TECHNICAL_MEMO_SIZE:
-                del self._technical_memo[next(iter(self._technical_memo))]
-            self._technical_memo[closes] = known
-        raw, signals, unavailable = known
-        return dict(raw), dict(signals), dict(unavailable)
-
-    def _technical(
-        self, closes: indicators.FloatArray
-    ) -> tuple[dict[str, float], dict[str, float], dict[str, str]]:
-        config = self._config
-        raw: dict[str, float] = {}
-        signals: dict[str, float] = {}
-        unavailable: dict[str, str] = {}
-        have = len(closes)
-        rsi_value = indicators.rsi_last(closes, config.rsi_window)
-        if rsi_value is None:
-            unavailable["rsi"] = f"needs {config.rsi_window + 1} closes, have {have}"
-        else:
-            raw["rsi"] = rsi_value
-            signals["rsi"] = rsi_signal(rsi_value, config.rsi_oversold, config.rsi_overbought)
-        roc = indicators.rate_of_change_last_pct(closes, config.momentum_window)
-        if roc is None:
-            unavailable["momentum"] = f"needs {config.momentum_window + 1} closes, have {have}"
-        else:
-            raw["rate_of_change_pct"] = roc
-            signals["momentum"] = momentum_signal(roc, config.momentum_full_scale_pct)
-        bands = indicators.bollinger_last(closes, config.bollinger_window, config.bollinger_num_std)
-        if bands is None:
-            unavailable["bollinger"] = f"needs {config.bollinger_window} closes, have {have}"
-        elif bands.percent_b is None:
-            unavailable["bollinger"] = "flat window: the bands have no width"
-        else:
-            raw["percent_b"] = bands.percent_b
-            signals["bollinger"] = bollinger_signal(bands.percent_b)
-        return raw, signals, unavailable
 
 
 LEARNED_MIN_FACTOR = 0.5

@@ -20,10 +20,8 @@ from agent.fallback_nodes import (
     RegimeBlendEntry,
     RegimeBlendExit,
     RegimeBlendSignal,
-    bollinger_signal,
-    momentum_signal,
-    rsi_signal,
 )
+from agent.fallback_technical import bollinger_signal, momentum_signal, rsi_signal
 
 CONFIG = FallbackConfig()
 NO_DERIVATIVES = DerivativesReading(value=None, weight=0.0, unavailable_reason="not polled")
