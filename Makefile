@@ -36,7 +36,8 @@ bench: $(STAMP)
 	$(BIN)/python -m bench
 
 # the peer benchmark's venv (bench_peers skips a peer that is not installed here)
-PEER_PY ?= python3.12
+# python3.12 on the PATH, else a pyenv-installed 3.12 (pyenv's shim refuses a version not selected)
+PEER_PY ?= $(shell (PYENV_VERSION=3.12 command -v python3.12 >/dev/null 2>&1 && python3.12 -c 'import sys' 2>/dev/null && echo python3.12) || ls -d $$HOME/.pyenv/versions/3.12*/bin/python3.12 2>/dev/null | tail -n 1 || echo python3.12)
 peers-venv:
 	test -x bench/.venv-peer/bin/python || $(PEER_PY) -m venv bench/.venv-peer
 	bench/.venv-peer/bin/python -m pip install --quiet backtesting nautilus_trader
