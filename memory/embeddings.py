@@ -1,7 +1,8 @@
 """Text embeddings behind one port: a local deterministic default and an OpenAI-compatible client.
 
-``HashedNgramEmbedder`` needs no model download: scikit-learn's HashingVectorizer over character
-3-5-grams (word-bounded), sublinear term frequency, L2-normalised, 256 dimensions. It is stateless,
+``HashedNgramEmbedder`` needs no model download: hashed character 3-5-grams (word-bounded; the
+counts of scikit-learn's HashingVectorizer, computed by ``memory.char_hash`` without importing
+scikit-learn), sublinear term frequency, L2-normalised, 256 dimensions. It is stateless,
 so the same text gives the same vector in every process and every year (an IDF weighting would need
 a fitted corpus and would drift as the memory grows, so there is none). It catches near-duplicates
 and shared vocabulary ("stop loss", "RSI 71"), not meaning; for meaning, point
@@ -17,6 +18,7 @@ from typing import Any, Protocol
 import aiohttp
 import numpy as np
 
+from memory.char_hash import HashedCharNgrams
 from memory.port import StoreUnavailableError
 
 LOCAL_DIM = 256
@@ -32,20 +34,10 @@ class HashedNgramEmbedder:
     name = "local-hashed-char-ngrams-256"
 
     def __init__(self, dim: int = LOCAL_DIM) -> None:
-        # scikit-learn (and scipy under it) take seconds to import: only an embedder pays that
-        from sklearn.feature_extraction.text import HashingVectorizer
-
-        self._vectorizer = HashingVectorizer(
-            analyzer="char_wb",
-            ngram_range=(3, 5),
-            n_features=dim,
-            alternate_sign=False,
-            norm=None,
-            lowercase=True,
-        )
+        self._ngrams = HashedCharNgrams(dim)
 
     def embed_now(self, texts: Sequence[str]) -> list[tuple[float, ...]]:
-        counts = self._vectorizer.transform(list(texts)).toarray().astype(np.float64)
+        counts = self._ngrams.counts(list(texts))
         weighted = np.log1p(counts)  # sublinear tf: a repeated n-gram does not dominate
         norms = np.linalg.norm(weighted, axis=1, keepdims=True)
         unit = weighted / np.where(norms > 0, norms, 1.0)

@@ -78,8 +78,9 @@ class RegimeConfig(BaseModel):
     #: fitted models by (candles, HMM settings, fit instant): a rerun of the same span fits nothing.
     #: None: no cache (replay and sweeps default to ~/.cache/vigil/regime-fits)
     fit_cache_dir: Path | None = None
-    #: replay only: processes that fit the regime models ahead (regime.fit_ahead); None: all
-    #: cores but one (none inside a Dask worker), 0: fit inline
+    #: processes the regime models fit in (regime.fit_pool; in replay they also fit ahead,
+    #: regime.fit_ahead). None: one for the daemon, all cores but one for replay (none inside a
+    #: Dask worker); 0: fit inline, in the daemon's own process (which then imports scikit-learn)
     fit_ahead_workers: int | None = Field(None, ge=0)
 
 

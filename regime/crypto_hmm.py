@@ -22,8 +22,10 @@ Fit (``CryptoRegimeModel.fit``):
 - Deterministic: fixed seeds, single-threaded BLAS during the fit (``threadpoolctl``; also about 10x
   faster than two contending BLAS threads on this machine), strict ``>`` between restarts.
   hmmlearn's warnings (non-convergence, degenerate states) are captured into ``FitReport.warnings``.
-- The fit itself is ``regime.hmm_fit.fit_hmm`` (pure, so replay can run it ahead in a process
-  pool: ``regime.fit_ahead``); the vocabulary is in ``regime.hmm_types``.
+- The fit itself is ``regime.hmm_fit.fit_hmm`` (pure, so it can run in a child process:
+  ``regime.fit_pool``, and replay can run it ahead: ``regime.fit_ahead``); the vocabulary is in
+  ``regime.hmm_types``. Predict needs only the fitted parameters (``regime.hmm_predict``), so a
+  process that does not fit never imports hmmlearn's model classes or scikit-learn.
 - Warm start (opt-in, ``warm_start``): a refit starts from the previous model's parameters with at
   most ``warm_n_iter`` EM iterations at its state count; every ``full_search_every``-th fit is the
   full search again. Figures: ``python -m bench hmm``.
@@ -36,7 +38,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -45,6 +47,7 @@ from regime.config import CryptoHmmConfig
 from regime.features import BadCandlesError, segment_lengths, warm_up_rows
 from regime.fit_cache import FitCache
 from regime.hmm_fit import bic, chosen_converged, features_of, fit_hmm, hmm_parameter_count, stamp
+from regime.hmm_predict import last_posterior
 from regime.hmm_types import (
     COVARIANCE_TYPE,
     CRYPTO_EXPOSURE,
@@ -68,6 +71,19 @@ class FitSource(Protocol):
     def take(self, config: CryptoHmmConfig, frame: pd.DataFrame) -> FitResult | None: ...
 
 
+class Fitter(Protocol):
+    """Runs ``fit_hmm`` (itself, inline; or ``regime.fit_pool.FitPool.fit``, in a child process)."""
+
+    def __call__(
+        self,
+        config: CryptoHmmConfig,
+        frame: pd.DataFrame,
+        fitted_at_ms: int | None = None,
+        *,
+        warm: FittedHmm | None = None,
+    ) -> FitResult: ...
+
+
 class CryptoRegimeModel:
     """Fits and applies the volatility HMM for one ticker. ``fit`` may run in a worker thread."""
 
@@ -77,8 +93,10 @@ class CryptoRegimeModel:
         *,
         cache: FitCache | None = None,
         ahead: FitSource | None = None,
+        fitter: Fitter = fit_hmm,
     ) -> None:
         self.config = config or CryptoHmmConfig()
+        self._fitter = fitter
         self._cache = cache  # fitted results by (candles, config, fitted_at_ms): see fit_cache
         self._ahead = ahead
         self._fitted: FittedHmm | None = None  # replaced whole, so a reader never sees half a fit
@@ -122,7 +140,7 @@ class CryptoRegimeModel:
             )
         scaled = (features.to_numpy(dtype=np.float64) - fitted.mean) / fitted.scale
         # the last row's smoothed posterior is its filtered one: no later candle is involved
-        posterior = fitted.hmm.predict_proba(scaled, segment_lengths(features.index))[-1]
+        posterior = last_posterior(fitted.params, scaled, segment_lengths(features.index))
         state = int(np.argmax(posterior))
         rank = fitted.rank_of_state[state]
         label = fitted.labels[rank]
@@ -168,17 +186,17 @@ class CryptoRegimeModel:
             ready = self._ahead.take(self.config, frame)
             if ready is not None:
                 return stamp(ready, fitted_at_ms)
-        return fit_hmm(self.config, frame, fitted_at_ms, warm=warm)
+        return self._fitter(self.config, frame, fitted_at_ms, warm=warm)
 
 
 def _digest(fitted: FittedHmm) -> str:
     digest = hashlib.sha256()
-    hmm: Any = fitted.hmm
+    params = fitted.params
     for array in (
-        hmm.startprob_,
-        hmm.transmat_,
-        hmm.means_,
-        hmm._covars_,
+        params.startprob,
+        params.transmat,
+        params.means,
+        params.covars,
         fitted.mean,
         fitted.scale,
     ):
@@ -197,6 +215,7 @@ __all__ = [
     "CryptoRegimeModel",
     "FitReport",
     "FitSource",
+    "Fitter",
     "StateSummary",
     "bic",
     "hmm_parameter_count",

@@ -4,8 +4,9 @@ A refit depends only on the 4h candles the history holds at the refit's 4h close
 settings, and replay knows both in advance: the recording holds the candles and the tracker's rule
 (the first 4h close at least ``refit_every`` after the last good fit) gives the instants. So after
 each fit the tracker tells ``FitAhead`` (``after_fit``), which plans that ticker's next ``depth``
-refits and submits ``fit_hmm`` on their frames to a bounded ``ProcessPoolExecutor`` (the other
-cores). When the model then fits, it asks ``take`` first: a finished (or running: it waits) fit of
+refits and submits ``fit_hmm`` on their frames to a ``regime.fit_pool.FitPool`` (the other
+cores; the same pool makes the fits nobody planned, so the replay's own process imports no
+scikit-learn). When the model then fits, it asks ``take`` first: a finished (or running: it waits) fit of
 exactly the same candles and settings is used, stamped with the real instant (``hmm_fit.stamp``);
 anything else, a planned frame that turned out different included, is fitted inline as before. The
 frames are compared by a SHA-256 of their bytes, so a planning mistake costs time, never a
@@ -22,7 +23,7 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from regime.config import CryptoHmmConfig
-from regime.hmm_fit import fit_hmm
+from regime.fit_pool import FitPool
 from regime.hmm_types import FitResult
 
 log = logging.getLogger(__name__)
@@ -92,8 +93,12 @@ class FitAhead:
     workers: int
     depth: int = DEFAULT_DEPTH
     stats: FitAheadStats = field(default_factory=FitAheadStats)
-    _pool: ProcessPoolExecutor | None = None
+    pool: FitPool | None = None  # None: its own, of ``workers`` processes
     _planned: dict[str, list[_Planned]] = field(default_factory=dict)  # by ticker
+
+    def __post_init__(self) -> None:
+        if self.pool is None and self.workers > 0:
+            self.pool = FitPool(self.workers)
 
     @property
     def active(self) -> bool:
@@ -116,7 +121,8 @@ class FitAhead:
         for at_ms in wanted:
             if at_ms not in have:
                 frame = self.frames.frame_at(ticker, at_ms)
-                future = self._executor().submit(fit_hmm, self.config, frame)
+                assert self.pool is not None  # active
+                future = self.pool.submit(self.config, frame)
                 kept.append(_Planned(frame_key(frame), at_ms, future))
                 self.stats.submitted += 1
         self._planned[ticker] = kept
@@ -136,9 +142,8 @@ class FitAhead:
         return None
 
     def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
+        if self.pool is not None:
+            self.pool.close()
 
     def _result(self, planned: _Planned) -> FitResult | None:
         try:
@@ -161,13 +166,6 @@ class FitAhead:
             wanted.append(due)
             last = due
         return wanted
-
-    def _executor(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # spawn: the replay process runs an event loop and threads, which fork would copy
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
-        return self._pool
 
 
 __all__ = ["FitAhead", "FitAheadStats", "FutureFrames", "default_workers", "frame_key"]

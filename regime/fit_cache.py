@@ -26,8 +26,9 @@ import pandas as pd
 
 log = logging.getLogger(__name__)
 
-#: 2: the fitted model is ``regime.hmm_types.FittedHmm`` (it moved from crypto_hmm)
-FORMAT: Final = "vigil-regime-fit-2"
+#: 2: the fitted model is ``regime.hmm_types.FittedHmm`` (it moved from crypto_hmm); 3: it holds
+#: the HMM's parameters as arrays (``regime.hmm_predict.HmmParams``), not a GaussianHMM
+FORMAT: Final = "vigil-regime-fit-3"
 _LIBRARIES: Final = ("hmmlearn", "scikit-learn", "numpy")
 
 

@@ -25,8 +25,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from hmmlearn.hmm import GaussianHMM
-from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from regime.config import CryptoHmmConfig
 from regime.features import (
@@ -36,6 +34,7 @@ from regime.features import (
     regime_features,
     segment_lengths,
 )
+from regime.hmm_predict import HmmParams
 from regime.hmm_types import (
     COVARIANCE_TYPE,
     LABELS_BY_N_STATES,
@@ -119,6 +118,13 @@ def _fit_unstamped(
         return _unfitted(n_rows, len(lengths), "a feature is constant over the window"), None
     scaled = (values - mean) / scale
 
+    # imported here: a process that only predicts (the daemon, ``regime.hmm_predict``) never loads
+    # hmmlearn's model classes, scikit-learn and SciPy. Before the thread limit: SciPy brings its
+    # own BLAS, which threadpool_limits only limits if it is already loaded (a first fit with it
+    # unlimited differs from later ones in the last bits)
+    import hmmlearn.hmm  # noqa: F401
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
     notes: list[str] = []
     with _FIT_LOCK, threadpool_limits(limits=1), _captured_warnings(notes):
         if warm is None:
@@ -147,6 +153,8 @@ def _fit_unstamped(
 def _best_of_restarts(
     config: CryptoHmmConfig, n_states: int, scaled: Array, lengths: list[int], notes: list[str]
 ) -> tuple[CandidateFit, Any] | None:
+    from hmmlearn.hmm import GaussianHMM
+
     best: tuple[CandidateFit, Any] | None = None
     for restart in range(config.restarts):
         seed = config.seed + restart
@@ -175,8 +183,10 @@ def _warm_fit(
     notes: list[str],
 ) -> tuple[CandidateFit, Any] | None:
     """One EM run from ``warm``'s parameters, carried from its window's scaling into this one."""
-    previous = warm.hmm
-    n_states = int(previous.n_components)
+    from hmmlearn.hmm import GaussianHMM
+
+    previous = warm.params
+    n_states = previous.n_states
     hmm = GaussianHMM(
         n_components=n_states,
         covariance_type=COVARIANCE_TYPE,
@@ -185,11 +195,11 @@ def _warm_fit(
         random_state=config.seed,
         init_params="",  # every parameter is set below
     )
-    hmm.startprob_ = np.asarray(previous.startprob_)
-    hmm.transmat_ = np.asarray(previous.transmat_)
-    means = np.asarray(previous.means_) * warm.scale + warm.mean  # back to feature units
+    hmm.startprob_ = np.asarray(previous.startprob)
+    hmm.transmat_ = np.asarray(previous.transmat)
+    means = np.asarray(previous.means) * warm.scale + warm.mean  # back to feature units
     hmm.means_ = (means - mean) / scale
-    variances = np.asarray(previous._covars_) * warm.scale**2  # diag: (n_states, n_features)
+    variances = np.asarray(previous.covars) * warm.scale**2  # diag: (n_states, n_features)
     hmm.covars_ = np.maximum(variances / scale**2, hmm.min_covar)
     candidate = _run_em(hmm, n_states, -1, config.warm_n_iter, config.tol, scaled, lengths, notes)
     return None if candidate is None else (candidate, hmm)
@@ -267,7 +277,7 @@ def _build_fitted(
     for rank, state in enumerate(order.tolist()):
         rank_of_state[state] = rank
     return FittedHmm(
-        hmm=hmm,
+        params=HmmParams.of(hmm),
         mean=mean,
         scale=scale,
         rank_of_state=tuple(rank_of_state),

@@ -11,6 +11,8 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from regime.hmm_predict import HmmParams
+
 COVARIANCE_TYPE = "diag"
 
 
@@ -95,7 +97,7 @@ class CryptoRegime(_Frozen):
 
 @dataclass(frozen=True)
 class FittedHmm:
-    hmm: Any  # GaussianHMM (untyped)
+    params: HmmParams  # plain arrays: unpickling a fit needs neither hmmlearn nor scikit-learn
     mean: np.ndarray[Any, np.dtype[np.float64]]
     scale: np.ndarray[Any, np.dtype[np.float64]]
     rank_of_state: tuple[int, ...]  # hmm state index -> volatility rank

@@ -19,6 +19,7 @@ from core.bus import EventBus
 from core.clock import Clock, ScaledClock
 from core.errors import HaltTradingError
 from core.failpoints import Failpoints
+from regime.fit_pool import FitPool, daemon_fit_workers
 from regime.tracker import Offload
 from runner.api_wiring import OperatorSurface
 from runner.config import Settings
@@ -76,6 +77,7 @@ async def build_daemon(
     failpoints = Failpoints(settings.failpoints)
     closers: list[tuple[str, ShutdownHook]] = []
     ends = await market_endpoints(settings, time, closers, ws_front)
+    fit_pool = _fit_pool(settings, closers)
     ports = websocket_ports(
         settings,
         clock,
@@ -86,6 +88,7 @@ async def build_daemon(
         simulator=ends.sim is not None,
         live_orders=live,
         fit_offload=_fit_offload(time.scaled),
+        fit_pool=fit_pool,
     )
     market = build_market_path(settings, clock, bus, ports)
     closers.append(("close exchange client", market.exchange.close))
@@ -134,6 +137,16 @@ def _state_watch(
         )
 
     return LoopSpec("state_watch", watch_state)
+
+
+def _fit_pool(settings: Settings, closers: list[tuple[str, ShutdownHook]]) -> FitPool | None:
+    """The regime fits' child process (``regime.fit_pool``), started at the first fit."""
+    workers = daemon_fit_workers(settings.regime.fit_ahead_workers)
+    if workers == 0:
+        return None
+    pool = FitPool(workers, keep_alive=False)  # a day's fits take seconds: no idle process
+    closers.append(("stop regime fit process", lambda: asyncio.to_thread(pool.close)))
+    return pool
 
 
 def _fit_offload(scaled: ScaledClock | None) -> Offload:

@@ -20,6 +20,7 @@ from market.history import CcxtCandleBackfill, OhlcvHistory
 from market.listener import MarketListener
 from market.ports import CandleBackfill, TickSource
 from regime.fit_ahead import FitAhead
+from regime.fit_pool import FitPool
 from regime.tracker import Offload
 from runner.config import BINANCE_UPDATE_MS, Settings
 
@@ -47,6 +48,7 @@ class Ports:
     context_fields: ContextFieldsFactory | None = None
     fit_offload: Offload = asyncio.to_thread  # how a regime fit leaves the event loop
     fit_ahead: FitAhead | None = None  # replay: regime fits computed ahead in a process pool
+    fit_pool: FitPool | None = None  # where regime fits run (None: inline, in this process)
     memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
     live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
 
@@ -72,6 +74,7 @@ def websocket_ports(
     simulator: bool = False,
     live_orders: bool = False,
     fit_offload: Offload = asyncio.to_thread,
+    fit_pool: FitPool | None = None,
 ) -> Ports:
     """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
 
@@ -105,6 +108,7 @@ def websocket_ports(
         sim_rest_url=rest_url if simulator else None,
         live_orders=live_orders,
         fit_offload=fit_offload,
+        fit_pool=fit_pool,
     )
 
 

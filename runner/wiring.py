@@ -39,6 +39,7 @@ from memory.tiers import OrganisationTier
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_cache import FitCache
 from regime.fred import build_macro_source
+from regime.hmm_fit import fit_hmm
 from regime.tracker import CryptoRegimeTracker
 from regime.view import RegimeView
 from runner.agent_wiring import Agents, build_agents
@@ -323,9 +324,12 @@ def _snapshots(
 def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports) -> RegimeView:
     folder = settings.regime.fit_cache_dir
     cache = FitCache(folder) if folder is not None else None
+    fitter = ports.fit_pool.fit if ports.fit_pool is not None else fit_hmm
     tracker = CryptoRegimeTracker(
         clock,
-        lambda: CryptoRegimeModel(settings.regime.hmm, cache=cache, ahead=ports.fit_ahead),
+        lambda: CryptoRegimeModel(
+            settings.regime.hmm, cache=cache, ahead=ports.fit_ahead, fitter=fitter
+        ),
         settings.regime.refit_every_secs,
         offload=ports.fit_offload,
         ahead=ports.fit_ahead,

@@ -42,6 +42,7 @@ from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
 from regime.fit_ahead import FitAhead, default_workers
+from regime.fit_pool import FitPool
 from regime.tracker import run_inline
 from runner.config import Settings
 from runner.journals import Journals, open_journals
@@ -130,7 +131,8 @@ class Replay:
     driver: ReplayDriver
     counts: FillCount
     data: RecordedData
-    fit_ahead: FitAhead | None = None  # the regime fit-ahead pool (run_replay closes it)
+    fit_ahead: FitAhead | None = None  # the regime fit-ahead planner
+    fit_pool: FitPool | None = None  # the regime fits' processes (run_replay closes it)
 
     @property
     def ticks(self) -> RecordedTicks:
@@ -225,6 +227,7 @@ def replay_ports(
     memory: bool = True,
     fear_greed: FearGreedBook | str | None = None,
     fit_ahead: FitAhead | None = None,
+    fit_pool: FitPool | None = None,
 ) -> Ports:
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
     ``fear_greed``: the opened index (or why there is none); None reads it from the data dir."""
@@ -246,6 +249,7 @@ def replay_ports(
         context_fields=recorded_context,
         fit_offload=run_inline,
         fit_ahead=fit_ahead,
+        fit_pool=fit_pool,
         memory=memory,
     )
 
@@ -259,6 +263,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     journals = open_journals(settings, clock, bus)
+    pool = build_fit_pool(settings)
     ports = replay_ports(
         settings,
         clock,
@@ -267,7 +272,8 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         end_ms=options.end_ms,
         memory=options.memory,
         fear_greed=data.fear_greed,
-        fit_ahead=(ahead := build_fit_ahead(settings, feed, options.end_ms)),
+        fit_ahead=(ahead := build_fit_ahead(settings, feed, options.end_ms, pool)),
+        fit_pool=pool,
     )
     market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
@@ -307,18 +313,31 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         counts,
         data,
         ahead,
+        pool,
     )
 
 
-def build_fit_ahead(settings: Settings, feed: SimFeed, end_ms: int) -> FitAhead | None:
-    """The regime fit-ahead pool (``regime.fit_ahead``), or None when it has no worker."""
+def build_fit_pool(settings: Settings) -> FitPool | None:
+    """The processes every regime fit runs in (``regime.fit_pool``), or None: fits run inline."""
     regime = settings.regime
     workers = default_workers() if regime.fit_ahead_workers is None else regime.fit_ahead_workers
+    return FitPool(workers) if workers > 0 else None
+
+
+def build_fit_ahead(
+    settings: Settings, feed: SimFeed, end_ms: int, pool: FitPool | None
+) -> FitAhead | None:
+    """The regime fit-ahead planner (``regime.fit_ahead``) on ``pool``, or None when there is no
+    pool or nothing can be planned (warm-started fits)."""
+    if pool is None:
+        return None
+    regime = settings.regime
     ahead = FitAhead(
         regime.hmm,
         RecordedFutureFrames(feed, history_days=settings.market.history_days, end_ms=end_ms),
         refit_every_ms=round(regime.refit_every_secs * 1000),
-        workers=workers,
+        workers=pool.workers,
+        pool=pool,
     )
     return ahead if ahead.active else None
 

@@ -119,8 +119,9 @@ async def run_replay(replay: Replay, *, progress: Progress | None = None) -> Rep
         return await _run(replay, progress)
     finally:
         if replay.fit_ahead is not None:
-            replay.fit_ahead.close()
             log.info("regime fits ahead: %s", replay.fit_ahead.stats)
+        if replay.fit_pool is not None:
+            replay.fit_pool.close()
 
 
 async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:

@@ -1,5 +1,7 @@
 """``vigil replay`` with the fallback decider never imports ccxt or anthropic (issue 18: lazy
-imports): replay's exchange is the in-process recording and nobody asks Claude. A day of one ticker
+imports): replay's exchange is the in-process recording and nobody asks Claude. Nor scikit-learn or
+SciPy (issue 18: resident memory): its regime fits run in the fit pool's processes
+(``regime.fit_pool``) and predict needs neither (``regime.hmm_predict``). A day of one ticker
 is replayed through the CLI in a fresh interpreter (this test process has imported both already),
 and the interpreter's modules are read after the run."""
 
@@ -15,11 +17,12 @@ REPLAY_THEN_LIST = """
 import sys
 from runner.cli import main
 code = main(sys.argv[1:])
-print(code, sorted({name.split('.')[0] for name in sys.modules} & {'ccxt', 'anthropic'}))
+heavy = {'ccxt', 'anthropic', 'sklearn', 'scipy'}
+print(code, sorted({name.split('.')[0] for name in sys.modules} & heavy))
 """
 
 
-def test_a_fallback_replay_loads_neither_ccxt_nor_anthropic(tmp_path: Path) -> None:
+def test_a_fallback_replay_loads_neither_ccxt_anthropic_nor_scikit_learn(tmp_path: Path) -> None:
     config = tmp_path / "vigil.toml"
     config.write_text("# empty: the defaults\n")
     env = {"PATH": "/usr/bin:/bin", "VIGIL_CONFIG_FILE": str(config), "HOME": str(tmp_path)}

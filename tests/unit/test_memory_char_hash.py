@@ -1,0 +1,65 @@
+"""``memory.char_hash`` counts what scikit-learn's HashingVectorizer counts, without importing it
+(the local embedder's resident memory, issue #18)."""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction.text import HashingVectorizer
+from sklearn.utils import murmurhash3_32 as sklearn_murmurhash3_32
+
+from memory.char_hash import HashedCharNgrams, murmurhash3_32
+from memory.embeddings import LOCAL_DIM, HashedNgramEmbedder
+
+ALPHABET = string.ascii_letters + string.digits + " \t\n.,;:%/-+()éüßΔЖ中€🙂"
+
+
+def _texts(seed: int, count: int) -> list[str]:
+    rnd = random.Random(seed)
+    return ["".join(rnd.choice(ALPHABET) for _ in range(rnd.randint(0, 240))) for _ in range(count)]
+
+
+def _sklearn(dim: int) -> HashingVectorizer:
+    return HashingVectorizer(
+        analyzer="char_wb",
+        ngram_range=(3, 5),
+        n_features=dim,
+        alternate_sign=False,
+        norm=None,
+        lowercase=True,
+    )
+
+
+def test_murmurhash3_is_sklearns_for_every_tail_length() -> None:
+    rnd = random.Random(7)
+    for length in range(0, 24):
+        for _ in range(200):
+            data = bytes(rnd.randrange(256) for _ in range(length))
+            assert murmurhash3_32(data) == sklearn_murmurhash3_32(data, seed=0), data
+
+
+@pytest.mark.parametrize("dim", [LOCAL_DIM, 7, 1 << 20])
+def test_counts_equal_hashing_vectorizers(dim: int) -> None:
+    texts = [
+        *_texts(dim, 150),
+        "BTC/USDT long closed at +2.3% after RSI 71;  stop loss hit.\n\nMomentum faded",
+        "",
+        "a",
+        "ab  c",
+        "   leading and trailing   ",
+    ]
+    expected = _sklearn(dim).transform(texts).toarray().astype(np.float64)
+    assert np.array_equal(HashedCharNgrams(dim).counts(texts), expected)
+
+
+def test_the_embedding_is_the_one_the_vectoriser_gave() -> None:
+    texts = [*_texts(3, 40), "Rolled up 4 trades of ETH/USDT in high_volatility: 3 losses"]
+    counts = _sklearn(LOCAL_DIM).transform(texts).toarray().astype(np.float64)
+    weighted = np.log1p(counts)
+    norms = np.linalg.norm(weighted, axis=1, keepdims=True)
+    unit = weighted / np.where(norms > 0, norms, 1.0)
+    expected = [tuple(float(round(v, 6)) for v in row) for row in unit]
+    assert HashedNgramEmbedder().embed_now(texts) == expected
