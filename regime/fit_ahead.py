@@ -5,10 +5,10 @@ settings, and replay knows both in advance: the recording holds the candles and 
 (the first 4h close at least ``refit_every`` after the last good fit) gives the instants. So after
 each fit the tracker tells ``FitAhead`` (``after_fit``), which plans that ticker's next ``depth``
 refits and submits ``fit_hmm`` on their frames to a ``regime.fit_pool.FitPool`` (the other
-cores; the same pool makes the fits nobody planned, so the replay's own process imports no
-scikit-learn). When the model then fits, it asks ``take`` first: a finished (or running: it waits) fit of
+cores). When the model then fits, it asks ``take`` first: a finished (or running: it waits) fit of
 exactly the same candles and settings is used, stamped with the real instant (``hmm_fit.stamp``);
-anything else, a planned frame that turned out different included, is fitted inline as before. The
+anything else, a planned frame that turned out different included, is fitted then, by the same
+pool (so the replay's own process never imports scikit-learn). The
 frames are compared by a SHA-256 of their bytes, so a planning mistake costs time, never a
 different result: journals are byte-identical to sequential fits.
 

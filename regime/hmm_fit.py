@@ -1,8 +1,10 @@
 """Fitting the crypto volatility HMM: a pure function of (settings, candles, fit instant).
 
-``fit_hmm`` is what ``CryptoRegimeModel.fit`` runs, in the daemon's process or in a worker of the
-replay's fit-ahead pool (``regime.fit_ahead``): being pure and module-level, it pickles, and the same
-inputs give the same floats in either process (fixed seeds, single-threaded BLAS).
+``fit_hmm`` is what ``CryptoRegimeModel.fit`` runs, in a child process (``regime.fit_pool``; in
+replay also ahead of time, ``regime.fit_ahead``) or inline: being pure and module-level, it pickles,
+and the same inputs give the same floats in either process (fixed seeds, single-threaded BLAS). The
+fitted model it returns is plain arrays (``regime.hmm_predict.HmmParams``), so the process that
+receives it needs neither hmmlearn's model classes nor scikit-learn to use it.
 
 The fit instant only stamps the result (``stamp``), so a fit computed ahead, before its instant is
 known, and stamped on arrival is the very result of a fit made at that instant.
