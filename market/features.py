@@ -122,6 +122,14 @@ class FeatureTracker:
         state = self._tickers.get(tick.ticker) or self._new(tick.ticker)
         if tick.event_time_ms < state.at_ms:
             return  # an older tick (a backfilled close): it says nothing about now
+        if (
+            tick.event_time_ms == state.at_ms
+            and tick.close == state.price
+            and tick.timeframe != self.timeframe
+        ):
+            # another timeframe's update of the same instant (every stream pushes at once):
+            # nothing the features read has changed, so the cached ones still hold
+            return
         state.price = tick.close
         state.at_ms = tick.event_time_ms
         state.cached = None

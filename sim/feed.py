@@ -41,7 +41,7 @@ from market.recorded import (
     resample,
 )
 from market.timeframes import TIMEFRAME_MS
-from sim.path import MIN_UPDATES_PER_BAR, state_at
+from sim.path import MIN_UPDATES_PER_BAR, BarState, state_at
 
 BAR_MS = TIMEFRAME_MS["5m"]
 FUNDING_INTERVAL_MS = 8 * 3_600_000
@@ -151,6 +151,8 @@ class _Series:
             tf: self._bucket(frame, base_interval, tf, tf_ms)
             for tf, tf_ms in served_timeframes(base_interval).items()
         }
+        #: (slot, update index, its state): the last base-bar state ``kline_state`` walked
+        self.bar_memo: tuple[int, int, BarState] | None = None
 
         self.funding_missing: str | None = None
         try:
@@ -312,15 +314,20 @@ class SimFeed:
         if math.isnan(prior_high):  # an earlier bar of this candle is missing
             return None
         index = (now_ms - series.base_ms - slot * bar_ms) // self._update_interval_ms
-        bar = state_at(
-            bar_open,
-            series.high.item(slot),
-            series.low.item(slot),
-            series.close.item(slot),
-            series.volume.item(slot),
-            index,
-            self._updates_per_bar,
-        )
+        memo = series.bar_memo
+        if memo is not None and memo[0] == slot and memo[1] == index:
+            bar = memo[2]  # every timeframe of one instant walks the same base bar
+        else:
+            bar = state_at(
+                bar_open,
+                series.high.item(slot),
+                series.low.item(slot),
+                series.close.item(slot),
+                series.volume.item(slot),
+                index,
+                self._updates_per_bar,
+            )
+            series.bar_memo = (slot, index, bar)
         closed = position == k - 1 and index == self._updates_per_bar - 1
         if closed:
             volume = buckets.closed_volume.item(slot // k)
