@@ -50,6 +50,11 @@ class DecisionContext:
                 log.exception("analysts failed for this decision; the prompt goes without them")
         return await self.prompts.assemble(snapshot, sent)
 
+    def flush(self) -> None:
+        """Commit what the analysts' store holds back (a non-durable store batches reports)."""
+        if self.analysts is not None:
+            self.analysts.store.flush()
+
     def after(self, decision: AgentDecision, at_ms: int) -> None:
         for trade in decision.decisions:
             reasoning = " ".join(trade.reasoning.split())[:300]

@@ -49,10 +49,20 @@ _REPORT_COLUMNS = (
 )
 
 
-class AnalystStore:
-    """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests."""
+#: reports a non-durable store keeps in one open transaction at most (``AnalystStore``)
+BATCH_REPORTS = 256
 
-    def __init__(self, path: Path | str) -> None:
+
+class AnalystStore:
+    """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests.
+
+    ``durable=False`` (replay: journals not fsynced either) commits reports in batches: at most
+    ``BATCH_REPORTS`` in one transaction, committed with the next summary, by ``flush`` or by
+    ``close``. This connection reads its own pending rows, so every answer is the same; a crash
+    loses the batch, and another process sees it only once committed.
+    """
+
+    def __init__(self, path: Path | str, *, durable: bool = True) -> None:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
@@ -64,33 +74,50 @@ class AnalystStore:
         #: is its database's one writer (the daemon's event loop); a save that makes the answer
         #: unclear (a tie on day and time) drops the entry and the next call asks SQLite.
         self._latest: dict[tuple[str, str], AnalystReport | None] = {}
+        self._durable = durable
+        self._pending = 0  # reports written since the last commit (non-durable only)
+
+    def flush(self) -> None:
+        """Commit the reports a non-durable store holds in its open transaction."""
+        self._db.commit()
+        self._pending = 0
 
     def close(self) -> None:
+        self.flush()
         self._db.close()
 
     def save_report(self, report: AnalystReport) -> bool:
         """False when a report with this id was already there."""
-        with self._db:
-            cursor = self._db.execute(
-                f"INSERT OR IGNORE INTO analyst_reports ({_REPORT_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    report.report_id,
-                    report.analyst,
-                    report.ticker,
-                    report.day,
-                    report.at_ms,
-                    report.timescale,
-                    report.confidence,
-                    report.content,
-                    orjson.dumps(report.figures).decode(),
-                    orjson.dumps(report.labels).decode(),
-                ),
-            )
+        if self._durable:
+            with self._db:
+                cursor = self._insert(report)
+        else:  # SQLite undoes a failed INSERT alone; the batch before it stays pending
+            cursor = self._insert(report)
+            self._pending += 1
+            if self._pending >= BATCH_REPORTS:
+                self.flush()
         added = cursor.rowcount == 1
         if added:
             self._note_saved(report)
         return added
+
+    def _insert(self, report: AnalystReport) -> sqlite3.Cursor:
+        return self._db.execute(
+            f"INSERT OR IGNORE INTO analyst_reports ({_REPORT_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                report.report_id,
+                report.analyst,
+                report.ticker,
+                report.day,
+                report.at_ms,
+                report.timescale,
+                report.confidence,
+                report.content,
+                orjson.dumps(report.figures).decode(),
+                orjson.dumps(report.labels).decode(),
+            ),
+        )
 
     def _note_saved(self, report: AnalystReport) -> None:
         key = (report.analyst, report.ticker)
@@ -159,6 +186,7 @@ class AnalystStore:
                     summary.made_at_ms,
                 ),
             )
+        self._pending = 0  # the commit above took the pending reports too
 
     def summary(self, analyst: str, ticker: str, day: str, session: Session) -> DaySummary | None:
         row = self._db.execute(

@@ -43,7 +43,8 @@ def build_decision_context(
         model = None
         if config.model_summaries and agents.client is not None:
             model = ClaudeSummariser(agents.client, settings.agent, agents.decider.ledger)
-        desk = AnalystDesk(AnalystStore(state_dir / "analysts.db"), settings.market.tickers, model)
+        store = AnalystStore(state_dir / "analysts.db", durable=settings.state.fsync_journals)
+        desk = AnalystDesk(store, settings.market.tickers, model)
     session = SessionStore(
         state_dir / "sessions",
         clock,

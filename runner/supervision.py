@@ -118,6 +118,11 @@ def _shutdown_hooks(
         ("flush trades journal", journals.trades.close),
         ("save runner state", journals.store.save),
         ("save the learner", lambda: decision.learner.save() if decision.learner.unsaved else None),
+        *(
+            [("flush the analysts' reports", decision.context.flush)]
+            if decision.context is not None
+            else []
+        ),
         ("close the Claude client", decision.agents.decider.aclose),
         *(
             [("close the broker", decision.broker_parts.close)]

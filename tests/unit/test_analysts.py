@@ -172,3 +172,40 @@ def test_the_newest_report_kept_in_memory_is_the_one_sqlite_gives(tmp_path) -> N
         fresh.close()
     latest = store.latest_report("market", "BTC/USDT")
     assert latest is not None and latest.at_ms == DAY1_MS + 30 * HOUR_MS
+
+
+def test_a_non_durable_store_batches_reports_and_answers_the_same(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Replay's store commits reports in batches: it answers as the durable store does, another
+    connection sees the reports once flushed (or a batch is full), and close commits them."""
+    import memory.analyst_store as analyst_store
+
+    durable = AnalystStore(tmp_path / "durable.db")
+    path = tmp_path / "batched.db"
+    batched = AnalystStore(path, durable=False)
+    reports = [_report("market", DAY1_MS + i * HOUR_MS // 4) for i in range(10)]
+    for report in reports:
+        assert batched.save_report(report) == durable.save_report(report)
+        assert batched.latest_report("market", "BTC/USDT") == durable.latest_report(
+            "market", "BTC/USDT"
+        )
+    assert not batched.save_report(reports[0])  # idempotent on the id, pending or not
+    day = utc_day(DAY1_MS)
+    assert batched.day_reports("BTC/USDT", day) == durable.day_reports("BTC/USDT", day)
+    other = sqlite3.connect(path)
+    count = "SELECT COUNT(*) FROM analyst_reports"
+    assert other.execute(count).fetchone()[0] == 0  # pending: not committed yet
+    batched.flush()
+    assert other.execute(count).fetchone()[0] == len(reports)
+    original = analyst_store.BATCH_REPORTS
+    analyst_store.BATCH_REPORTS = 3
+    try:
+        for i in range(3):
+            batched.save_report(_report("sentiment", DAY1_MS + i * HOUR_MS))
+    finally:
+        analyst_store.BATCH_REPORTS = original
+    assert other.execute(count).fetchone()[0] == len(reports) + 3  # a full batch commits
+    batched.save_report(_report("regime", DAY1_MS))
+    batched.close()
+    assert other.execute(count).fetchone()[0] == len(reports) + 4  # close commits the rest
+    other.close()
+    durable.close()

@@ -227,3 +227,47 @@ def test_incremental_features_match_a_brute_force_reference(
             assert got is None and name in features.unavailable
         else:
             assert got == pytest.approx(value, rel=1e-9, abs=1e-9)
+
+
+def _uncached(tracker: FeatureTracker, ticker: str) -> TickFeatures:
+    """The features made afresh from the tracker's state, bypassing its cache."""
+    state = tracker._tickers[ticker]
+    return tracker._compute(ticker, state)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.integers(0, 3),  # instants forward (0: the same instant again)
+            st.sampled_from(["15m", "1h", "4h"]),
+            st.sampled_from([99.5, 100.0, 101.25]),  # few prices: repeats are common
+            st.floats(0.0, 50.0),
+            st.booleans(),  # a 15m close before the tick
+        ),
+        min_size=1,
+        max_size=60,
+    )
+)
+def test_cached_features_equal_fresh_ones_across_timeframes_of_an_instant(
+    steps: list[tuple[int, str, float, float, bool]],
+) -> None:
+    """Every stream pushes at the same instant: another timeframe's update of the same instant
+    and price keeps the cache, which must always equal features made afresh."""
+    tracker = FeatureTracker()
+    _feed(tracker, candle_series([100.0 + (i % 7) for i in range(100)], start_ms=T0))
+    at_ms = T0 + 100 * STEP + 1_000
+    for forward, timeframe, price, volume, close_first in steps:
+        at_ms += forward * 75_000
+        if close_first:
+            open_ms = at_ms - at_ms % STEP - STEP
+            tracker.on_close("BTC/USDT", "15m", candle_series([price], start_ms=open_ms)[0])
+        step = TIMEFRAME_MS_BY_NAME[timeframe]
+        tick = make_tick(
+            timeframe=timeframe, open_ms=at_ms - at_ms % step, event_ms=at_ms, c=price, v=volume
+        )
+        tracker.on_tick(tick)
+        assert tracker.features("BTC/USDT") == _uncached(tracker, "BTC/USDT")
+
+
+TIMEFRAME_MS_BY_NAME = {"15m": STEP, "1h": 4 * STEP, "4h": 16 * STEP}

@@ -371,3 +371,23 @@ def test_the_base_bars_closed_candles_are_the_recorded_rows_around_a_hole(tmp_pa
         closing = feed.kline_state("BTC/USDT", "5m", SYNTH_START_MS + 7 * BAR_MS - UPDATE_MS)
         assert closing is not None and closing.closed
         assert closing.volume == recorded.loc[SYNTH_START_MS + 6 * BAR_MS, "volume"]
+
+
+@FAST
+@given(
+    instants=st.lists(
+        st.tuples(st.integers(0, 3 * N - 1), st.sampled_from(TIMEFRAMES), st.integers(0, 2)),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_the_bar_memo_never_changes_an_answer(
+    feed: SimFeed, instants: list[tuple[int, str, int]]
+) -> None:
+    """Timeframes of one instant share the walked base bar; any order of lookups (the same
+    instant again, another timeframe, another bar) answers as a lookup with no memo."""
+    for update, timeframe, bar in instants:
+        now_ms = MAR_1_2025_MS + bar * BAR_MS + update % N * UPDATE_MS
+        memoised = feed.kline_state("BTC/USDT", timeframe, now_ms)
+        feed._get("BTC/USDT").bar_memo = None
+        assert memoised == feed.kline_state("BTC/USDT", timeframe, now_ms)
