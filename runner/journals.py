@@ -39,9 +39,17 @@ class Journals:
     trades: CsvJournal
 
 
-def open_journals(settings: Settings, clock: Clock, bus: EventBus) -> Journals:
+def open_journals(
+    settings: Settings, clock: Clock, bus: EventBus, *, state_edits: bool = True
+) -> Journals:
+    """``state_edits=False``: nobody edits ``runner_state.json`` while this runs (replay)."""
     refuse_package_dir(settings.state_dir)
-    store = RunnerStateStore(settings.runner_state_path, clock, Redactor(settings.secret_values()))
+    store = RunnerStateStore(
+        settings.runner_state_path,
+        clock,
+        Redactor(settings.secret_values()),
+        edits=state_edits,
+    )
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals

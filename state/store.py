@@ -82,8 +82,19 @@ class StateSaveConflictError(RetryableError):
 class RunnerStateStore:
     """The daemon's persistent state (see the module docstring). Not thread-safe: one owner."""
 
-    def __init__(self, path: Path, clock: Clock, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        clock: Clock,
+        redactor: Redactor | None = None,
+        *,
+        edits: bool = True,
+    ) -> None:
+        """``edits=False`` (replay: nobody edits the file mid-run, and nothing watches it) makes
+        ``save`` trust what the store last read or wrote instead of reading the file first; the
+        atomic exchange still hands back an edit made anyway, which is then merged as ever."""
         self._path = Path(path)
+        self._edits = edits
         self._clock = clock
         self._redactor = redactor or Redactor()  # memory notes are re-sent: no secret in them
         self._current: RunnerState | None = None
@@ -234,7 +245,7 @@ class RunnerStateStore:
         reports: list[StateEditReport] = []
         for _ in range(MAX_SAVE_ATTEMPTS):
             try:
-                reports += _some(self._examine_file())
+                reports += _some(self._examine_file()) if self._edits else []
             except FileInFluxError:
                 continue
             reports += _some(self._preserve_rejected_edit())

@@ -262,7 +262,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     check_span(feed, options)
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
-    journals = open_journals(settings, clock, bus)
+    journals = open_journals(settings, clock, bus, state_edits=False)  # no state_watch either
     pool = build_fit_pool(settings)
     ports = replay_ports(
         settings,

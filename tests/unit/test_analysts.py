@@ -174,11 +174,9 @@ def test_the_newest_report_kept_in_memory_is_the_one_sqlite_gives(tmp_path) -> N
     assert latest is not None and latest.at_ms == DAY1_MS + 30 * HOUR_MS
 
 
-def test_a_non_durable_store_batches_reports_and_answers_the_same(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_non_durable_store_batches_reports_and_answers_the_same(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Replay's store commits reports in batches: it answers as the durable store does, another
     connection sees the reports once flushed (or a batch is full), and close commits them."""
-    import memory.analyst_store as analyst_store
-
     durable = AnalystStore(tmp_path / "durable.db")
     path = tmp_path / "batched.db"
     batched = AnalystStore(path, durable=False)
@@ -196,13 +194,9 @@ def test_a_non_durable_store_batches_reports_and_answers_the_same(tmp_path) -> N
     assert other.execute(count).fetchone()[0] == 0  # pending: not committed yet
     batched.flush()
     assert other.execute(count).fetchone()[0] == len(reports)
-    original = analyst_store.BATCH_REPORTS
-    analyst_store.BATCH_REPORTS = 3
-    try:
-        for i in range(3):
-            batched.save_report(_report("sentiment", DAY1_MS + i * HOUR_MS))
-    finally:
-        analyst_store.BATCH_REPORTS = original
+    monkeypatch.setattr("memory.analyst_store.BATCH_REPORTS", 3)
+    for i in range(3):
+        batched.save_report(_report("sentiment", DAY1_MS + i * HOUR_MS))
     assert other.execute(count).fetchone()[0] == len(reports) + 3  # a full batch commits
     batched.save_report(_report("regime", DAY1_MS))
     batched.close()

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
 
 from core.bus import EventBus
-from core.events import Candle, Topic
+from core.events import Candle, Timeframe, Topic
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker, TickFeatures
 
@@ -250,7 +250,7 @@ def _uncached(tracker: FeatureTracker, ticker: str) -> TickFeatures:
     )
 )
 def test_cached_features_equal_fresh_ones_across_timeframes_of_an_instant(
-    steps: list[tuple[int, str, float, float, bool]],
+    steps: list[tuple[int, Timeframe, float, float, bool]],
 ) -> None:
     """Every stream pushes at the same instant: another timeframe's update of the same instant
     and price keeps the cache, which must always equal features made afresh."""
@@ -270,4 +270,4 @@ def test_cached_features_equal_fresh_ones_across_timeframes_of_an_instant(
         assert tracker.features("BTC/USDT") == _uncached(tracker, "BTC/USDT")
 
 
-TIMEFRAME_MS_BY_NAME = {"15m": STEP, "1h": 4 * STEP, "4h": 16 * STEP}
+TIMEFRAME_MS_BY_NAME: dict[Timeframe, int] = {"15m": STEP, "1h": 4 * STEP, "4h": 16 * STEP}

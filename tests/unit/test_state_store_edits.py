@@ -6,10 +6,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from state_store_support import (
     EDITORS,
     EPOCH_MS,
@@ -285,3 +288,57 @@ async def test_watch_rejects_a_non_positive_interval(
 ) -> None:
     with pytest.raises(ValueError, match="interval_secs"):
         await store.watch(clock, 0)
+
+
+# --- replay: a store that does not look for edits ---------------------------------------------
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    saves=st.lists(
+        st.one_of(
+            st.dictionaries(
+                st.sampled_from(["BTC/USDT", "ETH/USDT", "SOL/USDT"]),
+                st.floats(1.0, 1e6, allow_nan=False),
+                max_size=3,
+            ),
+            st.none(),  # a save with nothing changed
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_store_without_edits_writes_what_the_watching_one_writes(
+    saves: list[dict[str, float] | None],
+) -> None:
+    """Replay's store trusts what it last wrote instead of reading the file before each save;
+    with nobody editing, every save leaves the same bytes as the watching store's."""
+    with tempfile.TemporaryDirectory() as folder:
+        clock = VirtualClock(epoch_ms=EPOCH_MS)
+        paths = [state_path(Path(folder) / name) for name in ("watching", "trusting")]
+        stores = [RunnerStateStore(paths[0], clock), RunnerStateStore(paths[1], clock, edits=False)]
+        for store in stores:
+            store.load()
+        for prices in saves:
+            for store in stores:
+                if prices is not None:
+                    store.replace(entry_prices=prices)
+                assert store.save() == ()
+            assert paths[0].read_bytes() == paths[1].read_bytes()
+
+
+def test_a_store_without_edits_still_keeps_an_edit_the_swap_returns(
+    path: Path, clock: VirtualClock
+) -> None:
+    """It does not read the file before saving, but the atomic exchange hands back what it
+    replaced: an edit made anyway is judged and merged, never lost."""
+    store = RunnerStateStore(path, clock, edits=False)
+    store.load()
+    store.replace(entry_prices={"BTC/USDT": 97000.0})
+    store.save()
+    edit_by_rename(path, with_changes(path, notes="a note made mid-replay"))
+    store.replace(entry_prices={"BTC/USDT": 98000.0})
+    (report,) = store.save()
+    assert report.accepted
+    assert on_disk(path)["notes"] == "a note made mid-replay"
+    assert on_disk(path)["entry_prices"] == {"BTC/USDT": 98000.0}
