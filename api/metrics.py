@@ -25,7 +25,12 @@ from api.models import AccountBody, AgentBody
 from core.events import Event, OrderFilled, PositionExit
 
 #: real seconds; a fallback decision takes milliseconds, a Claude one seconds
-LATENCY_BUCKETS_SECS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
+# a rule-based decision takes milliseconds, a model's seconds: fine steps at both ends, so a
+# quantile interpolated inside a bucket (histogram_quantile) is within a millisecond or so
+LATENCY_BUCKETS_SECS = (
+    0.001, 0.002, 0.003, 0.004, 0.005, 0.006, 0.007, 0.008, 0.009, 0.01, 0.0125, 0.015, 0.02,
+    0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+)  # fmt: skip
 BREAKER_STATES = ("closed", "open", "half_open")
 
 

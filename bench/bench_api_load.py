@@ -256,6 +256,8 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
         )  # fmt: skip
     try:
         url, token = await wait_for_api(state, proc)
+        if args.clients_nice:
+            os.nice(args.clients_nice)  # this process only: the daemon was started before
         connector = aiohttp.TCPConnector(limit=args.clients + 4)
         headers = {"Authorization": f"Bearer {token}"}
         async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
@@ -287,7 +289,7 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
     cpus = os.cpu_count()
     print(
         f"daemon: vigil run --sim at {args.speed:g}x, fallback decider, API isolation "
-        f"{args.isolation!r}; {cpus} CPUs"
+        f"{args.isolation!r}; clients at niceness +{args.clients_nice}; {cpus} CPUs"
     )
     for p in phases:
         d = p.decisions
@@ -355,6 +357,13 @@ def main(argv: list[str] | None = None) -> None:
         choices=("process", "inline"),
         default="process",
         help="[api] isolation of the daemon: its own process (default) or the daemon's loop",
+    )
+    parser.add_argument(
+        "--clients-nice",
+        type=int,
+        default=0,
+        help="run this bench's clients at this niceness (the daemon keeps its own): clients on "
+        "other machines take none of the daemon's cores",
     )
     parser.add_argument(
         "--no-control",
