@@ -40,6 +40,8 @@ from api.models import (
 )
 from api.notes import NotesRejectedError, apply_notes_edit
 from api.ports import LiveDaemon, TradingControl
+from api.proxy import LiveProxy, Upstream
+from api.ratelimit import RateLimit, TokenBucket
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
 from state.memory_history import memory_history
 
@@ -63,6 +65,8 @@ class ApiContext:
     prices_as_of: str | None = None  # the configured model price table's date (cost figures)
     #: a decision is in flight (the daemon's routine): admission runs one request meanwhile
     trading_busy: Callable[[], bool] | None = None
+    #: the API process: the daemon's private API answers the live routes (``api.proxy``)
+    upstream: Upstream | None = None
 
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
@@ -85,18 +89,14 @@ def create_app(ctx: ApiContext) -> FastAPI:
     authed = [Depends(auth)]
     cost = JournalCost(ctx.files.decisions_path, ctx.config.cost_days, ctx.prices_as_of)
     config, files = ctx.config, ctx.files
-    admission = app.state.admission = Admission(
-        config.max_in_flight, config.admission_wait_ms / 1000, ctx.trading_busy or (lambda: False)
-    )
-    app.add_middleware(
-        AdmissionControl, admission=admission, retry_after_secs=config.busy_retry_after_secs
-    )
     cache = app.state.cache = ResponseCache()
     live_secs = config.live_cache_ms / 1000
 
     def journal_version() -> object:
         # the live file and its folder (a rotation or a retention sweep changes the folder)
         return file_version(files.decisions_path, files.decisions_path.parent)
+
+    _add_guards(app, ctx, journal_version)
 
     @app.exception_handler(StateFileError)
     async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
@@ -219,6 +219,28 @@ def create_app(ctx: ApiContext) -> FastAPI:
     for extend in ctx.extensions:
         extend(app, ctx, auth)
     return app
+
+
+def _add_guards(app: FastAPI, ctx: ApiContext, journal_version: Callable[[], object]) -> None:
+    """Admission control, then (the API process) the daemon's live routes, then the rate
+    ceiling: the last added runs first, so a request over the ceiling costs nothing more."""
+    config = ctx.config
+    admission = app.state.admission = Admission(
+        config.max_in_flight, config.admission_wait_ms / 1000, ctx.trading_busy or (lambda: False)
+    )
+    app.add_middleware(
+        AdmissionControl, admission=admission, retry_after_secs=config.busy_retry_after_secs
+    )
+    if ctx.upstream is not None:
+        app.add_middleware(
+            LiveProxy,
+            upstream=ctx.upstream,
+            token=ctx.token,
+            live_cache_secs=config.live_cache_ms / 1000,
+            journal_version=journal_version,
+        )
+    if config.max_requests_per_sec > 0:
+        app.add_middleware(RateLimit, bucket=TokenBucket(config.max_requests_per_sec))
 
 
 def _json(body: BaseModel) -> bytes:

@@ -36,6 +36,10 @@ class ApiConfig(BaseModel):
     # api.cache: the oldest a live figure may be (/api/status, /api/positions, /metrics); journal
     # answers are recomputed when the files change, whatever this says. 0: computed every time
     live_cache_ms: int = Field(1000, ge=0, le=60_000)
+    # api.ratelimit: the most requests answered a second (more get 429 + Retry-After); bounds
+    # what the API and its clients take of the machine's cores (a dashboard asks a few a
+    # second, a Prometheus scrape one in 15 s). 0: no ceiling
+    max_requests_per_sec: float = Field(200, ge=0, le=1_000_000)
 
 
 def is_loopback(host: str) -> bool:

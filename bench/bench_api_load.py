@@ -112,7 +112,7 @@ class Phase:
     wall_secs: float
     requests: dict[str, list[float]] = field(default_factory=dict)  # path -> latencies (s)
     errors: dict[str, int] = field(default_factory=dict)
-    busy: dict[str, int] = field(default_factory=dict)  # 503 + Retry-After (admission control)
+    busy: dict[str, int] = field(default_factory=dict)  # 429/503 + Retry-After (ceiling, admission)
 
 
 def pct(values: list[float], q: float) -> float:
@@ -144,7 +144,7 @@ async def client(
             async with http.get(url + path) as r:
                 await r.read()
                 ok = r.status == 200
-                if r.status == 503 and "Retry-After" in r.headers:
+                if r.status in (429, 503) and "Retry-After" in r.headers:
                     retry_after = float(r.headers["Retry-After"])
         except aiohttp.ClientError as exc:
             ok, path = False, f"{path} ({type(exc).__name__})"
@@ -184,7 +184,12 @@ async def run_phase(
     return phase
 
 
-def daemon_env(state_dir: Path, speed: float, isolation: str = "process") -> dict[str, str]:
+LIVE_PATHS = frozenset({"/api/status", "/api/positions", "/metrics"})
+
+
+def daemon_env(
+    state_dir: Path, speed: float, isolation: str = "process", max_rps: float | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
     env.pop("ANTHROPIC_API_KEY", None)  # the fallback decides: no network, no cost
     empty = state_dir.parent / "vigil.toml"
@@ -197,6 +202,8 @@ def daemon_env(state_dir: Path, speed: float, isolation: str = "process") -> dic
         VIGIL_SIM__PORT="0",
         VIGIL_API__ISOLATION=isolation,
     )
+    if max_rps is not None:
+        env["VIGIL_API__MAX_REQUESTS_PER_SEC"] = f"{max_rps:g}"
     return env
 
 
@@ -252,7 +259,8 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
     with (work / "daemon.log").open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner.cli", "run", "--sim",
-            env=daemon_env(state, args.speed, args.isolation), cwd=REPO, stdout=log, stderr=log,
+            env=daemon_env(state, args.speed, args.isolation, args.max_rps),
+            cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
     try:
         url, token = await wait_for_api(state, proc)
@@ -263,9 +271,12 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
         async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
             await wait_for_decisions(http, url, 3)  # warmed up: the market is flowing
             phases = []
+            mix = tuple(p for p in PATHS if not (args.files_only and p in LIVE_PATHS))
             for name, clients in (("quiet", 0), ("load", args.clients), ("quiet again", 0)):
                 print(f"phase {name}: {args.phase_secs:g} s ...", flush=True)
-                phases.append(await run_phase(http, url, name, args.phase_secs, clients))
+                phases.append(
+                    await run_phase(http, url, name, args.phase_secs, clients, (http, url, mix))
+                )
             if args.control:
                 print(f"phase control: {args.phase_secs:g} s ...", flush=True)
                 async with (
@@ -289,7 +300,9 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
     cpus = os.cpu_count()
     print(
         f"daemon: vigil run --sim at {args.speed:g}x, fallback decider, API isolation "
-        f"{args.isolation!r}; clients at niceness +{args.clients_nice}; {cpus} CPUs"
+        f"{args.isolation!r}, max_requests_per_sec "
+        f"{'default' if args.max_rps is None else f'{args.max_rps:g}'}; clients at niceness "
+        f"+{args.clients_nice}; {cpus} CPUs"
     )
     for p in phases:
         d = p.decisions
@@ -307,7 +320,7 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
             print(
                 f"API ({loaded.name}) under {args.clients} clients: {len(every):,} requests "
                 f"({len(every) / loaded.wall_secs:,.0f}/s), errors "
-                f"{sum(loaded.errors.values())}, busy (503) {sum(loaded.busy.values())}, "
+                f"{sum(loaded.errors.values())}, busy (429/503) {sum(loaded.busy.values())}, "
                 f"p50 {pct(every, 0.5) * 1000:.1f} ms, "
                 f"p95 {pct(every, 0.95) * 1000:.1f} ms, p99 {pct(every, 0.99) * 1000:.1f} ms"
             )
@@ -321,7 +334,7 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
     for path, n in sorted(load.errors.items()):
         print(f"  error {path}: {n}")
     for path, n in sorted(load.busy.items()):
-        print(f"  busy (503, Retry-After honoured) {path}: {n}")
+        print(f"  busy (429/503, Retry-After honoured) {path}: {n}")
     quiet = phases[0].decisions.total_secs + phases[2].decisions.total_secs
     quiet_n = phases[0].decisions.count + phases[2].decisions.count
     if quiet_n and load.decisions.count:
@@ -359,6 +372,12 @@ def main(argv: list[str] | None = None) -> None:
         help="[api] isolation of the daemon: its own process (default) or the daemon's loop",
     )
     parser.add_argument(
+        "--max-rps",
+        type=float,
+        default=None,
+        help="[api] max_requests_per_sec of the daemon (default: its default; 0: no ceiling)",
+    )
+    parser.add_argument(
         "--clients-nice",
         type=int,
         default=0,
@@ -370,6 +389,12 @@ def main(argv: list[str] | None = None) -> None:
         dest="control",
         action="store_false",
         help="skip the control phase (the load on a vigil serve process instead)",
+    )
+    parser.add_argument(
+        "--files-only",
+        action="store_true",
+        help="leave out the routes that ask the daemon (status, positions, metrics): what the "
+        "load costs the daemon without a single request reaching it",
     )
     args = parser.parse_args(argv or [])
     with tempfile.TemporaryDirectory(prefix="vigil-api-load-") as tmp:

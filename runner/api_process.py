@@ -26,10 +26,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from api.app import ApiContext, create_app
-from api.cache import file_version
 from api.config import ApiConfig
 from api.files import StateDirFiles
-from api.proxy import LiveProxy, Upstream
+from api.proxy import Upstream
 from api.server import ApiServer
 from api.stream import stream_routes
 from runner.logging_setup import LogConfig, configure_logging
@@ -129,24 +128,16 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
 
 
 def build_process_server(spec: ApiProcessSpec) -> tuple[ApiServer, Upstream]:
-    files = StateDirFiles(spec.state_dir)
+    upstream = Upstream(spec.upstream_url, spec.token)
     ctx = ApiContext(
-        files=files,
+        files=StateDirFiles(spec.state_dir),
         config=spec.api,
         token=spec.token,
         extensions=[stream_routes(None)],  # the routes for the docs; the proxy answers them
         prices_as_of=spec.prices_as_of,
-    )
-    app = create_app(ctx)
-    upstream = Upstream(spec.upstream_url, spec.token)
-    app.add_middleware(
-        LiveProxy,
         upstream=upstream,
-        token=spec.token,
-        live_cache_secs=spec.api.live_cache_ms / 1000,
-        journal_version=lambda: file_version(files.decisions_path, files.decisions_path.parent),
     )
-    return ApiServer(app, spec.api.host, spec.api.port, spec.state_dir), upstream
+    return ApiServer(create_app(ctx), spec.api.host, spec.api.port, spec.state_dir), upstream
 
 
 async def _serve(spec: ApiProcessSpec) -> int:

@@ -148,3 +148,22 @@ async def test_live_figures_are_computed_at_most_once_per_interval(
     assert all(code == 200 for code, _ in answers)
     assert len({body["now_ms"] for _, body in answers}) == computed  # type: ignore[index]
     assert daemon.reads == computed
+
+
+async def test_over_the_request_ceiling_is_429_with_retry_after_and_healthz_is_exempt(
+    tmp_path: Path,
+) -> None:
+    write_state_dir(tmp_path)
+    # one request per 100 s: the second comes sooner on any machine
+    async with serve_api(tmp_path, config=ApiConfig(port=0, max_requests_per_sec=0.01)) as api:
+        statuses = []
+        for _ in range(3):
+            async with api.session.get(api.url + "/api/trades", headers=api.auth) as r:
+                statuses.append(r.status)
+                if r.status == 429:
+                    assert r.headers["Retry-After"] == "100"
+                    assert "requests a second" in (await r.json())["detail"]
+        assert statuses == [200, 429, 429]
+        for _ in range(10):
+            async with api.session.get(api.url + "/healthz") as r:
+                assert r.status == 200
