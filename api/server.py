@@ -35,6 +35,10 @@ class _Server(uvicorn.Server):
 def bind(host: str, port: int) -> socket.socket:
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
     sock = socket.create_server((host, port), family=family, reuse_port=False)
+    # uvicorn writes a response's head and body apart: with Nagle on, the body waits for the
+    # client's delayed ACK of the head, 40 ms a request (measured: 44 ms p50 for /healthz on
+    # loopback). Accepted connections inherit this from the listening socket.
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.set_inheritable(True)
     return sock
 
