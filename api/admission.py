@@ -30,6 +30,8 @@ from collections.abc import Callable
 import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.asgi import send_answer
+
 EXEMPT_PATHS = frozenset({"/healthz", "/api/decisions/stream"})
 
 
@@ -135,18 +137,11 @@ class AdmissionControl:
                 )
             }
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 503,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"retry-after", str(math.ceil(self._retry_after_secs)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"retry-after", str(math.ceil(self._retry_after_secs)).encode()),
+        ]
+        await send_answer(send, 503, body, headers)
 
 
 __all__ = ["EXEMPT_PATHS", "Admission", "AdmissionControl"]

@@ -96,7 +96,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         # the live file and its folder (a rotation or a retention sweep changes the folder)
         return file_version(files.decisions_path, files.decisions_path.parent)
 
-    _add_guards(app, ctx, journal_version)
+    _add_guards(app, ctx, auth, journal_version)
 
     @app.exception_handler(StateFileError)
     async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
@@ -221,7 +221,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
     return app
 
 
-def _add_guards(app: FastAPI, ctx: ApiContext, journal_version: Callable[[], object]) -> None:
+def _add_guards(
+    app: FastAPI, ctx: ApiContext, auth: BearerAuth, journal_version: Callable[[], object]
+) -> None:
     """Admission control, then (the API process) the daemon's live routes, then the rate
     ceiling: the last added runs first, so a request over the ceiling costs nothing more."""
     config = ctx.config
@@ -235,7 +237,7 @@ def _add_guards(app: FastAPI, ctx: ApiContext, journal_version: Callable[[], obj
         app.add_middleware(
             LiveProxy,
             upstream=ctx.upstream,
-            token=ctx.token,
+            auth=auth,
             live_cache_secs=config.live_cache_ms / 1000,
             journal_version=journal_version,
         )

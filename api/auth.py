@@ -64,18 +64,20 @@ class BearerAuth:
     async def __call__(
         self, credentials: Annotated[HTTPAuthorizationCredentials | None, Security(_SCHEME)]
     ) -> None:
-        if credentials is None or not credentials.credentials:
+        refusal = self.refusal(credentials.credentials if credentials is not None else None)
+        if refusal is not None:
             raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "a bearer token is required (Authorization: Bearer <token>)",
-                headers={"WWW-Authenticate": "Bearer"},
+                status.HTTP_401_UNAUTHORIZED, refusal, headers={"WWW-Authenticate": "Bearer"}
             )
-        if not hmac.compare_digest(credentials.credentials.strip().encode(), self._expected):
-            raise HTTPException(
-                status.HTTP_401_UNAUTHORIZED,
-                "wrong token",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
+
+    def refusal(self, credentials: str | None) -> str | None:
+        """Why ``credentials`` (the token after ``Bearer``; None: no bearer header) are refused,
+        or None when they are the token."""
+        if not credentials or not credentials.strip():
+            return "a bearer token is required (Authorization: Bearer <token>)"
+        if not hmac.compare_digest(credentials.strip().encode(), self._expected):
+            return "wrong token"
+        return None
 
 
 __all__ = ["TOKEN_FILE_NAME", "BearerAuth", "read_token_file", "resolve_token"]

@@ -18,7 +18,6 @@ the daemon does not answer (its API loop restarting), the client gets 503 with `
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import AsyncIterator, Callable, Hashable, Mapping
 
 import aiohttp
@@ -27,6 +26,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api.asgi import send_answer
+from api.auth import BearerAuth
 from api.cache import ResponseCache
 
 LIVE_GETS = frozenset({"/api/status", "/api/positions", "/metrics"})
@@ -131,14 +132,14 @@ class LiveProxy:
         app: ASGIApp,
         *,
         upstream: Upstream,
-        token: str,
+        auth: BearerAuth,
         live_cache_secs: float,
         journal_version: Callable[[], Hashable],
         cache: ResponseCache | None = None,
     ) -> None:
         self.app = app
         self._upstream = upstream
-        self._expected = token.encode()
+        self._auth = auth
         self._live_secs = live_cache_secs
         self._journal_version = journal_version
         self._cache = cache or ResponseCache()
@@ -150,7 +151,7 @@ class LiveProxy:
             return
         refusal = None if path in PUBLIC else self._refusal(scope)
         if refusal is not None:
-            await _send(send, 401, orjson.dumps({"detail": refusal}), _UNAUTHORISED)
+            await send_answer(send, 401, orjson.dumps({"detail": refusal}), _UNAUTHORISED)
             return
         try:
             if path == STREAM_PATH and scope["method"] == "GET":
@@ -158,20 +159,16 @@ class LiveProxy:
                 return
             body = await self._answer(scope, receive)
         except UpstreamError as exc:
-            await _send(send, exc.status, exc.body, exc.headers)
+            await send_answer(send, exc.status, exc.body, exc.headers)
             return
         kind = CONTENT_TYPE_LATEST if path == "/metrics" else "application/json"
-        await _send(send, 200, body, [(b"content-type", kind.encode())])
+        await send_answer(send, 200, body, [(b"content-type", kind.encode())])
 
     def _refusal(self, scope: Scope) -> str | None:
-        """Why the request is not authorised (BearerAuth's words), or None."""
-        header = dict(scope["headers"]).get(b"authorization", b"")
-        scheme, _, credentials = header.partition(b" ")
-        if scheme.lower() != b"bearer" or not credentials.strip():
-            return "a bearer token is required (Authorization: Bearer <token>)"
-        if not hmac.compare_digest(credentials.strip(), self._expected):
-            return "wrong token"
-        return None
+        """Why the request is not authorised (``BearerAuth``'s check, on the raw header)."""
+        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
+        scheme, _, credentials = header.partition(" ")
+        return self._auth.refusal(credentials if scheme.lower() == "bearer" else None)
 
     async def _answer(self, scope: Scope, receive: Receive) -> bytes:
         method, path = scope["method"], scope["path"]
@@ -220,13 +217,6 @@ async def _body(receive: Receive) -> bytes:
         if not message.get("more_body", False):
             break
     return b"".join(chunks)
-
-
-async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]]) -> None:
-    sent = [(k, v) for k, v in headers if k != b"content-length"]
-    sent.append((b"content-length", str(len(body)).encode()))
-    await send({"type": "http.response.start", "status": status, "headers": sent})
-    await send({"type": "http.response.body", "body": body})
 
 
 __all__ = ["LIVE_GETS", "LiveProxy", "Upstream", "UpstreamError", "proxied"]

@@ -8,9 +8,8 @@ its clients take of the cores; a request over the ceiling gets ``429`` with ``Re
 once (cheap), and a polite client waits, so its next request costs nothing meanwhile.
 
 A token bucket of ``rate`` tokens a second holding at most ``rate`` (one second of burst; at
-least one), on the
-process's monotonic clock: this is the operator's surface, timed in real seconds whatever the
-daemon's clock says. ``/healthz`` and the live decision stream are exempt, as in admission control.
+least one), on the process's monotonic clock: this is the operator's surface, timed in real
+seconds whatever the daemon's clock says. ``/healthz`` and the live decision stream are exempt, as in admission control.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ import orjson
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.admission import EXEMPT_PATHS
+from api.asgi import send_answer
 
 
 class TokenBucket:
@@ -68,11 +68,9 @@ class RateLimit:
             return
         headers = [
             (b"content-type", b"application/json"),
-            (b"content-length", str(len(self._body)).encode()),
             (b"retry-after", str(max(1, math.ceil(1 / self._bucket.rate))).encode()),
         ]
-        await send({"type": "http.response.start", "status": 429, "headers": headers})
-        await send({"type": "http.response.body", "body": self._body})
+        await send_answer(send, 429, self._body, headers)
 
 
 __all__ = ["RateLimit", "TokenBucket"]

@@ -56,8 +56,9 @@ class ApiProcessSpec(BaseModel):
 # --- the daemon's side -------------------------------------------------------------------------
 
 
-async def run_api_process(upstream: ApiServer, spec_for: SpecFactory) -> None:
-    """Serve the private API, run the API process beside it; raise when either stops."""
+async def run_api_process(upstream: ApiServer, spec: ApiProcessSpec) -> None:
+    """Serve the private API, run the API process beside it (``spec`` with the private API's
+    URL, known once it listens); raise when either stops."""
     serving = asyncio.create_task(upstream.run(), name="api upstream")
     try:
         await _started(upstream, serving)
@@ -67,7 +68,7 @@ async def run_api_process(upstream: ApiServer, spec_for: SpecFactory) -> None:
             sys.executable, "-m", "runner.api_process", stdin=asyncio.subprocess.PIPE
         )
         try:
-            await _send_spec(proc, spec_for(upstream.url))
+            await _send_spec(proc, spec.model_copy(update={"upstream_url": upstream.url}))
             exited = asyncio.create_task(proc.wait(), name="api process")
             await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
             if serving.done():
@@ -79,16 +80,6 @@ async def run_api_process(upstream: ApiServer, spec_for: SpecFactory) -> None:
         serving.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await serving
-
-
-class SpecFactory:
-    """The spec for a given private URL (the URL is known only once the private API listens)."""
-
-    def __init__(self, base: ApiProcessSpec) -> None:
-        self._base = base
-
-    def __call__(self, upstream_url: str) -> ApiProcessSpec:
-        return self._base.model_copy(update={"upstream_url": upstream_url})
 
 
 async def _started(server: ApiServer, serving: asyncio.Task[None]) -> None:
@@ -187,4 +178,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["ApiProcessSpec", "SpecFactory", "build_process_server", "main", "run_api_process"]
+__all__ = ["ApiProcessSpec", "build_process_server", "main", "run_api_process"]

@@ -27,7 +27,7 @@ from core.clock import Clock
 from core.events import Topic
 from gate.gate import AdaptiveGate
 from market.ports import TickSource
-from runner.api_process import ApiProcessSpec, SpecFactory, run_api_process
+from runner.api_process import ApiProcessSpec, run_api_process
 from runner.config import Settings
 from runner.market_wiring import MarketPath
 from runner.runs_launcher import build_run_queue
@@ -195,18 +195,16 @@ def api_token(settings: Settings) -> str:
     return resolve_token(configured, settings.api.host, settings.state_dir)
 
 
-def api_process_spec(settings: Settings) -> SpecFactory:
-    return SpecFactory(
-        ApiProcessSpec(
-            state_dir=settings.state_dir,
-            logs_dir=settings.logs_dir,
-            api=settings.api,
-            token=api_token(settings),
-            upstream_url="",  # known once the private API listens
-            prices_as_of=settings.agent.prices.as_of,
-            log_level=settings.log_level,
-            log=settings.log,
-        )
+def api_process_spec(settings: Settings) -> ApiProcessSpec:
+    return ApiProcessSpec(
+        state_dir=settings.state_dir,
+        logs_dir=settings.logs_dir,
+        api=settings.api,
+        token=api_token(settings),
+        upstream_url="",  # known once the private API listens (run_api_process)
+        prices_as_of=settings.agent.prices.as_of,
+        log_level=settings.log_level,
+        log=settings.log,
     )
 
 
