@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,6 +20,10 @@ class ApiConfig(BaseModel):
     # live_cache_ms; "inline": on the daemon's own event loop (one process, every request there)
     isolation: Literal["process", "inline"] = "process"
     process_nice: int = Field(10, ge=0, le=19)  # the API process's niceness above the daemon's
+    # the CPUs the API process may run on (empty: any). On a small host, keeping the API and its
+    # clients' work on one core leaves the other cores to the daemon: niceness alone does not,
+    # a woken daemon still waits for a busy core (see README, "The API under load")
+    process_cpus: tuple[Annotated[int, Field(ge=0, le=4095)], ...] = ()
     host: str = "127.0.0.1"  # a non-loopback address needs a configured token (VIGIL_API_TOKEN)
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)
     decisions_page_max: int = Field(500, ge=1, le=10_000)  # most lines one /api/decisions answers

@@ -2,7 +2,10 @@
 
 A real ``vigil run --sim`` (child process, simulator at 60x, fallback decider, API on a free
 loopback port; ``--isolation inline`` puts the API on the daemon's loop instead of its own
-process, the default). In one run, three phases of ``--phase-secs`` each:
+process, the default). In one run, three phases of ``--phase-secs`` each (default: one
+simulated 4h period, 240 s at 60x, so that each phase holds one 4h close: that decision waits for
+three REST refreshes of the 4h history and is the slowest of the period; phases of another length
+hold zero or one, and their means differ by it, load or not):
 
 1. quiet: no API client but this bench's two scrapes of ``/metrics`` at the phase's ends;
 2. load: ``--clients`` (50) concurrent clients, each requesting in a loop a mix of ``/api/status``,
@@ -20,7 +23,8 @@ The daemon's decision latency per phase comes from its own histogram
 (``vigil_decision_latency_seconds``, real seconds from a decision's start to its journal line): the
 difference of two scrapes gives the phase's count, exact mean, and p50 / p95 interpolated inside
 the histogram's buckets (as Prometheus's ``histogram_quantile``). The load average is read at each
-phase's start and end. The clients run in this process, the daemon in another: both share the
+phase's start and end. ``--api-cpus 1`` puts the API process (``[api] process_cpus``) and the
+clients on CPU 1, as if the clients ran on other machines and the host kept a core for the daemon. The clients run in this process, the daemon in another: both share the
 machine's cores, which is what a dashboard and a scraper on the daemon's host do.
 """
 
@@ -56,6 +60,7 @@ PATHS = (
     "/healthz",
 )
 HISTOGRAM = "vigil_decision_latency_seconds"
+FOUR_HOURS_SECS = 4 * 3600
 
 
 @dataclass
@@ -188,7 +193,11 @@ LIVE_PATHS = frozenset({"/api/status", "/api/positions", "/metrics"})
 
 
 def daemon_env(
-    state_dir: Path, speed: float, isolation: str = "process", max_rps: float | None = None
+    state_dir: Path,
+    speed: float,
+    isolation: str = "process",
+    max_rps: float | None = None,
+    api_cpus: tuple[int, ...] = (),
 ) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
     env.pop("ANTHROPIC_API_KEY", None)  # the fallback decides: no network, no cost
@@ -204,6 +213,8 @@ def daemon_env(
     )
     if max_rps is not None:
         env["VIGIL_API__MAX_REQUESTS_PER_SEC"] = f"{max_rps:g}"
+    if api_cpus:
+        env["VIGIL_API__PROCESS_CPUS"] = json.dumps(list(api_cpus))
     return env
 
 
@@ -259,13 +270,15 @@ async def measure(args: argparse.Namespace, work: Path) -> list[Phase]:
     with (work / "daemon.log").open("wb") as log:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "runner.cli", "run", "--sim",
-            env=daemon_env(state, args.speed, args.isolation, args.max_rps),
+            env=daemon_env(state, args.speed, args.isolation, args.max_rps, args.api_cpus),
             cwd=REPO, stdout=log, stderr=log,
         )  # fmt: skip
     try:
         url, token = await wait_for_api(state, proc)
         if args.clients_nice:
             os.nice(args.clients_nice)  # this process only: the daemon was started before
+        if args.api_cpus:
+            os.sched_setaffinity(0, args.api_cpus)  # likewise
         connector = aiohttp.TCPConnector(limit=args.clients + 4)
         headers = {"Authorization": f"Bearer {token}"}
         async with aiohttp.ClientSession(headers=headers, connector=connector) as http:
@@ -302,7 +315,8 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
         f"daemon: vigil run --sim at {args.speed:g}x, fallback decider, API isolation "
         f"{args.isolation!r}, max_requests_per_sec "
         f"{'default' if args.max_rps is None else f'{args.max_rps:g}'}; clients at niceness "
-        f"+{args.clients_nice}; {cpus} CPUs"
+        f"+{args.clients_nice}; {cpus} CPUs; API process and clients on CPUs "
+        f"{','.join(map(str, args.api_cpus)) or 'any'}; phases of {args.phase_secs:g} s"
     )
     for p in phases:
         d = p.decisions
@@ -363,8 +377,20 @@ def _ms(secs: float | None) -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench api_load")
     parser.add_argument("--clients", type=int, default=50)
-    parser.add_argument("--phase-secs", type=float, default=60.0)
+    parser.add_argument(
+        "--phase-secs",
+        type=float,
+        default=None,
+        help="each phase's length (default: one simulated 4h period at --speed, so every phase "
+        "holds one 4h close and its slow decision, which waits for three REST refreshes)",
+    )
     parser.add_argument("--speed", type=float, default=60.0)
+    parser.add_argument(
+        "--api-cpus",
+        default="",
+        help="comma-separated CPUs for the API process ([api] process_cpus) and this bench's "
+        "clients, as if the clients were on other machines: the daemon keeps the other cores",
+    )
     parser.add_argument(
         "--isolation",
         choices=("process", "inline"),
@@ -397,6 +423,9 @@ def main(argv: list[str] | None = None) -> None:
         "load costs the daemon without a single request reaching it",
     )
     args = parser.parse_args(argv or [])
+    if args.phase_secs is None:
+        args.phase_secs = FOUR_HOURS_SECS / args.speed
+    args.api_cpus = tuple(int(cpu) for cpu in args.api_cpus.split(",") if cpu.strip())
     with tempfile.TemporaryDirectory(prefix="vigil-api-load-") as tmp:
         phases = asyncio.run(measure(args, Path(tmp)))
     report(phases, args)

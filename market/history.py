@@ -94,6 +94,14 @@ def with_newer_closes(frame: pd.DataFrame, closes: Sequence[Candle]) -> pd.DataF
     return pd.concat([frame, rows_to_frame(rows)]) if len(frame) else rows_to_frame(rows)
 
 
+def page_limit(first_open_ms: int, last_open_ms: int, step_ms: int) -> int:
+    """Candles to ask for: the span's count, at most a page. Binance weighs a klines request by
+    its ``limit`` (1 below 100, 5 up to 1000) and ccxt's rate limiter waits ``weight x 50 ms``
+    before the next request: a 4h close's refresh of one candle per ticker asked with
+    ``limit=1000`` made each following ticker's refresh wait 250 ms, and the decision with them."""
+    return max(1, min(OHLCV_PAGE_LIMIT, (last_open_ms - first_open_ms) // step_ms + 1))
+
+
 class _PagedOhlcv:
     """Paginated closed-candle fetches with retries: shared by the cache and the backfill."""
 
@@ -120,12 +128,13 @@ class _PagedOhlcv:
         rows: list[list[Any]] = []
         since = first_open_ms
         while since <= last_open_ms:
+            limit = page_limit(since, last_open_ms, step_ms)
             call = functools.partial(
                 self._exchange.fetch_ohlcv,
                 symbol,
                 timeframe,
                 since=since,
-                limit=OHLCV_PAGE_LIMIT,
+                limit=limit,
                 params={"until": last_open_ms},
             )
             page = await self._call(call, f"fetch_ohlcv {ticker} {timeframe} since {since}")
@@ -134,7 +143,7 @@ class _PagedOhlcv:
                 break
             rows.extend(page)
             since = int(page[-1][0]) + step_ms
-            if len(page) < OHLCV_PAGE_LIMIT:
+            if len(page) < limit:
                 break
         return rows
 

@@ -164,13 +164,31 @@ def _cancel_on_stdin_eof(loop: asyncio.AbstractEventLoop, task: asyncio.Task[Non
     threading.Thread(target=watch, name="api stdin watch", daemon=True).start()
 
 
+def pin_to_cpus(cpus: tuple[int, ...]) -> str:
+    """Keep this process on ``cpus`` (empty: leave it anywhere); what it runs on, for the log.
+    A CPU this host does not have is a tuning mistake, not a reason to go without an API."""
+    if not cpus:
+        return "any"
+    try:
+        os.sched_setaffinity(0, cpus)
+    except (OSError, ValueError) as exc:
+        log.error("[api] process_cpus %s cannot be used here (%s): running on any CPU", cpus, exc)
+        return "any"
+    return ",".join(str(cpu) for cpu in sorted(os.sched_getaffinity(0)))
+
+
 def main() -> int:
     spec = ApiProcessSpec.model_validate_json(sys.stdin.buffer.readline())
     os.nice(spec.api.process_nice)  # the daemon's decisions come first on a busy machine
     configure_logging(
         spec.log_level, [spec.token], config=spec.log, log_file=spec.logs_dir / "api.log"
     )
-    log.info("API process %s at niceness +%s", os.getpid(), spec.api.process_nice)
+    log.info(
+        "API process %s at niceness +%s on CPUs %s",
+        os.getpid(),
+        spec.api.process_nice,
+        pin_to_cpus(spec.api.process_cpus),
+    )
     return asyncio.run(_serve(spec))
 
 
@@ -178,4 +196,4 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["ApiProcessSpec", "build_process_server", "main", "run_api_process"]
+__all__ = ["ApiProcessSpec", "build_process_server", "main", "pin_to_cpus", "run_api_process"]

@@ -282,6 +282,7 @@ async def test_pages_stop_at_the_page_limit_boundary() -> None:
         clock.now - 365 * DAY_MS + 1000 * H4,
         clock.now - 365 * DAY_MS + 2000 * H4,
     ]
+    assert [c["limit"] for c in exchange.calls] == [1000, 1000, 365 * 6 - 2000]
     assert frame.index.is_unique and frame.index.is_monotonic_increasing
 
 
@@ -295,6 +296,9 @@ async def test_candle_closed_fetches_only_newer_candles_and_slides_the_window() 
     candle = Candle(open_time_ms=newest + H4, open=1, high=1, low=1, close=1, volume=1)
     await history.on_candle_closed(CandleClosed(ticker="BTC/USDT", timeframe="4h", candle=candle))
     assert exchange.calls[-1]["since"] == newest + H4
+    # two candles asked, not a page: Binance weighs limit < 100 as 1 request, limit 1000 as 5,
+    # and ccxt's limiter would hold the next ticker's refresh 250 ms behind this one
+    assert exchange.calls[-1]["limit"] == 2
     frame = history.frame("BTC/USDT")
     assert frame.index[-1] == newest + 2 * H4
     assert len(frame) == 17 and frame.index[0] >= clock.now - 3 * DAY_MS
