@@ -289,6 +289,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         market,
         decision,
         extra_subscriptions=[Inline(Topic.ORDER_FILLED, counts.on_fill, "replay_fill_count")],
+        atomic_heartbeat=False,  # nobody health-checks a run folder (runner.heartbeat)
     )
     routine, tracker = decision.routine, decision.tracker
     driver = ReplayDriver(
