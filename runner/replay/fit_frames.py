@@ -6,6 +6,9 @@
   ``sim.inprocess.RecordedOhlcvExchange`` at that instant (the closed 4h candles opened in the last
   ``history_days``), fetched here through the same exchange class on a clock pinned to the instant.
 
+Consecutive frames share all but a day of their candles, and a closed candle's row never changes,
+so each row is parsed once (``_RowMemo``).
+
 Only speed depends on this being right: ``FitAhead`` uses a planned fit only for a frame whose
 bytes equal the one the daemon holds.
 """
@@ -20,7 +23,7 @@ import pandas as pd
 from market.ccxt_client import OHLCV_PAGE_LIMIT, to_ccxt_symbol
 from market.history import rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from sim.feed import SimFeed, closing_updates
+from sim.feed import KlineState, SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
 
 DAY_MS = 86_400_000
@@ -38,6 +41,21 @@ class _PinnedClock:
         return self.at_ms
 
 
+class _RowMemo(RecordedOhlcvExchange):
+    """The recorded exchange, each closed candle's row made once (rows are never modified)."""
+
+    def __init__(self, feed: SimFeed, clock: _PinnedClock) -> None:
+        super().__init__(feed, clock)  # type: ignore[arg-type]
+        self._rows: dict[tuple[str, str, int], list[Any]] = {}
+
+    def _row(self, candle: KlineState) -> list[Any]:
+        key = (candle.ticker, candle.timeframe, candle.open_time_ms)
+        row = self._rows.get(key)
+        if row is None:
+            row = self._rows[key] = super()._row(candle)
+        return row
+
+
 class RecordedFutureFrames:
     def __init__(self, feed: SimFeed, *, history_days: int, end_ms: int) -> None:
         self._feed = feed
@@ -45,7 +63,7 @@ class RecordedFutureFrames:
         self._history_days = history_days
         self._end_ms = end_ms
         self._clock = _PinnedClock()
-        self._exchange = RecordedOhlcvExchange(feed, self._clock)  # type: ignore[arg-type]
+        self._exchange = _RowMemo(feed, self._clock)
 
     def close_times_ms(self, ticker: str, from_ms: int) -> Iterator[int]:
         # closing_updates takes an open interval (after, before): step back 1 ms to include from_ms
