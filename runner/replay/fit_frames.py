@@ -20,8 +20,8 @@ from typing import Any
 
 import pandas as pd
 
-from market.ccxt_client import OHLCV_PAGE_LIMIT, to_ccxt_symbol
-from market.history import rows_to_frame
+from market.ccxt_client import to_ccxt_symbol
+from market.history import page_limit, rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import KlineState, SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
@@ -77,12 +77,13 @@ class RecordedFutureFrames:
         rows: list[list[Any]] = []
         since = window_start_ms
         while since <= last_open_ms:  # the pages OhlcvHistory's fetch asks for
+            limit = page_limit(since, last_open_ms, _STEP_MS)
             page = _done(
                 self._exchange.fetch_ohlcv(
                     to_ccxt_symbol(ticker),
                     _TIMEFRAME,
                     since=since,
-                    limit=OHLCV_PAGE_LIMIT,
+                    limit=limit,
                     params={"until": last_open_ms},
                 )
             )
@@ -91,7 +92,7 @@ class RecordedFutureFrames:
                 break
             rows.extend(page)
             since = int(page[-1][0]) + _STEP_MS
-            if len(page) < OHLCV_PAGE_LIMIT:
+            if len(page) < limit:
                 break
         frame = rows_to_frame(rows)
         return frame[frame.index >= window_start_ms]
