@@ -33,7 +33,7 @@ import orjson
 
 from core.clock import Clock
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
-from sim.feed import KlineState, SimFeed
+from sim.feed import SimFeed
 from sim.rest_errors import not_available
 from sim.rest_payloads import kline_row, premium_index_row
 
@@ -122,12 +122,11 @@ class RecordedOhlcvExchange:
         last_open_ms = now_ms if end_ms is None else min(end_ms, now_ms)
         close_bound_ms = min(last_open_ms + TIMEFRAME_MS[timeframe] - 1, now_ms)
         candles = self._feed.closed_candles(ticker, timeframe, since, close_bound_ms, limit)
-        return [self._row(candle) for candle in candles]
-
-    def _row(self, candle: KlineState) -> list[Any]:
-        """One closed candle's row: the sim's strings, parsed as ccxt parses them."""
-        sent = kline_row(self._feed, candle)
-        return [int(sent[0]), *(float(value) for value in sent[1:6])]
+        rows = []
+        for candle in candles:
+            sent = kline_row(self._feed, candle)  # the sim's strings, parsed as ccxt parses them
+            rows.append([int(sent[0]), *(float(value) for value in sent[1:6])])
+        return rows
 
     @staticmethod
     def _ccxt_limit(limit: int | None, since: int | None, end_ms: int | None) -> int:

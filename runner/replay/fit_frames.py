@@ -6,9 +6,6 @@
   ``sim.inprocess.RecordedOhlcvExchange`` at that instant (the closed 4h candles opened in the last
   ``history_days``), fetched here through the same exchange class on a clock pinned to the instant.
 
-Consecutive frames share all but a day of their candles, and a closed candle's row never changes,
-so each row is parsed once (``_RowMemo``).
-
 Only speed depends on this being right: ``FitAhead`` uses a planned fit only for a frame whose
 bytes equal the one the daemon holds.
 """
@@ -23,7 +20,7 @@ import pandas as pd
 from market.ccxt_client import to_ccxt_symbol
 from market.history import page_limit, rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
-from sim.feed import KlineState, SimFeed, closing_updates
+from sim.feed import SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
 
 DAY_MS = 86_400_000
@@ -41,21 +38,6 @@ class _PinnedClock:
         return self.at_ms
 
 
-class _RowMemo(RecordedOhlcvExchange):
-    """The recorded exchange, each closed candle's row made once (rows are never modified)."""
-
-    def __init__(self, feed: SimFeed, clock: _PinnedClock) -> None:
-        super().__init__(feed, clock)  # type: ignore[arg-type]
-        self._rows: dict[tuple[str, str, int], list[Any]] = {}
-
-    def _row(self, candle: KlineState) -> list[Any]:
-        key = (candle.ticker, candle.timeframe, candle.open_time_ms)
-        row = self._rows.get(key)
-        if row is None:
-            row = self._rows[key] = super()._row(candle)
-        return row
-
-
 class RecordedFutureFrames:
     def __init__(self, feed: SimFeed, *, history_days: int, end_ms: int) -> None:
         self._feed = feed
@@ -63,19 +45,32 @@ class RecordedFutureFrames:
         self._history_days = history_days
         self._end_ms = end_ms
         self._clock = _PinnedClock()
-        self._exchange = _RowMemo(feed, self._clock)
+        self._exchange = RecordedOhlcvExchange(feed, self._clock)  # type: ignore[arg-type]
+        #: ticker -> every closed 4h candle up to ``end_ms``: a closed candle never changes, and a
+        #: page returns the recorded candles from ``since`` whatever the holes, so each window is
+        #: a slice of it (fetching each window again was most of the planner's cost)
+        self._tables: dict[str, pd.DataFrame] = {}
 
     def close_times_ms(self, ticker: str, from_ms: int) -> Iterator[int]:
         # closing_updates takes an open interval (after, before): step back 1 ms to include from_ms
         yield from closing_updates(from_ms - 1, self._end_ms, _STEP_MS, self._interval_ms)
 
     def frame_at(self, ticker: str, now_ms: int) -> pd.DataFrame:
-        """As ``OhlcvHistory._update`` computes its window at ``now_ms``."""
-        self._clock.at_ms = now_ms
+        """As ``OhlcvHistory._update`` computes its window at ``now_ms``: the closed 4h candles
+        opened from ``history_days`` before ``now_ms`` up to the one that closed last."""
         window_start_ms = now_ms - self._history_days * DAY_MS
         last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
+        table = self._tables.get(ticker)
+        if table is None:
+            table = self._tables[ticker] = self._fetched(ticker, 0, self._end_ms)
+        return table[(table.index >= window_start_ms) & (table.index <= last_open_ms)]
+
+    def _fetched(self, ticker: str, since: int, now_ms: int) -> pd.DataFrame:
+        """The closed 4h candles opened from ``since`` on, as the history's paged fetch at
+        ``now_ms`` receives them (the exchange's rows, parsed as ccxt parses them)."""
+        self._clock.at_ms = now_ms
+        last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
         rows: list[list[Any]] = []
-        since = window_start_ms
         while since <= last_open_ms:  # the pages OhlcvHistory's fetch asks for
             limit = page_limit(since, last_open_ms, _STEP_MS)
             page = _done(
@@ -94,8 +89,7 @@ class RecordedFutureFrames:
             since = int(page[-1][0]) + _STEP_MS
             if len(page) < limit:
                 break
-        frame = rows_to_frame(rows)
-        return frame[frame.index >= window_start_ms]
+        return rows_to_frame(rows)
 
 
 def _done(coroutine: Coroutine[Any, Any, list[list[Any]]]) -> list[list[Any]]:
