@@ -25,11 +25,18 @@ loss, trailing stop) and the blend's confidence for a signal exit.
 
 from __future__ import annotations
 
-from typing import Self
+from typing import Any, Final, Self
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+    model_validator,
+)
 
 from agent.decision import AgentDecision, TradeDecision
 from agent.fallback_config import FallbackConfig, RegimeLabel
@@ -47,6 +54,11 @@ from agent.fallback_nodes import (
 from broker.port import Action
 from market.closes import CloseSeries
 from market.timeframes import timeframe_ms
+
+#: closes series whose validation is remembered: a few tickers, with and without the learner
+_VALIDATED_KEPT: Final = 16
+#: id of a closes tuple given -> (that tuple, its validated form); holding it keeps the id unique
+_validated_closes: dict[int, tuple[Any, tuple[float, ...]]] = {}
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {
     "low_volatility": 0,
@@ -89,6 +101,22 @@ class TickerInputs(BaseModel):
         if not (np.isfinite(array).all() and (array > 0).all()):
             raise ValueError("closes must be finite and positive")
         return closes
+
+    @field_validator("closes", mode="wrap")
+    @classmethod
+    def _validated_once(cls, closes: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        """The same tuple object again (``market.closes`` shares one between candle closes, for
+        every decision in between) gets the same validated tuple back: checking its few hundred
+        floats once is enough, and the technical signals then find the series by identity."""
+        known = _validated_closes.get(id(closes))
+        if known is not None and known[0] is closes:
+            return known[1]
+        valid = handler(closes)
+        if isinstance(closes, tuple):  # a list could change in place: not remembered
+            if len(_validated_closes) >= _VALIDATED_KEPT:
+                del _validated_closes[next(iter(_validated_closes))]
+            _validated_closes[id(closes)] = (closes, valid)
+        return valid
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -237,14 +237,7 @@ class DecisionRoutine:
                 decisions=tuple(d.model_dump(mode="json") for d in decision.decisions),
             )
         )
-        log.info(
-            "decision %s by %s (%s): %s; orders: %s",
-            decision_id,
-            decision.decided_by,
-            ", ".join(reasons),
-            _summary(decision),
-            ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
-        )
+        _log_decision(decision_id, decision, reasons, results)
 
     async def _prompt(
         self, snapshot: MarketSnapshot, record: dict[str, Any]
@@ -351,6 +344,24 @@ def _sold_tickers(decision: AgentDecision) -> frozenset[str]:
             except TickerError:
                 continue  # the caps journal the bad ticker
     return frozenset(sold)
+
+
+def _log_decision(
+    decision_id: str,
+    decision: AgentDecision,
+    reasons: Sequence[str],
+    results: Sequence[OrderResult],
+) -> None:
+    if not log.isEnabledFor(logging.INFO):  # a replay logs warnings only: skip the summaries
+        return
+    log.info(
+        "decision %s by %s (%s): %s; orders: %s",
+        decision_id,
+        decision.decided_by,
+        ", ".join(reasons),
+        _summary(decision),
+        ", ".join(f"{r.side} {r.ticker} {r.status}" for r in results) or "none",
+    )
 
 
 def _summary(decision: AgentDecision) -> str:

@@ -58,7 +58,9 @@ class Cached(Generic[T]):
 @dataclass(frozen=True)
 class CachePolicy:
     ttl_secs: float
-    timeout_secs: float = 10.0
+    #: None: the fetch is in-process (a recording) and cannot hang, so no timer is armed (arming
+    #: and cancelling one per fetch was a tenth of a replay's context reads)
+    timeout_secs: float | None = 10.0
     stale_factor: float = 3.0
     backoff_base_secs: float = 5.0
     backoff_cap_secs: float = 600.0
@@ -73,7 +75,7 @@ class CachePolicy:
         )
 
     def __post_init__(self) -> None:
-        if self.ttl_secs <= 0 or self.timeout_secs <= 0:
+        if self.ttl_secs <= 0 or (self.timeout_secs is not None and self.timeout_secs <= 0):
             raise ValueError("ttl_secs and timeout_secs must be > 0")
         if self.stale_factor < 1.0:
             raise ValueError(f"stale_factor must be >= 1, got {self.stale_factor}")
@@ -119,15 +121,16 @@ class CachedSource(Generic[T]):
     async def _refresh(self, now: float) -> None:
         self.requests += 1
         try:
-            async with asyncio.timeout(self.policy.timeout_secs):
-                value = await self._fetch()
+            value = await self._fetch_bounded()
         except asyncio.CancelledError:
             raise
         except SourceNotAvailableError as exc:
             self._note_failure(now, str(exc), delay_secs=self.policy.ttl_secs)
             return
         except TimeoutError:
-            self._note_backoff(now, f"no answer within {self.policy.timeout_secs:g} s", None)
+            limit = self.policy.timeout_secs
+            reason = "timed out" if limit is None else f"no answer within {limit:g} s"
+            self._note_backoff(now, reason, None)
             return
         except SourceFailedError as exc:
             self._note_backoff(now, str(exc), exc.retry_after_secs)
@@ -142,6 +145,12 @@ class CachedSource(Generic[T]):
         self._fetched_mono, self._fetched_ms = self._clock.monotonic_secs(), self._clock.now_ms()
         self._failures, self._last_error = 0, None
         self._next_attempt_mono = float("-inf")
+
+    async def _fetch_bounded(self) -> T:
+        if self.policy.timeout_secs is None:
+            return await self._fetch()
+        async with asyncio.timeout(self.policy.timeout_secs):
+            return await self._fetch()
 
     def _note_backoff(self, now: float, reason: str, retry_after_secs: float | None) -> None:
         delay = self.policy.backoff.delay_secs(self._failures, self._rand())

@@ -8,11 +8,12 @@ first request, the aiohttp ones per request). ``exchange`` is a ccxt ``binanceus
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
-from derivatives.cache import CachedSource
+from derivatives.cache import CachedSource, CachePolicy
 from derivatives.config import DerivativesConfig, SourceTiming
 from derivatives.etf_flow import fetch_etf_flow
 from derivatives.hedge import fetch_paxg
@@ -47,11 +48,20 @@ def context_sources(config: DerivativesConfig) -> tuple[tuple[str, str, SourceTi
 
 
 def cached_fields(
-    config: DerivativesConfig, clock: Clock, fetch_for: Callable[[str, str], Fetch]
+    config: DerivativesConfig,
+    clock: Clock,
+    fetch_for: Callable[[str, str], Fetch],
+    *,
+    in_process: bool = False,
 ) -> list[ContextField]:
-    """One ``CachedSource`` per context field; ``fetch_for(field, source_name)`` gives its fetch."""
+    """One ``CachedSource`` per context field; ``fetch_for(field, source_name)`` gives its fetch.
+    ``in_process``: the fetches read a recording, so they get no timeout."""
+
+    def policy(timing: SourceTiming) -> CachePolicy:
+        return replace(timing.policy(), timeout_secs=None) if in_process else timing.policy()
+
     return [
-        ContextField(field, CachedSource(name, fetch_for(field, name), clock, timing.policy()))
+        ContextField(field, CachedSource(name, fetch_for(field, name), clock, policy(timing)))
         for field, name, timing in context_sources(config)
     ]
 

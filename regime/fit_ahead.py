@@ -12,6 +12,10 @@ pool (so the replay's own process never imports scikit-learn). The
 frames are compared by a SHA-256 of their bytes, so a planning mistake costs time, never a
 different result: journals are byte-identical to sequential fits.
 
+A planned fit the disk cache (``regime.fit_cache``) already holds for that frame and instant is not
+submitted: the model will load it from there and never ask the pool, so fitting it again only took
+a core from the replay (a warm week's every pooled fit was such a waste).
+
 The daemon itself never sees a future candle: the planner reads the recording, the daemon's model
 only ever receives results for the frame it holds.
 """
@@ -31,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from regime.config import CryptoHmmConfig
+from regime.fit_cache import FitCache
 from regime.fit_pool import FitPool
 from regime.hmm_types import FitResult
 
@@ -76,6 +81,7 @@ class FitAheadStats:
     misses: int = 0  # fits the model made itself (nothing planned for that frame)
     failed: int = 0  # pool fits that raised (fitted inline instead)
     dropped: int = 0  # planned fits no refit asked for
+    cached: int = 0  # planned fits not submitted: the disk cache holds them
 
 
 @dataclass
@@ -94,6 +100,7 @@ class FitAhead:
     depth: int = DEFAULT_DEPTH
     stats: FitAheadStats = field(default_factory=FitAheadStats)
     pool: FitPool | None = None  # None: its own, of ``workers`` processes
+    cache: FitCache | None = None  # the model's disk cache: what it holds is not fitted again
     _planned: dict[str, list[_Planned]] = field(default_factory=dict)  # by ticker
 
     def __post_init__(self) -> None:
@@ -120,12 +127,26 @@ class FitAhead:
         have = {planned.at_ms for planned in kept}
         for at_ms in wanted:
             if at_ms not in have:
-                frame = self.frames.frame_at(ticker, at_ms)
-                assert self.pool is not None  # active
-                future = self.pool.submit(self.config, frame)
-                kept.append(_Planned(frame_key(frame), at_ms, future))
-                self.stats.submitted += 1
+                kept.extend(self._submit(ticker, at_ms))
         self._planned[ticker] = kept
+
+    def _submit(self, ticker: str, at_ms: int) -> list[_Planned]:
+        """The fit planned at ``at_ms``, or none when the disk cache holds it already."""
+        frame = self.frames.frame_at(ticker, at_ms)
+        if self._is_cached(frame, at_ms):
+            self.stats.cached += 1
+            return []
+        assert self.pool is not None  # active
+        future = self.pool.submit(self.config, frame)
+        self.stats.submitted += 1
+        return [_Planned(frame_key(frame), at_ms, future)]
+
+    def _is_cached(self, frame: pd.DataFrame, at_ms: int) -> bool:
+        # the key a cold fit of this frame at this instant is stored under (the model's
+        # ``_fit_or_cached``; fits planned here are never warm-started)
+        if self.cache is None:
+            return False
+        return self.cache.contains(self.cache.key(frame, self.config.model_dump_json(), at_ms))
 
     def take(self, config: CryptoHmmConfig, frame: pd.DataFrame) -> FitResult | None:
         """The unstamped fit of exactly ``frame`` under ``config`` if one was planned (waiting

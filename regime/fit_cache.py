@@ -64,6 +64,10 @@ class FitCache:
         self.hits += 1
         return value
 
+    def contains(self, key: str) -> bool:
+        """An entry is stored under ``key`` (it may still prove unreadable when loaded)."""
+        return self._path(key).is_file()
+
     def store(self, key: str, value: Any) -> None:
         path = self._path(key)
         try:

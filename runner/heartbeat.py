@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
+from state.atomic import overwrite_bytes
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,13 @@ class Heartbeat:
         *,
         on_beat: Callable[[], None] | None = None,
         facts: Facts | None = None,
+        atomic: bool = True,
     ) -> None:
+        """``atomic=False`` (replay: nobody health-checks a run folder) writes the beat over the
+        old one instead of renaming a new file onto it: ext4 flushes a file renamed over another
+        at once, about 0.15 ms a beat against 0.01 ms; the bytes left are the same."""
         self._clock = clock
+        self._atomic = atomic
         self._path = path
         self._interval_secs = interval_secs
         self._on_beat = on_beat
@@ -57,10 +63,13 @@ class Heartbeat:
         document["started_ms"] = self._started_ms
         if self._facts is not None:
             document.update(self._facts())
-        # tmp + rename: `vigil health` never reads half a beat
-        tmp = self._path.with_name(self._path.name + ".tmp")
-        tmp.write_text(json.dumps(document, sort_keys=True) + "\n")
-        os.replace(tmp, self._path)
+        data = (json.dumps(document, sort_keys=True) + "\n").encode()
+        if self._atomic:  # tmp + rename: `vigil health` never reads half a beat
+            tmp = self._path.with_name(self._path.name + ".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, self._path)
+        else:
+            overwrite_bytes(self._path, data)
         self.beats += 1
 
     async def run(self) -> None:

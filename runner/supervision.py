@@ -34,6 +34,7 @@ def supervise(
     closers: Sequence[tuple[str, ShutdownHook]] = (),
     failpoints: Failpoints | None = None,
     extra_subscriptions: Sequence[Subscription] = (),
+    atomic_heartbeat: bool = True,
 ) -> tuple[Heartbeat, Watchdog, Supervisor]:
     """The bus subscriptions (one table, ``runner.subscriptions``), the loops, their supervisor
     and the ordered shutdown (journals, state, learner, clients)."""
@@ -54,6 +55,7 @@ def supervise(
         decision,
         loop_restarts=loop_restarts,
         journal_error=journal_error,
+        atomic_heartbeat=atomic_heartbeat,
     )
     table = daemon_subscriptions(
         decision,
@@ -142,6 +144,7 @@ def _bookkeeping(
     *,
     loop_restarts: Callable[[], int],
     journal_error: Callable[[], str | None],
+    atomic_heartbeat: bool,
 ) -> tuple[Heartbeat, Watchdog]:
     listener, aggregator = market.ticks, market.aggregator
     status = StatusReporter(
@@ -183,5 +186,6 @@ def _bookkeeping(
         settings.supervisor.heartbeat_interval_secs,
         on_beat=status.maybe_report,
         facts=facts,
+        atomic=atomic_heartbeat,
     )
     return heartbeat, watchdog

@@ -91,7 +91,10 @@ def build_recorded_context_fields(
         "paxg": paxg_now,
     }
     return cached_fields(
-        config, clock, lambda field, name: recorded.get(field) or _not_recorded(name)
+        config,
+        clock,
+        lambda field, name: recorded.get(field) or _not_recorded(name),
+        in_process=True,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 from fractions import Fraction
+from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
@@ -47,9 +48,30 @@ class SafetyVerdict(BaseModel):
     trailing_stop_price: float | None  # where the trailing stop fires, once armed
 
 
-def _pct(value: float) -> Fraction:
-    """A config percentage as the decimal number written (``str`` round-trips floats)."""
-    return Fraction(str(value)) / 100
+@cache
+def _factor(pct: float) -> tuple[int, int]:
+    """``1 + pct / 100`` as (numerator, denominator), with a config percentage as the decimal
+    number written (``str`` round-trips floats). Cached: the config holds three values, and
+    parsing them on every safety check was a quarter of its cost."""
+    factor = 1 + Fraction(str(pct)) / 100
+    return factor.numerator, factor.denominator
+
+
+def _compare_scaled(value: float, base: float, factor: tuple[int, int]) -> int:
+    """The sign of ``value - base x factor``, exactly: a float is a binary fraction, so this is
+    integer cross-multiplication (``Fraction``'s comparison, without building Fractions)."""
+    value_num, value_den = value.as_integer_ratio()
+    base_num, base_den = base.as_integer_ratio()
+    factor_num, factor_den = factor
+    left = value_num * base_den * factor_den
+    right = base_num * factor_num * value_den
+    return (left > right) - (left < right)
+
+
+def _scaled(base: float, factor: tuple[int, int]) -> float:
+    """``base x factor`` rounded once (integer true division is correctly rounded)."""
+    base_num, base_den = base.as_integer_ratio()
+    return (base_num * factor[0]) / (base_den * factor[1])
 
 
 def pnl_pct(entry_price: float, price: float) -> float:
@@ -65,15 +87,13 @@ def safety_verdict(
 ) -> SafetyVerdict:
     if not (entry_price > 0 and price > 0):
         raise ValueError(f"prices must be > 0, got entry {entry_price} and price {price}")
-    entry, now = Fraction(entry_price), Fraction(price)
     high_value = max(trailing_high, price, entry_price)
-    high = Fraction(high_value)
-    armed = armed or high >= entry * (1 + _pct(config.trailing_arm_pct))
-    stop_price = high * (1 - _pct(config.trailing_stop_pct)) if armed else None
+    armed = armed or _compare_scaled(high_value, entry_price, _factor(config.trailing_arm_pct)) >= 0
+    stop_factor = _factor(-config.trailing_stop_pct)
     reason: ExitReason | None = None
-    if now <= entry * (1 + _pct(config.stop_loss_pct)):
+    if _compare_scaled(price, entry_price, _factor(config.stop_loss_pct)) <= 0:
         reason = ExitReason.STOP_LOSS
-    elif stop_price is not None and now <= stop_price:
+    elif armed and _compare_scaled(price, high_value, stop_factor) <= 0:
         reason = ExitReason.TRAILING_STOP
     return SafetyVerdict(
         exit=reason,
@@ -81,5 +101,5 @@ def safety_verdict(
         peak_pnl_pct=pnl_pct(entry_price, high_value),
         trailing_high=high_value,
         armed=armed,
-        trailing_stop_price=None if stop_price is None else float(stop_price),
+        trailing_stop_price=_scaled(high_value, stop_factor) if armed else None,
     )

@@ -42,6 +42,7 @@ from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
 from derivatives.monitor import ContextField
 from regime.fit_ahead import FitAhead, default_workers
+from regime.fit_cache import FitCache
 from regime.fit_pool import FitPool
 from regime.tracker import run_inline
 from runner.config import Settings
@@ -288,6 +289,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         market,
         decision,
         extra_subscriptions=[Inline(Topic.ORDER_FILLED, counts.on_fill, "replay_fill_count")],
+        atomic_heartbeat=False,  # nobody health-checks a run folder (runner.heartbeat)
     )
     routine, tracker = decision.routine, decision.tracker
     driver = ReplayDriver(
@@ -338,6 +340,7 @@ def build_fit_ahead(
         refit_every_ms=round(regime.refit_every_secs * 1000),
         workers=pool.workers,
         pool=pool,
+        cache=FitCache(regime.fit_cache_dir) if regime.fit_cache_dir is not None else None,
     )
     return ahead if ahead.active else None
 

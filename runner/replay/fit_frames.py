@@ -17,8 +17,8 @@ from typing import Any
 
 import pandas as pd
 
-from market.ccxt_client import OHLCV_PAGE_LIMIT, to_ccxt_symbol
-from market.history import rows_to_frame
+from market.ccxt_client import to_ccxt_symbol
+from market.history import page_limit, rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
@@ -46,25 +46,39 @@ class RecordedFutureFrames:
         self._end_ms = end_ms
         self._clock = _PinnedClock()
         self._exchange = RecordedOhlcvExchange(feed, self._clock)  # type: ignore[arg-type]
+        #: ticker -> every closed 4h candle up to ``end_ms``: a closed candle never changes, and a
+        #: page returns the recorded candles from ``since`` whatever the holes, so each window is
+        #: a slice of it (fetching each window again was most of the planner's cost)
+        self._tables: dict[str, pd.DataFrame] = {}
 
     def close_times_ms(self, ticker: str, from_ms: int) -> Iterator[int]:
         # closing_updates takes an open interval (after, before): step back 1 ms to include from_ms
         yield from closing_updates(from_ms - 1, self._end_ms, _STEP_MS, self._interval_ms)
 
     def frame_at(self, ticker: str, now_ms: int) -> pd.DataFrame:
-        """As ``OhlcvHistory._update`` computes its window at ``now_ms``."""
-        self._clock.at_ms = now_ms
+        """As ``OhlcvHistory._update`` computes its window at ``now_ms``: the closed 4h candles
+        opened from ``history_days`` before ``now_ms`` up to the one that closed last."""
         window_start_ms = now_ms - self._history_days * DAY_MS
         last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
+        table = self._tables.get(ticker)
+        if table is None:
+            table = self._tables[ticker] = self._fetched(ticker, 0, self._end_ms)
+        return table[(table.index >= window_start_ms) & (table.index <= last_open_ms)]
+
+    def _fetched(self, ticker: str, since: int, now_ms: int) -> pd.DataFrame:
+        """The closed 4h candles opened from ``since`` on, as the history's paged fetch at
+        ``now_ms`` receives them (the exchange's rows, parsed as ccxt parses them)."""
+        self._clock.at_ms = now_ms
+        last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
         rows: list[list[Any]] = []
-        since = window_start_ms
         while since <= last_open_ms:  # the pages OhlcvHistory's fetch asks for
+            limit = page_limit(since, last_open_ms, _STEP_MS)
             page = _done(
                 self._exchange.fetch_ohlcv(
                     to_ccxt_symbol(ticker),
                     _TIMEFRAME,
                     since=since,
-                    limit=OHLCV_PAGE_LIMIT,
+                    limit=limit,
                     params={"until": last_open_ms},
                 )
             )
@@ -73,10 +87,9 @@ class RecordedFutureFrames:
                 break
             rows.extend(page)
             since = int(page[-1][0]) + _STEP_MS
-            if len(page) < OHLCV_PAGE_LIMIT:
+            if len(page) < limit:
                 break
-        frame = rows_to_frame(rows)
-        return frame[frame.index >= window_start_ms]
+        return rows_to_frame(rows)
 
 
 def _done(coroutine: Coroutine[Any, Any, list[list[Any]]]) -> list[list[Any]]:

@@ -73,6 +73,22 @@ async def test_a_hanging_provider_times_out_with_a_reason() -> None:
     assert got.reason == "no answer within 0.05 s"
 
 
+async def test_an_in_process_source_without_timeout_serves_and_backs_off_alike() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch({"v": 1}, SourceFailedError("torn"), {"v": 2})
+    src = CachedSource(
+        "recorded", fetch, clock, CachePolicy(ttl_secs=60, timeout_secs=None), rand=lambda: 0.0
+    )
+    assert (await src.read()).value == {"v": 1}
+    await clock.advance(60)
+    failed = await src.read()  # the failed refresh still serves the stale value
+    assert (failed.value, failed.stale) == ({"v": 1}, True)
+    await clock.advance(5)  # the first backoff
+    assert (await src.read()).value == {"v": 2}
+    with pytest.raises(ValueError):
+        CachePolicy(ttl_secs=60, timeout_secs=0)
+
+
 async def test_failures_back_off_exponentially_up_to_the_cap() -> None:
     clock = VirtualClock(EPOCH_MS)
     fetch = ScriptedFetch(SourceFailedError("server error 503"))

@@ -243,6 +243,17 @@ def test_unrecognised_regime_label_is_treated_as_unknown_and_said() -> None:
     assert decision.next_check_seconds == 900
 
 
+def test_a_closes_tuple_seen_again_is_not_validated_again_and_comes_back_the_same() -> None:
+    closes = tuple(float(price) for price in range(1, 300))
+    first = TickerInputs(ticker="BTC/USDT", closes=closes, last_candle_open_ms=0)
+    again = TickerInputs(ticker="ETH/USDT", closes=closes, last_candle_open_ms=0)
+    assert again.closes is first.closes and first.closes == closes
+    bad = (1.0, float("nan"))
+    for _ in range(2):  # a rejected series is not remembered as valid
+        with pytest.raises(ValidationError, match="finite and positive"):
+            TickerInputs(ticker="BTC/USDT", closes=bad, last_candle_open_ms=0)
+
+
 def test_inputs_are_validated() -> None:
     with pytest.raises(ValidationError, match="finite and positive"):
         TickerInputs(ticker="BTC/USDT", closes=(1.0, float("nan")), last_candle_open_ms=0)

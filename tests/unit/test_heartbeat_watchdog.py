@@ -35,6 +35,20 @@ async def test_heartbeat_touches_the_file_every_interval(tmp_path: Path) -> None
     task.cancel()
 
 
+def test_a_beat_written_in_place_holds_the_same_bytes_as_an_atomic_one(tmp_path: Path) -> None:
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    facts = {"market": {"BTC/USDT 5m": {"last_frame_ms": 1, "silent_real_secs": 0.0}}}
+    atomic = Heartbeat(clock, tmp_path / "atomic", 30.0, facts=lambda: facts)
+    in_place = Heartbeat(clock, tmp_path / "in_place", 30.0, facts=lambda: facts, atomic=False)
+    for heartbeat in (atomic, in_place):
+        heartbeat.beat()
+    facts = {}  # a shorter beat after a longer one: the old tail must not stay
+    for heartbeat in (atomic, in_place):
+        heartbeat.beat()
+    assert (tmp_path / "in_place").read_bytes() == (tmp_path / "atomic").read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["atomic", "in_place"]
+
+
 def test_health_is_fresh_stale_or_missing(tmp_path: Path) -> None:
     path = tmp_path / "heartbeat"
     missing = check_health(path, stale_secs=90, now_wall_secs=1000.0)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Coroutine
+from dataclasses import replace
 from typing import Any, TypeVar
 
 import numpy as np
@@ -320,8 +321,15 @@ async def test_backfill_returns_closed_candles_only(feed: SimFeed) -> None:
     assert [c.close for c in candles] == expected["close"].tolist()
 
 
-def _live_shape(fields: list[Any]) -> list[tuple[str, str, Any]]:
+def _shape(fields: list[Any]) -> list[tuple[str, str, Any]]:
     return [(f.field, f.source.name, f.source.policy) for f in fields]
+
+
+def _live_shape(fields: list[Any]) -> list[tuple[str, str, Any]]:
+    # the recording is read in-process: the same timing, without the network's timeout
+    return [
+        (field, name, replace(policy, timeout_secs=None)) for field, name, policy in _shape(fields)
+    ]
 
 
 def test_recorded_fields_match_the_live_builder(feed: SimFeed) -> None:
@@ -332,6 +340,7 @@ def test_recorded_fields_match_the_live_builder(feed: SimFeed) -> None:
         config, clock, TICKERS, feed, fng_book(), RecordedSpotKlines()
     )
     assert _live_shape(replay) == _live_shape(live)
+    assert all(shape[2].timeout_secs is None for shape in _shape(replay))
 
 
 async def test_monitor_reads_recorded_funding_and_fear_greed_and_reasons_for_the_rest(

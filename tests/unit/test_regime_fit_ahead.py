@@ -4,13 +4,16 @@ the very frame it was computed on (and equals the inline fit), a changed plan dr
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pandas as pd
 import pytest
 from test_regime_support import STEP_4H_MS, recorded_4h
 
 from regime.config import CryptoHmmConfig
+from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_ahead import FitAhead
+from regime.fit_cache import FitCache
 from regime.hmm_fit import fit_hmm
 
 CONFIG = CryptoHmmConfig(n_states_max=2, restarts=1)
@@ -99,3 +102,23 @@ def test_warm_start_or_no_worker_turns_it_off(candles: pd.DataFrame) -> None:
         assert not pool.active
         pool.after_fit("BTC/USDT", int(candles.index[300]), fitted=True)
         assert pool.stats.submitted == 0 and pool.take(pool.config, candles) is None
+
+
+def test_a_fit_the_disk_cache_holds_is_not_fitted_ahead_again(
+    candles: pd.DataFrame, tmp_path: Path
+) -> None:
+    cache = FitCache(tmp_path)
+    frames = Frames(candles)
+    ahead = FitAhead(CONFIG, frames, refit_every_ms=DAY_MS, workers=1, cache=cache)
+    try:
+        start = int(candles.index[300])
+        first = start + DAY_MS + STEP_4H_MS - LAG_MS
+        # the model's own fit at that instant (cold, as a replay makes it) fills the cache
+        CryptoRegimeModel(CONFIG, cache=cache).fit(
+            frames.frame_at("BTC/USDT", first), fitted_at_ms=first
+        )
+        ahead.after_fit("BTC/USDT", start, fitted=True)
+        assert (ahead.stats.cached, ahead.stats.submitted) == (1, 1)  # only the second day's
+        assert ahead.take(CONFIG, frames.frame_at("BTC/USDT", first)) is None
+    finally:
+        ahead.close()
