@@ -21,7 +21,7 @@ from regime.snapshot import RegimeSnapshot
 
 AT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 API_KEY = "sk-ant-test-key-do-not-log"
-MODEL = "claude-sonnet-4-6"  # the config default (claude-sonnet-4-5) is deprecated in this SDK
+MODEL = "claude-sonnet-4-6"  # the config default (agent.config)
 PRICES = {"BTC/USDT": 78_000.0, "ETH/USDT": 1_550.0, "SOL/USDT": 105.0}
 #: one model, every pass a call: for tests of the call path itself (tiers and delta gating have
 #: their own tests)
