@@ -22,7 +22,7 @@ class ApiConfig(BaseModel):
     process_nice: int = Field(10, ge=0, le=19)  # the API process's niceness above the daemon's
     # the CPUs the API process may run on (empty: any). On a small host, keeping the API and its
     # clients' work on one core leaves the other cores to the daemon: niceness alone does not,
-    # a woken daemon still waits for a busy core (see README, "The API under load")
+    # a woken daemon still waits for a busy core (README: "The API protects the trading loop")
     process_cpus: tuple[Annotated[int, Field(ge=0, le=4095)], ...] = ()
     host: str = "127.0.0.1"  # a non-loopback address needs a configured token (VIGIL_API_TOKEN)
     port: int = Field(DEFAULT_PORT, ge=0, le=65535)

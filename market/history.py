@@ -97,7 +97,8 @@ def with_newer_closes(frame: pd.DataFrame, closes: Sequence[Candle]) -> pd.DataF
 def page_limit(first_open_ms: int, last_open_ms: int, step_ms: int) -> int:
     """Candles to ask for: the span's count, at most a page. Binance weighs a klines request by
     its ``limit`` (1 below 100, 5 up to 1000) and ccxt's rate limiter waits ``weight x 50 ms``
-    before the next request: a 4h close's refresh of one candle per ticker asked with
+    before the next request, however long ago this one was (its bucket refills only while
+    requests wait): a 4h close's refresh of one candle per ticker asked with
     ``limit=1000`` made each following ticker's refresh wait 250 ms, and the decision with them."""
     return max(1, min(OHLCV_PAGE_LIMIT, (last_open_ms - first_open_ms) // step_ms + 1))
 

@@ -183,12 +183,8 @@ def main() -> int:
     configure_logging(
         spec.log_level, [spec.token], config=spec.log, log_file=spec.logs_dir / "api.log"
     )
-    log.info(
-        "API process %s at niceness +%s on CPUs %s",
-        os.getpid(),
-        spec.api.process_nice,
-        pin_to_cpus(spec.api.process_cpus),
-    )
+    cpus = pin_to_cpus(spec.api.process_cpus)
+    log.info("API process %s at niceness +%s on CPUs %s", os.getpid(), spec.api.process_nice, cpus)
     return asyncio.run(_serve(spec))
 
 
