@@ -103,8 +103,9 @@ def page_limit(first_open_ms: int, last_open_ms: int, step_ms: int) -> int:
     return max(1, min(OHLCV_PAGE_LIMIT, (last_open_ms - first_open_ms) // step_ms + 1))
 
 
-class _PagedOhlcv:
-    """Paginated closed-candle fetches with retries: shared by the cache and the backfill."""
+class PagedOhlcv:
+    """Paginated closed-candle fetches with retries: shared by the cache, the backfill and
+    replay's read-ahead of the frames the cache will hold (``runner.replay.fit_frames``)."""
 
     def __init__(
         self,
@@ -180,7 +181,7 @@ class OhlcvHistory:
         self._clock = clock
         self.timeframe = timeframe
         self.days = days
-        self._pages = _PagedOhlcv(exchange, clock, retry or RetryPolicy(), rand)
+        self._pages = PagedOhlcv(exchange, clock, retry or RetryPolicy(), rand)
         self._frames = {ticker: empty_ohlcv_frame() for ticker in dict.fromkeys(tickers)}
         self._locks = {ticker: asyncio.Lock() for ticker in self._frames}
         self._refreshed_at_ms: dict[str, int] = {}
@@ -272,7 +273,7 @@ class CcxtCandleBackfill:
     ) -> None:
         policy = retry or (RetryPolicy() if clock is not None else RetryPolicy(max_attempts=1))
         self._clock = clock
-        self._pages = _PagedOhlcv(exchange, clock, policy, rand)
+        self._pages = PagedOhlcv(exchange, clock, policy, rand)
 
     async def closed_candles(
         self, ticker: str, timeframe: str, since_ms: int, until_ms: int
@@ -298,6 +299,8 @@ __all__ = [
     "CcxtCandleBackfill",
     "OhlcvExchange",
     "OhlcvHistory",
+    "PagedOhlcv",
     "empty_ohlcv_frame",
+    "page_limit",
     "rows_to_frame",
 ]

@@ -12,13 +12,14 @@ bytes equal the one the daemon holds.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
 import pandas as pd
 
-from market.ccxt_client import to_ccxt_symbol
-from market.history import page_limit, rows_to_frame
+from market.ccxt_client import RetryPolicy
+from market.history import PagedOhlcv, rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
@@ -45,7 +46,9 @@ class RecordedFutureFrames:
         self._history_days = history_days
         self._end_ms = end_ms
         self._clock = _PinnedClock()
-        self._exchange = RecordedOhlcvExchange(feed, self._clock)  # type: ignore[arg-type]
+        exchange = RecordedOhlcvExchange(feed, self._clock)  # type: ignore[arg-type]
+        # one attempt, no clock: the recorded exchange answers at once or refuses for good
+        self._pages = PagedOhlcv(exchange, None, RetryPolicy(max_attempts=1), random.random)
         #: ticker -> every closed 4h candle up to ``end_ms``: a closed candle never changes, and a
         #: page returns the recorded candles from ``since`` whatever the holes, so each window is
         #: a slice of it (fetching each window again was most of the planner's cost)
@@ -62,34 +65,15 @@ class RecordedFutureFrames:
         last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
         table = self._tables.get(ticker)
         if table is None:
-            table = self._tables[ticker] = self._fetched(ticker, 0, self._end_ms)
+            table = self._tables[ticker] = self._closed_candles(ticker)
         return table[(table.index >= window_start_ms) & (table.index <= last_open_ms)]
 
-    def _fetched(self, ticker: str, since: int, now_ms: int) -> pd.DataFrame:
-        """The closed 4h candles opened from ``since`` on, as the history's paged fetch at
-        ``now_ms`` receives them (the exchange's rows, parsed as ccxt parses them)."""
-        self._clock.at_ms = now_ms
-        last_open_ms = candle_open_ms(now_ms, _TIMEFRAME) - _STEP_MS
-        rows: list[list[Any]] = []
-        while since <= last_open_ms:  # the pages OhlcvHistory's fetch asks for
-            limit = page_limit(since, last_open_ms, _STEP_MS)
-            page = _done(
-                self._exchange.fetch_ohlcv(
-                    to_ccxt_symbol(ticker),
-                    _TIMEFRAME,
-                    since=since,
-                    limit=limit,
-                    params={"until": last_open_ms},
-                )
-            )
-            page = [row for row in page if since <= int(row[0]) <= last_open_ms]
-            if not page:
-                break
-            rows.extend(page)
-            since = int(page[-1][0]) + _STEP_MS
-            if len(page) < limit:
-                break
-        return rows_to_frame(rows)
+    def _closed_candles(self, ticker: str) -> pd.DataFrame:
+        """Every closed 4h candle up to ``end_ms``, fetched as the history's own paged fetch does
+        (the exchange's rows, parsed as ccxt parses them)."""
+        self._clock.at_ms = self._end_ms
+        last_open_ms = candle_open_ms(self._end_ms, _TIMEFRAME) - _STEP_MS
+        return rows_to_frame(_done(self._pages.fetch(ticker, _TIMEFRAME, 0, last_open_ms)))
 
 
 def _done(coroutine: Coroutine[Any, Any, list[list[Any]]]) -> list[list[Any]]:
