@@ -25,7 +25,7 @@ loss, trailing stop) and the blend's confidence for a signal exit.
 
 from __future__ import annotations
 
-from typing import Any, Final, Self
+from typing import Any, Self
 
 import numpy as np
 import pandas as pd
@@ -51,14 +51,13 @@ from agent.fallback_nodes import (
     RegimeBlendExit,
     RegimeBlendSignal,
 )
+from agent.memo import IdentityMemo
 from broker.port import Action
 from market.closes import CloseSeries
 from market.timeframes import timeframe_ms
 
-#: closes series whose validation is remembered: a few tickers, with and without the learner
-_VALIDATED_KEPT: Final = 16
-#: id of a closes tuple given -> (that tuple, its validated form); holding it keeps the id unique
-_validated_closes: dict[int, tuple[Any, tuple[float, ...]]] = {}
+#: closes tuple given -> its validated form, for a few series (tickers, with and without learner)
+_validated_closes: IdentityMemo[tuple[Any, ...], tuple[float, ...]] = IdentityMemo(16)
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {
     "low_volatility": 0,
@@ -108,15 +107,13 @@ class TickerInputs(BaseModel):
         """The same tuple object again (``market.closes`` shares one between candle closes, for
         every decision in between) gets the same validated tuple back: checking its few hundred
         floats once is enough, and the technical signals then find the series by identity."""
-        known = _validated_closes.get(id(closes))
-        if known is not None and known[0] is closes:
-            return known[1]
-        valid = handler(closes)
-        if isinstance(closes, tuple):  # a list could change in place: not remembered
-            if len(_validated_closes) >= _VALIDATED_KEPT:
-                del _validated_closes[next(iter(_validated_closes))]
-            _validated_closes[id(closes)] = (closes, valid)
-        return valid
+        if not isinstance(closes, tuple):  # a list could change in place: not remembered
+            return handler(closes)
+        known = _validated_closes.get(closes)
+        if known is None:
+            known = handler(closes)
+            _validated_closes.put(closes, known)
+        return known
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

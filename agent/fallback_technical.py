@@ -2,26 +2,22 @@
 %B, each mapped to [-1, 1], or the reason it is missing.
 
 A series only changes on a candle close, and every decision in between (about 13 per 4h candle in
-a replay) asks for the same numbers, so ``TechnicalSignals.of`` keeps the last few series' results. The series is one tuple object
-from close to close (``market.closes``), so it is looked up by identity first: hashing a few
-hundred floats on every decision was most of the signals' cost.
+a replay) asks for the same numbers, so ``TechnicalSignals.of`` keeps the last few series'
+results. The series is one tuple object from close to close (``market.closes``), so it is looked
+up by identity first: hashing a few hundred floats on every decision was most of the signals' cost.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
 from agent import indicators
 from agent.fallback_config import FallbackConfig
+from agent.memo import IdentityMemo, remember
 
 #: closes series whose signals are kept: a few tickers, each with and without the learner
 MEMO_SIZE = 16
 
 #: (raw indicator values, signals in [-1, 1], signal -> why it is missing)
 Technical = tuple[dict[str, float], dict[str, float], dict[str, str]]
-
-K = TypeVar("K")
-V = TypeVar("V")
 
 
 def clip_unit(value: float) -> float:
@@ -45,19 +41,16 @@ class TechnicalSignals:
     def __init__(self, config: FallbackConfig) -> None:
         self._config = config
         self._memo: dict[tuple[float, ...], Technical] = {}
-        # id -> (the series itself, its signals): holding the series keeps its id from reuse
-        self._by_identity: dict[int, tuple[tuple[float, ...], Technical]] = {}
+        self._by_identity: IdentityMemo[tuple[float, ...], Technical] = IdentityMemo(MEMO_SIZE)
 
     def of(self, closes: indicators.Closes) -> Technical:
         """The signals of ``closes``, in fresh dicts each call (the caller adds to them)."""
         if not isinstance(closes, tuple):  # arrays and frames (tests, tools): no memo
             return self.compute(indicators.as_closes(closes))
-        same = self._by_identity.get(id(closes))
-        if same is not None and same[0] is closes:
-            known = same[1]
-        else:
+        known = self._by_identity.get(closes)
+        if known is None:
             known = self._by_value(closes)
-            _remember(self._by_identity, id(closes), (closes, known))
+            self._by_identity.put(closes, known)
         raw, signals, unavailable = known
         return dict(raw), dict(signals), dict(unavailable)
 
@@ -65,7 +58,7 @@ class TechnicalSignals:
         known = self._memo.get(closes)
         if known is None:
             known = self.compute(indicators.as_closes(closes))
-            _remember(self._memo, closes, known)
+            remember(self._memo, closes, known, MEMO_SIZE)
         return known
 
     def compute(self, closes: indicators.FloatArray) -> Technical:
@@ -95,13 +88,6 @@ class TechnicalSignals:
             raw["percent_b"] = bands.percent_b
             signals["bollinger"] = bollinger_signal(bands.percent_b)
         return raw, signals, unavailable
-
-
-def _remember(memo: dict[K, V], key: K, value: V) -> None:
-    """Store ``key``, dropping the oldest entry beyond ``MEMO_SIZE``."""
-    if len(memo) >= MEMO_SIZE:
-        del memo[next(iter(memo))]
-    memo[key] = value
 
 
 __all__ = [
