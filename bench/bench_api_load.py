@@ -370,6 +370,11 @@ def report(phases: list[Phase], args: argparse.Namespace) -> None:
         print("decision latency change: unavailable (a phase had no decision: longer phases)")
 
 
+def cpu_list(text: str) -> tuple[int, ...]:
+    """``--api-cpus 0,1`` as a tuple (argparse reports a bad one as a usage error)."""
+    return tuple(int(cpu) for cpu in text.split(",") if cpu.strip())
+
+
 def _ms(secs: float | None) -> str:
     return "n/a" if secs is None else f"{secs * 1000:.1f} ms"
 
@@ -387,7 +392,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--speed", type=float, default=60.0)
     parser.add_argument(
         "--api-cpus",
-        default="",
+        type=cpu_list,
+        default=(),
         help="comma-separated CPUs for the API process ([api] process_cpus) and this bench's "
         "clients, as if the clients were on other machines: the daemon keeps the other cores",
     )
@@ -425,7 +431,6 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv or [])
     if args.phase_secs is None:
         args.phase_secs = FOUR_HOURS_SECS / args.speed
-    args.api_cpus = tuple(int(cpu) for cpu in args.api_cpus.split(",") if cpu.strip())
     with tempfile.TemporaryDirectory(prefix="vigil-api-load-") as tmp:
         phases = asyncio.run(measure(args, Path(tmp)))
     report(phases, args)
