@@ -18,8 +18,8 @@ import contextlib
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable, Iterator
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 
@@ -116,6 +116,13 @@ class ScaledClock:
                     released.set()
 
 
+class _Passable(NamedTuple):
+    """A periodic sleep the clock may pass over: see ``VirtualClock.sleep``."""
+
+    secs: float
+    idle: Callable[[], bool]
+
+
 class VirtualClock:
     """Time that advances only when a driver says so.
 
@@ -130,9 +137,11 @@ class VirtualClock:
     def __init__(self, epoch_ms: int = 0) -> None:
         self._epoch_ms = epoch_ms
         self._now_secs = 0.0
-        self._sleepers: list[tuple[float, int, asyncio.Future[None]]] = []
+        self._sleepers: list[tuple[float, int, asyncio.Future[None], _Passable | None]] = []
         self._seq = itertools.count()
         self._parked: dict[asyncio.Task[Any], int] = {}  # task -> sleeps it awaits right now
+        self.released = 0  # instants ``release_next`` released (woke their sleepers)
+        self.passed_over = 0  # instants ``release_next`` passed over (every sleeper due was idle)
 
     def now_ms(self) -> int:
         return self._epoch_ms + round(self._now_secs * 1000.0)
@@ -140,9 +149,23 @@ class VirtualClock:
     def monotonic_secs(self) -> float:
         return self._now_secs
 
-    async def sleep(self, secs: float) -> None:
+    def ms_at(self, monotonic_secs: float) -> int:
+        """``now_ms`` as it will read once time has moved to ``monotonic_secs``."""
+        return self.now_ms() + round((monotonic_secs - self._now_secs) * 1000)
+
+    async def sleep(self, secs: float, *, idle: Callable[[], bool] | None = None) -> None:
+        """Wake at ``now + secs``.
+
+        ``idle`` marks a periodic loop's sleep (``while True: await sleep(secs, idle=f); work()``)
+        whose wake-up does nothing when ``idle()`` is true (read at the wake-up's instant) but
+        sleep ``secs`` again. ``release_next(until_ms=...)`` passes over an instant at which every
+        sleeper due is such a sleep: it registers each one's next sleep itself, in the order the
+        woken loops would have, so the run is the same, minus the loop turns.
+        """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        heapq.heappush(self._sleepers, (self._now_secs + max(0.0, secs), next(self._seq), future))
+        passable = None if idle is None else _Passable(secs, idle)
+        deadline = self._now_secs + max(0.0, secs)
+        heapq.heappush(self._sleepers, (deadline, next(self._seq), future, passable))
         task = asyncio.current_task()
         if task is None:
             await future
@@ -162,26 +185,51 @@ class VirtualClock:
 
     @property
     def pending_sleepers(self) -> int:
-        return sum(1 for _, _, f in self._sleepers if not f.done())
+        return sum(1 for _, _, f, _ in self._sleepers if not f.done())
 
     def next_deadline_secs(self) -> float | None:
         """Monotonic reading of the earliest live sleeper, or None when nobody sleeps."""
         self._drop_cancelled()
         return self._sleepers[0][0] if self._sleepers else None
 
-    def release_next(self) -> float | None:
+    def release_next(self, *, until_ms: int | None = None) -> float | None:
         """Move time to the earliest live deadline and wake every sleeper due then (FIFO), without
         yielding: the caller decides how long to let them run (replay waits for quiescence).
-        Returns the new monotonic reading, or None when nobody sleeps."""
-        deadline = self.next_deadline_secs()
-        if deadline is None:
-            return None
-        self._now_secs = max(self._now_secs, deadline)
-        while self._sleepers and self._sleepers[0][0] <= deadline:
-            _, _, future = heapq.heappop(self._sleepers)
-            if not future.done():
-                future.set_result(None)
-        return self._now_secs
+        Returns the new monotonic reading, or None when nobody sleeps.
+
+        With ``until_ms``, an instant at which every sleeper due is an idle passable sleep (see
+        ``sleep``) is passed over rather than released, as long as the next deadline is before
+        ``until_ms``; time still moves to it, exactly as if its sleepers had woken and gone back
+        to sleep.
+        """
+        while True:
+            deadline = self.next_deadline_secs()
+            if deadline is None:
+                return None
+            self._now_secs = max(self._now_secs, deadline)
+            due = []
+            while self._sleepers and self._sleepers[0][0] <= deadline:
+                entry = heapq.heappop(self._sleepers)
+                if not entry[2].done():
+                    due.append(entry)
+            if until_ms is None or not _all_idle(due):
+                for _, _, future, _ in due:
+                    future.set_result(None)
+                self.released += 1
+                return self._now_secs
+            for _, _, future, passable in due:
+                assert passable is not None  # _all_idle
+                entry = (
+                    self._now_secs + max(0.0, passable.secs),
+                    next(self._seq),
+                    future,
+                    passable,
+                )
+                heapq.heappush(self._sleepers, entry)
+            self.passed_over += 1
+            following = self.next_deadline_secs()
+            if following is None or self.ms_at(following) >= until_ms:
+                return self._now_secs
 
     async def advance(self, secs: float) -> None:
         await self.advance_to(self._now_secs + secs)
@@ -193,7 +241,7 @@ class VirtualClock:
             self._drop_cancelled()
             if not self._sleepers or self._sleepers[0][0] > target_secs:
                 break
-            deadline, _, future = heapq.heappop(self._sleepers)
+            deadline, _, future, _ = heapq.heappop(self._sleepers)
             self._now_secs = max(self._now_secs, deadline)
             future.set_result(None)
             await _settle(self.SETTLE_TURNS)
@@ -211,6 +259,19 @@ class VirtualClock:
     def _drop_cancelled(self) -> None:
         while self._sleepers and self._sleepers[0][2].done():
             heapq.heappop(self._sleepers)
+
+
+def _all_idle(due: list[tuple[float, int, asyncio.Future[None], _Passable | None]]) -> bool:
+    return all(passable is not None and passable.idle() for _, _, _, passable in due)
+
+
+async def sleep_passable(clock: Clock, secs: float, idle: Callable[[], bool]) -> None:
+    """``clock.sleep(secs)`` for a periodic loop whose wake-up does nothing while ``idle()``: a
+    ``VirtualClock`` may pass over such wake-ups (``VirtualClock.sleep``); other clocks just sleep."""
+    if isinstance(clock, VirtualClock):
+        await clock.sleep(secs, idle=idle)
+    else:
+        await clock.sleep(secs)
 
 
 async def _settle(turns: int) -> None:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from core.bus import EventBus
-from core.clock import Clock
+from core.clock import Clock, sleep_passable
 from core.events import DecisionRequested, Event, MarketTick
 
 log = logging.getLogger(__name__)
@@ -75,17 +75,20 @@ class Watchdog:
     def silence_secs(self) -> float:
         return self._clock.monotonic_secs() - self._last_data_secs
 
+    def due(self) -> bool:
+        """Would ``check`` request a decision now? (Reads only.)"""
+        now_secs = self._clock.monotonic_secs()
+        if now_secs - self._last_data_secs < self._silence_secs:
+            return False
+        last = self._last_request_secs
+        return last is None or now_secs - last >= self._silence_secs
+
     def check(self) -> bool:
         """Publish a forced-decision request if the silence is long enough; True if it did."""
+        if not self.due():
+            return False
         now_secs = self._clock.monotonic_secs()
         silent_for = now_secs - self._last_data_secs
-        if silent_for < self._silence_secs:
-            return False
-        since_request = (
-            None if self._last_request_secs is None else now_secs - self._last_request_secs
-        )
-        if since_request is not None and since_request < self._silence_secs:
-            return False
         self._last_request_secs = now_secs
         self.requests += 1
         log.warning("watchdog: no market data for %.0f s, requesting a decision", silent_for)
@@ -103,5 +106,9 @@ class Watchdog:
         self._last_data_secs = max(self._last_data_secs, self._clock.monotonic_secs())
         self._watch_start_real_secs = max(self._watch_start_real_secs, self._real_secs())
         while True:
-            await self._clock.sleep(self._check_secs)
+            # a check that is not due does nothing: a replay's clock may pass over it
+            await sleep_passable(self._clock, self._check_secs, idle=self._not_due)
             self.check()
+
+    def _not_due(self) -> bool:
+        return not self.due()

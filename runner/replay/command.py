@@ -43,7 +43,8 @@ class ReplayOutcome:
     ticks: int
     decisions: int
     fills: int
-    steps: int
+    steps: int  # instants released to the daemon's loops
+    passed_over: int  # instants passed over: only idle periodic checks were due
     peak_rss_mb: float
 
     @property
@@ -158,6 +159,7 @@ async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:
         decisions=replay.decision.routine.runs,
         fills=replay.counts.fills,
         steps=replay.driver.steps,
+        passed_over=replay.clock.passed_over,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
 
@@ -249,6 +251,7 @@ def write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
         "decisions": outcome.decisions,
         "fills": outcome.fills,
         "clock_steps": outcome.steps,
+        "clock_passed_over": outcome.passed_over,
         "peak_rss_mb": round(outcome.peak_rss_mb, 1),
     }
     path = options.out_dir / "replay.json"
