@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -82,8 +83,6 @@ async def test_without_a_limit_release_next_wakes_idle_sleepers_too() -> None:
 
 
 async def test_other_clocks_just_sleep() -> None:
-    from tests.fakes.instant_clock import InstantClock
-
     clock = InstantClock()
     await sleep_passable(clock, 5.0, idle=lambda: True)
     assert clock.monotonic_secs() >= 5.0
