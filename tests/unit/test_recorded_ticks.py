@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter, defaultdict
+from collections.abc import Callable
 
 import orjson
 import pandas as pd
@@ -278,8 +279,8 @@ class JumpyClock(VirtualClock):
         super().__init__(epoch_ms)
         self.extra_secs = extra_secs
 
-    async def sleep(self, secs: float) -> None:
-        await super().sleep(secs + self.extra_secs)
+    async def sleep(self, secs: float, *, idle: Callable[[], bool] | None = None) -> None:
+        await super().sleep(secs + self.extra_secs, idle=idle)
 
 
 async def test_behind_the_clock_updates_are_skipped_but_never_a_close(feed: SimFeed) -> None:
