@@ -153,12 +153,23 @@ def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
         raise JournalRecordError(f"cannot encode journal record as JSON: {exc}") from None
 
 
+class PlainJson(dict[str, Any]):
+    """A JSON object its maker vouches is plain (what ``_is_plain`` accepts: string keys, finite
+    floats, dicts, lists and scalars only) and will not change: a journal writes it without
+    walking it again (orjson writes it as the dict it is). For a value already checked on its
+    way in, such as the snapshot as sent (``MarketSnapshot.as_sent``)."""
+
+    __slots__ = ()
+
+
 def _is_plain(value: Any) -> bool:
     """True when orjson writes ``value`` exactly as it would write ``_to_plain(value)``: plain
     dicts with string keys, lists, tuples, finite floats and scalars, no model or other mapping."""
     kind = type(value)
     if kind is dict:
         return _is_plain_dict(value)
+    if kind is PlainJson:
+        return True
     if kind is list or kind is tuple:
         return _is_plain_items(value)
     if kind in _PLAIN_SCALARS:
@@ -322,6 +333,7 @@ __all__ = [
     "JournalHeaderMismatchError",
     "JournalRecordError",
     "JsonlJournal",
+    "PlainJson",
     "encode_jsonl_record",
     "read_csv_rows",
     "repair_torn_tail",

@@ -1,7 +1,8 @@
 """The decision path's walks over a snapshot and its journal line, rewritten to check leaves in
 their parent's loop (and ``_rounded`` to remember rounded floats), answer exactly as the
 one-call-per-node definitions they replace, kept here as the reference: the same values of the
-same types, zeros with their signs, the same errors, on hostile nested inputs as well as JSON."""
+same types, zeros with their signs, the same errors, on hostile nested inputs as well as JSON.
+And the snapshot as sent, vouched plain (``PlainJson``), gives the journal line the walks gave."""
 
 from __future__ import annotations
 
@@ -19,9 +20,10 @@ from pydantic import BaseModel
 
 from agent import snapshot as snapshot_module
 from agent.claude_prompt import _FLOAT_SPEC, _NOT_SENT, compact
-from agent.snapshot import FLOAT_DECIMALS, _rounded
+from agent.routine import _typed_line
+from agent.snapshot import FLOAT_DECIMALS, MarketSnapshot, _rounded, sent_digest
 from agent.snapshot_builder import _non_finite
-from state.journal import _is_plain
+from state.journal import PlainJson, _is_plain, encode_jsonl_record
 
 
 class _Float(float):
@@ -271,3 +273,72 @@ def test_compact_drops_only_explained_nulls_and_empty_reasons() -> None:
         "unavailable": {"funding": "not recorded"},
         "nested": {"x": None},
     }
+
+
+# --- the snapshot as sent goes into the journal line unwalked -----------------------------------
+
+_finite_json = st.recursive(
+    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.none()),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5))
+def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) -> None:
+    record = {"type": "decision", "snapshot": snapshot, "at_ms": 1}
+    vouched = {**record, "snapshot": PlainJson(snapshot)}
+    # the same bytes, or the same refusal (an integer orjson cannot hold)
+    assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
+
+
+def _hostile_snapshot() -> MarketSnapshot:
+    """Outside data of odd shapes (tuples, int keys, a model, tiny and huge floats): the JSON dump
+    and the rounding leave only what ``PlainJson`` promises."""
+    return MarketSnapshot(
+        at_ms=1_000,
+        tickers={},
+        btc_price=90_000.123456789,
+        btc_change_1h_pct=-0.0,
+        btc_change_24h_pct=None,
+        open_interest={"BTC/USDT": {1: (1.5, 2), "m": _Model(x=1e-12), "o": OrderedDict(a=1e300)}},
+        regime=None,
+        exposure_scale=1.0,
+        open_positions=[],
+        portfolio_value=10_000.0,
+        cash=None,
+        gate_wake_reasons=["test"],
+        unavailable={"regime": "test", "cash": "test"},
+    )
+
+
+def test_a_snapshot_as_sent_is_what_plain_json_promises() -> None:
+    sent = _hostile_snapshot().as_sent()
+    assert reference_is_plain(sent)
+
+
+def test_a_line_with_the_vouched_snapshot_equals_the_validated_line() -> None:
+    sent = _hostile_snapshot().as_sent()
+    record = {
+        "type": "decision",
+        "decision_id": "d1-1",
+        "at_ms": 1_000,
+        "trigger": ["test"],
+        "snapshot_digest": sent_digest(sent),
+        "snapshot": sent,
+        "gate_update": {"next_check_seconds": 60},
+    }
+    validated = _typed_line(record)
+    vouched = _typed_line({**record, "snapshot": PlainJson(sent)})
+    assert list(vouched) == list(validated) and vouched == validated
+    assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
+
+
+def test_a_record_unfit_for_its_model_is_still_journaled_with_the_reason() -> None:
+    sent = _hostile_snapshot().as_sent()
+    record = {"decision_id": "d1-1", "at_ms": "late", "trigger": [], "snapshot": PlainJson(sent)}
+    line = _typed_line(record)
+    assert "at_ms" in line["record_invalid"] and line["snapshot"] == sent
