@@ -106,15 +106,31 @@ def compact(value: Any) -> Any:
             return [compact(v) for v in value]
         if not isinstance(value, dict):
             return value
+    return _compact_dict(value)
+
+
+_NO_REASONS: dict[Any, Any] = {}
+
+
+def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # leaves handled here, not by a call each: most of a snapshot is leaves
     reasons = value.get("unavailable")
-    explained = set(reasons) if isinstance(reasons, dict) else set()
-    return {
-        k: compact(v)
-        for k, v in value.items()
-        if k not in _NOT_SENT
-        and not (v is None and k in explained)
-        and not (k == "unavailable" and v == {})
-    }
+    explained = reasons if isinstance(reasons, dict) else _NO_REASONS
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if key in _NOT_SENT:
+            continue
+        kind = type(item)
+        if kind is float:
+            out[key] = float(format(item, _FLOAT_SPEC))
+        elif kind is str or kind is int or kind is bool:
+            out[key] = item
+        elif item is None:
+            if key not in explained:
+                out[key] = None
+        elif not (key == "unavailable" and item == {}):
+            out[key] = compact(item)
+    return out
 
 
 def render_request(

@@ -33,7 +33,7 @@ from agent.indicators import (
     FloatArray,
     TimeframeSummary,
     Trend,
-    rsi_from_averages,
+    rsi_from_average_pair,
     timeframe_summary,
     trend_from_spread,
 )
@@ -149,8 +149,7 @@ class IndicatorState:
     def rsi(self) -> float | None:
         if not self._rsi.ready:
             return None
-        averages = np.array([self._rsi.avg_gain]), np.array([self._rsi.avg_loss])
-        return float(rsi_from_averages(*averages)[0])
+        return rsi_from_average_pair(self._rsi.avg_gain, self._rsi.avg_loss)
 
     def trend(
         self,

@@ -28,6 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
+from state.journal import PlainJson
 from state.records import DecisionRecord
 
 log = logging.getLogger(__name__)
@@ -192,7 +193,9 @@ class DecisionRoutine:
         snapshot = await self._build_snapshot(reasons, decision_id=decision_id)
         sent = snapshot.as_sent()  # what the decider reads, byte for byte, rounded once
         record["snapshot_digest"] = sent_digest(sent)
-        record["snapshot"] = sent
+        # plain already (a JSON dump, rounded, non-finite numbers refused), and kept unchanged:
+        # the line is not validated, dumped and checked a second time for it
+        record["snapshot"] = PlainJson(sent)
         prompt = await self._prompt(snapshot, record)
         decision = await (
             self._decider.decide(snapshot)
@@ -328,8 +331,14 @@ class DecisionRoutine:
 def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     """The line as a ``DecisionRecord``. A record this code built that does not fit its own model
     is a bug: say so loudly, and still journal the line as it is, with the reason beside it."""
+    snapshot = record.get("snapshot")
     try:
-        return DecisionRecord.model_validate(record).as_line()
+        if not isinstance(snapshot, PlainJson):
+            return DecisionRecord.model_validate(record).as_line()
+        # the key stays where it was, for the observers; None stands in while validating
+        line = DecisionRecord.model_validate({**record, "snapshot": None}).as_line()
+        line["snapshot"] = snapshot
+        return line
     except ValidationError as exc:
         log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)
         return {**record, "record_invalid": str(exc)[:2000]}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
@@ -139,18 +139,62 @@ def _rounded(value: Any) -> Any:
     """Floats at fixed precision so the same market gives the same bytes (and fewer tokens)."""
     kind = type(value)  # exact-type fast paths first: a JSON dump is dicts, lists and scalars
     if kind is dict:
-        return {k: _rounded(v) for k, v in value.items()}
+        return _rounded_dict(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite number in snapshot: {value!r}")
-        return round(value, FLOAT_DECIMALS)
+        return _rounded_float(value)
     if isinstance(value, Mapping):
         return {k: _rounded(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [_rounded(v) for v in value]
     return value
+
+
+def _rounded_float(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"non-finite number in snapshot: {value!r}")
+    return round(value, FLOAT_DECIMALS)
+
+
+#: exact floats already rounded: two thirds of a snapshot's floats (the indicators of candles not
+#: closed since, the regime, outside data) were in the one before, and ``round(x, 8)`` costs about
+#: ten lookups. Keyed by value, so zeros are left out (0.0 == -0.0, and their signs must not mix).
+#: Emptied when full: simpler and cheaper than dropping the oldest entry one at a time.
+_ROUNDED: dict[float, float] = {}
+_ROUNDED_SIZE: Final = 4096
+
+
+def _rounded_exact_float(value: float) -> float:
+    found = _ROUNDED.get(value)
+    if found is None:
+        found = _rounded_float(value)
+        if value:
+            if len(_ROUNDED) >= _ROUNDED_SIZE:
+                _ROUNDED.clear()
+            _ROUNDED[value] = found
+    return found
+
+
+#: exact types ``_rounded`` passes through as they are
+_KEPT: Final = frozenset({str, int, bool, type(None)})
+
+
+def _rounded_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    # leaves handled here, not by a call each: most of a snapshot is leaves, and the call per
+    # leaf was most of the walk's time
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is float:
+            out[key] = _rounded_exact_float(item)
+        elif kind in _KEPT:
+            out[key] = item
+        elif kind is dict:
+            out[key] = _rounded_dict(item)
+        else:
+            out[key] = _rounded(item)
+    return out
 
 
 def merge_unavailable(*parts: Mapping[str, str]) -> dict[str, str]:

@@ -355,12 +355,42 @@ class _Portfolio:
 
 def _non_finite(value: Any, path: str = "") -> list[str]:
     """Paths of the NaN / infinite numbers in a dumped model (the snapshot cannot carry them)."""
+    if _all_finite(value):  # nearly always: then no path need be named
+        return []
+    return _non_finite_paths(value, path)
+
+
+def _all_finite(value: Any) -> bool:
+    """``_non_finite(value) == []``, without naming paths or a call per number."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, Mapping):
+        value = value.values()
+    elif not isinstance(value, list | tuple):
+        return True
+    for item in value:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _NO_NUMBERS and not _all_finite(item):
+            return False
+    return True
+
+
+#: exact types that hold no float (anything else is asked ``_all_finite``)
+_NO_NUMBERS = frozenset({str, int, bool, type(None)})
+
+
+def _non_finite_paths(value: Any, path: str) -> list[str]:
     if isinstance(value, float):
         return [] if math.isfinite(value) else [f"{path or 'value'}={value!r}"]
     if isinstance(value, Mapping):
-        return [p for k, v in value.items() for p in _non_finite(v, f"{path}.{k}".lstrip("."))]
+        return [
+            p for k, v in value.items() for p in _non_finite_paths(v, f"{path}.{k}".lstrip("."))
+        ]
     if isinstance(value, list | tuple):
-        return [p for i, v in enumerate(value) for p in _non_finite(v, f"{path}[{i}]")]
+        return [p for i, v in enumerate(value) for p in _non_finite_paths(v, f"{path}[{i}]")]
     return []
 
 

@@ -153,19 +153,60 @@ def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
         raise JournalRecordError(f"cannot encode journal record as JSON: {exc}") from None
 
 
+class PlainJson(dict[str, Any]):
+    """A JSON object its maker vouches is plain (what ``_is_plain`` accepts: string keys, finite
+    floats, dicts, lists and scalars only) and will not change: a journal writes it without
+    walking it again (orjson writes it as the dict it is). For a value already checked on its
+    way in, such as the snapshot as sent (``MarketSnapshot.as_sent``)."""
+
+    __slots__ = ()
+
+
 def _is_plain(value: Any) -> bool:
     """True when orjson writes ``value`` exactly as it would write ``_to_plain(value)``: plain
     dicts with string keys, lists, tuples, finite floats and scalars, no model or other mapping."""
     kind = type(value)
     if kind is dict:
-        return all(type(key) is str and _is_plain(item) for key, item in value.items())
+        return _is_plain_dict(value)
+    if kind is PlainJson:
+        return True
     if kind is list or kind is tuple:
-        return all(_is_plain(item) for item in value)
-    if kind is str or kind is int or kind is bool or value is None:
+        return _is_plain_items(value)
+    if kind in _PLAIN_SCALARS:
         return True
     if isinstance(value, float):
         return math.isfinite(value)
     return not isinstance(value, BaseModel | Mapping)
+
+
+#: exact types written as they are (a subclass takes ``_is_plain``'s longer way)
+_PLAIN_SCALARS: Final = frozenset({str, int, bool, type(None)})
+
+
+def _is_plain_dict(value: dict[Any, Any]) -> bool:
+    # the leaves are checked here instead of by a call each: most of a line is leaves, and a
+    # call (and the generator ``all`` needed) per leaf was most of the walk's time
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_plain(item):
+            return False
+    return True
+
+
+def _is_plain_items(value: list[Any] | tuple[Any, ...]) -> bool:
+    for item in value:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_plain(item):
+            return False
+    return True
 
 
 def _to_plain(value: Any, where: str) -> Any:
@@ -292,6 +333,7 @@ __all__ = [
     "JournalHeaderMismatchError",
     "JournalRecordError",
     "JsonlJournal",
+    "PlainJson",
     "encode_jsonl_record",
     "read_csv_rows",
     "repair_torn_tail",

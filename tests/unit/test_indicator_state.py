@@ -136,3 +136,18 @@ def test_series_feeding_follows_appends_slides_and_corrections() -> None:
     assert got.bollinger_position == want.bollinger_position
     empty = series.summary(_arrays([], []))
     assert empty.unavailable["rsi"] == "needs 15 closes, have 0"
+
+
+_any_float = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 5e-324, 1e-300, 1e300, 1.0, -1.0]),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_any_float, _any_float)
+def test_the_rsi_of_one_pair_is_the_arrays_rsi_bit_for_bit(gain: float, loss: float) -> None:
+    with np.errstate(over="ignore"):  # an overflow is an infinity in both
+        want = float(ind.rsi_from_averages(np.array([gain]), np.array([loss]))[0])
+    got = ind.rsi_from_average_pair(gain, loss)
+    assert np.isnan(got) if np.isnan(want) else got.hex() == want.hex()

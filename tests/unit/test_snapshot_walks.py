@@ -1,0 +1,344 @@
+"""The decision path's walks over a snapshot and its journal line, rewritten to check leaves in
+their parent's loop (and ``_rounded`` to remember rounded floats), answer exactly as the
+one-call-per-node definitions they replace, kept here as the reference: the same values of the
+same types, zeros with their signs, the same errors, on hostile nested inputs as well as JSON.
+And the snapshot as sent, vouched plain (``PlainJson``), gives the journal line the walks gave."""
+
+from __future__ import annotations
+
+import math
+import struct
+import types
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from agent import snapshot as snapshot_module
+from agent.claude_prompt import _FLOAT_SPEC, _NOT_SENT, compact
+from agent.routine import _typed_line
+from agent.snapshot import FLOAT_DECIMALS, MarketSnapshot, _rounded, sent_digest
+from agent.snapshot_builder import _non_finite
+from state.journal import PlainJson, _is_plain, encode_jsonl_record
+
+
+class _Float(float):
+    pass
+
+
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+class _Model(BaseModel):
+    x: float = 1.0
+
+
+# --- the definitions the fast walks replace -----------------------------------------------------
+
+
+def reference_is_plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict:
+        return all(type(key) is str and reference_is_plain(item) for key, item in value.items())
+    if kind is list or kind is tuple:
+        return all(reference_is_plain(item) for item in value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return not isinstance(value, BaseModel | Mapping)
+
+
+def reference_rounded(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {k: reference_rounded(v) for k, v in value.items()}
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"non-finite number in snapshot: {value!r}")
+        return round(value, FLOAT_DECIMALS)
+    if isinstance(value, Mapping):
+        return {k: reference_rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [reference_rounded(v) for v in value]
+    return value
+
+
+def reference_compact(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is not dict:
+        if isinstance(value, float):
+            return float(format(value, _FLOAT_SPEC))
+        if isinstance(value, list):
+            return [reference_compact(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+    reasons = value.get("unavailable")
+    explained = set(reasons) if isinstance(reasons, dict) else set()
+    return {
+        k: reference_compact(v)
+        for k, v in value.items()
+        if k not in _NOT_SENT
+        and not (v is None and k in explained)
+        and not (k == "unavailable" and v == {})
+    }
+
+
+def reference_non_finite(value: Any, path: str = "") -> list[str]:
+    if isinstance(value, float):
+        return [] if math.isfinite(value) else [f"{path or 'value'}={value!r}"]
+    if isinstance(value, Mapping):
+        return [
+            p for k, v in value.items() for p in reference_non_finite(v, f"{path}.{k}".lstrip("."))
+        ]
+    if isinstance(value, list | tuple):
+        return [p for i, v in enumerate(value) for p in reference_non_finite(v, f"{path}[{i}]")]
+    return []
+
+
+# --- inputs ---------------------------------------------------------------------------------------
+
+_floats = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1e-9, -1e-9, 5e-9, 1.23456789012, 43210.987654321]),
+    st.floats(allow_nan=True, allow_infinity=True).map(_Float),
+)
+_leaves = st.one_of(
+    _floats,
+    st.integers(),
+    st.integers().map(_Int),
+    st.booleans(),
+    st.none(),
+    st.text(max_size=4),
+    st.text(max_size=4).map(_Str),
+    st.just(_Model()),
+)
+_keys = st.one_of(
+    st.sampled_from(["unavailable", "schema_version", "price", "rsi", "trend"]),
+    st.text(max_size=3),
+    st.text(max_size=3).map(_Str),
+    st.integers(min_value=-2, max_value=2),
+)
+
+
+def _containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    dicts = st.dictionaries(_keys, children, max_size=5)
+    return st.one_of(
+        dicts,
+        st.lists(children, max_size=5),
+        st.lists(children, max_size=3).map(tuple),
+        dicts.map(OrderedDict),
+        dicts.map(types.MappingProxyType),
+    )
+
+
+_values = st.recursive(_leaves, _containers, max_leaves=40)
+#: the JSON shapes a dumped snapshot has, with ``unavailable`` maps naming some null fields
+_json = st.recursive(
+    st.one_of(_floats, st.integers(), st.booleans(), st.none(), st.text(max_size=4)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=5),
+        st.dictionaries(
+            _keys.filter(lambda k: type(k) is str), st.one_of(st.none(), children), max_size=5
+        ).flatmap(
+            lambda d: st.sets(st.sampled_from(sorted(d) or ["x"])).map(
+                lambda names: {**d, "unavailable": {n: "why" for n in names}} if names else d
+            )
+        ),
+    ),
+    max_leaves=40,
+)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the very same types; floats bit for bit (the sign of a zero counts)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) or a is b
+
+
+def _outcome(walk: Any, value: Any) -> tuple[str, Any]:
+    try:
+        return "value", walk(value)
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+def _same_outcome(walk: Any, reference: Any, value: Any) -> bool:
+    (kind, got), (want_kind, want) = _outcome(walk, value), _outcome(reference, value)
+    return kind == want_kind and (_same(got, want) if kind == "value" else got == want)
+
+
+# --- properties -----------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_values, _json))
+def test_is_plain_answers_as_its_reference(value: Any) -> None:
+    assert _is_plain(value) is reference_is_plain(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_values, _json))
+def test_rounded_answers_as_its_reference_twice(value: Any) -> None:
+    # twice: the second walk reads the floats the first remembered
+    assert _same_outcome(_rounded, reference_rounded, value)
+    assert _same_outcome(_rounded, reference_rounded, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_values, _json))
+def test_compact_answers_as_its_reference(value: Any) -> None:
+    assert _same_outcome(compact, reference_compact, value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_values, _json))
+def test_non_finite_names_what_its_reference_names(value: Any) -> None:
+    assert _non_finite(value) == reference_non_finite(value)
+
+
+# --- cases a random draw may miss -------------------------------------------------------------
+
+
+def test_rounded_keeps_each_zeros_sign_whichever_came_first() -> None:
+    for first, second in ((0.0, -0.0), (-0.0, 0.0)):
+        got = [_rounded({"a": first})["a"], _rounded({"a": second})["a"]]
+        assert [math.copysign(1.0, z) for z in got] == [
+            math.copysign(1.0, first),
+            math.copysign(1.0, second),
+        ]
+
+
+def test_rounded_remembers_a_bounded_number_of_floats(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_module, "_ROUNDED", {})
+    size = snapshot_module._ROUNDED_SIZE
+    values = {str(i): 1.0 + i / 7.0 for i in range(size + 10)}
+    want = {k: round(v, FLOAT_DECIMALS) for k, v in values.items()}
+    assert _rounded(values) == want
+    assert 0 < len(snapshot_module._ROUNDED) <= size
+    assert _rounded(values) == want  # partly from the memo now
+
+
+def test_rounded_names_a_non_finite_number_met_in_a_nested_dict() -> None:
+    with pytest.raises(ValueError, match="non-finite number in snapshot: inf"):
+        _rounded({"tickers": {"BTC/USDT": {"price": 1.0, "rsi": math.inf}}})
+
+
+def test_is_plain_refuses_what_orjson_would_write_otherwise() -> None:
+    assert _is_plain({"a": [1, 2.5, {"b": None, "c": (True, "x")}]})
+    hostile: Any
+    for hostile in (
+        {"a": {1: 2}},
+        {"a": [math.nan]},
+        {"a": (0.0, {"b": -math.inf})},
+        {"a": _Model()},
+        {"a": types.MappingProxyType({})},
+        {"a": OrderedDict()},
+    ):
+        assert not _is_plain(hostile), hostile
+
+
+def test_compact_drops_only_explained_nulls_and_empty_reasons() -> None:
+    sent: dict[str, Any] = {
+        "schema_version": 1,
+        "funding": None,
+        "basis": None,
+        "price": 43210.987654321,
+        "unavailable": {"funding": "not recorded"},
+        "nested": {"x": None, "unavailable": {}},
+    }
+    assert compact(sent) == {
+        "basis": None,
+        "price": 43211.0,
+        "unavailable": {"funding": "not recorded"},
+        "nested": {"x": None},
+    }
+
+
+# --- the snapshot as sent goes into the journal line unwalked -----------------------------------
+
+_finite_json = st.recursive(
+    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.none()),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=3), children, max_size=4)
+    ),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5))
+def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) -> None:
+    record = {"type": "decision", "snapshot": snapshot, "at_ms": 1}
+    vouched = {**record, "snapshot": PlainJson(snapshot)}
+    # the same bytes, or the same refusal (an integer orjson cannot hold)
+    assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
+
+
+def _hostile_snapshot() -> MarketSnapshot:
+    """Outside data of odd shapes (tuples, int keys, a model, tiny and huge floats): the JSON dump
+    and the rounding leave only what ``PlainJson`` promises."""
+    return MarketSnapshot(
+        at_ms=1_000,
+        tickers={},
+        btc_price=90_000.123456789,
+        btc_change_1h_pct=-0.0,
+        btc_change_24h_pct=None,
+        open_interest={"BTC/USDT": {1: (1.5, 2), "m": _Model(x=1e-12), "o": OrderedDict(a=1e300)}},
+        regime=None,
+        exposure_scale=1.0,
+        open_positions=[],
+        portfolio_value=10_000.0,
+        cash=None,
+        gate_wake_reasons=["test"],
+        unavailable={"regime": "test", "cash": "test"},
+    )
+
+
+def test_a_snapshot_as_sent_is_what_plain_json_promises() -> None:
+    sent = _hostile_snapshot().as_sent()
+    assert reference_is_plain(sent)
+
+
+def test_a_line_with_the_vouched_snapshot_equals_the_validated_line() -> None:
+    sent = _hostile_snapshot().as_sent()
+    record = {
+        "type": "decision",
+        "decision_id": "d1-1",
+        "at_ms": 1_000,
+        "trigger": ["test"],
+        "snapshot_digest": sent_digest(sent),
+        "snapshot": sent,
+        "gate_update": {"next_check_seconds": 60},
+    }
+    validated = _typed_line(record)
+    vouched = _typed_line({**record, "snapshot": PlainJson(sent)})
+    assert list(vouched) == list(validated) and vouched == validated
+    assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
+
+
+def test_a_record_unfit_for_its_model_is_still_journaled_with_the_reason() -> None:
+    sent = _hostile_snapshot().as_sent()
+    record = {"decision_id": "d1-1", "at_ms": "late", "trigger": [], "snapshot": PlainJson(sent)}
+    line = _typed_line(record)
+    assert "at_ms" in line["record_invalid"] and line["snapshot"] == sent
