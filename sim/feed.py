@@ -241,6 +241,7 @@ class SimFeed:
             )
         if not tickers:
             raise ValueError("SimFeed needs at least one ticker")
+        self._data_dir = data_dir
         self._base_interval = base_interval
         self._bar_ms = bar_ms
         self._update_interval_ms = update_interval_ms
@@ -252,6 +253,11 @@ class SimFeed:
     @property
     def tickers(self) -> tuple[str, ...]:
         return tuple(self._series)
+
+    @property
+    def data_dir(self) -> Path | None:
+        """The data dir it was opened on (None: the bundled ``data/``)."""
+        return self._data_dir
 
     @property
     def update_interval_ms(self) -> int:

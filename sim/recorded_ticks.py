@@ -15,6 +15,12 @@ to the simulator's websocket server (sim/ws_server.py) over the same ``SimFeed``
 - if the clock ever runs ahead of the loop (a wall or scaled clock), it catches up as the simulator
   does: intermediate updates are skipped, every candle's closing update is still published.
 
+Given a ``read_ahead`` executor (replay's one-process pool, ``sim.tick_ahead.open_tick_pool``), the
+rows of the updates published on the grid instant by instant (all of a replay's on a virtual clock)
+are computed ahead in that process (``sim.tick_ahead.RowsAhead``, the same ``sim.tick_rows``
+functions); this process only makes and publishes the ``MarketTick``. Catch-up and backfill stay
+here.
+
 Ticks are published from the first grid instant at or after the clock's reading when ``run`` starts
 (the simulator would send a client connecting at that instant the ones strictly after it). Closes
 between a ``resume_from`` point and that first instant are published first, like the listener's
@@ -27,7 +33,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any, Final, NamedTuple
+from concurrent.futures import Executor
+from typing import Final, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -36,13 +43,14 @@ from core.clock import Clock
 from core.events import MarketTick, Timeframe
 from market.timeframes import TIMEFRAME_MS
 from sim.feed import KlineState, SimFeed, closing_updates
-from sim.ws_streams import KlineFormat, format_ohlcv
+from sim.tick_ahead import RowsAhead
+from sim.tick_rows import instant_rows, kline_row, make_tick
+from sim.ws_streams import KlineFormat
 
 log = logging.getLogger(__name__)
 
 #: a clock that woke a hair early (float rounding of a scaled clock) sleeps at least this long again
 MIN_RESLEEP_SECS: Final = 0.001
-_MAKE_TICK = MarketTick.__pydantic_validator__.validate_python  # skips __init__'s kwargs hop
 
 
 class RecordedTickStats(BaseModel):
@@ -82,12 +90,6 @@ def due_updates(
     return due
 
 
-def _round_trip(state: KlineState, fmt: KlineFormat) -> tuple[float, float, float, float, float]:
-    """The kline's numbers as the listener reads them from the simulator's frame."""
-    o, h, low, c, v = format_ohlcv(state, fmt)
-    return float(o), float(h), float(low), float(c), float(v)
-
-
 class RecordedTicks:
     """Publishes the recording's kline updates as ``MarketTick`` on the bus, on the injected clock."""
 
@@ -100,6 +102,7 @@ class RecordedTicks:
         tickers: Sequence[str],
         timeframes: Sequence[Timeframe],
         end_ms: int | None = None,
+        read_ahead: Executor | None = None,
     ) -> None:
         if not tickers or not timeframes:
             raise ValueError("RecordedTicks needs at least one ticker and one timeframe")
@@ -118,11 +121,16 @@ class RecordedTicks:
             for tf in dict.fromkeys(timeframes)
         )
         self._streams_tf_ms = [stream.timeframe_ms for stream in self._streams]
+        self._names = tuple((s.ticker, s.timeframe) for s in self._streams)
+        self._keys = tuple((s.ticker, s.timeframe, s.fmt) for s in self._streams)
         self._first_ms = min(first for first, _ in spans)
         stop_ms = max(last for _, last in spans)
         if end_ms is not None:
             stop_ms = min(stop_ms, end_ms)
         self._stop_ms = stop_ms - stop_ms % self._interval_ms  # the last instant published
+        self._ahead = (
+            None if read_ahead is None else RowsAhead(read_ahead, feed, self._keys, self._stop_ms)
+        )
         self.finished = asyncio.Event()
         self._resume: dict[tuple[str, str], int] = {}
         self._last_ms: int | None = None  # newest instant published
@@ -145,6 +153,12 @@ class RecordedTicks:
             last_event_ms=self._last_ms,
             backfilled=self._backfilled,
         )
+
+    def prefetch(self) -> None:
+        """Start computing rows ahead from the clock's now (the first instant ``run`` will
+        publish unless the clock moves first), so the worker starts while the daemon warms up."""
+        if self._ahead is not None:
+            self._ahead.prefetch(self._start_ms())
 
     def resume_from(self, ticker: str, timeframe: str, last_closed_open_ms: int) -> None:
         """The newest close already known (from seeded history): closes after it that ended before
@@ -194,14 +208,18 @@ class RecordedTicks:
 
     def _publish_all(self, event_ms: int) -> None:
         """Every stream's update at ``event_ms`` (the hot path: one call per instant)."""
-        kline_state = self._feed.kline_state
+        ahead = None if self._ahead is None else self._ahead.rows_at(event_ms)
+        if ahead is None:
+            rows, at = instant_rows(self._feed, self._keys, event_ms, 1, self._interval_ms), 0
+        else:
+            rows, at = ahead
+        names = self._names
         publish = self._bus.publish
         published = 0
-        for ticker, timeframe, _, fmt in self._streams:
-            state = kline_state(ticker, timeframe, event_ms)
-            if state is None:
+        for (ticker, timeframe), row in zip(names, rows[at : at + len(names)], strict=True):
+            if row is None:
                 continue  # a hole in the recording (or outside it): the stream is silent
-            publish(_tick(state, fmt, event_ms))
+            publish(make_tick(ticker, timeframe, row, event_ms))
             published += 1
         self._ticks += published
 
@@ -234,21 +252,7 @@ class RecordedTicks:
 
 
 def _tick(state: KlineState, fmt: KlineFormat, event_ms: int) -> MarketTick:
-    o, h, low, c, v = _round_trip(state, fmt)
-    fields: dict[str, Any] = {
-        "ticker": state.ticker,
-        "timeframe": state.timeframe,
-        "open_time_ms": state.open_time_ms,
-        "close_time_ms": state.close_time_ms,
-        "open": o,
-        "high": h,
-        "low": low,
-        "close": c,
-        "volume": v,
-        "closed": state.closed,
-        "event_time_ms": event_ms,
-    }
-    return _MAKE_TICK(fields)  # type: ignore[no-any-return]
+    return make_tick(state.ticker, state.timeframe, kline_row(state, fmt), event_ms)
 
 
 __all__ = ["RecordedTickStats", "RecordedTicks", "due_updates"]

@@ -5,7 +5,8 @@ decision paths, ``runner.supervision.supervise``), with three adapters swapped w
 the network, all serving the bundled recording through ``sim.feed.SimFeed`` (the simulator's own
 implementation) and never anything after the clock's now:
 
-- ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener;
+- ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener, its rows computed
+  ahead in one worker process (``sim.tick_ahead``: the same functions, so the same ticks);
 - OHLCV (warm-up seed, 4h history for the regimes): ``sim.inprocess.RecordedOhlcvExchange``;
 - derivatives context: ``sim.recorded_sources`` (funding, Fear & Greed and PAXG spot recorded;
   the rest reported unavailable, as against the simulator).
@@ -29,6 +30,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +64,7 @@ from sim.recorded_sources import build_recorded_context_fields
 from sim.recorded_spot import RecordedSpotKlines
 from sim.recorded_ticks import RecordedTicks
 from sim.rest_payloads import FearGreedBook
+from sim.tick_ahead import open_tick_pool
 
 log = logging.getLogger(__name__)
 
@@ -134,6 +137,7 @@ class Replay:
     data: RecordedData
     fit_ahead: FitAhead | None = None  # the regime fit-ahead planner
     fit_pool: FitPool | None = None  # the regime fits' processes (run_replay closes it)
+    tick_pool: Executor | None = None  # the tick rows' process (run_replay closes it)
 
     @property
     def ticks(self) -> RecordedTicks:
@@ -229,14 +233,22 @@ def replay_ports(
     fear_greed: FearGreedBook | str | None = None,
     fit_ahead: FitAhead | None = None,
     fit_pool: FitPool | None = None,
+    tick_pool: Executor | None = None,
 ) -> Ports:
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
-    ``fear_greed``: the opened index (or why there is none); None reads it from the data dir."""
+    ``fear_greed``: the opened index (or why there is none); None reads it from the data dir.
+    ``tick_pool``: where the ticks' rows are computed ahead; None: in this process."""
     tickers = settings.market.tickers
 
     def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
         return RecordedTicks(
-            clock, bus, feed, tickers=tickers, timeframes=settings.market.timeframes, end_ms=end_ms
+            clock,
+            bus,
+            feed,
+            tickers=tickers,
+            timeframes=settings.market.timeframes,
+            end_ms=end_ms,
+            read_ahead=tick_pool,
         )
 
     def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
@@ -265,6 +277,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     bus = EventBus()
     journals = open_journals(settings, clock, bus, state_edits=False)  # no state_watch either
     pool = build_fit_pool(settings)
+    tick_pool = open_tick_pool()
     ports = replay_ports(
         settings,
         clock,
@@ -275,6 +288,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         fear_greed=data.fear_greed,
         fit_ahead=(ahead := build_fit_ahead(settings, feed, options.end_ms, pool)),
         fit_pool=pool,
+        tick_pool=tick_pool,
     )
     market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
@@ -291,17 +305,9 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         extra_subscriptions=[Inline(Topic.ORDER_FILLED, counts.on_fill, "replay_fill_count")],
         atomic_heartbeat=False,  # nobody health-checks a run folder (runner.heartbeat)
     )
-    routine, tracker = decision.routine, decision.tracker
-    driver = ReplayDriver(
-        clock,
-        options.end_ms,
-        # in flight = waiting on the network; a retry's backoff waits on this clock, which must move
-        busy=(
-            lambda: routine.deciding and not _all_parked(clock, routine.task, decision),
-            lambda: tracker.reviewing and not clock.is_parked(tracker.review_task),
-        ),
-        speed=options.speed,
-    )
+    driver = build_driver(clock, options, decision)
+    assert isinstance(market.ticks, RecordedTicks)
+    market.ticks.prefetch()  # the worker loads its feed while the daemon warms up
     return Replay(
         settings,
         options,
@@ -316,6 +322,23 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         data,
         ahead,
         pool,
+        tick_pool,
+    )
+
+
+def build_driver(
+    clock: VirtualClock, options: ReplayOptions, decision: DecisionPath
+) -> ReplayDriver:
+    routine, tracker = decision.routine, decision.tracker
+    return ReplayDriver(
+        clock,
+        options.end_ms,
+        # in flight = waiting on the network; a retry's backoff waits on this clock, which must move
+        busy=(
+            lambda: routine.deciding and not _all_parked(clock, routine.task, decision),
+            lambda: tracker.reviewing and not clock.is_parked(tracker.review_task),
+        ),
+        speed=options.speed,
     )
 
 

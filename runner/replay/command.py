@@ -123,6 +123,8 @@ async def run_replay(replay: Replay, *, progress: Progress | None = None) -> Rep
             log.info("regime fits ahead: %s", replay.fit_ahead.stats)
         if replay.fit_pool is not None:
             replay.fit_pool.close()
+        if replay.tick_pool is not None:
+            replay.tick_pool.shutdown(wait=True, cancel_futures=True)
 
 
 async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:

@@ -1,0 +1,179 @@
+"""Replay's tick rows computed ahead, in a worker process, off the replay's critical path.
+
+``RecordedTicks`` publishes every stream's update at every grid instant; finding the kline
+(``SimFeed.kline_state``) and rounding it as on the wire (``sim.tick_rows.kline_row``) was about
+three quarters of its cost per tick, and depends only on the recording. So ``RowsAhead`` has one
+worker process compute those rows (``sim.tick_rows.instant_rows``, the function the direct path
+runs) a chunk of simulated time at a time (a day by default), a few chunks ahead of the instant
+being published; the replay's process only turns each row into a ``MarketTick`` and publishes it,
+in the same order. The worker opens its own ``SimFeed`` on the same data dir, base bar, update
+interval and tickers (``FeedSource``), once; rows are plain ints, floats and bools, which pickle
+exactly, so the ticks are the ones the direct path makes.
+
+A worker's failure (an exception in ``instant_rows``, a killed process) raises where the rows are
+taken: it is a bug, as on the direct path. Only a pool that cannot start a process (``OSError`` on
+submit) makes ``RowsAhead`` give up, with a warning; ``RecordedTicks`` then computes the rows itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+from collections.abc import Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Final, NamedTuple
+
+from sim.feed import SimFeed
+from sim.tick_rows import Row, StreamKey, instant_rows
+
+log = logging.getLogger(__name__)
+
+DAY_MS: Final = 86_400_000
+#: chunks queued behind the one being published; the worker makes a day's rows in tens of ms,
+#: the replay publishes them in about half a second, so two would do: three absorb a slow start
+DEFAULT_DEPTH: Final = 3
+
+
+class FeedSource(NamedTuple):
+    """What a worker needs to open the same ``SimFeed`` (it does, once, and keeps it)."""
+
+    tickers: tuple[str, ...]
+    data_dir: Path | None
+    update_interval_ms: int
+    base_interval: str
+
+    @classmethod
+    def of(cls, feed: SimFeed) -> FeedSource:
+        return cls(feed.tickers, feed.data_dir, feed.update_interval_ms, feed.base_interval)
+
+    def open(self) -> SimFeed:
+        return SimFeed(
+            self.tickers,
+            data_dir=self.data_dir,
+            update_interval_ms=self.update_interval_ms,
+            base_interval=self.base_interval,
+        )
+
+
+class ChunkJob(NamedTuple):
+    source: FeedSource
+    streams: tuple[StreamKey, ...]
+    first_ms: int
+    instants: int  # how many, ``update_interval_ms`` apart
+
+
+#: the worker's open feed; one at a time (a worker serves one replay)
+_opened: dict[FeedSource, SimFeed] = {}
+
+
+def chunk_rows(job: ChunkJob) -> list[Row | None]:
+    """Runs in the worker: ``instant_rows`` over the job's instants on the worker's own feed."""
+    feed = _opened.get(job.source)
+    if feed is None:
+        _opened.clear()
+        feed = _opened[job.source] = job.source.open()
+    return instant_rows(
+        feed, job.streams, job.first_ms, job.instants, job.source.update_interval_ms
+    )
+
+
+def open_tick_pool() -> ProcessPoolExecutor | None:
+    """The one-process pool ``RowsAhead`` runs on, or None when ticks are better computed inline:
+    on one core (the worker would compete with the replay), inside a daemonic process (a Dask
+    sweep worker may not start children, and its siblings fill the cores), or when the system
+    refuses the pool's queues. No process starts until the first chunk is submitted."""
+    if multiprocessing.current_process().daemon or (os.cpu_count() or 1) < 2:
+        log.info("replay ticks: computed in the replay's process (one core, or a daemonic process)")
+        return None
+    try:
+        # spawn: the replay runs an event loop and threads, which fork would copy
+        return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    except OSError as exc:
+        log.warning("replay ticks: no worker process (%s); computing them inline", exc)
+        return None
+
+
+class RowsAhead:
+    """Every grid instant's rows up to ``stop_ms``, computed on ``executor`` a few chunks ahead.
+
+    ``rows_at`` must be asked for instants in increasing order (a replay's clock only moves
+    forward); instants it skips cost nothing but their chunk's share of the worker's time."""
+
+    def __init__(
+        self,
+        executor: Executor,
+        feed: SimFeed,
+        streams: Sequence[StreamKey],
+        stop_ms: int,
+        *,
+        chunk_ms: int = DAY_MS,
+        depth: int = DEFAULT_DEPTH,
+    ) -> None:
+        interval_ms = feed.update_interval_ms
+        if chunk_ms <= 0 or chunk_ms % interval_ms:
+            raise ValueError(f"chunk_ms must be a multiple of {interval_ms}, got {chunk_ms}")
+        if depth < 0:
+            raise ValueError(f"depth must be >= 0, got {depth}")
+        self._executor = executor
+        self._source = FeedSource.of(feed)
+        self._streams = tuple(streams)
+        self._width = len(self._streams)
+        self._interval_ms = interval_ms
+        self._stop_ms = stop_ms
+        self._chunk_ms = chunk_ms
+        self._depth = depth
+        self._pending: dict[int, Future[list[Row | None]]] = {}  # by chunk index
+        self._rows: list[Row | None] = []  # the chunk being published: [first_ms, end_ms)
+        self._first_ms = 0
+        self._end_ms = 0
+        self.unavailable: str | None = None  # why rows are no longer computed ahead
+
+    def prefetch(self, from_ms: int) -> None:
+        """Submit the chunks from ``from_ms`` on now (the worker loads its feed meanwhile)."""
+        if self.unavailable is None:
+            self._submit_from(from_ms // self._chunk_ms)
+
+    def rows_at(self, event_ms: int) -> tuple[list[Row | None], int] | None:
+        """(rows, offset): the streams' rows at ``event_ms`` are ``rows[offset:offset+width]``;
+        None when the worker is unavailable (compute them directly)."""
+        if self._first_ms <= event_ms < self._end_ms:
+            return self._rows, (event_ms - self._first_ms) // self._interval_ms * self._width
+        if self.unavailable is not None:
+            return None
+        index = event_ms // self._chunk_ms
+        for stale in [k for k in self._pending if k < index]:
+            self._pending.pop(stale).cancel()
+        if not self._submit_from(index) or index not in self._pending:
+            return None
+        # blocks the (virtual-time) loop only when the worker is behind; its failure raises here
+        self._rows = self._pending.pop(index).result()
+        self._first_ms = index * self._chunk_ms
+        self._end_ms = self._first_ms + len(self._rows) // self._width * self._interval_ms
+        return self._rows, (event_ms - self._first_ms) // self._interval_ms * self._width
+
+    def _submit_from(self, index: int) -> bool:
+        """Chunks ``index .. index + depth`` (up to ``stop_ms``) submitted; False if the pool
+        cannot start a process."""
+        try:
+            for k in range(index, index + self._depth + 1):
+                first_ms = k * self._chunk_ms
+                if first_ms > self._stop_ms:
+                    break
+                if k not in self._pending:
+                    last_ms = min(first_ms + self._chunk_ms - self._interval_ms, self._stop_ms)
+                    count = (last_ms - first_ms) // self._interval_ms + 1
+                    job = ChunkJob(self._source, self._streams, first_ms, count)
+                    self._pending[k] = self._executor.submit(chunk_rows, job)
+        except OSError as exc:
+            self.unavailable = str(exc)
+            log.warning("replay ticks: the worker process cannot start (%s); computing inline", exc)
+            for future in self._pending.values():
+                future.cancel()
+            self._pending.clear()
+            return False
+        return True
+
+
+__all__ = ["DAY_MS", "ChunkJob", "FeedSource", "RowsAhead", "chunk_rows", "open_tick_pool"]
