@@ -44,7 +44,7 @@ from core.events import MarketTick, Timeframe
 from market.timeframes import TIMEFRAME_MS
 from sim.feed import KlineState, SimFeed, closing_updates
 from sim.tick_ahead import RowsAhead
-from sim.tick_rows import instant_rows, kline_row, make_tick
+from sim.tick_rows import ROW_WIDTH, instant_rows, kline_row, make_tick
 from sim.ws_streams import KlineFormat
 
 log = logging.getLogger(__name__)
@@ -154,11 +154,12 @@ class RecordedTicks:
             backfilled=self._backfilled,
         )
 
-    def prefetch(self) -> None:
+    def prefetch(self, *, wait: bool = False) -> None:
         """Start computing rows ahead from the clock's now (the first instant ``run`` will
-        publish unless the clock moves first), so the worker starts while the daemon warms up."""
+        publish unless the clock moves first); ``wait``: until the first chunk is done (tests:
+        otherwise the first instants may be computed here while the worker starts)."""
         if self._ahead is not None:
-            self._ahead.prefetch(self._start_ms())
+            self._ahead.prefetch(self._start_ms(), wait=wait)
 
     def resume_from(self, ticker: str, timeframe: str, last_closed_open_ms: int) -> None:
         """The newest close already known (from seeded history): closes after it that ended before
@@ -213,14 +214,13 @@ class RecordedTicks:
             rows, at = instant_rows(self._feed, self._keys, event_ms, 1, self._interval_ms), 0
         else:
             rows, at = ahead
-        names = self._names
         publish = self._bus.publish
         published = 0
-        for (ticker, timeframe), row in zip(names, rows[at : at + len(names)], strict=True):
-            if row is None:
-                continue  # a hole in the recording (or outside it): the stream is silent
-            publish(make_tick(ticker, timeframe, row, event_ms))
-            published += 1
+        for ticker, timeframe in self._names:
+            if rows[at] is not None:  # None: a hole in the recording (or outside it): silent
+                publish(make_tick(ticker, timeframe, rows[at : at + ROW_WIDTH], event_ms))
+                published += 1
+            at += ROW_WIDTH
         self._ticks += published
 
     def _catch_up(self, last_ms: int, latest_ms: int) -> None:

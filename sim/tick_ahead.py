@@ -10,6 +10,11 @@ in the same order. The worker opens its own ``SimFeed`` on the same data dir, ba
 interval and tickers (``FeedSource``), once; rows are plain ints, floats and bools, which pickle
 exactly, so the ticks are the ones the direct path makes.
 
+Until the worker has delivered its first chunk (it is starting: a Python process, numpy and
+pandas, the recording), instants whose chunk is not ready are computed directly instead of waited
+for; after that the replay waits for a late chunk (the worker is many times faster than the replay,
+so it is late only when starved of CPU). Either way the ticks are the same.
+
 A worker's failure (an exception in ``instant_rows``, a killed process) raises where the rows are
 taken: it is a bug, as on the direct path. Only a pool that cannot start a process (``OSError`` on
 submit) makes ``RowsAhead`` give up, with a warning; ``RecordedTicks`` then computes the rows itself.
@@ -21,12 +26,13 @@ import logging
 import multiprocessing
 import os
 from collections.abc import Sequence
+from concurrent import futures
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from sim.feed import SimFeed
-from sim.tick_rows import Row, StreamKey, instant_rows
+from sim.tick_rows import ROW_WIDTH, Rows, StreamKey, instant_rows
 
 log = logging.getLogger(__name__)
 
@@ -68,31 +74,47 @@ class ChunkJob(NamedTuple):
 _opened: dict[FeedSource, SimFeed] = {}
 
 
-def chunk_rows(job: ChunkJob) -> list[Row | None]:
-    """Runs in the worker: ``instant_rows`` over the job's instants on the worker's own feed."""
-    feed = _opened.get(job.source)
+def open_feed(source: FeedSource) -> SimFeed:
+    """Runs in the worker: its feed for ``source``, opened at the first call."""
+    feed = _opened.get(source)
     if feed is None:
         _opened.clear()
-        feed = _opened[job.source] = job.source.open()
+        feed = _opened[source] = source.open()
+    return feed
+
+
+def _load(source: FeedSource) -> None:
+    open_feed(source)
+
+
+def chunk_rows(job: ChunkJob) -> Rows:
+    """Runs in the worker: ``instant_rows`` over the job's instants on the worker's own feed."""
+    feed = open_feed(job.source)
     return instant_rows(
         feed, job.streams, job.first_ms, job.instants, job.source.update_interval_ms
     )
 
 
-def open_tick_pool() -> ProcessPoolExecutor | None:
-    """The one-process pool ``RowsAhead`` runs on, or None when ticks are better computed inline:
-    on one core (the worker would compete with the replay), inside a daemonic process (a Dask
-    sweep worker may not start children, and its siblings fill the cores), or when the system
-    refuses the pool's queues. No process starts until the first chunk is submitted."""
+def open_tick_pool(feed: SimFeed) -> ProcessPoolExecutor | None:
+    """The one-process pool ``RowsAhead`` runs on, its worker started and opening ``feed``'s
+    recording now (while the replay is wired and warms up, instead of when the first rows are
+    due), or None when ticks are better computed inline: on one core (the worker would compete
+    with the replay), inside a daemonic process (a Dask sweep worker may not start children, and
+    its siblings fill the cores), or when no process can be started."""
     if multiprocessing.current_process().daemon or (os.cpu_count() or 1) < 2:
         log.info("replay ticks: computed in the replay's process (one core, or a daemonic process)")
         return None
+    pool = None
     try:
         # spawn: the replay runs an event loop and threads, which fork would copy
-        return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        pool.submit(_load, FeedSource.of(feed))  # its failure shows again on the first rows
     except OSError as exc:
         log.warning("replay ticks: no worker process (%s); computing them inline", exc)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
         return None
+    return pool
 
 
 class RowsAhead:
@@ -119,25 +141,28 @@ class RowsAhead:
         self._executor = executor
         self._source = FeedSource.of(feed)
         self._streams = tuple(streams)
-        self._width = len(self._streams)
+        self._width = len(self._streams) * ROW_WIDTH  # values per instant
         self._interval_ms = interval_ms
         self._stop_ms = stop_ms
         self._chunk_ms = chunk_ms
         self._depth = depth
-        self._pending: dict[int, Future[list[Row | None]]] = {}  # by chunk index
-        self._rows: list[Row | None] = []  # the chunk being published: [first_ms, end_ms)
+        self._pending: dict[int, Future[Rows]] = {}  # by chunk index
+        self._rows: Rows = []  # the chunk being published: [first_ms, end_ms)
         self._first_ms = 0
         self._end_ms = 0
+        self._started = False  # the worker has delivered a chunk
         self.unavailable: str | None = None  # why rows are no longer computed ahead
 
-    def prefetch(self, from_ms: int) -> None:
-        """Submit the chunks from ``from_ms`` on now (the worker loads its feed meanwhile)."""
-        if self.unavailable is None:
-            self._submit_from(from_ms // self._chunk_ms)
+    def prefetch(self, from_ms: int, *, wait: bool = False) -> None:
+        """Submit the chunks from ``from_ms`` on now; ``wait``: return once the first is done
+        (or failed), so every instant is taken from the worker (tests)."""
+        index = from_ms // self._chunk_ms
+        if self.unavailable is None and self._submit_from(index) and wait:
+            futures.wait([self._pending[k] for k in (index,) if k in self._pending])
 
-    def rows_at(self, event_ms: int) -> tuple[list[Row | None], int] | None:
-        """(rows, offset): the streams' rows at ``event_ms`` are ``rows[offset:offset+width]``;
-        None when the worker is unavailable (compute them directly)."""
+    def rows_at(self, event_ms: int) -> tuple[Rows, int] | None:
+        """(rows, offset): the streams' rows at ``event_ms`` start at ``rows[offset]``, in
+        ``instant_rows``' layout; None when the worker is unavailable (compute them directly)."""
         if self._first_ms <= event_ms < self._end_ms:
             return self._rows, (event_ms - self._first_ms) // self._interval_ms * self._width
         if self.unavailable is not None:
@@ -147,8 +172,11 @@ class RowsAhead:
             self._pending.pop(stale).cancel()
         if not self._submit_from(index) or index not in self._pending:
             return None
+        if not self._started and not self._pending[index].done():
+            return None  # the worker is starting: compute this instant here rather than wait
         # blocks the (virtual-time) loop only when the worker is behind; its failure raises here
         self._rows = self._pending.pop(index).result()
+        self._started = True
         self._first_ms = index * self._chunk_ms
         self._end_ms = self._first_ms + len(self._rows) // self._width * self._interval_ms
         return self._rows, (event_ms - self._first_ms) // self._interval_ms * self._width
@@ -176,4 +204,12 @@ class RowsAhead:
         return True
 
 
-__all__ = ["DAY_MS", "ChunkJob", "FeedSource", "RowsAhead", "chunk_rows", "open_tick_pool"]
+__all__ = [
+    "DAY_MS",
+    "ChunkJob",
+    "FeedSource",
+    "RowsAhead",
+    "chunk_rows",
+    "open_feed",
+    "open_tick_pool",
+]

@@ -273,11 +273,11 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     data = open_recorded_data(settings.data_dir, options)
     feed = data.feed
     check_span(feed, options)
+    tick_pool = open_tick_pool(feed)
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     journals = open_journals(settings, clock, bus, state_edits=False)  # no state_watch either
     pool = build_fit_pool(settings)
-    tick_pool = open_tick_pool()
     ports = replay_ports(
         settings,
         clock,

@@ -23,7 +23,7 @@ from market.recorded import DataUnavailableError
 from sim.feed import BAR_MS, SimFeed
 from sim.recorded_ticks import RecordedTicks
 from sim.tick_ahead import RowsAhead, open_tick_pool
-from sim.tick_rows import instant_rows
+from sim.tick_rows import ROW_WIDTH, instant_rows
 from sim.ws_streams import KlineFormat
 
 U = 60_000
@@ -66,14 +66,16 @@ async def replayed(
     start_ms: int,
     down_at_ms: int | None = None,
     down_secs: float = 0.0,
+    wait: bool = True,
 ) -> list[MarketTick]:
     """Every tick published from ``start_ms`` to the end of the recording; with ``down_at_ms`` the
-    run is cancelled once the clock reaches it, the clock moves ``down_secs`` and it runs again."""
+    run is cancelled once the clock reaches it, the clock moves ``down_secs`` and it runs again.
+    ``wait``: for the worker's first chunk before running (so every instant is the worker's)."""
     clock = VirtualClock(epoch_ms=start_ms)
     bus = EventBus()
     log = TickLog(bus, clock)
     source = RecordedTicks(clock, bus, feed, tickers=TICKERS, timeframes=TFS, read_ahead=read_ahead)
-    source.prefetch()
+    source.prefetch(wait=wait)
     if down_at_ms is not None:
         task = asyncio.ensure_future(source.run())
         while clock.now_ms() < down_at_ms:
@@ -132,7 +134,8 @@ def test_rows_ahead_equal_instant_rows_at_any_increasing_instants(
     streams = [(t, tf, KlineFormat.of(feed, t)) for t in TICKERS for tf in TFS]
     stop_ms = SYNTH_START_MS + 2 * DAY_MS
     ahead = RowsAhead(pool, feed, streams, stop_ms, chunk_ms=3_600_000, depth=2)
-    width = len(streams)
+    width = len(streams) * ROW_WIDTH
+    ahead.prefetch(SYNTH_START_MS, wait=True)
     # every instant of an hour, then jumps within an hour, over several hours, to the last instant
     asked = [SYNTH_START_MS + k * U for k in range(60)]
     asked += [SYNTH_START_MS + 2 * 3_600_000 + k * U for k in (3, 4, 50)]
@@ -152,6 +155,19 @@ async def test_a_failure_in_the_worker_raises(
     shutil.rmtree(copied)  # the worker cannot open the feed this process holds
     with pytest.raises(DataUnavailableError):
         await replayed(feed, pool, start_ms=SYNTH_START_MS)
+
+
+class Starting(Executor):
+    """A pool whose worker never gets going."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        return Future()
+
+
+async def test_instants_are_not_waited_for_while_the_worker_starts(feed: SimFeed) -> None:
+    direct = await replayed(feed, None, start_ms=SYNTH_START_MS + DAY_MS)
+    starting = await replayed(feed, Starting(), start_ms=SYNTH_START_MS + DAY_MS, wait=False)
+    assert as_json(starting) == as_json(direct)
 
 
 class NoProcess(Executor):
@@ -174,9 +190,9 @@ async def test_a_pool_that_cannot_start_falls_back_with_a_warning(
     ) == 1
 
 
-def test_no_pool_on_one_core(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_pool_on_one_core(feed: SimFeed, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sim.tick_ahead.os.cpu_count", lambda: 1)
-    assert open_tick_pool() is None
+    assert open_tick_pool(feed) is None
 
 
 def test_bad_chunks_are_refused(feed: SimFeed, pool: ProcessPoolExecutor) -> None:
