@@ -84,6 +84,7 @@ class _Series:
         "appended",
         "arrays",
         "closed",
+        "columns",
         "current",
         "last_closed_open_ms",
         "last_seeded",
@@ -96,6 +97,7 @@ class _Series:
         self.last_closed_open_ms = -1  # no close yet
         self.current: MarketTick | None = None
         self.arrays: CandleArrays | None = None  # cache, rebuilt after a correction
+        self.columns: _Columns | None = None  # what ``arrays`` views (set with it)
         #: closes since ``arrays`` was made: the next read extends it by these (in C) instead of
         #: rebuilding every column from the whole window of candles (a replay reads after each)
         self.appended: list[Candle] = []
@@ -279,10 +281,11 @@ class MultiTFAggregator:
         series = self._series.get((ticker, timeframe))
         if series is None:
             return _arrays(())
-        if series.arrays is None:
-            series.arrays = _arrays(series.closed)
+        if series.arrays is None or series.columns is None:
+            series.columns = _Columns(series.closed, 2 * self._window)
+            series.arrays = series.columns.newest(len(series.closed))
         elif series.appended:
-            series.arrays = _extended(series.arrays, series.appended, len(series.closed))
+            series.arrays = series.columns.extended(series.appended, len(series.closed))
         series.appended.clear()
         return series.arrays
 
@@ -327,16 +330,58 @@ def _candle(tick: MarketTick) -> Candle:
     )
 
 
-def _extended(arrays: CandleArrays, appended: Sequence[Candle], size: int) -> CandleArrays:
-    """``arrays`` with ``appended`` after it, the last ``size`` rows: the same columns
-    ``_arrays`` makes of the window, without reading every candle again."""
-    more = _arrays(appended)
-    extended = CandleArrays._make(
-        np.concatenate((old, new))[-size:] for old, new in zip(arrays, more, strict=True)
-    )
-    for column in extended:
-        column.flags.writeable = False
-    return extended
+class _Columns:
+    """A series' columns in arrays of twice the window, filled from the front. A close writes
+    its row after the newest and hands out read-only views of the newest rows: a replay reads
+    after every close, and concatenating every column again was most of a read's time.
+
+    A view handed out is never written over (callers keep them): new rows go past its end, and
+    when the room is used up the rows still in the window move to fresh arrays."""
+
+    __slots__ = ("_capacity", "_columns", "_end")
+
+    def __init__(self, candles: Sequence[Candle], capacity: int) -> None:
+        self._capacity = capacity
+        self._columns = _empty_columns(capacity)
+        self._end = 0
+        self._write(candles)
+
+    def extended(self, appended: Sequence[Candle], size: int) -> CandleArrays:
+        """The newest ``size`` rows once ``appended`` are after the rows there are."""
+        if self._end + len(appended) > self._capacity:
+            keep = size - len(appended)  # > 0: the aggregator rebuilds after a whole window
+            fresh = _empty_columns(self._capacity)
+            for new, old in zip(fresh, self._columns, strict=True):
+                new[:keep] = old[self._end - keep : self._end]
+            self._columns, self._end = fresh, keep
+        self._write(appended)
+        return self.newest(size)
+
+    def newest(self, size: int) -> CandleArrays:
+        end = self._end
+        start = end - size
+        arrays = CandleArrays._make(column[start:end] for column in self._columns)
+        for column in arrays:
+            column.flags.writeable = False  # shared by every caller until the next close
+        return arrays
+
+    def _write(self, candles: Sequence[Candle]) -> None:
+        open_time_ms, open_, high, low, close, volume = self._columns
+        row = self._end
+        for candle in candles:
+            open_time_ms[row] = candle.open_time_ms
+            open_[row] = candle.open
+            high[row] = candle.high
+            low[row] = candle.low
+            close[row] = candle.close
+            volume[row] = candle.volume
+            row += 1
+        self._end = row
+
+
+def _empty_columns(capacity: int) -> CandleArrays:
+    floats = [np.empty(capacity, np.float64) for _ in range(5)]
+    return CandleArrays(np.empty(capacity, np.int64), *floats)
 
 
 def _arrays(candles: Iterable[Candle]) -> CandleArrays:

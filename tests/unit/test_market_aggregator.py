@@ -270,6 +270,7 @@ def test_arrays_extended_close_by_close_equal_a_rebuild_of_the_window(steps: lis
     bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
     opened = itertools.count()
     last: Candle | None = None
+    handed_out: list[tuple[Any, list[list[float]]]] = []
     for step in steps:
         if step == "close":
             n = next(opened)
@@ -284,13 +285,34 @@ def test_arrays_extended_close_by_close_equal_a_rebuild_of_the_window(steps: lis
             aggregator.seed("BTC/USDT", "15m", seeded)
             last = seeded[-1]
         else:
-            _assert_arrays_are_the_window(aggregator)
+            arrays = _assert_arrays_are_the_window(aggregator)
+            handed_out.append((arrays, _columns(arrays)))
     _assert_arrays_are_the_window(aggregator)
+    # arrays handed out earlier are snapshots: later closes never write over them
+    assert all(_columns(arrays) == kept for arrays, kept in handed_out)
 
 
-def _assert_arrays_are_the_window(aggregator: MultiTFAggregator) -> None:
+@settings(max_examples=30, deadline=None)
+@given(reads_every=st.integers(min_value=1, max_value=7), closes=st.integers(1, 60))
+def test_arrays_read_every_few_closes_match_a_rebuild_with_the_same_types(
+    reads_every: int, closes: int
+) -> None:
+    """Reads spaced over many windows (the columns' room fills up and moves) keep the types."""
+    bus = EventBus()
+    aggregator = MultiTFAggregator(bus, window=4)
+    bus.subscribe(Topic.MARKET_TICK, aggregator.on_tick, name="aggregator")
+    for n in range(closes):
+        candle = candle_series([100.0 + n], start_ms=T0 + n * STEP, volumes=[2.0 + n])[0]
+        bus.publish(close_tick(candle))
+        if n % reads_every == 0:
+            arrays = _assert_arrays_are_the_window(aggregator)
+            assert [c.dtype for c in arrays] == [np.int64] + [np.float64] * 5
+
+
+def _assert_arrays_are_the_window(aggregator: MultiTFAggregator) -> Any:
     arrays = aggregator.closed_arrays("BTC/USDT", "15m")
     rebuilt = MultiTFAggregator(EventBus(), window=5)
     rebuilt.seed("BTC/USDT", "15m", aggregator.closed("BTC/USDT", "15m"))
     assert _columns(arrays) == _columns(rebuilt.closed_arrays("BTC/USDT", "15m"))
     assert all(not column.flags.writeable for column in arrays)
+    return arrays
