@@ -33,6 +33,7 @@ from agent.indicators import (
     FloatArray,
     TimeframeSummary,
     Trend,
+    mean_std,
     rsi_from_average_pair,
     timeframe_summary,
     trend_from_spread,
@@ -169,9 +170,7 @@ class IndicatorState:
             raise ValueError(f"Bollinger window {window} over the ring's {self.capacity} closes")
         if self.count < window:
             return None
-        tail = self.tail(window)
-        middle = float(tail.mean())
-        deviation = float(tail.std(ddof=0))
+        middle, deviation = mean_std(self.tail(window))
         upper, lower = middle + num_std * deviation, middle - num_std * deviation
         percent_b = (self.last_close - lower) / (upper - lower) if upper != lower else None
         return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)

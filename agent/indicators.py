@@ -28,6 +28,7 @@ close by close; the helpers here are the batch definitions it is tested against.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Final, Literal
 
@@ -135,6 +136,17 @@ class BollingerLast(BaseModel):
     percent_b: float | None  # None: the bands have no width (a flat window)
 
 
+def mean_std(values: FloatArray) -> tuple[float, float]:
+    """``(float(values.mean()), float(values.std(ddof=0)))`` of a non-empty 1-D float64 array,
+    bit for bit: the same sums (``np.add.reduce``, as ``mean`` and ``var`` reduce) and IEEE steps,
+    without the dispatch of ``mean``/``std`` (most of their time for a Bollinger window)."""
+    count = len(values)
+    mean = float(np.add.reduce(values)) / count
+    deviations = values - mean
+    np.square(deviations, out=deviations)
+    return mean, math.sqrt(float(np.add.reduce(deviations)) / count)
+
+
 def bollinger_last(
     closes: Closes,
     window: int = BOLLINGER_WINDOW,
@@ -144,9 +156,7 @@ def bollinger_last(
     array = as_closes(closes)
     if len(array) < window:
         return None
-    tail = array[-window:]
-    middle = float(tail.mean())
-    deviation = float(tail.std(ddof=0))
+    middle, deviation = mean_std(array[-window:])
     upper, lower = middle + num_std * deviation, middle - num_std * deviation
     percent_b = (float(array[-1]) - lower) / (upper - lower) if upper != lower else None
     return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)

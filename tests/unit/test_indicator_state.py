@@ -151,3 +151,22 @@ def test_the_rsi_of_one_pair_is_the_arrays_rsi_bit_for_bit(gain: float, loss: fl
         want = float(ind.rsi_from_averages(np.array([gain]), np.array([loss]))[0])
     got = ind.rsi_from_average_pair(gain, loss)
     assert np.isnan(got) if np.isnan(want) else got.hex() == want.hex()
+
+
+def _hex_or_nan(value: float) -> str:
+    return "nan" if np.isnan(value) else value.hex()
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(_any_float, min_size=1, max_size=200),
+    st.integers(min_value=0, max_value=3),
+)
+def test_mean_std_is_numpys_mean_and_std_bit_for_bit(values: list[float], offset: int) -> None:
+    """Any floats (signed zeros, subnormals, overflow, infinities, NaN), any length (numpy's
+    pairwise sum changes its blocking at 8 and 128), and views that start inside an array."""
+    array = np.array([1.0] * offset + values, dtype=np.float64)[offset:]
+    with np.errstate(all="ignore"):  # an overflow or a NaN warns in both
+        want = (float(array.mean()), float(array.std(ddof=0)))
+        got = ind.mean_std(array)
+    assert [_hex_or_nan(v) for v in got] == [_hex_or_nan(v) for v in want]
