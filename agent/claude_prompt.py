@@ -101,7 +101,7 @@ def compact(value: Any) -> Any:
         return value
     if kind is not dict:
         if isinstance(value, float):
-            return float(format(value, _FLOAT_SPEC))
+            return _compact_float(value)
         if isinstance(value, list):
             return [compact(v) for v in value]
         if not isinstance(value, dict):
@@ -110,6 +110,25 @@ def compact(value: Any) -> Any:
 
 
 _NO_REASONS: dict[Any, Any] = {}
+
+#: floats already formatted: most of a snapshot's floats were in the one before (indicators of
+#: candles not closed since, the regime, outside data), and a format and parse cost ten lookups.
+#: Keyed by value, so zeros are left out (0.0 == -0.0, and their signs must not mix); emptied
+#: when full, as ``agent.snapshot``'s rounding memo.
+_COMPACTED: dict[float, float] = {}
+_COMPACTED_SIZE = 4096
+
+
+def _compact_float(value: float) -> float:
+    """``float(format(value, _FLOAT_SPEC))``, remembered."""
+    found = _COMPACTED.get(value)
+    if found is None:
+        found = float(format(value, _FLOAT_SPEC))
+        if value:
+            if len(_COMPACTED) >= _COMPACTED_SIZE:
+                _COMPACTED.clear()
+            _COMPACTED[value] = found
+    return found
 
 
 def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
@@ -122,7 +141,7 @@ def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
             continue
         kind = type(item)
         if kind is float:
-            out[key] = float(format(item, _FLOAT_SPEC))
+            out[key] = _compact_float(item)
         elif kind is str or kind is int or kind is bool:
             out[key] = item
         elif item is None:

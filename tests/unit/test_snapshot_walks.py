@@ -207,8 +207,24 @@ def test_rounded_answers_as_its_reference_twice(value: Any) -> None:
 
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_values, _json))
-def test_compact_answers_as_its_reference(value: Any) -> None:
+def test_compact_answers_as_its_reference_twice(value: Any) -> None:
+    # twice: the second walk reads the floats the first remembered
     assert _same_outcome(compact, reference_compact, value)
+    assert _same_outcome(compact, reference_compact, value)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 5e-324, 1.2345675])), max_size=8)
+)
+def test_compact_floats_remembered_keep_their_value_and_sign(values: list[float]) -> None:
+    for value in [*values, *values]:  # the second round from the memo
+        got, want = compact(value), float(format(value, _FLOAT_SPEC))
+        assert (
+            math.isnan(got)
+            if math.isnan(want)
+            else struct.pack("<d", got) == struct.pack("<d", want)
+        )
 
 
 @settings(max_examples=300, deadline=None)
