@@ -25,6 +25,7 @@ loss, trailing stop) and the blend's confidence for a signal exit.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Self
 
 import numpy as np
@@ -51,13 +52,17 @@ from agent.fallback_nodes import (
     RegimeBlendExit,
     RegimeBlendSignal,
 )
-from agent.memo import IdentityMemo
+from agent.memo import IdentityMemo, remember
 from broker.port import Action
 from market.closes import CloseSeries
 from market.timeframes import timeframe_ms
 
-#: closes tuple given -> its validated form, for a few series (tickers, with and without learner)
-_validated_closes: IdentityMemo[tuple[Any, ...], tuple[float, ...]] = IdentityMemo(16)
+#: closes series remembered at once (tickers, with and without learner)
+_SERIES_KEPT = 16
+#: closes tuple given -> its validated form
+_validated_closes: IdentityMemo[tuple[Any, ...], tuple[float, ...]] = IdentityMemo(_SERIES_KEPT)
+#: scores kept per closes tuple: regime labels and derivatives readings seen since its close
+_SCORES_PER_SERIES = 8
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {
     "low_volatility": 0,
@@ -173,6 +178,8 @@ class FallbackPipeline:
         self._signal = RegimeBlendSignal(self.config)
         self._exit = RegimeBlendExit(self.config)
         self._entry = RegimeBlendEntry(self.config)
+        self._scores: IdentityMemo[tuple[float, ...], dict[Any, tuple[BlendWeights, BlendedScore]]]
+        self._scores = IdentityMemo(_SERIES_KEPT)
 
     def decide(self, inputs: FallbackInputs, decider_reason: str = "") -> AgentDecision:
         analyses = [self._analyse(ticker, inputs.at_ms) for ticker in inputs.tickers]
@@ -199,18 +206,47 @@ class FallbackPipeline:
         )
 
     def _analyse(self, ticker: TickerInputs, at_ms: int, *, learned: bool = True) -> _Analysis:
+        draw = ticker.learned_draw if learned else None
+        problem = self._history_problem(ticker, at_ms)
+        if draw:  # a fresh Thompson draw each decision: nothing to remember
+            blend, blended = self._scored(ticker, problem, draw)
+        else:
+            blend, blended = self._scored_remembered(ticker, problem)
+        return _Analysis(inputs=ticker, blend=blend, blended=blended)
+
+    def _scored(
+        self, ticker: TickerInputs, problem: str | None, draw: dict[str, float] | None
+    ) -> tuple[BlendWeights, BlendedScore]:
         blend = self._detect.run(ticker.regime_label)
         derivatives = self._derivatives.run(
             ticker.derivatives_signal, ticker.derivatives_unavailable_reason
         )
-        blended = self._signal.run(
-            ticker.closes,
-            blend,
-            derivatives,
-            self._history_problem(ticker, at_ms),
-            learned=ticker.learned_draw if learned else None,
+        return blend, self._signal.run(ticker.closes, blend, derivatives, problem, learned=draw)
+
+    def _scored_remembered(
+        self, ticker: TickerInputs, problem: str | None
+    ) -> tuple[BlendWeights, BlendedScore]:
+        """``_scored`` without a draw, remembered per closes tuple (the same one between candle
+        closes) and the rest of what it reads: most decisions come between two 4h closes with
+        the same regime label and derivatives signal, and the blend was most of the rules' time.
+        The models are frozen and their dicts never written to (a decision copies them)."""
+        signal = ticker.derivatives_signal
+        key = (
+            ticker.regime_label,
+            signal,
+            None if signal is None else math.copysign(1.0, signal),  # -0.0 == 0.0, but is sent
+            ticker.derivatives_unavailable_reason,
+            problem,
         )
-        return _Analysis(inputs=ticker, blend=blend, blended=blended)
+        scores = self._scores.get(ticker.closes)
+        if scores is None:
+            scores = {}
+            self._scores.put(ticker.closes, scores)
+        found = scores.get(key)
+        if found is None:
+            found = self._scored(ticker, problem, None)
+            remember(scores, key, found, _SCORES_PER_SERIES)
+        return found
 
     def _history_problem(self, ticker: TickerInputs, at_ms: int) -> str | None:
         if not ticker.closes or ticker.last_candle_open_ms is None:
