@@ -168,8 +168,8 @@ class SnapshotBuilder:
         reasons: dict[str, str] = {}
         try:
             snapshot = self._ticker(ticker, reasons)
-            bad = _non_finite(snapshot.model_dump())
-            if bad:
+            if not _ticker_finite(snapshot):
+                bad = _non_finite(snapshot.model_dump())
                 raise ValueError(f"non-finite {', '.join(bad)}")
         except Exception as exc:
             log.warning("snapshot: %s unavailable: %r", ticker, exc)
@@ -351,6 +351,19 @@ class _Portfolio:
     pending_orders: list[PendingOrderSnapshot]
     value: float | None
     cash: float | None
+
+
+def _ticker_finite(snapshot: TickerSnapshot) -> bool:
+    """``not _non_finite(snapshot.model_dump())`` without the dump (a decision checks three
+    tickers): the ticker's floats and its timeframe summaries' (their only float fields)."""
+    for value in snapshot.__dict__.values():
+        if type(value) is float and not math.isfinite(value):
+            return False
+    for summary in snapshot.multi_tf.values():
+        for value in summary.__dict__.values():
+            if type(value) is float and not math.isfinite(value):
+                return False
+    return True
 
 
 def _non_finite(value: Any, path: str = "") -> list[str]:
