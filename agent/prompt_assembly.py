@@ -174,6 +174,7 @@ class PromptAssembler:
         self._compact = compact_snapshot
         self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
         self._trims: dict[tuple[Any, ...], tuple[int, list[Item], Trimmed]] = {}
+        self._digest_head: tuple[bytes, Any] | None = None  # system blocks' bytes, hash state
 
     async def assemble(
         self, snapshot: MarketSnapshot, sent: dict[str, Any] | None = None
@@ -187,6 +188,17 @@ class PromptAssembler:
         else:
             ctx = AssembledContext(at_ms=snapshot.at_ms, values={})
         return self.build(snapshot.as_sent() if sent is None else sent, ctx)
+
+    def _digest(self, system: list[dict[str, Any]], user: list[dict[str, Any]]) -> str:
+        """``sha256(orjson.dumps([system, user], option=OPT_SORT_KEYS))``, first 16 hex digits.
+        The system blocks (7 KB of instructions, the policy) are the same nearly every decision:
+        the hash's state after them is kept, and only the user blocks are hashed again."""
+        head = b"[" + orjson.dumps(system, option=orjson.OPT_SORT_KEYS) + b","
+        if self._digest_head is None or self._digest_head[0] != head:
+            self._digest_head = (head, hashlib.sha256(head))
+        state = self._digest_head[1].copy()
+        state.update(orjson.dumps(user, option=orjson.OPT_SORT_KEYS) + b"]")
+        return state.hexdigest()[:16]
 
     def _capped(self, item: Item) -> tuple[Item, bool]:
         """``cap_item``, remembered: the same summary or note is cut the same way every decision."""
@@ -287,9 +299,7 @@ class PromptAssembler:
         if result.over_budget:
             warnings.append(f"protected context alone exceeds {b.context_max_chars} chars")
         parts = {name: len(texts[name]) for name in PARTS}
-        digest = hashlib.sha256(
-            orjson.dumps([system, user], option=orjson.OPT_SORT_KEYS)
-        ).hexdigest()[:16]
+        digest = self._digest(system, user)
         info = PromptInfo(
             hash=digest,
             parts=parts,
