@@ -40,15 +40,22 @@ class Journals:
 
 
 def open_journals(
-    settings: Settings, clock: Clock, bus: EventBus, *, state_edits: bool = True
+    settings: Settings,
+    clock: Clock,
+    bus: EventBus,
+    *,
+    state_edits: bool = True,
+    state_durable: bool = True,
 ) -> Journals:
-    """``state_edits=False``: nobody edits ``runner_state.json`` while this runs (replay)."""
+    """``state_edits=False``: nobody edits ``runner_state.json`` while this runs (replay).
+    ``state_durable=False``: its saves skip fsync (replay: rerun, never recovered)."""
     refuse_package_dir(settings.state_dir)
     store = RunnerStateStore(
         settings.runner_state_path,
         clock,
         Redactor(settings.secret_values()),
         edits=state_edits,
+        durable=state_durable,
     )
     store.load()  # creates the state dir and refuses to start if it is not writable
     _prepare_logs_dir(settings.logs_dir)

@@ -50,6 +50,7 @@ def atomic_write_bytes(
     data: bytes,
     *,
     before_replace: Callable[[Path], None] | None = None,
+    durable: bool = True,
 ) -> os.stat_result:
     """Replace ``path`` with ``data`` so that a crash never leaves a partial file.
 
@@ -61,10 +62,14 @@ def atomic_write_bytes(
     raises, the temporary file is removed, ``path`` is untouched and the exception propagates (the
     state store uses this to notice a person's edit that landed while it was writing).
 
+    ``durable=False`` (a replay: rerun, never recovered) skips both fsyncs: the same bytes, still
+    a temporary file renamed into place, so a reader never sees a partial file; only a power loss
+    may lose the newest write.
+
     Returns the stat of the written file (same inode, size and mtime the target now has).
     """
     target = Path(path)
-    tmp, written = _write_durable_tmp(target, data)
+    tmp, written = _write_durable_tmp(target, data, durable=durable)
     try:
         if before_replace is not None:
             before_replace(tmp)
@@ -73,7 +78,8 @@ def atomic_write_bytes(
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
-    fsync_dir(target.parent)
+    if durable:
+        fsync_dir(target.parent)
     return written
 
 
@@ -81,7 +87,9 @@ class SwapUnsupportedError(OSError):
     """This system or file system cannot exchange two paths atomically; use atomic_write_bytes."""
 
 
-def atomic_swap_bytes(path: Path | str, data: bytes) -> tuple[os.stat_result, bytes | None]:
+def atomic_swap_bytes(
+    path: Path | str, data: bytes, *, durable: bool = True
+) -> tuple[os.stat_result, bytes | None]:
     """Atomically put ``data`` at ``path`` and return what ``path`` held at that very instant.
 
     Same durability as ``atomic_write_bytes``; the difference is that the old file is exchanged
@@ -90,12 +98,14 @@ def atomic_swap_bytes(path: Path | str, data: bytes) -> tuple[os.stat_result, by
     and the previous bytes (None when there was no file). Raises ``SwapUnsupportedError`` (nothing
     changed) where the exchange is not available: non-Linux, old kernels, some network file
     systems. A crash between the exchange and the delete leaves the old bytes under the
-    temporary name, which ``remove_stale_tmp_files`` deletes at the next start.
+    temporary name, which ``remove_stale_tmp_files`` deletes at the next start. ``durable`` as in
+    ``atomic_write_bytes``.
     """
     target = Path(path)
-    tmp, written = _write_durable_tmp(target, data)
+    tmp, written = _write_durable_tmp(target, data, durable=durable)
     previous = _swap_into_place(tmp, target)
-    fsync_dir(target.parent)
+    if durable:
+        fsync_dir(target.parent)
     return written, previous
 
 
@@ -197,14 +207,17 @@ def overwrite_bytes(path: Path | str, data: bytes) -> None:
         os.close(fd)
 
 
-def _write_durable_tmp(target: Path, data: bytes) -> tuple[Path, os.stat_result]:
+def _write_durable_tmp(
+    target: Path, data: bytes, *, durable: bool = True
+) -> tuple[Path, os.stat_result]:
     tmp = tmp_path_for(target)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
     try:
         try:
             _keep_mode_of(target, fd)
             _write_all(fd, data)
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
             written = os.fstat(fd)
         finally:
             os.close(fd)

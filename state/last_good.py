@@ -46,8 +46,8 @@ def read_last_good(path: Path) -> tuple[RunnerState, bytes] | None:
     return state, data
 
 
-def write_last_good(path: Path, data: bytes) -> None:
-    atomic_write_bytes(path, data)
+def write_last_good(path: Path, data: bytes, *, durable: bool = True) -> None:
+    atomic_write_bytes(path, data, durable=durable)
 
 
 __all__ = ["last_good_path", "read_last_good", "write_last_good"]

@@ -61,8 +61,10 @@ class FileInFluxError(Exception):
 class StateFile:
     """One state file's reads and writes (the store decides what to write and when)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, durable: bool = True) -> None:
+        """``durable=False``: writes skip fsync (``state.atomic``); a replay's choice."""
         self.path = path
+        self._durable = durable
         self._swap_supported = True
 
     def prepare_dir(self) -> None:
@@ -84,7 +86,7 @@ class StateFile:
         """Write ``data``; returns the written stat and what the file held just before."""
         if self._swap_supported:
             try:
-                return atomic_swap_bytes(self.path, data)
+                return atomic_swap_bytes(self.path, data, durable=self._durable)
             except SwapUnsupportedError as exc:
                 self._swap_supported = False
                 log.warning(
@@ -94,7 +96,8 @@ class StateFile:
                     exc,
                 )
         guard = functools.partial(self._ensure_holds, expected)
-        return atomic_write_bytes(self.path, data, before_replace=guard), expected
+        written = atomic_write_bytes(self.path, data, before_replace=guard, durable=self._durable)
+        return written, expected
 
     def _ensure_holds(self, expected: bytes | None, _tmp: Path) -> None:
         """Raise if the file no longer holds ``expected`` (runs right before the rename)."""

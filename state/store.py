@@ -89,10 +89,13 @@ class RunnerStateStore:
         redactor: Redactor | None = None,
         *,
         edits: bool = True,
+        durable: bool = True,
     ) -> None:
         """``edits=False`` (replay: nobody edits the file mid-run, and nothing watches it) makes
         ``save`` trust what the store last read or wrote instead of reading the file first; the
-        atomic exchange still hands back an edit made anyway, which is then merged as ever."""
+        atomic exchange still hands back an edit made anyway, which is then merged as ever.
+        ``durable=False`` (replay: rerun, never recovered) writes both files without fsync: the
+        same bytes, still through a temporary file renamed into place."""
         self._path = Path(path)
         self._edits = edits
         self._clock = clock
@@ -104,7 +107,8 @@ class RunnerStateStore:
         self._file = FileView(None, None)
         self._rejected: RejectedEdit | None = None
         self._last_report: StateEditReport | None = None
-        self._disk = StateFile(self._path)
+        self._durable = durable
+        self._disk = StateFile(self._path, durable=durable)
         self._last_good_path = last_good_path(self._path)
         self._last_good_data: bytes | None = None
         self._rendered: tuple[RunnerState, bytes] | None = None
@@ -255,7 +259,7 @@ class RunnerStateStore:
                 return tuple(reports)
             expected = self._file.data
             if data != self._last_good_data:  # the daemon's copy first: see state.last_good
-                write_last_good(self._last_good_path, data)
+                write_last_good(self._last_good_path, data, durable=self._durable)
                 self._last_good_data = data
             try:
                 written, replaced = self._disk.put(data, expected)

@@ -19,7 +19,9 @@ What replay changes on purpose, and why:
 - no ``state_watch`` loop: notes edited mid-replay would make the run unrepeatable (the notes in
   the output folder's runner_state.json at start are used);
 - no FRED key (the recording has no macro series; the macro regime says unavailable);
-- journals without fsync (a replay is rerun, not recovered) and a heartbeat once a simulated hour;
+- journals and ``runner_state.json`` (with its last-good copy) without fsync (a replay is rerun,
+  not recovered; the state is still written to a temporary file and renamed into place) and a
+  heartbeat once a simulated hour;
 - ``--decider fallback`` runs without an Anthropic key, ``--decider claude`` and ``--decider
   debate`` need a daily budget (the debate makes ``2 * bb_rounds + 2`` calls per decision).
 """
@@ -276,7 +278,9 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     tick_pool = open_tick_pool(feed)
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
-    journals = open_journals(settings, clock, bus, state_edits=False)  # no state_watch either
+    # no state_watch either; the state saves (two files each, one every few tracker checks) skip
+    # fsync as the journals do
+    journals = open_journals(settings, clock, bus, state_edits=False, state_durable=False)
     pool = build_fit_pool(settings)
     ports = replay_ports(
         settings,

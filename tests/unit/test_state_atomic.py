@@ -172,3 +172,44 @@ def test_overwrite_leaves_exactly_the_new_bytes(tmp_path: Path) -> None:
     assert target.read_bytes() == b"short"
     overwrite_bytes(target, b"")
     assert target.read_bytes() == b""
+
+
+@pytest.mark.parametrize("write", ["write", "swap"])
+def test_not_durable_writes_the_same_bytes_through_a_rename_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
+) -> None:
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    renamed: list[str] = []
+    real_replace = os.replace
+
+    def counting_replace(src: str | Path, dst: str | Path) -> None:
+        renamed.append(str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", counting_replace)
+    durable, quick = tmp_path / "durable.json", tmp_path / "quick.json"
+
+    def put(target: Path, data: bytes, *, durable: bool) -> None:
+        if write == "write":
+            atomic_write_bytes(target, data, durable=durable)
+        else:
+            atomic_swap_bytes(target, data, durable=durable)
+
+    for data in (b'{"a": 1}', b'{"a": 1, "b": [2, 3]}', b"{}"):
+        synced.clear()
+        put(durable, data, durable=True)
+        assert len(synced) == 2  # the file, then the directory
+        synced.clear()
+        put(quick, data, durable=False)
+        assert synced == []
+        assert quick.read_bytes() == durable.read_bytes() == data
+    if write == "write":  # still a temporary file renamed over the target
+        assert renamed.count(str(quick)) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["durable.json", "quick.json"]

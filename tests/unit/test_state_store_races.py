@@ -67,13 +67,19 @@ def _edit_during_next_write(
             editor, text = edits.pop(0)
             editor(path, text)
 
-    def racing_swap(target: Path, data: bytes) -> tuple[os.stat_result, bytes | None]:
+    def racing_swap(
+        target: Path, data: bytes, *, durable: bool = True
+    ) -> tuple[os.stat_result, bytes | None]:
         if target == path:
             edit_now()
-        return real_swap(target, data)
+        return real_swap(target, data, durable=durable)
 
     def racing_write(
-        target: Path, data: bytes, *, before_replace: Callable[[Path], None] | None = None
+        target: Path,
+        data: bytes,
+        *,
+        before_replace: Callable[[Path], None] | None = None,
+        durable: bool = True,
     ) -> os.stat_result:
         def hook(tmp: Path) -> None:
             if target == path:
@@ -81,7 +87,7 @@ def _edit_during_next_write(
             if before_replace is not None:
                 before_replace(tmp)
 
-        return real_write(target, data, before_replace=hook)
+        return real_write(target, data, before_replace=hook, durable=durable)
 
     monkeypatch.setattr(state_file, "atomic_swap_bytes", racing_swap)
     monkeypatch.setattr(state_file, "atomic_write_bytes", racing_write)
