@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -35,6 +36,12 @@ T = TypeVar("T")
 
 class SourceNotAvailableError(VigilError):
     """The provider does not have this data (or none is configured): retrying soon cannot help."""
+
+
+class SourceNeverAvailableError(SourceNotAvailableError):
+    """The provider can never have this data (the recording lacks it): asking again can only
+    repeat this reason, so the source stops asking. The fetch must raise it with the same reason
+    every time, as the re-asks it saves would have."""
 
 
 class SourceFailedError(RetryableError):
@@ -105,8 +112,13 @@ class CachedSource(Generic[T]):
         self._last_error: str | None = None
         #: provider requests made (for tests and the status line)
         self.requests = 0
+        #: the answer for good once the provider said it can never answer (before any value)
+        self._refused: Cached[T] | None = None
 
     async def read(self) -> Cached[T]:
+        refused = self._refused
+        if refused is not None:  # what ``_served`` would build again at every read
+            return refused
         async with self._lock:
             now = self._clock.monotonic_secs()
             if self._is_fresh(now):
@@ -124,6 +136,11 @@ class CachedSource(Generic[T]):
             value = await self._fetch_bounded()
         except asyncio.CancelledError:
             raise
+        except SourceNeverAvailableError as exc:
+            self._note_failure(now, str(exc), delay_secs=math.inf)
+            if self._fetched_mono is None:
+                self._refused = Cached(None, self._last_error)
+            return
         except SourceNotAvailableError as exc:
             self._note_failure(now, str(exc), delay_secs=self.policy.ttl_secs)
             return
@@ -165,7 +182,10 @@ class CachedSource(Generic[T]):
         level = logging.DEBUG if reason == self._last_error else logging.WARNING
         self._last_error = reason
         self._next_attempt_mono = now + delay_secs
-        log.log(level, "%s unavailable: %s (next try in %.0f s)", self.name, reason, delay_secs)
+        if math.isinf(delay_secs):
+            log.log(level, "%s unavailable: %s (never asked again)", self.name, reason)
+        else:
+            log.log(level, "%s unavailable: %s (next try in %.0f s)", self.name, reason, delay_secs)
 
     def _served(self, now: float) -> Cached[T]:
         if self._fetched_mono is None or self._fetched_ms is None:
@@ -189,5 +209,6 @@ __all__ = [
     "Cached",
     "CachedSource",
     "SourceFailedError",
+    "SourceNeverAvailableError",
     "SourceNotAvailableError",
 ]

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from core.clock import Clock
 from derivatives.binance import BinanceDerivatives
-from derivatives.cache import SourceNotAvailableError
+from derivatives.cache import SourceNeverAvailableError
 from derivatives.config import DerivativesConfig
 from derivatives.hedge import KLINES_ASKED, PAXG_SYMBOL, paxg_from_klines
 from derivatives.monitor import ContextField
@@ -41,18 +41,57 @@ NOT_IN_DATA_DIR: Final = "not in this data dir"
 FNG_WHAT: Final = "Fear & Greed (recorded alternative.me index)"
 
 
+# A recording cannot gain a field or a file mid-run: these refusals are for good, so each cached
+# source asks once instead of every TTL (8 of the 11 fields, every poll), with the same reason.
+
+
 def _not_recorded(what: str) -> Fetch:
     async def fetch() -> Any:
-        raise SourceNotAvailableError(f"{what}: {NOT_RECORDED}")
+        raise SourceNeverAvailableError(f"{what}: {NOT_RECORDED}")
 
     return fetch
 
 
 def _missing(what: str, why: str) -> Fetch:
     async def fetch() -> Any:
-        raise SourceNotAvailableError(f"{what}: {NOT_IN_DATA_DIR} ({why})")
+        raise SourceNeverAvailableError(f"{what}: {NOT_IN_DATA_DIR} ({why})")
 
     return fetch
+
+
+class RecordedPaxg:
+    """The live parser ``paxg_from_klines`` over the recorded klines, memoised on the candles closed
+    at now (``RecordedSpotKlines.closed_count`` of each timeframe), which is all the answer
+    depends on: the rows are a slice of the recording ending there, and every row served is closed
+    (close time = open + step - 1 < now), so the parser's ``price_at_ms`` (min of that close time
+    and now) and its "closed before now" filter never involve now itself. A poll every 5 minutes
+    then parses the klines again once an hour, not every 55 s TTL."""
+
+    TIMEFRAMES: Final = ("1h", "4h")
+
+    def __init__(self, spot: RecordedSpotKlines) -> None:
+        self._spot = spot
+        self._memo: tuple[tuple[int, ...], dict[str, Any]] | None = None
+
+    def at(self, now_ms: int) -> dict[str, Any]:
+        key = tuple(self._spot.closed_count(PAXG_SYMBOL, tf, now_ms) for tf in self.TIMEFRAMES)
+        memo = self._memo
+        if memo is None or memo[0] != key:
+            hourly, four_hourly = (
+                self._spot.answer(PAXG_SYMBOL, tf, KLINES_ASKED, now_ms) for tf in self.TIMEFRAMES
+            )
+            # no kline at all raises, never memoised (asking again is as cheap as the memo)
+            memo = self._memo = (key, paxg_from_klines(hourly, four_hourly, now_ms))
+        return _fresh_copy(memo[1])
+
+
+def _fresh_copy(value: dict[str, Any]) -> dict[str, Any]:
+    """A new dict each time, as the unmemoised parser returns: a holder that changed its copy
+    could not change the next poll's answer."""
+    copied = dict(value)
+    if "unavailable" in copied:
+        copied["unavailable"] = dict(copied["unavailable"])
+    return copied
 
 
 def build_recorded_context_fields(
@@ -71,12 +110,10 @@ def build_recorded_context_fields(
         payload = fear_greed.answer({"limit": "1"}, clock.now_ms() // 1000)
         return fear_greed_from_payload(payload, what=FNG_WHAT)
 
+    paxg = RecordedPaxg(spot)
+
     async def paxg_now() -> dict[str, Any]:
-        now_ms = clock.now_ms()
-        hourly, four_hourly = (
-            spot.answer(PAXG_SYMBOL, timeframe, KLINES_ASKED, now_ms) for timeframe in ("1h", "4h")
-        )
-        return paxg_from_klines(hourly, four_hourly, now_ms)
+        return paxg.at(clock.now_ms())
 
     # a ticker without funding among others with it reads as "no settlement yet" (the live parser's
     # rule for a premiumIndex row without lastFundingRate); none at all is the field unavailable
@@ -98,4 +135,10 @@ def build_recorded_context_fields(
     )
 
 
-__all__ = ["FNG_WHAT", "NOT_IN_DATA_DIR", "NOT_RECORDED", "build_recorded_context_fields"]
+__all__ = [
+    "FNG_WHAT",
+    "NOT_IN_DATA_DIR",
+    "NOT_RECORDED",
+    "RecordedPaxg",
+    "build_recorded_context_fields",
+]

@@ -37,6 +37,14 @@ class RecordedSpotKlines:
                 values = frame[["open", "high", "low", "close", "volume"]].to_numpy()
                 self._books[(symbol, interval)] = (frame.index.to_numpy(dtype=np.int64), values)
 
+    def closed_count(self, symbol: str, interval: str, now_ms: int) -> int:
+        """How many recorded candles are closed at ``now_ms`` (0 for a series not recorded):
+        ``answer`` depends on ``now_ms`` only through this count."""
+        book = self._books.get((symbol, interval))
+        if book is None:
+            return 0
+        return int(np.searchsorted(book[0], now_ms - TIMEFRAME_MS[interval], side="right"))
+
     def answer(self, symbol: str, interval: str, limit: int, now_ms: int) -> list[list[Any]]:
         """The newest ``limit`` candles closed at ``now_ms``, as Binance spot kline rows."""
         book = self._books.get((symbol, interval))
@@ -44,7 +52,7 @@ class RecordedSpotKlines:
             return []
         opens, values = book
         step_ms = TIMEFRAME_MS[interval]
-        upto = int(np.searchsorted(opens, now_ms - step_ms, side="right"))
+        upto = self.closed_count(symbol, interval, now_ms)
         rows = []
         for i in range(max(0, upto - limit), upto):
             open_ms = int(opens[i])

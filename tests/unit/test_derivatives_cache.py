@@ -10,9 +10,11 @@ import pytest
 
 from core.clock import VirtualClock
 from derivatives.cache import (
+    Cached,
     CachedSource,
     CachePolicy,
     SourceFailedError,
+    SourceNeverAvailableError,
     SourceNotAvailableError,
 )
 
@@ -215,3 +217,47 @@ async def test_a_slow_answer_is_aged_from_its_arrival_not_from_the_request() -> 
     await clock.advance(59)
     again = await asyncio.wait_for(src.read(), timeout=1.0)  # fresh: served without a request
     assert (again.value, again.stale, calls) == ({"v": 1}, False, 1)
+
+
+async def test_a_source_that_can_never_answer_is_asked_once_and_serves_the_same_reason() -> None:
+    """Against a source re-asked every TTL (plain not-available), the same reads at the same
+    instants get the same answers; the never-available one made one request instead of many."""
+    clock = VirtualClock(EPOCH_MS)
+    why = "open interest: not in the recording"
+    asked_again = source(ScriptedFetch(SourceNotAvailableError(why)), clock, ttl_secs=55.0)
+    never_fetch = ScriptedFetch(SourceNeverAvailableError(why))
+    never = source(never_fetch, clock, ttl_secs=55.0)
+    for step in [0, 1, 54, 55, 56, 300, 300, 3600, 86_400]:
+        await clock.advance(step)
+        again, once = await asyncio.gather(asked_again.read(), never.read())
+        assert once == again == Cached(None, why)
+    assert (never.requests, never_fetch.calls) == (1, 1)
+    assert asked_again.requests > never.requests  # re-asked at every TTL passed
+
+
+async def test_a_never_available_source_that_had_a_value_goes_stale_as_any_other() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    fetch = ScriptedFetch({"v": 1}, SourceNeverAvailableError("gone for good"))
+    src = source(fetch, clock, ttl_secs=60.0, stale_factor=3.0)
+    assert (await src.read()).value == {"v": 1}
+    await clock.advance(60)
+    stale = await src.read()
+    assert (stale.value, stale.stale) == ({"v": 1}, True)
+    await clock.advance(120)
+    gone = await src.read()
+    assert gone.value is None
+    assert gone.reason == "stale since 2025-03-01T00:01:00Z; last error: gone for good"
+    await clock.advance(3600)
+    assert (await src.read()).reason == gone.reason
+    assert fetch.calls == 2  # never asked again after the refusal
+
+
+async def test_a_never_available_refusal_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    clock = VirtualClock(EPOCH_MS)
+    src = source(ScriptedFetch(SourceNeverAvailableError("not recorded")), clock)
+    with caplog.at_level(logging.DEBUG, logger="derivatives.cache"):
+        for _ in range(5):
+            await src.read()
+            await clock.advance(600)
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == ["test unavailable: not recorded (never asked again)"]
