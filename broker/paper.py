@@ -70,17 +70,19 @@ class PaperBroker:
         full_close_fraction: Number = "0.95",
         history_limit: int = 1000,
         state_path: Path | None = None,
+        durable: bool = True,
         bus: EventBus | None = None,
     ) -> None:
         """Open the paper account, resuming the one saved at ``state_path`` if there is one.
 
         A saved account keeps its own starting cash, positions and open orders (the terms here
         apply from now on). A state file that cannot be trusted raises ``RefuseToStartError``
-        naming it, and is left untouched.
+        naming it, and is left untouched. ``durable=False`` saves it without fsync (a replay).
         """
         self._clock = clock
         self._bus = bus
         self._state_path = state_path
+        self._durable = durable
         self.terms = PaperTerms(
             maker_fee_pct=to_decimal(maker_fee_pct),
             taker_fee_pct=to_decimal(taker_fee_pct),
@@ -256,7 +258,7 @@ class PaperBroker:
         if self._state_path is None:
             return
         document = self._book.to_document(self._clock.now_ms())
-        write_document(self._state_path, document)
+        write_document(self._state_path, document, durable=self._durable)
         self._saved = document
 
     def _commit(self, fills: Sequence[Fill]) -> None:
@@ -264,7 +266,7 @@ class PaperBroker:
         if self._book.revision != self._saved_revision and self._state_path is not None:
             document = self._book.to_document(self._clock.now_ms())
             try:
-                write_document(self._state_path, document)
+                write_document(self._state_path, document, durable=self._durable)
             except OSError as exc:
                 self._rollback()
                 log.exception("paper: could not save %s; change undone", self._state_path)
@@ -359,7 +361,7 @@ class PaperBroker:
         document = self._book.to_document(self._clock.now_ms())
         if self._state_path is not None:
             try:
-                write_document(self._state_path, document)
+                write_document(self._state_path, document, durable=self._durable)
             except OSError as exc:
                 raise RefuseToStartError(
                     f"paper broker cannot write its state file {self._state_path}: {exc}"

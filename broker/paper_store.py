@@ -75,6 +75,7 @@ def read_document(path: Path) -> PaperBookDocument | None:
     return parse_document(data)
 
 
-def write_document(path: Path, document: PaperBookDocument) -> None:
-    """Replace ``path`` atomically (a crash leaves the old or the new file, never a mix)."""
-    atomic_write_bytes(path, render_document(document))
+def write_document(path: Path, document: PaperBookDocument, *, durable: bool = True) -> None:
+    """Replace ``path`` atomically (a crash leaves the old or the new file, never a mix);
+    ``durable=False`` skips the fsyncs (``state.atomic``)."""
+    atomic_write_bytes(path, render_document(document), durable=durable)

@@ -53,7 +53,8 @@ def make_paper_broker(
     bus: EventBus | None = None,
     state_path: Path | None = None,
 ) -> PaperBroker:
-    """A paper broker on the configured terms (no ``state_path``: a fresh, unsaved account)."""
+    """A paper broker on the configured terms (no ``state_path``: a fresh, unsaved account). Its
+    saves are fsynced when the journals are (a replay's are not: it is rerun, not recovered)."""
     terms = settings.broker
     return PaperBroker(
         clock,
@@ -63,6 +64,7 @@ def make_paper_broker(
         slippage_pct=terms.slippage_pct,
         limit_ttl_secs=terms.limit_ttl_secs,
         state_path=state_path,
+        durable=settings.state.fsync_journals,
         bus=bus,
     )
 

@@ -73,7 +73,10 @@ def atomic_write_bytes(
     try:
         if before_replace is not None:
             before_replace(tmp)
-        os.replace(tmp, target)
+        if durable:
+            os.replace(tmp, target)
+        else:
+            _replace_unflushed(tmp, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -81,6 +84,19 @@ def atomic_write_bytes(
     if durable:
         fsync_dir(target.parent)
     return written
+
+
+def _replace_unflushed(tmp: Path, target: Path) -> None:
+    """``os.replace`` without the flush ext4 (``auto_da_alloc``) starts when a file is renamed over
+    another, which made a non-durable write about 2 ms instead of 70 us: exchange the two names,
+    then delete the old file, now under the temporary name (a crash in between leaves it for
+    ``remove_stale_tmp_files``). Readers see the old file or the new one, as with a rename."""
+    try:
+        _renameat2(tmp, target, _RENAME_EXCHANGE)
+    except (FileNotFoundError, SwapUnsupportedError):  # no target yet, or no exchange here
+        os.replace(tmp, target)
+        return
+    tmp.unlink()
 
 
 class SwapUnsupportedError(OSError):

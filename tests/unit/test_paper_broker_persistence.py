@@ -4,6 +4,7 @@ refuses to start (naming it) and is never overwritten."""
 from __future__ import annotations
 
 import json
+import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -26,9 +27,9 @@ def path(tmp_path: Path) -> Path:
     return tmp_path / "paper_broker.json"
 
 
-async def busy_account(path: Path, clock: VirtualClock) -> PaperBroker:
+async def busy_account(path: Path, clock: VirtualClock, *, durable: bool = True) -> PaperBroker:
     """A filled BUY (position), a partial SELL (realised PnL), an open BUY and a rejection."""
-    broker = PaperBroker(clock, state_path=path)
+    broker = PaperBroker(clock, state_path=path, durable=durable)
     buy = make_intent(BTC, Action.BUY, notional_usd=1000.0, reference_price=100.0)
     await broker.execute_decisions([buy])
     await clock.advance(1)
@@ -227,3 +228,28 @@ async def test_save_writes_the_latest_marks_that_alone_never_trigger_a_save(path
     assert after.ledger == before.ledger
     resumed = PaperBroker(clock, state_path=path)
     assert resumed.portfolio_value_usd() == broker.portfolio_value_usd()
+
+
+async def test_a_broker_that_is_not_durable_saves_the_same_file_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replay's paper account (``durable=False``): the same account, saved without fsync (the
+    bytes are the same function's of the same document; order ids are random here)."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+
+    def counting_fsync(fd: int) -> None:
+        synced.append(fd)
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", counting_fsync)
+    durable_path, quick_path = tmp_path / "durable.json", tmp_path / "quick.json"
+    durable = await busy_account(durable_path, VirtualClock(EPOCH_MS))
+    assert synced
+    synced.clear()
+    quick = await busy_account(quick_path, VirtualClock(EPOCH_MS), durable=False)
+    assert synced == []
+    resumed = PaperBroker(VirtualClock(EPOCH_MS), state_path=quick_path)
+    assert resumed.ledger == quick.ledger == durable.ledger
+    assert await resumed.get_positions_detail() == await quick.get_positions_detail()
+    assert resumed.open_orders() == quick.open_orders()

@@ -174,10 +174,7 @@ def test_overwrite_leaves_exactly_the_new_bytes(tmp_path: Path) -> None:
     assert target.read_bytes() == b""
 
 
-@pytest.mark.parametrize("write", ["write", "swap"])
-def test_not_durable_writes_the_same_bytes_through_a_rename_without_fsync(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str
-) -> None:
+def _counting_fsync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     synced: list[int] = []
     real_fsync = os.fsync
 
@@ -186,14 +183,17 @@ def test_not_durable_writes_the_same_bytes_through_a_rename_without_fsync(
         real_fsync(fd)
 
     monkeypatch.setattr(os, "fsync", counting_fsync)
-    renamed: list[str] = []
-    real_replace = os.replace
+    return synced
 
-    def counting_replace(src: str | Path, dst: str | Path) -> None:
-        renamed.append(str(dst))
-        real_replace(src, dst)
 
-    monkeypatch.setattr(os, "replace", counting_replace)
+# atomic_swap_bytes needs the exchange (the state file falls back to atomic_write_bytes without)
+@pytest.mark.parametrize(("write", "exchange"), [("write", True), ("write", False), ("swap", True)])
+def test_not_durable_puts_the_same_bytes_in_place_as_a_new_file_without_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str, exchange: bool
+) -> None:
+    synced = _counting_fsync(monkeypatch)
+    if not exchange:  # where renameat2 is missing, atomic_write_bytes falls back to a rename
+        monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
     durable, quick = tmp_path / "durable.json", tmp_path / "quick.json"
 
     def put(target: Path, data: bytes, *, durable: bool) -> None:
@@ -202,6 +202,7 @@ def test_not_durable_writes_the_same_bytes_through_a_rename_without_fsync(
         else:
             atomic_swap_bytes(target, data, durable=durable)
 
+    inodes = set()
     for data in (b'{"a": 1}', b'{"a": 1, "b": [2, 3]}', b"{}"):
         synced.clear()
         put(durable, data, durable=True)
@@ -210,6 +211,14 @@ def test_not_durable_writes_the_same_bytes_through_a_rename_without_fsync(
         put(quick, data, durable=False)
         assert synced == []
         assert quick.read_bytes() == durable.read_bytes() == data
-    if write == "write":  # still a temporary file renamed over the target
-        assert renamed.count(str(quick)) == 3
+        inodes.add(quick.stat().st_ino)
+    assert len(inodes) == 3  # each write a new file put in place, never the old one rewritten
     assert sorted(p.name for p in tmp_path.iterdir()) == ["durable.json", "quick.json"]
+
+
+def test_not_durable_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+    target.chmod(0o600)
+    atomic_write_bytes(target, b"new", durable=False)
+    assert (target.read_bytes(), stat.S_IMODE(target.stat().st_mode)) == (b"new", 0o600)
