@@ -4,12 +4,14 @@ The same field names, in the same order, each a ``CachedSource`` with the live b
 timing policy, so the monitor, the snapshot and their reasons behave as live:
 
 - ``funding_rates``: the live parser, ``BinanceDerivatives.fetch_funding_rates``, over
-  ``sim.inprocess.RecordedPremiumIndex`` (the simulator's premiumIndex payload at the clock's now);
+  ``sim.inprocess.RecordedPremiumIndex`` (the simulator's premiumIndex payload at the clock's now),
+  asked again only when its answer can change (``RecordedFunding``);
 - ``fear_greed``: the recorded index's /fng/ answer at now (``FearGreedBook``, what the simulator
   serves), read by the live parser ``fear_greed_from_payload``;
 - ``paxg`` (the gold hedge): the recorded PAXGUSDT spot klines closed at now
   (``sim.recorded_spot``, what the simulator's /api/v3/klines serves), read by the live parser
-  ``derivatives.hedge.paxg_from_klines``; outside the recording it is unavailable;
+  ``derivatives.hedge.paxg_from_klines``, asked again only when a candle closes (``RecordedPaxg``);
+  outside the recording it is unavailable;
 - a data dir without the funding, Fear & Greed or PAXG files has those fields unavailable with
   ``NOT_IN_DATA_DIR`` and the missing file named;
 - every other field is not in the recording (only OHLCV, funding, Fear & Greed and PAXG spot
@@ -85,6 +87,35 @@ class RecordedPaxg:
         return _fresh_copy(memo[1])
 
 
+class RecordedFunding:
+    """The live parser ``BinanceDerivatives.fetch_funding_rates`` over the recorded premiumIndex
+    payload (``RecordedPremiumIndex``), memoised on what its answer depends on: for each feed
+    ticker, whether it has a price at now (no price: no row, so the parser refuses) and the
+    latest settlement at now (its ``lastFundingRate``). The payload's other fields (mark price,
+    time, next funding time) change at every instant, but the parser keeps only the funding rate
+    of each row; so the payload is built and parsed again only when a settlement passes or a
+    price appears or goes, not at every 55 s TTL."""
+
+    def __init__(self, feed: SimFeed, clock: Clock, tickers: Sequence[str]) -> None:
+        self._feed = feed
+        self._clock = clock
+        self._binance = BinanceDerivatives(RecordedPremiumIndex(feed, clock), tickers)
+        self._memo: tuple[tuple[Any, ...], dict[str, float]] | None = None
+
+    async def fetch(self) -> dict[str, float]:
+        now_ms = self._clock.now_ms()
+        feed = self._feed
+        key = tuple(
+            (feed.last_price(t, now_ms) is None, feed.funding_rate_at(t, now_ms))
+            for t in feed.tickers
+        )
+        memo = self._memo
+        if memo is None or memo[0] != key:
+            # a refusal (no price, no settlement yet) raises and is never memoised
+            memo = self._memo = (key, await self._binance.fetch_funding_rates())
+        return dict(memo[1])
+
+
 def _fresh_copy(value: dict[str, Any]) -> dict[str, Any]:
     """A new dict each time, as the unmemoised parser returns: a holder that changed its copy
     could not change the next poll's answer."""
@@ -103,7 +134,7 @@ def build_recorded_context_fields(
     spot: RecordedSpotKlines,
 ) -> list[ContextField]:
     """``fear_greed`` is the recorded index, or why the data dir has none."""
-    binance = BinanceDerivatives(RecordedPremiumIndex(feed, clock), tickers)
+    funding = RecordedFunding(feed, clock, tickers)
 
     async def fear_greed_now() -> dict[str, Any]:
         assert isinstance(fear_greed, FearGreedBook)
@@ -121,7 +152,7 @@ def build_recorded_context_fields(
     recorded: dict[str, Fetch] = {
         "funding_rates": _missing("funding", "; ".join(no_funding))
         if no_funding and len(no_funding) == len(tickers)
-        else binance.fetch_funding_rates,
+        else funding.fetch,
         "fear_greed": fear_greed_now
         if isinstance(fear_greed, FearGreedBook)
         else _missing("Fear & Greed", fear_greed),
@@ -139,6 +170,7 @@ __all__ = [
     "FNG_WHAT",
     "NOT_IN_DATA_DIR",
     "NOT_RECORDED",
+    "RecordedFunding",
     "RecordedPaxg",
     "build_recorded_context_fields",
 ]
