@@ -353,6 +353,17 @@ class SimFeed:
             closed=closed,
         )
 
+    def has_price(self, ticker: str, now_ms: int) -> bool:
+        """``last_price(ticker, now_ms) is not None`` without walking the bar: the checks by which
+        ``kline_state`` answers None for the base timeframe (a poll that only needs to know
+        whether there is a price paid a bar walk for each ticker)."""
+        series = self._get(ticker)
+        slot = (now_ms - series.base_ms) // self._bar_ms
+        if now_ms < series.first_open_ms or slot >= series.slots:
+            return False
+        prior_high = series.by_timeframe[self._base_interval].prior_high
+        return not (math.isnan(series.open.item(slot)) or math.isnan(prior_high.item(slot)))
+
     def last_price(self, ticker: str, now_ms: int) -> float | None:
         """The price a kline stream shows at ``now_ms`` (None outside the recording)."""
         state = self.kline_state(ticker, self._base_interval, now_ms)

@@ -106,8 +106,7 @@ class RecordedFunding:
         now_ms = self._clock.now_ms()
         feed = self._feed
         key = tuple(
-            (feed.last_price(t, now_ms) is None, feed.funding_rate_at(t, now_ms))
-            for t in feed.tickers
+            (feed.has_price(t, now_ms), feed.funding_rate_at(t, now_ms)) for t in feed.tickers
         )
         memo = self._memo
         if memo is None or memo[0] != key:

@@ -94,3 +94,14 @@ async def test_each_answer_is_a_new_dict(tmp_path: Path) -> None:
             RecordedPremiumIndex(feed, clock), (BTC, ETH)
         ).fetch_funding_rates()
     )
+
+
+def test_has_price_is_last_price_not_none_over_holes_and_edges(tmp_path: Path) -> None:
+    feed = SimFeed((BTC, ETH), data_dir=_data_dir(tmp_path, eth_funding=False))
+    seen = set()
+    for now_ms in range(START_MS - HOUR_MS, START_MS + 50 * HOUR_MS, 37_501):  # every offset
+        for ticker in (BTC, ETH):
+            has = feed.has_price(ticker, now_ms)
+            assert has == (feed.last_price(ticker, now_ms) is not None), (ticker, now_ms)
+            seen.add(has)
+    assert seen == {True, False}
