@@ -12,9 +12,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import Usage
-from core.clock import Clock
-
-DAY_MS = 86_400_000
+from core.clock import DAY_MS, Clock
 
 
 class AgentPricing(BaseModel):

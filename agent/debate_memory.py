@@ -18,9 +18,9 @@ from typing import Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.debate_config import DebateConfig, Role
+from core.clock import DAY_MS
 from core.redact import Redactor
 
-DAY_MS = 86_400_000
 MemoryKind = Literal["debate", "reflection", "rollup"]
 
 #: instruction-shaped text: what a prompt injection looks like, whoever wrote it

@@ -23,8 +23,7 @@ from agent.config import AgentConfig
 from agent.decision_context import DecisionContext
 from agent.prompt_assembly import PromptAssembler
 from agent.snapshot import MarketSnapshot
-from core.clock import VirtualClock
-from memory.analyst_model import DAY_MS
+from core.clock import DAY_MS, VirtualClock
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler, InsightItem

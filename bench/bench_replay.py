@@ -30,9 +30,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from core.clock import DAY_MS
 from runner.config import load_settings
 from runner.logging_setup import configure_logging, show_clock_time
-from runner.replay.build import DAY_MS, Replay, ReplayOptions, build_replay, replay_settings
+from runner.replay.build import Replay, ReplayOptions, build_replay, replay_settings
 from runner.replay.command import ReplayOutcome, run_replay
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")

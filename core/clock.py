@@ -19,9 +19,12 @@ import heapq
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, NamedTuple, Protocol, TypeVar, runtime_checkable
+from typing import Any, Final, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
+
+#: milliseconds in a UTC day (Unix time has no leap seconds)
+DAY_MS: Final = 86_400_000
 
 
 @runtime_checkable

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any, Final
 
+from core.clock import DAY_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.config import FARSIDE_BTC_URL
 from derivatives.http import get_text
@@ -29,7 +30,6 @@ ETF_WHAT: Final = "BTC ETF flow (Farside)"
 SOURCE_NAME: Final = "Farside Investors (farside.co.uk), US$ millions"
 MAX_AGE_DAYS: Final = 7  # a long weekend plus a holiday is 4; a week means the page is stale
 SUM_DAYS: Final = 5
-_DAY_MS: Final = 86_400_000
 
 
 class _TableCells(HTMLParser):
@@ -105,7 +105,7 @@ def etf_flow_from_html(page: str, now_ms: int) -> dict[str, Any]:
         raise SourceNotAvailableError(f"{ETF_WHAT}: the table has no reported day")
     days.sort(key=lambda d: d[0])
     latest, total, by_fund = days[-1]
-    age_days = (now_ms - int(latest.timestamp() * 1000)) / _DAY_MS
+    age_days = (now_ms - int(latest.timestamp() * 1000)) / DAY_MS
     if age_days > MAX_AGE_DAYS:
         raise SourceNotAvailableError(
             f"{ETF_WHAT}: the latest reported day is {latest.date()}, {age_days:.0f} days ago"

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.clock import DAY_MS
 from market.recorded import interval_ms
 
 MAX_LISTED = 20
 FUNDING_STEP_MS = 8 * 3_600_000
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import numpy as np
 import pandas as pd
 
-from core.clock import Clock
+from core.clock import DAY_MS, Clock
 from core.events import Candle, CandleClosed, Event
 from market.ccxt_client import (
     OHLCV_PAGE_LIMIT,
@@ -36,8 +36,6 @@ from market.recorded import OHLCV_COLUMNS
 from market.timeframes import candle_open_ms, timeframe_ms
 
 log = logging.getLogger(__name__)
-
-DAY_MS = 86_400_000
 
 
 class OhlcvExchange(Protocol):

@@ -22,7 +22,6 @@ SignalStrength = Literal["high", "medium", "low"]
 
 ANALYSTS: tuple[AnalystName, ...] = ("market", "derivatives", "sentiment", "regime")
 SESSIONS: tuple[Session, ...] = ("pre_open", "post_close")
-DAY_MS = 86_400_000
 
 
 class _Frozen(BaseModel):

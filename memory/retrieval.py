@@ -9,12 +9,11 @@ with their score parts, so a reader sees why each was chosen.
 
 from __future__ import annotations
 
+from core.clock import DAY_MS
 from memory.config import InsightKind, RetrievalConfig
 from memory.embeddings import TextEmbedder
 from memory.model import ScoredInsight, ScoreParts
 from memory.port import CandidateQuery, MemoryStore
-
-DAY_MS = 86_400_000
 
 
 class Retriever:

@@ -64,8 +64,6 @@ _QUADRANTS = {
     (False, False): MacroQuadrant.DEFLATION,
 }
 
-DAY_MS = 86_400_000
-
 
 class MacroRegime(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -11,12 +11,12 @@ import orjson
 
 from agent.config import AgentConfig
 from agent.projection import MEASURED_RATE, GateRate, Projection, project
+from core.clock import DAY_MS
 from state.segments import recent_lines
 
 TAIL_BYTES = 32 * 1024 * 1024  # about a week of 6-8 KB decision lines
 RECENT_DAYS = 7.0
 MIN_DAYS = 0.5  # a shorter journal says little about a day
-DAY_MS = 86_400_000
 _ORDER = ("wake", "anomaly", "watchdog", "agent_timer", "candle_close")
 
 

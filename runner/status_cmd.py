@@ -20,11 +20,11 @@ from api.auth import read_token_file
 from api.files import StateDirFiles, StateFileError
 from api.models import AccountBody, DecisionsPage, LastDecisionBody, StatusBody, TradingBody
 from api.server import read_endpoint
+from core.clock import DAY_MS
 from runner.config import Settings
 from runner.heartbeat import check_health
 
 EXIT_UNHEALTHY: Final = 1
-DAY_MS: Final = 86_400_000
 API_TIMEOUT_SECS: Final = 5.0
 NEEDS_DAEMON: Final = "only a running daemon knows it (its API is not serving)"
 

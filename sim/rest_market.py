@@ -5,17 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from core.clock import DAY_MS
 from market.recorded import load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import KlineState, SimFeed
 from sim.rest_payloads import format_price, format_qty
-
-DAY_MS: Final = 86_400_000
 
 
 def klines(

@@ -31,12 +31,12 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from core.clock import DAY_MS
 from sim.feed import SimFeed
 from sim.tick_rows import ROW_WIDTH, Rows, StreamKey, instant_rows
 
 log = logging.getLogger(__name__)
 
-DAY_MS: Final = 86_400_000
 #: chunks queued behind the one being published; the worker makes a day's rows in tens of ms,
 #: the replay publishes them in about half a second, so two would do: three absorb a slow start
 DEFAULT_DEPTH: Final = 3

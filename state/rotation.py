@@ -27,12 +27,12 @@ from typing import Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.clock import DAY_MS
 from state.atomic import fsync_dir
 from state.segments import rotated_pattern
 
 log = logging.getLogger(__name__)
 
-DAY_MS: Final = 86_400_000
 _GZ_TMP: Final = ".gz.tmp"
 _COPY_CHUNK_BYTES: Final = 1 << 20
 

@@ -14,10 +14,8 @@ from typing import Any
 from api.notify.config import NotifyConfig
 from api.notify.messages import Notification, utc
 from api.notify.notifier import Notifier
-from core.clock import Clock
+from core.clock import DAY_MS, Clock
 from core.events import Event, OrderFilled, PositionExit
-
-DAY_MS = 86_400_000
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 from agent.debate import DebateDecider
 from core.bus import EventBus
-from core.clock import VirtualClock
+from core.clock import DAY_MS, VirtualClock
 from core.errors import RefuseToStartError
 from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
@@ -70,7 +70,6 @@ from sim.tick_ahead import open_tick_pool
 
 log = logging.getLogger(__name__)
 
-DAY_MS = 86_400_000
 #: 4 kline updates per 5m bar per stream: the sim's path rule at a replay-friendly cadence
 DEFAULT_UPDATE_INTERVAL_MS = 75_000
 #: without --update-secs each base bar is walked in this many updates (75 s on 5m bars, 15 s on 1m)

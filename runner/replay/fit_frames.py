@@ -18,13 +18,13 @@ from typing import Any
 
 import pandas as pd
 
+from core.clock import DAY_MS
 from market.ccxt_client import RetryPolicy
 from market.history import PagedOhlcv, rows_to_frame
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from sim.feed import SimFeed, closing_updates
 from sim.inprocess import RecordedOhlcvExchange
 
-DAY_MS = 86_400_000
 _TIMEFRAME = "4h"
 _STEP_MS = TIMEFRAME_MS[_TIMEFRAME]
 

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.budget import DAY_MS, AgentPricing, DailyBudget, add_usage, days_left_in_month
+from agent.budget import AgentPricing, DailyBudget, add_usage, days_left_in_month
 from agent.config import AgentConfig
 from agent.decision import Usage
-from core.clock import VirtualClock
+from core.clock import DAY_MS, VirtualClock
 
 MIDNIGHT_MS = 1_743_984_000_000  # 2025-04-07 00:00 UTC
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from api.notify.config import NotifyConfig
-from api.notify.watch import DAY_MS, NotifyService, Sample, changes
-from core.clock import VirtualClock
+from api.notify.watch import NotifyService, Sample, changes
+from core.clock import DAY_MS, VirtualClock
 from core.events import OrderFilled, PositionExit
 
 T0 = 1_740_787_200_000  # 2025-03-01T00:00:00Z
