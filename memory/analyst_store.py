@@ -76,6 +76,7 @@ class AnalystStore:
         self._latest: dict[tuple[str, str], AnalystReport | None] = {}
         self._durable = durable
         self._pending = 0  # reports written since the last commit (non-durable only)
+        self._added = 0  # reports this connection added (a memo of a lookback keys on it)
 
     def flush(self) -> None:
         """Commit the reports a non-durable store holds in its open transaction."""
@@ -98,8 +99,14 @@ class AnalystStore:
                 self.flush()
         added = cursor.rowcount == 1
         if added:
+            self._added += 1
             self._note_saved(report)
         return added
+
+    def reports_version(self) -> tuple[int, int]:
+        """Changes whenever the reports may have: a report added here, or a commit by another
+        connection (SQLite's data_version)."""
+        return self._added, int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
     def _insert(self, report: AnalystReport) -> sqlite3.Cursor:
         return self._db.execute(

@@ -109,8 +109,22 @@ def _bag(text: str) -> _Bag:
     return bag
 
 
+#: the last answer: yesterday's post_close and today's pre_open summarise the same reports
+_last_representatives: list[tuple[tuple[AnalystReport, ...], list[AnalystReport]]] = []
+
+
 def representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
-    """3-5 distinct reports (fewer when there are fewer), oldest first."""
+    """3-5 distinct reports (fewer when there are fewer), oldest first. A pure function of the
+    reports: the same reports (equal, field by field) as the last call get its answer again."""
+    key = tuple(reports)
+    if _last_representatives and _last_representatives[0][0] == key:
+        return list(_last_representatives[0][1])
+    chosen = _representatives(key)
+    _last_representatives[:] = [(key, chosen)]
+    return list(chosen)
+
+
+def _representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
     ordered = sorted(reports, key=lambda r: (r.at_ms, r.report_id))
     kept: list[tuple[AnalystReport, _Bag]] = []
     for report in ordered:

@@ -135,22 +135,31 @@ class AnalystController:
             return None
         return reports[0] if self.spec.pick == "first_of_day" else reports[-1]
 
-    def lookback(self, ticker: str, day: str, session: Session) -> list[AnalystReport]:
+    def lookback_days(self, day: str, session: Session) -> tuple[str, str]:
         """pre_open: the lookback's days before ``day``; post_close: the lookback up to ``day``."""
         last = shift_day(day, -1) if session == "pre_open" else day
-        return self._store.reports(
-            self.name, ticker, shift_day(last, 1 - self.spec.lookback_days), last
-        )
+        return shift_day(last, 1 - self.spec.lookback_days), last
+
+    def lookback(self, ticker: str, day: str, session: Session) -> list[AnalystReport]:
+        first, last = self.lookback_days(day, session)
+        return self._store.reports(self.name, ticker, first, last)
 
     async def summarise(
-        self, ticker: str, day: str, session: Session, now_ms: int, model: ModelSummariser | None
+        self,
+        ticker: str,
+        day: str,
+        session: Session,
+        now_ms: int,
+        model: ModelSummariser | None,
+        reports: Sequence[AnalystReport] | None = None,
     ) -> DaySummary:
+        """``reports``: the lookback's, when the caller has read them already."""
         request = SummaryRequest(
             analyst=self.name,
             ticker=ticker,
             day=day,
             session=session,
-            reports=tuple(self.lookback(ticker, day, session)),
+            reports=tuple(self.lookback(ticker, day, session) if reports is None else reports),
         )
         summary = await make_summary(request, now_ms=now_ms, model=model)
         self._store.put_summary(summary)
@@ -211,19 +220,43 @@ class AnalystDesk:
         if self._rolled_day == day:
             return []
         made = []
+        read: dict[tuple[Any, ...], list[AnalystReport]] = {}
         for controller in self.controllers:
             for ticker in self.tickers:
                 for due_day, session in _due(day):
                     if self.store.summary(controller.name, ticker, due_day, session) is not None:
                         continue
-                    if not controller.lookback(ticker, due_day, session):
+                    reports = self._lookback(controller, ticker, due_day, session, read)
+                    if not reports:
                         continue  # nothing to summarise yet (a fresh state dir)
                     made.append(
-                        await controller.summarise(ticker, due_day, session, now_ms, self.model)
+                        await controller.summarise(
+                            ticker, due_day, session, now_ms, self.model, reports
+                        )
                     )
         self._rolled_day = day
         self._views.clear()
         return made
+
+    def _lookback(
+        self,
+        controller: AnalystController,
+        ticker: str,
+        day: str,
+        session: Session,
+        read: dict[tuple[Any, ...], list[AnalystReport]],
+    ) -> list[AnalystReport]:
+        """Yesterday's post_close and today's pre_open read the same days (the lookback ending
+        yesterday): read once while the reports are unchanged, instead of twice each."""
+        key = (
+            controller.name,
+            ticker,
+            *controller.lookback_days(day, session),
+            self.store.reports_version(),
+        )
+        if key not in read:
+            read[key] = controller.lookback(ticker, day, session)
+        return read[key]
 
     def summaries_for(self, ticker: str, now_ms: int) -> list[MemorySummary]:
         """What a decision during the day reads: the pre_open view (today's pre_open summary and

@@ -125,3 +125,20 @@ async def test_signal_strength_from_confidence() -> None:
     low = [_report(i, t, confidence=0.2) for i, t in enumerate(DISTINCT)]
     assert (await make_summary(_request(high), now_ms=1, model=None)).signal_strength == "high"
     assert (await make_summary(_request(low), now_ms=1, model=None)).signal_strength == "low"
+
+
+def test_representatives_remembered_equal_the_choice_made_again() -> None:
+    from memory.analyst_summary import _representatives
+
+    spread = [_report(i, text) for i, text in enumerate(DISTINCT)]
+    first = representatives(spread)
+    first.pop()  # a caller's change to its answer is not the memo's
+    assert representatives(spread) == _representatives(spread)
+    # equal reports, other objects: the same answer; any field changed: chosen again
+    again = [r.model_copy() for r in spread]
+    assert representatives(again) == _representatives(again)
+    changed = [*spread[:3], spread[3].model_copy(update={"content": DISTINCT[2]}), *spread[4:]]
+    assert representatives(changed) == _representatives(changed)
+    assert representatives(changed) != _representatives(spread)
+    fewer = spread[:2]
+    assert representatives(fewer) == _representatives(fewer) == fewer

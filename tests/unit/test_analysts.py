@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS, sent
 
-from memory.analyst_model import AnalystName, AnalystReport, utc_day
+from memory.analyst_model import AnalystName, AnalystReport, Session, utc_day
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 
@@ -203,3 +203,54 @@ def test_a_non_durable_store_batches_reports_and_answers_the_same(tmp_path, monk
     assert other.execute(count).fetchone()[0] == len(reports) + 4  # close commits the rest
     other.close()
     durable.close()
+
+
+async def test_roll_reads_each_lookback_once_and_summarises_as_if_read_again(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    tickers = ["BTC/USDT", "ETH/USDT"]
+    desk = AnalystDesk(AnalystStore(tmp_path / "a.db"), tickers)
+    twin = AnalystDesk(AnalystStore(tmp_path / "b.db"), tickers)
+    for d in range(9):
+        for hour in (1, 7, 13):
+            at = DAY1_MS + d * DAY + hour * HOUR_MS
+            for one in (desk, twin):
+                one.observe(
+                    sent(
+                        80_000 + d * 700 + hour * 50,
+                        regime=["low_volatility", "high_volatility"][d % 3 == 0],
+                    ),
+                    at,
+                )
+        now = DAY1_MS + (d + 1) * DAY + HOUR_MS
+        made = await desk.roll(now)
+        # the twin: every due summary from a lookback read for it alone
+        expected = []
+        for controller in twin.controllers:
+            for ticker in tickers:
+                due: tuple[tuple[str, Session], ...] = (
+                    (utc_day(now - DAY), "post_close"),
+                    (utc_day(now), "pre_open"),
+                )
+                for due_day, session in due:
+                    if controller.lookback(ticker, due_day, session):
+                        expected.append(
+                            await controller.summarise(ticker, due_day, session, now, None)
+                        )
+        assert made == expected
+
+
+def test_a_remembered_lookback_is_read_again_once_reports_change(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    desk = AnalystDesk(AnalystStore(tmp_path / "a.db"), ["BTC/USDT"])
+    other = AnalystStore(tmp_path / "a.db")  # another connection (another process)
+    market = _by(desk, "market")
+    desk.observe(sent(86_000), DAY1_MS + HOUR_MS)
+    day = utc_day(DAY1_MS)
+    read: dict = {}  # type: ignore[type-arg]
+    got = desk._lookback(market, "BTC/USDT", day, "post_close", read)
+    assert got == market.lookback("BTC/USDT", day, "post_close") and len(got) == 1
+    desk.observe(sent(87_000), DAY1_MS + 2 * HOUR_MS)  # added here
+    got = desk._lookback(market, "BTC/USDT", day, "post_close", read)
+    assert got == market.lookback("BTC/USDT", day, "post_close") and len(got) == 2
+    report = got[-1].model_copy(update={"report_id": "elsewhere", "at_ms": DAY1_MS + 3 * HOUR_MS})
+    assert other.save_report(report)  # committed by the other connection
+    got = desk._lookback(market, "BTC/USDT", day, "post_close", read)
+    assert got == market.lookback("BTC/USDT", day, "post_close") and len(got) == 3
