@@ -62,18 +62,8 @@ def context_items(ctx: AssembledContext) -> list[Item]:
                 drop_rank=(CLASS_RANK["rule"], 0, name),
             )
         )
-    for n, summary in enumerate(ctx.summaries):
-        body = "\n".join(ln for ln in summary.text.splitlines() if not ln.startswith("### "))
-        key = f"summary:{summary.analyst}:{summary.ticker}:{summary.kind}"
-        when = float(summary.made_at_ms or 0) + (0.5 if summary.kind == "pre_open" else 0.0)
-        items.append(
-            Item(
-                "memory",
-                key,
-                f"[{summary.analyst} {summary.ticker} {summary.kind}] {body}",
-                drop_rank=(CLASS_RANK["summary"], when, f"{n:04d}"),
-            )
-        )
+    for n, s in enumerate(ctx.summaries):
+        items.append(_summary_item(n, s.analyst, s.ticker, s.kind, s.text, s.made_at_ms))
     for key in ("notes", "person_notes"):
         items.extend(_note_items(key, ctx.values.get(key, "")))
     for n, insight in enumerate(ctx.insights):
@@ -102,6 +92,22 @@ def context_items(ctx: AssembledContext) -> list[Item]:
             )
         )
     return items
+
+
+@functools.lru_cache(maxsize=256)
+def _summary_item(
+    n: int, analyst: str, ticker: str, kind: str, text: str, made_at_ms: int | None
+) -> Item:
+    """A day summary's item: the same summary at the same place, the same item (built once a
+    day, not at every decision; 24 summaries at most a decision)."""
+    body = "\n".join(ln for ln in text.splitlines() if not ln.startswith("### "))
+    when = float(made_at_ms or 0) + (0.5 if kind == "pre_open" else 0.0)
+    return Item(
+        "memory",
+        f"summary:{analyst}:{ticker}:{kind}",
+        f"[{analyst} {ticker} {kind}] {body}",
+        drop_rank=(CLASS_RANK["summary"], when, f"{n:04d}"),
+    )
 
 
 @functools.lru_cache(maxsize=16)

@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memory.analyst_model import MemorySummary
 from memory.analysts import AnalystDesk
 from memory.session_store import SessionStore, normalise_name
 from memory.tiers import OrganisationTier, ProjectTier, TierError
@@ -114,6 +115,7 @@ class ContextAssembler:
         self.insights = insights
         self._person_notes = person_notes
         self._k = insights_per_ticker
+        self._summary_views: dict[str, tuple[list[MemorySummary], list[SummaryItem]]] = {}
 
     async def assemble(
         self, tickers: Sequence[str], now_ms: int, regimes: Mapping[str, str] | None = None
@@ -189,26 +191,34 @@ class ContextAssembler:
         out: list[SummaryItem] = []
         try:
             for ticker in tickers:
-                for view in self.analysts.summaries_for(ticker, now_ms):
-                    for kind, text in (
-                        ("post_close", view.summary_post_close),
-                        ("pre_open", view.summary_pre_open),
-                    ):
-                        if text:
-                            out.append(
-                                SummaryItem(
-                                    analyst=view.analyst,
-                                    ticker=ticker,
-                                    kind=kind,
-                                    text=text,
-                                    made_at_ms=view.newest_ms,
-                                )
-                            )
+                views = self.analysts.summaries_for(ticker, now_ms)
+                out.extend(self._summary_items(ticker, views))
+                for view in views:
                     if view.newest_ms is not None:
                         fresh[f"analyst:{view.analyst}:{ticker}"] = dated(view.newest_ms, now_ms)
         except Exception as exc:  # the analysts' store is a file: never fail the decision on it
             _failed("analysts", exc, errors)
         return out
+
+    def _summary_items(self, ticker: str, views: list[MemorySummary]) -> list[SummaryItem]:
+        """The items of one ticker's views. The desk hands out the same list of frozen views all
+        day (a new one once rolled), so the items are built once per list, not every decision."""
+        known = self._summary_views.get(ticker)
+        if known is not None and known[0] is views:
+            return known[1]
+        items = [
+            SummaryItem(
+                analyst=view.analyst, ticker=ticker, kind=kind, text=text, made_at_ms=view.newest_ms
+            )
+            for view in views
+            for kind, text in (
+                ("post_close", view.summary_post_close),
+                ("pre_open", view.summary_pre_open),
+            )
+            if text
+        ]
+        self._summary_views[ticker] = (views, items)  # holding the list keeps its id unique
+        return items
 
     async def _insights(
         self,

@@ -156,3 +156,53 @@ async def test_assembler_skips_a_failing_tier_and_marks_stale(tmp_path: Path) ->
     assert ctx.insights[0].text == "BTC/USDT high_volatility lesson"
     assert ctx.freshness["insights"].stale and ctx.stale == ["insights"]
     assert not ctx.freshness["session:ticker:btc_usdt:decision"].stale
+
+
+async def test_summary_items_built_once_per_view_list_equal_those_built_again() -> None:
+    from analyst_support import DAY1_MS, HOUR_MS, sent
+
+    from agent.prompt_items import _summary_item, context_items
+    from memory.analyst_store import AnalystStore
+    from memory.analysts import AnalystDesk
+    from memory.context import Dated, SummaryItem, dated
+
+    desk = AnalystDesk(AnalystStore(":memory:"), ["BTC/USDT"])
+    assembler = ContextAssembler(analysts=desk)
+
+    def unmemoised(now_ms: int) -> tuple[list[SummaryItem], dict[str, Dated]]:
+        items: list[SummaryItem] = []
+        fresh: dict[str, Dated] = {}
+        for view in desk.summaries_for("BTC/USDT", now_ms):
+            for kind, text in (
+                ("post_close", view.summary_post_close),
+                ("pre_open", view.summary_pre_open),
+            ):
+                if text:
+                    items.append(
+                        SummaryItem(
+                            analyst=view.analyst,
+                            ticker="BTC/USDT",
+                            kind=kind,
+                            text=text,
+                            made_at_ms=view.newest_ms,
+                        )
+                    )
+            if view.newest_ms is not None:
+                fresh[f"analyst:{view.analyst}:BTC/USDT"] = dated(view.newest_ms, now_ms)
+        return items, fresh
+
+    seen = set()
+    for day in range(3):
+        for hour in (1, 9, 17):
+            now = DAY1_MS + day * 24 * HOUR_MS + hour * HOUR_MS
+            await desk.roll(now)
+            desk.observe(sent(80_000 + day * 900 + hour * 10, trend=["up", "down"][hour % 2]), now)
+            ctx = await assembler.assemble(["BTC/USDT"], now)
+            items, fresh = unmemoised(now)
+            assert ctx.summaries == items
+            assert ctx.freshness == fresh
+            got = context_items(ctx)
+            _summary_item.cache_clear()
+            assert got == context_items(ctx)  # the same items when built afresh
+            seen.add(tuple(s.text for s in ctx.summaries))
+    assert len(seen) == 3  # a new day's summaries replaced the old ones
