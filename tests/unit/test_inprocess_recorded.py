@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from ccxt.base import errors as ccxt_errors
+from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -48,22 +49,6 @@ LATE_NOW_MS = 1_763_116_620_000 + 12_345
 FAST = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-
-
-class FixedClock:
-    """A Clock that stands at ``now_ms``; nothing here may sleep on it."""
-
-    def __init__(self, now_ms: int) -> None:
-        self._now_ms = now_ms
-
-    def now_ms(self) -> int:
-        return self._now_ms
-
-    def monotonic_secs(self) -> float:
-        return 0.0
-
-    async def sleep(self, secs: float) -> None:
-        raise AssertionError(f"an in-process adapter slept {secs} s")
 
 
 def answered_at_once(coro: Coroutine[Any, Any, T]) -> T:

@@ -4,12 +4,12 @@ refuses to start (naming it) and is never overwritten."""
 from __future__ import annotations
 
 import json
-import os
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.fsync_counter import count_fsyncs
 
 from broker.paper import PaperBroker
 from broker.paper_store import SCHEMA_VERSION, parse_document
@@ -235,14 +235,7 @@ async def test_a_broker_that_is_not_durable_saves_the_same_file_without_fsync(
 ) -> None:
     """A replay's paper account (``durable=False``): the same account, saved without fsync (the
     bytes are the same function's of the same document; order ids are random here)."""
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    synced = count_fsyncs(monkeypatch)
     durable_path, quick_path = tmp_path / "durable.json", tmp_path / "quick.json"
     durable = await busy_account(durable_path, VirtualClock(EPOCH_MS))
     assert synced

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 import pytest
+from fakes.fixed_clock import FixedClock
 
 from market.history import OhlcvHistory
 from runner.replay.fit_frames import RecordedFutureFrames
@@ -16,20 +17,6 @@ from sim.feed import SimFeed
 from sim.inprocess import RecordedOhlcvExchange
 
 TICKER = "BTC/USDT"
-
-
-class FixedClock:
-    def __init__(self, now_ms: int) -> None:
-        self._now_ms = now_ms
-
-    def now_ms(self) -> int:
-        return self._now_ms
-
-    def monotonic_secs(self) -> float:
-        return 0.0
-
-    async def sleep(self, secs: float) -> None:
-        raise AssertionError(f"the recorded exchange made the history wait {secs} s")
 
 
 def ms(day: str) -> int:

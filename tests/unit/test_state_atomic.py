@@ -11,6 +11,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from fakes.fsync_counter import count_fsyncs
 
 import state.atomic
 from state.atomic import (
@@ -174,24 +175,12 @@ def test_overwrite_leaves_exactly_the_new_bytes(tmp_path: Path) -> None:
     assert target.read_bytes() == b""
 
 
-def _counting_fsync(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
-    return synced
-
-
 # atomic_swap_bytes needs the exchange (the state file falls back to atomic_write_bytes without)
 @pytest.mark.parametrize(("write", "exchange"), [("write", True), ("write", False), ("swap", True)])
 def test_not_durable_puts_the_same_bytes_in_place_as_a_new_file_without_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, write: str, exchange: bool
 ) -> None:
-    synced = _counting_fsync(monkeypatch)
+    synced = count_fsyncs(monkeypatch)
     if not exchange:  # where renameat2 is missing, atomic_write_bytes falls back to a rename
         monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
     durable, quick = tmp_path / "durable.json", tmp_path / "quick.json"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from fakes.fsync_counter import count_fsyncs
 from state_store_support import EPOCH_MS
 
 from core.clock import VirtualClock
@@ -28,14 +28,7 @@ def _saves(path: Path, clock: VirtualClock, *, durable: bool) -> None:
 def test_a_store_that_is_not_durable_writes_the_same_files_without_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    synced: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        synced.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", counting_fsync)
+    synced = count_fsyncs(monkeypatch)
     clock = VirtualClock(EPOCH_MS)
     durable = tmp_path / "durable" / "runner_state.json"
     quick = tmp_path / "quick" / "runner_state.json"
