@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
@@ -184,21 +184,15 @@ _PLAIN_SCALARS: Final = frozenset({str, int, bool, type(None)})
 
 
 def _is_plain_dict(value: dict[Any, Any]) -> bool:
-    # the leaves are checked here instead of by a call each: most of a line is leaves, and a
-    # call (and the generator ``all`` needed) per leaf was most of the walk's time
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str:
             return False
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind not in _PLAIN_SCALARS and not _is_plain(item):
-            return False
-    return True
+    return _is_plain_items(value.values())
 
 
-def _is_plain_items(value: list[Any] | tuple[Any, ...]) -> bool:
+def _is_plain_items(value: Iterable[Any]) -> bool:
+    # the leaves are checked here instead of by a call each: most of a line is leaves, and a
+    # call (and the generator ``all`` needed) per leaf was most of the walk's time
     for item in value:
         kind = type(item)
         if kind is float:
