@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.claude_schema import MAX_POSITION_PCT, SIGNAL_NAMES, output_config
 from agent.config import AgentConfig
+from agent.memo import FloatMemo
 from agent.snapshot import MarketSnapshot, sent_json_bytes
 from gate.conditions import describe_metrics
 from tracker.ports import PositionReview
@@ -112,23 +113,9 @@ def compact(value: Any) -> Any:
 _NO_REASONS: dict[Any, Any] = {}
 
 #: floats already formatted: most of a snapshot's floats were in the one before (indicators of
-#: candles not closed since, the regime, outside data), and a format and parse cost ten lookups.
-#: Keyed by value, so zeros are left out (0.0 == -0.0, and their signs must not mix); emptied
-#: when full, as ``agent.snapshot``'s rounding memo.
-_COMPACTED: dict[float, float] = {}
-_COMPACTED_SIZE = 4096
-
-
-def _compact_float(value: float) -> float:
-    """``float(format(value, _FLOAT_SPEC))``, remembered."""
-    found = _COMPACTED.get(value)
-    if found is None:
-        found = float(format(value, _FLOAT_SPEC))
-        if value:
-            if len(_COMPACTED) >= _COMPACTED_SIZE:
-                _COMPACTED.clear()
-            _COMPACTED[value] = found
-    return found
+#: candles not closed since, the regime, outside data), and a format and parse cost ten lookups
+_COMPACTED = FloatMemo(lambda value: float(format(value, _FLOAT_SPEC)), 4096)
+_compact_float = _COMPACTED.of  # ``float(format(value, _FLOAT_SPEC))``, remembered
 
 
 def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:

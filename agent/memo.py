@@ -2,11 +2,13 @@
 
 ``IdentityMemo`` answers for the very object it was given (``market.closes`` hands every decision
 between two candle closes the same tuple), and holds that object, so its ``id`` cannot be reused
-by another while the entry lives.
+by another while the entry lives. ``FloatMemo`` remembers a function of one float by value (most
+of a snapshot's floats were in the one before).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -34,4 +36,29 @@ class IdentityMemo(Generic[K, V]):
         remember(self._entries, id(key), (key, value), self._size)
 
 
-__all__ = ["IdentityMemo", "remember"]
+class FloatMemo:
+    """``of(value)`` is ``compute(value)``, remembered by value for up to ``size`` floats.
+
+    Zeros are left out: 0.0 == -0.0, so they would share an entry, and their signs must not mix.
+    Emptied when full: simpler and cheaper than dropping the oldest entry one at a time. ``of`` is
+    a plain function (the walks call it once per float)."""
+
+    def __init__(self, compute: Callable[[float], float], size: int) -> None:
+        self.size = size
+        self.entries: dict[float, float] = {}
+        entries = self.entries
+
+        def of(value: float) -> float:
+            found = entries.get(value)
+            if found is None:
+                found = compute(value)
+                if value:
+                    if len(entries) >= size:
+                        entries.clear()
+                    entries[value] = found
+            return found
+
+        self.of = of
+
+
+__all__ = ["FloatMemo", "IdentityMemo", "remember"]

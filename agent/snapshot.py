@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agent.indicators import TimeframeSummary
+from agent.memo import FloatMemo
 from derivatives.fields import CONTEXT_FIELDS
 from regime.snapshot import RegimeSnapshot
 
@@ -159,21 +160,9 @@ def _rounded_float(value: float) -> float:
 
 #: exact floats already rounded: two thirds of a snapshot's floats (the indicators of candles not
 #: closed since, the regime, outside data) were in the one before, and ``round(x, 8)`` costs about
-#: ten lookups. Keyed by value, so zeros are left out (0.0 == -0.0, and their signs must not mix).
-#: Emptied when full: simpler and cheaper than dropping the oldest entry one at a time.
-_ROUNDED: dict[float, float] = {}
-_ROUNDED_SIZE: Final = 4096
-
-
-def _rounded_exact_float(value: float) -> float:
-    found = _ROUNDED.get(value)
-    if found is None:
-        found = _rounded_float(value)
-        if value:
-            if len(_ROUNDED) >= _ROUNDED_SIZE:
-                _ROUNDED.clear()
-            _ROUNDED[value] = found
-    return found
+#: ten lookups
+_ROUNDED: Final = FloatMemo(_rounded_float, 4096)
+_rounded_exact_float: Final = _ROUNDED.of
 
 
 #: exact types ``_rounded`` passes through as they are

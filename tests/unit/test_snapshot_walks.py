@@ -245,13 +245,14 @@ def test_rounded_keeps_each_zeros_sign_whichever_came_first() -> None:
         ]
 
 
-def test_rounded_remembers_a_bounded_number_of_floats(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "_ROUNDED", {})
-    size = snapshot_module._ROUNDED_SIZE
+def test_rounded_remembers_a_bounded_number_of_floats() -> None:
+    memo = snapshot_module._ROUNDED
+    memo.entries.clear()
+    size = memo.size
     values = {str(i): 1.0 + i / 7.0 for i in range(size + 10)}
     want = {k: round(v, FLOAT_DECIMALS) for k, v in values.items()}
     assert _rounded(values) == want
-    assert 0 < len(snapshot_module._ROUNDED) <= size
+    assert 0 < len(memo.entries) <= size
     assert _rounded(values) == want  # partly from the memo now
 
 
