@@ -9,6 +9,7 @@ the store is used from the event loop between decisions.
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,11 @@ _REPORT_COLUMNS = (
 
 #: reports a non-durable store keeps in one open transaction at most (``AnalystStore``)
 BATCH_REPORTS = 256
+#: reports kept per analyst and ticker for ``reports`` to hand out again (the oldest go first)
+KNOWN_REPORTS = 512
+_REPORTS_WHERE = (
+    "WHERE analyst = ? AND ticker = ? AND day BETWEEN ? AND ? ORDER BY at_ms, report_id"
+)
 
 
 class AnalystStore:
@@ -77,6 +83,12 @@ class AnalystStore:
         self._durable = durable
         self._pending = 0  # reports written since the last commit (non-durable only)
         self._added = 0  # reports this connection added (a memo of a lookback keys on it)
+        #: (analyst, ticker) -> report id -> the report as a read of its row gives it: saved or
+        #: read by this connection, and valid while no other connection commits (data_version).
+        #: A day summary reads a day of reports this connection saved one by one; ``reports``
+        #: asks SQLite which ids, in which order, and builds only the rows it does not know.
+        self._known: dict[tuple[str, str], dict[str, AnalystReport]] = {}
+        self._known_version = self._data_version()
 
     def flush(self) -> None:
         """Commit the reports a non-durable store holds in its open transaction."""
@@ -101,12 +113,23 @@ class AnalystStore:
         if added:
             self._added += 1
             self._note_saved(report)
+            if _reads_back_equal(report):
+                self._know(report)
         return added
 
     def reports_version(self) -> tuple[int, int]:
         """Changes whenever the reports may have: a report added here, or a commit by another
         connection (SQLite's data_version)."""
-        return self._added, int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        return self._added, self._data_version()
+
+    def _data_version(self) -> int:
+        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _know(self, report: AnalystReport) -> None:
+        known = self._known.setdefault((report.analyst, report.ticker), {})
+        if report.report_id not in known and len(known) >= KNOWN_REPORTS:
+            del known[next(iter(known))]
+        known[report.report_id] = report
 
     def _insert(self, report: AnalystReport) -> sqlite3.Cursor:
         return self._db.execute(
@@ -141,12 +164,23 @@ class AnalystStore:
     ) -> list[AnalystReport]:
         """An analyst's reports of ``ticker`` from ``first_day`` to ``last_day`` (inclusive),
         oldest first."""
+        args = (analyst, ticker, first_day, last_day)
+        ids = self._db.execute(f"SELECT report_id FROM analyst_reports {_REPORTS_WHERE}", args)
+        wanted = [row[0] for row in ids.fetchall()]
+        # checked after the ids: a commit in between is seen, and its rows read again below
+        if self._data_version() != self._known_version:
+            self._known.clear()
+            self._known_version = self._data_version()
+        known = self._known.get((analyst, ticker), {})
+        if all(report_id in known for report_id in wanted):
+            return [known[report_id] for report_id in wanted]
         rows = self._db.execute(
-            f"SELECT {_REPORT_COLUMNS} FROM analyst_reports "
-            "WHERE analyst = ? AND ticker = ? AND day BETWEEN ? AND ? ORDER BY at_ms, report_id",
-            (analyst, ticker, first_day, last_day),
-        ).fetchall()
-        return [_report(row) for row in rows]
+            f"SELECT {_REPORT_COLUMNS} FROM analyst_reports {_REPORTS_WHERE}", args
+        )
+        found = [_report(row) for row in rows.fetchall()]
+        for report in found:
+            self._know(report)
+        return found
 
     def day_reports(self, ticker: str, day: str) -> list[AnalystReport]:
         """Every analyst's reports of ``ticker`` on ``day``, by timestamp."""
@@ -217,6 +251,12 @@ class AnalystStore:
         reports = self._db.execute("SELECT COUNT(*) FROM analyst_reports").fetchone()[0]
         summaries = self._db.execute("SELECT COUNT(*) FROM analyst_summaries").fetchone()[0]
         return {"reports": int(reports), "summaries": int(summaries)}
+
+
+def _reads_back_equal(report: AnalystReport) -> bool:
+    """False when a read of the saved row would give another report: a figure that is not
+    finite is saved as null (JSON has no NaN) and read back as None."""
+    return all(value is None or math.isfinite(value) for value in report.figures.values())
 
 
 def _report(row: tuple[Any, ...]) -> AnalystReport:

@@ -16,6 +16,7 @@ import hashlib
 import itertools
 import logging
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,17 +59,28 @@ class SummaryInvalid(ValueError):
 
 
 def _tokens(text: str) -> Counter[str]:
-    out: Counter[str] = Counter()
-    for token in _TOKEN.findall(text.lower()):
-        if token[0].isdigit() or token[0] == "-":
-            try:
-                value = float(token.replace(",", ""))
-            except ValueError:
-                continue
-            out[f"{value:.2g}"] += 1
-        else:
-            out[token] += 1
-    return out
+    """Each word as it is, each number as its value to two significant digits, counted."""
+    get = _token_keys.get
+    return Counter(filter(None, [get(t) or _token_key(t) for t in _TOKEN.findall(text.lower())]))
+
+
+#: token -> its key in a bag ("": not a number after all, left out). Reports repeat most of
+#: their words and small numbers, and parsing a number is most of a report's tokenising.
+_TOKEN_KEYS_KEPT = 65536
+_token_keys: dict[str, str] = {}
+
+
+def _token_key(token: str) -> str:
+    key = token
+    if token[0].isdigit() or token[0] == "-":
+        try:
+            key = f"{float(token.replace(',', '')):.2g}"
+        except ValueError:
+            key = ""
+    if len(_token_keys) >= _TOKEN_KEYS_KEPT:
+        _token_keys.clear()
+    _token_keys[token] = key
+    return key
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
@@ -88,7 +100,8 @@ def _cosine(a: _Bag, b: _Bag) -> float:
     """``cosine`` with each side's norm made once (the same float operations, the same value).
     The counts are integers, so the dot product over the shared words alone is exact."""
     mine, other = a.counts, b.counts
-    dot = sum(mine[token] * other[token] for token in mine.keys() & other.keys())
+    shared = mine.keys() & other.keys()  # one set, iterated twice in the same order
+    dot = sum(map(operator.mul, map(mine.__getitem__, shared), map(other.__getitem__, shared)))
     norm = a.norm * b.norm
     return dot / norm if norm else 0.0
 
@@ -129,7 +142,8 @@ def _representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
     kept: list[tuple[AnalystReport, _Bag]] = []
     for report in ordered:
         bag = _bag(report.content)
-        if all(_cosine(bag, other) < DUPLICATE_COSINE for _r, other in kept):
+        # newest first: a report mostly repeats a recent one, and ``all`` is the same either way
+        if all(_cosine(bag, other) < DUPLICATE_COSINE for _r, other in reversed(kept)):
             kept.append((report, bag))
     distinct = [report for report, _bag_of in kept]
     if len(distinct) > MAX_REPRESENTATIVES:

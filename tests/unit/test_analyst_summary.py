@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from memory import analyst_summary
 from memory.analyst_model import AnalystReport, utc_day
 from memory.analyst_summary import (
+    _TOKEN,
+    DUPLICATE_COSINE,
+    MAX_REPRESENTATIVES,
+    MIN_REPRESENTATIVES,
     SECTIONS,
     SummaryRequest,
     make_summary,
@@ -142,3 +152,77 @@ def test_representatives_remembered_equal_the_choice_made_again() -> None:
     assert representatives(changed) != _representatives(spread)
     fewer = spread[:2]
     assert representatives(fewer) == _representatives(fewer) == fewer
+
+
+def _tokens_unremembered(text: str) -> Counter[str]:
+    """The tokenising without the token memo: every number parsed."""
+    out: Counter[str] = Counter()
+    for token in _TOKEN.findall(text.lower()):
+        if token[0].isdigit() or token[0] == "-":
+            try:
+                value = float(token.replace(",", ""))
+            except ValueError:
+                continue
+            out[f"{value:.2g}"] += 1
+        else:
+            out[token] += 1
+    return out
+
+
+_words = st.lists(
+    st.one_of(
+        st.sampled_from(["BTC", "RSI", "%B", "n/a", "up", "z", "-", ",", ".", " "]),
+        st.from_regex(r"-?\d{1,6}([.,]\d{1,3}){0,3}", fullmatch=True),
+        st.floats(allow_nan=False, allow_infinity=False).map(str),
+        st.text(max_size=4),
+    ),
+    max_size=30,
+).map(" ".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(_words, min_size=1, max_size=6), kept=st.sampled_from([1, 3, 65536]))
+def test_tokens_remembered_equal_those_parsed_again(texts: list[str], kept: int) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(analyst_summary, "_TOKEN_KEYS_KEPT", kept)
+        patch.setattr(analyst_summary, "_token_keys", {})
+        for text in texts * 2:  # the second time from the memo
+            assert analyst_summary._tokens(text) == _tokens_unremembered(text)
+        assert len(analyst_summary._token_keys) <= kept
+
+
+def _plain_cosine(a: Counter[str], b: Counter[str]) -> float:
+    dot = sum(a[token] * b[token] for token in a.keys() & b.keys())
+    norm = math.sqrt(sum(c * c for c in a.values())) * math.sqrt(sum(c * c for c in b.values()))
+    return dot / norm if norm else 0.0
+
+
+def _representatives_oldest_first(reports: list[AnalystReport]) -> list[AnalystReport]:
+    """The choice with each report compared with the kept ones oldest first and every cosine
+    from the plain formula: the answer without the memos and the newest-first order."""
+    ordered = sorted(reports, key=lambda r: (r.at_ms, r.report_id))
+    kept: list[tuple[AnalystReport, Counter[str]]] = []
+    for report in ordered:
+        counts = _tokens_unremembered(report.content)
+        if all(_plain_cosine(counts, other) < DUPLICATE_COSINE for _r, other in kept):
+            kept.append((report, counts))
+    distinct = [r for r, _c in kept]
+    if len(distinct) > MAX_REPRESENTATIVES:
+        step = (len(distinct) - 1) / (MAX_REPRESENTATIVES - 1)
+        distinct = [distinct[round(i * step)] for i in range(MAX_REPRESENTATIVES)]
+    elif len(distinct) < MIN_REPRESENTATIVES:
+        extra = [r for r in reversed(ordered) if r not in distinct]
+        distinct += extra[: MIN_REPRESENTATIVES - len(distinct)]
+    return sorted(distinct, key=lambda r: (r.at_ms, r.report_id))
+
+
+_VOCABULARY = ["btc", "up", "down", "rsi", "55", "56", "80,000", "81,000", "flat", "z", "-0.5"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25))
+def test_representatives_compared_newest_first_choose_as_oldest_first(
+    contents: list[list[str]],
+) -> None:
+    reports = [_report(i, " ".join(words) + ".") for i, words in enumerate(contents)]
+    assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
