@@ -75,8 +75,21 @@ class MemorySummary(_Frozen):
     newest_ms: int | None = None
 
 
+DAY_MS = 86_400_000
+#: the last day answered, as (its first ms, its name): every analyst asks at every decision,
+#: and the decisions of a day all fall in it (UTC days are 86,400 s long in POSIX time)
+_last_day: tuple[int, str] = (0, "1970-01-01")
+
+
 def utc_day(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, UTC).date().isoformat()
+    global _last_day
+    start, day = _last_day
+    if type(at_ms) is int and start <= at_ms < start + DAY_MS:
+        return day
+    day = datetime.fromtimestamp(at_ms / 1000, UTC).date().isoformat()
+    if type(at_ms) is int:
+        _last_day = (at_ms - at_ms % DAY_MS, day)
+    return day
 
 
 def day_start_ms(day: str) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 _TIMEFRAMES = ("15m", "1h", "4h")
 _DERIVATIVE_FIELDS = ("open_interest", "basis", "liquidations", "taker_delta", "long_short_ratio")
@@ -27,6 +27,10 @@ def _fmt(value: float | None, digits: int = 2) -> str:
     return "n/a" if value is None else f"{value:,.{digits}f}"
 
 
+def _fmt2(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:,.2f}"
+
+
 def _numbers(prefix: str, value: Any, ticker: str) -> dict[str, float | None]:
     """Numeric leaves of a context field for ``ticker`` (a per-ticker dict, or a market-wide one)."""
     if isinstance(value, Mapping) and ticker in value:
@@ -42,41 +46,55 @@ def _numbers(prefix: str, value: Any, ticker: str) -> dict[str, float | None]:
     return out
 
 
+#: per timeframe: its name and the keys of its figures and label
+_FRAME_KEYS = tuple((tf, f"rsi_{tf}", f"percent_b_{tf}", f"trend_{tf}") for tf in _TIMEFRAMES)
+_CHANGE_KEYS = ("change_1h_pct", "return_4h_pct", "return_24h_pct", "return_zscore")
+_AGREEMENT_CONFIDENCE = {3: 0.8, 2: 0.6}
+
+
+def _finite(value: Any) -> float | None:
+    """``_num`` with a short way for a float (x - x is 0.0 only when x is finite)."""
+    if type(value) is float:
+        return value if value - value == 0.0 else None
+    return _num(value)
+
+
+def _mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def market_report(sent: Mapping[str, Any], ticker: str) -> Built | None:
-    """The multi-timeframe technical picture. Confidence: how many timeframes' trends agree."""
+    """The multi-timeframe technical picture. Confidence: how many timeframes' trends agree.
+    Written at every decision for every ticker, hence the short ways (same text, same figures)."""
     view = (sent.get("tickers") or {}).get(ticker)
-    if not isinstance(view, Mapping) or _num(view.get("price")) is None:
+    if not _mapping(view):
         return None
-    figures: dict[str, float | None] = {
-        "price": _num(view.get("price")),
-        "change_1h_pct": _num(view.get("change_1h_pct")),
-        "return_4h_pct": _num(view.get("return_4h_pct")),
-        "return_24h_pct": _num(view.get("return_24h_pct")),
-        "return_zscore": _num(view.get("return_zscore")),
-    }
+    price = _finite(view.get("price"))
+    if price is None:
+        return None
+    figures: dict[str, float | None] = {"price": price}
+    for key in _CHANGE_KEYS:
+        figures[key] = _finite(view.get(key))
     labels: dict[str, str] = {}
     frames = []
     multi = view.get("multi_tf") or {}
-    for tf in _TIMEFRAMES:
+    for tf, rsi_key, percent_b_key, trend_key in _FRAME_KEYS:
         summary = multi.get(tf)
-        if not isinstance(summary, Mapping):
+        if not _mapping(summary):
             continue
-        figures[f"rsi_{tf}"] = _num(summary.get("rsi"))
-        figures[f"percent_b_{tf}"] = _num(summary.get("bollinger_position"))
+        rsi = figures[rsi_key] = _finite(summary.get("rsi"))
+        percent_b = figures[percent_b_key] = _finite(summary.get("bollinger_position"))
         trend = summary.get("trend")
         if isinstance(trend, str):
-            labels[f"trend_{tf}"] = trend
-        frames.append(
-            f"{tf} {trend or 'n/a'} RSI {_fmt(figures[f'rsi_{tf}'], 0)} "
-            f"%B {_fmt(figures[f'percent_b_{tf}'])}"
-        )
+            labels[trend_key] = trend
+        frames.append(f"{tf} {trend or 'n/a'} RSI {_fmt(rsi, 0)} %B {_fmt2(percent_b)}")
     trends = [t for t in labels.values() if t]
     agree = max((trends.count(t) for t in set(trends)), default=0)
-    confidence = {3: 0.8, 2: 0.6}.get(agree, 0.4 if trends else 0.2)
+    confidence = _AGREEMENT_CONFIDENCE.get(agree, 0.4 if trends else 0.2)
     content = (
-        f"{ticker} at {_fmt(figures['price'])}: 1h {_fmt(figures['change_1h_pct'])} %, "
-        f"4h {_fmt(figures['return_4h_pct'])} %, 24h {_fmt(figures['return_24h_pct'])} %, "
-        f"z {_fmt(figures['return_zscore'])}. " + "; ".join(frames) + "."
+        f"{ticker} at {_fmt2(price)}: 1h {_fmt2(figures['change_1h_pct'])} %, "
+        f"4h {_fmt2(figures['return_4h_pct'])} %, 24h {_fmt2(figures['return_24h_pct'])} %, "
+        f"z {_fmt2(figures['return_zscore'])}. " + "; ".join(frames) + "."
     )
     return content, confidence, figures, labels
 
