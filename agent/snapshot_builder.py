@@ -78,7 +78,7 @@ class LearnerView(Protocol):
 
     def draw(self, regime: str | None, rng: random.Random) -> dict[str, float]: ...
 
-    def recent_trades(self) -> list[dict[str, Any]]: ...
+    def recent_trades(self, last: int | None = None) -> list[dict[str, Any]]: ...
 
 
 #: what the snapshot says when a part is not wired into this daemon
@@ -282,7 +282,10 @@ class SnapshotBuilder:
             "ts_posteriors": learner_view(
                 self._learner, self._tickers, regime, f"{self._draw_seed}:{decision_id}"
             ),
-            "recent_trades": self._learner.recent_trades()[-RECENT_TRADES_SHOWN:],
+            # a view may hand out more than asked; the newest are shown
+            "recent_trades": self._learner.recent_trades(RECENT_TRADES_SHOWN)[
+                -RECENT_TRADES_SHOWN:
+            ],
         }
 
 

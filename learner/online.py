@@ -85,6 +85,9 @@ class OnlineLearner:
         self._regimes: dict[str, Table] = {}
         self._regime_counts: dict[str, int] = {}
         self._trades: deque[TradeRecord] = deque(maxlen=window)
+        #: ``_trades`` as compact dicts, made again only after they change (every decision's
+        #: snapshot shows the newest of them)
+        self._trade_dicts: list[dict[str, Any]] | None = None
         self._unsaved = False
         if path is not None:
             self._load(path)
@@ -138,6 +141,7 @@ class OnlineLearner:
         if regime is not None:
             self._regime_counts[regime] = self._regime_counts.get(regime, 0) + 1
         self._trades.append(record)
+        self._trade_dicts = None
         self._unsaved = True
         self._save_or_log()
         return True
@@ -202,9 +206,14 @@ class OnlineLearner:
             },
         }
 
-    def recent_trades(self) -> list[dict[str, Any]]:
-        """The last ``window`` trades, oldest first, as compact dicts (pnl_pct in percent)."""
-        return [trade.model_dump(exclude={"trade_id"}) for trade in self._trades]
+    def recent_trades(self, last: int | None = None) -> list[dict[str, Any]]:
+        """The last ``window`` trades (the newest ``last`` of them when given), oldest first, as
+        compact dicts (pnl_pct in percent): new dicts each call, the caller's to change."""
+        if self._trade_dicts is None:
+            self._trade_dicts = [trade.model_dump(exclude={"trade_id"}) for trade in self._trades]
+        dicts = self._trade_dicts
+        start = 0 if last is None else max(0, len(dicts) - max(last, 0))
+        return [{**trade, "signals": dict(trade["signals"])} for trade in dicts[start:]]
 
     @property
     def regime_counts(self) -> dict[str, int]:
@@ -268,6 +277,7 @@ class OnlineLearner:
         self._regimes = {r: _posteriors(t) for r, t in model.regime_posteriors.items()}
         self._regime_counts = dict(model.regime_counts)
         self._trades.extend(model.recent_trades)  # the deque keeps only the last ``window``
+        self._trade_dicts = None
         log.info(
             "learner: loaded %s (%d signals, %d regimes, %d recent trades)",
             path,

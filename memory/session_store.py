@@ -12,6 +12,7 @@ Keys are ``ticker:{name}:{phase}[:{sub}]`` with normalised names: ``BTC/USDT``, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 from pathlib import Path
@@ -31,6 +32,7 @@ _QUOTES = ("USDT", "USDC", "BUSD", "USD")
 _NAME_PART = re.compile(r"[^a-z0-9]+")
 
 
+@functools.lru_cache(maxsize=1024)  # every decision names its tickers again
 def normalise_name(name: str) -> str:
     """``BTC/USDT`` -> ``btc_usdt``; a bare Binance symbol is split at its quote currency."""
     raw = name.strip()
@@ -77,10 +79,14 @@ class SessionStore:
         self._durable = durable
         self._l1: dict[str, SessionEntry] = {}
         self._l2_keys: set[str] | None = None  # listed once, then kept by set / delete
+        self._files: dict[str, Path] = {}  # key -> its file (a decision sets the same keys)
         self.l2_reads = 0  # how often L1 missed (for tests and the status)
 
     def _file(self, key: str) -> Path:
-        return self.directory / (key.replace(":", "__") + ".json")
+        path = self._files.get(key)
+        if path is None:
+            path = self._files[key] = self.directory / (key.replace(":", "__") + ".json")
+        return path
 
     def set(self, key: str, value: Any, ttl_secs: float | None = None) -> SessionEntry:
         now = self._clock.now_ms()
@@ -88,16 +94,19 @@ class SessionStore:
         entry = SessionEntry(
             key=key, value=value, written_at_ms=now, expires_at_ms=now + int(ttl * 1000)
         )
-        data = orjson.dumps(entry.model_dump(mode="json"))
-        self.directory.mkdir(parents=True, exist_ok=True)
-        if self._durable:
-            atomic_write_bytes(self._file(key), data)
-        else:
-            overwrite_bytes(self._file(key), data)
+        self._write(self._file(key), orjson.dumps(entry.model_dump(mode="json")))
         self._l1[key] = entry
         if self._l2_keys is not None:
             self._l2_keys.add(key)
         return entry
+
+    def _write(self, path: Path, data: bytes) -> None:
+        write = atomic_write_bytes if self._durable else overwrite_bytes
+        try:
+            write(path, data)
+        except FileNotFoundError:  # no directory: the first write, or it was removed since
+            self.directory.mkdir(parents=True, exist_ok=True)
+            write(path, data)
 
     def entry(self, key: str) -> SessionEntry | None:
         entry = self._l1.get(key)

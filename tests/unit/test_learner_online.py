@@ -232,3 +232,47 @@ def test_learner_is_the_snapshot_builders_learner_view() -> None:
     assert view_posteriors["in_force"] == "global"
     assert view_posteriors["signals"] == {}
     assert view.recent_trades() == []
+
+
+def _dumped_again(learner: OnlineLearner) -> list[dict[str, Any]]:
+    """The unremembered answer: every trade in the window dumped now."""
+    return [t.model_dump(exclude={"trade_id"}) for t in learner._trades]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    steps=st.lists(
+        st.one_of(
+            st.tuples(st.just("trade"), st.floats(-9, 9), st.sampled_from(["bull", None])),
+            st.tuples(st.just("read"), st.one_of(st.none(), st.integers(-2, 8))),
+        ),
+        max_size=30,
+    )
+)
+def test_recent_trades_remembered_equal_those_dumped_again(
+    steps: list[tuple[Any, ...]],
+) -> None:
+    learner = OnlineLearner(None, window=5)
+    for i, step in enumerate(steps):
+        if step[0] == "trade":
+            trade(learner, {"rsi": 0.5, "momentum": step[1] / 10}, step[1], step[2], at_ms=i)
+            continue
+        last = step[1]
+        everything = _dumped_again(learner)
+        expected = everything if last is None else everything[-last:] if last > 0 else []
+        got = learner.recent_trades(last)
+        assert got == expected
+        for shown in got:  # the caller's to change: the next answer is untouched
+            shown["signals"]["rsi"] = 9.0
+            shown["pnl_pct"] = 9.0
+        assert learner.recent_trades(last) == expected
+
+
+def test_recent_trades_of_a_loaded_model_are_the_files(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "learner.json"
+    learner = OnlineLearner(path)
+    assert learner.recent_trades() == []
+    trade(learner, {"rsi": 0.5}, 2.0, "bull", at_ms=7)
+    loaded = OnlineLearner(path)
+    assert loaded.recent_trades() == learner.recent_trades() == _dumped_again(loaded)
+    assert loaded.recent_trades(1)[0]["at_ms"] == 7

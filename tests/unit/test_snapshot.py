@@ -342,8 +342,8 @@ class ManyTradesLearner:
     def draw(self, regime: str | None, rng: random.Random) -> dict[str, float]:
         return {}
 
-    def recent_trades(self) -> list[dict[str, Any]]:
-        return [{"at_ms": i, "pnl_pct": 0.1 * i} for i in range(50)]
+    def recent_trades(self, last: int | None = None) -> list[dict[str, Any]]:
+        return [{"at_ms": i, "pnl_pct": 0.1 * i} for i in range(50)]  # more than asked
 
 
 async def test_the_decider_reads_the_newest_ten_of_the_learners_trades(
