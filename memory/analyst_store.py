@@ -254,9 +254,10 @@ class AnalystStore:
 
 
 def _reads_back_equal(report: AnalystReport) -> bool:
-    """False when a read of the saved row would give another report: a figure that is not
-    finite is saved as null (JSON has no NaN) and read back as None."""
-    return all(value is None or math.isfinite(value) for value in report.figures.values())
+    """False when a read of the saved row might give another report: a figure that is not
+    finite is saved as null (JSON has no NaN) and read back as None. The figures' sum is not
+    finite when one is not (and, harmlessly, when finite ones overflow)."""
+    return math.isfinite(sum(filter(None, report.figures.values())))
 
 
 def _report(row: tuple[Any, ...]) -> AnalystReport:
