@@ -65,7 +65,10 @@ class AnalystStore:
     ``durable=False`` (replay: journals not fsynced either) commits reports in batches: at most
     ``BATCH_REPORTS`` in one transaction, committed with the next summary, by ``flush`` or by
     ``close``. This connection reads its own pending rows, so every answer is the same; a crash
-    loses the batch, and another process sees it only once committed.
+    loses the batch, and another process sees it only once committed. It never fsyncs either
+    (``synchronous=OFF``: NORMAL fsyncs at each WAL checkpoint, which made an insert into a
+    year's reports 24 us instead of 9): a killed process loses nothing committed, a power loss
+    may take the file, as it may a replay's journals.
     """
 
     def __init__(self, path: Path | str, *, durable: bool = True) -> None:
@@ -73,7 +76,7 @@ class AnalystStore:
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(f"PRAGMA synchronous={'NORMAL' if durable else 'OFF'}")
         self._db.executescript(_SCHEMA)
         #: (analyst, ticker) -> the newest report, as ``latest_report`` read it (or None: none).
         #: Every decision asks for each analyst's newest report of each ticker, and this store

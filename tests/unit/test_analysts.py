@@ -254,3 +254,11 @@ def test_a_remembered_lookback_is_read_again_once_reports_change(tmp_path) -> No
     assert other.save_report(report)  # committed by the other connection
     got = desk._lookback(market, "BTC/USDT", day, "post_close", read)
     assert got == market.lookback("BTC/USDT", day, "post_close") and len(got) == 3
+
+
+def test_only_a_durable_store_fsyncs(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """SQLite's synchronous: 1 (NORMAL, fsync at checkpoints) when durable, 0 (OFF) in replay."""
+    for durable, expected in ((True, 1), (False, 0)):
+        store = AnalystStore(tmp_path / f"{durable}.db", durable=durable)
+        assert store._db.execute("PRAGMA synchronous").fetchone()[0] == expected
+        store.close()
