@@ -9,6 +9,7 @@ the store is used from the event loop between decisions.
 
 from __future__ import annotations
 
+import itertools
 import math
 import sqlite3
 from pathlib import Path
@@ -52,7 +53,8 @@ _REPORT_COLUMNS = (
 
 #: reports a non-durable store keeps in one open transaction at most (``AnalystStore``)
 BATCH_REPORTS = 256
-#: reports kept per analyst and ticker for ``reports`` to hand out again (the oldest go first)
+#: reports kept per analyst and ticker for ``reports`` to hand out again: between this many and
+#: twice as many, the newest (the oldest half goes when twice as many are kept)
 KNOWN_REPORTS = 512
 _REPORTS_WHERE = (
     "WHERE analyst = ? AND ticker = ? AND day BETWEEN ? AND ? ORDER BY at_ms, report_id"
@@ -129,9 +131,14 @@ class AnalystStore:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
     def _know(self, report: AnalystReport) -> None:
-        known = self._known.setdefault((report.analyst, report.ticker), {})
-        if report.report_id not in known and len(known) >= KNOWN_REPORTS:
-            del known[next(iter(known))]
+        key = (report.analyst, report.ticker)
+        known = self._known.get(key)
+        if known is None:
+            known = self._known[key] = {}
+        elif len(known) >= 2 * KNOWN_REPORTS:  # the newest half kept, in one go: dropping the
+            # oldest one at a time made each drop step over the slots of those dropped before
+            newest = itertools.islice(known.items(), len(known) - KNOWN_REPORTS, None)
+            known = self._known[key] = dict(newest)
         known[report.report_id] = report
 
     def _insert(self, report: AnalystReport) -> sqlite3.Cursor:

@@ -116,8 +116,10 @@ def _bag(text: str) -> _Bag:
     if bag is None:
         counts = _tokens(text)
         bag = _Bag(counts, _norm(counts))
-        if len(_bags) >= _BAGS_KEPT:
-            del _bags[next(iter(_bags))]
+        if len(_bags) >= _BAGS_KEPT:  # the older half goes in one go (dropping the oldest one
+            # at a time made each drop step over the slots of those dropped before)
+            for old in list(itertools.islice(_bags, _BAGS_KEPT // 2)):
+                del _bags[old]
         _bags[text] = bag
     return bag
 

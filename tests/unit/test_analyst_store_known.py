@@ -78,6 +78,7 @@ def test_reports_remembered_equal_the_rows_read_again(
         other = sqlite3.connect(path, timeout=0.1)
         for step in steps:
             _apply(store, other, step)
+            assert all(len(known) <= 2 * kept for known in store._known.values())
             for first in DAYS:
                 for last in DAYS:
                     assert store.reports("market", "BTC/USDT", first, last) == _read_again(

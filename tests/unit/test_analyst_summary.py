@@ -220,9 +220,17 @@ _VOCABULARY = ["btc", "up", "down", "rsi", "55", "56", "80,000", "81,000", "flat
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25))
+@given(
+    st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25),
+    st.sampled_from([2, 7, 4096]),
+)
 def test_representatives_compared_newest_first_choose_as_oldest_first(
-    contents: list[list[str]],
+    contents: list[list[str]], kept: int
 ) -> None:
-    reports = [_report(i, " ".join(words) + ".") for i, words in enumerate(contents)]
-    assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(analyst_summary, "_BAGS_KEPT", kept)
+        patch.setattr(analyst_summary, "_bags", {})
+        reports = [_report(i, " ".join(words) + ".") for i, words in enumerate(contents)]
+        assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
+        assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
+        assert len(analyst_summary._bags) <= kept
