@@ -31,12 +31,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact, model_notes_block
 from agent.claude_schema import output_config
 from agent.config import AgentConfig
-from agent.prompt_items import context_items
-from agent.prompt_trim import Item, Trimmed, cap_item, size, trim
+from agent.prompt_context import ContextMemo, PromptBudgets
 from agent.snapshot import MarketSnapshot, sent_json_bytes
 from memory.context import AssembledContext, ContextAssembler
 
 log = logging.getLogger(__name__)
+__all__ = ["PromptBudgets"]  # re-exported: the settings name it here
 
 PARTS = ("instructions", "policy", "memory", "session", "snapshot")
 #: snapshot fields that may be dropped to fit its budget, first to go first
@@ -48,29 +48,6 @@ SNAPSHOT_TRIM_ORDER = (
     "paxg",
     "etf_flow",
 )
-
-
-#: the class budget each drop rank counts against (rules share the policy's)
-_RANK_CLASS = {0: "insight", 1: "summary", 2: "session", 3: "notes", 4: "policy", 5: "policy"}
-
-
-def _default_class_chars() -> dict[str, int]:
-    # 3,800 in all, under the 4,000 warning: a full context (24 day summaries, 80 MEMORY.md lines,
-    # 15 lessons, 3 tickers' session) is ~13,000 before these and ~3,800 after
-    return {"policy": 1000, "summary": 900, "notes": 600, "insight": 800, "session": 500}
-
-
-class PromptBudgets(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    item_chars: int = Field(300, ge=50)
-    context_warn_chars: int = Field(4000, ge=100)
-    context_max_chars: int = Field(6000, ge=100)
-    snapshot_max_chars: int = Field(16_000, ge=1000)
-    #: characters per class of context (policy, summary, notes, insight, session), each trimmed
-    #: by its own order (lowest-score insights, oldest summaries, last lines, oldest session
-    #: entries) before the 6,000 cap; a class not named here has no budget of its own
-    class_chars: dict[str, int] = Field(default_factory=_default_class_chars)
 
 
 class PromptInfo(BaseModel):
@@ -172,8 +149,7 @@ class PromptAssembler:
         self.context = context
         self.budgets = budgets or PromptBudgets()
         self._compact = compact_snapshot
-        self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
-        self._trims: dict[tuple[Any, ...], tuple[int, list[Item], Trimmed]] = {}
+        self._parts = ContextMemo(self.budgets)
         self._digest_head: tuple[bytes, Any] | None = None  # system blocks' bytes, hash state
 
     async def assemble(
@@ -200,73 +176,19 @@ class PromptAssembler:
         state.update(orjson.dumps(user, option=orjson.OPT_SORT_KEYS) + b"]")
         return state.hexdigest()[:16]
 
-    def _capped(self, item: Item) -> tuple[Item, bool]:
-        """``cap_item``, remembered: the same summary or note is cut the same way every decision."""
-        key = (item.key, item.text, item.drop_rank)
-        found = self._cuts.get(key)
-        if found is None:
-            if len(self._cuts) > 4096:
-                self._cuts.clear()
-            found = self._cuts[key] = cap_item(item, self.budgets.item_chars)
-        return found
-
-    def _trimmed(self, items: list[Item]) -> tuple[int, list[Item], Trimmed]:
-        """The class budgets then the hard cap; the same items (most decisions: nothing in the
-        context changed) are trimmed once. Returns the size after the class budgets too."""
-        key = tuple((i.key, i.text, i.protected, i.drop_rank) for i in items)
-        found = self._trims.get(key)
-        if found is None:
-            kept, class_dropped = self._within_class_budgets(items)
-            found = (size(kept), class_dropped, trim(kept, self.budgets.context_max_chars))
-            if len(self._trims) >= 8:
-                self._trims.clear()
-            self._trims[key] = found
-        return found
-
-    def _within_class_budgets(self, items: list[Item]) -> tuple[list[Item], list[Item]]:
-        """Each class of unprotected items trimmed to its own budget, by its own drop order; the
-        kept items in prompt order, and the dropped."""
-        budgets = self.budgets.class_chars
-        groups: dict[str, list[Item]] = {}
-        for item in items:
-            if not item.protected:
-                groups.setdefault(_RANK_CLASS.get(int(item.drop_rank[0]), ""), []).append(item)
-        gone: set[int] = set()
-        dropped: list[Item] = []
-        for name, group in groups.items():
-            budget = budgets.get(name)
-            if budget is None or size(group) <= budget:
-                continue
-            result = trim(group, budget)
-            dropped.extend(result.dropped)
-            gone.update(id(i) for i in result.dropped)
-        return [i for i in items if id(i) not in gone], dropped
-
     def build(self, sent: dict[str, Any], ctx: AssembledContext) -> AssembledPrompt:
         """The prompt from a snapshot as sent and its context (pure: the benchmark times this)."""
         b = self.budgets
-        cut: list[str] = []
-        items = []
-        for item in context_items(ctx):
-            capped, was_cut = self._capped(item) if item.part == "memory" else (item, False)
-            items.append(capped)
-            if was_cut:
-                cut.append(item.key)
-        full, class_dropped, result = self._trimmed(items)
+        context = self._parts.parts(ctx)
         warnings = []
-        if full > b.context_warn_chars:  # the class budgets were raised, or protected text grew
-            warnings.append(f"context {full} chars > warning level {b.context_warn_chars}")
+        if context.classed_chars > b.context_warn_chars:  # class budgets raised, or protected grew
+            warnings.append(
+                f"context {context.classed_chars} chars > warning level {b.context_warn_chars}"
+            )
         snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars)
-        texts = {
-            part: "\n".join(i.text for i in result.kept if i.part == part)
-            for part in ("policy", "memory", "session")
-        }
-        stable_memory = "\n".join(
-            i.text for i in result.kept if i.part == "memory" and not i.key.startswith("insight:")
-        )
-        volatile = "\n".join(
-            i.text for i in result.kept if i.key.startswith("insight:") or i.part == "session"
-        )
+        texts = {part: context.texts[part] for part in ("policy", "memory", "session")}
+        stable_memory = context.texts["stable_memory"]
+        volatile = context.texts["volatile"]
         texts["instructions"] = DECISION_SYSTEM_PROMPT
         # the model's own note goes fenced after the snapshot, as render_request sends it
         notes = str(snapshot.pop("agent_memory", "") or "")
@@ -296,23 +218,20 @@ class PromptAssembler:
             )
         )
         texts["snapshot"] += "\n" + model_notes_block(notes)
-        if result.over_budget:
+        if context.over_budget:
             warnings.append(f"protected context alone exceeds {b.context_max_chars} chars")
         parts = {name: len(texts[name]) for name in PARTS}
         digest = self._digest(system, user)
         info = PromptInfo(
             hash=digest,
             parts=parts,
-            context_chars=result.chars,
+            context_chars=context.chars,
             total_chars=sum(parts.values()),
             budgets=b,
-            trimmed=[
-                i.key for i in sorted((*class_dropped, *result.dropped), key=lambda i: i.drop_rank)
-            ]
-            + snap_trims,
-            cut=cut,
+            trimmed=[*context.trimmed, *snap_trims],
+            cut=list(context.cut),
             warnings=warnings,
-            over_budget=result.over_budget,
+            over_budget=context.over_budget,
             tiers_loaded=list(ctx.tiers_loaded),
             tier_errors=dict(ctx.tier_errors),
             stale=ctx.stale,

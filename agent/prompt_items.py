@@ -23,6 +23,12 @@ CLASS_RANK = {"insight": 0, "summary": 1, "session": 2, "notes": 3, "rule": 4, "
 
 def context_items(ctx: AssembledContext) -> list[Item]:
     """Every piece of non-snapshot context as a trimmable (or protected) item, in prompt order."""
+    return [*stable_items(ctx), *volatile_items(ctx)]
+
+
+def stable_items(ctx: AssembledContext) -> list[Item]:
+    """The items that come first, mostly the same from one decision to the next: the
+    organisation's caps and policy, the rules, the day summaries, the notes."""
     items: list[Item] = []
     for name, value in sorted(ctx.caps.items()):
         items.append(
@@ -66,6 +72,12 @@ def context_items(ctx: AssembledContext) -> list[Item]:
         items.append(_summary_item(n, s.analyst, s.ticker, s.kind, s.text, s.made_at_ms))
     for key in ("notes", "person_notes"):
         items.extend(_note_items(key, ctx.values.get(key, "")))
+    return items
+
+
+def volatile_items(ctx: AssembledContext) -> list[Item]:
+    """The items that come last, new at most decisions: the lessons, the session entries."""
+    items: list[Item] = []
     for n, insight in enumerate(ctx.insights):
         items.append(
             Item(

@@ -1,0 +1,231 @@
+"""The non-snapshot context as the prompt's texts, within its budgets.
+
+Each memory item is cut to ``item_chars``, each class of items trimmed to its own budget
+(``class_chars``), then the whole to ``context_max_chars`` (``agent.prompt_trim``).
+``context_parts`` does every step on every item. ``ContextMemo`` gives the same answer with the
+stable classes (the organisation's caps and policy, the rules, the day summaries, the notes) done
+once per change of what they are made of: from one decision to the next they are the same, and
+only the lessons and the session entries have to be done again.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.memo import remember
+from agent.prompt_items import stable_items, volatile_items
+from agent.prompt_trim import Item, cap_item, size, trim
+from memory.context import AssembledContext
+
+#: the class budget each drop rank counts against (rules share the policy's)
+RANK_CLASS = {0: "insight", 1: "summary", 2: "session", 3: "notes", 4: "policy", 5: "policy"}
+
+
+def _default_class_chars() -> dict[str, int]:
+    # 3,800 in all, under the 4,000 warning: a full context (24 day summaries, 80 MEMORY.md lines,
+    # 15 lessons, 3 tickers' session) is ~13,000 before these and ~3,800 after
+    return {"policy": 1000, "summary": 900, "notes": 600, "insight": 800, "session": 500}
+
+
+class PromptBudgets(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    item_chars: int = Field(300, ge=50)
+    context_warn_chars: int = Field(4000, ge=100)
+    context_max_chars: int = Field(6000, ge=100)
+    snapshot_max_chars: int = Field(16_000, ge=1000)
+    #: characters per class of context (policy, summary, notes, insight, session), each trimmed
+    #: by its own order (lowest-score insights, oldest summaries, last lines, oldest session
+    #: entries) before the 6,000 cap; a class not named here has no budget of its own
+    class_chars: dict[str, int] = Field(default_factory=_default_class_chars)
+
+
+#: the texts the prompt is made of, each the kept items that pass its test, joined by newlines
+TEXTS = ("policy", "memory", "session", "stable_memory", "volatile")
+
+
+def _text_lists(kept: Iterable[Item]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {name: [] for name in TEXTS}
+    for item in kept:
+        lesson = item.key.startswith("insight:")
+        if item.part == "policy":
+            out["policy"].append(item.text)
+        elif item.part == "memory":
+            out["memory"].append(item.text)
+            if not lesson:
+                out["stable_memory"].append(item.text)
+        elif item.part == "session":
+            out["session"].append(item.text)
+        if lesson or item.part == "session":
+            out["volatile"].append(item.text)
+    return out
+
+
+@dataclass(frozen=True)
+class ContextParts:
+    """The context as the prompt sends it and the journal line reports it."""
+
+    texts: Mapping[str, str]  # each of ``TEXTS``
+    chars: int  # of the kept items
+    classed_chars: int  # after the class budgets, before the hard cap
+    trimmed: tuple[str, ...]  # keys of the dropped items, the first to go first
+    cut: tuple[str, ...]  # keys of the items cut to ``item_chars``
+    over_budget: bool
+
+
+def _drop_rank(item: Item) -> tuple[float, float, str]:
+    return item.drop_rank
+
+
+def _capped(items: Iterable[Item], item_chars: int) -> tuple[list[Item], list[str]]:
+    out: list[Item] = []
+    cut: list[str] = []
+    for item in items:
+        capped, was_cut = cap_item(item, item_chars) if item.part == "memory" else (item, False)
+        out.append(capped)
+        if was_cut:
+            cut.append(item.key)
+    return out, cut
+
+
+def within_class_budgets(
+    items: Sequence[Item], class_chars: Mapping[str, int]
+) -> tuple[list[Item], list[Item]]:
+    """Each class of unprotected items trimmed to its own budget, by its own drop order; the
+    kept items in prompt order, and the dropped (class by class, each in its drop order)."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        if not item.protected:
+            groups.setdefault(RANK_CLASS.get(int(item.drop_rank[0]), ""), []).append(item)
+    gone: set[int] = set()
+    dropped: list[Item] = []
+    for name, group in groups.items():
+        budget = class_chars.get(name)
+        if budget is None or size(group) <= budget:
+            continue
+        result = trim(group, budget)
+        dropped.extend(result.dropped)
+        gone.update(id(i) for i in result.dropped)
+    if not gone:
+        return list(items), dropped
+    return [i for i in items if id(i) not in gone], dropped
+
+
+def context_parts(items: Sequence[Item], budgets: PromptBudgets) -> ContextParts:
+    """Every step on every item: the answer ``ContextMemo`` must give."""
+    capped, cut = _capped(items, budgets.item_chars)
+    kept, class_dropped = within_class_budgets(capped, budgets.class_chars)
+    result = trim(kept, budgets.context_max_chars)
+    lists = _text_lists(result.kept)
+    return ContextParts(
+        texts={name: "\n".join(lists[name]) for name in TEXTS},
+        chars=result.chars,
+        classed_chars=size(kept),
+        trimmed=tuple(i.key for i in sorted((*class_dropped, *result.dropped), key=_drop_rank)),
+        cut=tuple(cut),
+        over_budget=result.over_budget,
+    )
+
+
+@dataclass(frozen=True)
+class _Stable:
+    """The stable classes done: kept (prompt order) and dropped (drop order) items, and texts."""
+
+    kept: tuple[Item, ...]
+    dropped: tuple[Item, ...]
+    cut: tuple[str, ...]
+    chars: int
+    lists: Mapping[str, list[str]]
+
+
+_SUMMARY_FIELDS = operator.attrgetter("analyst", "ticker", "kind", "text", "made_at_ms")
+
+
+def stable_key(ctx: AssembledContext) -> tuple[object, ...]:
+    """Everything ``stable_items`` reads, as it reads it (a cap as its ``:g`` text)."""
+    values = ctx.values
+    return (
+        tuple((name, format(value, "g")) for name, value in ctx.caps.items()),
+        ctx.banned_tickers,
+        values.get("policy"),
+        values.get("rubric"),
+        values.get("notes"),
+        values.get("person_notes"),
+        tuple((name, tuple(texts)) for name, texts in ctx.rules.items()),
+        tuple((name, tuple(tickers)) for name, tickers in ctx.rule_tickers.items()),
+        tuple(map(_SUMMARY_FIELDS, ctx.summaries)),
+    )
+
+
+class ContextMemo:
+    """``context_parts(context_items(ctx), budgets)``, the stable classes done once per change.
+
+    The stable items come first in prompt order and their classes (policy, summary, notes) are
+    not the lessons' or the session's, so the class budgets trim the two lists apart; when the
+    whole fits the hard cap (it does unless the class budgets were raised) nothing else goes."""
+
+    def __init__(self, budgets: PromptBudgets, size_limit: int = 4) -> None:
+        self.budgets = budgets
+        self._size = size_limit
+        self._stable: dict[tuple[object, ...], _Stable] = {}
+        self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
+
+    def parts(self, ctx: AssembledContext) -> ContextParts:
+        b = self.budgets
+        stable = self._stable_part(ctx)
+        capped, cut = self._capped_volatile(volatile_items(ctx))
+        kept, dropped = within_class_budgets(capped, b.class_chars)
+        classed = stable.chars + size(kept)
+        if classed > b.context_max_chars:  # the hard cap binds: every step on the whole
+            return context_parts([*stable_items(ctx), *volatile_items(ctx)], b)
+        lists = _text_lists(kept)
+        trimmed = stable.dropped
+        if dropped:  # both runs in drop order already, merged by the sort
+            trimmed = tuple(sorted((*trimmed, *dropped), key=_drop_rank))
+        return ContextParts(
+            texts={name: "\n".join(stable.lists[name] + lists[name]) for name in TEXTS},
+            chars=classed,
+            classed_chars=classed,
+            trimmed=tuple(i.key for i in trimmed),
+            cut=stable.cut + tuple(cut),
+            over_budget=False,
+        )
+
+    def _stable_part(self, ctx: AssembledContext) -> _Stable:
+        key = stable_key(ctx)
+        found = self._stable.get(key)
+        if found is None:
+            capped, cut = _capped(stable_items(ctx), self.budgets.item_chars)
+            kept, dropped = within_class_budgets(capped, self.budgets.class_chars)
+            found = _Stable(
+                kept=tuple(kept),
+                dropped=tuple(sorted(dropped, key=_drop_rank)),
+                cut=tuple(cut),
+                chars=size(kept),
+                lists=_text_lists(kept),
+            )
+            remember(self._stable, key, found, self._size)
+        return found
+
+    def _capped_volatile(self, items: Iterable[Item]) -> tuple[list[Item], list[str]]:
+        """``_capped``, each cut remembered: the same lesson is cut the same way every time."""
+        out: list[Item] = []
+        cut: list[str] = []
+        limit = self.budgets.item_chars
+        for item in items:
+            if item.part == "memory":
+                key = (item.key, item.text, item.drop_rank)
+                found = self._cuts.get(key)
+                if found is None:
+                    found = cap_item(item, limit)
+                    remember(self._cuts, key, found, 1024)
+                out.append(found[0])
+                if found[1]:
+                    cut.append(item.key)
+            else:
+                out.append(item)
+        return out, cut
