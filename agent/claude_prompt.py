@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.claude_schema import MAX_POSITION_PCT, SIGNAL_NAMES, output_config
 from agent.config import AgentConfig
-from agent.memo import FloatMemo
 from agent.snapshot import MarketSnapshot, sent_json_bytes
+from agent.snapshot_walks import compact
 from gate.conditions import describe_metrics
 from tracker.ports import PositionReview
 
@@ -83,60 +83,6 @@ def _cached_system(text: str, ttl: str = "5m") -> list[dict[str, Any]]:
     # cache breakpoint on it lets later calls read it at 10 % of the price. Passes come 15 min
     # apart, so the 5-minute TTL would expire between most of them: "1h" writes cost 2x, reads hit.
     return [{"type": "text", "text": text, "cache_control": cache_control(ttl)}]
-
-
-#: sent nowhere the decider is told to look (the journal keeps them)
-_NOT_SENT = ("schema_version",)
-#: significant digits of a float in the prompt: prices keep 6 (BTC to the dollar), the rest more
-#: than any decision needs; the journal keeps 8 decimals
-PROMPT_SIGNIFICANT_DIGITS = 6
-_FLOAT_SPEC = f".{PROMPT_SIGNIFICANT_DIGITS}g"
-
-
-def compact(value: Any) -> Any:
-    """The snapshot as the prompt sends it: floats at ``PROMPT_SIGNIFICANT_DIGITS``, a null whose
-    reason is in its object's ``unavailable`` left out (the prompt says absent = unavailable),
-    empty ``unavailable`` maps and ``_NOT_SENT`` fields dropped."""
-    kind = type(value)  # exact types first: a dumped snapshot is mostly these
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is not dict:
-        if isinstance(value, float):
-            return _compact_float(value)
-        if isinstance(value, list):
-            return [compact(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-    return _compact_dict(value)
-
-
-_NO_REASONS: dict[Any, Any] = {}
-
-#: floats already formatted: most of a snapshot's floats were in the one before (indicators of
-#: candles not closed since, the regime, outside data), and a format and parse cost ten lookups
-_COMPACTED = FloatMemo(lambda value: float(format(value, _FLOAT_SPEC)), 4096)
-_compact_float = _COMPACTED.of  # ``float(format(value, _FLOAT_SPEC))``, remembered
-
-
-def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    # leaves handled here, not by a call each: most of a snapshot is leaves
-    reasons = value.get("unavailable")
-    explained = reasons if isinstance(reasons, dict) else _NO_REASONS
-    out: dict[Any, Any] = {}
-    for key, item in value.items():
-        if key in _NOT_SENT:
-            continue
-        kind = type(item)
-        if kind is float:
-            out[key] = _compact_float(item)
-        elif kind is str or kind is int or kind is bool:
-            out[key] = item
-        elif item is None:
-            if key not in explained:
-                out[key] = None
-        elif not (key == "unavailable" and item == {}):
-            out[key] = compact(item)
-    return out
 
 
 def render_request(

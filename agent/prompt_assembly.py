@@ -28,11 +28,12 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact, model_notes_block
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, model_notes_block
 from agent.claude_schema import output_config
 from agent.config import AgentConfig
 from agent.prompt_context import ContextMemo, PromptBudgets
-from agent.snapshot import MarketSnapshot, sent_json_bytes
+from agent.snapshot import MarketSnapshot, SentForms, sent_json_bytes
+from agent.snapshot_walks import compact, compact_reusing
 from memory.context import AssembledContext, ContextAssembler
 
 log = logging.getLogger(__name__)
@@ -109,10 +110,15 @@ def _plain(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
-def trim_snapshot(sent: dict[str, Any], budget_chars: int) -> tuple[dict[str, Any], list[str]]:
+def trim_snapshot(
+    sent: dict[str, Any], budget_chars: int, forms: SentForms | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The snapshot within its budget: droppable fields removed in order (said in ``unavailable``);
-    recent_trades shortened oldest first before it goes whole."""
+    recent_trades shortened oldest first before it goes whole. ``forms``: the snapshot's, whose
+    JSON is ``sent``'s when ``sent`` holds its very entries (it nearly always fits)."""
     out = dict(sent)
+    if forms is not None and forms.holds(sent) and len(forms.json) <= budget_chars:
+        return out, []
     trimmed: list[str] = []
 
     def fits() -> bool:
@@ -163,7 +169,7 @@ class PromptAssembler:
             ctx = await self.context.assemble(tickers, snapshot.at_ms, regimes)
         else:
             ctx = AssembledContext(at_ms=snapshot.at_ms, values={})
-        return self.build(snapshot.as_sent() if sent is None else sent, ctx)
+        return self.build(snapshot.as_sent() if sent is None else sent, ctx, snapshot.forms())
 
     def _digest(self, system: list[dict[str, Any]], user: list[dict[str, Any]]) -> str:
         """``sha256(orjson.dumps([system, user], option=OPT_SORT_KEYS))``, first 16 hex digits.
@@ -176,8 +182,17 @@ class PromptAssembler:
         state.update(orjson.dumps(user, option=orjson.OPT_SORT_KEYS) + b"]")
         return state.hexdigest()[:16]
 
-    def build(self, sent: dict[str, Any], ctx: AssembledContext) -> AssembledPrompt:
-        """The prompt from a snapshot as sent and its context (pure: the benchmark times this)."""
+    def _sent_form(self, snapshot: dict[str, Any], forms: SentForms | None) -> Any:
+        if not self._compact:
+            return snapshot
+        return compact(snapshot) if forms is None else compact_reusing(snapshot, *forms.pair())
+
+    def build(
+        self, sent: dict[str, Any], ctx: AssembledContext, forms: SentForms | None = None
+    ) -> AssembledPrompt:
+        """The prompt from a snapshot as sent and its context (pure: the benchmark times this).
+        ``forms``: the snapshot's (``MarketSnapshot.forms``): what of ``sent`` is still its very
+        entries is not dumped or compacted again."""
         b = self.budgets
         context = self._parts.parts(ctx)
         warnings = []
@@ -185,16 +200,14 @@ class PromptAssembler:
             warnings.append(
                 f"context {context.classed_chars} chars > warning level {b.context_warn_chars}"
             )
-        snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars)
+        snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars, forms)
         texts = {part: context.texts[part] for part in ("policy", "memory", "session")}
         stable_memory = context.texts["stable_memory"]
         volatile = context.texts["volatile"]
         texts["instructions"] = DECISION_SYSTEM_PROMPT
         # the model's own note goes fenced after the snapshot, as render_request sends it
         notes = str(snapshot.pop("agent_memory", "") or "")
-        texts["snapshot"] = sent_json_bytes(
-            compact(snapshot) if self._compact else snapshot
-        ).decode()
+        texts["snapshot"] = sent_json_bytes(self._sent_form(snapshot, forms)).decode()
         system = [_cached(DECISION_SYSTEM_PROMPT)]
         if texts["policy"]:
             system.append(

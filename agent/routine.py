@@ -20,7 +20,7 @@ from agent.decision import AgentDecision
 from agent.port import Decider
 from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
-from agent.snapshot import MarketSnapshot, sent_digest
+from agent.snapshot import MarketSnapshot
 from broker.port import Action, Broker, OrderIntent, OrderResult
 from broker.resting import cancel_resting_buys
 from broker.trading_state import TradingSwitch
@@ -192,7 +192,7 @@ class DecisionRoutine:
     ) -> None:
         snapshot = await self._build_snapshot(reasons, decision_id=decision_id)
         sent = snapshot.as_sent()  # what the decider reads, byte for byte, rounded once
-        record["snapshot_digest"] = sent_digest(sent)
+        record["snapshot_digest"] = snapshot.digest()  # of ``sent``'s JSON, dumped once
         # plain already (a JSON dump, rounded, non-finite numbers refused), and kept unchanged:
         # the line is not validated, dumped and checked a second time for it
         record["snapshot"] = PlainJson(sent)

@@ -9,20 +9,20 @@ the prompt, the journal and the snapshot digest agree byte for byte.
 from __future__ import annotations
 
 import hashlib
-import math
+import operator
 from collections.abc import Mapping
-from typing import Any, Final, Literal, Self
+from typing import Any, Literal, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agent.indicators import TimeframeSummary
-from agent.memo import FloatMemo
+from agent.snapshot_walks import FLOAT_DECIMALS, rounded_and_compact
 from derivatives.fields import CONTEXT_FIELDS
 from regime.snapshot import RegimeSnapshot
 
 SNAPSHOT_SCHEMA_VERSION = 1
-FLOAT_DECIMALS = 8
+__all__ = ["FLOAT_DECIMALS"]  # re-exported: how precise the journal's floats are
 
 
 class _Frozen(BaseModel):
@@ -60,6 +60,36 @@ class PendingOrderSnapshot(_Frozen):
     limit_price: float | None
     placed_at_ms: int
     expires_at_ms: int | None
+
+
+class SentForms:
+    """A snapshot as sent, its compact form (``snapshot_walks.compact``) and its JSON (made
+    when first asked for: a value orjson refuses fails there, as it did before)."""
+
+    __slots__ = ("_json", "compact", "sent")
+
+    def __init__(self, sent: Mapping[str, Any], compact: Mapping[str, Any]) -> None:
+        self.sent = sent
+        self.compact = compact
+        self._json: bytes | None = None
+
+    @property
+    def json(self) -> bytes:
+        """``sent_json_bytes(sent)``."""
+        if self._json is None:
+            self._json = sent_json_bytes(self.sent)
+        return self._json
+
+    def pair(self) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+        """``(sent, compact)``: ``compact_reusing``'s base and its compact form."""
+        return self.sent, self.compact
+
+    def holds(self, sent: Mapping[str, Any]) -> bool:
+        """``sent`` has this one's entries, the very same objects (so the same JSON)."""
+        mine = self.sent
+        if sent.keys() != mine.keys():
+            return False
+        return all(map(operator.is_, map(sent.__getitem__, mine), mine.values()))
 
 
 class MarketSnapshot(_Frozen):
@@ -101,30 +131,37 @@ class MarketSnapshot(_Frozen):
     gate_wake_reasons: list[str]
     unavailable: dict[str, str] = Field(default_factory=dict)
 
-    #: ``as_sent`` made once: a decision reads it three times (journal, prompt, decider), and
-    #: the dump and rounding were a fifth of a replayed decision's time
-    _sent: dict[str, Any] | None = PrivateAttr(default=None)
+    #: ``as_sent`` made once (with its compact form and its JSON): a decision reads it three
+    #: times (journal, prompt, decider), and the dump and rounding were a fifth of a replayed
+    #: decision's time
+    _forms: SentForms | None = PrivateAttr(default=None)
 
     def as_sent(self) -> dict[str, Any]:
         """The snapshot as the decider is sent it and the journal keeps it (floats rounded).
 
         A new top-level dict each call (a caller may pop or set its keys); the nested values are
         shared between calls and must be treated as read-only."""
-        if self._sent is None:
-            self._sent = _rounded(self.model_dump(mode="json"))
-        return dict(self._sent)
+        return dict(self.forms().sent)
+
+    def forms(self) -> SentForms:
+        """``as_sent`` and what is made of it, made once (read-only: shared with every caller)."""
+        forms = self._forms
+        if forms is None:
+            sent, compact = rounded_and_compact(self.model_dump(mode="json"))
+            forms = self._forms = SentForms(sent, compact)
+        return forms
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy never inherits the original's ``as_sent`` (an update changes what is sent)."""
         copied = super().model_copy(update=update, deep=deep)
-        copied._sent = None
+        copied._forms = None
         return copied
 
     def to_json_bytes(self) -> bytes:
-        return sent_json_bytes(self.as_sent())
+        return self.forms().json
 
     def digest(self) -> str:
-        return sent_digest(self.as_sent())
+        return hashlib.sha256(self.forms().json).hexdigest()[:16]
 
 
 def sent_json_bytes(sent: Mapping[str, Any]) -> bytes:
@@ -134,56 +171,6 @@ def sent_json_bytes(sent: Mapping[str, Any]) -> bytes:
 def sent_digest(sent: Mapping[str, Any]) -> str:
     """The digest of ``MarketSnapshot.as_sent()`` (journal lines carry it)."""
     return hashlib.sha256(sent_json_bytes(sent)).hexdigest()[:16]
-
-
-def _rounded(value: Any) -> Any:
-    """Floats at fixed precision so the same market gives the same bytes (and fewer tokens)."""
-    kind = type(value)  # exact-type fast paths first: a JSON dump is dicts, lists and scalars
-    if kind is dict:
-        return _rounded_dict(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if isinstance(value, float):
-        return _rounded_float(value)
-    if isinstance(value, Mapping):
-        return {k: _rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_rounded(v) for v in value]
-    return value
-
-
-def _rounded_float(value: float) -> float:
-    if not math.isfinite(value):
-        raise ValueError(f"non-finite number in snapshot: {value!r}")
-    return round(value, FLOAT_DECIMALS)
-
-
-#: exact floats already rounded: two thirds of a snapshot's floats (the indicators of candles not
-#: closed since, the regime, outside data) were in the one before, and ``round(x, 8)`` costs about
-#: ten lookups
-_ROUNDED: Final = FloatMemo(_rounded_float, 4096)
-_rounded_exact_float: Final = _ROUNDED.of
-
-
-#: exact types ``_rounded`` passes through as they are
-_KEPT: Final = frozenset({str, int, bool, type(None)})
-
-
-def _rounded_dict(value: dict[Any, Any]) -> dict[Any, Any]:
-    # leaves handled here, not by a call each: most of a snapshot is leaves, and the call per
-    # leaf was most of the walk's time
-    out: dict[Any, Any] = {}
-    for key, item in value.items():
-        kind = type(item)
-        if kind is float:
-            out[key] = _rounded_exact_float(item)
-        elif kind in _KEPT:
-            out[key] = item
-        elif kind is dict:
-            out[key] = _rounded_dict(item)
-        else:
-            out[key] = _rounded(item)
-    return out
 
 
 def merge_unavailable(*parts: Mapping[str, str]) -> dict[str, str]:

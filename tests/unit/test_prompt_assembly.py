@@ -197,3 +197,34 @@ def test_trimmer_never_over_budget_never_drops_protected(items: list[Item], budg
         last = result.dropped[-1]
         assert result.chars + len(last.text) + 1 > budget
     assert trim(items, budget) == result  # deterministic
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    snapshot_chars=st.sampled_from([1000, 2500, 16_000]),
+    compact_snapshot=st.booleans(),
+    news=st.one_of(st.none(), st.text(max_size=3000)),
+    memory=st.text(max_size=50),
+    edit=st.sampled_from(["none", "pop", "replace", "add"]),
+)
+def test_the_snapshots_forms_give_the_prompt_built_without_them(
+    snapshot_chars: int, compact_snapshot: bool, news: str | None, memory: str, edit: str
+) -> None:
+    """The JSON and compact form made with ``as_sent`` stand in for dumping and compacting
+    again only where the sent entries are still theirs: a caller's edit is seen."""
+    snap = snapshot(news=news, memory=memory)
+    sent = snap.as_sent()
+    if edit == "pop":
+        sent.pop("agent_memory")
+    elif edit == "replace":
+        sent["news_summary"] = "edited"
+    elif edit == "add":
+        sent["recent_trades"] = [{"ticker": "BTC/USDT", "pnl_pct": 1.5}]
+    budgets = PromptBudgets(snapshot_max_chars=snapshot_chars)
+    ctx = _ctx(n_insights=2, n_summaries=2)
+    with_forms = PromptAssembler(None, budgets, compact_snapshot=compact_snapshot).build(
+        sent, ctx, snap.forms()
+    )
+    without = PromptAssembler(None, budgets, compact_snapshot=compact_snapshot).build(sent, ctx)
+    assert with_forms == without
+    assert trim_snapshot(sent, snapshot_chars, snap.forms()) == trim_snapshot(sent, snapshot_chars)

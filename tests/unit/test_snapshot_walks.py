@@ -1,5 +1,5 @@
 """The decision path's walks over a snapshot and its journal line, rewritten to check leaves in
-their parent's loop (and ``_rounded`` to remember rounded floats), answer exactly as the
+their parent's loop (and ``rounded`` to remember rounded floats), answer exactly as the
 one-call-per-node definitions they replace, kept here as the reference: the same values of the
 same types, zeros with their signs, the same errors, on hostile nested inputs as well as JSON.
 And the snapshot as sent, vouched plain (``PlainJson``), gives the journal line the walks gave."""
@@ -13,16 +13,25 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from agent import snapshot as snapshot_module
-from agent.claude_prompt import _FLOAT_SPEC, _NOT_SENT, compact
+from agent import snapshot_walks
 from agent.routine import _typed_line
-from agent.snapshot import FLOAT_DECIMALS, MarketSnapshot, _rounded, sent_digest
+from agent.snapshot import MarketSnapshot, sent_digest
 from agent.snapshot_builder import _non_finite
+from agent.snapshot_walks import (
+    FLOAT_DECIMALS,
+    FLOAT_SPEC,
+    NOT_SENT,
+    compact,
+    compact_reusing,
+    rounded_and_compact,
+)
+from agent.snapshot_walks import rounded as _rounded
 from state.journal import PlainJson, _is_plain, encode_jsonl_record
 
 
@@ -81,7 +90,7 @@ def reference_compact(value: Any) -> Any:
         return value
     if kind is not dict:
         if isinstance(value, float):
-            return float(format(value, _FLOAT_SPEC))
+            return float(format(value, FLOAT_SPEC))
         if isinstance(value, list):
             return [reference_compact(v) for v in value]
         if not isinstance(value, dict):
@@ -91,7 +100,7 @@ def reference_compact(value: Any) -> Any:
     return {
         k: reference_compact(v)
         for k, v in value.items()
-        if k not in _NOT_SENT
+        if k not in NOT_SENT
         and not (v is None and k in explained)
         and not (k == "unavailable" and v == {})
     }
@@ -213,13 +222,70 @@ def test_compact_answers_as_its_reference_twice(value: Any) -> None:
     assert _same_outcome(compact, reference_compact, value)
 
 
+def _both_references(value: Any) -> tuple[Any, Any]:
+    done = reference_rounded(value)
+    return done, reference_compact(done)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_values, _json))
+def test_rounded_and_compact_in_one_walk_answer_as_the_two_walks_twice(value: Any) -> None:
+    # twice: the second walk reads the floats the first remembered
+    assert _same_outcome(rounded_and_compact, _both_references, value)
+    assert _same_outcome(rounded_and_compact, _both_references, value)
+
+
+def _with_reasons(d: dict[str, Any]) -> st.SearchStrategy[dict[str, Any]]:
+    """``d`` with an ``unavailable`` map naming some of its keys, or without one."""
+    return st.sets(st.sampled_from(sorted(d) or ["x"])).map(
+        lambda names: {**d, "unavailable": {n: "why" for n in names}} if names else d
+    )
+
+
+#: a snapshot as sent, in small: finite floats, some nulls explained
+_sent_value = st.recursive(
+    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.text(max_size=3)),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4),
+        st.dictionaries(st.sampled_from(["a", "b", "unavailable"]), children, max_size=3),
+    ),
+    max_leaves=20,
+)
+_json_object = st.dictionaries(
+    st.sampled_from(["unavailable", "schema_version", "price", "rsi", "x", "y"]),
+    st.one_of(st.none(), _sent_value),
+    max_size=6,
+).flatmap(_with_reasons)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    base=_json_object,
+    replaced=st.dictionaries(
+        st.sampled_from(["unavailable", "schema_version", "price", "rsi", "x", "new"]),
+        st.one_of(st.none(), _sent_value),
+        max_size=3,
+    ),
+    removed=st.sets(st.sampled_from(["unavailable", "price", "rsi", "x"])),
+)
+def test_compact_reusing_the_base_is_compact(
+    base: dict[Any, Any], replaced: dict[str, Any], removed: set[str]
+) -> None:
+    """A top-level copy with entries replaced (a trimmed field, new reasons), removed (the
+    model's note) or added: the compact form is the one ``compact`` gives it."""
+    base = reference_rounded(base)
+    value = {k: v for k, v in base.items() if k not in removed} | replaced
+    assert _same(compact_reusing(value, base, compact(base)), reference_compact(value))
+    assert _same(compact_reusing(base, base, compact(base)), reference_compact(base))
+
+
 @settings(max_examples=500, deadline=None)
 @given(
     st.lists(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 5e-324, 1.2345675])), max_size=8)
 )
 def test_compact_floats_remembered_keep_their_value_and_sign(values: list[float]) -> None:
     for value in [*values, *values]:  # the second round from the memo
-        got, want = compact(value), float(format(value, _FLOAT_SPEC))
+        got, want = compact(value), float(format(value, FLOAT_SPEC))
         assert (
             math.isnan(got)
             if math.isnan(want)
@@ -246,7 +312,7 @@ def test_rounded_keeps_each_zeros_sign_whichever_came_first() -> None:
 
 
 def test_rounded_remembers_a_bounded_number_of_floats() -> None:
-    memo = snapshot_module._ROUNDED
+    memo = snapshot_walks.ROUNDED
     memo.entries.clear()
     size = memo.size
     values = {str(i): 1.0 + i / 7.0 for i in range(size + 10)}
@@ -359,3 +425,28 @@ def test_a_record_unfit_for_its_model_is_still_journaled_with_the_reason() -> No
     record = {"decision_id": "d1-1", "at_ms": "late", "trigger": [], "snapshot": PlainJson(sent)}
     line = _typed_line(record)
     assert "at_ms" in line["record_invalid"] and line["snapshot"] == sent
+
+
+def test_a_snapshots_forms_are_its_walks_made_once_and_not_copied() -> None:
+    snapshot = _hostile_snapshot()
+    forms = snapshot.forms()
+    sent = snapshot.as_sent()
+    assert _same(dict(forms.sent), reference_rounded(snapshot.model_dump(mode="json")))
+    assert _same(dict(forms.compact), reference_compact(sent))
+    assert forms.json == snapshot.to_json_bytes() == orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
+    assert snapshot.digest() == sent_digest(sent)
+    assert snapshot.forms() is forms and forms.holds(sent)
+    copied = snapshot.model_copy(update={"cash": 5.0})
+    assert copied.forms() is not forms and copied.as_sent()["cash"] == 5.0
+
+
+def test_forms_hold_only_the_very_entries() -> None:
+    forms = _hostile_snapshot().forms()
+    sent = dict(forms.sent)
+    assert forms.holds(sent)
+    assert not forms.holds({**sent, "open_interest": dict(sent["open_interest"])})  # equal, not it
+    assert not forms.holds({k: v for k, v in sent.items() if k != "cash"})
+    assert not forms.holds({**sent, "extra": None})
+    swapped = {**sent, "cash": sent["btc_change_24h_pct"], "btc_change_24h_pct": sent["cash"]}
+    assert swapped == sent  # both None: the same objects, the same JSON
+    assert forms.holds(swapped)

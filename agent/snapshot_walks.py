@@ -1,0 +1,216 @@
+"""The walks over a dumped snapshot: ``rounded`` (as sent and journaled), ``compact`` (as the
+prompt sends it), and ``rounded_and_compact``, both in one walk.
+
+Most of a snapshot is leaves, so the walks handle them in their parent's loop instead of by a
+call each, and remember the floats they formatted (two thirds of a snapshot's floats were in the
+one before: indicators of candles not closed since, the regime, outside data).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+from agent.memo import FloatMemo
+
+FLOAT_DECIMALS = 8
+#: sent nowhere the decider is told to look (the journal keeps them)
+NOT_SENT = ("schema_version",)
+#: significant digits of a float in the prompt: prices keep 6 (BTC to the dollar), the rest more
+#: than any decision needs; the journal keeps 8 decimals
+PROMPT_SIGNIFICANT_DIGITS = 6
+FLOAT_SPEC = f".{PROMPT_SIGNIFICANT_DIGITS}g"
+
+# --- rounded: floats at fixed precision, so the same market gives the same bytes --------------
+
+
+def rounded(value: Any) -> Any:
+    """Floats at ``FLOAT_DECIMALS`` (a non-finite one refused), mappings as dicts, tuples as
+    lists, the rest as it is."""
+    kind = type(value)  # exact-type fast paths first: a JSON dump is dicts, lists and scalars
+    if kind is dict:
+        return _rounded_dict(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if isinstance(value, float):
+        return _rounded_float(value)
+    if isinstance(value, Mapping):
+        return {k: rounded(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [rounded(v) for v in value]
+    return value
+
+
+def _rounded_float(value: float) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"non-finite number in snapshot: {value!r}")
+    return round(value, FLOAT_DECIMALS)
+
+
+ROUNDED: Final = FloatMemo(_rounded_float, 4096)
+_rounded_exact_float: Final = ROUNDED.of
+
+#: exact types the walks pass through as they are
+_KEPT: Final = frozenset({str, int, bool, type(None)})
+
+
+def _rounded_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is float:
+            out[key] = _rounded_exact_float(item)
+        elif kind in _KEPT:
+            out[key] = item
+        elif kind is dict:
+            out[key] = _rounded_dict(item)
+        else:
+            out[key] = rounded(item)
+    return out
+
+
+# --- compact: the prompt's form --------------------------------------------------------------
+
+
+def compact(value: Any) -> Any:
+    """The snapshot as the prompt sends it: floats at ``PROMPT_SIGNIFICANT_DIGITS``, a null whose
+    reason is in its object's ``unavailable`` left out (the prompt says absent = unavailable),
+    empty ``unavailable`` maps and ``NOT_SENT`` fields dropped."""
+    kind = type(value)  # exact types first: a dumped snapshot is mostly these
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is not dict:
+        if isinstance(value, float):
+            return _compact_float(value)
+        if isinstance(value, list):
+            return [compact(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+    return _compact_dict(value)
+
+
+_NO_REASONS: Final[dict[Any, Any]] = {}
+_MISSING: Final = object()
+
+COMPACTED: Final = FloatMemo(lambda value: float(format(value, FLOAT_SPEC)), 4096)
+_compact_float: Final = COMPACTED.of  # ``float(format(value, FLOAT_SPEC))``, remembered
+
+
+def _compact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    reasons = value.get("unavailable")
+    explained = reasons if isinstance(reasons, dict) else _NO_REASONS
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if key in NOT_SENT:
+            continue
+        kind = type(item)
+        if kind is float:
+            out[key] = _compact_float(item)
+        elif kind is str or kind is int or kind is bool:
+            out[key] = item
+        elif item is None:
+            if key not in explained:
+                out[key] = None
+        elif not (key == "unavailable" and item == {}):
+            out[key] = compact(item)
+    return out
+
+
+def compact_reusing(value: dict[Any, Any], base: Mapping[Any, Any], done: Mapping[Any, Any]) -> Any:
+    """``compact(value)`` where ``value`` is a copy of ``base`` with some entries replaced,
+    removed or added, and ``done`` is ``compact(base)``: an entry that is still the very object
+    ``base`` holds is taken from ``done`` (a nested value's compact form depends on it alone)."""
+    if type(value) is not dict:
+        return compact(value)
+    reasons = value.get("unavailable")
+    explained = reasons if isinstance(reasons, dict) else _NO_REASONS
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if key in NOT_SENT:
+            continue
+        if item is None:
+            if key not in explained:
+                out[key] = None
+        elif key in done and base.get(key, _MISSING) is item:
+            out[key] = done[key]
+        elif not (key == "unavailable" and item == {}):
+            out[key] = compact(item)
+    return out
+
+
+# --- both in one walk ----------------------------------------------------------------------
+
+
+def _both_float(value: float) -> tuple[float, float]:
+    done = _rounded_float(value)
+    return done, float(format(done, FLOAT_SPEC))
+
+
+#: ``(rounded, compact)`` of an exact float, by value (zeros left out: their signs must not mix)
+_BOTH: Final[dict[float, tuple[float, float]]] = {}
+_BOTH_SIZE: Final = 4096
+
+
+def rounded_and_compact(value: Any) -> tuple[Any, Any]:
+    """``(rounded(value), compact(rounded(value)))`` in one walk: a decision needs both (the
+    journal keeps the one, the prompt sends the other), and the walk was most of their cost."""
+    kind = type(value)
+    if kind is dict:
+        return _both_dict(value)
+    if kind is list:
+        return _both_list(value)
+    if kind is float:
+        found = _BOTH.get(value)
+        if found is None:
+            found = _both_float(value)
+            if value:
+                if len(_BOTH) >= _BOTH_SIZE:
+                    _BOTH.clear()
+                _BOTH[value] = found
+        return found
+    if kind in _KEPT:
+        return value, value
+    done = rounded(value)
+    return done, compact(done)
+
+
+def _both_list(value: list[Any]) -> tuple[list[Any], list[Any]]:
+    done: list[Any] = []
+    out: list[Any] = []
+    for item in value:
+        pair = rounded_and_compact(item)
+        done.append(pair[0])
+        out.append(pair[1])
+    return done, out
+
+
+def _both_dict(value: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    # ``compact`` reads the rounded dict's reasons: the same keys as any mapping rounded
+    reasons = value.get("unavailable")
+    explained = reasons if type(reasons) is dict or isinstance(reasons, Mapping) else _NO_REASONS
+    done: dict[Any, Any] = {}
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        kind = type(item)
+        if kind is float:
+            pair = _BOTH.get(item)
+            if pair is None:
+                pair = rounded_and_compact(item)
+            done[key] = pair[0]
+            if key not in NOT_SENT:
+                out[key] = pair[1]
+        elif kind is str or kind is int or kind is bool:
+            done[key] = item
+            if key not in NOT_SENT:
+                out[key] = item
+        elif item is None:
+            done[key] = None
+            if key not in NOT_SENT and key not in explained:
+                out[key] = None
+        else:
+            nested, nested_compact = rounded_and_compact(item)
+            done[key] = nested
+            if key not in NOT_SENT and not (key == "unavailable" and nested == {}):
+                out[key] = nested_compact
+    return done, out
