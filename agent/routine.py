@@ -195,7 +195,7 @@ class DecisionRoutine:
         record["snapshot_digest"] = snapshot.digest()  # of ``sent``'s JSON, dumped once
         # plain already (a JSON dump, rounded, non-finite numbers refused), and kept unchanged:
         # the line is not validated, dumped and checked a second time for it
-        record["snapshot"] = PlainJson(sent)
+        record["snapshot"] = PlainJson(sent, snapshot.to_json_bytes())
         prompt = await self._prompt(snapshot, record)
         decision = await (
             self._decider.decide(snapshot)

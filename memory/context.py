@@ -9,6 +9,7 @@ item says how old it is; older than 3,600 s is marked stale.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
@@ -89,7 +90,10 @@ def merge_values(*tiers: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+@functools.lru_cache(maxsize=64)
 def dated(at_ms: int | None, now_ms: int) -> Dated:
+    """How old ``at_ms`` is at ``now_ms`` (frozen, so shared: a decision dates ~18 items, from
+    ~5 instants: the analysts' views of a day were made together)."""
     if at_ms is None:
         return Dated(at_ms=None, age_secs=None, stale=True)
     age = max(0.0, (now_ms - at_ms) / 1000)

@@ -80,6 +80,7 @@ class SessionStore:
         self._l1: dict[str, SessionEntry] = {}
         self._l2_keys: set[str] | None = None  # listed once, then kept by set / delete
         self._files: dict[str, Path] = {}  # key -> its file (a decision sets the same keys)
+        self._sorted: list[str] | None = None  # both levels' keys, until one is added or removed
         self.l2_reads = 0  # how often L1 missed (for tests and the status)
 
     def _file(self, key: str) -> Path:
@@ -94,6 +95,7 @@ class SessionStore:
         entry = SessionEntry(
             key=key, value=value, written_at_ms=now, expires_at_ms=now + int(ttl * 1000)
         )
+        self._known(key)
         self._write(self._file(key), orjson.dumps(entry.model_dump(mode="json")))
         self._l1[key] = entry
         if self._l2_keys is not None:
@@ -108,12 +110,18 @@ class SessionStore:
             self.directory.mkdir(parents=True, exist_ok=True)
             write(path, data)
 
+    def _known(self, key: str) -> None:
+        """``key`` is about to be in L1: the sorted keys are made again if it is new to both."""
+        if key not in self._l1 and (self._l2_keys is None or key not in self._l2_keys):
+            self._sorted = None
+
     def entry(self, key: str) -> SessionEntry | None:
         entry = self._l1.get(key)
         if entry is None:
             entry = self._read_l2(key)
             if entry is None:
                 return None
+            self._known(key)
             self._l1[key] = entry  # back-fill
         if entry.expires_at_ms <= self._clock.now_ms():
             self.delete(key)  # lazy eviction
@@ -125,6 +133,7 @@ class SessionStore:
         return default if entry is None else entry.value
 
     def delete(self, key: str) -> None:
+        self._sorted = None
         self._l1.pop(key, None)
         if self._l2_keys is not None:
             self._l2_keys.discard(key)
@@ -147,8 +156,10 @@ class SessionStore:
         if self._l2_keys is None:
             found = self.directory.glob("*.json") if self.directory.is_dir() else ()
             self._l2_keys = {p.stem.replace("__", ":") for p in found}
-        names = self._l2_keys | set(self._l1)
-        return sorted(k for k in names if k.startswith(prefix))
+            self._sorted = None
+        if self._sorted is None:
+            self._sorted = sorted(self._l2_keys | set(self._l1))
+        return [k for k in self._sorted if k.startswith(prefix)]
 
     def live(self, prefix: str = "") -> list[SessionEntry]:
         """The unexpired entries under ``prefix``, by key (reading evicts the expired)."""

@@ -146,7 +146,7 @@ def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
         raise JournalRecordError(f"a journal record must be a mapping, got {type(record).__name__}")
     # the common line is plain already: checked without copying it or naming every path (the
     # copy with paths was a tenth of a replayed decision); the copy only when something needs it
-    plain = record if _is_plain(record) else _to_plain(record, "record")
+    plain = _with_encoded(record) if _is_plain(record) else _to_plain(record, "record")
     try:
         return orjson.dumps(plain, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError as exc:
@@ -157,9 +157,28 @@ class PlainJson(dict[str, Any]):
     """A JSON object its maker vouches is plain (what ``_is_plain`` accepts: string keys, finite
     floats, dicts, lists and scalars only) and will not change: a journal writes it without
     walking it again (orjson writes it as the dict it is). For a value already checked on its
-    way in, such as the snapshot as sent (``MarketSnapshot.as_sent``)."""
+    way in, such as the snapshot as sent (``MarketSnapshot.as_sent``).
 
-    __slots__ = ()
+    ``encoded``: its JSON as ``orjson.dumps(it, option=orjson.OPT_SORT_KEYS)`` writes it, when
+    the maker has it already (the snapshot's, dumped for its digest): a line holding it at its
+    top level takes those bytes instead of dumping it again."""
+
+    __slots__ = ("encoded",)
+
+    def __init__(self, value: Mapping[str, Any], encoded: bytes | None = None) -> None:
+        super().__init__(value)
+        self.encoded = encoded
+
+
+def _with_encoded(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``record`` with each top-level ``PlainJson`` that carries its JSON given as that JSON."""
+    out: dict[str, Any] | None = None
+    for key, value in record.items():
+        if type(value) is PlainJson and value.encoded is not None:
+            if out is None:
+                out = dict(record)
+            out[key] = orjson.Fragment(value.encoded)
+    return record if out is None else out
 
 
 def _is_plain(value: Any) -> bool:

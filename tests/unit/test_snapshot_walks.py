@@ -378,6 +378,22 @@ def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) ->
     assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5), st.text(max_size=3))
+def test_plain_json_with_its_json_is_written_as_the_dict_it_holds(
+    snapshot: dict[str, Any], key: str
+) -> None:
+    record = {"type": "decision", "at_ms": 1, key: snapshot}
+    try:
+        encoded = orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return  # nothing to carry: such a value never gets its JSON made
+    vouched = {**record, key: PlainJson(snapshot, encoded)}
+    assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
+    nested = {**record, "nested": {"x": PlainJson(snapshot, encoded)}}  # only the top level's
+    assert encode_jsonl_record(nested) == encode_jsonl_record({**record, "nested": {"x": snapshot}})
+
+
 def _hostile_snapshot() -> MarketSnapshot:
     """Outside data of odd shapes (tuples, int keys, a model, tiny and huge floats): the JSON dump
     and the rounding leave only what ``PlainJson`` promises."""

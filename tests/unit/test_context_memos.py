@@ -1,0 +1,136 @@
+"""The context assembler's memos answer as the computations they spare: ``dated`` and
+``normalise_name`` (pure, remembered by argument) and the session store's sorted keys (made
+again when a key is added to or removed from either level)."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.context import STALE_AFTER_SECS, Dated, dated
+from memory.session_store import SessionStore, normalise_name
+
+T0 = 1_740_787_200_000
+
+
+def _dated_afresh(at_ms: int | None, now_ms: int) -> Dated:
+    if at_ms is None:
+        return Dated(at_ms=None, age_secs=None, stale=True)
+    age = max(0.0, (now_ms - at_ms) / 1000)
+    return Dated(at_ms=at_ms, age_secs=round(age, 1), stale=age > STALE_AFTER_SECS)
+
+
+_instants = st.one_of(st.none(), st.integers(T0 - 10**9, T0 + 10**9))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_instants, st.integers(T0 - 10**9, T0 + 10**9)), max_size=80))
+def test_dated_remembered_is_dated_afresh(pairs: list[tuple[int | None, int]]) -> None:
+    for at_ms, now_ms in [*pairs, *pairs]:  # the second round from the memo
+        assert dated(at_ms, now_ms) == _dated_afresh(at_ms, now_ms)
+
+
+def _outcome(name: str) -> tuple[str, str]:
+    try:
+        return "value", normalise_name(name)
+    except ValueError as exc:
+        return "error", str(exc)
+
+
+def _outcome_afresh(name: str) -> tuple[str, str]:
+    try:
+        return "value", normalise_name.__wrapped__(name)
+    except ValueError as exc:
+        return "error", str(exc)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=12), st.sampled_from(["BTC/USDT", "btcusdt", "-/-", " "])),
+        max_size=20,
+    )
+)
+def test_normalise_name_remembered_is_normalise_name_afresh(names: list[str]) -> None:
+    for name in [*names, *names]:
+        assert _outcome(name) == _outcome_afresh(name)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def now_ms(self) -> int:
+        return self.now
+
+    def monotonic_secs(self) -> float:
+        return 0.0
+
+    async def sleep(self, secs: float) -> None:
+        raise AssertionError("never waited on")
+
+
+_names = st.sampled_from(["ticker:btc:decision", "ticker:btc:review", "ticker:eth:decision", "x"])
+_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), _names, st.integers(1, 100)),
+        st.tuples(st.just("set_elsewhere"), _names, st.integers(1, 100)),
+        st.tuples(st.just("delete"), _names, st.just(0)),
+        st.tuples(st.just("get"), _names, st.just(0)),
+        st.tuples(st.just("advance"), st.just(""), st.integers(1, 120)),
+        st.tuples(
+            st.just("keys"), st.sampled_from(["", "ticker:", "ticker:btc:", "y"]), st.just(0)
+        ),
+        st.tuples(st.just("restart"), st.just(""), st.just(0)),
+    ),
+    max_size=40,
+)
+
+
+def _keys_afresh(store: SessionStore, prefix: str) -> list[str]:
+    listed: set[str] = store._l2_keys or set()
+    return sorted(k for k in listed | set(store._l1) if k.startswith(prefix))
+
+
+def _apply(
+    store: SessionStore, other: SessionStore, clock: _Clock, op: tuple[str, str, int]
+) -> Any:
+    kind, name, n = op
+    if kind == "set":
+        store.set(name, n, ttl_secs=n)
+    elif kind == "set_elsewhere":  # another process (the operator's CLI) writes the file
+        other.set(name, n, ttl_secs=n)
+    elif kind == "delete":
+        store.delete(name)
+    elif kind == "get":
+        store.get(name)
+    elif kind == "advance":
+        clock.now += n * 1000
+    return None
+
+
+@settings(max_examples=200, deadline=None)
+@given(_ops)
+def test_session_keys_remembered_are_the_keys_of_both_levels(
+    ops: list[tuple[str, str, int]],
+) -> None:
+    clock = _Clock()
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = Path(scratch) / "sessions"
+        store = SessionStore(directory, clock, durable=False)
+        other = SessionStore(directory, clock, durable=False)
+        for op in ops:
+            if op[0] == "restart":
+                store = SessionStore(directory, clock, durable=False)
+            elif op[0] == "keys":
+                assert store.keys(op[1]) == _keys_afresh(store, op[1])
+                assert [e.key for e in store.live(op[1])] == [
+                    k for k in _keys_afresh(store, op[1]) if store.entry(k) is not None
+                ]
+            else:
+                _apply(store, other, clock, op)
+        assert store.keys() == _keys_afresh(store, "")
