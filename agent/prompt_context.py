@@ -10,6 +10,7 @@ only the lessons and the session entries have to be done again.
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.memo import remember
 from agent.prompt_items import stable_items, volatile_items
 from agent.prompt_trim import Item, cap_item, size, trim
-from memory.context import AssembledContext
+from memory.context import AssembledContext, SummaryItem
 
 #: the class budget each drop rank counts against (rules share the policy's)
 RANK_CLASS = {0: "insight", 1: "summary", 2: "session", 3: "notes", 4: "policy", 5: "policy"}
@@ -133,10 +134,12 @@ def context_parts(items: Sequence[Item], budgets: PromptBudgets) -> ContextParts
 
 @dataclass(frozen=True)
 class _Stable:
-    """The stable classes done: kept (prompt order) and dropped (drop order) items, and texts."""
+    """The stable classes done: kept items (prompt order), the dropped ones' keys and ranks
+    (drop order), the keys of the items cut, and the texts."""
 
     kept: tuple[Item, ...]
-    dropped: tuple[Item, ...]
+    trimmed: tuple[str, ...]
+    ranks: tuple[tuple[float, float, str], ...]
     cut: tuple[str, ...]
     chars: int
     lists: Mapping[str, list[str]]
@@ -145,8 +148,11 @@ class _Stable:
 _SUMMARY_FIELDS = operator.attrgetter("analyst", "ticker", "kind", "text", "made_at_ms")
 
 
-def stable_key(ctx: AssembledContext) -> tuple[object, ...]:
-    """Everything ``stable_items`` reads, as it reads it (a cap as its ``:g`` text)."""
+def stable_key(
+    ctx: AssembledContext, summaries: tuple[object, ...] | None = None
+) -> tuple[object, ...]:
+    """Everything ``stable_items`` reads, as it reads it (a cap as its ``:g`` text);
+    ``summaries``: ``summaries_key(ctx.summaries)`` when the caller has it."""
     values = ctx.values
     return (
         tuple((name, format(value, "g")) for name, value in ctx.caps.items()),
@@ -157,8 +163,25 @@ def stable_key(ctx: AssembledContext) -> tuple[object, ...]:
         values.get("person_notes"),
         tuple((name, tuple(texts)) for name, texts in ctx.rules.items()),
         tuple((name, tuple(tickers)) for name, tickers in ctx.rule_tickers.items()),
-        tuple(map(_SUMMARY_FIELDS, ctx.summaries)),
+        summaries_key(ctx.summaries) if summaries is None else summaries,
     )
+
+
+def summaries_key(summaries: Iterable[SummaryItem]) -> tuple[object, ...]:
+    return tuple(map(_SUMMARY_FIELDS, summaries))
+
+
+def _merged(stable: _Stable, dropped: Iterable[Item]) -> tuple[str, ...]:
+    """The keys of ``sorted((*stable's dropped, *dropped), key=_drop_rank)``, the stable ones
+    in order already: each of the few others goes after the ranks equal to its own, as the
+    (stable) sort puts it."""
+    keys = list(stable.trimmed)
+    ranks = list(stable.ranks)
+    for item in sorted(dropped, key=_drop_rank):
+        at = bisect.bisect_right(ranks, item.drop_rank)
+        ranks.insert(at, item.drop_rank)
+        keys.insert(at, item.key)
+    return tuple(keys)
 
 
 class ContextMemo:
@@ -172,7 +195,9 @@ class ContextMemo:
         self.budgets = budgets
         self._size = size_limit
         self._stable: dict[tuple[object, ...], _Stable] = {}
-        self._cuts: dict[tuple[str, str, tuple[float, float, str]], tuple[Item, bool]] = {}
+        self._cuts: dict[str, str] = {}  # a lesson's text -> its cut
+        #: the last summaries and their key: the desk hands out the same (frozen) items all day
+        self._summaries: tuple[list[SummaryItem], tuple[object, ...]] = ([], ())
 
     def parts(self, ctx: AssembledContext) -> ContextParts:
         b = self.budgets
@@ -183,27 +208,33 @@ class ContextMemo:
         if classed > b.context_max_chars:  # the hard cap binds: every step on the whole
             return context_parts([*stable_items(ctx), *volatile_items(ctx)], b)
         lists = _text_lists(kept)
-        trimmed = stable.dropped
-        if dropped:  # both runs in drop order already, merged by the sort
-            trimmed = tuple(sorted((*trimmed, *dropped), key=_drop_rank))
         return ContextParts(
             texts={name: "\n".join(stable.lists[name] + lists[name]) for name in TEXTS},
             chars=classed,
             classed_chars=classed,
-            trimmed=tuple(i.key for i in trimmed),
+            trimmed=_merged(stable, dropped) if dropped else stable.trimmed,
             cut=stable.cut + tuple(cut),
             over_budget=False,
         )
 
+    def _summaries_key(self, summaries: list[SummaryItem]) -> tuple[object, ...]:
+        last, key = self._summaries
+        if len(last) != len(summaries) or not all(map(operator.is_, last, summaries)):
+            key = summaries_key(summaries)
+            self._summaries = (list(summaries), key)
+        return key
+
     def _stable_part(self, ctx: AssembledContext) -> _Stable:
-        key = stable_key(ctx)
+        key = stable_key(ctx, self._summaries_key(ctx.summaries))
         found = self._stable.get(key)
         if found is None:
             capped, cut = _capped(stable_items(ctx), self.budgets.item_chars)
             kept, dropped = within_class_budgets(capped, self.budgets.class_chars)
+            gone = sorted(dropped, key=_drop_rank)
             found = _Stable(
                 kept=tuple(kept),
-                dropped=tuple(sorted(dropped, key=_drop_rank)),
+                trimmed=tuple(i.key for i in gone),
+                ranks=tuple(i.drop_rank for i in gone),
                 cut=tuple(cut),
                 chars=size(kept),
                 lists=_text_lists(kept),
@@ -212,20 +243,19 @@ class ContextMemo:
         return found
 
     def _capped_volatile(self, items: Iterable[Item]) -> tuple[list[Item], list[str]]:
-        """``_capped``, each cut remembered: the same lesson is cut the same way every time."""
+        """``_capped``, each text's cut remembered: a lesson is cut the same way every time
+        (its score, and so its rank, moves from one decision to the next; its text does not)."""
         out: list[Item] = []
         cut: list[str] = []
         limit = self.budgets.item_chars
         for item in items:
-            if item.part == "memory":
-                key = (item.key, item.text, item.drop_rank)
-                found = self._cuts.get(key)
-                if found is None:
-                    found = cap_item(item, limit)
-                    remember(self._cuts, key, found, 1024)
-                out.append(found[0])
-                if found[1]:
-                    cut.append(item.key)
+            if item.part == "memory" and not item.protected and len(item.text) > limit:
+                text = self._cuts.get(item.text)
+                if text is None:
+                    text = cap_item(item, limit)[0].text
+                    remember(self._cuts, item.text, text, 1024)
+                out.append(Item(item.part, item.key, text, item.protected, item.drop_rank))
+                cut.append(item.key)
             else:
                 out.append(item)
         return out, cut

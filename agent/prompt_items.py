@@ -79,14 +79,8 @@ def volatile_items(ctx: AssembledContext) -> list[Item]:
     """The items that come last, new at most decisions: the lessons, the session entries."""
     items: list[Item] = []
     for n, insight in enumerate(ctx.insights):
-        items.append(
-            Item(
-                "memory",
-                f"insight:{insight.insight_id or n}",
-                f"Lesson ({insight.ticker or 'any'}, score {insight.score:.2f}): {insight.text}",
-                drop_rank=(CLASS_RANK["insight"], insight.score, f"{n:04d}"),
-            )
-        )
+        line = f"Lesson ({insight.ticker or 'any'}, score {insight.score:.2f}): {insight.text}"
+        items.append(_insight_item(n, insight.insight_id, line, insight.score))
     for key, value in sorted(ctx.session.items()):
         written = ctx.freshness.get(f"session:{key}")
         at = float(written.at_ms or 0) if written else 0.0
@@ -104,6 +98,18 @@ def volatile_items(ctx: AssembledContext) -> list[Item]:
             )
         )
     return items
+
+
+@functools.lru_cache(maxsize=256)
+def _insight_item(n: int, insight_id: str, line: str, score: float) -> Item:
+    """A lesson's item: the same lesson at the same place, the same item. (A score of -0.0
+    may stand for 0.0 here: the line tells them apart, and their ranks sort the same.)"""
+    return Item(
+        "memory",
+        f"insight:{insight_id or n}",
+        line,
+        drop_rank=(CLASS_RANK["insight"], score, f"{n:04d}"),
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -14,6 +14,7 @@ first, one per day and ticker, at most 50 - and ``rules/*.md`` whose front matte
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
 import tomllib
@@ -128,7 +129,14 @@ class Rule(_Frozen):
     text: str
 
     def applies_to(self, ticker: str) -> bool:
-        return any(fnmatch.fnmatchcase(ticker, pattern) for pattern in self.tickers)
+        return matches_any(self.tickers, ticker)
+
+
+@functools.lru_cache(maxsize=1024)
+def matches_any(patterns: tuple[str, ...], ticker: str) -> bool:
+    """Whether ``ticker`` matches one of the glob ``patterns`` (remembered: every decision asks
+    each rule about the same tickers)."""
+    return any(fnmatch.fnmatchcase(ticker, pattern) for pattern in patterns)
 
 
 def parse_rule(name: str, raw: str) -> Rule:

@@ -1,9 +1,10 @@
-"""The context assembler's memos answer as the computations they spare: ``dated`` and
-``normalise_name`` (pure, remembered by argument) and the session store's sorted keys (made
-again when a key is added to or removed from either level)."""
+"""The context assembler's memos answer as the computations they spare: ``dated``,
+``normalise_name`` and the rules' ``matches_any`` (pure, remembered by argument) and the session
+store's sorted keys (made again when a key is added to or removed from either level)."""
 
 from __future__ import annotations
 
+import fnmatch
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 
 from memory.context import STALE_AFTER_SECS, Dated, dated
 from memory.session_store import SessionStore, normalise_name
+from memory.tiers import matches_any
 
 T0 = 1_740_787_200_000
 
@@ -58,6 +60,22 @@ def _outcome_afresh(name: str) -> tuple[str, str]:
 def test_normalise_name_remembered_is_normalise_name_afresh(names: list[str]) -> None:
     for name in [*names, *names]:
         assert _outcome(name) == _outcome_afresh(name)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from(["*", "BTC/*", "*/USDT", "S?L/*", "[BE]*", "x"]), max_size=3),
+            st.sampled_from(["BTC/USDT", "ETH/USDT", "SOL/USDT", "x", ""]),
+        ),
+        max_size=30,
+    )
+)
+def test_rule_matching_remembered_is_fnmatch_afresh(cases: list[tuple[list[str], str]]) -> None:
+    for patterns, ticker in [*cases, *cases]:
+        afresh = any(fnmatch.fnmatchcase(ticker, p) for p in patterns)
+        assert matches_any(tuple(patterns), ticker) is afresh
 
 
 class _Clock:

@@ -5,8 +5,15 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.prompt_context import ContextMemo, PromptBudgets, context_parts, stable_key
-from agent.prompt_items import context_items
+from agent.prompt_context import (
+    ContextMemo,
+    PromptBudgets,
+    context_parts,
+    stable_key,
+    summaries_key,
+)
+from agent.prompt_items import _insight_item, _note_items, _summary_item, context_items
+from agent.prompt_trim import Item
 from memory.context import AssembledContext, Dated, InsightItem, SummaryItem
 
 T0 = 1_743_984_000_000
@@ -122,8 +129,38 @@ def test_a_stable_part_that_changed_is_done_again() -> None:
     assert "max_position_pct = 0.05" in tightened.texts["policy"]
 
 
+def test_the_summaries_key_remembered_is_the_key_of_the_summaries_given() -> None:
+    memo = ContextMemo(PromptBudgets())
+    first = [SummaryItem(analyst="a", ticker="T", kind="pre_open", text="x", made_at_ms=1)]
+    same_items = list(first)  # a new list of the very same (frozen) items: the key kept
+    equal = [first[0].model_copy()]
+    other = [first[0].model_copy(update={"text": "y"})]
+    for summaries in (first, same_items, equal, other, first, [], first):
+        assert memo._summaries_key(summaries) == summaries_key(summaries)
+
+
 def test_the_key_tells_signed_zero_caps_apart() -> None:
     def key(cap: float) -> tuple[object, ...]:
         return stable_key(_ctx({"caps": {"max_position_pct": cap}}, ([], {}, 0)))
 
     assert key(0.0) != key(-0.0) and key(0.1) == key(0.1)
+
+
+def _fields(items: list[Item]) -> list[tuple[object, ...]]:
+    return [(i.part, i.key, i.text, i.protected, i.drop_rank) for i in items]
+
+
+@settings(max_examples=200, deadline=None)
+@given(stables=st.lists(_stable, min_size=1, max_size=2), volatiles=st.lists(_volatile, max_size=4))
+def test_items_remembered_are_the_items_made_afresh(
+    stables: list[dict[str, object]],
+    volatiles: list[tuple[list[InsightItem], dict[str, object], int]],
+) -> None:
+    """Day summaries, note lines and lessons come from caches keyed on what makes them; made
+    afresh they are the same (a lesson scored -0.0 may carry 0.0 in its rank: equal ranks)."""
+    contexts = [_ctx(s, v) for s in stables for v in volatiles or [([], {}, 0)]]
+    remembered = [_fields(context_items(ctx)) for ctx in contexts]
+    for ctx, items in zip(contexts, remembered, strict=True):
+        for cached in (_insight_item, _note_items, _summary_item):
+            cached.cache_clear()
+        assert _fields(context_items(ctx)) == items
