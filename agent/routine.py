@@ -257,7 +257,8 @@ class DecisionRoutine:
             log.exception("prompt assembly failed; deciding on the snapshot alone")
             record["context_error"] = f"{type(exc).__name__}: {exc}"
             return None
-        record["prompt"] = prompt.info.model_dump(mode="json")
+        # plain (ints, strings and lists of them): not validated, dumped and walked again
+        record["prompt"] = PlainJson(prompt.info.model_dump(mode="json"))
         return prompt
 
     async def _execute(
@@ -330,14 +331,17 @@ class DecisionRoutine:
 
 def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     """The line as a ``DecisionRecord``. A record this code built that does not fit its own model
-    is a bug: say so loudly, and still journal the line as it is, with the reason beside it."""
-    snapshot = record.get("snapshot")
+    is a bug: say so loudly, and still journal the line as it is, with the reason beside it.
+
+    A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info) is
+    plain already: None stands in for it while validating, and it goes back in its place."""
+    vouched = {key: value for key, value in record.items() if isinstance(value, PlainJson)}
     try:
-        if not isinstance(snapshot, PlainJson):
+        if not vouched:
             return DecisionRecord.model_validate(record).as_line()
-        # the key stays where it was, for the observers; None stands in while validating
-        line = DecisionRecord.model_validate({**record, "snapshot": None}).as_line()
-        line["snapshot"] = snapshot
+        # the keys stay where they were, for the observers
+        line = DecisionRecord.model_validate({**record, **dict.fromkeys(vouched)}).as_line()
+        line.update(vouched)
         return line
     except ValidationError as exc:
         log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)

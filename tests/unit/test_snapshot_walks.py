@@ -436,6 +436,32 @@ def test_a_line_with_the_vouched_snapshot_equals_the_validated_line() -> None:
     assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
 
 
+def test_a_line_with_the_vouched_prompt_info_equals_the_validated_line() -> None:
+    from fakes.claude_support import snapshot
+
+    from agent.prompt_assembly import PromptAssembler
+    from memory.context import AssembledContext
+
+    ctx = AssembledContext(at_ms=1, values={"notes": "a\nb"}, caps={"max_position_pct": 0.1})
+    prompt = PromptAssembler(None).build(snapshot().as_sent(), ctx)
+    info = prompt.info.model_dump(mode="json")
+    assert reference_is_plain(info)  # what PlainJson promises, whatever the prompt held
+    sent = _hostile_snapshot().as_sent()
+    record = {
+        "type": "decision",
+        "decision_id": "d1-1",
+        "at_ms": 1_000,
+        "trigger": ["test"],
+        "snapshot": sent,
+        "prompt": info,
+        "gate_update": {"next_check_seconds": 60},
+    }
+    validated = _typed_line(record)
+    vouched = _typed_line({**record, "snapshot": PlainJson(sent), "prompt": PlainJson(info)})
+    assert list(vouched) == list(validated) and vouched == validated
+    assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
+
+
 def test_a_record_unfit_for_its_model_is_still_journaled_with_the_reason() -> None:
     sent = _hostile_snapshot().as_sent()
     record = {"decision_id": "d1-1", "at_ms": "late", "trigger": [], "snapshot": PlainJson(sent)}
