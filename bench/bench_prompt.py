@@ -72,7 +72,7 @@ def _state(root: Path, clock: VirtualClock, tickers: tuple[str, ...]) -> tuple[P
     return org, session
 
 
-async def _build(root: Path, snapshot: MarketSnapshot) -> DecisionContext:
+async def _build(root: Path, snapshot: MarketSnapshot) -> tuple[DecisionContext, SessionStore]:
     clock = VirtualClock(epoch_ms=snapshot.at_ms)
     tickers = tuple(snapshot.tickers)
     org, session = _state(root, clock, tickers)
@@ -91,7 +91,7 @@ async def _build(root: Path, snapshot: MarketSnapshot) -> DecisionContext:
         insights=_Insights(),
         person_notes=lambda: "Operator: be careful around CPI releases.",
     )
-    return DecisionContext(PromptAssembler(assembler), analysts=desk, session=session)
+    return DecisionContext(PromptAssembler(assembler), analysts=desk, session=session), session
 
 
 def _p(values: list[float], q: float) -> float:
@@ -113,6 +113,23 @@ async def _timing(context: DecisionContext, snapshot: MarketSnapshot) -> dict[st
         "cpu_p50_ms": _p(cpu, 50),
         "cpu_p95_ms": _p(cpu, 95),
     }
+
+
+async def _timing_per_decision(
+    context: DecisionContext, session: SessionStore, snapshot: MarketSnapshot
+) -> dict[str, float]:
+    """As a decision meets it: a new snapshot each time (its as-sent form and JSON made anew)
+    and the session entries the decision before wrote; the tiers and summaries unchanged."""
+    prompts = context.prompts
+    cpu = []
+    for i in range(500):
+        fresh = _variant(snapshot, i + 1)
+        for ticker in fresh.tickers:  # the last decision's write-back, outside the timing
+            session.set(session_key(ticker, "decision"), {"action": "HOLD", "at_ms": i})
+        c = time.thread_time()
+        await prompts.assemble(fresh, fresh.as_sent())
+        cpu.append((time.thread_time() - c) * 1e3)
+    return {"cpu_p50_ms": _p(cpu, 50), "cpu_p95_ms": _p(cpu, 95)}
 
 
 async def _tokens(requests: list[dict[str, Any]], fakes: Any) -> dict[str, float]:
@@ -140,17 +157,17 @@ async def _tokens(requests: list[dict[str, Any]], fakes: Any) -> dict[str, float
     }
 
 
+def _variant(snapshot: MarketSnapshot, i: int) -> MarketSnapshot:
+    """The snapshot ``i`` decisions (15 minutes each) later, prices moved."""
+    tickers = {
+        t: v.model_copy(update={"price": (v.price or 1.0) * (1 + i / 1000)})
+        for t, v in snapshot.tickers.items()
+    }
+    return snapshot.model_copy(update={"at_ms": snapshot.at_ms + i * 900_000, "tickers": tickers})
+
+
 def _variants(snapshot: MarketSnapshot) -> list[MarketSnapshot]:
-    out = []
-    for i in range(CALLS):
-        tickers = {
-            t: v.model_copy(update={"price": (v.price or 1.0) * (1 + i / 1000)})
-            for t, v in snapshot.tickers.items()
-        }
-        out.append(
-            snapshot.model_copy(update={"at_ms": snapshot.at_ms + i * 900_000, "tickers": tickers})
-        )
-    return out
+    return [_variant(snapshot, i) for i in range(CALLS)]
 
 
 async def _run() -> None:
@@ -160,8 +177,9 @@ async def _run() -> None:
 
     snapshot = await build_offline_snapshot(Settings())
     with tempfile.TemporaryDirectory(prefix="bench-prompt-") as scratch:
-        context = await _build(Path(scratch), snapshot)
+        context, session = await _build(Path(scratch), snapshot)
         timing = await _timing(context, snapshot)
+        per_decision = await _timing_per_decision(context, session, snapshot)
         sample = await context.prompts.assemble(snapshot)
         config = AgentConfig()
         before = [render_request(config, s) for s in _variants(snapshot)]
@@ -177,6 +195,10 @@ async def _run() -> None:
         f"CPU p50 {timing['cpu_p50_ms']:.2f} ms, p95 {timing['cpu_p95_ms']:.2f} ms; "
         f"wall p50 {timing['wall_p50_ms']:.2f} ms, p95 {timing['wall_p95_ms']:.2f} ms "
         f"(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores)"
+    )
+    print(
+        "per decision (a new snapshot as sent, new session entries; tiers unchanged), 500 runs: "
+        f"CPU p50 {per_decision['cpu_p50_ms']:.2f} ms, p95 {per_decision['cpu_p95_ms']:.2f} ms"
     )
     for name, t in (("before", tok_before), ("after", tok_after)):
         print(
