@@ -25,8 +25,9 @@ from fakes.messages_api import (
     usage_body,
 )
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT, compact
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT, REVIEW_SYSTEM_PROMPT
 from agent.snapshot import MarketSnapshot, sent_json_bytes
+from agent.snapshot_walks import compact
 
 pytestmark = pytest.mark.e2e
 

@@ -13,9 +13,10 @@ import orjson
 import pytest
 from fakes.claude_support import snapshot
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, compact
+from agent.claude_prompt import DECISION_SYSTEM_PROMPT
 from agent.claude_schema import output_config
 from agent.snapshot import MarketSnapshot
+from agent.snapshot_walks import compact
 from derivatives.fields import CONTEXT_FIELDS
 from market.recorded import load_klines
 from runner.config import Settings
@@ -103,7 +104,7 @@ def test_uses_the_last_complete_decision_of_the_journal(
     text = render_prompt(settings, note=notes.append)
 
     request = _check_request_shape(text)
-    # the prompt sends the journaled snapshot compacted (agent.claude_prompt.compact)
+    # the prompt sends the journaled snapshot compacted (agent.snapshot_walks.compact)
     assert _user_snapshot(request) == compact(json.loads(second.to_json_bytes()))
     assert request["model"] == settings.agent.model
     assert request["max_tokens"] == settings.agent.max_tokens
@@ -144,7 +145,7 @@ def test_without_state_the_snapshot_is_built_from_the_bundled_data(
     for ticker, view in snap["tickers"].items():
         five = load_klines(ticker, "5m")
         recorded_close = float(five["close"].loc[at_ms - 300_000])  # the 5m candle ending now
-        # the prompt sends 6 significant digits (agent.claude_prompt.compact)
+        # the prompt sends 6 significant digits (agent.snapshot_walks.compact)
         assert view["price"] == pytest.approx(recorded_close, rel=1e-5)
         assert view["volume_24h"] is not None and view["change_1h_pct"] is not None
     assert snap["btc_price"] == snap["tickers"]["BTC/USDT"]["price"]
