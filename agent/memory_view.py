@@ -19,7 +19,7 @@ from agent.snapshot import MarketSnapshot
 from core.clock import Clock
 from memory.config import MemoryConfig
 from memory.model import Situation
-from memory.port import MemoryStore, StoreUnavailableError
+from memory.port import MemoryStore, StoreUnavailableError, reading
 from memory.retrieval import Retriever
 
 log = logging.getLogger(__name__)
@@ -114,54 +114,64 @@ class MemoryInsights:
         return situation.vector if situation is not None else None
 
     async def _items(self, snapshot: MarketSnapshot) -> list[dict[str, Any]]:
-        rule = self._config.fallback_rule
         head: list[dict[str, Any]] = []
         tail: list[dict[str, Any]] = []
-        macro = snapshot.regime.macro if snapshot.regime else "unavailable"
-        for ticker in sorted(snapshot.tickers):
-            situation = self.situations[ticker] = situation_of(snapshot, ticker)
-            if self._sink is not None:
-                self._sink(ticker, situation, macro)
-            regime = situation.regime
-            neighbours = await self._store.neighbour_trades(
-                ticker=ticker, regime=regime, vector=situation.vector, n=rule.neighbours
-            )
-            if neighbours:
-                wins = sum(1 for t in neighbours if t.pnl_pct > 0)
-                mean = (rule.prior_wins + wins) / (
-                    rule.prior_wins + rule.prior_losses + len(neighbours)
-                )
-                scale = min(rule.max_scale, max(rule.min_scale, 2.0 * mean))
-                head.append(
-                    {
-                        "kind": "posterior",
-                        "ticker": ticker,
-                        "regime": regime,
-                        "similar_trades": len(neighbours),
-                        "wins": wins,
-                        "posterior_win_rate": round(mean, 4),
-                        "entry_scale": round(scale, 4),
-                        "prior": f"Beta({rule.prior_wins:g},{rule.prior_losses:g})",
-                        "mean_sim": round(sum(t.sim for t in neighbours) / len(neighbours), 4),
-                    }
-                )
-            for stats in await self._store.regime_stats(ticker=ticker, regime=regime):
-                head.append({"kind": "regime_stats", **stats.model_dump(mode="json")})
-            for hit in await self._retriever.retrieve(
-                now_ms=snapshot.at_ms, ticker=ticker, vector=situation.vector
-            ):
-                tail.append(
-                    {
-                        "kind": "insight",
-                        "id": hit.insight.insight_id,
-                        "ticker": ticker,
-                        "insight_kind": hit.insight.kind,
-                        "text": hit.insight.text,
-                        **hit.parts.model_dump(mode="json"),
-                    }
-                )
+        with reading(self._store):  # one look for another process's writes, not nine
+            for ticker in sorted(snapshot.tickers):
+                await self._ticker_items(snapshot, ticker, head, tail)
         tail.sort(key=lambda item: -item["score"])
         return _within_budget(head + tail, self._config.snapshot_budget_chars)
+
+    async def _ticker_items(
+        self,
+        snapshot: MarketSnapshot,
+        ticker: str,
+        head: list[dict[str, Any]],
+        tail: list[dict[str, Any]],
+    ) -> None:
+        rule = self._config.fallback_rule
+        macro = snapshot.regime.macro if snapshot.regime else "unavailable"
+        situation = self.situations[ticker] = situation_of(snapshot, ticker)
+        if self._sink is not None:
+            self._sink(ticker, situation, macro)
+        regime = situation.regime
+        neighbours = await self._store.neighbour_trades(
+            ticker=ticker, regime=regime, vector=situation.vector, n=rule.neighbours
+        )
+        if neighbours:
+            wins = sum(1 for t in neighbours if t.pnl_pct > 0)
+            mean = (rule.prior_wins + wins) / (
+                rule.prior_wins + rule.prior_losses + len(neighbours)
+            )
+            scale = min(rule.max_scale, max(rule.min_scale, 2.0 * mean))
+            head.append(
+                {
+                    "kind": "posterior",
+                    "ticker": ticker,
+                    "regime": regime,
+                    "similar_trades": len(neighbours),
+                    "wins": wins,
+                    "posterior_win_rate": round(mean, 4),
+                    "entry_scale": round(scale, 4),
+                    "prior": f"Beta({rule.prior_wins:g},{rule.prior_losses:g})",
+                    "mean_sim": round(sum(t.sim for t in neighbours) / len(neighbours), 4),
+                }
+            )
+        for stats in await self._store.regime_stats(ticker=ticker, regime=regime):
+            head.append({"kind": "regime_stats", **stats.model_dump(mode="json")})
+        for hit in await self._retriever.ranked(
+            now_ms=snapshot.at_ms, ticker=ticker, vector=situation.vector
+        ):
+            tail.append(
+                {
+                    "kind": "insight",
+                    "id": hit.insight.insight_id,
+                    "ticker": ticker,
+                    "insight_kind": hit.insight.kind,
+                    "text": hit.insight.text,
+                    **hit.parts(),
+                }
+            )
 
 
 def _within_budget(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from memory.analyst_model import MemorySummary
 from memory.analysts import AnalystDesk
+from memory.port import reading
 from memory.session_store import SessionStore, normalise_name
 from memory.tiers import OrganisationTier, ProjectTier, TierError
 
@@ -236,9 +237,10 @@ class ContextAssembler:
             return []
         out: list[InsightItem] = []
         try:
-            for ticker in tickers:
-                found = await self.insights.top_insights(ticker, regimes.get(ticker), self._k)
-                out.extend(found)
+            with reading(self.insights):
+                for ticker in tickers:
+                    found = await self.insights.top_insights(ticker, regimes.get(ticker), self._k)
+                    out.extend(found)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

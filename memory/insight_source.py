@@ -9,10 +9,12 @@ none); the debate's opinions (kind ``debate``) stay out: the prompt's memory blo
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from core.clock import Clock
 from memory.config import InsightKind
 from memory.context import InsightItem
+from memory.port import reading
 from memory.retrieval import Retriever
 
 LESSON_KINDS: tuple[InsightKind, ...] = ("reflection", "rollup", "person")
@@ -29,10 +31,15 @@ class RetrieverInsights:
         self._clock = clock
         self._situation = situation
 
+    def reading(self) -> AbstractContextManager[object]:
+        """The store's ``reading()``: the prompt's tickers read it with one look for another
+        process's writes."""
+        return reading(self._retriever.store)
+
     async def top_insights(self, ticker: str, regime: str | None, k: int) -> list[InsightItem]:
         if k <= 0:
             return []
-        found = await self._retriever.retrieve(
+        found = await self._retriever.ranked(
             now_ms=self._clock.now_ms(),
             ticker=ticker,
             regime=regime,
@@ -43,7 +50,7 @@ class RetrieverInsights:
         return [
             InsightItem(
                 text=hit.insight.text,
-                score=hit.parts.score,
+                score=hit.score,
                 ticker=hit.insight.ticker,
                 insight_id=hit.insight.insight_id,
                 created_ms=hit.insight.created_ms,

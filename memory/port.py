@@ -8,6 +8,7 @@ the vector index in Neo4j); scoring, TTL and cutoffs are ``memory.retrieval``'s,
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict
@@ -104,3 +105,10 @@ class MemoryStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+def reading(source: object) -> AbstractContextManager[object]:
+    """``source.reading()`` where it has one: the reads inside may look for another process's
+    writes once, not once each (``SqliteMemoryStore``, and what reads through it); else nothing."""
+    hold = getattr(source, "reading", None)
+    return hold() if hold is not None else nullcontext()

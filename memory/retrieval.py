@@ -9,11 +9,39 @@ with their score parts, so a reader sees why each was chosen.
 
 from __future__ import annotations
 
+from operator import itemgetter
+from typing import NamedTuple
+
 from core.clock import DAY_MS
 from memory.config import InsightKind, RetrievalConfig
 from memory.embeddings import TextEmbedder
-from memory.model import ScoredInsight, ScoreParts
+from memory.model import Insight, ScoredInsight, ScoreParts
 from memory.port import CandidateQuery, MemoryStore
+
+#: best score first, then the newer, then the lower id (the first three fields of a kept row)
+_RANK_KEY = itemgetter(0, 1, 2)
+
+
+class Ranked(NamedTuple):
+    """A ``ScoredInsight`` as plain values: the parts are the ``ScoreParts`` fields, rounded as
+    there. The decision path reads these (two models per hit cost more than the ranking)."""
+
+    insight: Insight
+    sim: float
+    role_weight: float
+    age_days: float
+    salience: float
+    score: float
+
+    def parts(self) -> dict[str, float]:
+        """``ScoreParts(...).model_dump(mode="json")`` of these values."""
+        return {
+            "sim": self.sim,
+            "role_weight": self.role_weight,
+            "age_days": self.age_days,
+            "salience": self.salience,
+            "score": self.score,
+        }
 
 
 class Retriever:
@@ -35,6 +63,35 @@ class Retriever:
         kinds: tuple[InsightKind, ...] = (),
         k: int | None = None,
     ) -> list[ScoredInsight]:
+        found = await self.ranked(
+            now_ms=now_ms, ticker=ticker, regime=regime, vector=vector, text=text, kinds=kinds, k=k
+        )
+        return [
+            ScoredInsight(
+                insight=hit.insight,
+                parts=ScoreParts(
+                    sim=hit.sim,
+                    role_weight=hit.role_weight,
+                    age_days=hit.age_days,
+                    salience=hit.salience,
+                    score=hit.score,
+                ),
+            )
+            for hit in found
+        ]
+
+    async def ranked(
+        self,
+        *,
+        now_ms: int,
+        ticker: str | None,
+        regime: str | None = None,
+        vector: tuple[float, ...] | None = None,
+        text: str | None = None,
+        kinds: tuple[InsightKind, ...] = (),
+        k: int | None = None,
+    ) -> list[Ranked]:
+        """``retrieve``'s hits, best first, as plain values."""
         cfg = self.config
         k = k or cfg.k
         embedding = None
@@ -49,26 +106,33 @@ class Retriever:
             min_created_ms=now_ms - int(cfg.ttl_days * DAY_MS),
             limit=k * 3,
         )
-        scored: list[ScoredInsight] = []
+        recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
+        weights, cutoff = cfg.role_weights, cfg.score_cutoff
+        kept: list[tuple[float, int, str, Insight, float, float, float]] = []
         for insight, sim in await self.store.candidates(query):
             age_days = max(0.0, (now_ms - insight.created_ms) / DAY_MS)
-            if insight.ttl_days is not None and age_days > insight.ttl_days:
+            ttl_days = insight.ttl_days
+            if ttl_days is not None and age_days > ttl_days:
                 continue
-            weight = cfg.role_weights.get(insight.kind, 1.0)
-            score = (
-                sim * weight
-                - cfg.recency_lambda * age_days
-                + cfg.salience_weight * insight.salience
-            )
-            if score < cfg.score_cutoff:
+            weight = weights.get(insight.kind, 1.0)
+            score = sim * weight - recency * age_days + salience_weight * insight.salience
+            if score < cutoff:
                 continue
-            parts = ScoreParts(
-                sim=round(sim, 4),
-                role_weight=weight,
-                age_days=round(age_days, 2),
-                salience=insight.salience,
-                score=round(score, 4),
+            # ranked by the score as ScoreParts holds it (rounded, a float as its validation
+            # makes it); the other parts are rounded for the k kept only
+            rounded = float(round(score, 4))
+            kept.append(
+                (-rounded, -insight.created_ms, insight.insight_id, insight, sim, weight, age_days)
             )
-            scored.append(ScoredInsight(insight=insight, parts=parts))
-        scored.sort(key=lambda s: (-s.parts.score, -s.insight.created_ms, s.insight.insight_id))
-        return scored[:k]
+        kept.sort(key=_RANK_KEY)
+        return [
+            Ranked(
+                insight,
+                float(round(sim, 4)),
+                float(weight),
+                float(round(age_days, 2)),
+                float(insight.salience),
+                -neg_score,
+            )
+            for neg_score, _, _, insight, sim, weight, age_days in kept[:k]
+        ]

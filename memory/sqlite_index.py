@@ -9,12 +9,17 @@ Python on the query path.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from memory.model import VECTOR_DIM
 from memory.port import CandidateQuery
+
+#: blocks up to this many rows are searched in Python lists around one numpy product
+SMALL_BLOCK = 128
 
 
 def top_positions(values: np.ndarray, n: int) -> np.ndarray:
@@ -30,6 +35,27 @@ def unit(vector: np.ndarray) -> np.ndarray:
     return vector / norm if norm > 0 else vector
 
 
+_QUERY_UNITS: dict[bytes, np.ndarray] = {}
+_QUERY_UNITS_SIZE = 64
+
+
+def query_unit(vector: Sequence[float]) -> np.ndarray:
+    """``unit`` of a query vector at float32, remembered: a decision asks with each ticker's
+    situation three times (neighbour trades, the snapshot's insights, the prompt's). Keyed by the
+    float32 bytes ``unit`` is computed from, so equal keys are the same computation (0.0 and -0.0
+    differ). The arrays handed out are read-only: they are shared."""
+    array = np.asarray(vector, dtype=np.float32)
+    key = array.tobytes()
+    found = _QUERY_UNITS.get(key)
+    if found is None:
+        found = unit(array)
+        found.flags.writeable = False
+        if len(_QUERY_UNITS) >= _QUERY_UNITS_SIZE:
+            _QUERY_UNITS.clear()
+        _QUERY_UNITS[key] = found
+    return found
+
+
 @dataclass
 class _Block:
     """The rows of one ticker (or of no ticker), row-aligned; numpy views rebuilt after appends."""
@@ -41,6 +67,12 @@ class _Block:
     has_vector: list[bool] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     _arrays: dict[str, np.ndarray] | None = None
+    #: (regime code, kind codes) -> that filter's mask (None: no filter) and the positions it
+    #: keeps; emptied with ``_arrays``
+    _filters: dict[tuple[int | None, tuple[int, ...]], tuple[np.ndarray | None, list[int]]] = field(
+        default_factory=dict
+    )
+    _all_vectors: bool = False
 
     def arrays(self) -> dict[str, np.ndarray]:
         if self._arrays is None:
@@ -51,34 +83,105 @@ class _Block:
                 "created": np.asarray(self.created, dtype=np.int64),
                 "has_vector": np.asarray(self.has_vector, dtype=bool),
             }
+            self._filters = {}
+            self._all_vectors = all(self.has_vector)
         return self._arrays
+
+    def _filter(
+        self, query: CandidateQuery, codes: dict[str | None, int]
+    ) -> tuple[np.ndarray | None, list[int]]:
+        """The regime and kinds part of the mask (None: no such filter) and the positions it
+        keeps, computed once per filter while the rows stay: a decision asks the same few."""
+        regime = None if query.regime is None else codes.get(query.regime, -1)
+        kinds = tuple(codes.get(k, -1) for k in query.kinds)
+        key = (regime, kinds)
+        found = self._filters.get(key)
+        if found is None:
+            a = self.arrays()
+            mask = None
+            if regime is not None:
+                mask = (a["regime"] == 0) | (a["regime"] == regime)
+            if kinds:
+                kind_mask = a["kind"] == kinds[0]
+                for code in kinds[1:]:
+                    kind_mask |= a["kind"] == code
+                mask = kind_mask if mask is None else mask & kind_mask
+            positions = (
+                list(range(len(self.ids))) if mask is None else np.flatnonzero(mask).tolist()
+            )
+            found = self._filters[key] = (mask, positions)
+        return found
 
     def best(
         self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]]:
-        """(key, created_ms, id) of this block's rows that pass the filters and may be among the
-        best ``query.limit``: key = sim (situation query) or created_ms (newest first). Rows tied
-        with the last place are all kept, so the caller's exact order decides between them."""
+        """(-key, created_ms, id) of this block's rows that pass the filters, enough of them for
+        the best ``query.limit``: key = sim (situation query) or created_ms (newest first),
+        negated so that the rows sort best first as they are. Rows tied with the last place are
+        all kept, so the caller's exact order decides between them."""
+        self.arrays()
+        if len(self.ids) <= SMALL_BLOCK:
+            found = self._best_small(query, codes, q)
+            if found is not None:
+                return found
+        return self._best_numpy(query, codes, q)
+
+    def _best_small(
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+    ) -> list[tuple[float, int, str]] | None:
+        """``_best_numpy`` in Python lists around the one product: on a few dozen rows each numpy
+        call costs more than the whole row loop. The same product of the same rows, so the same
+        float32 sims; every passing row is returned (the caller's sort and cut pick the same best
+        ``limit``). None when a key is not finite: ``_best_numpy`` handles NaN its own way."""
+        created, ids = self.created, self.ids
+        oldest = query.min_created_ms
+        rows = [i for i in self._filter(query, codes)[1] if created[i] >= oldest]
+        if not rows:
+            return []
+        if q is None:
+            return [(-float(created[i]), created[i], ids[i]) for i in rows]
+        matrix = self.arrays()["matrix"]
+        if len(rows) < len(ids) // 2:  # the rule ``_best_numpy`` gathers by
+            sims = (matrix[rows] @ q).tolist()
+        else:
+            every = (matrix @ q).tolist()
+            sims = [every[i] for i in rows]
+        if not self._all_vectors:
+            unsituated, has = float(np.float32(query.unsituated_sim)), self.has_vector
+            sims = [sim if has[i] else unsituated for sim, i in zip(sims, rows, strict=True)]
+        if not math.isfinite(sum(sims)):
+            return None
+        return [(-sim, created[i], ids[i]) for sim, i in zip(sims, rows, strict=True)]
+
+    def _best_numpy(
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+    ) -> list[tuple[float, int, str]]:
+        """``best`` over many rows: vectorised, and only the rows that may make the best
+        ``limit``."""
         a = self.arrays()
         mask = a["created"] >= query.min_created_ms
-        if query.regime is not None:
-            mask &= (a["regime"] == 0) | (a["regime"] == codes.get(query.regime, -1))
-        if query.kinds:
-            mask &= np.isin(a["kind"], [codes.get(k, -1) for k in query.kinds])
+        fixed = self._filter(query, codes)[0]
+        if fixed is not None:
+            mask &= fixed
         rows = np.flatnonzero(mask)
         if q is None:
             keys = a["created"][rows].astype(np.float64)
         else:
             # gather the rows when few pass, else one product over the block
             sims = a["matrix"][rows] @ q if len(rows) < len(mask) // 2 else (a["matrix"] @ q)[rows]
-            keys = np.where(a["has_vector"][rows], sims, np.float32(query.unsituated_sim))
+            keys = (
+                sims
+                if self._all_vectors
+                else np.where(a["has_vector"][rows], sims, np.float32(query.unsituated_sim))
+            )
         if len(keys) > query.limit:
             last_place = np.partition(keys, len(keys) - query.limit)[len(keys) - query.limit]
-            chosen = np.flatnonzero(keys >= last_place)
+            chosen: Sequence[int] = np.flatnonzero(keys >= last_place).tolist()
         else:
-            chosen = np.arange(len(keys))
-        created = a["created"]
-        return [(float(keys[i]), int(created[rows[i]]), self.ids[rows[i]]) for i in chosen.tolist()]
+            chosen = range(len(keys))
+        # Python lists from here: a numpy scalar per row costs more than the rest together
+        key_list, row_list, created, ids = keys.tolist(), rows.tolist(), self.created, self.ids
+        return [(-key_list[i], created[row_list[i]], ids[row_list[i]]) for i in chosen]
 
 
 @dataclass
@@ -119,16 +222,17 @@ class InsightIndex:
         vector), else newest first with sim 0. Ties: the older, then the lower id, first (as in
         Neo4j), whatever the order the rows were loaded or written in."""
         names = list(self.blocks) if query.ticker is None else [query.ticker, None]
-        q = None if query.vector is None else unit(np.asarray(query.vector, dtype=np.float32))
+        q = None if query.vector is None else query_unit(query.vector)
         found = [
             row
             for name in names
             if name in self.blocks
             for row in self.blocks[name].best(query, self.codes, q)
         ]
-        found.sort(key=lambda row: (-row[0], row[1], row[2]))
+        found.sort()
         return [
-            (insight_id, 0.0 if q is None else key) for key, _, insight_id in found[: query.limit]
+            (insight_id, 0.0 if q is None else -neg_key)
+            for neg_key, _, insight_id in found[: query.limit]
         ]
 
 
@@ -163,11 +267,12 @@ class TradeGroup:
         self.sum_pnl += other.sum_pnl
         self.sum_holding += other.sum_holding
 
-    def nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, float, float]]:
+    def nearest(self, vector: Sequence[float], n: int) -> list[tuple[str, float, float]]:
         """(trade id, pnl %, cosine) of the ``n`` most similar entry situations."""
         if not self.rows:
             return []
         if self._matrix is None:
             self._matrix = np.vstack(self.rows)
-        sims = self._matrix @ unit(vector)
-        return [(self.ids[i], self.pnl[i], float(sims[i])) for i in top_positions(sims, n)]
+        sims = self._matrix @ query_unit(vector)
+        values, ids, pnl = sims.tolist(), self.ids, self.pnl
+        return [(ids[i], pnl[i], values[i]) for i in top_positions(sims, n).tolist()]

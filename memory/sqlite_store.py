@@ -6,19 +6,22 @@ loop on purpose: a write is ~1 ms and a retrieval a few ms, and replay stays det
 is visible to the next decision).
 
 The insight index and the trade groups are loaded once and appended to on this process's writes;
-another process's write (the ``vigil memory`` CLI) bumps ``PRAGMA data_version`` and they are
-reloaded.
+another process's write (the ``vigil memory`` CLI) bumps ``PRAGMA data_version`` (this connection's
+own commits never do) and they are reloaded. Each call looks at it (about 3 us: a read
+transaction's locks), except inside ``reading()``, which looks once for all the calls it holds.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Unpack
 
 import numpy as np
 import orjson
+from pydantic import TypeAdapter
 
 from memory.model import Insight, NeighbourTrade, RegimeStats, Trade
 from memory.port import (
@@ -41,6 +44,8 @@ from memory.sqlite_schema import (
 )
 
 _PARSED_CACHE = 20_000  # parsed insights kept for retrieval (~2 KB each)
+_NEIGHBOURS = TypeAdapter(list[NeighbourTrade])
+_STATS_CACHE = 256  # (ticker, regime) filters of regime_stats answered from memory
 
 
 class SqliteMemoryStore:
@@ -52,13 +57,37 @@ class SqliteMemoryStore:
         self._index: InsightIndex | None = None
         self._parsed: dict[str, Insight] = {}
         self._trades: dict[tuple[str, str], TradeGroup] | None = None
+        #: regime_stats answers while the trade groups stay as they are (emptied when they change)
+        self._stats: dict[tuple[str | None, str | None], list[RegimeStats]] = {}
         self._data_version = self._version()
+        self._reading = 0  # > 0: inside ``reading()``, the caches stand as they are
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """The reads inside see the store as it was at entry, with this process's own writes:
+        another process's write is looked for once, here, and seen by the next call outside (a
+        snapshot's memory view reads three tickers with three calls each)."""
+        self._refresh()
+        self._reading += 1
+        try:
+            yield
+        finally:
+            self._reading -= 1
 
     def schema_version(self) -> int:
         return schema_version(self._db)
 
     def _version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+
+    def _refresh(self) -> None:
+        """Drops both caches if another connection committed since the last look."""
+        if self._reading:
+            return
+        version = self._version()
+        if version != self._data_version:
+            self._index = self._trades = None
+            self._data_version = version
 
     def _write(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> int:
         """One transaction; returns the rows the first statement changed."""
@@ -85,11 +114,13 @@ class SqliteMemoryStore:
                 (INSERT_TRADE, trade_row(trade)),
             ]
         )
+        # before appending: the version must not move past another process's earlier write
+        self._refresh()
         if changed > 0 and self._trades is not None:
             group = self._trades.setdefault((trade.ticker, trade.regime), TradeGroup())
             array = None if vector is None else np.asarray(vector, dtype=np.float32)
             group.add(trade.trade_id, trade.pnl_pct, trade.holding_secs, array)
-        self._data_version = self._version()
+            self._stats.clear()
         return changed > 0
 
     async def get_trade(self, trade_id: str) -> Trade | None:
@@ -108,6 +139,7 @@ class SqliteMemoryStore:
             )
             statements.append(("UPDATE insights SET archived=1 WHERE insight_id=?", (child,)))
         changed = self._write(statements)
+        self._refresh()  # as in put_trade
         if changed > 0:
             if insight.summarises:
                 self._index = None  # children left the live set
@@ -121,7 +153,6 @@ class SqliteMemoryStore:
                     insight.created_ms,
                     None if vector is None else np.asarray(vector, dtype=np.float32),
                 )
-        self._data_version = self._version()
         return changed > 0
 
     async def _cached_insight(self, insight_id: str) -> Insight | None:
@@ -174,9 +205,7 @@ class SqliteMemoryStore:
         return [insight_from_row(r) for r in rows]
 
     def _trade_groups(self) -> dict[tuple[str, str], TradeGroup]:
-        if self._version() != self._data_version:
-            self._index = self._trades = None  # another process wrote
-            self._data_version = self._version()
+        self._refresh()
         if self._trades is None:
             groups: dict[tuple[str, str], TradeGroup] = {}
             for trade_id, ticker, regime, pnl, holding, blob in self._db.execute(
@@ -187,13 +216,12 @@ class SqliteMemoryStore:
                 vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
                 group.add(trade_id, pnl, holding, vector)
             self._trades = groups
+            self._stats.clear()
         return self._trades
 
     def _live_index(self) -> InsightIndex:
-        version = self._version()
-        if version != self._data_version:
-            self._trades = None  # another process wrote: both caches reload
-        if self._index is None or version != self._data_version:
+        self._refresh()
+        if self._index is None:
             index = InsightIndex()
             self._parsed.clear()
             # the indexed columns only: parsing 100k JSON bodies would take seconds
@@ -203,15 +231,18 @@ class SqliteMemoryStore:
             ):
                 vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
                 index.append_row(insight_id, ticker, regime, kind, created, vector)
-            self._index, self._data_version = index, version
+            self._index = index
         return self._index
 
     async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
         if query.vector is None and query.embedding is not None:
             return self._text_candidates(query)
         out: list[tuple[Insight, float]] = []
+        parsed = self._parsed
         for insight_id, sim in self._live_index().top(query):
-            insight = await self._cached_insight(insight_id)
+            insight = parsed.get(insight_id)
+            if insight is None:
+                insight = await self._cached_insight(insight_id)
             if insight is not None:
                 out.append((insight, sim))
         return out
@@ -243,9 +274,23 @@ class SqliteMemoryStore:
     # ---- statistics
 
     async def regime_stats(self, *, ticker: str | None, regime: str | None) -> list[RegimeStats]:
-        """From the in-memory running sums (an SQL GROUP BY over 50k trades took ~40 ms)."""
+        """From the in-memory running sums (an SQL GROUP BY over 50k trades took ~40 ms), once
+        per filter while no trade is added (each snapshot asks the same few)."""
+        groups = self._trade_groups()
+        found = self._stats.get((ticker, regime))
+        if found is None:
+            found = self._regime_stats(groups, ticker, regime)
+            if len(self._stats) >= _STATS_CACHE:
+                self._stats.clear()
+            self._stats[(ticker, regime)] = found
+        return list(found)
+
+    @staticmethod
+    def _regime_stats(
+        groups: dict[tuple[str, str], TradeGroup], ticker: str | None, regime: str | None
+    ) -> list[RegimeStats]:
         merged: dict[str, TradeGroup] = {}
-        for (t, r), group in self._trade_groups().items():
+        for (t, r), group in groups.items():
             if (ticker is not None and t != ticker) or (regime is not None and r != regime):
                 continue
             merged.setdefault(r, TradeGroup()).merge_counts(group)
@@ -269,10 +314,13 @@ class SqliteMemoryStore:
         group = self._trade_groups().get((ticker, regime))
         if group is None:
             return []
-        return [
-            NeighbourTrade(trade_id=trade_id, pnl_pct=pnl, sim=sim)
-            for trade_id, pnl, sim in group.nearest(np.asarray(vector, dtype=np.float32), n)
-        ]
+        # one validation of the list: a model each costs a third more
+        return _NEIGHBOURS.validate_python(
+            [
+                {"trade_id": trade_id, "pnl_pct": pnl, "sim": sim}
+                for trade_id, pnl, sim in group.nearest(vector, n)
+            ]
+        )
 
     async def counts(self) -> dict[str, int]:
         one = self._db.execute
