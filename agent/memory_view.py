@@ -70,6 +70,8 @@ class MemoryInsights:
         self._retriever = retriever
         self._config = config
         self._sink = situation_sink
+        rule = config.fallback_rule
+        self._prior = f"Beta({rule.prior_wins:g},{rule.prior_losses:g})"
         self.reads = 0  # items put in snapshots (the replay report's "insights read")
         #: each ticker's situation at the last snapshot (the prompt's insights rank by it too)
         self.situations: dict[str, Situation] = {}
@@ -135,13 +137,13 @@ class MemoryInsights:
         if self._sink is not None:
             self._sink(ticker, situation, macro)
         regime = situation.regime
-        neighbours = await self._store.neighbour_trades(
+        neighbours = await self._store.neighbour_summary(
             ticker=ticker, regime=regime, vector=situation.vector, n=rule.neighbours
         )
-        if neighbours:
-            wins = sum(1 for t in neighbours if t.pnl_pct > 0)
+        if neighbours.trades:
+            wins = neighbours.wins
             mean = (rule.prior_wins + wins) / (
-                rule.prior_wins + rule.prior_losses + len(neighbours)
+                rule.prior_wins + rule.prior_losses + neighbours.trades
             )
             scale = min(rule.max_scale, max(rule.min_scale, 2.0 * mean))
             head.append(
@@ -149,12 +151,12 @@ class MemoryInsights:
                     "kind": "posterior",
                     "ticker": ticker,
                     "regime": regime,
-                    "similar_trades": len(neighbours),
+                    "similar_trades": neighbours.trades,
                     "wins": wins,
                     "posterior_win_rate": round(mean, 4),
                     "entry_scale": round(scale, 4),
-                    "prior": f"Beta({rule.prior_wins:g},{rule.prior_losses:g})",
-                    "mean_sim": round(sum(t.sim for t in neighbours) / len(neighbours), 4),
+                    "prior": self._prior,
+                    "mean_sim": round(neighbours.sim_sum / neighbours.trades, 4),
                 }
             )
         for stats in await self._store.regime_stats(ticker=ticker, regime=regime):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Literal, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -160,3 +160,21 @@ class NeighbourTrade(_Frozen):
     trade_id: str
     pnl_pct: float
     sim: float
+
+
+class NeighbourSummary(NamedTuple):
+    """``neighbour_trades`` as the snapshot's posterior reads it: how many, how many won
+    (pnl > 0), and their sims summed in that order. Plain values: the models cost a decision
+    more than the search."""
+
+    trades: int
+    wins: int
+    sim_sum: float
+
+    @classmethod
+    def of(cls, neighbours: Sequence[NeighbourTrade]) -> NeighbourSummary:
+        return cls(
+            len(neighbours),
+            sum(1 for t in neighbours if t.pnl_pct > 0),
+            sum(t.sim for t in neighbours),
+        )

@@ -20,7 +20,7 @@ import orjson
 from neo4j import AsyncDriver, AsyncGraphDatabase
 from neo4j.exceptions import Neo4jError, ServiceUnavailable, SessionExpired
 
-from memory.model import VECTOR_DIM, Insight, NeighbourTrade, RegimeStats, Trade
+from memory.model import VECTOR_DIM, Insight, NeighbourSummary, NeighbourTrade, RegimeStats, Trade
 from memory.port import (
     CandidateQuery,
     InsightFilter,
@@ -285,6 +285,12 @@ class Neo4jMemoryStore:
         ]
         found.sort(key=lambda t: (-t.sim, t.trade_id))
         return found[:n]
+
+    async def neighbour_summary(
+        self, *, ticker: str, regime: str, vector: Sequence[float], n: int
+    ) -> NeighbourSummary:
+        found = await self.neighbour_trades(ticker=ticker, regime=regime, vector=vector, n=n)
+        return NeighbourSummary.of(found)
 
     async def counts(self) -> dict[str, int]:
         rows = await self._run(

@@ -14,7 +14,7 @@ from typing import Any, Protocol, TypedDict, Unpack
 from pydantic import BaseModel, ConfigDict
 
 from memory.config import InsightKind
-from memory.model import Insight, NeighbourTrade, RegimeStats, Trade
+from memory.model import Insight, NeighbourSummary, NeighbourTrade, RegimeStats, Trade
 
 
 class StoreUnavailableError(Exception):
@@ -94,6 +94,12 @@ class MemoryStore(Protocol):
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
     ) -> list[NeighbourTrade]:
         """The ``n`` trades of this ticker and regime whose entry situation is most similar."""
+        ...
+
+    async def neighbour_summary(
+        self, *, ticker: str, regime: str, vector: Sequence[float], n: int
+    ) -> NeighbourSummary:
+        """``NeighbourSummary.of(await neighbour_trades(...))``, without the models."""
         ...
 
     async def counts(self) -> dict[str, int]:

@@ -110,7 +110,9 @@ class Retriever:
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
         kept: list[tuple[float, int, str, Insight, float, float, float]] = []
         for insight, sim in await self.store.candidates(query):
-            age_days = max(0.0, (now_ms - insight.created_ms) / DAY_MS)
+            age_days = (now_ms - insight.created_ms) / DAY_MS
+            if not age_days > 0.0:  # max(0.0, age_days), without the call
+                age_days = 0.0
             ttl_days = insight.ttl_days
             if ttl_days is not None and age_days > ttl_days:
                 continue
@@ -118,9 +120,9 @@ class Retriever:
             score = sim * weight - recency * age_days + salience_weight * insight.salience
             if score < cutoff:
                 continue
-            # ranked by the score as ScoreParts holds it (rounded, a float as its validation
-            # makes it); the other parts are rounded for the k kept only
-            rounded = float(round(score, 4))
+            # ranked by the score as ScoreParts holds it (rounded; a float already: sim, weight
+            # and salience are floats); the other parts are rounded for the k kept only
+            rounded = round(score, 4)
             kept.append(
                 (-rounded, -insight.created_ms, insight.insight_id, insight, sim, weight, age_days)
             )

@@ -10,8 +10,11 @@ Python on the query path.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,6 +59,12 @@ def query_unit(vector: Sequence[float]) -> np.ndarray:
     return found
 
 
+class _Filter(NamedTuple):
+    mask: np.ndarray | None
+    positions: list[int]
+    created: list[int]  # of those positions, for a bisect when the rows are in created order
+
+
 @dataclass
 class _Block:
     """The rows of one ticker (or of no ticker), row-aligned; numpy views rebuilt after appends."""
@@ -67,12 +76,13 @@ class _Block:
     has_vector: list[bool] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     _arrays: dict[str, np.ndarray] | None = None
-    #: (regime code, kind codes) -> that filter's mask (None: no filter) and the positions it
-    #: keeps; emptied with ``_arrays``
-    _filters: dict[tuple[int | None, tuple[int, ...]], tuple[np.ndarray | None, list[int]]] = field(
-        default_factory=dict
-    )
+    #: (regime, kinds) of a query -> that filter's mask (None: no filter), the positions it
+    #: keeps and their created_ms; emptied with ``_arrays``. Keyed by the names, not their codes:
+    #: a name without a code yet matches none of these rows, and rows change only by an append,
+    #: which empties it
+    _filters: dict[tuple[str | None, tuple[str, ...]], _Filter] = field(default_factory=dict)
     _all_vectors: bool = False
+    _created_sorted: bool = False  # rows in created_ms order (loaded so, and written so as a rule)
 
     def arrays(self) -> dict[str, np.ndarray]:
         if self._arrays is None:
@@ -85,18 +95,17 @@ class _Block:
             }
             self._filters = {}
             self._all_vectors = all(self.has_vector)
+            self._created_sorted = all(a <= b for a, b in pairwise(self.created))
         return self._arrays
 
-    def _filter(
-        self, query: CandidateQuery, codes: dict[str | None, int]
-    ) -> tuple[np.ndarray | None, list[int]]:
+    def _filter(self, query: CandidateQuery, codes: dict[str | None, int]) -> _Filter:
         """The regime and kinds part of the mask (None: no such filter) and the positions it
         keeps, computed once per filter while the rows stay: a decision asks the same few."""
-        regime = None if query.regime is None else codes.get(query.regime, -1)
-        kinds = tuple(codes.get(k, -1) for k in query.kinds)
-        key = (regime, kinds)
+        key = (query.regime, query.kinds)
         found = self._filters.get(key)
         if found is None:
+            regime = None if query.regime is None else codes.get(query.regime, -1)
+            kinds = [codes.get(k, -1) for k in query.kinds]
             a = self.arrays()
             mask = None
             if regime is not None:
@@ -109,7 +118,8 @@ class _Block:
             positions = (
                 list(range(len(self.ids))) if mask is None else np.flatnonzero(mask).tolist()
             )
-            found = self._filters[key] = (mask, positions)
+            stamps = [self.created[i] for i in positions]
+            found = self._filters[key] = _Filter(mask, positions, stamps)
         return found
 
     def best(
@@ -135,7 +145,11 @@ class _Block:
         ``limit``). None when a key is not finite: ``_best_numpy`` handles NaN its own way."""
         created, ids = self.created, self.ids
         oldest = query.min_created_ms
-        rows = [i for i in self._filter(query, codes)[1] if created[i] >= oldest]
+        fixed = self._filter(query, codes)
+        if self._created_sorted:
+            rows = fixed.positions[bisect_left(fixed.created, oldest) :]
+        else:
+            rows = [i for i in fixed.positions if created[i] >= oldest]
         if not rows:
             return []
         if q is None:
@@ -160,7 +174,7 @@ class _Block:
         ``limit``."""
         a = self.arrays()
         mask = a["created"] >= query.min_created_ms
-        fixed = self._filter(query, codes)[0]
+        fixed = self._filter(query, codes).mask
         if fixed is not None:
             mask &= fixed
         rows = np.flatnonzero(mask)

@@ -7,8 +7,10 @@ is visible to the next decision).
 
 The insight index and the trade groups are loaded once and appended to on this process's writes;
 another process's write (the ``vigil memory`` CLI) bumps ``PRAGMA data_version`` (this connection's
-own commits never do) and they are reloaded. Each call looks at it (about 3 us: a read
-transaction's locks), except inside ``reading()``, which looks once for all the calls it holds.
+own commits never do) and they are reloaded. A look costs a read transaction's locks (3 us alone,
+10-20 us inside a replay), so it is taken once per ``reading()`` (a snapshot's reads, the prompt's)
+and, with a clock, once per clock instant: a write from another process is seen from the next
+instant on (the next millisecond live; the next step of a replay).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import numpy as np
 import orjson
 from pydantic import TypeAdapter
 
-from memory.model import Insight, NeighbourTrade, RegimeStats, Trade
+from core.clock import Clock
+from memory.model import Insight, NeighbourSummary, NeighbourTrade, RegimeStats, Trade
 from memory.port import (
     CandidateQuery,
     InsightFilter,
@@ -51,8 +54,10 @@ _STATS_CACHE = 256  # (ticker, regime) filters of regime_stats answered from mem
 class SqliteMemoryStore:
     name = "sqlite"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, clock: Clock | None = None) -> None:
         self.path = path
+        self._clock = clock
+        self._looked_at_ms: int | None = None
         self._db = connect(path)
         self._index: InsightIndex | None = None
         self._parsed: dict[str, Insight] = {}
@@ -84,6 +89,11 @@ class SqliteMemoryStore:
         """Drops both caches if another connection committed since the last look."""
         if self._reading:
             return
+        if self._clock is not None:
+            now = self._clock.now_ms()
+            if now == self._looked_at_ms:
+                return
+            self._looked_at_ms = now
         version = self._version()
         if version != self._data_version:
             self._index = self._trades = None
@@ -320,6 +330,18 @@ class SqliteMemoryStore:
                 {"trade_id": trade_id, "pnl_pct": pnl, "sim": sim}
                 for trade_id, pnl, sim in group.nearest(vector, n)
             ]
+        )
+
+    async def neighbour_summary(
+        self, *, ticker: str, regime: str, vector: Sequence[float], n: int
+    ) -> NeighbourSummary:
+        group = self._trade_groups().get((ticker, regime))
+        found = [] if group is None else group.nearest(vector, n)
+        # as NeighbourSummary.of the models: their floats are these floats, in this order
+        return NeighbourSummary(
+            len(found),
+            sum(1 for _, pnl, _ in found if pnl > 0),
+            sum(sim for _, _, sim in found),
         )
 
     async def counts(self) -> dict[str, int]:

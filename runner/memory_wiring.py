@@ -94,7 +94,9 @@ def build_embedder(settings: Settings) -> TextEmbedder:
     return HashedNgramEmbedder()
 
 
-def open_store(settings: Settings) -> MemoryStore:
+def open_store(settings: Settings, clock: Clock | None = None) -> MemoryStore:
+    """``clock``: the daemon's (a store read on every decision looks for other processes' writes
+    once per instant); the CLI's stores look at every call."""
     cfg = settings.memory
     if cfg.neo4j_uri:
         from memory.neo4j_store import Neo4jMemoryStore
@@ -103,7 +105,7 @@ def open_store(settings: Settings) -> MemoryStore:
         return Neo4jMemoryStore(
             cfg.neo4j_uri, cfg.neo4j_user, password, database=cfg.neo4j_database
         )
-    return SqliteMemoryStore(settings.state_dir / cfg.db_filename)
+    return SqliteMemoryStore(settings.state_dir / cfg.db_filename, clock)
 
 
 def build_memory(
@@ -119,7 +121,7 @@ def build_memory(
             off_reason="memory.enabled is false",
         )
     try:
-        store = open_store(settings)
+        store = open_store(settings, clock)
     except StoreUnavailableError as exc:
         log.error("memory: store unavailable, snapshots will say so: %s", exc)
         reason = f"memory store unavailable: {exc}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory.model import Insight, Situation, Trade
+from memory.model import Insight, NeighbourSummary, Situation, Trade
 from memory.port import CandidateQuery, MemoryStore
 
 DAY_MS = 86_400_000
@@ -174,6 +174,18 @@ class MemoryStoreContract:
         )
         assert [t.pnl_pct for t in found] == [-3.0, 5.0]
         assert found[0].sim > found[1].sim
+
+    async def test_neighbour_summary_counts_the_neighbour_trades(self, store: MemoryStore) -> None:
+        for n, (rsi, pnl) in enumerate([(80.0, -3.0), (25.0, 5.0), (60.0, 0.0), (70.0, 1.5)]):
+            await store.put_trade(make_trade(n, rsi=rsi, pnl=pnl))
+        for rsi, n, regime in [(79.0, 5, "medium_volatility"), (30.0, 2, "medium_volatility"),
+                               (50.0, 3, "low_volatility")]:  # fmt: skip
+            vector = Situation.from_features({"rsi_1h": rsi}, "medium_volatility").vector
+            where = {"ticker": "SOL/USDT", "regime": regime, "vector": vector, "n": n}
+            summary = await store.neighbour_summary(**where)  # type: ignore[arg-type]
+            trades = await store.neighbour_trades(**where)  # type: ignore[arg-type]
+            assert summary == NeighbourSummary.of(trades)
+            assert summary.trades == min(n, 4 if regime == "medium_volatility" else 0)
 
     async def test_export_holds_everything(self, store: MemoryStore) -> None:
         await store.put_trade(make_trade(1))

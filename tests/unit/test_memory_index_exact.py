@@ -75,10 +75,12 @@ def _bits(rows: list[tuple[str, float]]) -> list[tuple[str, str]]:
     return [(insight_id, sim.hex()) for insight_id, sim in rows]
 
 
-def _index(seed: int, n: int, nan_rows: bool) -> InsightIndex:
+def _index(seed: int, n: int, nan_rows: bool, in_order: bool) -> InsightIndex:
+    """``in_order``: rows appended in created_ms order, as the store loads them."""
     rng = np.random.default_rng(seed)
     index = InsightIndex()
-    for i in range(n):
+    stamps = [T0 + int(rng.integers(0, 1000)) * 60_000 for _ in range(n)]
+    for i, created in enumerate(sorted(stamps) if in_order else stamps):
         vector = None
         if rng.random() < 0.85:
             # few distinct values: exact ties in sim happen and the tie-break is exercised
@@ -90,7 +92,7 @@ def _index(seed: int, n: int, nan_rows: bool) -> InsightIndex:
             TICKERS[int(rng.integers(0, 3))],
             REGIMES[int(rng.integers(0, 3))],
             KINDS[int(rng.integers(0, 4))],
-            T0 + int(rng.integers(0, 1000)) * 60_000,
+            created,
             vector,
         )
     return index
@@ -114,17 +116,23 @@ queries = st.builds(
     seed=st.integers(0, 2**32 - 1),
     n=st.one_of(st.integers(1, 60), st.integers(SMALL_BLOCK * 4, SMALL_BLOCK * 6)),
     nan_rows=st.booleans(),
+    in_order=st.booleans(),
     query=queries,
     again=queries,
 )
 def test_top_equals_the_plain_numpy_search_bit_for_bit(
-    seed: int, n: int, nan_rows: bool, query: CandidateQuery, again: CandidateQuery
+    seed: int, n: int, nan_rows: bool, in_order: bool, query: CandidateQuery, again: CandidateQuery
 ) -> None:
-    index = _index(seed, n, nan_rows)
+    index = _index(seed, n, nan_rows, in_order)
     for q in (query, again, query):  # the second time through: filters and unit vector memoised
         assert _bits(index.top(q)) == _bits(_reference_top(index, q))
+    # a regime first seen in another block gets its code there: this block's memo stays right
+    index.append_row("i-other", "XRP/USDT", query.regime, "rollup", T0, None)
+    assert _bits(index.top(query)) == _bits(_reference_top(index, query))
     index.append_row("i-late", query.ticker, query.regime, "reflection", T0 + 10**9, None)
     assert _bits(index.top(query)) == _bits(_reference_top(index, query))  # memos dropped
+    index.append_row("i-early", query.ticker, None, "person", T0 - 1, None)  # out of order now
+    assert _bits(index.top(query)) == _bits(_reference_top(index, query))
 
 
 @settings(max_examples=100, deadline=None)

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from contract.memory_contract import DAY_MS, make_insight, make_trade
+from core.clock import VirtualClock
 from memory.config import InsightKind, RetrievalConfig
 from memory.context import ContextAssembler
 from memory.insight_source import LESSON_KINDS, RetrieverInsights
@@ -163,6 +164,27 @@ async def test_a_write_from_another_connection_is_seen_from_the_next_look(tmp_pa
         await cli.put_trade(make_trade(2))
     with daemon.reading():
         assert (await daemon.regime_stats(ticker=None, regime=None))[0].n == 2
+    await daemon.close()
+    await cli.close()
+
+
+async def test_with_a_clock_another_process_write_is_seen_from_the_next_instant(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.db"
+    clock = VirtualClock(NOW)
+    daemon, cli = SqliteMemoryStore(path, clock), SqliteMemoryStore(path)
+    query = CandidateQuery(ticker="SOL/USDT")
+    looks = _count_looks(daemon)
+    assert await daemon.candidates(query) == []
+    await cli.put_insight(make_insight("a person's lesson from the CLI", kind="person"))
+    await daemon.put_trade(make_trade(1))  # an own write at the same instant looks no further
+    assert await daemon.candidates(query) == []  # the same instant: one look was taken
+    assert looks() == 1
+    await clock.advance(0.001)
+    assert len(await daemon.candidates(query)) == 1  # the next instant looks again
+    assert (await daemon.regime_stats(ticker=None, regime=None))[0].n == 1
+    assert looks() == 2
     await daemon.close()
     await cli.close()
 

@@ -16,7 +16,7 @@ from broker.port import Action
 from contract.memory_contract import make_insight, make_trade
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
-from memory.model import NeighbourTrade
+from memory.model import NeighbourSummary
 from memory.port import StoreUnavailableError
 from memory.retrieval import Retriever
 from memory.sqlite_store import SqliteMemoryStore
@@ -86,7 +86,7 @@ async def test_a_down_store_is_reported_and_rested(tmp_path: Path) -> None:
     class Down(SqliteMemoryStore):
         calls = 0
 
-        async def neighbour_trades(self, **_kwargs: object) -> list[NeighbourTrade]:
+        async def neighbour_summary(self, **_kwargs: object) -> NeighbourSummary:
             Down.calls += 1
             raise StoreUnavailableError("neo4j unavailable: connection refused")
 
