@@ -120,8 +120,8 @@ class Retriever:
             score = sim * weight - recency * age_days + salience_weight * insight.salience
             if score < cutoff:
                 continue
-            # ranked by the score as ScoreParts holds it (rounded; a float already: sim, weight
-            # and salience are floats); the other parts are rounded for the k kept only
+            # ranked by the score as ScoreParts holds it, rounded; the other parts are rounded
+            # for the k kept only
             rounded = round(score, 4)
             kept.append(
                 (-rounded, -insight.created_ms, insight.insight_id, insight, sim, weight, age_days)
@@ -134,7 +134,7 @@ class Retriever:
                 float(weight),
                 float(round(age_days, 2)),
                 float(insight.salience),
-                -neg_score,
+                float(-neg_score),
             )
             for neg_score, _, _, insight, sim, weight, age_days in kept[:k]
         ]

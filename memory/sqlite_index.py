@@ -61,8 +61,10 @@ def query_unit(vector: Sequence[float]) -> np.ndarray:
 
 class _Filter(NamedTuple):
     mask: np.ndarray | None
+    #: the positions the mask keeps and their created_ms (a bisect finds those past the TTL when
+    #: the rows are in created order); for the Python path only, so empty in a large block
     positions: list[int]
-    created: list[int]  # of those positions, for a bisect when the rows are in created order
+    created: list[int]
 
 
 @dataclass
@@ -115,9 +117,11 @@ class _Block:
                 for code in kinds[1:]:
                     kind_mask |= a["kind"] == code
                 mask = kind_mask if mask is None else mask & kind_mask
-            positions = (
-                list(range(len(self.ids))) if mask is None else np.flatnonzero(mask).tolist()
-            )
+            positions: list[int] = []
+            if len(self.ids) <= SMALL_BLOCK:
+                positions = (
+                    list(range(len(self.ids))) if mask is None else np.flatnonzero(mask).tolist()
+                )
             stamps = [self.created[i] for i in positions]
             found = self._filters[key] = _Filter(mask, positions, stamps)
         return found
@@ -190,12 +194,14 @@ class _Block:
             )
         if len(keys) > query.limit:
             last_place = np.partition(keys, len(keys) - query.limit)[len(keys) - query.limit]
-            chosen: Sequence[int] = np.flatnonzero(keys >= last_place).tolist()
-        else:
-            chosen = range(len(keys))
+            chosen = np.flatnonzero(keys >= last_place)
+            keys, rows = keys[chosen], rows[chosen]
         # Python lists from here: a numpy scalar per row costs more than the rest together
-        key_list, row_list, created, ids = keys.tolist(), rows.tolist(), self.created, self.ids
-        return [(-key_list[i], created[row_list[i]], ids[row_list[i]]) for i in chosen]
+        created, ids = self.created, self.ids
+        return [
+            (-key, created[row], ids[row])
+            for key, row in zip(keys.tolist(), rows.tolist(), strict=True)
+        ]
 
 
 @dataclass

@@ -23,7 +23,6 @@ from typing import Any, Unpack
 
 import numpy as np
 import orjson
-from pydantic import TypeAdapter
 
 from core.clock import Clock
 from memory.model import Insight, NeighbourSummary, NeighbourTrade, RegimeStats, Trade
@@ -47,7 +46,6 @@ from memory.sqlite_schema import (
 )
 
 _PARSED_CACHE = 20_000  # parsed insights kept for retrieval (~2 KB each)
-_NEIGHBOURS = TypeAdapter(list[NeighbourTrade])
 _STATS_CACHE = 256  # (ticker, regime) filters of regime_stats answered from memory
 
 
@@ -324,13 +322,10 @@ class SqliteMemoryStore:
         group = self._trade_groups().get((ticker, regime))
         if group is None:
             return []
-        # one validation of the list: a model each costs a third more
-        return _NEIGHBOURS.validate_python(
-            [
-                {"trade_id": trade_id, "pnl_pct": pnl, "sim": sim}
-                for trade_id, pnl, sim in group.nearest(vector, n)
-            ]
-        )
+        return [
+            NeighbourTrade(trade_id=trade_id, pnl_pct=pnl, sim=sim)
+            for trade_id, pnl, sim in group.nearest(vector, n)
+        ]
 
     async def neighbour_summary(
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
