@@ -36,19 +36,19 @@ class IdentityMemo(Generic[K, V]):
         remember(self._entries, id(key), (key, value), self._size)
 
 
-class FloatMemo:
+class FloatMemo(Generic[V]):
     """``of(value)`` is ``compute(value)``, remembered by value for up to ``size`` floats.
 
     Zeros are left out: 0.0 == -0.0, so they would share an entry, and their signs must not mix.
     Emptied when full: simpler and cheaper than dropping the oldest entry one at a time. ``of`` is
     a plain function (the walks call it once per float)."""
 
-    def __init__(self, compute: Callable[[float], float], size: int) -> None:
+    def __init__(self, compute: Callable[[float], V], size: int) -> None:
         self.size = size
-        self.entries: dict[float, float] = {}
+        self.entries: dict[float, V] = {}
         entries = self.entries
 
-        def of(value: float) -> float:
+        def of(value: float) -> V:
             found = entries.get(value)
             if found is None:
                 found = compute(value)

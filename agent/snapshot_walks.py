@@ -147,9 +147,9 @@ def _both_float(value: float) -> tuple[float, float]:
     return done, float(format(done, FLOAT_SPEC))
 
 
-#: ``(rounded, compact)`` of an exact float, by value (zeros left out: their signs must not mix)
-_BOTH: Final[dict[float, tuple[float, float]]] = {}
-_BOTH_SIZE: Final = 4096
+#: ``(rounded, compact)`` of an exact float, by value
+_BOTH: Final = FloatMemo(_both_float, 4096)
+_both_exact_float: Final = _BOTH.of
 
 
 def rounded_and_compact(value: Any) -> tuple[Any, Any]:
@@ -161,14 +161,7 @@ def rounded_and_compact(value: Any) -> tuple[Any, Any]:
     if kind is list:
         return _both_list(value)
     if kind is float:
-        found = _BOTH.get(value)
-        if found is None:
-            found = _both_float(value)
-            if value:
-                if len(_BOTH) >= _BOTH_SIZE:
-                    _BOTH.clear()
-                _BOTH[value] = found
-        return found
+        return _both_exact_float(value)
     if kind in _KEPT:
         return value, value
     done = rounded(value)
@@ -194,9 +187,7 @@ def _both_dict(value: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     for key, item in value.items():
         kind = type(item)
         if kind is float:
-            pair = _BOTH.get(item)
-            if pair is None:
-                pair = rounded_and_compact(item)
+            pair = _both_exact_float(item)
             done[key] = pair[0]
             if key not in NOT_SENT:
                 out[key] = pair[1]

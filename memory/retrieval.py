@@ -67,17 +67,7 @@ class Retriever:
             now_ms=now_ms, ticker=ticker, regime=regime, vector=vector, text=text, kinds=kinds, k=k
         )
         return [
-            ScoredInsight(
-                insight=hit.insight,
-                parts=ScoreParts(
-                    sim=hit.sim,
-                    role_weight=hit.role_weight,
-                    age_days=hit.age_days,
-                    salience=hit.salience,
-                    score=hit.score,
-                ),
-            )
-            for hit in found
+            ScoredInsight(insight=hit.insight, parts=ScoreParts(**hit.parts())) for hit in found
         ]
 
     async def ranked(

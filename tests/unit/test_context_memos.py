@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -78,20 +79,6 @@ def test_rule_matching_remembered_is_fnmatch_afresh(cases: list[tuple[list[str],
         assert matches_any(tuple(patterns), ticker) is afresh
 
 
-class _Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def now_ms(self) -> int:
-        return self.now
-
-    def monotonic_secs(self) -> float:
-        return 0.0
-
-    async def sleep(self, secs: float) -> None:
-        raise AssertionError("never waited on")
-
-
 _names = st.sampled_from(["ticker:btc:decision", "ticker:btc:review", "ticker:eth:decision", "x"])
 _ops = st.lists(
     st.one_of(
@@ -115,7 +102,7 @@ def _keys_afresh(store: SessionStore, prefix: str) -> list[str]:
 
 
 def _apply(
-    store: SessionStore, other: SessionStore, clock: _Clock, op: tuple[str, str, int]
+    store: SessionStore, other: SessionStore, clock: InstantClock, op: tuple[str, str, int]
 ) -> Any:
     kind, name, n = op
     if kind == "set":
@@ -127,7 +114,7 @@ def _apply(
     elif kind == "get":
         store.get(name)
     elif kind == "advance":
-        clock.now += n * 1000
+        clock.advance(n)
     return None
 
 
@@ -136,7 +123,7 @@ def _apply(
 def test_session_keys_remembered_are_the_keys_of_both_levels(
     ops: list[tuple[str, str, int]],
 ) -> None:
-    clock = _Clock()
+    clock = InstantClock(epoch_ms=T0)
     with tempfile.TemporaryDirectory() as scratch:
         directory = Path(scratch) / "sessions"
         store = SessionStore(directory, clock, durable=False)
