@@ -81,9 +81,17 @@ class PriceSource(Protocol):
     def for_model(self, model: str) -> AgentPricing: ...
 
 
-#: the date the default price table was read from Anthropic's pricing page
-PRICES_AS_OF = "2025-11-24"
+#: the date the default price table was last read from Anthropic's model pages (first 2025-11-24;
+#: 2026-11-26 added Opus 4.6, the failover example, since Opus 4.5 retires on 2027-01-22)
+PRICES_AS_OF = "2026-11-26"
 _SONNET = AgentPricing()
+_OPUS = AgentPricing(
+    input_per_mtok_usd=5.0,
+    output_per_mtok_usd=25.0,
+    cache_write_per_mtok_usd=6.25,
+    cache_write_1h_per_mtok_usd=10.0,
+    cache_read_per_mtok_usd=0.50,
+)
 DEFAULT_MODEL_PRICES: dict[str, AgentPricing] = {
     "claude-haiku-4-5": AgentPricing(
         input_per_mtok_usd=1.0,
@@ -94,13 +102,8 @@ DEFAULT_MODEL_PRICES: dict[str, AgentPricing] = {
     ),
     "claude-sonnet-4-5": _SONNET,
     "claude-sonnet-4-6": _SONNET,
-    "claude-opus-4-5": AgentPricing(
-        input_per_mtok_usd=5.0,
-        output_per_mtok_usd=25.0,
-        cache_write_per_mtok_usd=6.25,
-        cache_write_1h_per_mtok_usd=10.0,
-        cache_read_per_mtok_usd=0.50,
-    ),
+    "claude-opus-4-5": _OPUS,
+    "claude-opus-4-6": _OPUS,
 }
 
 

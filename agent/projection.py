@@ -26,8 +26,8 @@ from agent.config import AgentConfig
 
 ROUTINE_LAYERS = ("candle_close", "agent_timer")
 CHARS_PER_TOKEN = 3.5
-#: minimum cacheable prompt per model family (Anthropic's prompt caching docs, 2025-11)
-MIN_CACHEABLE = {"haiku-4": 4096, "opus-4-5": 4096, "haiku-3": 2048}
+#: minimum cacheable prompt per model family (Anthropic's prompt caching docs, 2025-11; Opus 4.6 2026-11)
+MIN_CACHEABLE = {"haiku-4": 4096, "opus-4-5": 4096, "opus-4-6": 4096, "haiku-3": 2048}
 DEFAULT_MIN_CACHEABLE = 1024
 
 

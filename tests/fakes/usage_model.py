@@ -34,7 +34,7 @@ CHARS_PER_TOKEN = 3.5
 DEFAULT_TTL_MS = 5 * 60_000
 ONE_HOUR_MS = 60 * 60_000
 #: minimum cacheable prompt length per model family (Anthropic's prompt caching docs, 2025-11)
-MIN_CACHEABLE_TOKENS = {"haiku-4": 4096, "opus-4-5": 4096, "haiku-3": 2048}
+MIN_CACHEABLE_TOKENS = {"haiku-4": 4096, "opus-4-5": 4096, "opus-4-6": 4096, "haiku-3": 2048}
 DEFAULT_MIN_CACHEABLE = 1024  # Sonnet 4.x, Opus 4 / 4.1
 
 

@@ -253,7 +253,7 @@ async def test_the_failover_chain_moves_to_the_secondary_model_on_overload(
     answers = DebateAnswers()
     answers.script("trader", overloaded(), overloaded())  # both tries of the primary
     api.responder = answers.respond
-    decider = make(api, memory=None, failover=("claude-opus-4-5",))
+    decider = make(api, memory=None, failover=("claude-opus-4-6",))
     decision = await decider.decide(snapshot())
     assert decision.decided_by == "debate"
     assert decision.debate is not None
@@ -261,7 +261,7 @@ async def test_the_failover_chain_moves_to_the_secondary_model_on_overload(
     assert [(a["model"], a["outcome"], a["kind"]) for a in trader["attempts"]] == [
         (MODEL, "failed", "overloaded"),
         (MODEL, "failed", "overloaded"),
-        ("claude-opus-4-5", "ok", ""),
+        ("claude-opus-4-6", "ok", ""),
     ]
     # billed at the secondary's list price; the breaker saw one successful debate
     assert trader["cost_usd"] == pytest.approx((900 * 5.0 + 120 * 25.0) / 1e6)
