@@ -27,7 +27,9 @@ from runner.config import Settings
 from runner.cost_projection import projection_text
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.replay.build import Replay, ReplayOptions, build_replay
+from runner.replay.driver import DriveResult
 from runner.replay.estimate import expected_calls_text
+from runner.replay.heap import frozen_start_up_heap
 
 log = logging.getLogger(__name__)
 
@@ -139,17 +141,8 @@ async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:
     )
     if progress is not None:
         replay.driver.on_step = progress.on_step
-    supervised = asyncio.create_task(replay.supervisor.run(), name="replay supervisor")
-    driving = asyncio.create_task(replay.driver.run(), name="replay driver")
-    done, _ = await asyncio.wait({supervised, driving}, return_when=asyncio.FIRST_COMPLETED)
-    if driving in done:
-        result = driving.result()
-        replay.supervisor.request_stop("replay reached its end")
-        await supervised
-    else:  # the supervisor stopped first (a signal): stop driving
-        driving.cancel()
-        await asyncio.wait({driving})
-        result = None
+    with frozen_start_up_heap():
+        result = await _drive(replay)
     if progress is not None:
         progress.finish()
     reached_ms = replay.clock.now_ms()
@@ -164,6 +157,22 @@ async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:
         passed_over=replay.clock.passed_over,
         peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     )
+
+
+async def _drive(replay: Replay) -> DriveResult | None:
+    """Run the loops and the driver to the end (or to a stop signal: then None)."""
+    supervised = asyncio.create_task(replay.supervisor.run(), name="replay supervisor")
+    driving = asyncio.create_task(replay.driver.run(), name="replay driver")
+    done, _ = await asyncio.wait({supervised, driving}, return_when=asyncio.FIRST_COMPLETED)
+    if driving in done:
+        result = driving.result()
+        replay.supervisor.request_stop("replay reached its end")
+        await supervised
+        return result
+    # the supervisor stopped first (a signal): stop driving
+    driving.cancel()
+    await asyncio.wait({driving})
+    return None
 
 
 def replay_main(
