@@ -47,6 +47,9 @@ class PaperBook:
         self._marks: dict[str, Mark] = dict(marks or {})
         #: bumped by every change worth saving (market prices alone are not)
         self.revision = 0
+        #: ``opening_buy`` answers at ``_opening_revision`` (the tracker and every snapshot ask)
+        self._opening: dict[tuple[str, int], PaperOrder | None] = {}
+        self._opening_revision = -1
         finished: list[PaperOrder] = []
         for order in orders:
             if order.client_order_id in self._orders:
@@ -105,6 +108,28 @@ class PaperBook:
 
     def orders(self) -> tuple[PaperOrder, ...]:
         return tuple(self._orders.values())
+
+    def opening_buy(self, ticker: str, opened_at_ms: int) -> PaperOrder | None:
+        """The filled BUY that opened ``ticker``'s position at ``opened_at_ms``: the first one
+        updated since. Remembered until the orders change (every change bumps ``revision``)."""
+        if self._opening_revision != self.revision:
+            self._opening.clear()
+            self._opening_revision = self.revision
+        key = (ticker, opened_at_ms)
+        if key not in self._opening:
+            self._opening[key] = self._first_buy_filled_since(ticker, opened_at_ms)
+        return self._opening[key]
+
+    def _first_buy_filled_since(self, ticker: str, opened_at_ms: int) -> PaperOrder | None:
+        fills = [
+            o
+            for o in self._orders.values()
+            if o.ticker == ticker
+            and o.side == "buy"
+            and o.filled_quantity > 0
+            and o.updated_at_ms >= opened_at_ms
+        ]
+        return min(fills, key=lambda o: o.updated_at_ms, default=None)
 
     def open_orders(self) -> list[PaperOrder]:
         return [self._orders[cid] for ids in self._open.values() for cid in ids]

@@ -122,7 +122,7 @@ class PaperBroker:
         details = []
         for ticker, position in self._book.ledger.positions.items():
             mark = self._book.mark(ticker)
-            entry = self._entry_order(ticker, position.opened_at_ms)
+            entry = self._book.opening_buy(ticker, position.opened_at_ms)
             details.append(
                 PositionDetail(
                     ticker=ticker,
@@ -135,18 +135,6 @@ class PaperBroker:
                 )
             )
         return details
-
-    def _entry_order(self, ticker: str, opened_at_ms: int) -> PaperOrder | None:
-        """The filled BUY that opened the position (its signals and regime are the entry's)."""
-        fills = [
-            o
-            for o in self._book.orders()
-            if o.ticker == ticker
-            and o.side == "buy"
-            and o.filled_quantity > 0
-            and o.updated_at_ms >= opened_at_ms
-        ]
-        return min(fills, key=lambda o: o.updated_at_ms, default=None)
 
     async def get_portfolio_value(self) -> float:
         """Free cash + reserved cash + every position at its last market price."""

@@ -1,0 +1,125 @@
+"""``PaperBook.opening_buy``: remembered between order changes, always the scan's answer."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from broker.paper import PaperBroker
+from broker.port import Action
+from contract.broker_harness import make_intent
+from core.clock import VirtualClock
+
+EPOCH_MS = 1_740_787_200_000
+TICKERS = ("BTC/USDT", "ETH/USDT")
+
+#: one step: (ticker index, buy / sell / expire a resting limit / move the price, price)
+steps = st.lists(
+    st.tuples(
+        st.integers(0, 1),
+        st.sampled_from(["buy", "sell", "rest", "price"]),
+        st.sampled_from([90.0, 100.0, 110.0]),
+    ),
+    max_size=25,
+)
+
+
+async def _run(plan: list[tuple[int, str, float]]) -> None:
+    clock = VirtualClock(EPOCH_MS)
+    broker = PaperBroker(clock, limit_ttl_secs=30, history_limit=4)  # trims too
+    book = broker._book  # the book itself: the scan is its private plain answer
+    for index, (which, what, price) in enumerate(plan):
+        ticker = TICKERS[which]
+        if what == "price":
+            broker.on_market_price(ticker, price, at_ms=clock.now_ms())
+        else:
+            action = Action.SELL if what == "sell" else Action.BUY
+            limit = price * 0.5 if what == "rest" else price  # far below: rests, then expires
+            signals = {"rsi": index / 100}
+            await broker.execute_decisions(
+                [
+                    make_intent(
+                        ticker,
+                        action,
+                        notional_usd=200.0,
+                        reference_price=limit,
+                        signal_weights=signals,
+                    )
+                ]
+            )
+        await clock.advance(20.0)
+        for ticker_, position in broker.ledger.positions.items():
+            for _ in range(2):  # the second ask is the remembered one
+                found = book.opening_buy(ticker_, position.opened_at_ms)
+                assert found == book._first_buy_filled_since(ticker_, position.opened_at_ms)
+        details = {d.ticker: d for d in await broker.get_positions_detail()}
+        for ticker_, position in broker.ledger.positions.items():
+            entry = book._first_buy_filled_since(ticker_, position.opened_at_ms)
+            expected = dict(entry.signal_weights) if entry is not None else {}
+            assert details[ticker_].signals == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(steps)
+def test_opening_buy_is_the_scan_after_every_change(plan: list[tuple[int, str, float]]) -> None:
+    asyncio.run(_run(plan))
+
+
+async def test_a_position_reopened_reports_the_new_entry_signals() -> None:
+    clock = VirtualClock(EPOCH_MS)
+    broker = PaperBroker(clock)
+    btc = TICKERS[0]
+    for weights in ({"rsi": 0.25}, {"momentum": -0.5}):
+        await broker.execute_decisions(
+            [
+                make_intent(
+                    btc,
+                    Action.BUY,
+                    notional_usd=500.0,
+                    reference_price=100.0,
+                    signal_weights=weights,
+                )
+            ]
+        )
+        await clock.advance(1.0)
+        broker.on_market_price(btc, 99.0, at_ms=clock.now_ms())
+        (detail,) = await broker.get_positions_detail()
+        assert detail.signals == weights
+        await broker.execute_decisions(
+            [make_intent(btc, Action.SELL, notional_usd=10_000.0, reference_price=99.0)]
+        )
+        await clock.advance(1.0)
+        assert await broker.get_positions_detail() == []
+
+
+async def test_an_opening_buy_trimmed_from_the_history_is_forgotten() -> None:
+    """The remembered answer follows the orders: with the history trimmed past the opening buy,
+    the scan finds nothing, and so does ``opening_buy``."""
+    clock = VirtualClock(EPOCH_MS)
+    broker = PaperBroker(clock, history_limit=2)
+    btc, eth = TICKERS
+    await broker.execute_decisions(
+        [
+            make_intent(
+                btc,
+                Action.BUY,
+                notional_usd=500.0,
+                reference_price=100.0,
+                signal_weights={"rsi": 0.5},
+            )
+        ]
+    )
+    await clock.advance(1.0)
+    broker.on_market_price(btc, 99.0, at_ms=clock.now_ms())
+    (detail,) = await broker.get_positions_detail()
+    assert detail.signals == {"rsi": 0.5}
+    for _ in range(2):
+        await broker.execute_decisions(
+            [make_intent(eth, Action.BUY, notional_usd=100.0, reference_price=100.0)]
+        )
+        await clock.advance(1.0)
+        broker.on_market_price(eth, 99.0, at_ms=clock.now_ms())
+    btc_detail = {d.ticker: d for d in await broker.get_positions_detail()}[btc]
+    assert btc_detail.signals == {}
