@@ -34,7 +34,12 @@ def top_positions(values: np.ndarray, n: int) -> np.ndarray:
 
 
 def unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
+    if vector.dtype == np.float32:
+        # np.linalg.norm's own steps for a float vector (ravel, dot, sqrt) without its checks
+        flat = vector.ravel(order="K")
+        norm = float(np.sqrt(flat.dot(flat)))
+    else:
+        norm = float(np.linalg.norm(vector))
     return vector / norm if norm > 0 else vector
 
 
@@ -65,6 +70,9 @@ class _Filter(NamedTuple):
     #: the rows are in created order); for the Python path only, so empty in a large block
     positions: list[int]
     created: list[int]
+    #: the block's matrix gathered at ``positions[start:]``, by start (the rows past the TTL
+    #: move only when the clock passes a row's created_ms: the same gather decision after decision)
+    gathered: dict[int, np.ndarray]
 
 
 @dataclass
@@ -123,7 +131,7 @@ class _Block:
                     list(range(len(self.ids))) if mask is None else np.flatnonzero(mask).tolist()
                 )
             stamps = [self.created[i] for i in positions]
-            found = self._filters[key] = _Filter(mask, positions, stamps)
+            found = self._filters[key] = _Filter(mask, positions, stamps, {})
         return found
 
     def best(
@@ -145,13 +153,16 @@ class _Block:
     ) -> list[tuple[float, int, str]] | None:
         """``_best_numpy`` in Python lists around the one product: on a few dozen rows each numpy
         call costs more than the whole row loop. The same product of the same rows, so the same
-        float32 sims; every passing row is returned (the caller's sort and cut pick the same best
-        ``limit``). None when a key is not finite: ``_best_numpy`` handles NaN its own way."""
+        float32 sims; the passing rows tied with the ``limit``-th or better are returned (the
+        caller's sort and cut pick the same best ``limit``). None when a key is not finite:
+        ``_best_numpy`` handles NaN its own way."""
         created, ids = self.created, self.ids
         oldest = query.min_created_ms
         fixed = self._filter(query, codes)
+        start = -1  # rows not a tail of the positions: nothing remembered
         if self._created_sorted:
-            rows = fixed.positions[bisect_left(fixed.created, oldest) :]
+            start = bisect_left(fixed.created, oldest)
+            rows = fixed.positions[start:]
         else:
             rows = [i for i in fixed.positions if created[i] >= oldest]
         if not rows:
@@ -160,7 +171,7 @@ class _Block:
             return [(-float(created[i]), created[i], ids[i]) for i in rows]
         matrix = self.arrays()["matrix"]
         if len(rows) < len(ids) // 2:  # the rule ``_best_numpy`` gathers by
-            sims = (matrix[rows] @ q).tolist()
+            sims = (self._gathered(fixed, start, rows) @ q).tolist()
         else:
             every = (matrix @ q).tolist()
             sims = [every[i] for i in rows]
@@ -169,7 +180,28 @@ class _Block:
             sims = [sim if has[i] else unsituated for sim, i in zip(sims, rows, strict=True)]
         if not math.isfinite(sum(sims)):
             return None
+        limit = query.limit
+        if 0 < limit < len(sims):
+            # the rows tied with the last place or better, as ``_best_numpy`` keeps: the caller's
+            # sort and cut pick the same best ``limit``
+            last_place = sorted(sims, reverse=True)[limit - 1]
+            return [
+                (-sim, created[i], ids[i])
+                for sim, i in zip(sims, rows, strict=True)
+                if sim >= last_place
+            ]
         return [(-sim, created[i], ids[i]) for sim, i in zip(sims, rows, strict=True)]
+
+    def _gathered(self, fixed: _Filter, start: int, rows: list[int]) -> np.ndarray:
+        """``matrix[rows]``, remembered when ``rows`` is ``fixed.positions[start:]``: the same
+        rows in the same order, so the product over it is the same, bit for bit."""
+        if start < 0:
+            return self.arrays()["matrix"][rows]
+        found = fixed.gathered.get(start)
+        if found is None:
+            found = fixed.gathered[start] = self.arrays()["matrix"][rows]
+            found.flags.writeable = False
+        return found
 
     def _best_numpy(
         self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
@@ -295,4 +327,21 @@ class TradeGroup:
             self._matrix = np.vstack(self.rows)
         sims = self._matrix @ query_unit(vector)
         values, ids, pnl = sims.tolist(), self.ids, self.pnl
-        return [(ids[i], pnl[i], values[i]) for i in top_positions(sims, n).tolist()]
+        order = _top_small(values, n)
+        if order is None:
+            order = top_positions(sims, n).tolist()
+        return [(ids[i], pnl[i], values[i]) for i in order]
+
+
+def _top_small(values: list[float], n: int) -> list[int] | None:
+    """``top_positions`` in Python, for a few finite values; None where it may answer otherwise
+    (a NaN; a tie across the ``n``-th place, which ``np.argpartition`` settles its own way). A
+    stable sort keeps equal values in position order, as the lexsort does."""
+    if len(values) > SMALL_BLOCK or not math.isfinite(sum(values)):
+        return None
+    order = sorted(range(len(values)), key=values.__getitem__, reverse=True)
+    if len(order) > n:
+        if n <= 0 or values[order[n - 1]] == values[order[n]]:
+            return None
+        del order[n:]
+    return order
