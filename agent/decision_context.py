@@ -51,9 +51,12 @@ class DecisionContext:
         return await self.prompts.assemble(snapshot, sent)
 
     def flush(self) -> None:
-        """Commit what the analysts' store holds back (a non-durable store batches reports)."""
+        """Commit what the analysts' store holds back (a non-durable store batches reports) and
+        write the session files held back (write-behind)."""
         if self.analysts is not None:
             self.analysts.store.flush()
+        if self.session is not None:
+            self.session.flush()
 
     def after(self, decision: AgentDecision, at_ms: int) -> None:
         for trade in decision.decisions:

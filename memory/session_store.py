@@ -30,6 +30,8 @@ Phase = Literal["signals", "analysis", "decision", "review", "reflection"]
 PHASES: tuple[str, ...] = get_args(Phase)
 _QUOTES = ("USDT", "USDC", "BUSD", "USD")
 _NAME_PART = re.compile(r"[^a-z0-9]+")
+#: sets a non-durable store (replay) holds back at most before writing their files
+SESSION_WRITE_BEHIND = 256
 
 
 @functools.lru_cache(maxsize=1024)  # every decision names its tickers again
@@ -72,7 +74,13 @@ class SessionStore:
         *,
         default_ttl_secs: float = 86_400.0,
         durable: bool = True,
+        write_behind: int = 0,
     ) -> None:
+        """``write_behind``: at most this many sets held back before their files are written
+        (0: each set writes its file). Each decision sets every ticker's key with new bytes
+        (the time is in them), and a file write was most of a set; held back, a key set again
+        is written once. ``flush`` writes what is held back; another process sees a set only
+        then (replay: at most ``write_behind`` sets late, and at shutdown), a crash loses it."""
         self.directory = directory
         self._clock = clock
         self.default_ttl_secs = default_ttl_secs
@@ -82,6 +90,9 @@ class SessionStore:
         self._files: dict[str, Path] = {}  # key -> its file (a decision sets the same keys)
         self._sorted: list[str] | None = None  # both levels' keys, until one is added or removed
         self.l2_reads = 0  # how often L1 missed (for tests and the status)
+        self._write_behind = write_behind
+        self._held: dict[str, bytes] = {}  # key -> its file's bytes, not yet written
+        self._held_sets = 0  # sets since the last flush (write-behind only)
 
     def _file(self, key: str) -> Path:
         path = self._files.get(key)
@@ -96,11 +107,27 @@ class SessionStore:
             key=key, value=value, written_at_ms=now, expires_at_ms=now + int(ttl * 1000)
         )
         self._known(key)
-        self._write(self._file(key), orjson.dumps(entry.model_dump(mode="json")))
+        data = orjson.dumps(entry.model_dump(mode="json"))
+        if self._write_behind:
+            self._held[key] = data
+            self._held_sets += 1
+        else:
+            self._write(self._file(key), data)
         self._l1[key] = entry
         if self._l2_keys is not None:
             self._l2_keys.add(key)
+        if self._held_sets >= self._write_behind > 0:
+            self.flush()
         return entry
+
+    def flush(self) -> None:
+        """Write the files of the sets held back (write-behind); a failed write keeps its key
+        and those after it held."""
+        while self._held:
+            key = next(iter(self._held))
+            self._write(self._file(key), self._held[key])
+            del self._held[key]
+        self._held_sets = 0
 
     def _write(self, path: Path, data: bytes) -> None:
         write = atomic_write_bytes if self._durable else overwrite_bytes
@@ -134,6 +161,7 @@ class SessionStore:
 
     def delete(self, key: str) -> None:
         self._sorted = None
+        self._held.pop(key, None)
         self._l1.pop(key, None)
         if self._l2_keys is not None:
             self._l2_keys.discard(key)

@@ -15,7 +15,7 @@ from core.clock import Clock
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler, InsightSource
-from memory.session_store import SessionStore
+from memory.session_store import SESSION_WRITE_BEHIND, SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
 from runner.agent_wiring import Agents
 from runner.config import Settings
@@ -50,6 +50,8 @@ def build_decision_context(
         clock,
         default_ttl_secs=config.session_ttl_secs,
         durable=settings.state.fsync_journals,
+        # not durable (replay): files written every SESSION_WRITE_BEHIND sets and at shutdown
+        write_behind=0 if settings.state.fsync_journals else SESSION_WRITE_BEHIND,
     )
     project = ProjectTier(state_dir)
     assembler = ContextAssembler(

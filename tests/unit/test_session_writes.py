@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given
+from fakes.instant_clock import InstantClock
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.clock import VirtualClock
@@ -54,3 +57,82 @@ def test_remembered_names_are_those_normalised_again(names: list[str]) -> None:
                 normalise_name(name)
             continue
         assert normalise_name(name) == expected
+
+
+_keys = st.sampled_from(
+    [session_key("BTC/USDT", "decision"), session_key("ETH/USDT", "analysis", "thesis")]
+)
+_session_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("set"), _keys, st.integers(0, 3), st.sampled_from([None, 1.0, 60.0])),
+        st.tuples(st.just("delete"), _keys),
+        st.tuples(st.just("get"), _keys),
+        st.tuples(st.just("advance"), st.sampled_from([0.5, 30.0, 90_000.0])),
+        st.tuples(st.just("flush")),
+    ),
+    max_size=40,
+)
+
+
+def _files(directory: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in directory.glob("*.json")}
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=_session_ops, behind=st.sampled_from([1, 2, 3, 256]))
+def test_sets_held_back_answer_and_write_as_sets_written_at_once(
+    ops: list[tuple[Any, ...]], behind: int
+) -> None:
+    """Write-behind against write-through: the same answers all along, and once flushed (or
+    ``behind`` sets on) the same files, byte for byte."""
+    clock = InstantClock(epoch_ms=T0)
+    with tempfile.TemporaryDirectory() as scratch:
+        held_dir, plain_dir = Path(scratch) / "held", Path(scratch) / "plain"
+        held = SessionStore(held_dir, clock, durable=False, write_behind=behind)
+        plain = SessionStore(plain_dir, clock, durable=False)
+        sets = 0
+        for op in ops:
+            if op[0] == "set":
+                assert held.set(op[1], op[2], op[3]) == plain.set(op[1], op[2], op[3])
+                sets += 1
+            elif op[0] == "delete":
+                held.delete(op[1])
+                plain.delete(op[1])
+            elif op[0] == "get":
+                assert held.entry(op[1]) == plain.entry(op[1])
+            elif op[0] == "advance":
+                clock.advance(op[1])
+            else:
+                held.flush()
+                sets = 0
+            if sets % behind == 0:  # flushed by the set itself, or nothing set since
+                sets = 0
+                assert _files(held_dir) == _files(plain_dir)
+            assert held.keys() == plain.keys()
+        held.flush()
+        assert _files(held_dir) == _files(plain_dir)
+        restarted = SessionStore(held_dir, clock)
+        assert [e.key for e in restarted.live()] == [e.key for e in plain.live()]
+
+
+def test_a_held_set_is_written_by_flush_only(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path, VirtualClock(epoch_ms=T0), durable=False, write_behind=8)
+    key = session_key("SOL/USDT", "decision")
+    entry = store.set(key, {"action": "HOLD"})
+    assert _files(tmp_path) == {}
+    assert store.get(key) == {"action": "HOLD"}  # from L1 meanwhile
+    store.flush()
+    (path,) = tmp_path.glob("*.json")
+    assert orjson.loads(path.read_bytes()) == entry.model_dump(mode="json")
+
+
+def test_an_outside_write_is_still_seen_with_sets_held_back(tmp_path: Path) -> None:
+    """The operator's CLI writes a key this store does not hold: read from its file."""
+    clock = VirtualClock(epoch_ms=T0)
+    store = SessionStore(tmp_path, clock, durable=False, write_behind=256)
+    mine, theirs = session_key("BTC/USDT", "decision"), session_key("BTC/USDT", "review")
+    store.set(mine, "mine")
+    assert store.keys() == [mine]
+    SessionStore(tmp_path, clock).set(theirs, "edited by hand")
+    assert store.get(theirs) == "edited by hand"
+    assert store.keys() == [mine, theirs]
