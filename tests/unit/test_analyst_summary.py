@@ -175,26 +175,53 @@ _words = st.lists(
         st.from_regex(r"-?\d{1,6}([.,]\d{1,3}){0,3}", fullmatch=True),
         st.floats(allow_nan=False, allow_infinity=False).map(str),
         st.text(max_size=4),
+        # whitespace other than a space splits chunks too; these lower-case to ASCII letters
+        st.sampled_from(["\t", "\n", "\xa0", "\u2028", "\u3000", "\u212a", "\u0130", "\u03a3"]),
     ),
     max_size=30,
+).map("".join)  # words run together too: "BTC-0.1" is one chunk of two tokens
+
+
+#: few characters, so that chunks recur and nearly recur ("-1" and "1", "1.5" and "1,5")
+_close_texts = st.lists(
+    st.sampled_from(["-1", "1", "1.5", "1,5", "15", "-", "a", "%", "a/1", "-a", "\t", "\xa0"]),
+    max_size=12,
 ).map(" ".join)
 
 
 @settings(max_examples=300, deadline=None)
-@given(texts=st.lists(_words, min_size=1, max_size=6), kept=st.sampled_from([1, 3, 65536]))
+@given(
+    texts=st.lists(st.one_of(_words, _close_texts), min_size=1, max_size=6),
+    kept=st.sampled_from([1, 3, 65536]),
+)
 def test_tokens_remembered_equal_those_parsed_again(texts: list[str], kept: int) -> None:
+    """The chunk memo (tokens of whitespace-separated chunks) against the regex over the
+    whole text, every number parsed."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(analyst_summary, "_TOKEN_KEYS_KEPT", kept)
-        patch.setattr(analyst_summary, "_token_keys", {})
+        patch.setattr(analyst_summary, "_CHUNK_KEYS_KEPT", kept)
+        patch.setattr(analyst_summary, "_chunk_keys", {})
         for text in texts * 2:  # the second time from the memo
             assert analyst_summary._tokens(text) == _tokens_unremembered(text)
-        assert len(analyst_summary._token_keys) <= kept
+            assert list(analyst_summary._tokens(text).items()) == list(
+                _tokens_unremembered(text).items()
+            )  # the same order too (a Counter's equality does not look at it)
+        assert len(analyst_summary._chunk_keys) <= kept
 
 
 def _plain_cosine(a: Counter[str], b: Counter[str]) -> float:
     dot = sum(a[token] * b[token] for token in a.keys() & b.keys())
     norm = math.sqrt(sum(c * c for c in a.values())) * math.sqrt(sum(c * c for c in b.values()))
     return dot / norm if norm else 0.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_words, _close_texts), st.one_of(_words, _close_texts))
+def test_cosine_of_bags_is_the_plain_formula_to_the_bit(one: str, two: str) -> None:
+    """The dot product over one side's words (the other's missing as 0), each norm made once,
+    against the formula over the shared words: the same float."""
+    plain = _plain_cosine(_tokens_unremembered(one), _tokens_unremembered(two))
+    assert analyst_summary._cosine(analyst_summary._bag(one), analyst_summary._bag(two)) == plain
+    assert analyst_summary._cosine(analyst_summary._bag(two), analyst_summary._bag(one)) == plain
 
 
 def _representatives_oldest_first(reports: list[AnalystReport]) -> list[AnalystReport]:
