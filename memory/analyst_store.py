@@ -64,9 +64,9 @@ _REPORTS_WHERE = (
 class AnalystStore:
     """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests.
 
-    ``durable=False`` (replay: journals not fsynced either) commits reports in batches: at most
-    ``BATCH_REPORTS`` in one transaction, committed with the next summary, by ``flush`` or by
-    ``close``. This connection reads its own pending rows, so every answer is the same; a crash
+    ``durable=False`` (replay: journals not fsynced either) commits reports and summaries in
+    batches: at most ``BATCH_REPORTS`` rows in one transaction, committed by ``flush`` (the
+    desk's roll, once it has made the day's summaries) or by ``close``. This connection reads its own pending rows, so every answer is the same; a crash
     loses the batch, and another process sees it only once committed. It never fsyncs either
     (``synchronous=OFF``: NORMAL fsyncs at each WAL checkpoint, which made an insert into a
     year's reports 24 us instead of 9): a killed process loses nothing committed, a power loss
@@ -86,7 +86,7 @@ class AnalystStore:
         #: unclear (a tie on day and time) drops the entry and the next call asks SQLite.
         self._latest: dict[tuple[str, str], AnalystReport | None] = {}
         self._durable = durable
-        self._pending = 0  # reports written since the last commit (non-durable only)
+        self._pending = 0  # rows written since the last commit (non-durable only)
         self._added = 0  # reports this connection added (a memo of a lookback keys on it)
         #: (analyst, ticker) -> report id -> the report as a read of its row gives it: saved or
         #: read by this connection, and valid while no other connection commits (data_version).
@@ -224,20 +224,27 @@ class AnalystStore:
         return None if row is None else _report(row)
 
     def put_summary(self, summary: DaySummary) -> None:
-        with self._db:
-            self._db.execute(
-                "INSERT OR REPLACE INTO analyst_summaries "
-                "(analyst, ticker, day, session, body, made_at_ms) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    summary.analyst,
-                    summary.ticker,
-                    summary.day,
-                    summary.session,
-                    summary.model_dump_json(),
-                    summary.made_at_ms,
-                ),
-            )
-        self._pending = 0  # the commit above took the pending reports too
+        """A non-durable store holds it with the reports (``flush``: the desk's roll flushes
+        once it has made the day's summaries, one commit instead of one each)."""
+        row = (
+            summary.analyst,
+            summary.ticker,
+            summary.day,
+            summary.session,
+            summary.model_dump_json(),
+            summary.made_at_ms,
+        )
+        insert = (
+            "INSERT OR REPLACE INTO analyst_summaries "
+            "(analyst, ticker, day, session, body, made_at_ms) VALUES (?, ?, ?, ?, ?, ?)"
+        )
+        if self._durable:
+            with self._db:
+                self._db.execute(insert, row)
+            self._pending = 0  # the commit above took the pending reports too
+        else:
+            self._db.execute(insert, row)
+            self._pending += 1
 
     def summary(self, analyst: str, ticker: str, day: str, session: Session) -> DaySummary | None:
         row = self._db.execute(

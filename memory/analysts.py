@@ -234,6 +234,8 @@ class AnalystDesk:
                             ticker, due_day, session, now_ms, self.model, reports
                         )
                     )
+        if made:
+            self.store.flush()  # a non-durable store held them back: one commit for all
         self._rolled_day = day
         self._views.clear()
         return made

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS, sent
@@ -262,3 +263,38 @@ def test_only_a_durable_store_fsyncs(tmp_path) -> None:  # type: ignore[no-untyp
         store = AnalystStore(tmp_path / f"{durable}.db", durable=durable)
         assert store._db.execute("PRAGMA synchronous").fetchone()[0] == expected
         store.close()
+
+
+async def test_a_batched_roll_commits_its_summaries_once_and_holds_what_a_durable_one_does(
+    tmp_path: Path,
+) -> None:
+    """A non-durable store holds the roll's summaries back and the roll commits them (and the
+    reports before them) at its end: another connection sees every one then, the same rows as
+    a durable store's, whose every summary commits."""
+    tickers = ["BTC/USDT", "ETH/USDT"]
+    durable = AnalystDesk(AnalystStore(tmp_path / "durable.db"), tickers)
+    batched = AnalystDesk(AnalystStore(tmp_path / "batched.db", durable=False), tickers)
+    other = sqlite3.connect(tmp_path / "batched.db")
+    commits = 0
+    real_flush = batched.store.flush
+
+    def flush() -> None:
+        nonlocal commits
+        commits += 1
+        real_flush()
+
+    batched.store.flush = flush  # type: ignore[method-assign]
+    for d in range(4):
+        for hour in (1, 9, 17):
+            for desk in (durable, batched):
+                desk.observe(sent(80_000 + d * 900 + hour * 40), DAY1_MS + d * DAY + hour * HOUR_MS)
+        now = DAY1_MS + (d + 1) * DAY + HOUR_MS
+        commits = 0
+        assert await batched.roll(now) == await durable.roll(now)
+        assert commits == 1  # one commit for the roll's summaries
+        assert batched.store.summaries() == durable.store.summaries()
+        seen = other.execute("SELECT COUNT(*) FROM analyst_summaries").fetchone()[0]
+        assert seen == len(durable.store.summaries())  # committed: another process sees them
+    dump = "\n".join(sqlite3.connect(tmp_path / "durable.db").iterdump())
+    assert "\n".join(other.iterdump()) == dump
+    other.close()
