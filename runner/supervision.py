@@ -121,7 +121,7 @@ def _shutdown_hooks(
         ("save runner state", journals.store.save),
         ("save the learner", lambda: decision.learner.save() if decision.learner.unsaved else None),
         *(
-            [("flush the analysts' reports", decision.context.flush)]
+            [("flush the analysts' reports and session files", decision.context.flush)]
             if decision.context is not None
             else []
         ),
