@@ -34,6 +34,10 @@ class TradeDecision(BaseModel):
     @field_validator("signal_weights")
     @classmethod
     def _finite_weights(cls, weights: dict[str, float]) -> dict[str, float]:
+        # One sum instead of a check per weight: a NaN or an infinity makes the sum non-finite
+        # (an overflow of finite weights too: the check below then finds nothing to refuse).
+        if math.isfinite(sum(weights.values())):
+            return weights
         bad = [name for name, value in weights.items() if not math.isfinite(value)]
         if bad:
             raise ValueError(f"non-finite signal weights: {bad}")

@@ -26,7 +26,7 @@ loss, trailing stop) and the blend's confidence for a signal exit.
 from __future__ import annotations
 
 import math
-from typing import Any, Self
+from typing import Any, NamedTuple, Self
 
 import numpy as np
 import pandas as pd
@@ -47,6 +47,7 @@ from agent.fallback_nodes import (
     DerivativesSignalInput,
     EntryVerdict,
     OpenPosition,
+    PreparedBlend,
     RegimeBlendDetect,
     RegimeBlendEntry,
     RegimeBlendExit,
@@ -160,14 +161,25 @@ class FallbackInputs(BaseModel):
     exposure_scale: float = Field(1.0, ge=0.0)  # the combined regime's, applied to every ticker
 
 
-class _Analysis(BaseModel):
+class _Analysis(NamedTuple):
     """What the signal nodes said about one ticker, before the entry/exit decision."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     inputs: TickerInputs
     blend: BlendWeights
     blended: BlendedScore
+
+
+class _Plan(NamedTuple):
+    """A ticker's decision before its TradeDecision is built (the fixed-blend baseline a learned
+    decision is compared with needs its action only)."""
+
+    action: Action
+    lead: str  # the reasoning before the blend's summary
+    position_pct: float
+    confidence: float
+
+
+_Prepared = tuple[BlendWeights, PreparedBlend]
 
 
 class FallbackPipeline:
@@ -178,17 +190,25 @@ class FallbackPipeline:
         self._signal = RegimeBlendSignal(self.config)
         self._exit = RegimeBlendExit(self.config)
         self._entry = RegimeBlendEntry(self.config)
-        self._scores: IdentityMemo[tuple[float, ...], dict[Any, tuple[BlendWeights, BlendedScore]]]
-        self._scores = IdentityMemo(_SERIES_KEPT)
+        self._prepared_by_series: IdentityMemo[tuple[float, ...], dict[Any, _Prepared]]
+        self._prepared_by_series = IdentityMemo(_SERIES_KEPT)
 
     def decide(self, inputs: FallbackInputs, decider_reason: str = "") -> AgentDecision:
-        analyses = [self._analyse(ticker, inputs.at_ms) for ticker in inputs.tickers]
-        decisions = self._decisions(analyses, inputs)
+        prepared = [self._prepared(ticker, inputs.at_ms) for ticker in inputs.tickers]
+        analyses = [
+            _Analysis(ticker, blend, blended.scored(ticker.learned_draw))
+            for ticker, (blend, blended) in zip(inputs.tickers, prepared, strict=True)
+        ]
+        plans = self._plans(analyses, inputs)
+        decisions = [_built(a, plan) for a, plan in zip(analyses, plans, strict=True)]
         if any(analysis.blended.learned for analysis in analyses):
-            fixed = [self._analyse(t, inputs.at_ms, learned=False) for t in inputs.tickers]
-            baseline = self._decisions(fixed, inputs)
+            fixed = [
+                _Analysis(ticker, blend, blended.fixed)
+                for ticker, (blend, blended) in zip(inputs.tickers, prepared, strict=True)
+            ]
+            baseline = self._plans(fixed, inputs)
             decisions = [
-                _say_if_moved(decision, without, analysis)
+                _say_if_moved(decision, without.action, analysis)
                 for decision, without, analysis in zip(decisions, baseline, fixed, strict=True)
             ]
         return AgentDecision(
@@ -205,31 +225,12 @@ class FallbackPipeline:
             decider_reason=decider_reason,
         )
 
-    def _analyse(self, ticker: TickerInputs, at_ms: int, *, learned: bool = True) -> _Analysis:
-        draw = ticker.learned_draw if learned else None
+    def _prepared(self, ticker: TickerInputs, at_ms: int) -> _Prepared:
+        """The blend up to the learner's draw, remembered per closes tuple (the same one between
+        candle closes) and the rest of what it reads: most decisions come between two 4h closes
+        with the same regime label and derivatives signal, and the blend was most of the rules'
+        time. The draw is new at every decision: it only finishes the remembered blend."""
         problem = self._history_problem(ticker, at_ms)
-        if draw:  # a fresh Thompson draw each decision: nothing to remember
-            blend, blended = self._scored(ticker, problem, draw)
-        else:
-            blend, blended = self._scored_remembered(ticker, problem)
-        return _Analysis(inputs=ticker, blend=blend, blended=blended)
-
-    def _scored(
-        self, ticker: TickerInputs, problem: str | None, draw: dict[str, float] | None
-    ) -> tuple[BlendWeights, BlendedScore]:
-        blend = self._detect.run(ticker.regime_label)
-        derivatives = self._derivatives.run(
-            ticker.derivatives_signal, ticker.derivatives_unavailable_reason
-        )
-        return blend, self._signal.run(ticker.closes, blend, derivatives, problem, learned=draw)
-
-    def _scored_remembered(
-        self, ticker: TickerInputs, problem: str | None
-    ) -> tuple[BlendWeights, BlendedScore]:
-        """``_scored`` without a draw, remembered per closes tuple (the same one between candle
-        closes) and the rest of what it reads: most decisions come between two 4h closes with
-        the same regime label and derivatives signal, and the blend was most of the rules' time.
-        The models are frozen and their dicts never written to (a decision copies them)."""
         signal = ticker.derivatives_signal
         key = (
             ticker.regime_label,
@@ -238,14 +239,16 @@ class FallbackPipeline:
             ticker.derivatives_unavailable_reason,
             problem,
         )
-        scores = self._scores.get(ticker.closes)
-        if scores is None:
-            scores = {}
-            self._scores.put(ticker.closes, scores)
-        found = scores.get(key)
+        prepared = self._prepared_by_series.get(ticker.closes)
+        if prepared is None:
+            prepared = {}
+            self._prepared_by_series.put(ticker.closes, prepared)
+        found = prepared.get(key)
         if found is None:
-            found = self._scored(ticker, problem, None)
-            remember(scores, key, found, _SCORES_PER_SERIES)
+            blend = self._detect.run(ticker.regime_label)
+            derivatives = self._derivatives.run(signal, ticker.derivatives_unavailable_reason)
+            found = blend, self._signal.prepare(ticker.closes, blend, derivatives, problem)
+            remember(prepared, key, found, _SCORES_PER_SERIES)
         return found
 
     def _history_problem(self, ticker: TickerInputs, at_ms: int) -> str | None:
@@ -258,15 +261,15 @@ class FallbackPipeline:
             return f"stale history: newest {self.config.timeframe} candle closed {hours:.1f} h ago"
         return None
 
-    def _decisions(self, analyses: list[_Analysis], inputs: FallbackInputs) -> list[TradeDecision]:
-        by_ticker: dict[int, TradeDecision] = {}
+    def _plans(self, analyses: list[_Analysis], inputs: FallbackInputs) -> list[_Plan]:
+        plans: dict[int, _Plan] = {}
         entry_candidates: list[int] = []
         for index, analysis in enumerate(analyses):
             early = self._without_entry(analysis, inputs.portfolio_value)
             if early is None:
                 entry_candidates.append(index)
             else:
-                by_ticker[index] = early
+                plans[index] = early
         # fund the strongest scores first from the cash that is left
         entry_candidates.sort(key=lambda index: -(analyses[index].blended.score or 0.0))
         cash_left = inputs.cash
@@ -278,34 +281,30 @@ class FallbackPipeline:
             )
             if verdict.buy:
                 cash_left -= verdict.position_pct * inputs.portfolio_value
-            by_ticker[index] = _entry_decision(analysis, verdict, exposure)
-        return [by_ticker[index] for index in range(len(analyses))]
+            plans[index] = _entry_plan(analysis, verdict, exposure)
+        return [plans[index] for index in range(len(analyses))]
 
-    def _without_entry(self, analysis: _Analysis, portfolio_value: float) -> TradeDecision | None:
-        """The decision when no entry sizing is needed (open position, no data...), else None."""
+    def _without_entry(self, analysis: _Analysis, portfolio_value: float) -> _Plan | None:
+        """The plan when no entry sizing is needed (open position, no data...), else None."""
         ticker, blended = analysis.inputs, analysis.blended
         if ticker.price is None:
-            return _hold(analysis, "no current price in the snapshot: no trade")
+            return _hold(blended, "no current price in the snapshot: no trade")
         if ticker.position is not None:
             verdict = self._exit.run(ticker.position, ticker.price, blended.score)
             if not verdict.exit:
-                return _hold(analysis, f"position open, {verdict.summary}")
+                return _hold(blended, f"position open, {verdict.summary}")
             held_usd = ticker.position.detail.quantity * ticker.price
             share = min(1.0, held_usd / portfolio_value) if portfolio_value > 0 else 0.0
-            return TradeDecision(
-                ticker=ticker.ticker,
-                action=Action.SELL,
-                position_pct=share,
-                confidence=1.0 if verdict.rule != "signal" else blended.confidence,
-                reasoning=_clip(
-                    f"SELL ({verdict.rule}): {verdict.summary}. {blended.summary}", 4000
-                ),
-                signal_weights=blended.signals,
+            return _Plan(
+                Action.SELL,
+                f"SELL ({verdict.rule}): {verdict.summary}",
+                share,
+                1.0 if verdict.rule != "signal" else blended.confidence,
             )
         if blended.score is None:
-            return _hold(analysis, "no entry without a score")
+            return _hold(blended, "no entry without a score")
         if portfolio_value <= 0:
-            return _hold(analysis, "portfolio value is 0: nothing to size a position from")
+            return _hold(blended, "portfolio value is 0: nothing to size a position from")
         return None
 
     def _next_check_secs(self, analyses: list[_Analysis]) -> int:
@@ -316,42 +315,39 @@ class FallbackPipeline:
 
 
 def _say_if_moved(
-    decision: TradeDecision, fixed: TradeDecision, fixed_analysis: _Analysis
+    decision: TradeDecision, fixed_action: Action, fixed_analysis: _Analysis
 ) -> TradeDecision:
     """``decision`` with a note when the learned weights changed its action."""
-    if decision.action == fixed.action:
+    if decision.action == fixed_action:
         return decision
     score = fixed_analysis.blended.score
     shown = "no score" if score is None else f"score {score:+.2f}"
     note = (
         f" The learner moved this decision: with the fixed regime weights it would be "
-        f"{fixed.action.value} ({shown})."
+        f"{fixed_action.value} ({shown})."
     )
     return decision.model_copy(update={"reasoning": _clip(decision.reasoning + note, 4000)})
 
 
-def _hold(analysis: _Analysis, why: str) -> TradeDecision:
-    blended = analysis.blended
-    return TradeDecision(
-        ticker=analysis.inputs.ticker,
-        action=Action.HOLD,
-        position_pct=0.0,
-        confidence=blended.confidence,
-        reasoning=_clip(f"HOLD: {why}. {blended.summary}", 4000),
-        signal_weights=blended.signals,
-    )
+def _hold(blended: BlendedScore, why: str) -> _Plan:
+    return _Plan(Action.HOLD, f"HOLD: {why}", 0.0, blended.confidence)
 
 
-def _entry_decision(analysis: _Analysis, verdict: EntryVerdict, exposure: float) -> TradeDecision:
+def _entry_plan(analysis: _Analysis, verdict: EntryVerdict, exposure: float) -> _Plan:
     if not verdict.buy:
-        return _hold(analysis, f"{verdict.summary} (exposure {exposure:.2f})")
+        return _hold(analysis.blended, f"{verdict.summary} (exposure {exposure:.2f})")
+    confidence = analysis.blended.confidence
+    return _Plan(Action.BUY, f"BUY: {verdict.summary}", verdict.position_pct, confidence)
+
+
+def _built(analysis: _Analysis, plan: _Plan) -> TradeDecision:
     blended = analysis.blended
     return TradeDecision(
         ticker=analysis.inputs.ticker,
-        action=Action.BUY,
-        position_pct=verdict.position_pct,
-        confidence=blended.confidence,
-        reasoning=_clip(f"BUY: {verdict.summary}. {blended.summary}", 4000),
+        action=plan.action,
+        position_pct=plan.position_pct,
+        confidence=plan.confidence,
+        reasoning=_clip(f"{plan.lead}. {blended.summary}", 4000),
         signal_weights=blended.signals,
     )
 

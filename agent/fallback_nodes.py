@@ -25,7 +25,7 @@ derivatives signal counts as covered for its own share); agreement is |score| / 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -124,6 +124,16 @@ class RegimeBlendSignal:
     ) -> BlendedScore:
         """``history_unavailable``: a reason the candles cannot be used at all (e.g. stale);
         ``learned``: the learner's Thompson draw per signal (absent or empty: the fixed blend)."""
+        return self.prepare(closes, blend, derivatives, history_unavailable).scored(learned)
+
+    def prepare(
+        self,
+        closes: indicators.Closes,
+        blend: BlendWeights,
+        derivatives: DerivativesReading,
+        history_unavailable: str | None = None,
+    ) -> PreparedBlend:
+        """``run`` up to the learner's draw (see ``PreparedBlend``)."""
         if history_unavailable is not None:
             raw: dict[str, float] = {}
             signals: dict[str, float] = {}
@@ -136,8 +146,7 @@ class RegimeBlendSignal:
             if signals:  # only possible with a custom table that zeroes these signals out
                 for name in signals:
                     unavailable[name] = f"weight 0 in the {blend.regime} blend"
-                signals = {}
-            return BlendedScore(
+            unscored = BlendedScore(
                 score=None,
                 confidence=0.0,
                 signals={},
@@ -148,27 +157,118 @@ class RegimeBlendSignal:
                 + "; ".join(f"{name} unavailable: {why}" for name, why in unavailable.items())
                 + "]",
             )
+            return PreparedBlend(unscored, None)
         weights = _renormalised(blend.weights, signals, derivatives)
         if derivatives.value is not None:
             signals[DERIVATIVES_SIGNAL] = derivatives.value
-        weights, multipliers = learned_weights(weights, learned or {})
-        score = clip_unit(sum(weights[name] * signals[name] for name in weights))
-        spread = sum(weights[name] * abs(signals[name]) for name in weights)
         coverage = (1.0 - derivatives.weight) * sum(
             blend.weights[name] for name in signals if name != DERIVATIVES_SIGNAL
         ) + derivatives.weight
-        confidence = min(1.0, max(0.0, coverage * (abs(score) / spread if spread > 0 else 0.0)))
-        return BlendedScore(
-            score=score,
-            confidence=confidence,
-            signals=signals,
-            weights=weights,
-            indicators=raw,
-            unavailable=unavailable,
-            summary=_score_summary(score, confidence, blend, raw, signals, weights, unavailable)
-            + _learned_summary(multipliers),
-            learned=multipliers,
+        return PreparedBlend(
+            None, _blend_parts(blend, raw, signals, weights, unavailable, coverage)
         )
+
+
+class _BlendParts(NamedTuple):
+    """What a score reads besides the learned weights; the summary's pieces formatted already."""
+
+    signals: dict[str, float]
+    weights: dict[str, float]  # renormalised, before the learner
+    indicators: dict[str, float]
+    unavailable: dict[str, str]
+    coverage: float
+    regime: str  # "regime <label>[ (note)]"
+    weighted: tuple[tuple[str, str], ...]  # (signal, "<its part> x ") in the summary's order
+    unavailable_parts: list[str]
+
+
+class PreparedBlend:
+    """A blend scored up to the learner's draw. The draw is new at every decision, while all
+    the rest (the closes' technical signals, the regime's weights renormalised over what is
+    available, the derivatives reading, most of the summary's text) only changes on a candle
+    close, a regime change or a new derivatives reading: the pipeline keeps this per closes
+    series and finishes it with each draw. ``scored(draw)`` is what ``run`` returned before the
+    split, computed the same way in the same order (byte-identical floats and text)."""
+
+    __slots__ = ("_fixed", "_parts")
+
+    def __init__(self, fixed: BlendedScore | None, parts: _BlendParts | None) -> None:
+        self._fixed = fixed  # None until asked for, when there are parts
+        self._parts = parts  # None: no technical signal, no score (``fixed`` given)
+
+    @property
+    def fixed(self) -> BlendedScore:
+        """The score without a draw (the fixed blend)."""
+        if self._fixed is None:
+            assert self._parts is not None
+            self._fixed = _finished(self._parts, dict(self._parts.weights), {})
+        return self._fixed
+
+    def scored(self, learned: Mapping[str, float] | None) -> BlendedScore:
+        """The score with the learner's draw ``learned`` (absent or empty: the fixed blend)."""
+        parts = self._parts
+        if parts is None or not learned:
+            return self.fixed
+        weights, multipliers = learned_weights(parts.weights, learned)
+        if not multipliers:  # nothing drawn for these signals: the fixed blend
+            return self.fixed
+        return _finished(parts, weights, multipliers)
+
+
+def _blend_parts(
+    blend: BlendWeights,
+    raw: dict[str, float],
+    signals: dict[str, float],
+    weights: dict[str, float],
+    unavailable: dict[str, str],
+    coverage: float,
+) -> _BlendParts:
+    weighted = [
+        (name, f"{name} {template.format(raw[raw_name])} -> {signals[name]:+.2f} x ")
+        for name, (raw_name, template) in _RAW_LABELS.items()
+        if name in signals
+    ]
+    if DERIVATIVES_SIGNAL in signals:
+        signal = DERIVATIVES_SIGNAL
+        weighted.append((signal, f"derivatives {signals[signal]:+.2f} x "))
+    return _BlendParts(
+        signals=signals,
+        weights=weights,
+        indicators=raw,
+        unavailable=unavailable,
+        coverage=coverage,
+        regime=f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else ""),
+        weighted=tuple(weighted),
+        unavailable_parts=[f"{name} unavailable: {why}" for name, why in unavailable.items()],
+    )
+
+
+def _finished(
+    parts: _BlendParts, weights: dict[str, float], multipliers: dict[str, float]
+) -> BlendedScore:
+    """The score, confidence and summary with these (learned or fixed) weights."""
+    signals = parts.signals
+    score = clip_unit(sum(weights[name] * signals[name] for name in weights))
+    spread = sum(weights[name] * abs(signals[name]) for name in weights)
+    coverage = parts.coverage
+    confidence = min(1.0, max(0.0, coverage * (abs(score) / spread if spread > 0 else 0.0)))
+    shown = [prefix + f"{weights[name]:.2f}" for name, prefix in parts.weighted]
+    summary = (
+        f"score {score:+.2f}, confidence {confidence:.2f} [{parts.regime}; "
+        + "; ".join(shown + parts.unavailable_parts)
+        + "]"
+    )
+    # the models copy the dicts they are given: the parts stay as they are for the next draw
+    return BlendedScore(
+        score=score,
+        confidence=confidence,
+        signals=signals,
+        weights=weights,
+        indicators=parts.indicators,
+        unavailable=parts.unavailable,
+        summary=summary + _learned_summary(multipliers),
+        learned=multipliers,
+    )
 
 
 LEARNED_MIN_FACTOR = 0.5
@@ -216,29 +316,6 @@ def _renormalised(
 
 _RAW_LABELS = {"rsi": ("rsi", "RSI {:.1f}"), "momentum": ("rate_of_change_pct", "ROC {:+.2f} %"),
                "bollinger": ("percent_b", "%B {:.2f}")}  # fmt: skip
-
-
-def _score_summary(
-    score: float,
-    confidence: float,
-    blend: BlendWeights,
-    raw: dict[str, float],
-    signals: dict[str, float],
-    weights: dict[str, float],
-    unavailable: dict[str, str],
-) -> str:
-    parts = []
-    for name, (raw_name, template) in _RAW_LABELS.items():
-        if name in signals:
-            shown = template.format(raw[raw_name])
-            parts.append(f"{name} {shown} -> {signals[name]:+.2f} x {weights[name]:.2f}")
-    if DERIVATIVES_SIGNAL in signals:
-        parts.append(
-            f"derivatives {signals[DERIVATIVES_SIGNAL]:+.2f} x {weights[DERIVATIVES_SIGNAL]:.2f}"
-        )
-    parts.extend(f"{name} unavailable: {why}" for name, why in unavailable.items())
-    regime = f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else "")
-    return f"score {score:+.2f}, confidence {confidence:.2f} [{regime}; " + "; ".join(parts) + "]"
 
 
 # --- RegimeBlendExit --------------------------------------------------------------------------

@@ -25,7 +25,16 @@ _step = st.fixed_dictionaries(
         "at_ms": st.sampled_from([AT_MS, AT_MS + 60_000, STALE_MS]),
         "cash": st.sampled_from([10_000.0, 500.0, 0.0]),
         "held": st.booleans(),
-        "draw": st.sampled_from([{}, {"rsi": 0.9, "momentum": 0.1}]),
+        "priced": st.booleans(),
+        # the learner's draw goes through the remembered blend too: wide draws, at 0 and 1,
+        # for some signals only or for none the blend has
+        "draw": st.one_of(
+            st.sampled_from([{}, {"rsi": 0.9, "momentum": 0.1}, {"funding": 0.3}]),
+            st.dictionaries(
+                st.sampled_from(["rsi", "momentum", "bollinger", "derivatives", "funding"]),
+                st.one_of(st.sampled_from([0.0, 0.5, 1.0]), st.floats(0.0, 1.0)),
+            ),
+        ),
     }
 )
 
@@ -40,6 +49,7 @@ def _inputs(step: dict[str, object]) -> FallbackInputs:
             derivatives_signal=step["signal"],
             derivatives_unavailable_reason=step["reason"],
             learned_draw=step["draw"],
+            price=base.price if step["priced"] or name != TICKERS[1] else None,
             position=open_position(name, base.price or 1.0, (base.price or 1.0) * 1.1)
             if step["held"] and name == TICKERS[0]
             else None,
@@ -57,7 +67,14 @@ def _bytes(decision: AgentDecision) -> bytes:
     return orjson.dumps(decision.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS)
 
 
-_ZERO = {"regime": "unknown", "reason": "", "at_ms": AT_MS, "cash": 10_000.0, "held": False}
+_ZERO = {
+    "regime": "unknown",
+    "reason": "",
+    "at_ms": AT_MS,
+    "cash": 10_000.0,
+    "held": False,
+    "priced": True,
+}
 
 
 @settings(max_examples=40, deadline=None)
