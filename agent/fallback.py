@@ -62,7 +62,7 @@ from market.timeframes import timeframe_ms
 _SERIES_KEPT = 16
 #: closes tuple given -> its validated form
 _validated_closes: IdentityMemo[tuple[Any, ...], tuple[float, ...]] = IdentityMemo(_SERIES_KEPT)
-#: scores kept per closes tuple: regime labels and derivatives readings seen since its close
+#: blends prepared per closes tuple: regime labels and derivatives readings seen since its close
 _SCORES_PER_SERIES = 8
 
 _VOLATILITY_RANK: dict[RegimeLabel, int] = {
@@ -167,6 +167,7 @@ class _Analysis(NamedTuple):
     inputs: TickerInputs
     blend: BlendWeights
     blended: BlendedScore
+    blend_text: str  # the blend's weights as the regime agreement shows them
 
 
 class _Plan(NamedTuple):
@@ -179,7 +180,12 @@ class _Plan(NamedTuple):
     confidence: float
 
 
-_Prepared = tuple[BlendWeights, PreparedBlend]
+class _Prepared(NamedTuple):
+    """A ticker's blend up to the learner's draw, kept between candle closes."""
+
+    blend: BlendWeights
+    blended: PreparedBlend
+    blend_text: str
 
 
 class FallbackPipeline:
@@ -196,15 +202,15 @@ class FallbackPipeline:
     def decide(self, inputs: FallbackInputs, decider_reason: str = "") -> AgentDecision:
         prepared = [self._prepared(ticker, inputs.at_ms) for ticker in inputs.tickers]
         analyses = [
-            _Analysis(ticker, blend, blended.scored(ticker.learned_draw))
-            for ticker, (blend, blended) in zip(inputs.tickers, prepared, strict=True)
+            _Analysis(ticker, blend, blended.scored(ticker.learned_draw), text)
+            for ticker, (blend, blended, text) in zip(inputs.tickers, prepared, strict=True)
         ]
         plans = self._plans(analyses, inputs)
         decisions = [_built(a, plan) for a, plan in zip(analyses, plans, strict=True)]
         if any(analysis.blended.learned for analysis in analyses):
             fixed = [
-                _Analysis(ticker, blend, blended.fixed)
-                for ticker, (blend, blended) in zip(inputs.tickers, prepared, strict=True)
+                _Analysis(ticker, blend, blended.fixed, text)
+                for ticker, (blend, blended, text) in zip(inputs.tickers, prepared, strict=True)
             ]
             baseline = self._plans(fixed, inputs)
             decisions = [
@@ -247,7 +253,11 @@ class FallbackPipeline:
         if found is None:
             blend = self._detect.run(ticker.regime_label)
             derivatives = self._derivatives.run(signal, ticker.derivatives_unavailable_reason)
-            found = blend, self._signal.prepare(ticker.closes, blend, derivatives, problem)
+            found = _Prepared(
+                blend,
+                self._signal.prepare(ticker.closes, blend, derivatives, problem),
+                "/".join(f"{name} {value:.2f}" for name, value in blend.weights.items()),
+            )
             remember(prepared, key, found, _SCORES_PER_SERIES)
         return found
 
@@ -369,12 +379,11 @@ def _regime_agreement(analyses: list[_Analysis]) -> str:
         return ""
     parts = []
     for analysis in analyses:
-        weights = "/".join(f"{name} {value:.2f}" for name, value in analysis.blend.weights.items())
         label = analysis.inputs.regime_label
         shown = label if label == analysis.blend.regime else f"{label!r} -> unknown"
         parts.append(
             f"{analysis.inputs.ticker} {shown} (exposure {analysis.inputs.regime_exposure:.2f}): "
-            f"{weights}"
+            f"{analysis.blend_text}"
         )
     return "follows the regime model's labels: " + "; ".join(parts)
 

@@ -179,7 +179,7 @@ class _BlendParts(NamedTuple):
     coverage: float
     regime: str  # "regime <label>[ (note)]"
     weighted: tuple[tuple[str, str], ...]  # (signal, "<its part> x ") in the summary's order
-    unavailable_parts: list[str]
+    unavailable_parts: tuple[str, ...]
 
 
 class PreparedBlend:
@@ -187,8 +187,9 @@ class PreparedBlend:
     the rest (the closes' technical signals, the regime's weights renormalised over what is
     available, the derivatives reading, most of the summary's text) only changes on a candle
     close, a regime change or a new derivatives reading: the pipeline keeps this per closes
-    series and finishes it with each draw. ``scored(draw)`` is what ``run`` returned before the
-    split, computed the same way in the same order (byte-identical floats and text)."""
+    series and finishes it with each draw. ``scored(draw)`` computes what a single pass over the
+    closes would, the same way in the same order: the same floats and text to the last digit
+    (tested against the single pass)."""
 
     __slots__ = ("_fixed", "_parts")
 
@@ -239,7 +240,7 @@ def _blend_parts(
         coverage=coverage,
         regime=f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else ""),
         weighted=tuple(weighted),
-        unavailable_parts=[f"{name} unavailable: {why}" for name, why in unavailable.items()],
+        unavailable_parts=tuple(f"{name} unavailable: {why}" for name, why in unavailable.items()),
     )
 
 
@@ -255,7 +256,7 @@ def _finished(
     shown = [prefix + f"{weights[name]:.2f}" for name, prefix in parts.weighted]
     summary = (
         f"score {score:+.2f}, confidence {confidence:.2f} [{parts.regime}; "
-        + "; ".join(shown + parts.unavailable_parts)
+        + "; ".join([*shown, *parts.unavailable_parts])
         + "]"
     )
     # the models copy the dicts they are given: the parts stay as they are for the next draw
