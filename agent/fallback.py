@@ -235,7 +235,9 @@ class FallbackPipeline:
         """The blend up to the learner's draw, remembered per closes tuple (the same one between
         candle closes) and the rest of what it reads: most decisions come between two 4h closes
         with the same regime label and derivatives signal, and the blend was most of the rules'
-        time. The draw is new at every decision: it only finishes the remembered blend."""
+        time. The draw is new at every decision: it only finishes the remembered blend. The
+        fixed blend's model is handed to every decision: frozen, and its dicts are never written
+        to (a decision copies them)."""
         problem = self._history_problem(ticker, at_ms)
         signal = ticker.derivatives_signal
         key = (
