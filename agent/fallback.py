@@ -13,7 +13,7 @@ learner keys its posteriors by these names; a signal without data is absent, nev
 
 The learner acts here too: ``TickerInputs.learned_draw`` (the snapshot's Thompson draw for the
 ticker's regime, absent under ``--no-memory``) re-weights the blend within [0.5x, 1.5x] per signal
-(``fallback_nodes.learned_weights``). When that changes a ticker's action against the fixed blend,
+(``fallback_score.learned_weights``). When that changes a ticker's action against the fixed blend,
 its reasoning says so and what the fixed blend would have done.
 
 Entry sizes are multiplied by the ticker's crypto regime exposure times the combined regime's
@@ -42,17 +42,16 @@ from pydantic import (
 from agent.decision import AgentDecision, TradeDecision
 from agent.fallback_config import FallbackConfig, RegimeLabel
 from agent.fallback_nodes import (
-    BlendedScore,
     BlendWeights,
     DerivativesSignalInput,
     EntryVerdict,
     OpenPosition,
-    PreparedBlend,
     RegimeBlendDetect,
     RegimeBlendEntry,
     RegimeBlendExit,
     RegimeBlendSignal,
 )
+from agent.fallback_score import BlendedScore, PreparedBlend
 from agent.memo import IdentityMemo, remember
 from broker.port import Action
 from market.closes import CloseSeries

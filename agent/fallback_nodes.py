@@ -25,7 +25,7 @@ derivatives signal counts as covered for its own share); agreement is |score| / 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, NamedTuple
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -37,7 +37,8 @@ from agent.fallback_config import (
     FallbackConfig,
     RegimeLabel,
 )
-from agent.fallback_technical import TechnicalSignals, clip_unit
+from agent.fallback_score import BlendedScore, PreparedBlend
+from agent.fallback_technical import TechnicalSignals
 from broker.port import PositionDetail
 
 
@@ -94,19 +95,7 @@ class DerivativesSignalInput:
         return DerivativesReading(value=value, weight=self._config.derivatives_weight)
 
 
-# --- RegimeBlendSignal ------------------------------------------------------------------------
-
-
-class BlendedScore(_Frozen):
-    score: float | None = Field(ge=-1.0, le=1.0)  # None: no technical signal had data
-    confidence: float = Field(ge=0.0, le=1.0)
-    signals: dict[str, float]  # available signals only, each in [-1, 1]
-    weights: dict[str, float]  # the renormalised weights actually used
-    indicators: dict[str, float]  # raw values: rsi, rate_of_change_pct, percent_b
-    unavailable: dict[str, str]  # signal -> why it dropped out
-    summary: str
-    #: signal -> the learner's multiplier applied, in [0.5, 1.5] (empty: the fixed blend)
-    learned: dict[str, float] = Field(default_factory=dict)
+# --- RegimeBlendSignal (the score itself: ``agent.fallback_score``) -----------------------------
 
 
 class RegimeBlendSignal:
@@ -157,151 +146,15 @@ class RegimeBlendSignal:
                 + "; ".join(f"{name} unavailable: {why}" for name, why in unavailable.items())
                 + "]",
             )
-            return PreparedBlend(unscored, None)
+            return PreparedBlend.unscored(unscored)
         weights = _renormalised(blend.weights, signals, derivatives)
         if derivatives.value is not None:
             signals[DERIVATIVES_SIGNAL] = derivatives.value
         coverage = (1.0 - derivatives.weight) * sum(
             blend.weights[name] for name in signals if name != DERIVATIVES_SIGNAL
         ) + derivatives.weight
-        return PreparedBlend(
-            None, _blend_parts(blend, raw, signals, weights, unavailable, coverage)
-        )
-
-
-class _BlendParts(NamedTuple):
-    """What a score reads besides the learned weights; the summary's pieces formatted already."""
-
-    signals: dict[str, float]
-    weights: dict[str, float]  # renormalised, before the learner
-    indicators: dict[str, float]
-    unavailable: dict[str, str]
-    coverage: float
-    regime: str  # "regime <label>[ (note)]"
-    weighted: tuple[tuple[str, str], ...]  # (signal, "<its part> x ") in the summary's order
-    unavailable_parts: tuple[str, ...]
-
-
-class PreparedBlend:
-    """A blend scored up to the learner's draw. The draw is new at every decision, while all
-    the rest (the closes' technical signals, the regime's weights renormalised over what is
-    available, the derivatives reading, most of the summary's text) only changes on a candle
-    close, a regime change or a new derivatives reading: the pipeline keeps this per closes
-    series and finishes it with each draw. ``scored(draw)`` computes what a single pass over the
-    closes would, the same way in the same order: the same floats and text to the last digit
-    (tested against the single pass)."""
-
-    __slots__ = ("_fixed", "_parts")
-
-    def __init__(self, fixed: BlendedScore | None, parts: _BlendParts | None) -> None:
-        self._fixed = fixed  # None until asked for, when there are parts
-        self._parts = parts  # None: no technical signal, no score (``fixed`` given)
-
-    @property
-    def fixed(self) -> BlendedScore:
-        """The score without a draw (the fixed blend)."""
-        if self._fixed is None:
-            assert self._parts is not None
-            self._fixed = _finished(self._parts, dict(self._parts.weights), {})
-        return self._fixed
-
-    def scored(self, learned: Mapping[str, float] | None) -> BlendedScore:
-        """The score with the learner's draw ``learned`` (absent or empty: the fixed blend)."""
-        parts = self._parts
-        if parts is None or not learned:
-            return self.fixed
-        weights, multipliers = learned_weights(parts.weights, learned)
-        if not multipliers:  # nothing drawn for these signals: the fixed blend
-            return self.fixed
-        return _finished(parts, weights, multipliers)
-
-
-def _blend_parts(
-    blend: BlendWeights,
-    raw: dict[str, float],
-    signals: dict[str, float],
-    weights: dict[str, float],
-    unavailable: dict[str, str],
-    coverage: float,
-) -> _BlendParts:
-    weighted = [
-        (name, f"{name} {template.format(raw[raw_name])} -> {signals[name]:+.2f} x ")
-        for name, (raw_name, template) in _RAW_LABELS.items()
-        if name in signals
-    ]
-    if DERIVATIVES_SIGNAL in signals:
-        signal = DERIVATIVES_SIGNAL
-        weighted.append((signal, f"derivatives {signals[signal]:+.2f} x "))
-    return _BlendParts(
-        signals=signals,
-        weights=weights,
-        indicators=raw,
-        unavailable=unavailable,
-        coverage=coverage,
-        regime=f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else ""),
-        weighted=tuple(weighted),
-        unavailable_parts=tuple(f"{name} unavailable: {why}" for name, why in unavailable.items()),
-    )
-
-
-def _finished(
-    parts: _BlendParts, weights: dict[str, float], multipliers: dict[str, float]
-) -> BlendedScore:
-    """The score, confidence and summary with these (learned or fixed) weights."""
-    signals = parts.signals
-    score = clip_unit(sum(weights[name] * signals[name] for name in weights))
-    spread = sum(weights[name] * abs(signals[name]) for name in weights)
-    coverage = parts.coverage
-    confidence = min(1.0, max(0.0, coverage * (abs(score) / spread if spread > 0 else 0.0)))
-    shown = [prefix + f"{weights[name]:.2f}" for name, prefix in parts.weighted]
-    summary = (
-        f"score {score:+.2f}, confidence {confidence:.2f} [{parts.regime}; "
-        + "; ".join([*shown, *parts.unavailable_parts])
-        + "]"
-    )
-    # the models copy the dicts they are given: the parts stay as they are for the next draw
-    return BlendedScore(
-        score=score,
-        confidence=confidence,
-        signals=signals,
-        weights=weights,
-        indicators=parts.indicators,
-        unavailable=parts.unavailable,
-        summary=summary + _learned_summary(multipliers),
-        learned=multipliers,
-    )
-
-
-LEARNED_MIN_FACTOR = 0.5
-LEARNED_MAX_FACTOR = 1.5
-
-
-def learned_weights(
-    weights: Mapping[str, float], draws: Mapping[str, float]
-) -> tuple[dict[str, float], dict[str, float]]:
-    """The blend weights re-weighted by the learner's draws, and the multipliers applied.
-
-    A drawn signal's weight is scaled by ``0.5 + draw`` (clipped to [0.5, 1.5]); signals the
-    learner has no posterior for keep theirs; then all are renormalised to sum 1."""
-    multipliers = {
-        name: min(LEARNED_MAX_FACTOR, max(LEARNED_MIN_FACTOR, 0.5 + draws[name]))
-        for name in weights
-        if name in draws
-    }
-    if not multipliers:
-        return dict(weights), {}
-    scaled = {name: weight * multipliers.get(name, 1.0) for name, weight in weights.items()}
-    total = sum(scaled.values())
-    if total <= 0:
-        return dict(weights), {}
-    return {name: weight / total for name, weight in scaled.items()}, multipliers
-
-
-def _learned_summary(multipliers: Mapping[str, float]) -> str:
-    if not multipliers:
-        return ""
-    shown = ", ".join(f"{name} x{factor:.2f}" for name, factor in sorted(multipliers.items()))
-    return f" (learned weights: {shown})"
+        regime = f"regime {blend.regime}" + (f" ({blend.note})" if blend.note else "")
+        return PreparedBlend.scoring(regime, raw, signals, weights, unavailable, coverage)
 
 
 def _renormalised(
@@ -313,10 +166,6 @@ def _renormalised(
     if derivatives.value is not None:
         weights[DERIVATIVES_SIGNAL] = derivatives.weight
     return weights
-
-
-_RAW_LABELS = {"rsi": ("rsi", "RSI {:.1f}"), "momentum": ("rate_of_change_pct", "ROC {:+.2f} %"),
-               "bollinger": ("percent_b", "%B {:.2f}")}  # fmt: skip
 
 
 # --- RegimeBlendExit --------------------------------------------------------------------------

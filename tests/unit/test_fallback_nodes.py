@@ -13,7 +13,6 @@ from test_fallback_support import open_position
 
 from agent.fallback_config import DEFAULT_BLEND_TABLE, FallbackConfig, SignalWeights
 from agent.fallback_nodes import (
-    BlendedScore,
     DerivativesReading,
     DerivativesSignalInput,
     RegimeBlendDetect,
@@ -21,6 +20,7 @@ from agent.fallback_nodes import (
     RegimeBlendExit,
     RegimeBlendSignal,
 )
+from agent.fallback_score import BlendedScore
 from agent.fallback_technical import bollinger_signal, momentum_signal, rsi_signal
 
 CONFIG = FallbackConfig()

@@ -24,14 +24,13 @@ from agent.fallback_config import (
     SignalWeights,
 )
 from agent.fallback_nodes import (
-    BlendedScore,
     BlendWeights,
     DerivativesReading,
     DerivativesSignalInput,
     RegimeBlendDetect,
     RegimeBlendSignal,
-    learned_weights,
 )
+from agent.fallback_score import BlendedScore, learned_weights
 from agent.fallback_technical import TechnicalSignals, clip_unit
 
 SMALL = FallbackConfig(rsi_window=3, momentum_window=2, bollinger_window=4)
