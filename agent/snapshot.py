@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import operator
 from collections.abc import Mapping
-from typing import Any, Literal, Self
+from typing import Any, Final, Literal, Self
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agent.indicators import TimeframeSummary
-from agent.snapshot_walks import FLOAT_DECIMALS, rounded_and_compact
+from agent.snapshot_walks import FLOAT_DECIMALS, KeptForms
 from derivatives.fields import CONTEXT_FIELDS
 from regime.snapshot import RegimeSnapshot
 
@@ -92,6 +92,25 @@ class SentForms:
         return all(map(operator.is_, map(sent.__getitem__, mine), mine.values()))
 
 
+#: the fields often the same from one snapshot to the next (the dumped ``Any`` values of the
+#: recent trades and outside data, the reasons: a NaN there is dumped as null), their forms kept
+_KEPT_FORMS: Final = KeptForms(
+    (
+        "recent_trades",
+        "unavailable",
+        "open_interest",
+        "taker_delta",
+        "long_short_ratio",
+        "liquidations",
+        "basis",
+        "stablecoin_supply",
+        "fear_greed",
+        "etf_flow",
+        "paxg",
+    )
+)
+
+
 class MarketSnapshot(_Frozen):
     schema_version: int = SNAPSHOT_SCHEMA_VERSION
     at_ms: int
@@ -149,7 +168,7 @@ class MarketSnapshot(_Frozen):
         # and a decision asks six times
         forms: SentForms | None = (self.__pydantic_private__ or {}).get("_forms")
         if forms is None:
-            sent, compact = rounded_and_compact(self.model_dump(mode="json"))
+            sent, compact = _KEPT_FORMS.both(self.model_dump(mode="json"))
             forms = self._forms = SentForms(sent, compact)
         return forms
 

@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
+import orjson
+
 from agent.memo import FloatMemo
 
 FLOAT_DECIMALS = 8
@@ -205,3 +207,59 @@ def _both_dict(value: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
             if key not in NOT_SENT and not (key == "unavailable" and nested == {}):
                 out[key] = nested_compact
     return done, out
+
+
+class KeptForms:
+    """``rounded_and_compact`` of a dumped snapshot whose entries named in ``fields`` keep their
+    pair while they stay the same: the recent trades (ten of them, a sixth of the walk with
+    memory on) change at an exit, the reasons and outside data about daily.
+
+    "The same" is the same JSON bytes (the same keys in the same order, strings, and types:
+    ``1``, ``1.0``, ``true`` and ``-0.0`` are told apart) and equal values (orjson writes a NaN
+    as null, and a NaN equals nothing, so a value with one is never taken for one with a null).
+    A value orjson refuses (a subclass, a model, a non-string key) is walked every time. The
+    pairs handed out are shared between the snapshots that had the same entry: read-only."""
+
+    def __init__(self, fields: tuple[str, ...]) -> None:
+        self.fields = frozenset(fields)
+        self._kept: dict[str, tuple[bytes, Any, tuple[Any, Any]]] = {}
+
+    def both(self, value: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``rounded_and_compact(value)`` (the same walk at the top, in the same order)."""
+        reasons = value.get("unavailable")
+        explained = (
+            reasons if type(reasons) is dict or isinstance(reasons, Mapping) else _NO_REASONS
+        )
+        done: dict[Any, Any] = {}
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            if item is None:
+                done[key] = None
+                if key not in NOT_SENT and key not in explained:
+                    out[key] = None
+                continue
+            pair = self._pair(key, item) if key in self.fields else rounded_and_compact(item)
+            done[key] = pair[0]
+            if key not in NOT_SENT and not (key == "unavailable" and pair[0] == {}):
+                out[key] = pair[1]
+        return done, out
+
+    def _pair(self, name: str, item: Any) -> tuple[Any, Any]:
+        try:
+            encoded = orjson.dumps(item, option=_OWN_TYPES_ONLY)
+        except TypeError:  # orjson.JSONEncodeError is one
+            return rounded_and_compact(item)
+        kept = self._kept.get(name)
+        if kept is not None and kept[0] == encoded and kept[1] == item:
+            return kept[2]
+        pair = rounded_and_compact(item)
+        self._kept[name] = (encoded, item, pair)
+        return pair
+
+
+#: orjson refuses subclasses, dataclasses and dates instead of writing them as their base type
+_OWN_TYPES_ONLY: Final = (
+    orjson.OPT_PASSTHROUGH_SUBCLASS
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+)
