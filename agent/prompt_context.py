@@ -198,6 +198,7 @@ class ContextMemo:
         self._cuts: dict[str, str] = {}  # a lesson's text -> its cut
         #: the last summaries and their key: the desk hands out the same (frozen) items all day
         self._summaries: tuple[list[SummaryItem], tuple[object, ...]] = ([], ())
+        self._last: tuple[tuple[object, ...], _Stable] | None = None  # the last key, its answer
 
     def parts(self, ctx: AssembledContext) -> ContextParts:
         b = self.budgets
@@ -226,6 +227,11 @@ class ContextMemo:
 
     def _stable_part(self, ctx: AssembledContext) -> _Stable:
         key = stable_key(ctx, self._summaries_key(ctx.summaries))
+        last = self._last
+        # the key of the decision before, compared (its parts the very same strings and tuples,
+        # mostly: no hash of the ~150 parts, which a tuple does not keep, to look it up)
+        if last is not None and last[0] == key:
+            return last[1]
         found = self._stable.get(key)
         if found is None:
             capped, cut = _capped(stable_items(ctx), self.budgets.item_chars)
@@ -240,6 +246,7 @@ class ContextMemo:
                 lists=_text_lists(kept),
             )
             remember(self._stable, key, found, self._size)
+        self._last = (key, found)
         return found
 
     def _capped_volatile(self, items: Iterable[Item]) -> tuple[list[Item], list[str]]:

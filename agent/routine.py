@@ -258,7 +258,7 @@ class DecisionRoutine:
             record["context_error"] = f"{type(exc).__name__}: {exc}"
             return None
         # plain (ints, strings and lists of them): not validated, dumped and walked again
-        record["prompt"] = PlainJson(prompt.info.model_dump(mode="json"))
+        record["prompt"] = PlainJson(prompt.info.as_json())
         return prompt
 
     async def _execute(

@@ -38,3 +38,13 @@ def test_digest_is_the_hash_of_the_whole_dump_whatever_came_before(
     assembler = PromptAssembler(None)
     for system, user in [*prompts, *prompts]:  # the second round mostly from the kept state
         assert assembler._digest(system, user) == _whole(system, user)
+
+
+def test_digest_sees_system_blocks_changed_in_place_after_hashing() -> None:
+    """The kept state is keyed on a copy: blocks edited after they were hashed do not fool it."""
+    assembler = PromptAssembler(None)
+    system = [{"type": "text", "text": "policy A"}]
+    user = [{"type": "text", "text": "snapshot"}]
+    assert assembler._digest(system, user) == _whole(system, user)
+    system[0]["text"] = "policy B"
+    assert assembler._digest(system, user) == _whole(system, user)
