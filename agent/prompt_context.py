@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.memo import remember
 from agent.prompt_items import stable_items, volatile_items
-from agent.prompt_trim import Item, cap_item, size, trim
+from agent.prompt_trim import SEPARATOR_CHARS, Item, cap_item, size, trim
 from memory.context import AssembledContext, SummaryItem
 
 #: the class budget each drop rank counts against (rules share the policy's)
@@ -116,6 +116,40 @@ def within_class_budgets(
     return [i for i in items if id(i) not in gone], dropped
 
 
+def within_class_budgets_lean(
+    items: Sequence[Item], class_chars: Mapping[str, int]
+) -> tuple[list[Item], list[Item]]:
+    """``within_class_budgets`` in one pass over the items and one sort per class over budget
+    (no ``Trimmed`` made, sizes counted once): what ``ContextMemo`` runs on the lessons and
+    session entries at every decision. The same order of drops: by drop rank, then place."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        if not item.protected:
+            name = RANK_CLASS.get(int(item.drop_rank[0]), "")
+            group = groups.get(name)
+            if group is None:
+                groups[name] = [item]
+            else:
+                group.append(item)
+    dropped: list[Item] = []
+    for name, group in groups.items():
+        budget = class_chars.get(name)
+        if budget is None:
+            continue
+        total = sum(len(item.text) for item in group) + SEPARATOR_CHARS * len(group)
+        if total <= budget:
+            continue
+        for index in sorted(range(len(group)), key=lambda i: (group[i].drop_rank, i)):
+            if total <= budget:
+                break
+            dropped.append(group[index])
+            total -= len(group[index].text) + SEPARATOR_CHARS
+    if not dropped:
+        return list(items), dropped
+    gone = {id(item) for item in dropped}
+    return [item for item in items if id(item) not in gone], dropped
+
+
 def context_parts(items: Sequence[Item], budgets: PromptBudgets) -> ContextParts:
     """Every step on every item: the answer ``ContextMemo`` must give."""
     capped, cut = _capped(items, budgets.item_chars)
@@ -143,6 +177,7 @@ class _Stable:
     cut: tuple[str, ...]
     chars: int
     lists: Mapping[str, list[str]]
+    joined: Mapping[str, str]  # each of ``lists`` joined by newlines
 
 
 _SUMMARY_FIELDS = operator.attrgetter("analyst", "ticker", "kind", "text", "made_at_ms")
@@ -169,6 +204,15 @@ def stable_key(
 
 def summaries_key(summaries: Iterable[SummaryItem]) -> tuple[object, ...]:
     return tuple(map(_SUMMARY_FIELDS, summaries))
+
+
+def _joined(stable: _Stable, name: str, more: list[str]) -> str:
+    """``"\n".join(stable.lists[name] + more)``, the stable lines joined once."""
+    if not more:
+        return stable.joined[name]
+    if not stable.lists[name]:
+        return "\n".join(more)
+    return stable.joined[name] + "\n" + "\n".join(more)
 
 
 def _merged(stable: _Stable, dropped: Iterable[Item]) -> tuple[str, ...]:
@@ -204,13 +248,13 @@ class ContextMemo:
         b = self.budgets
         stable = self._stable_part(ctx)
         capped, cut = self._capped_volatile(volatile_items(ctx))
-        kept, dropped = within_class_budgets(capped, b.class_chars)
+        kept, dropped = within_class_budgets_lean(capped, b.class_chars)
         classed = stable.chars + size(kept)
         if classed > b.context_max_chars:  # the hard cap binds: every step on the whole
             return context_parts([*stable_items(ctx), *volatile_items(ctx)], b)
         lists = _text_lists(kept)
         return ContextParts(
-            texts={name: "\n".join(stable.lists[name] + lists[name]) for name in TEXTS},
+            texts={name: _joined(stable, name, lists[name]) for name in TEXTS},
             chars=classed,
             classed_chars=classed,
             trimmed=_merged(stable, dropped) if dropped else stable.trimmed,
@@ -237,13 +281,15 @@ class ContextMemo:
             capped, cut = _capped(stable_items(ctx), self.budgets.item_chars)
             kept, dropped = within_class_budgets(capped, self.budgets.class_chars)
             gone = sorted(dropped, key=_drop_rank)
+            lists = _text_lists(kept)
             found = _Stable(
                 kept=tuple(kept),
                 trimmed=tuple(i.key for i in gone),
                 ranks=tuple(i.drop_rank for i in gone),
                 cut=tuple(cut),
                 chars=size(kept),
-                lists=_text_lists(kept),
+                lists=lists,
+                joined={name: "\n".join(lists[name]) for name in TEXTS},
             )
             remember(self._stable, key, found, self._size)
         self._last = (key, found)

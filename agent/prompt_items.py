@@ -89,15 +89,17 @@ def volatile_items(ctx: AssembledContext) -> list[Item]:
             if isinstance(value, str)
             else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
         )
-        items.append(
-            Item(
-                "session",
-                f"session:{key}",
-                f"{key}: {text}",
-                drop_rank=(CLASS_RANK["session"], at, key),
-            )
-        )
+        items.append(_session_item(key, text, at))
     return items
+
+
+@functools.lru_cache(maxsize=256)
+def _session_item(key: str, text: str, at: float) -> Item:
+    """A session entry's item: the same entry written at the same time, the same item (the
+    theses stay for days; only each ticker's last decision is new at each decision)."""
+    return Item(
+        "session", f"session:{key}", f"{key}: {text}", drop_rank=(CLASS_RANK["session"], at, key)
+    )
 
 
 @functools.lru_cache(maxsize=256)

@@ -11,8 +11,16 @@ from agent.prompt_context import (
     context_parts,
     stable_key,
     summaries_key,
+    within_class_budgets,
+    within_class_budgets_lean,
 )
-from agent.prompt_items import _insight_item, _note_items, _summary_item, context_items
+from agent.prompt_items import (
+    _insight_item,
+    _note_items,
+    _session_item,
+    _summary_item,
+    context_items,
+)
 from agent.prompt_trim import Item
 from memory.context import AssembledContext, Dated, InsightItem, SummaryItem
 
@@ -156,11 +164,43 @@ def test_items_remembered_are_the_items_made_afresh(
     stables: list[dict[str, object]],
     volatiles: list[tuple[list[InsightItem], dict[str, object], int]],
 ) -> None:
-    """Day summaries, note lines and lessons come from caches keyed on what makes them; made
-    afresh they are the same (a lesson scored -0.0 may carry 0.0 in its rank: equal ranks)."""
+    """Day summaries, note lines, lessons and session entries come from caches keyed on what
+    makes them; made afresh they are the same (a lesson scored -0.0 may carry 0.0 in its rank:
+    equal ranks)."""
     contexts = [_ctx(s, v) for s in stables for v in volatiles or [([], {}, 0)]]
     remembered = [_fields(context_items(ctx)) for ctx in contexts]
     for ctx, items in zip(contexts, remembered, strict=True):
-        for cached in (_insight_item, _note_items, _summary_item):
+        for cached in (_insight_item, _note_items, _session_item, _summary_item):
             cached.cache_clear()
         assert _fields(context_items(ctx)) == items
+
+
+_item = st.builds(
+    Item,
+    part=st.sampled_from(["memory", "session", "policy"]),
+    key=st.text(alphabet="abc", max_size=3),
+    text=st.text(alphabet="ab", max_size=120),
+    protected=st.booleans(),
+    drop_rank=st.tuples(
+        st.sampled_from([0, 1, 2, 3, 4, 5, 9]),
+        st.sampled_from([-1.0, -0.0, 0.0, 0.5, 1.0, float("nan")]),  # ties, and a NaN score
+        st.sampled_from(["", "a", "b"]),
+    ),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    items=st.lists(_item, max_size=14),
+    class_chars=st.dictionaries(
+        st.sampled_from(["policy", "summary", "notes", "insight", "session", ""]),
+        st.integers(0, 400),
+    ),
+)
+def test_lean_class_budgets_keep_and_drop_what_the_plain_ones_do(
+    items: list[Item], class_chars: dict[str, int]
+) -> None:
+    kept, dropped = within_class_budgets(items, class_chars)
+    lean_kept, lean_dropped = within_class_budgets_lean(items, class_chars)
+    assert list(map(id, lean_kept)) == list(map(id, kept))
+    assert list(map(id, lean_dropped)) == list(map(id, dropped))
