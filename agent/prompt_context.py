@@ -96,32 +96,10 @@ def _capped(items: Iterable[Item], item_chars: int) -> tuple[list[Item], list[st
 def within_class_budgets(
     items: Sequence[Item], class_chars: Mapping[str, int]
 ) -> tuple[list[Item], list[Item]]:
-    """Each class of unprotected items trimmed to its own budget, by its own drop order; the
-    kept items in prompt order, and the dropped (class by class, each in its drop order)."""
-    groups: dict[str, list[Item]] = {}
-    for item in items:
-        if not item.protected:
-            groups.setdefault(RANK_CLASS.get(int(item.drop_rank[0]), ""), []).append(item)
-    gone: set[int] = set()
-    dropped: list[Item] = []
-    for name, group in groups.items():
-        budget = class_chars.get(name)
-        if budget is None or size(group) <= budget:
-            continue
-        result = trim(group, budget)
-        dropped.extend(result.dropped)
-        gone.update(id(i) for i in result.dropped)
-    if not gone:
-        return list(items), dropped
-    return [i for i in items if id(i) not in gone], dropped
-
-
-def within_class_budgets_lean(
-    items: Sequence[Item], class_chars: Mapping[str, int]
-) -> tuple[list[Item], list[Item]]:
-    """``within_class_budgets`` in one pass over the items and one sort per class over budget
-    (no ``Trimmed`` made, sizes counted once): what ``ContextMemo`` runs on the lessons and
-    session entries at every decision. The same order of drops: by drop rank, then place."""
+    """Each class of unprotected items trimmed to its own budget, by its own drop order (drop
+    rank, then place); the kept items in prompt order, and the dropped (class by class, each in
+    its drop order). One pass over the items and one sort per class over budget, sizes counted
+    once: ``ContextMemo`` runs it on the lessons and session entries at every decision."""
     groups: dict[str, list[Item]] = {}
     for item in items:
         if not item.protected:
@@ -248,7 +226,7 @@ class ContextMemo:
         b = self.budgets
         stable = self._stable_part(ctx)
         capped, cut = self._capped_volatile(volatile_items(ctx))
-        kept, dropped = within_class_budgets_lean(capped, b.class_chars)
+        kept, dropped = within_class_budgets(capped, b.class_chars)
         classed = stable.chars + size(kept)
         if classed > b.context_max_chars:  # the hard cap binds: every step on the whole
             return context_parts([*stable_items(ctx), *volatile_items(ctx)], b)

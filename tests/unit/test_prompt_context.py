@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agent.prompt_context import (
+    RANK_CLASS,
     ContextMemo,
     PromptBudgets,
     context_parts,
     stable_key,
     summaries_key,
     within_class_budgets,
-    within_class_budgets_lean,
 )
 from agent.prompt_items import (
     _insight_item,
@@ -21,7 +23,7 @@ from agent.prompt_items import (
     _summary_item,
     context_items,
 )
-from agent.prompt_trim import Item
+from agent.prompt_trim import Item, size, trim
 from memory.context import AssembledContext, Dated, InsightItem, SummaryItem
 
 T0 = 1_743_984_000_000
@@ -189,6 +191,28 @@ _item = st.builds(
 )
 
 
+def _trimmed_class_by_class(
+    items: Sequence[Item], class_chars: Mapping[str, int]
+) -> tuple[list[Item], list[Item]]:
+    """The class budgets as ``prompt_trim.trim`` does them, class by class: the reference."""
+    groups: dict[str, list[Item]] = {}
+    for item in items:
+        if not item.protected:
+            groups.setdefault(RANK_CLASS.get(int(item.drop_rank[0]), ""), []).append(item)
+    gone: set[int] = set()
+    dropped: list[Item] = []
+    for name, group in groups.items():
+        budget = class_chars.get(name)
+        if budget is None or size(group) <= budget:
+            continue
+        result = trim(group, budget)
+        dropped.extend(result.dropped)
+        gone.update(id(i) for i in result.dropped)
+    if not gone:
+        return list(items), dropped
+    return [i for i in items if id(i) not in gone], dropped
+
+
 @settings(max_examples=500, deadline=None)
 @given(
     items=st.lists(_item, max_size=14),
@@ -197,10 +221,10 @@ _item = st.builds(
         st.integers(0, 400),
     ),
 )
-def test_lean_class_budgets_keep_and_drop_what_the_plain_ones_do(
+def test_class_budgets_keep_and_drop_what_trimming_class_by_class_does(
     items: list[Item], class_chars: dict[str, int]
 ) -> None:
-    kept, dropped = within_class_budgets(items, class_chars)
-    lean_kept, lean_dropped = within_class_budgets_lean(items, class_chars)
+    kept, dropped = _trimmed_class_by_class(items, class_chars)
+    lean_kept, lean_dropped = within_class_budgets(items, class_chars)
     assert list(map(id, lean_kept)) == list(map(id, kept))
     assert list(map(id, lean_dropped)) == list(map(id, dropped))
