@@ -133,6 +133,8 @@ class SupervisorConfig(_Section):
 
 class StateConfig(_Section):
     watch_interval_secs: float = Field(2.0, gt=0)
+    #: false (what replay sets): journals, runner_state.json and paper_broker.json are not fsynced,
+    #: analysts.db is never synced, and session files are written behind (every 256 sets)
     fsync_journals: bool = True
 
 
