@@ -26,6 +26,27 @@ steps = st.lists(
 )
 
 
+async def _place(
+    broker: PaperBroker,
+    ticker: str,
+    action: Action,
+    notional: float,
+    price: float,
+    signals: dict[str, float] | None = None,
+) -> None:
+    intent = make_intent(
+        ticker, action, notional_usd=notional, reference_price=price, signal_weights=signals
+    )
+    await broker.execute_decisions([intent])
+
+
+async def _trade_at_a_second_later(
+    broker: PaperBroker, clock: VirtualClock, ticker: str, price: float
+) -> None:
+    await clock.advance(1.0)
+    broker.on_market_price(ticker, price, at_ms=clock.now_ms())
+
+
 async def _run(plan: list[tuple[int, str, float]]) -> None:
     clock = VirtualClock(EPOCH_MS)
     broker = PaperBroker(clock, limit_ttl_secs=30, history_limit=4)  # trims too
@@ -37,18 +58,7 @@ async def _run(plan: list[tuple[int, str, float]]) -> None:
         else:
             action = Action.SELL if what == "sell" else Action.BUY
             limit = price * 0.5 if what == "rest" else price  # far below: rests, then expires
-            signals = {"rsi": index / 100}
-            await broker.execute_decisions(
-                [
-                    make_intent(
-                        ticker,
-                        action,
-                        notional_usd=200.0,
-                        reference_price=limit,
-                        signal_weights=signals,
-                    )
-                ]
-            )
+            await _place(broker, ticker, action, 200.0, limit, {"rsi": index / 100})
         await clock.advance(20.0)
         for ticker_, position in broker.ledger.positions.items():
             for _ in range(2):  # the second ask is the remembered one
@@ -72,24 +82,11 @@ async def test_a_position_reopened_reports_the_new_entry_signals() -> None:
     broker = PaperBroker(clock)
     btc = TICKERS[0]
     for weights in ({"rsi": 0.25}, {"momentum": -0.5}):
-        await broker.execute_decisions(
-            [
-                make_intent(
-                    btc,
-                    Action.BUY,
-                    notional_usd=500.0,
-                    reference_price=100.0,
-                    signal_weights=weights,
-                )
-            ]
-        )
-        await clock.advance(1.0)
-        broker.on_market_price(btc, 99.0, at_ms=clock.now_ms())
+        await _place(broker, btc, Action.BUY, 500.0, 100.0, weights)
+        await _trade_at_a_second_later(broker, clock, btc, 99.0)
         (detail,) = await broker.get_positions_detail()
         assert detail.signals == weights
-        await broker.execute_decisions(
-            [make_intent(btc, Action.SELL, notional_usd=10_000.0, reference_price=99.0)]
-        )
+        await _place(broker, btc, Action.SELL, 10_000.0, 99.0)
         await clock.advance(1.0)
         assert await broker.get_positions_detail() == []
 
@@ -100,26 +97,12 @@ async def test_an_opening_buy_trimmed_from_the_history_is_forgotten() -> None:
     clock = VirtualClock(EPOCH_MS)
     broker = PaperBroker(clock, history_limit=2)
     btc, eth = TICKERS
-    await broker.execute_decisions(
-        [
-            make_intent(
-                btc,
-                Action.BUY,
-                notional_usd=500.0,
-                reference_price=100.0,
-                signal_weights={"rsi": 0.5},
-            )
-        ]
-    )
-    await clock.advance(1.0)
-    broker.on_market_price(btc, 99.0, at_ms=clock.now_ms())
+    await _place(broker, btc, Action.BUY, 500.0, 100.0, {"rsi": 0.5})
+    await _trade_at_a_second_later(broker, clock, btc, 99.0)
     (detail,) = await broker.get_positions_detail()
     assert detail.signals == {"rsi": 0.5}
     for _ in range(2):
-        await broker.execute_decisions(
-            [make_intent(eth, Action.BUY, notional_usd=100.0, reference_price=100.0)]
-        )
-        await clock.advance(1.0)
-        broker.on_market_price(eth, 99.0, at_ms=clock.now_ms())
+        await _place(broker, eth, Action.BUY, 100.0, 100.0)
+        await _trade_at_a_second_later(broker, clock, eth, 99.0)
     btc_detail = {d.ticker: d for d in await broker.get_positions_detail()}[btc]
     assert btc_detail.signals == {}
