@@ -419,17 +419,15 @@ def test_a_snapshot_as_sent_is_what_plain_json_promises() -> None:
     assert reference_is_plain(sent)
 
 
+def _decision_record(**fields: Any) -> dict[str, Any]:
+    """A decision line's record with ``fields`` before its gate update."""
+    head = {"type": "decision", "decision_id": "d1-1", "at_ms": 1_000, "trigger": ["test"]}
+    return {**head, **fields, "gate_update": {"next_check_seconds": 60}}
+
+
 def test_a_line_with_the_vouched_snapshot_equals_the_validated_line() -> None:
     sent = _hostile_snapshot().as_sent()
-    record = {
-        "type": "decision",
-        "decision_id": "d1-1",
-        "at_ms": 1_000,
-        "trigger": ["test"],
-        "snapshot_digest": sent_digest(sent),
-        "snapshot": sent,
-        "gate_update": {"next_check_seconds": 60},
-    }
+    record = _decision_record(snapshot_digest=sent_digest(sent), snapshot=sent)
     validated = _typed_line(record)
     vouched = _typed_line({**record, "snapshot": PlainJson(sent)})
     assert list(vouched) == list(validated) and vouched == validated
@@ -447,15 +445,7 @@ def test_a_line_with_the_vouched_prompt_info_equals_the_validated_line() -> None
     info = prompt.info.model_dump(mode="json")
     assert reference_is_plain(info)  # what PlainJson promises, whatever the prompt held
     sent = _hostile_snapshot().as_sent()
-    record = {
-        "type": "decision",
-        "decision_id": "d1-1",
-        "at_ms": 1_000,
-        "trigger": ["test"],
-        "snapshot": sent,
-        "prompt": info,
-        "gate_update": {"next_check_seconds": 60},
-    }
+    record = _decision_record(snapshot=sent, prompt=info)
     validated = _typed_line(record)
     vouched = _typed_line({**record, "snapshot": PlainJson(sent), "prompt": PlainJson(info)})
     assert list(vouched) == list(validated) and vouched == validated
