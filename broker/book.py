@@ -335,9 +335,7 @@ class PaperBook:
         Marks the ticker, expires orders that are due, fills BUY limits the market traded through.
         """
         check_market_prices(ticker, price, low, high)
-        last = self._marks.get(ticker)
-        if last is None or at_ms >= last.at_ms:
-            self._marks[ticker] = Mark(price, at_ms)
+        self.mark_market(ticker, price, at_ms)
         expired = self.expire_due(at_ms)
         waiting = self._open.get(ticker)
         if not waiting:
@@ -354,6 +352,18 @@ class PaperBook:
             and buy_limit_trades_through(order.limit_price, price_d, low_d)
         ]
         return BookUpdate(fills=tuple(fills), expired=expired)
+
+    @property
+    def has_open_orders(self) -> bool:
+        return bool(self._open)
+
+    def mark_market(self, ticker: str, price: float, at_ms: int) -> None:
+        """The marking part of ``on_market`` (``price`` already checked): all a market update
+        does while no order is open. An older update leaves the mark; an equal one keeps it (the
+        streams of a ticker push the same price at one instant: no new tuple for those)."""
+        last = self._marks.get(ticker)
+        if last is None or at_ms > last.at_ms or (at_ms == last.at_ms and price != last.price):
+            self._marks[ticker] = Mark(price, at_ms)
 
     def _fill_buy(self, order: PaperOrder, at_ms: int) -> Fill:
         assert order.limit_price is not None  # open orders are BUY limits (checked on load)

@@ -27,6 +27,7 @@ Not thread-safe, one owner per state file.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
@@ -192,6 +193,18 @@ class PaperBroker:
         every tick retries (a fill that could not be saved fills on a later tick).
         """
         if not isinstance(event, MarketTick):
+            return
+        book = self._book
+        if (
+            not book.has_open_orders
+            and not self._ticks_failing
+            and 0.0 < event.low <= event.close <= event.high < math.inf
+        ):
+            # Most ticks: nothing to fill or expire, and prices ``check_market_prices`` accepts
+            # whichever of them the traded range keeps, so only the range memory and the mark
+            # change (the general path below would come to the same).
+            if self._ranges.note(event):
+                book.mark_market(event.ticker, event.close, event.event_time_ms)
             return
         traded = self._ranges.observe(event)
         if traded is None:

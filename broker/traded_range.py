@@ -26,24 +26,19 @@ class TradedRange(NamedTuple):
     at_ms: int
 
 
-class _Seen(NamedTuple):
-    open_time_ms: int
-    low: float
-    high: float
-
-
 class TradedRangeTracker:
     """Per (ticker, timeframe) memory of the last push; see the module docstring."""
 
     def __init__(self) -> None:
-        self._last: dict[tuple[str, str], _Seen] = {}
+        #: the last push of each stream (ticks are frozen: only its open time, low and high count)
+        self._last: dict[tuple[str, str], MarketTick] = {}
 
     def observe(self, tick: MarketTick) -> TradedRange | None:
         key = (tick.ticker, tick.timeframe)
         previous = self._last.get(key)
         if previous is not None and tick.open_time_ms < previous.open_time_ms:
             return None
-        self._last[key] = _Seen(tick.open_time_ms, tick.low, tick.high)
+        self._last[key] = tick
         if previous is None:
             return TradedRange(tick.close, None, None, tick.event_time_ms)
         if tick.open_time_ms > previous.open_time_ms:
@@ -51,3 +46,13 @@ class TradedRangeTracker:
         low = tick.low if tick.low < previous.low else None
         high = tick.high if tick.high > previous.high else None
         return TradedRange(tick.close, low, high, tick.event_time_ms)
+
+    def note(self, tick: MarketTick) -> bool:
+        """``observe`` for a caller that will not use the range (the paper broker with no order
+        open): the same memory afterwards; False where ``observe`` answers None."""
+        key = (tick.ticker, tick.timeframe)
+        previous = self._last.get(key)
+        if previous is not None and tick.open_time_ms < previous.open_time_ms:
+            return False
+        self._last[key] = tick
+        return True
