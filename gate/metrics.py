@@ -49,14 +49,19 @@ class MetricBoard:
         self.get: Callable[[str], float | None] = self._values.get
         # ticker -> its tick metric names in TICK_METRICS order, None for a ticker outside the table
         self._tick_names: dict[str, tuple[str, ...] | None] = {}
+        #: the features last written under each tick-name tuple (every stream of a ticker feeds
+        #: the same cached object at one instant: writing it again would change nothing, unless
+        #: ``update``/``clear`` touched the values since, and they forget these)
+        self._fed: dict[tuple[str, ...], TickFeatures] = {}
 
     def update_features(self, features: TickFeatures) -> None:
         """Take a tick's features; a feature that is None makes its metric unavailable."""
         names = self._tick_names.get(features.ticker, ())
         if names == ():
             names = self._names_for(features.ticker)
-        if names is None:
+        if names is None or self._fed.get(names) is features:
             return
+        self._fed[names] = features
         price, c1h, c4h, c24h, zscore, volume = names
         values = self._values
         values[price] = features.price
@@ -80,10 +85,12 @@ class MetricBoard:
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
                 raise TypeError(f"metric {name} must be a number, got {type(value).__name__}")
+        self._fed.clear()
         for name, value in values.items():
             _put(self._values, name, None if value is None else float(value))
 
     def clear(self, name: str) -> None:
+        self._fed.clear()
         self._values.pop(name, None)
 
     def snapshot(self) -> dict[str, float]:

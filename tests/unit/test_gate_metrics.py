@@ -6,7 +6,9 @@ import logging
 import math
 
 import pytest
-from test_gate_support import make_features, make_tick, rig
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_gate_support import T0_MS, make_features, make_tick, rig
 
 from gate.conditions import build_metric_registry
 from gate.metrics import MetricBoard, MetricSource
@@ -84,3 +86,72 @@ def test_the_gate_reads_the_board() -> None:
     board.update_features(features)
     verdict = r.gate.evaluate(make_tick("SOL/USDT"), features, board)
     assert verdict.reasons == ("wake:sol_return_zscore abs_gt 1.5",)
+
+
+def _feature_values(ticker: str, values: tuple[float | None, ...]) -> TickFeatures:
+    price, c1h, c4h, c24h, zscore, volume = values
+    return TickFeatures(
+        ticker=ticker,
+        at_ms=T0_MS,
+        price=100.0 if price is None else price,
+        change_1h_pct=c1h,
+        change_4h_pct=c4h,
+        change_24h_pct=c24h,
+        volume_ratio=volume,
+        return_zscore=zscore,
+    )
+
+
+MAYBE = st.sampled_from([None, math.nan, -1.0, 0.5, 2.0])
+#: BTC/USDT:USDT feeds the same metric names as BTC/USDT
+FEATURES = st.lists(
+    st.builds(
+        _feature_values,
+        st.sampled_from(["BTC/USDT", "ETH/USDT", "BTC/USDT:USDT"]),
+        st.tuples(MAYBE, MAYBE, MAYBE, MAYBE, MAYBE, MAYBE),
+    ),
+    min_size=1,
+    max_size=4,
+)
+NAMES = st.sampled_from(["btc_price", "btc_return_zscore", "eth_volume_ratio", "fear_greed"])
+
+
+def _put(values: dict[str, float], name: str, value: float | None) -> None:
+    if value is None or math.isnan(value):
+        values.pop(name, None)
+    else:
+        values[name] = value
+
+
+def _write(values: dict[str, float], features: TickFeatures) -> None:
+    """What ``update_features`` writes, every time."""
+    prefix = features.ticker.partition("/")[0].lower()
+    values[f"{prefix}_price"] = features.price
+    _put(values, f"{prefix}_change_1h_pct", features.change_1h_pct)
+    _put(values, f"{prefix}_change_4h_pct", features.change_4h_pct)
+    _put(values, f"{prefix}_change_24h_pct", features.change_24h_pct)
+    _put(values, f"{prefix}_return_zscore", features.return_zscore)
+    _put(values, f"{prefix}_volume_ratio", features.volume_ratio)
+
+
+@settings(max_examples=300, deadline=None)
+@given(pool=FEATURES, ops=st.lists(st.tuples(st.integers(0, 5), NAMES, MAYBE), max_size=40))
+def test_feeding_the_same_features_again_leaves_what_writing_them_would(
+    pool: list[TickFeatures], ops: list[tuple[int, str, float | None]]
+) -> None:
+    """The board skips features it wrote last under the same names; the values (and their
+    order: snapshots are journalled) must be what writing every time gives, after any mix of
+    feeds, ``update`` and ``clear``."""
+    board, written = MetricBoard(), dict[str, float]()
+    for op, name, value in ops:
+        if op == 4:
+            board.update({name: value})
+            _put(written, name, value)
+        elif op == 5:
+            board.clear(name)
+            written.pop(name, None)
+        else:
+            features = pool[op % len(pool)]
+            board.update_features(features)
+            _write(written, features)
+        assert list(board.snapshot().items()) == list(written.items())
