@@ -154,7 +154,8 @@ class FeatureTracker:
         state.volume_sum = math.fsum(state.volumes)  # re-summed: no drift over months of closes
         state.closes[candle.open_time_ms] = candle.close
         if len(state.closes) > self._keep_closes:
-            del state.closes[min(state.closes)]
+            # the oldest: keys only arrive newer than every one kept (corrections replace one)
+            del state.closes[next(iter(state.closes))]
         state.last_open_ms = candle.open_time_ms
         state.last_close = candle.close
         state.references.clear()
@@ -290,7 +291,7 @@ def _mean_std(values: deque[float]) -> tuple[float, float]:
     mean = math.fsum(values) / n
     if n < 2:
         return mean, math.nan
-    variance = math.fsum((x - mean) ** 2 for x in values) / (n - 1)
+    variance = math.fsum([(x - mean) ** 2 for x in values]) / (n - 1)
     return mean, math.sqrt(variance)
 
 

@@ -271,3 +271,41 @@ def test_cached_features_equal_fresh_ones_across_timeframes_of_an_instant(
 
 
 TIMEFRAME_MS_BY_NAME: dict[Timeframe, int] = {"15m": STEP, "1h": 4 * STEP, "4h": 16 * STEP}
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    run=st.integers(90, 110),  # consecutive closes first: about the number kept
+    events=st.lists(
+        st.tuples(
+            # candles forward from the newest close (<= 0: an older one), mostly the next
+            st.sampled_from([1, 1, 1, 2, 3, 0, -1, -3]),
+            st.booleans(),  # a correction of that candle instead of a close
+            st.floats(min_value=1.0, max_value=1e5),
+        ),
+        max_size=60,
+    ),
+)
+def test_the_closes_kept_are_the_newest_day_and_a_bit(
+    run: int, events: list[tuple[int, bool, float]]
+) -> None:
+    """Dropping the first kept close must drop the oldest, whatever mix of closes, stale closes,
+    gaps and corrections came (the brute force: every close ever taken, by open time)."""
+    tracker = FeatureTracker()
+    taken: dict[int, float] = {}
+    newest = T0 - STEP
+    for forward, correct, price in [(1, False, 100.0 + i) for i in range(run)] + events:
+        open_ms = newest + forward * STEP
+        candle = candle_series([price], start_ms=open_ms)[0]
+        if correct:
+            tracker.on_correct("BTC/USDT", "15m", candle)
+            if open_ms in tracker._tickers["BTC/USDT"].closes:
+                taken[open_ms] = price
+        else:
+            tracker.on_close("BTC/USDT", "15m", candle)
+            if open_ms > newest:
+                taken[open_ms] = price
+                newest = open_ms
+    newest_day = sorted(taken)[-tracker._keep_closes :]
+    kept = tracker._tickers["BTC/USDT"].closes
+    assert sorted(kept.items()) == [(t, taken[t]) for t in newest_day]
