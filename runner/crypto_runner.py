@@ -58,19 +58,24 @@ class CryptoRunner:
         self._gate = gate
         self._decisions = decisions
         self._price_sinks = tuple(price_sinks)
+        # bound once: the tick path runs them on every tick of a year's replay
+        self._update = aggregator.update
+        self._features_of = features.features
+        self._update_features = board.update_features
+        self._evaluate = gate.evaluate
         self.wakes = 0
 
     def handle_tick(self, event: Event) -> None:
         tick = event if type(event) is MarketTick else None
         if tick is None:
             raise TypeError(f"tick handler got {type(event).__name__}")
-        self._aggregator.update(tick)  # first: everything below sees the tick's candles
-        features = self._features.features(tick.ticker)
+        self._update(tick)  # first: everything below sees the tick's candles
+        features = self._features_of(tick.ticker)
         if features is not None:
-            self._board.update_features(features)
+            self._update_features(features)
         for sink in self._price_sinks:
             sink(tick)
-        verdict = self._gate.evaluate(tick, features, self._board)
+        verdict = self._evaluate(tick, features, self._board)
         if verdict.passed:
             self.wakes += 1
             self._bus.publish(GateWake(at_ms=tick.event_time_ms, reasons=verdict.reasons))
