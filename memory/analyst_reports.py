@@ -147,17 +147,27 @@ def sentiment_report(sent: Mapping[str, Any], ticker: str) -> Built:
     return content, round(0.2 + 0.2 * present, 3), figures, labels
 
 
-def regime_report(
-    sent: Mapping[str, Any], ticker: str, previous: Mapping[str, str]
-) -> Built | None:
-    """HMM regime, macro quadrant and their changes since ``previous`` (the last report's labels).
-    Confidence: 0.7 with a known crypto regime, 0.3 without."""
+def regime_labels(sent: Mapping[str, Any], ticker: str) -> dict[str, str] | None:
+    """The labels ``regime_report`` gives its report (None: it gives no report). The regime
+    analyst writes only when they change during a day, and most decisions ask only this."""
     regime = sent.get("regime")
     if not isinstance(regime, Mapping):
         return None
     crypto = str((regime.get("crypto") or {}).get(ticker, "unknown"))
     macro = str(regime.get("macro", "unavailable"))
-    labels = {"crypto": crypto, "macro": macro, "combined": str(regime.get("combined", ""))}
+    return {"crypto": crypto, "macro": macro, "combined": str(regime.get("combined", ""))}
+
+
+def regime_report(
+    sent: Mapping[str, Any], ticker: str, previous: Mapping[str, str]
+) -> Built | None:
+    """HMM regime, macro quadrant and their changes since ``previous`` (the last report's labels).
+    Confidence: 0.7 with a known crypto regime, 0.3 without."""
+    labels = regime_labels(sent, ticker)
+    if labels is None:
+        return None
+    regime = sent["regime"]
+    crypto, macro = labels["crypto"], labels["macro"]
     figures: dict[str, float | None] = {
         "crypto_exposure": _num((regime.get("crypto_exposure") or {}).get(ticker)),
         "exposure_scale": _num(regime.get("exposure_scale")),

@@ -35,6 +35,7 @@ from memory.analyst_reports import (
     Built,
     derivatives_report,
     market_report,
+    regime_labels,
     regime_report,
     sentiment_report,
 )
@@ -46,6 +47,7 @@ log = logging.getLogger(__name__)
 Pick = Literal["latest_of_day", "first_of_day", "latest_of_week"]
 Cadence = Literal["every", "daily", "on_change"]
 Builder = Callable[[Mapping[str, Any], str, Mapping[str, str]], Built | None]
+Labeller = Callable[[Mapping[str, Any], str], dict[str, str] | None]
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class AnalystSpec:
     cadence: Cadence
     pick: Pick
     build: Builder
+    #: an ``on_change`` analyst's labels as ``build`` gives them (None: no report), without the
+    #: rest of the report: what tells whether the report is due
+    labels: Labeller | None = None
 
 
 SPECS: tuple[AnalystSpec, ...] = (
@@ -73,7 +78,7 @@ SPECS: tuple[AnalystSpec, ...] = (
     AnalystSpec(
         "sentiment", "daily", 7, "daily", "first_of_day", lambda s, t, _p: sentiment_report(s, t)
     ),
-    AnalystSpec("regime", "slow", 30, "on_change", "latest_of_week", regime_report),
+    AnalystSpec("regime", "slow", 30, "on_change", "latest_of_week", regime_report, regime_labels),
 )
 
 
@@ -97,8 +102,13 @@ class AnalystController:
         """Write a report from the snapshot when this analyst's cadence calls for one."""
         day = utc_day(at_ms)
         previous = self._store.latest_report(self.name, ticker)
-        if self.spec.cadence == "daily" and previous is not None and previous.day == day:
-            return None
+        if previous is not None and previous.day == day:
+            if self.spec.cadence == "daily":
+                return None
+            if self.spec.cadence == "on_change" and self.spec.labels is not None:
+                labels_now = self.spec.labels(sent, ticker)
+                if labels_now is None or labels_now == previous.labels:
+                    return None  # what building the report would have ended in
         built = self.spec.build(sent, ticker, previous.labels if previous else {})
         if built is None:
             return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -12,6 +13,8 @@ from hypothesis import strategies as st
 from memory import analyst_model
 from memory.analyst_model import DAY_MS, utc_day
 from memory.analyst_reports import _finite, _num, market_report
+from memory.analyst_store import AnalystStore
+from memory.analysts import SPECS, AnalystController
 
 
 def _day_computed(at_ms: int) -> str:
@@ -91,3 +94,42 @@ def test_market_report_figures_and_text_follow_the_view(
         assert figures[f"rsi_{tf}"] == _num(figure) == figures[f"percent_b_{tf}"]
     assert set(labels) == ({f"trend_{tf}" for tf in shown} if isinstance(trend, str) else set())
     assert content.count("RSI") == len(shown) and content.startswith("BTC/USDT at ")
+
+
+_regimes = st.one_of(
+    st.none(),
+    st.just("not a mapping"),
+    st.fixed_dictionaries(
+        {
+            "crypto": st.dictionaries(
+                st.sampled_from(["BTC/USDT", "ETH/USDT"]), st.sampled_from(["bull", "bear"])
+            ),
+            "macro": st.sampled_from(["goldilocks", "stagflation"]),
+            "exposure_scale": st.sampled_from([0.5, 1.0]),
+        },
+        optional={"combined": st.sampled_from(["bull/goldilocks", "x"])},
+    ),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_regimes, st.integers(0, 3 * DAY_MS)), min_size=1, max_size=12))
+def test_regime_reports_asked_by_labels_first_are_those_built(
+    steps: list[tuple[Any, int]],
+) -> None:
+    """The regime analyst asks only its labels while they are the day's last report's: the
+    reports written are those building every report and comparing its labels would write."""
+    regime = next(s for s in SPECS if s.name == "regime")
+    assert regime.labels is not None
+    written = []
+    for spec in (regime, dataclasses.replace(regime, labels=None)):
+        controller = AnalystController(spec, AnalystStore(":memory:"))
+        at_ms = 20_000 * DAY_MS
+        reports = []
+        for value, step in steps:
+            at_ms += step
+            for ticker in ("BTC/USDT", "ETH/USDT"):
+                sent = {} if value is None else {"regime": value}
+                reports.append(controller.observe(sent, ticker, at_ms))
+        written.append([None if r is None else r.model_dump() for r in reports])
+    assert written[0] == written[1]
