@@ -15,8 +15,10 @@ from typing import Any, Final
 import orjson
 
 from agent.memo import FloatMemo
+from core.rounding import scaled_round
 
 FLOAT_DECIMALS = 8
+_DECIMALS_SCALE: Final = 10.0**FLOAT_DECIMALS
 #: sent nowhere the decider is told to look (the journal keeps them)
 NOT_SENT = ("schema_version",)
 #: significant digits of a float in the prompt: prices keep 6 (BTC to the dollar), the rest more
@@ -47,7 +49,8 @@ def rounded(value: Any) -> Any:
 def _rounded_float(value: float) -> float:
     if not math.isfinite(value):
         raise ValueError(f"non-finite number in snapshot: {value!r}")
-    return round(value, FLOAT_DECIMALS)
+    # ``round(value, FLOAT_DECIMALS)``: a decision rounds some 45 floats it has not seen before
+    return scaled_round(value, FLOAT_DECIMALS, _DECIMALS_SCALE)
 
 
 ROUNDED: Final = FloatMemo(_rounded_float, 4096)

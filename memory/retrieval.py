@@ -9,11 +9,11 @@ with their score parts, so a reader sees why each was chosen.
 
 from __future__ import annotations
 
-import math
 from operator import itemgetter
 from typing import NamedTuple
 
 from core.clock import DAY_MS
+from core.rounding import scaled_round
 from memory.config import InsightKind, RetrievalConfig
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, ScoredInsight, ScoreParts
@@ -21,30 +21,8 @@ from memory.port import CandidateQuery, MemoryStore
 
 #: best score first, then the newer, then the lower id (the first three fields of a kept row)
 _RANK_KEY = itemgetter(0, 1, 2)
-#: ``scaled_round`` answers itself while |x * scale| is below this (the product is then off by at
-#: most 2**-23) and the product's fraction is not within ``_NEAR_HALF`` of a half
-_SCALED_LIMIT = 2.0**30
-_NEAR_HALF = 1e-3
 
-
-def scaled_round(x: float, digits: int, scale: float) -> float:
-    """``round(x, digits)``, the same float, for ``scale == 10.0 ** digits`` (0..22 digits), in
-    about 100 ns instead of 225 (``round`` goes through a decimal string; a ranking rounds each
-    candidate's score). ``round`` takes the integer r nearest to the exact ``x * scale`` (half to
-    even) and reads r back as the float nearest to ``r / 10**digits``, which is what the correctly
-    rounded division of r by ``scale`` gives. Halves and wholes are floats, so rounding the
-    product cannot carry it across one: only a product landing on a half can disagree about r,
-    and near a half (or out of range, or not finite) ``round`` answers."""
-    y = x * scale
-    if not -_SCALED_LIMIT < y < _SCALED_LIMIT:
-        return round(x, digits)
-    whole = math.floor(y)
-    rest = y - whole
-    if 0.5 - _NEAR_HALF < rest < 0.5 + _NEAR_HALF:
-        return round(x, digits)
-    if rest > 0.5:
-        whole += 1
-    return whole / scale if whole else math.copysign(0.0, x)
+__all__ = ["Ranked", "Retriever", "scaled_round"]
 
 
 class Ranked(NamedTuple):

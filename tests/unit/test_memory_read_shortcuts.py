@@ -2,6 +2,8 @@
 
 - ``scaled_round`` (the ranking's rounding) against ``round``: wide floats, exact and near halves,
   signed zeros, the odd infinity and NaN.
+- ``Situation.from_features`` (one pass, the clamp as comparisons) against the plain definition:
+  missing, NaN, infinite, huge, integer and signed-zero features, known and unknown regimes.
 - ``unit`` (the norm's own steps) against ``v / np.linalg.norm(v)`` at float32.
 - ``_top_small`` (trade neighbours in Python) against ``top_positions``: whenever it answers, the
   same positions; it must step aside for a NaN and for a tie across the n-th place.
@@ -18,7 +20,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.model import VECTOR_DIM
+from memory.model import REGIME_LABELS, SITUATION_FEATURES, VECTOR_DIM, Situation
 from memory.port import CandidateQuery
 from memory.retrieval import scaled_round
 from memory.sqlite_index import SMALL_BLOCK, InsightIndex, _top_small, top_positions, unit
@@ -39,7 +41,7 @@ def _same(a: float, b: float) -> bool:
 def near_halves(draw: st.DrawFn) -> tuple[float, int]:
     """x within a few ulps of a rounding half (or of a whole) at ``digits``: where a shortcut
     would slip if anywhere."""
-    digits = draw(st.integers(0, 6))
+    digits = draw(st.integers(0, 8))  # 8: the snapshot walks' decimals
     whole = draw(st.integers(-(10**8), 10**8))
     x = (whole + draw(st.sampled_from([0.5, 0.0, 0.4999, 0.5001]))) / 10.0**digits
     for _ in range(draw(st.integers(0, 3))):
@@ -51,7 +53,7 @@ def near_halves(draw: st.DrawFn) -> tuple[float, int]:
 @given(
     case=st.one_of(
         near_halves(),
-        st.tuples(st.floats(allow_nan=True, allow_infinity=True), st.integers(0, 6)),
+        st.tuples(st.floats(allow_nan=True, allow_infinity=True), st.integers(0, 8)),
         st.tuples(st.floats(-12.0, 12.0), st.sampled_from([2, 4])),  # scores, sims
         st.tuples(st.floats(-1e-3, 1e-3), st.sampled_from([2, 4])),  # signed zeros come out
     )
@@ -169,3 +171,40 @@ def test_remembered_gathers_answer_as_fresh_ones_at_every_ttl_cut(
     block = index.blocks["SOL/USDT"]
     block.arrays()
     assert all(not f.gathered for f in block._filters.values())  # an append forgets them
+
+
+def _reference_situation(features: dict[str, float | None], regime: str) -> Situation:
+    values: list[float] = []
+    for name, centre, scale in SITUATION_FEATURES:
+        raw = features.get(name)
+        z = 0.0 if raw is None or not math.isfinite(raw) else (raw - centre) / scale
+        values.append(max(-5.0, min(5.0, z)))
+    values.extend(1.0 if regime == label else 0.0 for label in REGIME_LABELS)
+    known = {name: features.get(name) for name, _c, _s in SITUATION_FEATURES}
+    return Situation(features=known, regime=regime, vector=tuple(values))
+
+
+_feature_values = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-200.0, 200.0),
+    st.integers(-100, 100),
+    st.sampled_from([0.0, -0.0, 1e308, -1e308, 60.0, 40.0, 50.0, 10.0, 90.0, 0.1, -0.1]),
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    features=st.dictionaries(
+        st.sampled_from([name for name, _c, _s in SITUATION_FEATURES] + ["other"]),
+        _feature_values,
+    ),
+    regime=st.sampled_from([*REGIME_LABELS, "unknown", ""]),
+)
+def test_situation_from_features_is_the_plain_definition(
+    features: dict[str, float | None], regime: str
+) -> None:
+    got, want = Situation.from_features(features, regime), _reference_situation(features, regime)
+    assert got == want
+    assert [v.hex() for v in got.vector] == [v.hex() for v in want.vector]  # zeros' signs too
+    assert list(got.features) == list(want.features)

@@ -293,6 +293,33 @@ def test_compact_floats_remembered_keep_their_value_and_sign(values: list[float]
         )
 
 
+@st.composite
+def _near_decimal_halves(draw: st.DrawFn) -> float:
+    """A float within a few ulps of a half (or a whole) at ``FLOAT_DECIMALS``, up to where the
+    product leaves the shortcut's range: where a rounding shortcut would slip if anywhere."""
+    whole = draw(st.integers(-(2**31), 2**31))
+    x = (whole + draw(st.sampled_from([0.5, 0.0, 0.4999, 0.5001, 0.499, 0.501]))) / 10.0**8
+    for _ in range(draw(st.integers(0, 3))):
+        x = math.nextafter(x, draw(st.sampled_from([math.inf, -math.inf])))
+    return x
+
+
+@settings(max_examples=3000, deadline=None)
+@given(
+    st.one_of(
+        _near_decimal_halves(),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(-1.0, 1.0),  # draws, rates, scores
+        st.floats(-1e-7, 1e-7),  # signed zeros come out
+    )
+)
+def test_the_walks_round_a_float_as_round_does_bit_for_bit(value: float) -> None:
+    """The walks round with ``scaled_round``; a decision's journal holds ``round``'s floats."""
+    want = struct.pack("<d", round(value, FLOAT_DECIMALS))
+    assert struct.pack("<d", snapshot_walks._rounded_float(value)) == want
+    assert struct.pack("<d", rounded_and_compact(value)[0]) == want  # remembered, or not
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_values, _json))
 def test_non_finite_names_what_its_reference_names(value: Any) -> None:
