@@ -15,10 +15,11 @@ from typing import Any
 
 import orjson
 
+from agent.memo import IdentityMemo
 from agent.snapshot import MarketSnapshot
 from core.clock import Clock
 from memory.config import MemoryConfig
-from memory.model import Situation
+from memory.model import RegimeStats, Situation
 from memory.port import MemoryStore, StoreUnavailableError, reading
 from memory.retrieval import Retriever
 
@@ -75,6 +76,9 @@ class MemoryInsights:
         self.reads = 0  # items put in snapshots (the replay report's "insights read")
         #: each ticker's situation at the last snapshot (the prompt's insights rank by it too)
         self.situations: dict[str, Situation] = {}
+        #: a regime_stats answer's JSON dump, by the very (frozen) object: the store hands out
+        #: the same objects until a trade closes, and each snapshot asks for three
+        self._stats_dumps: IdentityMemo[RegimeStats, dict[str, Any]] = IdentityMemo(64)
 
     async def attach(self, snapshot: MarketSnapshot) -> MarketSnapshot:
         unavailable = dict(snapshot.unavailable)
@@ -160,7 +164,11 @@ class MemoryInsights:
                 }
             )
         for stats in await self._store.regime_stats(ticker=ticker, regime=regime):
-            head.append({"kind": "regime_stats", **stats.model_dump(mode="json")})
+            dumped = self._stats_dumps.get(stats)
+            if dumped is None:
+                dumped = stats.model_dump(mode="json")
+                self._stats_dumps.put(stats, dumped)
+            head.append({"kind": "regime_stats", **dumped})
         for hit in await self._retriever.ranked(
             now_ms=snapshot.at_ms, ticker=ticker, vector=situation.vector
         ):

@@ -142,3 +142,35 @@ def test_memory_rule_scales_a_buy_and_says_why() -> None:
 def test_memory_rule_without_memory_changes_nothing() -> None:
     original = _buy(0.10)
     assert apply_memory_rule(original, snapshot()) == original
+
+
+async def test_regime_stats_items_remembered_are_the_stats_dumped_afresh(tmp_path: Path) -> None:
+    """The snapshot's regime_stats items (each object's dump kept while the store hands out the
+    same object) against the dump of what a store opened afresh on the file answers: after this
+    process's trades, another connection's (the CLI's), and a forgotten trade."""
+    path = tmp_path / "memory.db"
+    clock = VirtualClock(NOW)
+    daemon, cli = SqliteMemoryStore(path, clock), SqliteMemoryStore(path)
+    memory = view(daemon, clock)
+    steps = [
+        daemon.put_trade(make_trade(1, pnl=2.0)),
+        daemon.put_trade(make_trade(2, pnl=-1.0)),
+        cli.put_trade(make_trade(3, pnl=1.5)),  # another connection
+        daemon.put_trade(make_trade(4, regime="low_volatility")),
+        daemon.forget(make_trade(1).trade_id),
+    ]
+    for step in steps:
+        await step
+        await clock.advance(1.0)  # a new instant: another process's write is looked for
+        fresh = SqliteMemoryStore(path)
+        want = [
+            {"kind": "regime_stats", **stats.model_dump(mode="json")}
+            for stats in await fresh.regime_stats(ticker="SOL/USDT", regime="medium_volatility")
+        ]
+        await fresh.close()
+        for _ in range(2):  # dumped, then remembered
+            snap = await memory.attach(snapshot())
+            items = snap.historical_insights or []
+            assert [i for i in items if i["kind"] == "regime_stats"] == want
+    await daemon.close()
+    await cli.close()
