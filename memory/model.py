@@ -36,6 +36,12 @@ SITUATION_FEATURES: tuple[tuple[str, float, float], ...] = (
 )
 REGIME_LABELS: tuple[str, ...] = ("low_volatility", "medium_volatility", "high_volatility")
 VECTOR_DIM = len(SITUATION_FEATURES) + len(REGIME_LABELS)
+#: a regime label's one-hot part of the vector (any other label: all zero)
+_ONE_HOT: dict[str, tuple[float, ...]] = {
+    label: tuple(1.0 if other == label else 0.0 for other in REGIME_LABELS)
+    for label in REGIME_LABELS
+}
+_NO_LABEL: tuple[float, ...] = (0.0,) * len(REGIME_LABELS)
 
 
 class _Frozen(BaseModel):
@@ -52,13 +58,17 @@ class Situation(_Frozen):
 
     @classmethod
     def from_features(cls, features: Mapping[str, float | None], regime: str) -> Situation:
+        # one pass, the clamp as comparisons: each snapshot makes one per ticker
         values: list[float] = []
+        known: dict[str, float | None] = {}
         for name, centre, scale in SITUATION_FEATURES:
-            raw = features.get(name)
-            z = 0.0 if raw is None or not math.isfinite(raw) else (raw - centre) / scale
-            values.append(max(-5.0, min(5.0, z)))
-        values.extend(1.0 if regime == label else 0.0 for label in REGIME_LABELS)
-        known = {name: features.get(name) for name, _c, _s in SITUATION_FEATURES}
+            raw = known[name] = features.get(name)
+            if raw is None or not math.isfinite(raw):
+                values.append(0.0)
+                continue
+            z = (raw - centre) / scale  # finite raw: never NaN, at worst an infinity
+            values.append(5.0 if z > 5.0 else -5.0 if z < -5.0 else z)
+        values.extend(_ONE_HOT.get(regime, _NO_LABEL))
         return cls(features=known, regime=regime, vector=tuple(values))
 
 
