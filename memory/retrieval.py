@@ -22,8 +22,6 @@ from memory.port import CandidateQuery, MemoryStore
 #: best score first, then the newer, then the lower id (the first three fields of a kept row)
 _RANK_KEY = itemgetter(0, 1, 2)
 
-__all__ = ["Ranked", "Retriever", "scaled_round"]
-
 
 class Ranked(NamedTuple):
     """A ``ScoredInsight`` as plain values: the parts are the ``ScoreParts`` fields, rounded as

@@ -20,9 +20,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.rounding import scaled_round
 from memory.model import REGIME_LABELS, SITUATION_FEATURES, VECTOR_DIM, Situation
 from memory.port import CandidateQuery
-from memory.retrieval import scaled_round
 from memory.sqlite_index import SMALL_BLOCK, InsightIndex, _top_small, top_positions, unit
 
 T0 = 1_740_000_000_000
