@@ -18,6 +18,7 @@ import orjson
 from agent.memo import IdentityMemo
 from agent.snapshot import MarketSnapshot
 from core.clock import Clock
+from core.rounding import scaled_round
 from memory.config import MemoryConfig
 from memory.model import RegimeStats, Situation
 from memory.port import MemoryStore, StoreUnavailableError, reading
@@ -157,10 +158,10 @@ class MemoryInsights:
                     "regime": regime,
                     "similar_trades": neighbours.trades,
                     "wins": wins,
-                    "posterior_win_rate": round(mean, 4),
-                    "entry_scale": round(scale, 4),
+                    "posterior_win_rate": scaled_round(mean, 4, 1e4),  # round(mean, 4)
+                    "entry_scale": scaled_round(scale, 4, 1e4),
                     "prior": self._prior,
-                    "mean_sim": round(neighbours.sim_sum / neighbours.trades, 4),
+                    "mean_sim": scaled_round(neighbours.sim_sum / neighbours.trades, 4, 1e4),
                 }
             )
         for stats in await self._store.regime_stats(ticker=ticker, regime=regime):
@@ -179,7 +180,12 @@ class MemoryInsights:
                     "ticker": ticker,
                     "insight_kind": hit.insight.kind,
                     "text": hit.insight.text,
-                    **hit.parts(),
+                    # ``**hit.parts()``, without the dict in between
+                    "sim": hit.sim,
+                    "role_weight": hit.role_weight,
+                    "age_days": hit.age_days,
+                    "salience": hit.salience,
+                    "score": hit.score,
                 }
             )
 
