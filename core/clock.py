@@ -124,6 +124,7 @@ class _Passable(NamedTuple):
 
     secs: float
     idle: Callable[[], bool]
+    passed: Callable[[], float] | None
 
 
 class VirtualClock:
@@ -156,7 +157,13 @@ class VirtualClock:
         """``now_ms`` as it will read once time has moved to ``monotonic_secs``."""
         return self.now_ms() + round((monotonic_secs - self._now_secs) * 1000)
 
-    async def sleep(self, secs: float, *, idle: Callable[[], bool] | None = None) -> None:
+    async def sleep(
+        self,
+        secs: float,
+        *,
+        idle: Callable[[], bool] | None = None,
+        passed: Callable[[], float] | None = None,
+    ) -> None:
         """Wake at ``now + secs``.
 
         ``idle`` marks a periodic loop's sleep (``while True: await sleep(secs, idle=f); work()``)
@@ -164,9 +171,13 @@ class VirtualClock:
         sleep ``secs`` again. ``release_next(until_ms=...)`` passes over an instant at which every
         sleeper due is such a sleep: it registers each one's next sleep itself, in the order the
         woken loops would have, so the run is the same, minus the loop turns.
+
+        ``passed``, for a loop whose idle turn still moves some bookkeeping on (a cycle count, a
+        grid of due times): called in place of that turn when the instant is passed over, it does
+        that bookkeeping and returns the seconds the loop's next sleep would have been.
         """
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        passable = None if idle is None else _Passable(secs, idle)
+        passable = None if idle is None else _Passable(secs, idle, passed)
         deadline = self._now_secs + max(0.0, secs)
         heapq.heappush(self._sleepers, (deadline, next(self._seq), future, passable))
         task = asyncio.current_task()
@@ -222,8 +233,9 @@ class VirtualClock:
                 return self._now_secs
             for _, _, future, passable in due:
                 assert passable is not None  # _all_idle
+                secs = passable.secs if passable.passed is None else passable.passed()
                 entry = (
-                    self._now_secs + max(0.0, passable.secs),
+                    self._now_secs + max(0.0, secs),
                     next(self._seq),
                     future,
                     passable,
@@ -268,11 +280,17 @@ def _all_idle(due: list[tuple[float, int, asyncio.Future[None], _Passable | None
     return all(passable is not None and passable.idle() for _, _, _, passable in due)
 
 
-async def sleep_passable(clock: Clock, secs: float, idle: Callable[[], bool]) -> None:
+async def sleep_passable(
+    clock: Clock,
+    secs: float,
+    idle: Callable[[], bool],
+    passed: Callable[[], float] | None = None,
+) -> None:
     """``clock.sleep(secs)`` for a periodic loop whose wake-up does nothing while ``idle()``: a
-    ``VirtualClock`` may pass over such wake-ups (``VirtualClock.sleep``); other clocks just sleep."""
+    ``VirtualClock`` may pass over such wake-ups (``VirtualClock.sleep``, also for ``passed``);
+    other clocks just sleep."""
     if isinstance(clock, VirtualClock):
-        await clock.sleep(secs, idle=idle)
+        await clock.sleep(secs, idle=idle, passed=passed)
     else:
         await clock.sleep(secs)
 

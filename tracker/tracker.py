@@ -35,7 +35,7 @@ from broker.port import Broker, OrderIntent, OrderResult, PositionDetail
 from broker.trading_state import TradingSwitch
 from core.backoff import Backoff
 from core.bus import EventBus
-from core.clock import Clock
+from core.clock import Clock, sleep_passable
 from core.errors import HaltTradingError
 from core.events import Event, PositionExit, PositionOpened
 from tracker.config import TrackerConfig
@@ -94,6 +94,8 @@ class PositionTracker:
             failpoint=failpoint,
         )
         self._reconciled = False
+        self._cycle = 0  # safety cycles done since ``run`` started
+        self._next_due = 0.0  # clock reading the next cycle is due at
         self._reviewing = False
         self._review_task: asyncio.Task[Any] | None = None
         self._trading = trading
@@ -158,12 +160,12 @@ class PositionTracker:
         """Reconcile once, then a safety check every interval and the agent layer every n-th one.
 
         Checks keep to a fixed grid of the clock (a slow check does not shift the next ones); a
-        failing check is logged and retried after a capped, jittered backoff.
+        failing check is logged and retried after a capped, jittered backoff. A cycle that would
+        only count itself (``_quiet``) may be passed over by a replay's clock (``_quiet_cycle``).
         """
-        interval = self.config.safety_interval_secs
         failures = 0
-        cycle = 0
-        next_due = self._clock.monotonic_secs()
+        self._cycle = 0
+        self._next_due = self._clock.monotonic_secs()
         while True:
             try:
                 if not self._reconciled:
@@ -182,15 +184,43 @@ class PositionTracker:
                 await self._clock.sleep(delay)
                 continue
             failures = 0
-            if cycle > 0 and cycle % self.config.agent_every_cycles == 0:
+            if self._agent_cycle_due():
                 await self._reconcile_logged()
                 await self._review_logged()
-            cycle += 1
-            next_due += interval
-            now = self._clock.monotonic_secs()
-            if next_due < now:  # overran: skip the missed slots rather than run them back to back
-                next_due += interval * (int((now - next_due) / interval) + 1)
-            await self._clock.sleep(next_due - now)
+            await sleep_passable(
+                self._clock, self._end_cycle(), idle=self._quiet, passed=self._quiet_cycle
+            )
+
+    def _agent_cycle_due(self) -> bool:
+        return self._cycle > 0 and self._cycle % self.config.agent_every_cycles == 0
+
+    def _end_cycle(self) -> float:
+        """Count the cycle done; the seconds to the next slot of the grid (missed slots are
+        skipped rather than run back to back)."""
+        interval = self.config.safety_interval_secs
+        self._cycle += 1
+        self._next_due += interval
+        now = self._clock.monotonic_secs()
+        if self._next_due < now:
+            self._next_due += interval * (int((now - self._next_due) / interval) + 1)
+        return self._next_due - now
+
+    def _quiet(self) -> bool:
+        """The coming cycle would only count itself: reconciled, nothing tracked or exiting (its
+        safety pass has nothing to check), and not an agent cycle (whose reconcile asks the
+        broker)."""
+        return (
+            self._reconciled
+            and not self._book.positions
+            and not self._book.pending_exits
+            and not self._agent_cycle_due()
+        )
+
+    def _quiet_cycle(self) -> float:
+        """A quiet cycle passed over: what its run would have changed (an empty safety pass,
+        the cycle's end); the seconds of the next sleep."""
+        self.safety_checks += 1
+        return self._end_cycle()
 
     @property
     def reviewing(self) -> bool:
