@@ -44,9 +44,9 @@ import numpy as np
 import pandas as pd
 
 from regime.config import CryptoHmmConfig
-from regime.features import BadCandlesError, segment_lengths, warm_up_rows
+from regime.features import BadCandlesError, feature_rows, segment_lengths, warm_up_rows
 from regime.fit_cache import FitCache
-from regime.hmm_fit import bic, chosen_converged, features_of, fit_hmm, hmm_parameter_count, stamp
+from regime.hmm_fit import bic, chosen_converged, fit_hmm, hmm_parameter_count, stamp
 from regime.hmm_predict import last_posterior
 from regime.hmm_types import (
     COVARIANCE_TYPE,
@@ -130,17 +130,21 @@ class CryptoRegimeModel:
             why = self.last_report.reason if self.last_report else "fit has not run yet"
             return CryptoRegime.unknown(f"no fitted regime model: {why}")
         try:
-            features = features_of(self.config, frame)
+            values, open_ms = feature_rows(
+                frame,
+                rv_window_bars=self.config.rv_window_bars,
+                vov_window_bars=self.config.vov_window_bars,
+            )
         except BadCandlesError as exc:
             return CryptoRegime.unknown(f"cannot compute features: {exc}")
-        if features.empty:
+        if not len(values):
             warm_up = warm_up_rows(self.config.rv_window_bars, self.config.vov_window_bars)
             return CryptoRegime.unknown(
                 f"no feature rows: need more than {warm_up} unbroken 4h candles"
             )
-        scaled = (features.to_numpy(dtype=np.float64) - fitted.mean) / fitted.scale
+        scaled = (values - fitted.mean) / fitted.scale
         # the last row's smoothed posterior is its filtered one: no later candle is involved
-        posterior = last_posterior(fitted.params, scaled, segment_lengths(features.index))
+        posterior = last_posterior(fitted.params, scaled, segment_lengths(open_ms))
         state = int(np.argmax(posterior))
         rank = fitted.rank_of_state[state]
         label = fitted.labels[rank]
@@ -151,7 +155,7 @@ class CryptoRegimeModel:
             probability=float(posterior[state]),
             n_states=len(fitted.labels),
             fitted_at_ms=fitted.fitted_at_ms,
-            as_of_ms=int(features.index[-1]),
+            as_of_ms=int(open_ms[-1]),
         )
 
     def _warm_start_from(self) -> FittedHmm | None:

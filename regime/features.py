@@ -19,15 +19,20 @@ step.
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import pandas as pd
+from pandas._libs.window.aggregations import roll_var as _roll_var  # type: ignore[import-not-found]
 
 from market.timeframes import TIMEFRAME_MS
 from regime.config import RV_WINDOW_BARS, VOV_WINDOW_BARS
 
 FEATURE_COLUMNS = ("log_return", "realised_vol", "vol_of_vol")
 STEP_MS_4H = TIMEFRAME_MS["4h"]
+
+
+Array = np.ndarray[Any, Any]
 
 
 class BadCandlesError(ValueError):
@@ -49,37 +54,70 @@ def regime_features(
     step_ms: int = STEP_MS_4H,
 ) -> pd.DataFrame:
     """4h OHLCV frame (index ``open_time_ms``) -> feature frame, same index minus warm-up/gap rows."""
+    values, open_ms = feature_rows(
+        frame, rv_window_bars=rv_window_bars, vov_window_bars=vov_window_bars, step_ms=step_ms
+    )
+    index = pd.Index(open_ms, dtype=np.int64, name=frame.index.name)
+    return pd.DataFrame(values, index=index, columns=list(FEATURE_COLUMNS))
+
+
+def feature_rows(
+    frame: pd.DataFrame,
+    *,
+    rv_window_bars: int = RV_WINDOW_BARS,
+    vov_window_bars: int = VOV_WINDOW_BARS,
+    step_ms: int = STEP_MS_4H,
+) -> tuple[Array, Array]:
+    """``regime_features`` as arrays, without building frames (the predict on every 4h close):
+    the feature rows, shape (rows, 3) in ``FEATURE_COLUMNS`` order, and their open times.
+
+    The rolling standard deviations are pandas' own kernel (``Series.rolling(w,
+    min_periods=w).std(ddof=1)`` runs ``roll_var`` over the same bounds, then a square root
+    that clips a negative variance to 0), so the floats are pandas' to the bit
+    (``tests/unit/test_regime_features.py`` holds them to ``Series.rolling``)."""
     if rv_window_bars < 2 or vov_window_bars < 2:
         raise ValueError("a standard deviation needs windows of at least 2 bars")
     if "close" not in frame.columns:
         raise BadCandlesError(f"frame has no close column (columns: {list(frame.columns)})")
-    if not frame.index.is_unique:
-        raise BadCandlesError("frame has duplicate candle open times")
-    frame = frame.sort_index()
+    open_ms = frame.index.to_numpy(dtype=np.int64)
+    if len(open_ms) > 1 and not (np.diff(open_ms) > 0).all():  # a cache's frame never is
+        if not frame.index.is_unique:
+            raise BadCandlesError("frame has duplicate candle open times")
+        frame = frame.sort_index()
+        open_ms = frame.index.to_numpy(dtype=np.int64)
     close = frame["close"].to_numpy(dtype=np.float64)
     if not (np.isfinite(close).all() and (close > 0).all()):
         raise BadCandlesError("closes must be finite and > 0")
-    open_ms = frame.index.to_numpy(dtype=np.int64)
 
     returns = np.full(len(close), np.nan)
     if len(close) > 1:
         contiguous = np.diff(open_ms) == step_ms
         returns[1:] = np.where(contiguous, np.diff(np.log(close)), np.nan)
-    log_return = pd.Series(returns, index=frame.index)
     # min_periods = window: any missing return inside the window leaves the value missing
-    realised_vol = log_return.rolling(rv_window_bars, min_periods=rv_window_bars).std(ddof=1)
-    vol_of_vol = realised_vol.rolling(vov_window_bars, min_periods=vov_window_bars).std(ddof=1)
-    features = pd.DataFrame(
-        {"log_return": log_return, "realised_vol": realised_vol, "vol_of_vol": vol_of_vol}
-    )
-    return features.dropna()
+    realised_vol = _rolling_std(returns, rv_window_bars)
+    vol_of_vol = _rolling_std(realised_vol, vov_window_bars)
+    values = np.column_stack((returns, realised_vol, vol_of_vol))
+    keep = ~np.isnan(values).any(axis=1)
+    return values[keep], open_ms[keep]
 
 
-def segment_lengths(index: pd.Index, step_ms: int = STEP_MS_4H) -> list[int]:
+def _rolling_std(values: Array, window: int) -> Array:
+    """``pd.Series(values).rolling(window, min_periods=window).std(ddof=1).to_numpy()``"""
+    n = len(values)
+    end = np.arange(1, n + 1, dtype=np.int64)
+    start = np.clip(end - window, 0, n)
+    variance: Array = _roll_var(values, start, end, window, ddof=1)
+    with np.errstate(all="ignore"):
+        std: Array = np.sqrt(variance)
+    std[variance < 0] = 0
+    return std
+
+
+def segment_lengths(index: pd.Index | Array, step_ms: int = STEP_MS_4H) -> list[int]:
     """Lengths of the unbroken runs (consecutive rows ``step_ms`` apart) of a sorted index."""
     if len(index) == 0:
         return []
-    breaks = np.flatnonzero(np.diff(index.to_numpy(dtype=np.int64)) != step_ms) + 1
+    breaks = np.flatnonzero(np.diff(np.asarray(index, dtype=np.int64)) != step_ms) + 1
     edges = [0, *breaks.tolist(), len(index)]
     return [end - start for start, end in itertools.pairwise(edges)]
 
@@ -90,6 +128,7 @@ __all__ = [
     "STEP_MS_4H",
     "VOV_WINDOW_BARS",
     "BadCandlesError",
+    "feature_rows",
     "regime_features",
     "segment_lengths",
     "warm_up_rows",

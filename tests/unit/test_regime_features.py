@@ -14,6 +14,7 @@ from test_regime_support import STEP_4H_MS, candles_from_returns, recorded_4h
 from regime.features import (
     FEATURE_COLUMNS,
     BadCandlesError,
+    feature_rows,
     regime_features,
     segment_lengths,
     warm_up_rows,
@@ -117,3 +118,64 @@ def test_every_row_comes_from_an_unbroken_run_of_candles(
     ]
     assert features.index.tolist() == expected
     assert sum(segment_lengths(features.index)) == len(features)
+
+
+def _pandas_features(frame: pd.DataFrame, rv: int, vov: int) -> pd.DataFrame:
+    """The features through ``Series.rolling`` (what ``feature_rows`` computes with pandas'
+    kernel directly, without building Series and frames)."""
+    frame = frame.sort_index()
+    close = frame["close"].to_numpy(dtype=np.float64)
+    open_ms = frame.index.to_numpy(dtype=np.int64)
+    returns = np.full(len(close), np.nan)
+    if len(close) > 1:
+        contiguous = np.diff(open_ms) == STEP_4H_MS
+        returns[1:] = np.where(contiguous, np.diff(np.log(close)), np.nan)
+    log_return = pd.Series(returns, index=frame.index)
+    realised_vol = log_return.rolling(rv, min_periods=rv).std(ddof=1)
+    vol_of_vol = realised_vol.rolling(vov, min_periods=vov).std(ddof=1)
+    features = pd.DataFrame(
+        {"log_return": log_return, "realised_vol": realised_vol, "vol_of_vol": vol_of_vol}
+    )
+    return features.dropna()
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    returns=st.lists(
+        st.one_of(
+            st.floats(min_value=-0.2, max_value=0.2, allow_nan=False),
+            st.just(0.0),  # flat runs: pandas answers 0 for a window of equal values
+            st.sampled_from([1e-9, -1e-9, 0.05]),
+        ),
+        min_size=0,
+        max_size=160,
+    ),
+    dropped=st.sets(st.integers(min_value=0, max_value=160), max_size=6),
+    windows=st.sampled_from([(6, 6), (2, 2), (4, 3), (10, 5)]),
+    shuffled=st.booleans(),
+)
+def test_the_rows_are_pandas_rolling_std_to_the_bit(
+    returns: list[float], dropped: set[int], windows: tuple[int, int], shuffled: bool
+) -> None:
+    frame = candles_from_returns(np.asarray(returns, dtype=np.float64))
+    frame = frame.drop(frame.index[[i for i in sorted(dropped) if i < len(frame)]])
+    if shuffled:
+        frame = frame.sample(frac=1.0, random_state=7)
+    rv, vov = windows
+    expected = _pandas_features(frame, rv, vov)
+    values, open_ms = feature_rows(frame, rv_window_bars=rv, vov_window_bars=vov)
+    assert values.shape == (len(expected), 3)
+    assert values.tobytes() == np.ascontiguousarray(expected.to_numpy()).tobytes()
+    assert open_ms.tolist() == expected.index.tolist()
+    pd.testing.assert_frame_equal(
+        regime_features(frame, rv_window_bars=rv, vov_window_bars=vov), expected, check_exact=True
+    )
+
+
+def test_the_rows_of_recorded_candles_are_pandas_rolling_std_to_the_bit() -> None:
+    frame = recorded_4h("SOL/USDT")
+    expected = _pandas_features(frame, 6, 6)
+    values, open_ms = feature_rows(frame)
+    assert len(values) > 1000
+    assert values.tobytes() == np.ascontiguousarray(expected.to_numpy()).tobytes()
+    assert open_ms.tolist() == expected.index.tolist()
