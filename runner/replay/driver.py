@@ -7,8 +7,9 @@ position tracker) and queued bus handlers. Regime fits run inline in replay, so 
 thread. Only then does time move: a tick, a timer or a candle close never overtakes the work an
 earlier instant started, which is what makes the journals byte-identical from run to run.
 
-Without pacing, an instant at which only idle periodic checks would wake (the watchdog's, between
-ticks) is passed over inside the clock (``VirtualClock.release_next``): same run, fewer loop turns.
+Without pacing, an instant at which only idle periodic checks would wake (the watchdog's between
+ticks; the position tracker's while nothing is tracked, agent cycles aside) is passed over inside
+the clock (``VirtualClock.release_next``): same run, fewer loop turns.
 
 The driver paces nothing by default (as fast as the machine allows); with ``speed`` it keeps
 simulated time at most ``speed`` times ahead of real time. It is the clock's driver, not domain
