@@ -115,6 +115,12 @@ class CachedSource(Generic[T]):
         #: the answer for good once the provider said it can never answer (before any value)
         self._refused: Cached[T] | None = None
 
+    @property
+    def settled(self) -> Cached[T] | None:
+        """The answer every ``read`` gives from now on (the provider said it can never have the
+        data), or None: a reader holding it need not read (``DerivativesMonitor`` does not)."""
+        return self._refused
+
     async def read(self) -> Cached[T]:
         refused = self._refused
         if refused is not None:  # what ``_served`` would build again at every read

@@ -131,7 +131,7 @@ class DerivativesMonitor:
         )
 
     async def poll_once(self) -> DerivativesReading:
-        cached = await asyncio.gather(*(f.source.read() for f in self._fields))
+        cached = await self._read_fields()
         values: dict[str, Any] = {}
         unavailable: dict[str, str] = {}
         stale: dict[str, int] = {}
@@ -176,6 +176,21 @@ class DerivativesMonitor:
             )
         )
         return reading
+
+    async def _read_fields(self) -> list[Cached[Any]]:
+        """Every field's answer, read concurrently (a gather), in field order.
+
+        A source whose answer is settled for good (``CachedSource.settled``: the recording lacks
+        it) gets no task: its read would return that very answer without suspending or changing
+        anything, and the gather of the others still ends on the loop turn it would have (the
+        last read's), so the run is the same minus the tasks. With no other source the gather is
+        kept whole: an empty one would not yield to the loop at all."""
+        settled = [getattr(f.source, "settled", None) for f in self._fields]
+        live = [f.source for f, answer in zip(self._fields, settled, strict=True) if answer is None]
+        if not live:
+            return list(await asyncio.gather(*(f.source.read() for f in self._fields)))
+        read = iter(await asyncio.gather(*(source.read() for source in live)))
+        return [answer if answer is not None else next(read) for answer in settled]
 
     def _is_hot(self, values: Mapping[str, Any]) -> bool:
         cfg = self.config
