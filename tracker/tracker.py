@@ -94,6 +94,7 @@ class PositionTracker:
             failpoint=failpoint,
         )
         self._reconciled = False
+        self._interval = self.config.safety_interval_secs  # as ``run`` started
         self._cycle = 0  # safety cycles done since ``run`` started
         self._next_due = 0.0  # clock reading the next cycle is due at
         self._reviewing = False
@@ -164,6 +165,7 @@ class PositionTracker:
         only count itself (``_quiet``) may be passed over by a replay's clock (``_quiet_cycle``).
         """
         failures = 0
+        self._interval = self.config.safety_interval_secs
         self._cycle = 0
         self._next_due = self._clock.monotonic_secs()
         while True:
@@ -197,7 +199,7 @@ class PositionTracker:
     def _end_cycle(self) -> float:
         """Count the cycle done; the seconds to the next slot of the grid (missed slots are
         skipped rather than run back to back)."""
-        interval = self.config.safety_interval_secs
+        interval = self._interval
         self._cycle += 1
         self._next_due += interval
         now = self._clock.monotonic_secs()
