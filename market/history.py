@@ -89,7 +89,8 @@ def extended(
     index = cached.index
     if cached.empty or list(cached.columns) != columns:
         return None
-    if not (index.is_monotonic_increasing and index.is_unique):
+    cached_ms = index.to_numpy(dtype=np.int64)
+    if not (cached_ms[1:] > cached_ms[:-1]).all():  # not sorted and unique
         return None
     try:
         open_ms = np.array([int(row[0]) for row in rows], dtype=np.int64)
@@ -97,16 +98,18 @@ def extended(
     except (TypeError, ValueError):  # malformed rows: the general merge says what it says
         return None
     if len(rows) and (
-        open_ms[0] <= index[-1] or (np.diff(open_ms) <= 0).any() or np.isnan(values).any()
+        open_ms[0] <= cached_ms[-1] or (np.diff(open_ms) <= 0).any() or np.isnan(values).any()
     ):
         return None
-    all_ms = np.concatenate([index.to_numpy(dtype=np.int64), open_ms])
+    all_ms = np.concatenate([cached_ms, open_ms])
     all_values = np.vstack([cached.to_numpy(dtype=np.float64), values])
     cut = int(np.searchsorted(all_ms, window_start_ms, side="left"))
+    # no copy: the frame owns the fresh array, laid out (row-major) as the general merge's
     return pd.DataFrame(
         all_values[cut:],
         index=pd.Index(all_ms[cut:], dtype=np.int64, name=index.name),
         columns=columns,
+        copy=False,
     )
 
 

@@ -167,8 +167,14 @@ def test_the_rows_are_pandas_rolling_std_to_the_bit(
     assert values.shape == (len(expected), 3)
     assert values.tobytes() == np.ascontiguousarray(expected.to_numpy()).tobytes()
     assert open_ms.tolist() == expected.index.tolist()
-    pd.testing.assert_frame_equal(
-        regime_features(frame, rv_window_bars=rv, vov_window_bars=vov), expected, check_exact=True
+    features = regime_features(frame, rv_window_bars=rv, vov_window_bars=vov)
+    pd.testing.assert_frame_equal(features, expected, check_exact=True)
+    # laid out alike: the fit's column means and deviations sum in the same order
+    got, want = features.to_numpy(), expected.to_numpy()
+    assert (got.flags.c_contiguous, got.flags.f_contiguous, got.strides) == (
+        want.flags.c_contiguous,
+        want.flags.f_contiguous,
+        want.strides,
     )
 
 
