@@ -44,7 +44,7 @@ from tracker.market_view import MarketView, PriceSource, RegimeSource
 from tracker.ports import PositionReviewer, ReviewVerdict
 from tracker.positions import StateStore, TrackedPosition
 from tracker.review import AgentLayer
-from tracker.safety import ExitReason, safety_verdict
+from tracker.safety import ExitReason, SafetyVerdict, safety_verdict
 from tracker.tracked_book import TrackedBook
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,7 @@ class PositionTracker:
         )
         self._reconciled = False
         self._interval = self.config.safety_interval_secs  # as ``run`` started
+        self._verdicts: dict[str, tuple[tuple[Any, ...], SafetyVerdict]] = {}  # the last, by ticker
         self._cycle = 0  # safety cycles done since ``run`` started
         self._next_due = 0.0  # clock reading the next cycle is due at
         self._reviewing = False
@@ -274,9 +275,7 @@ class PositionTracker:
         if price is None or position is None:
             return None
         self._book.sample(ticker, price)
-        verdict = safety_verdict(
-            position.entry_price, price, position.trailing_high, position.armed, self.config
-        )
+        verdict = self._safety_verdict(ticker, position, price)
         if verdict.armed != position.armed or verdict.trailing_high != position.trailing_high:
             if verdict.armed and not position.armed:
                 log.info(
@@ -299,6 +298,20 @@ class PositionTracker:
             verdict.peak_pnl_pct,
         )
         return await self.exit_position(ticker, verdict.exit, reference_price=price)
+
+    def _safety_verdict(
+        self, ticker: str, position: TrackedPosition, price: float
+    ) -> SafetyVerdict:
+        """``safety_verdict`` (a pure function of what it is given); the ticker's last one again
+        when that is unchanged, as for the checks between two ticks (a tick every 75 s in replay,
+        a check every 30 s)."""
+        given = (position.entry_price, price, position.trailing_high, position.armed, self.config)
+        last = self._verdicts.get(ticker)
+        if last is not None and last[0] == given:
+            return last[1]
+        verdict = safety_verdict(*given)
+        self._verdicts[ticker] = (given, verdict)
+        return verdict
 
     # ---- exits (``tracker.exits``)
 
