@@ -87,7 +87,7 @@ def extended(
     after every 4h close); None for anything else (the general merge's work)."""
     columns = list(OHLCV_COLUMNS)
     index = cached.index
-    if cached.empty or list(cached.columns) != columns:
+    if cached.empty or not rows or list(cached.columns) != columns:
         return None
     cached_ms = index.to_numpy(dtype=np.int64)
     if not (cached_ms[1:] > cached_ms[:-1]).all():  # not sorted and unique
@@ -97,19 +97,17 @@ def extended(
         values = np.array([list(row[1:6]) for row in rows], dtype=np.float64).reshape(-1, 5)
     except (TypeError, ValueError):  # malformed rows: the general merge says what it says
         return None
-    if len(rows) and (
-        open_ms[0] <= cached_ms[-1] or (np.diff(open_ms) <= 0).any() or np.isnan(values).any()
-    ):
+    if open_ms[0] <= cached_ms[-1] or (np.diff(open_ms) <= 0).any() or np.isnan(values).any():
         return None
     all_ms = np.concatenate([cached_ms, open_ms])
     all_values = np.vstack([cached.to_numpy(dtype=np.float64), values])
     cut = int(np.searchsorted(all_ms, window_start_ms, side="left"))
-    # no copy: the frame owns the fresh array, laid out (row-major) as the general merge's
+    if cut == len(all_ms):  # nothing left in the window: the general merge's empty frame
+        return None
     return pd.DataFrame(
         all_values[cut:],
         index=pd.Index(all_ms[cut:], dtype=np.int64, name=index.name),
         columns=columns,
-        copy=False,
     )
 
 

