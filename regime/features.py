@@ -23,10 +23,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pandas._libs.window.aggregations import roll_var as _roll_var  # type: ignore[import-not-found]
 
 from market.timeframes import TIMEFRAME_MS
 from regime.config import RV_WINDOW_BARS, VOV_WINDOW_BARS
+
+try:  # pandas' private kernel: a pandas that moves it takes the public path below (same floats)
+    from pandas._libs.window.aggregations import (  # type: ignore[import-not-found]
+        roll_var as _roll_var,
+    )
+except ImportError:  # pragma: no cover - the installed pandas has it
+    _roll_var = None
 
 FEATURE_COLUMNS = ("log_return", "realised_vol", "vol_of_vol")
 STEP_MS_4H = TIMEFRAME_MS["4h"]
@@ -103,6 +109,8 @@ def feature_rows(
 
 def _rolling_std(values: Array, window: int) -> Array:
     """``pd.Series(values).rolling(window, min_periods=window).std(ddof=1).to_numpy()``"""
+    if _roll_var is None:
+        return _public_rolling_std(values, window)
     n = len(values)
     end = np.arange(1, n + 1, dtype=np.int64)
     start = np.clip(end - window, 0, n)
@@ -110,6 +118,11 @@ def _rolling_std(values: Array, window: int) -> Array:
     with np.errstate(all="ignore"):
         std: Array = np.sqrt(variance)
     std[variance < 0] = 0
+    return std
+
+
+def _public_rolling_std(values: Array, window: int) -> Array:
+    std: Array = pd.Series(values).rolling(window, min_periods=window).std(ddof=1).to_numpy()
     return std
 
 

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_regime_support import STEP_4H_MS, candles_from_returns, recorded_4h
 
+import regime.features as features_module
 from regime.features import (
     FEATURE_COLUMNS,
     BadCandlesError,
@@ -185,3 +186,14 @@ def test_the_rows_of_recorded_candles_are_pandas_rolling_std_to_the_bit() -> Non
     assert len(values) > 1000
     assert values.tobytes() == np.ascontiguousarray(expected.to_numpy()).tobytes()
     assert open_ms.tolist() == expected.index.tolist()
+
+
+def test_without_pandas_private_kernel_the_public_path_gives_the_same_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    frame = recorded_4h("BTC/USDT")
+    kernel_values, kernel_open_ms = feature_rows(frame)
+    monkeypatch.setattr(features_module, "_roll_var", None)  # a pandas that moved it
+    values, open_ms = feature_rows(frame)
+    assert values.tobytes() == kernel_values.tobytes()
+    assert open_ms.tolist() == kernel_open_ms.tolist()
