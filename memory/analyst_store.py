@@ -201,13 +201,6 @@ class AnalystStore:
         ).fetchall()
         return [_report(row) for row in rows]
 
-    def has_report(self, analyst: str, ticker: str, day: str) -> bool:
-        row = self._db.execute(
-            "SELECT 1 FROM analyst_reports WHERE analyst = ? AND ticker = ? AND day = ? LIMIT 1",
-            (analyst, ticker, day),
-        ).fetchone()
-        return row is not None
-
     def latest_report(self, analyst: str, ticker: str) -> AnalystReport | None:
         key = (analyst, ticker)
         if key in self._latest:

@@ -12,7 +12,6 @@ Each ``DaySummary`` records which path made it and why a step was skipped.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import itertools
 import logging
 import math
@@ -328,7 +327,3 @@ def _strength_in(text: str) -> SignalStrength:
     assert found is not None  # check_summary made sure
     value = found.group(1).lower()
     return "high" if value == "high" else "medium" if value == "medium" else "low"
-
-
-def summary_digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
