@@ -279,8 +279,14 @@ class JumpyClock(VirtualClock):
         super().__init__(epoch_ms)
         self.extra_secs = extra_secs
 
-    async def sleep(self, secs: float, *, idle: Callable[[], bool] | None = None) -> None:
-        await super().sleep(secs + self.extra_secs, idle=idle)
+    async def sleep(
+        self,
+        secs: float,
+        *,
+        idle: Callable[[], bool] | None = None,
+        passed: Callable[[], float] | None = None,
+    ) -> None:
+        await super().sleep(secs + self.extra_secs, idle=idle, passed=passed)
 
 
 async def test_behind_the_clock_updates_are_skipped_but_never_a_close(feed: SimFeed) -> None:
