@@ -45,7 +45,7 @@ class DecisionContext:
         if self.analysts is not None:
             try:
                 await self.analysts.roll(snapshot.at_ms)
-                self.analysts.observe(sent, snapshot.at_ms)
+                self.analysts.observe(sent, snapshot.at_ms, snapshot.to_json_bytes)
             except Exception:
                 log.exception("analysts failed for this decision; the prompt goes without them")
         return await self.prompts.assemble(snapshot, sent)
@@ -54,7 +54,7 @@ class DecisionContext:
         """Commit what the analysts' store holds back (a non-durable store batches reports) and
         write the session files held back (write-behind)."""
         if self.analysts is not None:
-            self.analysts.store.flush()
+            self.analysts.flush()
         if self.session is not None:
             self.session.flush()
 

@@ -65,15 +65,18 @@ class AnalystStore:
     """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests.
 
     ``durable=False`` (replay: journals not fsynced either) commits reports and summaries in
-    batches: at most ``BATCH_REPORTS`` rows in one transaction, committed by ``flush`` (the
-    desk's roll, once it has made the day's summaries) or by ``close``. This connection reads its own pending rows, so every answer is the same; a crash
+    batches: at most ``batch_reports`` (default ``BATCH_REPORTS``) rows in one transaction,
+    committed by ``flush`` (the desk's roll, once it has made the day's summaries) or by
+    ``close``. This connection reads its own pending rows, so every answer is the same; a crash
     loses the batch, and another process sees it only once committed. It never fsyncs either
     (``synchronous=OFF``: NORMAL fsyncs at each WAL checkpoint, which made an insert into a
     year's reports 24 us instead of 9): a killed process loses nothing committed, a power loss
     may take the file, as it may a replay's journals.
     """
 
-    def __init__(self, path: Path | str, *, durable: bool = True) -> None:
+    def __init__(
+        self, path: Path | str, *, durable: bool = True, batch_reports: int | None = None
+    ) -> None:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
@@ -86,6 +89,7 @@ class AnalystStore:
         #: unclear (a tie on day and time) drops the entry and the next call asks SQLite.
         self._latest: dict[tuple[str, str], AnalystReport | None] = {}
         self._durable = durable
+        self._batch_reports = batch_reports  # None: BATCH_REPORTS
         self._pending = 0  # rows written since the last commit (non-durable only)
         self._added = 0  # reports this connection added (a memo of a lookback keys on it)
         #: (analyst, ticker) -> report id -> the report as a read of its row gives it: saved or
@@ -112,7 +116,8 @@ class AnalystStore:
         else:  # SQLite undoes a failed INSERT alone; the batch before it stays pending
             cursor = self._insert(report)
             self._pending += 1
-            if self._pending >= BATCH_REPORTS:
+            batch = BATCH_REPORTS if self._batch_reports is None else self._batch_reports
+            if self._pending >= batch:
                 self.flush()
         added = cursor.rowcount == 1
         if added:

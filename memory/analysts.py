@@ -213,8 +213,15 @@ class AnalystDesk:
         #: (ticker, day) -> the views a decision reads; summaries change only when rolled
         self._views: dict[tuple[str, str], list[MemorySummary]] = {}
 
-    def observe(self, sent: Mapping[str, Any], at_ms: int) -> list[AnalystReport]:
-        """Each analyst's report of each ticker, when its cadence calls for one."""
+    def observe(
+        self,
+        sent: Mapping[str, Any],
+        at_ms: int,
+        encoded: Callable[[], bytes] | None = None,
+    ) -> list[AnalystReport]:
+        """Each analyst's report of each ticker, when its cadence calls for one. ``encoded``:
+        ``sent``'s JSON when the caller has it (a desk in another process is sent that instead
+        of the mapping; this one reads the mapping)."""
         written = []
         for controller in self.controllers:
             for ticker in self.tickers:
@@ -222,6 +229,20 @@ class AnalystDesk:
                 if report is not None:
                     written.append(report)
         return written
+
+    @property
+    def rolled_day(self) -> str | None:
+        """The UTC day of the last roll that went through (None: none yet)."""
+        return self._rolled_day
+
+    def roll_due(self, now_ms: int) -> bool:
+        """``roll(now_ms)`` would do more than return: the first roll of a UTC day (or a retry
+        after a roll that raised)."""
+        return utc_day(now_ms) != self._rolled_day
+
+    def flush(self) -> None:
+        """Commit what the store holds back (a non-durable store batches reports)."""
+        self.store.flush()
 
     async def roll(self, now_ms: int) -> list[DaySummary]:
         """Make the summaries due at ``now_ms``: yesterday's post_close and today's pre_open, each

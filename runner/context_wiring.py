@@ -7,6 +7,7 @@ the instructions and the snapshot, so a run with and without memory is a real ex
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor
 
 from agent.analyst_summariser import ClaudeSummariser
 from agent.decision_context import DecisionContext
@@ -19,6 +20,7 @@ from memory.session_store import SESSION_WRITE_BEHIND, SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
 from runner.agent_wiring import Agents
 from runner.config import Settings
+from runner.desk_ahead import DeskAhead
 
 
 def build_decision_context(
@@ -29,7 +31,10 @@ def build_decision_context(
     memory: bool,
     person_notes: Callable[[], str],
     insights: InsightSource | None = None,
+    analysts_pool: Executor | None = None,
 ) -> DecisionContext | None:
+    """``analysts_pool``: replay's process for the analysts (``runner.desk_ahead``), used when
+    the store is not durable and no model summarises (a model's summaries stay here)."""
     config = settings.context
     if not config.enabled:
         return None
@@ -38,13 +43,18 @@ def build_decision_context(
             PromptAssembler(None, settings.prompt, compact_snapshot=settings.agent.compact_snapshot)
         )
     state_dir = settings.state_dir
-    desk = None
+    desk: AnalystDesk | None = None
     if config.analysts:
         model = None
         if config.model_summaries and agents.client is not None:
             model = ClaudeSummariser(agents.client, settings.agent, agents.decider.ledger)
-        store = AnalystStore(state_dir / "analysts.db", durable=settings.state.fsync_journals)
-        desk = AnalystDesk(store, settings.market.tickers, model)
+        path = state_dir / "analysts.db"
+        durable = settings.state.fsync_journals
+        store = AnalystStore(path, durable=durable)
+        if analysts_pool is not None and model is None and not durable:
+            desk = DeskAhead(store, str(path), settings.market.tickers, analysts_pool)
+        else:
+            desk = AnalystDesk(store, settings.market.tickers, model)
     session = SessionStore(
         state_dir / "sessions",
         clock,

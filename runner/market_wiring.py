@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +50,8 @@ class Ports:
     fit_offload: Offload = asyncio.to_thread  # how a regime fit leaves the event loop
     fit_ahead: FitAhead | None = None  # replay: regime fits computed ahead in a process pool
     fit_pool: FitPool | None = None  # where regime fits run (None: inline, in this process)
+    #: replay: the analysts' process (``runner.desk_ahead``; None: the analysts run inline)
+    analysts_pool: Executor | None = None
     memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
     live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
 

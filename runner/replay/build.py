@@ -7,6 +7,9 @@ implementation) and never anything after the clock's now:
 
 - ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener, its rows computed
   ahead in one worker process (``sim.tick_ahead``: the same functions, so the same ticks);
+- analysts (without model summaries): their reports and day summaries written in another worker
+  process over the same analysts.db (``runner.desk_ahead``: the same calls in the same order, so
+  the same database and summaries);
 - OHLCV (warm-up seed, 4h history for the regimes): ``sim.inprocess.RecordedOhlcvExchange``;
 - derivatives context: ``sim.recorded_sources`` (funding, Fear & Greed and PAXG spot recorded;
   the rest reported unavailable, as against the simulator).
@@ -50,6 +53,7 @@ from regime.fit_cache import FitCache
 from regime.fit_pool import FitPool
 from regime.tracker import run_inline
 from runner.config import Settings
+from runner.desk_ahead import open_desk_pool
 from runner.journals import Journals, open_journals
 from runner.market_wiring import MarketPath, Ports, build_market_path
 from runner.replay.data import RecordedData, open_recorded_data, optional_fear_greed
@@ -139,6 +143,7 @@ class Replay:
     fit_ahead: FitAhead | None = None  # the regime fit-ahead planner
     fit_pool: FitPool | None = None  # the regime fits' processes (run_replay closes it)
     tick_pool: Executor | None = None  # the tick rows' process (run_replay closes it)
+    desk_pool: Executor | None = None  # the analysts' process (run_replay closes it)
 
     @property
     def ticks(self) -> RecordedTicks:
@@ -235,10 +240,12 @@ def replay_ports(
     fit_ahead: FitAhead | None = None,
     fit_pool: FitPool | None = None,
     tick_pool: Executor | None = None,
+    desk_pool: Executor | None = None,
 ) -> Ports:
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
     ``fear_greed``: the opened index (or why there is none); None reads it from the data dir.
-    ``tick_pool``: where the ticks' rows are computed ahead; None: in this process."""
+    ``tick_pool``: where the ticks' rows are computed ahead; None: in this process.
+    ``desk_pool``: where the analysts run (``runner.desk_ahead``); None: in this process."""
     tickers = settings.market.tickers
 
     def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
@@ -265,6 +272,7 @@ def replay_ports(
         fit_ahead=fit_ahead,
         fit_pool=fit_pool,
         memory=memory,
+        analysts_pool=desk_pool,
     )
 
 
@@ -275,6 +283,8 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     feed = data.feed
     check_span(feed, options)
     tick_pool = open_tick_pool(feed)
+    # its process starts only if the analysts use it (memory on, no model summaries)
+    desk_pool = open_desk_pool() if options.memory else None
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     # no state_watch either; the state saves (two files each, one every few tracker checks) skip
@@ -292,6 +302,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         fit_ahead=(ahead := build_fit_ahead(settings, feed, options.end_ms, pool)),
         fit_pool=pool,
         tick_pool=tick_pool,
+        desk_pool=desk_pool,
     )
     market = build_market_path(settings, clock, bus, ports)
     decision = build_decision_path(
@@ -326,6 +337,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         ahead,
         pool,
         tick_pool,
+        desk_pool,
     )
 
 

@@ -127,6 +127,8 @@ async def run_replay(replay: Replay, *, progress: Progress | None = None) -> Rep
             replay.fit_pool.close()
         if replay.tick_pool is not None:
             replay.tick_pool.shutdown(wait=True, cancel_futures=True)
+        if replay.desk_pool is not None:  # flushed by the supervisor's shutdown hook
+            replay.desk_pool.shutdown(wait=True, cancel_futures=True)
 
 
 async def _run(replay: Replay, progress: Progress | None) -> ReplayOutcome:
