@@ -18,7 +18,7 @@ import math
 import operator
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, Protocol
 
 from pydantic import BaseModel, ConfigDict
@@ -130,6 +130,13 @@ def _bag(text: str) -> _Bag:
                 del _bags[old]
         _bags[text] = bag
     return bag
+
+
+def learn_wording(reports: Iterable[AnalystReport]) -> None:
+    """Tokenise the reports' wording now, as ``representatives`` will (the same memo, so the
+    same answers): a process with time between decisions spares the next roll the work."""
+    for report in reports:
+        _bag(report.content)
 
 
 #: the last answer: yesterday's post_close and today's pre_open summarise the same reports

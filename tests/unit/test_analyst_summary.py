@@ -261,3 +261,23 @@ def test_representatives_compared_newest_first_choose_as_oldest_first(
         assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
         assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
         assert len(analyst_summary._bags) <= kept
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25),
+    st.sets(st.integers(0, 24)),
+    st.sampled_from([2, 7, 4096]),
+)
+def test_wording_learnt_ahead_chooses_as_the_plain_formula(
+    contents: list[list[str]], learnt: set[int], kept: int
+) -> None:
+    """``learn_wording`` (the analysts' process, between rolls) fills the memo a roll reads:
+    whichever reports it saw before, the roll chooses as without any memo."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(analyst_summary, "_BAGS_KEPT", kept)
+        patch.setattr(analyst_summary, "_bags", {})
+        reports = [_report(i, " ".join(words) + ".") for i, words in enumerate(contents)]
+        analyst_summary.learn_wording([r for i, r in enumerate(reports) if i in learnt])
+        assert len(analyst_summary._bags) <= kept
+        assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
