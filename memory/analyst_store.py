@@ -132,6 +132,10 @@ class AnalystStore:
         connection (SQLite's data_version)."""
         return self._added, self._data_version()
 
+    def data_version(self) -> int:
+        """Changes whenever another connection commits (SQLite's data_version)."""
+        return self._data_version()
+
     def _data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 

@@ -162,6 +162,7 @@ class DeskAhead(AnalystDesk):
         self._batch = batch
         self._queued: list[Observed] = []
         self._sent: list[Observed] = []  # sent since the worker's last commit
+        self._seen_commits = store.data_version()  # as of the worker's last commit known here
         self._running: list[Future[DeskReply]] = []  # in order
         self.unavailable: str | None = None  # why the desk now runs inline
         self.waits: list[float] = []  # seconds each roll and flush waited for the worker
@@ -226,6 +227,7 @@ class DeskAhead(AnalystDesk):
             return DeskReply((), self._rolled_day, (), True, False)
         if reply is not None and reply.committed:
             self._sent.clear()
+            self._seen_commits = self.store.data_version()
         return reply
 
     def _submit(self, job: DeskJob) -> Future[DeskReply] | None:
@@ -262,8 +264,11 @@ class DeskAhead(AnalystDesk):
         return reply
 
     def _go_inline(self, exc: BaseException) -> None:
-        """The worker is gone: observe again here what it had not committed, and carry on here."""
-        lost = self._sent + self._queued
+        """The worker is gone: observe again here what it had not committed, and carry on here.
+        It commits only in a roll or flush job, which this desk waits for (so it is the last job
+        sent): a commit not known here is that job's, taking every decision sent before."""
+        committed = self.store.data_version() != self._seen_commits
+        lost = self._queued if committed else self._sent + self._queued
         self.unavailable = str(exc) or type(exc).__name__
         self._running.clear()
         self._sent, self._queued = [], []

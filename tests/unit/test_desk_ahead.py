@@ -11,7 +11,8 @@ import random
 import signal
 import sqlite3
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,12 @@ def _view(rng: random.Random, price: float) -> dict[str, Any]:
     }
 
 
-def _sent(rng: random.Random, at_ms: int) -> dict[str, Any]:
-    """A snapshot as sent: plain JSON, with the analysts' fields varying (regimes change a few
-    times a day, outside data comes and goes)."""
-    regimes = {t: rng.choice(REGIMES) if rng.random() < 0.1 else REGIMES[1] for t in TICKERS}
+def _sent(rng: random.Random, at_ms: int, regimes: dict[str, str]) -> dict[str, Any]:
+    """A snapshot as sent: plain JSON, with the analysts' fields varying (``regimes`` change a
+    few times a day, outside data comes and goes)."""
+    for ticker in TICKERS:  # each ticker's regime holds a while, then changes
+        if rng.random() < 0.15:
+            regimes[ticker] = rng.choice(REGIMES)
     return {
         "at_ms": at_ms,
         "tickers": {t: _view(rng, 1_000.0 * (i + 1) + rng.uniform(-50, 50)) for i, t in enumerate(TICKERS)},
@@ -63,7 +66,7 @@ def _sent(rng: random.Random, at_ms: int) -> dict[str, Any]:
         "fear_greed": {"value": rng.randint(0, 100), "classification": "Fear"} if rng.random() < 0.9 else None,
         "news_summary": rng.choice((None, "", "BTC, SOL trending")),
         "regime": {
-            "crypto": regimes,
+            "crypto": dict(regimes),
             "crypto_exposure": {t: 0.8 for t in TICKERS},
             "macro": "UNAVAILABLE",
             "combined": "mixed",
@@ -81,7 +84,8 @@ def _decisions(seed: int = 7, days: int = 4) -> list[tuple[int, dict[str, Any]]]
     times = {DAY1_MS + d * DAY_MS + rng.randrange(DAY_MS) for d in range(days) for _ in range(25)}
     times |= {DAY1_MS + 2 * DAY_MS - 1, DAY1_MS + 2 * DAY_MS}
     times = {t for t in times if not DAY1_MS + 2 * DAY_MS < t < DAY1_MS + 3 * DAY_MS}
-    return [(at_ms, _sent(rng, at_ms)) for at_ms in sorted(times)]
+    regimes = dict.fromkeys(TICKERS, REGIMES[1])
+    return [(at_ms, _sent(rng, at_ms, regimes)) for at_ms in sorted(times)]
 
 
 def _encoded(sent: dict[str, Any]) -> Callable[[], bytes]:
@@ -213,6 +217,50 @@ def test_a_dead_worker_leaves_the_desk_inline_with_nothing_lost(
     views, dump = inline
     # the six decisions observed but never read back: their views are the inline run's
     assert read == views[: 2 * half] + views[2 * (half + 6) :]
+    assert _dump(path) == dump
+
+
+class _DiesAfterCommitting(Executor):
+    """Runs each job in a thread of this process (``run_desk_job``, on a desk of its own: its
+    rolls run their own event loop) and, at the ``rolls``-th roll, dies once the job has
+    committed, before its reply is taken."""
+
+    def __init__(self, rolls: int) -> None:
+        self.rolls = rolls
+        self.gone = False
+        self.thread = ThreadPoolExecutor(1)
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        if self.gone:
+            raise BrokenProcessPool("the analysts' process is gone")
+        future: Future[Any] = Future()
+        reply = self.thread.submit(fn, *args, **kwargs).result()
+        self.rolls -= args[0].roll_at_ms is not None
+        if self.rolls == 0:
+            self.gone = True
+            future.set_exception(BrokenProcessPool("killed after its commit"))
+        else:
+            future.set_result(reply)
+        return future
+
+
+def test_a_worker_dead_after_committing_a_roll_is_not_observed_again(
+    decisions: list[tuple[int, dict[str, Any]]],
+    inline: tuple[list[Any], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(runner.desk_ahead, "_opened", {})  # this process's worker desk
+    path = tmp_path / "analysts.db"
+    pool = _DiesAfterCommitting(rolls=3)
+    desk = DeskAhead(AnalystStore(path, durable=False), str(path), TICKERS, pool, batch=5)
+    try:
+        read = _run(desk, decisions)
+    finally:
+        pool.thread.shutdown()
+    assert pool.gone and desk.unavailable is not None
+    views, dump = inline
+    assert read == views
     assert _dump(path) == dump
 
 
