@@ -21,10 +21,10 @@ import pytest
 from analyst_support import DAY1_MS, HOUR_MS
 
 import runner.desk_ahead
-from memory.analyst_model import AnalystReport, MemorySummary
+from memory.analyst_model import AnalystReport, MemorySummary, utc_day
 from memory.analyst_store import AnalystStore
-from memory.analysts import AnalystDesk
-from runner.desk_ahead import DeskAhead, open_desk_pool
+from memory.analysts import AnalystController, AnalystDesk
+from runner.desk_ahead import AnalystsFailed, DeskAhead, open_desk_pool
 
 TICKERS = ("BTC/USDT", "ETH/USDT")
 DAY_MS = 24 * HOUR_MS
@@ -260,6 +260,47 @@ def test_a_worker_dead_after_committing_a_roll_is_not_observed_again(
         pool.thread.shutdown()
     assert pool.gone and desk.unavailable is not None
     views, dump = inline
+    assert read == views
+    assert _dump(path) == dump
+
+
+def test_a_failing_roll_fails_its_decision_and_is_tried_again_as_inline(
+    decisions: list[tuple[int, dict[str, Any]]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A roll that raises part-way (some summaries made) fails that decision's analysts (its
+    observe skipped) and is tried again at the next decision: the same database and views as
+    inline, where the half-made summaries are read too."""
+    monkeypatch.setattr(runner.desk_ahead, "_opened", {})  # this process's worker desk
+    real = AnalystController.summarise
+    broken_day = utc_day(DAY1_MS + DAY_MS)
+    calls = [0]
+
+    async def summarise(self: AnalystController, *args: Any, **kwargs: Any) -> Any:
+        if args[1] == broken_day:
+            calls[0] += 1
+            if calls[0] == 3:
+                raise RuntimeError("the summariser broke")
+        return await real(self, *args, **kwargs)
+
+    monkeypatch.setattr(AnalystController, "summarise", summarise)
+    views, dump = _inline(tmp_path / "inline.db", decisions)
+    assert calls[0] > 3  # it broke once, and was tried again
+    calls[0] = 0
+    path = tmp_path / "analysts.db"
+    pool = _DiesAfterCommitting(rolls=-1)  # never dies
+    desk = DeskAhead(AnalystStore(path, durable=False), str(path), TICKERS, pool, batch=5)
+    with caplog.at_level(logging.ERROR):
+        try:
+            read = _run(desk, decisions)
+        finally:
+            pool.thread.shutdown()
+    assert desk.unavailable is None
+    assert any("the summariser broke" in r.getMessage() for r in caplog.records)
+    failed = [r for r in caplog.records if r.exc_info and r.exc_info[0] is AnalystsFailed]
+    assert len(failed) == 1  # the decision's analysts failed, as inline
     assert read == views
     assert _dump(path) == dump
 
