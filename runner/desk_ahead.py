@@ -16,14 +16,16 @@ The worker decodes the snapshot's JSON instead of being sent the mapping: the sn
 is plain JSON (``model_dump(mode="json")``, rounded), which orjson gives back with the same
 types (int stays int, float the same float, lists as lists), and the report builders
 (``memory.analyst_reports``) never depend on key order (orjson sorts keys) nor on a list being
-a tuple, and read a non-finite number and null alike.
+a tuple, and read a non-finite number where they expect one as they read null (orjson writes a
+NaN as null). The byte-identical replays and ``tests/unit/test_desk_ahead.py`` check it.
 
 Failures: an observe or a roll that raises in the worker is logged here (once its batch is
 back, at the latest at the next roll), and the decision goes on without analysts, as inline; a
 roll that raises makes ``roll`` raise here, so that decision's observe is skipped, as inline. A
 worker that dies (or a pool that cannot start it) is not a replay failure: the desk carries on
 inline, in this process, after observing again here every decision sent since the worker's last
-commit (its uncommitted transaction died with it), so nothing is lost; a warning says so.
+commit (its uncommitted transaction died with it; a roll's commit whose reply was lost shows in
+SQLite's data_version), so nothing is lost; a warning says how many decisions it observed again.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
-from memory.analyst_model import DaySummary
+from memory.analyst_model import AnalystReport, DaySummary
 from memory.analyst_store import AnalystStore
 from memory.analyst_summary import learn_wording
 from memory.analysts import AnalystDesk
@@ -173,7 +175,7 @@ class DeskAhead(AnalystDesk):
         sent: Mapping[str, Any],
         at_ms: int,
         encoded: Callable[[], bytes] | None = None,
-    ) -> list[Any]:
+    ) -> list[AnalystReport]:
         """Queued for the worker (nothing written yet: an empty list)."""
         if self.unavailable is not None:
             return super().observe(sent, at_ms)
