@@ -125,6 +125,8 @@ class AnalystStore:
             self._note_saved(report)
             if _reads_back_equal(report):
                 self._know(report)
+            else:  # an earlier report of this id, rolled back since, must not answer for it
+                self._known.get((report.analyst, report.ticker), {}).pop(report.report_id, None)
         return added
 
     def reports_version(self) -> tuple[int, int]:

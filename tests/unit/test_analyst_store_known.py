@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memory import analyst_store
@@ -68,6 +68,12 @@ _steps = st.lists(
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=_steps, durable=st.booleans(), kept=st.sampled_from([2, 5, 1024]))
+# a report rolled back, then saved again with a figure that reads back as None
+@example(
+    steps=[("save", 0, "0", 80_000.5), ("rollback",), ("save", 0, "0", math.nan)],
+    durable=False,
+    kept=2,
+)
 def test_reports_remembered_equal_the_rows_read_again(
     steps: list[tuple[object, ...]], durable: bool, kept: int
 ) -> None:
