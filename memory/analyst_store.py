@@ -97,7 +97,7 @@ class AnalystStore:
         #: A day summary reads a day of reports this connection saved one by one; ``reports``
         #: asks SQLite which ids, in which order, and builds only the rows it does not know.
         self._known: dict[tuple[str, str], dict[str, AnalystReport]] = {}
-        self._known_version = self._data_version()
+        self._known_version = self.data_version()
 
     def flush(self) -> None:
         """Commit the reports a non-durable store holds in its open transaction."""
@@ -132,13 +132,10 @@ class AnalystStore:
     def reports_version(self) -> tuple[int, int]:
         """Changes whenever the reports may have: a report added here, or a commit by another
         connection (SQLite's data_version)."""
-        return self._added, self._data_version()
+        return self._added, self.data_version()
 
     def data_version(self) -> int:
         """Changes whenever another connection commits (SQLite's data_version)."""
-        return self._data_version()
-
-    def _data_version(self) -> int:
         return int(self._db.execute("PRAGMA data_version").fetchone()[0])
 
     def _know(self, report: AnalystReport) -> None:
@@ -189,9 +186,9 @@ class AnalystStore:
         ids = self._db.execute(f"SELECT report_id FROM analyst_reports {_REPORTS_WHERE}", args)
         wanted = [row[0] for row in ids.fetchall()]
         # checked after the ids: a commit in between is seen, and its rows read again below
-        if self._data_version() != self._known_version:
+        if self.data_version() != self._known_version:
             self._known.clear()
-            self._known_version = self._data_version()
+            self._known_version = self.data_version()
         known = self._known.get((analyst, ticker), {})
         if all(report_id in known for report_id in wanted):
             return [known[report_id] for report_id in wanted]
