@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from market_test_support import make_tick
 
 from broker.book import PaperBook
 from broker.fills import PaperTerms
@@ -22,11 +23,12 @@ from broker.port import Action
 from broker.traded_range import TradedRangeTracker
 from contract.broker_harness import make_intent
 from core.clock import VirtualClock
-from core.events import MarketTick
+from core.events import MarketTick, Timeframe
+from market.timeframes import TIMEFRAME_MS
 
 EPOCH_MS = 1_740_787_200_000
-CANDLE_MS = 900_000
 TICKERS = ("BTC/USDT", "ETH/USDT")
+TIMEFRAMES: st.SearchStrategy[Timeframe] = st.sampled_from(["15m", "1h"])
 FINE = st.sampled_from([97.0, 98.0, 99.0, 99.5, 100.0, 101.0, 103.0])
 #: fine prices, and the ones the fill rules refuse (the general path logs and counts those)
 PRICES = st.one_of(FINE, st.sampled_from([math.nan, math.inf, 0.0, -1.0]))
@@ -40,7 +42,7 @@ OHLC = st.one_of(
 
 class Push(NamedTuple):
     ticker: str
-    timeframe: str
+    timeframe: Timeframe
     candle: int  # which candle: older ones come too
     ohlc: tuple[float, float, float, float]
     skew_ms: int  # event time vs the clock: late, now, ahead
@@ -62,30 +64,28 @@ class Advance(NamedTuple):
 Step = Push | Buy | Sell | Advance
 
 
-def make_tick(
-    ticker: str, timeframe: str, index: int, ohlc: tuple[float, ...], at_ms: int
+def quiet_tick(
+    ticker: str, timeframe: Timeframe, index: int, ohlc: tuple[float, ...], at_ms: int
 ) -> MarketTick:
     o, h, low, c = ohlc
-    open_ms = EPOCH_MS + index * CANDLE_MS
-    return MarketTick(
+    open_ms = EPOCH_MS + index * TIMEFRAME_MS[timeframe]
+    return make_tick(
         ticker=ticker,
         timeframe=timeframe,
-        open_time_ms=open_ms,
-        close_time_ms=open_ms + CANDLE_MS - 1,
-        open=o,
-        high=h,
+        open_ms=open_ms,
+        event_ms=at_ms,
+        o=o,
+        h=h,
         low=low,
-        close=c,
-        volume=1.0,
-        closed=False,
-        event_time_ms=at_ms,
+        c=c,
+        v=1.0,
     )
 
 
 PUSHES = st.builds(
     Push,
     st.sampled_from(TICKERS),
-    st.sampled_from(["15m", "1h"]),
+    TIMEFRAMES,
     st.integers(min_value=0, max_value=4),
     OHLC,
     st.integers(min_value=-1, max_value=1),
@@ -134,7 +134,7 @@ async def drive(steps: list[Step]) -> None:
     for n, step in enumerate(steps):
         if isinstance(step, Push):
             at_ms = max(EPOCH_MS, clock.now_ms() + step.skew_ms)
-            tick = make_tick(step.ticker, step.timeframe, step.candle, step.ohlc, at_ms)
+            tick = quiet_tick(step.ticker, step.timeframe, step.candle, step.ohlc, at_ms)
             quick.on_market_tick(tick)
             reference.on_market_tick(tick)
         elif isinstance(step, Advance):
@@ -167,7 +167,7 @@ def test_the_shortcut_leaves_the_broker_as_the_general_path_does(steps: list[Ste
 @given(
     pushes=st.lists(
         st.tuples(
-            st.sampled_from(["15m", "1h"]),
+            TIMEFRAMES,
             st.integers(min_value=0, max_value=3),
             OHLC,
             st.booleans(),  # noted (the range unused) or observed
@@ -176,11 +176,11 @@ def test_the_shortcut_leaves_the_broker_as_the_general_path_does(steps: list[Ste
     )
 )
 def test_note_remembers_what_observe_remembers(
-    pushes: list[tuple[str, int, tuple[float, float, float, float], bool]],
+    pushes: list[tuple[Timeframe, int, tuple[float, float, float, float], bool]],
 ) -> None:
     noting, observing = TradedRangeTracker(), TradedRangeTracker()
     for i, (timeframe, index, ohlc, noted) in enumerate(pushes):
-        tick = make_tick(TICKERS[0], timeframe, index, ohlc, EPOCH_MS + i)
+        tick = quiet_tick(TICKERS[0], timeframe, index, ohlc, EPOCH_MS + i)
         expected = observing.observe(tick)
         if noted:
             assert noting.note(tick) is (expected is not None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from market_test_support import make_tick
 
 from broker.paper import PaperBroker
 from broker.port import Action
@@ -22,19 +23,16 @@ BTC = "BTC/USDT"
 def tick(
     open_index: int, o: float, h: float, low: float, c: float, at_ms: int, *, ticker: str = BTC
 ) -> MarketTick:
-    open_ms = EPOCH_MS + open_index * CANDLE_MS
-    return MarketTick(
+    return make_tick(
         ticker=ticker,
         timeframe="5m",
-        open_time_ms=open_ms,
-        close_time_ms=open_ms + CANDLE_MS - 1,
-        open=o,
-        high=h,
+        open_ms=EPOCH_MS + open_index * CANDLE_MS,
+        event_ms=at_ms,
+        o=o,
+        h=h,
         low=low,
-        close=c,
-        volume=1.0,
-        closed=False,
-        event_time_ms=at_ms,
+        c=c,
+        v=1.0,
     )
 
 
