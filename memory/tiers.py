@@ -18,7 +18,7 @@ import functools
 import json
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -167,17 +167,45 @@ def _patterns(name: str, value: str) -> tuple[str, ...]:
 
 
 class ProjectTier:
-    def __init__(self, state_dir: Path) -> None:
+    def __init__(
+        self,
+        state_dir: Path,
+        *,
+        recheck_secs: float = 0.0,
+        real_secs: Callable[[], float] | None = None,
+    ) -> None:
+        """``recheck_secs`` with ``real_secs`` (a real monotonic clock, not the simulated one):
+        MEMORY.md and the rules folder are looked at (``stat``) at most once in that much real
+        time, so a person's edit is seen within ``recheck_secs``. The daemon decides minutes
+        apart and looks every time; a replay decides every few milliseconds, and its two ``stat``
+        calls were ~20 us of CPU a decision. The tier's own write (``remember``) is seen at once."""
         self.memory_path = state_dir / "MEMORY.md"
         self.rules_dir = state_dir / "rules"
-        self._notes: tuple[tuple[int, int], str] | None = None
+        self._notes: tuple[tuple[int, int] | None, str] | None = None  # stamp None: no file
         self._rules: tuple[tuple[tuple[str, int, int], ...], list[Rule]] | None = None
+        self._recheck = recheck_secs
+        self._real_secs = real_secs
+        self._looked: dict[str, float] = {}  # "notes" / "rules" -> real time last looked at
+
+    def _looked_lately(self, what: str) -> bool:
+        """Whether ``what`` was looked at less than ``recheck_secs`` ago (if not: it is now)."""
+        if self._real_secs is None:
+            return False
+        now = self._real_secs()
+        last = self._looked.get(what)
+        if last is not None and now - last < self._recheck:
+            return True
+        self._looked[what] = now
+        return False
 
     def notes(self) -> str:
         """The first 200 lines of MEMORY.md ('' when there is none); re-read when it changed."""
+        if self._looked_lately("notes") and self._notes is not None:
+            return self._notes[1]
         try:
             st = self.memory_path.stat()
         except FileNotFoundError:
+            self._notes = (None, "")
             return ""
         except OSError as exc:
             raise TierError(f"{self.memory_path}: {exc}") from exc
@@ -198,7 +226,10 @@ class ProjectTier:
 
     def rules(self) -> list[Rule]:
         """Every rule file, parsed; re-read when a file was added, removed or changed."""
+        if self._looked_lately("rules") and self._rules is not None:
+            return self._rules[1]
         if not self.rules_dir.is_dir():
+            self._rules = ((), [])  # an empty folder's stamp: a folder made later is read
             return []
         try:
             paths = _listing(self.rules_dir, "*.md", (".md",))
@@ -230,6 +261,7 @@ class ProjectTier:
         rest = people[len(title) :]
         lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
         text_out = "\n".join(_squeeze(lines)).strip() + "\n"
+        self._notes = None  # the next ``notes`` looks at the file, however lately it looked
         atomic_write_bytes(self.memory_path, text_out.encode())
 
 

@@ -6,6 +6,7 @@ the instructions and the snapshot, so a run with and without memory is a real ex
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Executor
 
@@ -21,6 +22,10 @@ from memory.tiers import OrganisationTier, ProjectTier
 from runner.agent_wiring import Agents
 from runner.config import Settings
 from runner.desk_ahead import DeskAhead
+
+#: MEMORY.md and rules/ looked at at most once a second of real time (a person's edit is seen
+#: within it; a replay's decisions, milliseconds apart, no longer stat both files each)
+PROJECT_RECHECK_SECS = 1.0
 
 
 def build_decision_context(
@@ -63,7 +68,7 @@ def build_decision_context(
         # not durable (replay): files written every SESSION_WRITE_BEHIND sets and at shutdown
         write_behind=0 if settings.state.fsync_journals else SESSION_WRITE_BEHIND,
     )
-    project = ProjectTier(state_dir)
+    project = ProjectTier(state_dir, recheck_secs=PROJECT_RECHECK_SECS, real_secs=time.monotonic)
     assembler = ContextAssembler(
         organisation=OrganisationTier(config.organisation_path),
         project=project,
