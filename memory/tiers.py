@@ -202,6 +202,7 @@ class ProjectTier:
         """The first 200 lines of MEMORY.md ('' when there is none); re-read when it changed."""
         if self._looked_lately("notes") and self._notes is not None:
             return self._notes[1]
+        known, self._notes = self._notes, None  # kept once this look succeeds: a failure repeats
         try:
             st = self.memory_path.stat()
         except FileNotFoundError:
@@ -210,9 +211,10 @@ class ProjectTier:
         except OSError as exc:
             raise TierError(f"{self.memory_path}: {exc}") from exc
         stamp = (st.st_mtime_ns, st.st_size)
-        if self._notes is None or self._notes[0] != stamp:
-            self._notes = (stamp, self._read_notes())
-        return self._notes[1]
+        if known is None or known[0] != stamp:
+            known = (stamp, self._read_notes())
+        self._notes = known
+        return known[1]
 
     def _read_notes(self) -> str:
         try:
@@ -228,18 +230,19 @@ class ProjectTier:
         """Every rule file, parsed; re-read when a file was added, removed or changed."""
         if self._looked_lately("rules") and self._rules is not None:
             return self._rules[1]
+        known, self._rules = self._rules, None  # kept once this look succeeds: a failure repeats
         if not self.rules_dir.is_dir():
             self._rules = ((), [])  # an empty folder's stamp: a folder made later is read
             return []
         try:
             paths = _listing(self.rules_dir, "*.md", (".md",))
             stamp = _stamp(paths)
-            if self._rules is None or self._rules[0] != stamp:
-                rules = [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths]
-                self._rules = (stamp, rules)
+            if known is None or known[0] != stamp:
+                known = (stamp, [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths])
         except (OSError, UnicodeDecodeError) as exc:
             raise TierError(f"{self.rules_dir}: {exc}") from exc
-        return self._rules[1]
+        self._rules = known
+        return known[1]
 
     def rules_for(self, ticker: str) -> list[Rule]:
         return [rule for rule in self.rules() if rule.applies_to(ticker)]

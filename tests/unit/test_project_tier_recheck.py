@@ -7,10 +7,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.tiers import ProjectTier
+from memory.tiers import ProjectTier, TierError
 
 
 class FakeReal:
@@ -103,3 +104,23 @@ def test_with_no_one_else_writing_the_window_answers_as_a_fresh_look(
             assert tier.rules() == ProjectTier(root).rules() == []
     finally:
         shutil.rmtree(root)
+
+
+def test_a_file_that_fails_fails_every_call_even_within_the_window(tmp_path: Path) -> None:
+    """As before the window: the tier is skipped (with its reason) at every decision while
+    the file cannot be read, not answered from what was read before."""
+    real = FakeReal()
+    tier = _tier(tmp_path, real)
+    (tmp_path / "MEMORY.md").write_text("readable\n")
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "a.md").write_text("a rule\n")
+    assert tier.notes() == "readable"
+    assert [r.text for r in tier.rules()] == ["a rule"]
+    (tmp_path / "MEMORY.md").write_bytes(b"\xff\xfe not utf-8\n")
+    (tmp_path / "rules" / "a.md").write_text("---\ntickers: [not json\n---\nbroken\n")
+    real.secs += 1.0
+    for _ in range(2):  # the second within the window
+        with pytest.raises(TierError):
+            tier.notes()
+        with pytest.raises(TierError):
+            tier.rules()
