@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -36,6 +36,7 @@ from agent.memo import IdentityMemo
 from agent.prompt_context import ContextMemo, PromptBudgets
 from agent.snapshot import MarketSnapshot, SentForms, sent_json_bytes
 from agent.snapshot_walks import compact, compact_reusing
+from core.unvalidated import unvalidated
 from memory.context import AssembledContext, ContextAssembler
 
 log = logging.getLogger(__name__)
@@ -99,23 +100,6 @@ def _budgets_json(budgets: PromptBudgets) -> dict[str, Any]:
         found = budgets.model_dump(mode="json")
         _BUDGETS_JSON.put(budgets, found)
     return found
-
-
-_M = TypeVar("_M", bound=BaseModel)
-_set = object.__setattr__
-
-
-def _made(cls: type[_M], fields: dict[str, Any]) -> _M:
-    """``cls(**fields)`` for every field given, of its type already, in containers of its own
-    (``build`` makes them all): what ``model_construct`` sets, without its walk over aliases
-    and defaults, and without the validation that copies each list and dict again (4 us of a
-    decision's 2 models). Only for models with no validators (a test keeps it so)."""
-    made = cls.__new__(cls)
-    _set(made, "__dict__", fields)
-    _set(made, "__pydantic_fields_set__", set(fields))
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
-    return made
 
 
 class AssembledPrompt(BaseModel):
@@ -261,7 +245,7 @@ class PromptAssembler:
             warnings.append(f"protected context alone exceeds {b.context_max_chars} chars")
         parts = {name: len(texts[name]) for name in PARTS}
         digest = self._digest(system, user)
-        info = _made(
+        info = unvalidated(
             PromptInfo,
             {
                 "hash": digest,
@@ -278,7 +262,7 @@ class PromptAssembler:
                 "stale": ctx.stale,
             },
         )
-        return _made(
+        return unvalidated(
             AssembledPrompt, {"system": system, "user": user, "texts": texts, "info": info}
         )
 

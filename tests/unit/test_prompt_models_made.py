@@ -1,8 +1,9 @@
-"""The prompt's two models made without pydantic's validation (``prompt_assembly._made``) are the
-models validation makes: equal, the same dumps, the same fields set, still frozen."""
+"""The prompt's models made without pydantic's validation (``core.unvalidated``) are the models
+validation makes: equal, the same dumps, the same fields set and field types, still frozen."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,8 +18,12 @@ from agent.prompt_assembly import (
     PromptAssembler,
     PromptBudgets,
     PromptInfo,
-    _made,
 )
+from core.clock import VirtualClock
+from core.unvalidated import has_nothing_to_run, unvalidated
+from memory.context import AssembledContext, ContextAssembler, InsightItem
+from memory.session_store import SessionStore, session_key
+from memory.tiers import OrganisationTier, ProjectTier
 
 
 def _fields(model: BaseModel) -> dict[str, Any]:
@@ -36,34 +41,20 @@ def _same_model(made: BaseModel, validated: BaseModel) -> None:
     ]
 
 
-@pytest.mark.parametrize("cls", [PromptInfo, AssembledPrompt])
+@pytest.mark.parametrize("cls", [PromptInfo, AssembledPrompt, AssembledContext])
 def test_the_models_made_unvalidated_have_nothing_validation_would_run(
     cls: type[BaseModel],
 ) -> None:
-    """A validator, serializer, post-init or private attribute added to either model fails
-    here: ``_made`` would skip it."""
-    decorators = cls.__pydantic_decorators__
-    assert not any(
-        (
-            decorators.validators,
-            decorators.field_validators,
-            decorators.root_validators,
-            decorators.model_validators,
-            decorators.field_serializers,
-            decorators.model_serializers,
-            decorators.computed_fields,
-        )
-    )
-    assert cls.__pydantic_post_init__ is None
-    assert not cls.__private_attributes__
-    assert cls.model_config.get("extra") == "forbid" and cls.model_config.get("frozen")
+    """A validator, serializer, post-init or private attribute added to one fails here:
+    ``unvalidated`` would skip it."""
+    assert has_nothing_to_run(cls) and cls.model_config.get("frozen")
 
 
 @settings(max_examples=200, deadline=None)
 @given(_info)
 def test_an_info_made_is_the_info_validated(info: PromptInfo) -> None:
     fields = _fields(info)
-    made = _made(PromptInfo, dict(fields))
+    made = unvalidated(PromptInfo, dict(fields))
     _same_model(made, PromptInfo(**fields))
     assert made.as_json() == info.as_json()
     with pytest.raises(ValidationError):
@@ -84,3 +75,53 @@ def test_a_built_prompt_is_the_prompt_validated(insights: int, summaries: int) -
         _same_model(prompt, validated)
         with pytest.raises(ValidationError):
             prompt.texts = {}  # type: ignore[misc]
+
+
+T0 = 1_740_787_200_000
+
+
+class _Insights:
+    async def top_insights(self, ticker: str, regime: str | None, k: int) -> list[InsightItem]:
+        return [
+            InsightItem(text=f"{ticker} lesson {i}", score=i / 4, ticker=ticker, created_ms=T0)
+            for i in range(k)
+        ]
+
+
+class _Note(str):
+    """A person's notes handed over as a str subclass: validation makes them a str."""
+
+
+@pytest.mark.parametrize("note", [str, _Note])
+async def test_an_assembled_context_is_the_context_validated(
+    tmp_path: Path, note: type[str]
+) -> None:
+    """Every tier loaded (caps written as ints, rules, notes, session entries, lessons); notes
+    of a str subclass take validation, as before (made unvalidated they would stay one)."""
+    (tmp_path / "org.toml").write_text(
+        'max_position_pct = 1\nmax_total_exposure_pct = 2\nbanned_tickers = ["DOGE/USDT"]\n'
+        'text = "be careful"\n'
+    )
+    (tmp_path / "MEMORY.md").write_text("# MEMORY\nwatch the weekend.\n")
+    (tmp_path / "rules").mkdir()
+    (tmp_path / "rules" / "btc.md").write_text('---\ntickers: ["BTC/*"]\n---\nno leverage\n')
+    clock = VirtualClock(epoch_ms=T0)
+    session = SessionStore(tmp_path / "sessions", clock)
+    session.set(session_key("BTC/USDT", "decision"), {"action": "HOLD", "position_pct": 0.0})
+    session.set(session_key("ETH/USDT", "analysis", "thesis"), "a thesis")
+    assembler = ContextAssembler(
+        organisation=OrganisationTier(tmp_path / "org.toml"),
+        project=ProjectTier(tmp_path),
+        session=session,
+        insights=_Insights(),
+        person_notes=lambda: note("my note"),
+        insights_per_ticker=3,
+    )
+    for step in range(2):
+        ctx = await assembler.assemble(["BTC/USDT", "ETH/USDT"], T0 + step * 300_000, {})
+        assert ctx.caps == {"max_position_pct": 1.0, "max_total_exposure_pct": 2.0}
+        assert ctx.rules == {"btc": ["no leverage"]} and len(ctx.session) == 2
+        assert len(ctx.insights) == 6 and type(ctx.values["person_notes"]) is str
+        _same_model(ctx, AssembledContext(**_fields(ctx)))
+        with pytest.raises(ValidationError):
+            ctx.at_ms = 0  # type: ignore[misc]
