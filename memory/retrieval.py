@@ -9,7 +9,6 @@ with their score parts, so a reader sees why each was chosen.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import NamedTuple
 
 from core.clock import DAY_MS
@@ -18,9 +17,6 @@ from memory.config import InsightKind, RetrievalConfig
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, ScoredInsight, ScoreParts
 from memory.port import CandidateQuery, MemoryStore
-
-#: best score first, then the newer, then the lower id (the first three fields of a kept row)
-_RANK_KEY = itemgetter(0, 1, 2)
 
 
 class Ranked(NamedTuple):
@@ -88,19 +84,26 @@ class Retriever:
         embedding = None
         if vector is None and text and self._embedder is not None:
             (embedding,) = await self._embedder.embed([text])
-        query = CandidateQuery(
-            ticker=ticker,
-            regime=regime,
-            kinds=kinds,
-            vector=vector,
-            embedding=embedding,
-            min_created_ms=now_ms - int(cfg.ttl_days * DAY_MS),
-            limit=k * 3,
-        )
+        min_created_ms = now_ms - int(cfg.ttl_days * DAY_MS)
+        fast = getattr(self.store, "situation_candidates", None)
+        if fast is not None and embedding is None:
+            found = fast(ticker, regime, kinds, vector, min_created_ms, k * 3)
+        else:
+            found = await self.store.candidates(
+                CandidateQuery(
+                    ticker=ticker,
+                    regime=regime,
+                    kinds=kinds,
+                    vector=vector,
+                    embedding=embedding,
+                    min_created_ms=min_created_ms,
+                    limit=k * 3,
+                )
+            )
         recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
-        kept: list[tuple[float, int, str, Insight, float, float, float]] = []
-        for insight, sim in await self.store.candidates(query):
+        kept: list[tuple[float, int, str, int, Insight, float, float, float]] = []
+        for insight, sim in found:
             age_days = (now_ms - insight.created_ms) / DAY_MS
             if not age_days > 0.0:  # max(0.0, age_days), without the call
                 age_days = 0.0
@@ -114,10 +117,20 @@ class Retriever:
             # ranked by the score as ScoreParts holds it, rounded; the other parts are rounded
             # for the k kept only
             rounded = scaled_round(score, 4, 1e4)
+            # the position keeps the sort stable and off the Insight (as a key on the first three)
             kept.append(
-                (-rounded, -insight.created_ms, insight.insight_id, insight, sim, weight, age_days)
+                (
+                    -rounded,
+                    -insight.created_ms,
+                    insight.insight_id,
+                    len(kept),
+                    insight,
+                    sim,
+                    weight,
+                    age_days,
+                )
             )
-        kept.sort(key=_RANK_KEY)
+        kept.sort()
         return [
             Ranked(
                 insight,
@@ -127,5 +140,5 @@ class Retriever:
                 float(insight.salience),
                 float(-neg_score),
             )
-            for neg_score, _, _, insight, sim, weight, age_days in kept[:k]
+            for neg_score, _, _, _, insight, sim, weight, age_days in kept[:k]
         ]

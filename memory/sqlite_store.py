@@ -32,7 +32,7 @@ from memory.port import (
     InsightWhere,
     StoreUnavailableError,
 )
-from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
+from memory.sqlite_index import IndexQuery, InsightIndex, Query, TradeGroup, top_positions
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
     INSERT_TRADE,
@@ -163,20 +163,23 @@ class SqliteMemoryStore:
                 )
         return changed > 0
 
-    async def _cached_insight(self, insight_id: str) -> Insight | None:
+    def _parsed_insight(self, insight_id: str) -> Insight | None:
         """Insights never change once written (only archived, which leaves the index), so the
         parsed ones are kept while the index lives: a snapshot parses none twice."""
         cache = self._parsed
         if insight_id not in cache:
             if len(cache) >= _PARSED_CACHE:
                 cache.clear()
-            insight = await self.get_insight(insight_id)
+            insight = self._read_insight(insight_id)
             if insight is None:
                 return None
             cache[insight_id] = insight
         return cache[insight_id]
 
     async def get_insight(self, insight_id: str) -> Insight | None:
+        return self._read_insight(insight_id)
+
+    def _read_insight(self, insight_id: str) -> Insight | None:
         row = self._db.execute(
             f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
         ).fetchone()
@@ -245,12 +248,30 @@ class SqliteMemoryStore:
     async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
         if query.vector is None and query.embedding is not None:
             return self._text_candidates(query)
+        return self._index_candidates(query)
+
+    def situation_candidates(
+        self,
+        ticker: str | None,
+        regime: str | None,
+        kinds: tuple[str, ...],
+        vector: tuple[float, ...] | None,
+        min_created_ms: int,
+        limit: int,
+    ) -> list[tuple[Insight, float]]:
+        """``candidates`` of a query without a text embedding, from its fields: the decision
+        path's retrievals skip building and validating a ``CandidateQuery`` (two a ticker)."""
+        return self._index_candidates(
+            IndexQuery(ticker, regime, kinds, vector, min_created_ms, limit)
+        )
+
+    def _index_candidates(self, query: Query) -> list[tuple[Insight, float]]:
         out: list[tuple[Insight, float]] = []
         parsed = self._parsed
         for insight_id, sim in self._live_index().top(query):
             insight = parsed.get(insight_id)
             if insight is None:
-                insight = await self._cached_insight(insight_id)
+                insight = self._parsed_insight(insight_id)
             if insight is not None:
                 out.append((insight, sim))
         return out
@@ -331,13 +352,10 @@ class SqliteMemoryStore:
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
     ) -> NeighbourSummary:
         group = self._trade_groups().get((ticker, regime))
-        found = [] if group is None else group.nearest(vector, n)
+        if group is None:
+            return NeighbourSummary(0, 0, 0)
         # as NeighbourSummary.of the models: their floats are these floats, in this order
-        return NeighbourSummary(
-            len(found),
-            sum(1 for _, pnl, _ in found if pnl > 0),
-            sum(sim for _, _, sim in found),
-        )
+        return NeighbourSummary(*group.nearest_summary(vector, n))
 
     async def counts(self) -> dict[str, int]:
         one = self._db.execute
