@@ -22,7 +22,7 @@ from core.rounding import scaled_round
 from memory.config import MemoryConfig
 from memory.model import RegimeStats, Situation
 from memory.port import MemoryStore, StoreUnavailableError, reading
-from memory.retrieval import Ranked, Retriever
+from memory.retrieval import Retriever, Row, row_ranked, row_score
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class MemoryInsights:
 
     async def _items(self, snapshot: MarketSnapshot) -> list[dict[str, Any]]:
         head: list[dict[str, Any]] = []
-        tail: list[tuple[str, Ranked]] = []
+        tail: list[tuple[str, Row]] = []
         with reading(self._store):  # one look for another process's writes, not nine
             for ticker in sorted(snapshot.tickers):
                 await self._ticker_items(snapshot, ticker, head, tail)
@@ -135,7 +135,7 @@ class MemoryInsights:
         snapshot: MarketSnapshot,
         ticker: str,
         head: list[dict[str, Any]],
-        tail: list[tuple[str, Ranked]],
+        tail: list[tuple[str, Row]],
     ) -> None:
         rule = self._config.fallback_rule
         macro = snapshot.regime.macro if snapshot.regime else "unavailable"
@@ -171,17 +171,18 @@ class MemoryInsights:
                 dumped = stats.model_dump(mode="json")
                 self._stats_dumps.put(stats, dumped)
             head.append({"kind": "regime_stats", **dumped})
-        for hit in await self._retriever.ranked(
+        for row in await self._retriever.rows(
             now_ms=snapshot.at_ms, ticker=ticker, vector=situation.vector
         ):
-            tail.append((ticker, hit))
+            tail.append((ticker, row))
 
 
-def _by_score(entry: tuple[str, Ranked]) -> float:
-    return -entry[1].score
+def _by_score(entry: tuple[str, Row]) -> float:
+    return -row_score(entry[1])
 
 
-def _insight_item(ticker: str, hit: Ranked) -> dict[str, Any]:
+def _insight_item(ticker: str, row: Row) -> dict[str, Any]:
+    hit = row_ranked(row)
     return {
         "kind": "insight",
         "id": hit.insight.insight_id,
@@ -198,7 +199,7 @@ def _insight_item(ticker: str, hit: Ranked) -> dict[str, Any]:
 
 
 def _within_budget(
-    head: list[dict[str, Any]], tail: list[tuple[str, Ranked]], budget: int
+    head: list[dict[str, Any]], tail: list[tuple[str, Row]], budget: int
 ) -> list[dict[str, Any]]:
     """The items in order (``head``, then ``tail`` made into items) up to the first that would
     pass ``budget`` (JSON characters): a tail item is made only when it is reached (a snapshot
@@ -211,8 +212,8 @@ def _within_budget(
             return kept
         kept.append(item)
         used += size
-    for ticker, hit in tail:
-        item = _insight_item(ticker, hit)
+    for ticker, row in tail:
+        item = _insight_item(ticker, row)
         size = len(orjson.dumps(item))
         if used + size > budget:
             break

@@ -41,6 +41,28 @@ class Ranked(NamedTuple):
         }
 
 
+#: a ranking's row: (-score, -created_ms, insight_id, position, insight, sim, role weight,
+#: age in days), the score rounded as ``ScoreParts`` holds it, the other parts not yet rounded
+Row = tuple[float, int, str, int, Insight, float, float, float]
+
+
+def row_score(row: Row) -> float:
+    """``Ranked.score`` of the row (the same float), without making the ``Ranked``."""
+    return float(-row[0])
+
+
+def row_ranked(row: Row) -> Ranked:
+    neg_score, _, _, _, insight, sim, weight, age_days = row
+    return Ranked(
+        insight,
+        float(scaled_round(sim, 4, 1e4)),
+        float(weight),
+        float(scaled_round(age_days, 2, 1e2)),
+        float(insight.salience),
+        float(-neg_score),
+    )
+
+
 class Retriever:
     def __init__(
         self, store: MemoryStore, config: RetrievalConfig, embedder: TextEmbedder | None = None
@@ -79,6 +101,24 @@ class Retriever:
         k: int | None = None,
     ) -> list[Ranked]:
         """``retrieve``'s hits, best first, as plain values."""
+        found = await self.rows(
+            now_ms=now_ms, ticker=ticker, regime=regime, vector=vector, text=text, kinds=kinds, k=k
+        )
+        return [row_ranked(row) for row in found]
+
+    async def rows(
+        self,
+        *,
+        now_ms: int,
+        ticker: str | None,
+        regime: str | None = None,
+        vector: tuple[float, ...] | None = None,
+        text: str | None = None,
+        kinds: tuple[InsightKind, ...] = (),
+        k: int | None = None,
+    ) -> list[Row]:
+        """``ranked``'s hits as rows (``row_ranked`` makes each hit, ``row_score`` reads its
+        score): a reader that keeps few of them, or only their scores, rounds no other part."""
         cfg = self.config
         k = k or cfg.k
         embedding = None
@@ -102,7 +142,7 @@ class Retriever:
             )
         recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
-        kept: list[tuple[float, int, str, int, Insight, float, float, float]] = []
+        kept: list[Row] = []
         for insight, sim in found:
             age_days = (now_ms - insight.created_ms) / DAY_MS
             if not age_days > 0.0:  # max(0.0, age_days), without the call
@@ -115,7 +155,7 @@ class Retriever:
             if score < cutoff:
                 continue
             # ranked by the score as ScoreParts holds it, rounded; the other parts are rounded
-            # for the k kept only
+            # when a reader makes the hit (``row_ranked``)
             rounded = scaled_round(score, 4, 1e4)
             # the position keeps the sort stable and off the Insight (as a key on the first three)
             kept.append(
@@ -131,14 +171,5 @@ class Retriever:
                 )
             )
         kept.sort()
-        return [
-            Ranked(
-                insight,
-                float(scaled_round(sim, 4, 1e4)),
-                float(weight),
-                float(scaled_round(age_days, 2, 1e2)),
-                float(insight.salience),
-                float(-neg_score),
-            )
-            for neg_score, _, _, _, insight, sim, weight, age_days in kept[:k]
-        ]
+        del kept[k:]
+        return kept

@@ -25,9 +25,8 @@ _UNSITUATED_SIM: float = CandidateQuery.model_fields["unsituated_sim"].default
 
 
 class IndexQuery(NamedTuple):
-    """A situation (or newest-first) ``CandidateQuery`` as a plain tuple, for the decision path:
-    the model's validation costs more than the search it asks for. The same fields, names and
-    defaults (an index query never has a text embedding)."""
+    """A ``CandidateQuery`` without a text embedding as a plain tuple (the same fields, names
+    and defaults): on the decision path the model's validation cost more than the search."""
 
     ticker: str | None
     regime: str | None

@@ -19,14 +19,18 @@ from typing import Any
 
 import numpy as np
 import orjson
+from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.memory_view import _insight_item, _within_budget
+from agent.memory_view import _by_score, _within_budget
 from contract.memory_contract import DAY_MS, make_insight, make_trade
+from memory.config import RetrievalConfig
+from memory.context import InsightItem
+from memory.insight_source import LESSON_KINDS, RetrieverInsights
 from memory.model import REGIME_LABELS, VECTOR_DIM, NeighbourSummary
 from memory.port import CandidateQuery
-from memory.retrieval import Ranked
+from memory.retrieval import Retriever, Row, row_ranked
 from memory.sqlite_index import IndexQuery, query_unit, unit
 from memory.sqlite_store import SqliteMemoryStore
 
@@ -159,9 +163,25 @@ async def _check_summary(path: Path, seed: int, trades: int, n: int) -> None:
     await store.close()
 
 
-def _eager(head: list[dict[str, Any]], tail: list[tuple[str, Ranked]], budget: int) -> list[Any]:
-    """The walk as it was: every item made first, then cut at the first that passes."""
-    items = head + [_insight_item(ticker, hit) for ticker, hit in tail]
+def _eager(head: list[dict[str, Any]], tail: list[tuple[str, Row]], budget: int) -> list[Any]:
+    """The walk as it was: every hit made and every item built first (``**hit.parts()``),
+    sorted by ``-score``, then cut at the first that passes."""
+    items = list(head)
+    made: list[dict[str, Any]] = []
+    for ticker, row in tail:
+        hit = row_ranked(row)
+        made.append(
+            {
+                "kind": "insight",
+                "id": hit.insight.insight_id,
+                "ticker": ticker,
+                "insight_kind": hit.insight.kind,
+                "text": hit.insight.text,
+                **hit.parts(),
+            }
+        )
+    made.sort(key=lambda item: -item["score"])
+    items += made
     kept: list[dict[str, Any]] = []
     used = 0
     for item in items:
@@ -171,6 +191,12 @@ def _eager(head: list[dict[str, Any]], tail: list[tuple[str, Ranked]], budget: i
         kept.append(item)
         used += size
     return kept
+
+
+def _row(text: str, score: float, position: int) -> Row:
+    insight = make_insight(text if text.strip() else "x", created_ms=NOW - position)
+    sim, age = 0.123456789 * position, 1.23456 * position
+    return (-score, -insight.created_ms, insight.insight_id, position, insight, sim, 1.0, age)
 
 
 @settings(max_examples=100, deadline=None)
@@ -183,20 +209,49 @@ def test_budget_walk_makes_what_the_eager_walk_keeps(
     heads: list[str], tails: list[tuple[str, float]], budget: int
 ) -> None:
     head = [{"kind": "posterior", "note": text} for text in heads]
-    tail = [
-        (
-            "SOL/USDT",
-            Ranked(make_insight(text if text.strip() else "x"), 0.5, 1.0, 2.0, 0.3, score),
-        )
-        for text, score in tails
-    ]
-    assert _within_budget(head, tail, budget) == _eager(head, tail, budget)
+    tail = [("SOL/USDT", _row(text, score, n)) for n, (text, score) in enumerate(tails)]
+    lazy = sorted(tail, key=_by_score)
+    assert _within_budget(head, lazy, budget) == _eager(head, tail, budget)
 
 
 def test_budget_walk_stops_at_the_first_item_past_the_budget() -> None:
     head = [{"kind": "posterior", "note": "x" * 200}, {"kind": "posterior", "note": ""}]
-    tail = [("SOL/USDT", Ranked(make_insight("a short lesson"), 0.5, 1.0, 2.0, 0.3, 0.4))]
+    tail = [("SOL/USDT", _row("a short lesson", 0.4, 1))]
     for budget in (0, 100, 250, 600, 2000):
         # a smaller item after one that did not fit stays out, as in the eager walk
         assert _within_budget(head, tail, budget) == _eager(head, tail, budget)
     assert _within_budget(head, tail, 100) == []
+
+
+async def test_prompt_items_are_those_of_the_ranked_hits(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.db")
+    rng = np.random.default_rng(3)
+    for i in range(12):
+        await store.put_insight(
+            make_insight(
+                f"lesson number {i} on the market",
+                created_ms=NOW - i * DAY_MS,
+                regime=REGIMES[i % 3],
+                vector=_vector(rng),
+                salience=float(rng.random()),
+            )
+        )
+    vector = _vector(rng)
+    retriever = Retriever(store, RetrievalConfig(score_cutoff=-1.0))
+    source = RetrieverInsights(retriever, FixedClock(NOW), lambda _t: vector)
+    for regime in REGIMES:
+        hits = await retriever.ranked(
+            now_ms=NOW, ticker="SOL/USDT", regime=regime, vector=vector, kinds=LESSON_KINDS, k=4
+        )
+        expected = [
+            InsightItem(
+                text=h.insight.text,
+                score=h.score,
+                ticker=h.insight.ticker,
+                insight_id=h.insight.insight_id,
+                created_ms=h.insight.created_ms,
+            )
+            for h in hits
+        ]
+        assert hits and await source.top_insights("SOL/USDT", regime, 4) == expected
+    await store.close()
