@@ -16,8 +16,8 @@ instant on (the next millisecond live; the next step of a replay).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -64,18 +64,13 @@ class SqliteMemoryStore:
         self._stats: dict[tuple[str | None, str | None], list[RegimeStats]] = {}
         self._data_version = self._version()
         self._reading = 0  # > 0: inside ``reading()``, the caches stand as they are
+        self._held = _Reading(self)
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> AbstractContextManager[None]:
         """The reads inside see the store as it was at entry, with this process's own writes:
         another process's write is looked for once, here, and seen by the next call outside (a
         snapshot's memory view reads three tickers with three calls each)."""
-        self._refresh()
-        self._reading += 1
-        try:
-            yield
-        finally:
-            self._reading -= 1
+        return self._held
 
     def schema_version(self) -> int:
         return schema_version(self._db)
@@ -388,6 +383,22 @@ class SqliteMemoryStore:
 
     async def close(self) -> None:
         self._db.close()
+
+
+class _Reading:
+    """``SqliteMemoryStore.reading()``, one per store (the hold count is the store's: it nests)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SqliteMemoryStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store._refresh()
+        self._store._reading += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self._store._reading -= 1
 
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore"]

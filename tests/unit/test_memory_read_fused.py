@@ -255,3 +255,23 @@ async def test_prompt_items_are_those_of_the_ranked_hits(tmp_path: Path) -> None
         ]
         assert hits and await source.top_insights("SOL/USDT", regime, 4) == expected
     await store.close()
+
+
+async def test_reading_nests_and_lets_go_after_an_error(tmp_path: Path) -> None:
+    store = SqliteMemoryStore(tmp_path / "m.db")
+    looks: list[str] = []
+    store._db.set_trace_callback(lambda sql: looks.append(sql) if "data_version" in sql else None)
+    query = CandidateQuery(ticker="SOL/USDT")
+    with store.reading():
+        with store.reading():
+            await store.candidates(query)
+        await store.candidates(query)  # still held by the outer one
+    assert len(looks) == 1
+    try:
+        with store.reading():
+            raise ValueError("a read failed")
+    except ValueError:
+        pass
+    await store.candidates(query)  # let go: a call outside looks again
+    assert len(looks) == 3
+    await store.close()
