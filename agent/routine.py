@@ -28,7 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
-from state.journal import PlainJson
+from state.journal import PlainJson, plain_or_as_is
 from state.records import DecisionRecord
 
 log = logging.getLogger(__name__)
@@ -204,11 +204,13 @@ class DecisionRoutine:
         )
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason
-        record["raw_decision"] = decision.model_dump(mode="json")
+        # plain once checked: the line's model then neither validates nor dumps it again
+        record["raw_decision"] = plain_or_as_is(decision.model_dump(mode="json"))
         if decision.usage is not None:
             record["usage"] = decision.usage.model_dump(mode="json")
         if self._agent_status is not None:
-            record["agent"] = dict(self._agent_status())  # breaker, budget, running totals
+            # breaker, budget, running totals
+            record["agent"] = plain_or_as_is(dict(self._agent_status()))
 
         caps = self._risk_config() if callable(self._risk_config) else self._risk_config
         outcome = apply_risk_caps(decision, self._risk_context(snapshot), caps, decision_id)
@@ -224,7 +226,7 @@ class DecisionRoutine:
         gate_update = self._gate.update_from_agent(
             decision.next_check_seconds, decision.wake_conditions
         )
-        record["gate_update"] = _plain(gate_update)
+        record["gate_update"] = plain_or_as_is(_plain(gate_update))
         self._remember(decision, record)
         if self._context is not None:
             try:
@@ -333,8 +335,10 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     """The line as a ``DecisionRecord``. A record this code built that does not fit its own model
     is a bug: say so loudly, and still journal the line as it is, with the reason beside it.
 
-    A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info) is
-    plain already: None stands in for it while validating, and it goes back in its place."""
+    A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info, the
+    JSON dumps of the decider's answer, the agent's status and the gate update once checked
+    plain) is plain already: None stands in for it while validating, and it goes back in its
+    place."""
     vouched = {key: value for key, value in record.items() if isinstance(value, PlainJson)}
     try:
         if not vouched:

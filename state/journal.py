@@ -170,6 +170,33 @@ class PlainJson(dict[str, Any]):
         self.encoded = encoded
 
 
+def plain_or_as_is(value: Any) -> Any:
+    """``value`` as a ``PlainJson`` when it is a plain dict (``_is_plain``), else as it is: for
+    a JSON-mode model dump a record holds, so the record's model neither validates nor dumps it
+    again and the journal does not walk it a second time. The caller hands it over: unchanged
+    from then on."""
+    if type(value) is dict and _is_json_dict(value):
+        return PlainJson(value)
+    return value
+
+
+def _is_json_dict(value: dict[Any, Any]) -> bool:
+    """Exact JSON types only (no subclass, tuple or other object): what a model's JSON-mode dump
+    gives back unchanged, so handing it over writes what the dump would have."""
+    return all(type(key) is str and _is_json_item(item) for key, item in value.items())
+
+
+def _is_json_item(item: Any) -> bool:
+    kind = type(item)
+    if kind is float:
+        return math.isfinite(item)
+    if kind is dict:
+        return _is_json_dict(item)
+    if kind is list:
+        return all(map(_is_json_item, item))
+    return kind in _PLAIN_SCALARS
+
+
 def _with_encoded(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """``record`` with each top-level ``PlainJson`` that carries its JSON given as that JSON."""
     out: dict[str, Any] | None = None
@@ -348,6 +375,7 @@ __all__ = [
     "JsonlJournal",
     "PlainJson",
     "encode_jsonl_record",
+    "plain_or_as_is",
     "read_csv_rows",
     "repair_torn_tail",
 ]
