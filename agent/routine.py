@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent.decision import AgentDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.port import Decider
 from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
@@ -204,8 +204,9 @@ class DecisionRoutine:
         )
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason
+        raw = decision.model_dump(mode="json")
         # plain once checked: the line's model then neither validates nor dumps it again
-        record["raw_decision"] = plain_or_as_is(decision.model_dump(mode="json"))
+        record["raw_decision"] = plain_or_as_is(raw)
         if decision.usage is not None:
             record["usage"] = decision.usage.model_dump(mode="json")
         if self._agent_status is not None:
@@ -239,7 +240,7 @@ class DecisionRoutine:
                 at_ms=snapshot.at_ms,
                 decision_id=decision_id,
                 decided_by=decision.decided_by,
-                decisions=tuple(d.model_dump(mode="json") for d in decision.decisions),
+                decisions=dumped_decisions(decision, raw),
             )
         )
         _log_decision(decision_id, decision, reasons, results)
@@ -350,6 +351,19 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)
         return {**record, "record_invalid": str(exc)[:2000]}
+
+
+def dumped_decisions(decision: AgentDecision, raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``tuple(d.model_dump(mode="json") for d in decision.decisions)``, taken from ``raw``, the
+    decision's own JSON dump (a nested model is dumped as it dumps itself: dumping the three
+    again cost more than the whole answer's dump). The dicts are the line's: read-only."""
+    if type(decision) is AgentDecision and all(map(_is_trade_decision, decision.decisions)):
+        return tuple(raw["decisions"])
+    return tuple(d.model_dump(mode="json") for d in decision.decisions)
+
+
+def _is_trade_decision(decision: object) -> bool:
+    return type(decision) is TradeDecision
 
 
 def _sold_tickers(decision: AgentDecision) -> frozenset[str]:
