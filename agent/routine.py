@@ -210,8 +210,7 @@ class DecisionRoutine:
         if decision.usage is not None:
             record["usage"] = decision.usage.model_dump(mode="json")
         if self._agent_status is not None:
-            # breaker, budget, running totals
-            record["agent"] = plain_or_as_is(dict(self._agent_status()))
+            record["agent"] = dict(self._agent_status())  # breaker, budget, running totals
 
         caps = self._risk_config() if callable(self._risk_config) else self._risk_config
         outcome = apply_risk_caps(decision, self._risk_context(snapshot), caps, decision_id)
@@ -227,7 +226,7 @@ class DecisionRoutine:
         gate_update = self._gate.update_from_agent(
             decision.next_check_seconds, decision.wake_conditions
         )
-        record["gate_update"] = plain_or_as_is(_plain(gate_update))
+        record["gate_update"] = _plain(gate_update)
         self._remember(decision, record)
         if self._context is not None:
             try:
@@ -337,9 +336,8 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     is a bug: say so loudly, and still journal the line as it is, with the reason beside it.
 
     A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info, the
-    JSON dumps of the decider's answer, the agent's status and the gate update once checked
-    plain) is plain already: None stands in for it while validating, and it goes back in its
-    place."""
+    JSON dumps of the decider's answer and of the gate update once checked plain) is plain
+    already: None stands in for it while validating, and it goes back in its place."""
     vouched = {key: value for key, value in record.items() if isinstance(value, PlainJson)}
     try:
         if not vouched:
@@ -404,5 +402,6 @@ def _summary(decision: AgentDecision) -> str:
 
 
 def _plain(value: Any) -> Any:
+    """A model's JSON dump (fresh: handed to the line once checked plain), anything else as it is."""
     dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
+    return plain_or_as_is(dump(mode="json")) if callable(dump) else value

@@ -171,10 +171,10 @@ class PlainJson(dict[str, Any]):
 
 
 def plain_or_as_is(value: Any) -> Any:
-    """``value`` as a ``PlainJson`` when it is a plain dict (``_is_plain``), else as it is: for
-    a JSON-mode model dump a record holds, so the record's model neither validates nor dumps it
-    again and the journal does not walk it a second time. The caller hands it over: unchanged
-    from then on."""
+    """``value`` as a ``PlainJson`` when it is a dict of exact JSON types (``_is_json_dict``),
+    else as it is: for a fresh JSON-mode model dump a record holds, so the record's model neither
+    validates nor dumps it again and the journal does not walk it a second time. The caller
+    hands it over: unchanged from then on."""
     if type(value) is dict and _is_json_dict(value):
         return PlainJson(value)
     return value

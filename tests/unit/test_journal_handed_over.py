@@ -13,7 +13,7 @@ from test_snapshot_walks import _Float, _json, _Str, _values
 from agent.routine import _typed_line
 from state.journal import JournalRecordError, PlainJson, encode_jsonl_record, plain_or_as_is
 
-_HANDED_OVER = ("raw_decision", "agent", "gate_update")
+_HANDED_OVER = ("raw_decision", "gate_update")
 
 
 def _written(record: dict[str, Any]) -> tuple[str, Any]:
