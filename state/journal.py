@@ -183,18 +183,34 @@ def plain_or_as_is(value: Any) -> Any:
 def _is_json_dict(value: dict[Any, Any]) -> bool:
     """Exact JSON types only (no subclass, tuple or other object): what a model's JSON-mode dump
     gives back unchanged, so handing it over writes what the dump would have."""
-    return all(type(key) is str and _is_json_item(item) for key, item in value.items())
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
+            return False
+    return True
 
 
-def _is_json_item(item: Any) -> bool:
-    kind = type(item)
-    if kind is float:
-        return math.isfinite(item)
+def _is_json_list(value: list[Any]) -> bool:
+    # the leaves in the loop, as ``_is_plain_items``: a call per leaf was most of the check
+    for item in value:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
+            return False
+    return True
+
+
+def _is_json_nested(item: Any, kind: type) -> bool:
     if kind is dict:
         return _is_json_dict(item)
-    if kind is list:
-        return all(map(_is_json_item, item))
-    return kind in _PLAIN_SCALARS
+    return kind is list and _is_json_list(item)
 
 
 def _with_encoded(record: Mapping[str, Any]) -> Mapping[str, Any]:
