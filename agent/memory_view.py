@@ -22,7 +22,7 @@ from core.rounding import scaled_round
 from memory.config import MemoryConfig
 from memory.model import RegimeStats, Situation
 from memory.port import MemoryStore, StoreUnavailableError, reading
-from memory.retrieval import Retriever
+from memory.retrieval import Retriever, Row, row_ranked, row_score
 
 log = logging.getLogger(__name__)
 
@@ -122,19 +122,20 @@ class MemoryInsights:
 
     async def _items(self, snapshot: MarketSnapshot) -> list[dict[str, Any]]:
         head: list[dict[str, Any]] = []
-        tail: list[dict[str, Any]] = []
+        tail: list[tuple[str, Row]] = []
         with reading(self._store):  # one look for another process's writes, not nine
             for ticker in sorted(snapshot.tickers):
                 await self._ticker_items(snapshot, ticker, head, tail)
-        tail.sort(key=lambda item: -item["score"])
-        return _within_budget(head + tail, self._config.snapshot_budget_chars)
+        # best score first, a stable sort as on the items; only those within the budget are made
+        tail.sort(key=_by_score)
+        return _within_budget(head, tail, self._config.snapshot_budget_chars)
 
     async def _ticker_items(
         self,
         snapshot: MarketSnapshot,
         ticker: str,
         head: list[dict[str, Any]],
-        tail: list[dict[str, Any]],
+        tail: list[tuple[str, Row]],
     ) -> None:
         rule = self._config.fallback_rule
         macro = snapshot.regime.macro if snapshot.regime else "unavailable"
@@ -170,30 +171,49 @@ class MemoryInsights:
                 dumped = stats.model_dump(mode="json")
                 self._stats_dumps.put(stats, dumped)
             head.append({"kind": "regime_stats", **dumped})
-        for hit in await self._retriever.ranked(
+        for row in await self._retriever.rows(
             now_ms=snapshot.at_ms, ticker=ticker, vector=situation.vector
         ):
-            tail.append(
-                {
-                    "kind": "insight",
-                    "id": hit.insight.insight_id,
-                    "ticker": ticker,
-                    "insight_kind": hit.insight.kind,
-                    "text": hit.insight.text,
-                    # ``**hit.parts()``, without the dict in between
-                    "sim": hit.sim,
-                    "role_weight": hit.role_weight,
-                    "age_days": hit.age_days,
-                    "salience": hit.salience,
-                    "score": hit.score,
-                }
-            )
+            tail.append((ticker, row))
 
 
-def _within_budget(items: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
+def _by_score(entry: tuple[str, Row]) -> float:
+    return -row_score(entry[1])
+
+
+def _insight_item(ticker: str, row: Row) -> dict[str, Any]:
+    hit = row_ranked(row)
+    return {
+        "kind": "insight",
+        "id": hit.insight.insight_id,
+        "ticker": ticker,
+        "insight_kind": hit.insight.kind,
+        "text": hit.insight.text,
+        # ``**hit.parts()``, without the dict in between
+        "sim": hit.sim,
+        "role_weight": hit.role_weight,
+        "age_days": hit.age_days,
+        "salience": hit.salience,
+        "score": hit.score,
+    }
+
+
+def _within_budget(
+    head: list[dict[str, Any]], tail: list[tuple[str, Row]], budget: int
+) -> list[dict[str, Any]]:
+    """The items in order (``head``, then ``tail`` made into items) up to the first that would
+    pass ``budget`` (JSON characters): a tail item is made only when it is reached (a snapshot
+    keeps one or two of its fifteen)."""
     kept: list[dict[str, Any]] = []
     used = 0
-    for item in items:
+    for item in head:
+        size = len(orjson.dumps(item))
+        if used + size > budget:
+            return kept
+        kept.append(item)
+        used += size
+    for ticker, row in tail:
+        item = _insight_item(ticker, row)
         size = len(orjson.dumps(item))
         if used + size > budget:
             break

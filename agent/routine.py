@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent.decision import AgentDecision
+from agent.decision import AgentDecision, TradeDecision
 from agent.port import Decider
 from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
@@ -28,7 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
-from state.journal import PlainJson
+from state.journal import PlainJson, plain_or_as_is
 from state.records import DecisionRecord
 
 log = logging.getLogger(__name__)
@@ -204,7 +204,9 @@ class DecisionRoutine:
         )
         record["decided_by"] = decision.decided_by
         record["decider_reason"] = decision.decider_reason
-        record["raw_decision"] = decision.model_dump(mode="json")
+        raw = decision.model_dump(mode="json")
+        # plain once checked: the line's model then neither validates nor dumps it again
+        record["raw_decision"] = plain_or_as_is(raw)
         if decision.usage is not None:
             record["usage"] = decision.usage.model_dump(mode="json")
         if self._agent_status is not None:
@@ -237,7 +239,7 @@ class DecisionRoutine:
                 at_ms=snapshot.at_ms,
                 decision_id=decision_id,
                 decided_by=decision.decided_by,
-                decisions=tuple(d.model_dump(mode="json") for d in decision.decisions),
+                decisions=dumped_decisions(decision, raw),
             )
         )
         _log_decision(decision_id, decision, reasons, results)
@@ -333,8 +335,9 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     """The line as a ``DecisionRecord``. A record this code built that does not fit its own model
     is a bug: say so loudly, and still journal the line as it is, with the reason beside it.
 
-    A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info) is
-    plain already: None stands in for it while validating, and it goes back in its place."""
+    A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info, the
+    JSON dumps of the decider's answer and of the gate update once checked plain) is plain
+    already: None stands in for it while validating, and it goes back in its place."""
     vouched = {key: value for key, value in record.items() if isinstance(value, PlainJson)}
     try:
         if not vouched:
@@ -346,6 +349,19 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)
         return {**record, "record_invalid": str(exc)[:2000]}
+
+
+def dumped_decisions(decision: AgentDecision, raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``tuple(d.model_dump(mode="json") for d in decision.decisions)``, taken from ``raw``, the
+    decision's own JSON dump (a nested model is dumped as it dumps itself: dumping the three
+    again cost more than the whole answer's dump). The dicts are the line's: read-only."""
+    if type(decision) is AgentDecision and all(map(_is_trade_decision, decision.decisions)):
+        return tuple(raw["decisions"])
+    return tuple(d.model_dump(mode="json") for d in decision.decisions)
+
+
+def _is_trade_decision(decision: object) -> bool:
+    return type(decision) is TradeDecision
 
 
 def _sold_tickers(decision: AgentDecision) -> frozenset[str]:
@@ -386,5 +402,6 @@ def _summary(decision: AgentDecision) -> str:
 
 
 def _plain(value: Any) -> Any:
+    """A model's JSON dump (fresh: handed to the line once checked plain), anything else as it is."""
     dump = getattr(value, "model_dump", None)
-    return dump(mode="json") if callable(dump) else value
+    return plain_or_as_is(dump(mode="json")) if callable(dump) else value

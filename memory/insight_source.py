@@ -15,7 +15,7 @@ from core.clock import Clock
 from memory.config import InsightKind
 from memory.context import InsightItem
 from memory.port import reading
-from memory.retrieval import Retriever
+from memory.retrieval import Retriever, row_score
 
 LESSON_KINDS: tuple[InsightKind, ...] = ("reflection", "rollup", "person")
 
@@ -39,7 +39,7 @@ class RetrieverInsights:
     async def top_insights(self, ticker: str, regime: str | None, k: int) -> list[InsightItem]:
         if k <= 0:
             return []
-        found = await self._retriever.ranked(
+        found = await self._retriever.rows(
             now_ms=self._clock.now_ms(),
             ticker=ticker,
             regime=regime,
@@ -47,13 +47,17 @@ class RetrieverInsights:
             kinds=LESSON_KINDS,
             k=k,
         )
-        return [
-            InsightItem(
-                text=hit.insight.text,
-                score=hit.score,
-                ticker=hit.insight.ticker,
-                insight_id=hit.insight.insight_id,
-                created_ms=hit.insight.created_ms,
+        # only the score of each hit: its other parts are not rounded for the prompt
+        items: list[InsightItem] = []
+        for row in found:
+            insight = row[4]
+            items.append(
+                InsightItem(
+                    text=insight.text,
+                    score=row_score(row),
+                    ticker=insight.ticker,
+                    insight_id=insight.insight_id,
+                    created_ms=insight.created_ms,
+                )
             )
-            for hit in found
-        ]
+        return items

@@ -9,7 +9,6 @@ with their score parts, so a reader sees why each was chosen.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import NamedTuple
 
 from core.clock import DAY_MS
@@ -18,9 +17,6 @@ from memory.config import InsightKind, RetrievalConfig
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, ScoredInsight, ScoreParts
 from memory.port import CandidateQuery, MemoryStore
-
-#: best score first, then the newer, then the lower id (the first three fields of a kept row)
-_RANK_KEY = itemgetter(0, 1, 2)
 
 
 class Ranked(NamedTuple):
@@ -43,6 +39,28 @@ class Ranked(NamedTuple):
             "salience": self.salience,
             "score": self.score,
         }
+
+
+#: a ranking's row: (-score, -created_ms, insight_id, position, insight, sim, role weight,
+#: age in days), the score rounded as ``ScoreParts`` holds it, the other parts not yet rounded
+Row = tuple[float, int, str, int, Insight, float, float, float]
+
+
+def row_score(row: Row) -> float:
+    """``Ranked.score`` of the row (the same float), without making the ``Ranked``."""
+    return float(-row[0])
+
+
+def row_ranked(row: Row) -> Ranked:
+    neg_score, _, _, _, insight, sim, weight, age_days = row
+    return Ranked(
+        insight,
+        float(scaled_round(sim, 4, 1e4)),
+        float(weight),
+        float(scaled_round(age_days, 2, 1e2)),
+        float(insight.salience),
+        float(-neg_score),
+    )
 
 
 class Retriever:
@@ -83,24 +101,49 @@ class Retriever:
         k: int | None = None,
     ) -> list[Ranked]:
         """``retrieve``'s hits, best first, as plain values."""
+        found = await self.rows(
+            now_ms=now_ms, ticker=ticker, regime=regime, vector=vector, text=text, kinds=kinds, k=k
+        )
+        return [row_ranked(row) for row in found]
+
+    async def rows(
+        self,
+        *,
+        now_ms: int,
+        ticker: str | None,
+        regime: str | None = None,
+        vector: tuple[float, ...] | None = None,
+        text: str | None = None,
+        kinds: tuple[InsightKind, ...] = (),
+        k: int | None = None,
+    ) -> list[Row]:
+        """``ranked``'s hits as rows (``row_ranked`` makes each hit, ``row_score`` reads its
+        score): a reader that keeps few of them, or only their scores, rounds no other part."""
         cfg = self.config
         k = k or cfg.k
         embedding = None
         if vector is None and text and self._embedder is not None:
             (embedding,) = await self._embedder.embed([text])
-        query = CandidateQuery(
-            ticker=ticker,
-            regime=regime,
-            kinds=kinds,
-            vector=vector,
-            embedding=embedding,
-            min_created_ms=now_ms - int(cfg.ttl_days * DAY_MS),
-            limit=k * 3,
-        )
+        min_created_ms = now_ms - int(cfg.ttl_days * DAY_MS)
+        fast = getattr(self.store, "situation_candidates", None)
+        if fast is not None and embedding is None:
+            found = fast(ticker, regime, kinds, vector, min_created_ms, k * 3)
+        else:
+            found = await self.store.candidates(
+                CandidateQuery(
+                    ticker=ticker,
+                    regime=regime,
+                    kinds=kinds,
+                    vector=vector,
+                    embedding=embedding,
+                    min_created_ms=min_created_ms,
+                    limit=k * 3,
+                )
+            )
         recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
-        kept: list[tuple[float, int, str, Insight, float, float, float]] = []
-        for insight, sim in await self.store.candidates(query):
+        kept: list[Row] = []
+        for insight, sim in found:
             age_days = (now_ms - insight.created_ms) / DAY_MS
             if not age_days > 0.0:  # max(0.0, age_days), without the call
                 age_days = 0.0
@@ -112,20 +155,21 @@ class Retriever:
             if score < cutoff:
                 continue
             # ranked by the score as ScoreParts holds it, rounded; the other parts are rounded
-            # for the k kept only
+            # when a reader makes the hit (``row_ranked``)
             rounded = scaled_round(score, 4, 1e4)
+            # the position keeps the sort stable and off the Insight (as a key on the first three)
             kept.append(
-                (-rounded, -insight.created_ms, insight.insight_id, insight, sim, weight, age_days)
+                (
+                    -rounded,
+                    -insight.created_ms,
+                    insight.insight_id,
+                    len(kept),
+                    insight,
+                    sim,
+                    weight,
+                    age_days,
+                )
             )
-        kept.sort(key=_RANK_KEY)
-        return [
-            Ranked(
-                insight,
-                float(scaled_round(sim, 4, 1e4)),
-                float(weight),
-                float(scaled_round(age_days, 2, 1e2)),
-                float(insight.salience),
-                float(-neg_score),
-            )
-            for neg_score, _, _, insight, sim, weight, age_days in kept[:k]
-        ]
+        kept.sort()
+        del kept[k:]
+        return kept

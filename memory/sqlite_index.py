@@ -21,6 +21,24 @@ import numpy as np
 from memory.model import VECTOR_DIM
 from memory.port import CandidateQuery
 
+_UNSITUATED_SIM: float = CandidateQuery.model_fields["unsituated_sim"].default
+
+
+class IndexQuery(NamedTuple):
+    """A ``CandidateQuery`` without a text embedding as a plain tuple (the same fields, names
+    and defaults): on the decision path the model's validation cost more than the search."""
+
+    ticker: str | None
+    regime: str | None
+    kinds: tuple[str, ...]
+    vector: tuple[float, ...] | None
+    min_created_ms: int
+    limit: int
+    unsituated_sim: float = _UNSITUATED_SIM
+
+
+Query = CandidateQuery | IndexQuery
+
 #: blocks up to this many rows are searched in Python lists around one numpy product
 SMALL_BLOCK = 128
 
@@ -45,13 +63,31 @@ def unit(vector: np.ndarray) -> np.ndarray:
 
 _QUERY_UNITS: dict[bytes, np.ndarray] = {}
 _QUERY_UNITS_SIZE = 64
+#: the tuples asked with lately, by identity, with their unit vectors: a decision's three reads
+#: of a ticker pass the very same tuple, and a lookup by ``id`` is cheaper than the bytes key. A
+#: tuple of floats cannot change, and each entry holds its tuple, so no other takes its ``id``
+_BY_IDENTITY: dict[int, tuple[tuple[float, ...], np.ndarray]] = {}
+_BY_IDENTITY_SIZE = 16
 
 
 def query_unit(vector: Sequence[float]) -> np.ndarray:
     """``unit`` of a query vector at float32, remembered: a decision asks with each ticker's
     situation three times (neighbour trades, the snapshot's insights, the prompt's). Keyed by the
     float32 bytes ``unit`` is computed from, so equal keys are the same computation (0.0 and -0.0
-    differ). The arrays handed out are read-only: they are shared."""
+    differ), and a tuple asked with again is known by identity. The arrays handed out are
+    read-only: they are shared."""
+    seen = _BY_IDENTITY.get(id(vector))
+    if seen is not None and seen[0] is vector:
+        return seen[1]
+    found = _query_unit(vector)
+    if type(vector) is tuple:
+        if len(_BY_IDENTITY) >= _BY_IDENTITY_SIZE:
+            _BY_IDENTITY.clear()
+        _BY_IDENTITY[id(vector)] = (vector, found)
+    return found
+
+
+def _query_unit(vector: Sequence[float]) -> np.ndarray:
     array = np.asarray(vector, dtype=np.float32)
     key = array.tobytes()
     found = _QUERY_UNITS.get(key)
@@ -108,7 +144,7 @@ class _Block:
             self._created_sorted = all(a <= b for a, b in pairwise(self.created))
         return self._arrays
 
-    def _filter(self, query: CandidateQuery, codes: dict[str | None, int]) -> _Filter:
+    def _filter(self, query: Query, codes: dict[str | None, int]) -> _Filter:
         """The regime and kinds part of the mask (None: no such filter) and the positions it
         keeps, computed once per filter while the rows stay: a decision asks the same few."""
         key = (query.regime, query.kinds)
@@ -135,7 +171,7 @@ class _Block:
         return found
 
     def best(
-        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]]:
         """(-key, created_ms, id) of this block's rows that pass the filters, enough of them for
         the best ``query.limit``: key = sim (situation query) or created_ms (newest first),
@@ -149,7 +185,7 @@ class _Block:
         return self._best_numpy(query, codes, q)
 
     def _best_small(
-        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]] | None:
         """``_best_numpy`` in Python lists around the one product: on a few dozen rows each numpy
         call costs more than the whole row loop. The same product of the same rows, so the same
@@ -204,7 +240,7 @@ class _Block:
         return found
 
     def _best_numpy(
-        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]]:
         """``best`` over many rows: vectorised, and only the rows that may make the best
         ``limit``."""
@@ -268,19 +304,23 @@ class InsightIndex:
         block.rows.append(unit(vec))
         block._arrays = None
 
-    def top(self, query: CandidateQuery) -> list[tuple[str, float]]:
+    def top(self, query: Query) -> list[tuple[str, float]]:
         """The ids of the ``query.limit`` best rows that pass its filters, with their sim: by
         situation cosine when ``query.vector`` is given (``unsituated_sim`` for rows without a
         vector), else newest first with sim 0. Ties: the older, then the lower id, first (as in
         Neo4j), whatever the order the rows were loaded or written in."""
-        names = list(self.blocks) if query.ticker is None else [query.ticker, None]
+        blocks, codes = self.blocks, self.codes
         q = None if query.vector is None else query_unit(query.vector)
-        found = [
-            row
-            for name in names
-            if name in self.blocks
-            for row in self.blocks[name].best(query, self.codes, q)
-        ]
+        found: list[tuple[float, int, str]] = []
+        if query.ticker is None:
+            for block in blocks.values():
+                found += block.best(query, codes, q)
+        else:
+            # a ticker's query reads its block and the one of insights about no ticker
+            for name in (query.ticker, None):
+                named = blocks.get(name)
+                if named is not None:
+                    found += named.best(query, codes, q)
         found.sort()
         return [
             (insight_id, 0.0 if q is None else -neg_key)
@@ -321,16 +361,29 @@ class TradeGroup:
 
     def nearest(self, vector: Sequence[float], n: int) -> list[tuple[str, float, float]]:
         """(trade id, pnl %, cosine) of the ``n`` most similar entry situations."""
+        values, order = self._nearest(vector, n)
+        ids, pnl = self.ids, self.pnl
+        return [(ids[i], pnl[i], values[i]) for i in order]
+
+    def nearest_summary(self, vector: Sequence[float], n: int) -> tuple[int, int, float]:
+        """``nearest``'s count, wins (pnl > 0) and cosines summed in its order, without its
+        triples (the snapshot's posterior reads these only)."""
+        values, order = self._nearest(vector, n)
+        pnl = self.pnl
+        return len(order), sum(1 for i in order if pnl[i] > 0), sum([values[i] for i in order])
+
+    def _nearest(self, vector: Sequence[float], n: int) -> tuple[list[float], list[int]]:
+        """The cosines of every row, and the positions of the ``n`` best, best first."""
         if not self.rows:
-            return []
+            return [], []
         if self._matrix is None:
             self._matrix = np.vstack(self.rows)
         sims = self._matrix @ query_unit(vector)
-        values, ids, pnl = sims.tolist(), self.ids, self.pnl
+        values = sims.tolist()
         order = _top_small(values, n)
         if order is None:
             order = top_positions(sims, n).tolist()
-        return [(ids[i], pnl[i], values[i]) for i in order]
+        return values, order
 
 
 def _top_small(values: list[float], n: int) -> list[int] | None:

@@ -16,8 +16,8 @@ instant on (the next millisecond live; the next step of a replay).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -32,7 +32,7 @@ from memory.port import (
     InsightWhere,
     StoreUnavailableError,
 )
-from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
+from memory.sqlite_index import IndexQuery, InsightIndex, Query, TradeGroup, top_positions
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
     INSERT_TRADE,
@@ -64,18 +64,13 @@ class SqliteMemoryStore:
         self._stats: dict[tuple[str | None, str | None], list[RegimeStats]] = {}
         self._data_version = self._version()
         self._reading = 0  # > 0: inside ``reading()``, the caches stand as they are
+        self._held = _Reading(self)
 
-    @contextmanager
-    def reading(self) -> Iterator[None]:
+    def reading(self) -> AbstractContextManager[None]:
         """The reads inside see the store as it was at entry, with this process's own writes:
         another process's write is looked for once, here, and seen by the next call outside (a
         snapshot's memory view reads three tickers with three calls each)."""
-        self._refresh()
-        self._reading += 1
-        try:
-            yield
-        finally:
-            self._reading -= 1
+        return self._held
 
     def schema_version(self) -> int:
         return schema_version(self._db)
@@ -163,20 +158,23 @@ class SqliteMemoryStore:
                 )
         return changed > 0
 
-    async def _cached_insight(self, insight_id: str) -> Insight | None:
+    def _parsed_insight(self, insight_id: str) -> Insight | None:
         """Insights never change once written (only archived, which leaves the index), so the
         parsed ones are kept while the index lives: a snapshot parses none twice."""
         cache = self._parsed
         if insight_id not in cache:
             if len(cache) >= _PARSED_CACHE:
                 cache.clear()
-            insight = await self.get_insight(insight_id)
+            insight = self._read_insight(insight_id)
             if insight is None:
                 return None
             cache[insight_id] = insight
         return cache[insight_id]
 
     async def get_insight(self, insight_id: str) -> Insight | None:
+        return self._read_insight(insight_id)
+
+    def _read_insight(self, insight_id: str) -> Insight | None:
         row = self._db.execute(
             f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
         ).fetchone()
@@ -245,12 +243,30 @@ class SqliteMemoryStore:
     async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
         if query.vector is None and query.embedding is not None:
             return self._text_candidates(query)
+        return self._index_candidates(query)
+
+    def situation_candidates(
+        self,
+        ticker: str | None,
+        regime: str | None,
+        kinds: tuple[str, ...],
+        vector: tuple[float, ...] | None,
+        min_created_ms: int,
+        limit: int,
+    ) -> list[tuple[Insight, float]]:
+        """``candidates`` of a query without a text embedding, from its fields: the decision
+        path's retrievals skip building and validating a ``CandidateQuery`` (two a ticker)."""
+        return self._index_candidates(
+            IndexQuery(ticker, regime, kinds, vector, min_created_ms, limit)
+        )
+
+    def _index_candidates(self, query: Query) -> list[tuple[Insight, float]]:
         out: list[tuple[Insight, float]] = []
         parsed = self._parsed
         for insight_id, sim in self._live_index().top(query):
             insight = parsed.get(insight_id)
             if insight is None:
-                insight = await self._cached_insight(insight_id)
+                insight = self._parsed_insight(insight_id)
             if insight is not None:
                 out.append((insight, sim))
         return out
@@ -331,13 +347,10 @@ class SqliteMemoryStore:
         self, *, ticker: str, regime: str, vector: Sequence[float], n: int
     ) -> NeighbourSummary:
         group = self._trade_groups().get((ticker, regime))
-        found = [] if group is None else group.nearest(vector, n)
+        if group is None:
+            return NeighbourSummary(0, 0, 0)
         # as NeighbourSummary.of the models: their floats are these floats, in this order
-        return NeighbourSummary(
-            len(found),
-            sum(1 for _, pnl, _ in found if pnl > 0),
-            sum(sim for _, _, sim in found),
-        )
+        return NeighbourSummary(*group.nearest_summary(vector, n))
 
     async def counts(self) -> dict[str, int]:
         one = self._db.execute
@@ -370,6 +383,22 @@ class SqliteMemoryStore:
 
     async def close(self) -> None:
         self._db.close()
+
+
+class _Reading:
+    """``SqliteMemoryStore.reading()``, one per store (the hold count is the store's: it nests)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: SqliteMemoryStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        self._store._refresh()
+        self._store._reading += 1
+
+    def __exit__(self, *_exc: object) -> None:
+        self._store._reading -= 1
 
 
 __all__ = ["SCHEMA_VERSION", "SqliteMemoryStore"]

@@ -170,6 +170,49 @@ class PlainJson(dict[str, Any]):
         self.encoded = encoded
 
 
+def plain_or_as_is(value: Any) -> Any:
+    """``value`` as a ``PlainJson`` when it is a dict of exact JSON types (``_is_json_dict``),
+    else as it is: for a fresh JSON-mode model dump a record holds, so the record's model neither
+    validates nor dumps it again and the journal does not walk it a second time. The caller
+    hands it over: unchanged from then on."""
+    if type(value) is dict and _is_json_dict(value):
+        return PlainJson(value)
+    return value
+
+
+def _is_json_dict(value: dict[Any, Any]) -> bool:
+    """Exact JSON types only (no subclass, tuple or other object): what a model's JSON-mode dump
+    gives back unchanged, so handing it over writes what the dump would have."""
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
+            return False
+    return True
+
+
+def _is_json_list(value: list[Any]) -> bool:
+    # the leaves in the loop, as ``_is_plain_items``: a call per leaf was most of the check
+    for item in value:
+        kind = type(item)
+        if kind is float:
+            if not math.isfinite(item):
+                return False
+        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
+            return False
+    return True
+
+
+def _is_json_nested(item: Any, kind: type) -> bool:
+    if kind is dict:
+        return _is_json_dict(item)
+    return kind is list and _is_json_list(item)
+
+
 def _with_encoded(record: Mapping[str, Any]) -> Mapping[str, Any]:
     """``record`` with each top-level ``PlainJson`` that carries its JSON given as that JSON."""
     out: dict[str, Any] | None = None
@@ -348,6 +391,7 @@ __all__ = [
     "JsonlJournal",
     "PlainJson",
     "encode_jsonl_record",
+    "plain_or_as_is",
     "read_csv_rows",
     "repair_torn_tail",
 ]
