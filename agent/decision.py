@@ -9,6 +9,7 @@ decider can bypass them.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -78,3 +79,16 @@ class AgentDecision(BaseModel):
     attempts: tuple[dict[str, Any], ...] = ()  # each model attempt: outcome, error, usage
     #: the debate decider's roles, memories and costs (``agent.debate_record``); None otherwise
     debate: dict[str, Any] | None = None
+
+
+def dumped_decisions(decision: AgentDecision, raw: Mapping[str, Any]) -> tuple[Any, ...]:
+    """``tuple(d.model_dump(mode="json") for d in decision.decisions)``, taken from ``raw``, the
+    decision's own JSON dump (a nested model is dumped as it dumps itself: dumping the three
+    again cost more than the whole answer's dump). The dicts are the line's: read-only."""
+    if type(decision) is AgentDecision and all(map(_is_trade_decision, decision.decisions)):
+        return tuple(raw["decisions"])
+    return tuple(d.model_dump(mode="json") for d in decision.decisions)
+
+
+def _is_trade_decision(decision: object) -> bool:
+    return type(decision) is TradeDecision

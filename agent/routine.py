@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import ValidationError
 
-from agent.decision import AgentDecision, TradeDecision
+from agent.decision import AgentDecision, dumped_decisions
 from agent.port import Decider
 from agent.prompt_assembly import AssembledPrompt
 from agent.risk import RiskConfig, RiskContext, TickerError, apply_risk_caps, normalize_ticker
@@ -349,19 +349,6 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     except ValidationError as exc:
         log.error("decision %s does not fit DecisionRecord: %s", record.get("decision_id"), exc)
         return {**record, "record_invalid": str(exc)[:2000]}
-
-
-def dumped_decisions(decision: AgentDecision, raw: Mapping[str, Any]) -> tuple[Any, ...]:
-    """``tuple(d.model_dump(mode="json") for d in decision.decisions)``, taken from ``raw``, the
-    decision's own JSON dump (a nested model is dumped as it dumps itself: dumping the three
-    again cost more than the whole answer's dump). The dicts are the line's: read-only."""
-    if type(decision) is AgentDecision and all(map(_is_trade_decision, decision.decisions)):
-        return tuple(raw["decisions"])
-    return tuple(d.model_dump(mode="json") for d in decision.decisions)
-
-
-def _is_trade_decision(decision: object) -> bool:
-    return type(decision) is TradeDecision
 
 
 def _sold_tickers(decision: AgentDecision) -> frozenset[str]:

@@ -1,4 +1,4 @@
-"""``dumped_decisions``: the ``DecisionMade`` event's per-ticker decisions taken from the
+"""``dumped_decisions`` (``agent.decision``): the ``DecisionMade`` event's per-ticker decisions taken from the
 answer's own JSON dump equal each decision dumped on its own, value for value and type for type,
 whatever the decisions (none, several, weights, odd floats); a subclass is dumped on its own."""
 
@@ -10,8 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_snapshot_walks import _same
 
-from agent.decision import AgentDecision, TradeDecision
-from agent.routine import dumped_decisions
+from agent.decision import AgentDecision, TradeDecision, dumped_decisions
 from broker.port import Action
 
 _unit = st.one_of(st.floats(0.0, 1.0), st.sampled_from([0.0, -0.0, 1.0, 5e-324]))
