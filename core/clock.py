@@ -251,13 +251,19 @@ class VirtualClock:
                 return self._now_secs
 
     def _release(self, due: list[_Sleeper], *, turns: bool) -> None:
-        """Wake the sleepers due, FIFO. With ``turns``, a passable sleep's task is not woken: a
-        callback takes the place in the loop's queue its wake-up would have taken (same context)
-        and passes the turn over if ``idle()`` holds then, exactly as ``release_next`` passes an
-        instant over, or else runs the wake-up right there. At an instant released for a tick, an
-        idle periodic check (the watchdog's, nearly always) then costs a call, not a task step."""
+        """Wake the sleepers due, FIFO. With ``turns``, the task of a passable sleep idle now is
+        not woken: a callback takes the place in the loop's queue its wake-up would have taken
+        (same context) and passes the turn over if ``idle()`` still holds then, exactly as
+        ``release_next`` passes an instant over, or else runs the wake-up right there. At an
+        instant released for a tick, an idle periodic check (the watchdog's, nearly always)
+        then costs a call, not a task step."""
         for _, _, future, passable in due:
-            if passable is not None and turns and (wakeup := _sole_callback(future)) is not None:
+            if (
+                turns
+                and passable is not None
+                and passable.idle()  # busy now: woken as ever (its wake-up reads its own state)
+                and (wakeup := _sole_callback(future)) is not None
+            ):
                 callback, context = wakeup
                 future.get_loop().call_soon(self._turn, future, passable, callback, context=context)
             else:
