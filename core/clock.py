@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import heapq
 import itertools
 import time
@@ -127,6 +128,10 @@ class _Passable(NamedTuple):
     passed: Callable[[], float] | None
 
 
+#: (deadline, FIFO sequence, the sleep's future, its passable settings or None)
+_Sleeper = tuple[float, int, asyncio.Future[None], _Passable | None]
+
+
 class VirtualClock:
     """Time that advances only when a driver says so.
 
@@ -141,7 +146,7 @@ class VirtualClock:
     def __init__(self, epoch_ms: int = 0) -> None:
         self._epoch_ms = epoch_ms
         self._now_secs = 0.0
-        self._sleepers: list[tuple[float, int, asyncio.Future[None], _Passable | None]] = []
+        self._sleepers: list[_Sleeper] = []
         self._seq = itertools.count()
         self._parked: dict[asyncio.Task[Any], int] = {}  # task -> sleeps it awaits right now
         self.released = 0  # instants ``release_next`` released (woke their sleepers)
@@ -227,8 +232,7 @@ class VirtualClock:
                 if not entry[2].done():
                     due.append(entry)
             if until_ms is None or not _all_idle(due):
-                for _, _, future, _ in due:
-                    future.set_result(None)
+                self._release(due, turns=until_ms is not None)
                 self.released += 1
                 return self._now_secs
             for _, _, future, passable in due:
@@ -245,6 +249,43 @@ class VirtualClock:
             following = self.next_deadline_secs()
             if following is None or self.ms_at(following) >= until_ms:
                 return self._now_secs
+
+    def _release(self, due: list[_Sleeper], *, turns: bool) -> None:
+        """Wake the sleepers due, FIFO. With ``turns``, the task of a passable sleep idle now is
+        not woken: a callback takes the place in the loop's queue its wake-up would have taken
+        (same context) and passes the turn over if ``idle()`` still holds then, exactly as
+        ``release_next`` passes an instant over, or else runs the wake-up right there. At an
+        instant released for a tick, an idle periodic check (the watchdog's, nearly always)
+        then costs a call, not a task step."""
+        for _, _, future, passable in due:
+            if (
+                turns
+                and passable is not None
+                and passable.idle()  # busy now: woken as ever (its wake-up reads its own state)
+                and (wakeup := _sole_callback(future)) is not None
+            ):
+                callback, context = wakeup
+                future.get_loop().call_soon(self._turn, future, passable, callback, context=context)
+            else:
+                future.set_result(None)
+
+    def _turn(
+        self,
+        future: asyncio.Future[None],
+        passable: _Passable,
+        wakeup: Callable[[asyncio.Future[None]], object],
+    ) -> None:
+        if future.done():
+            return  # cancelled since it was due: the cancellation wakes its task
+        if passable.idle():
+            secs = passable.secs if passable.passed is None else passable.passed()
+            entry = (self._now_secs + max(0.0, secs), next(self._seq), future, passable)
+            heapq.heappush(self._sleepers, entry)
+            return
+        # not idle after all: the task's wake-up, in its turn (set_result would queue it last)
+        future.remove_done_callback(wakeup)
+        future.set_result(None)
+        wakeup(future)
 
     async def advance(self, secs: float) -> None:
         await self.advance_to(self._now_secs + secs)
@@ -276,8 +317,20 @@ class VirtualClock:
             heapq.heappop(self._sleepers)
 
 
-def _all_idle(due: list[tuple[float, int, asyncio.Future[None], _Passable | None]]) -> bool:
+def _all_idle(due: list[_Sleeper]) -> bool:
     return all(passable is not None and passable.idle() for _, _, _, passable in due)
+
+
+def _sole_callback(
+    future: asyncio.Future[None],
+) -> tuple[Callable[[asyncio.Future[None]], object], contextvars.Context] | None:
+    """The one done-callback of a sleep's future (its task's wake-up) with its context; None
+    when it has none or several (then only ``set_result`` wakes them as asyncio would)."""
+    callbacks = getattr(future, "_callbacks", None)  # asyncio's futures, C or Python, have it
+    if not callbacks or len(callbacks) != 1:
+        return None
+    callback, context = callbacks[0]
+    return callback, context
 
 
 async def sleep_passable(

@@ -87,30 +87,99 @@ class ReplayDriver:
 
     async def run(self) -> DriveResult:
         """Advance until the next wake-up is at or after ``end_ms`` (or nobody sleeps)."""
+        if self._speed is not None:
+            return await self._run_paced()
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[DriveResult] = loop.create_future()
+        _Turns(self, loop, done).start()
+        return await done
+
+    async def _run_paced(self) -> DriveResult:
         clock = self._clock
         start_virtual = clock.monotonic_secs()
         start_wall = self._wall_secs()
         while True:
             await self.settle()
             deadline = clock.next_deadline_secs()
-            if deadline is None:
-                log.error("replay: nothing is waiting on the clock before the end; stopping")
-                return DriveResult(self.steps, clock.now_ms(), finished=False)
-            if clock.ms_at(deadline) >= self._end_ms:
-                return DriveResult(self.steps, clock.now_ms(), finished=True)
-            if self._speed is not None:
+            if deadline is not None and clock.ms_at(deadline) < self._end_ms:
                 await self._pace(deadline - start_virtual, start_wall)
-            released = clock.released
-            clock.release_next(until_ms=self._end_ms if self._pass_idle else None)
-            self.steps += clock.released - released
-            if self.on_step is not None:
-                self.on_step(clock.now_ms())
+            result = self._release_next()
+            if result is not None:
+                return result
+
+    def _release_next(self) -> DriveResult | None:
+        """With the daemon quiet: the result if the drive is over, else release the next
+        instant (None)."""
+        clock = self._clock
+        deadline = clock.next_deadline_secs()
+        if deadline is None:
+            log.error("replay: nothing is waiting on the clock before the end; stopping")
+            return DriveResult(self.steps, clock.now_ms(), finished=False)
+        if clock.ms_at(deadline) >= self._end_ms:
+            return DriveResult(self.steps, clock.now_ms(), finished=True)
+        released = clock.released
+        clock.release_next(until_ms=self._end_ms if self._pass_idle else None)
+        self.steps += clock.released - released
+        if self.on_step is not None:
+            self.on_step(clock.now_ms())
+        return None
 
     async def _pace(self, virtual_elapsed_secs: float, start_wall: float) -> None:
         assert self._speed is not None
         ahead_secs = virtual_elapsed_secs / self._speed - (self._wall_secs() - start_wall)
         if ahead_secs > 0:
             await asyncio.sleep(ahead_secs)
+
+
+class _Turns:
+    """``ReplayDriver.run`` unpaced, as a chain of loop callbacks instead of a task's steps.
+
+    Each callback takes the place in the loop's queue the driver's task step would have taken
+    (``settle``'s ``sleep(0)`` queues that step last, so does ``call_soon``) and does what that
+    step would: look whether anything else is runnable, else release the next instant. The
+    loop runs the same callbacks in the same order, minus resuming the driver's coroutines on
+    every turn of every instant (two or three turns an instant, about a million instants in a
+    replayed year). A busy probe is waited out as ``settle`` does: the poll, then a turn.
+    """
+
+    def __init__(
+        self,
+        driver: ReplayDriver,
+        loop: asyncio.AbstractEventLoop,
+        done: asyncio.Future[DriveResult],
+    ) -> None:
+        self._driver = driver
+        self._loop = loop
+        self._ready = _ready_queue(loop)
+        self._busy = driver._busy
+        self._done = done
+
+    def start(self) -> None:
+        self._loop.call_soon(self._turn)
+
+    def _turn(self) -> None:
+        if self._done.done():
+            return  # the drive was cancelled
+        try:
+            if len(self._ready):
+                self._loop.call_soon(self._turn)
+                return
+            if any(probe() for probe in self._busy):
+                # settle's sleep(BUSY_POLL_SECS): the timer, the task's wake-up, its sleep(0)
+                self._loop.call_later(BUSY_POLL_SECS, self._loop.call_soon, self._after_poll)
+                return
+            result = self._driver._release_next()
+        except Exception as exc:
+            self._done.set_exception(exc)
+            return
+        if result is None:
+            self._loop.call_soon(self._turn)
+        else:
+            self._done.set_result(result)
+
+    def _after_poll(self) -> None:
+        if not self._done.done():
+            self._loop.call_soon(self._turn)
 
 
 __all__ = ["BUSY_POLL_SECS", "DriveResult", "ReplayDriver"]
