@@ -43,3 +43,13 @@ def has_nothing_to_run(cls: type[BaseModel]) -> bool:
         and not cls.__private_attributes__
         and cls.model_config.get("extra") == "forbid"
     )
+
+
+def require_plain(cls: type[BaseModel], fields: frozenset[str]) -> None:
+    """Raise at import when ``cls`` is no longer plain typed ``fields`` (a validator, serializer,
+    private state or another field set): a module that makes it ``unvalidated`` must validate
+    again, and says so before it makes a single one."""
+    if not has_nothing_to_run(cls):
+        raise TypeError(f"{cls.__name__} runs code when validated: make it validated")
+    if frozenset(cls.model_fields) != fields:
+        raise TypeError(f"{cls.__name__}'s fields changed ({sorted(cls.model_fields)})")

@@ -26,6 +26,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.events import Candle, MarketTick
+from core.unvalidated import require_plain, unvalidated
 from market.timeframes import timeframe_ms
 
 HOUR_MS: Final = 3_600_000
@@ -282,42 +283,18 @@ class FeatureTracker:
         return state
 
 
-_FEATURE_FIELDS: Final = frozenset(TickFeatures.model_fields)
-_new = object.__new__
-_set = object.__setattr__
+_COMPUTED: Final = frozenset(
+    {"ticker", "at_ms", "price", "volume_ratio", "return_zscore", "unavailable"}
+)
+require_plain(TickFeatures, _COMPUTED | frozenset(CHANGE_HORIZONS_MS))
 
 
 def _assemble(values: dict[str, Any]) -> TickFeatures:
-    """``TickFeatures`` of ``values`` as pydantic's unpickling sets a model up, not validated field
-    by field: ``_compute`` gives every field a value of its exact type (a str, an int, floats or
-    None, a fresh dict of str), which validation would hand back unchanged, at about half the
-    cost, once per ticker and instant of a replay."""
-    features: TickFeatures = _new(TickFeatures)
-    _set(features, "__dict__", values)
-    _set(features, "__pydantic_fields_set__", set(_FEATURE_FIELDS))
-    _set(features, "__pydantic_extra__", None)
-    _set(features, "__pydantic_private__", None)
-    return features
-
-
-def _check_features_model() -> None:
-    """``_assemble`` is only the validated model while it is plain typed fields."""
-    decorators = TickFeatures.__pydantic_decorators__
-    hooks = (
-        decorators.validators,
-        decorators.field_validators,
-        decorators.root_validators,
-        decorators.model_validators,
-        TickFeatures.__private_attributes__,
-    )
-    if any(hooks) or TickFeatures.__pydantic_post_init__ is not None:
-        raise TypeError("TickFeatures has validators or private state: _compute must validate")
-    computed = {"ticker", "at_ms", "price", "volume_ratio", "return_zscore", "unavailable"}
-    if computed | set(CHANGE_HORIZONS_MS) != _FEATURE_FIELDS:
-        raise TypeError(f"TickFeatures' fields changed ({sorted(_FEATURE_FIELDS)}): see _compute")
-
-
-_check_features_model()
+    """``TickFeatures`` of ``values``, not validated field by field: ``_compute`` gives every field
+    a value of its exact type (a str, an int, floats or None, a fresh dict of str), which
+    validation would hand back unchanged, at about half the cost, once per ticker and instant of
+    a replay."""
+    return unvalidated(TickFeatures, values)
 
 
 def _mean_std(values: deque[float]) -> tuple[float, float]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any, Final, get_args
 
 from core.events import MarketTick
+from core.unvalidated import require_plain, unvalidated
 from sim.feed import KlineState, SimFeed
 from sim.ws_streams import KlineFormat, format_ohlcv
 
@@ -29,7 +30,6 @@ _SILENT: Final = (None,) * ROW_WIDTH
 #: one stream's coordinates in a feed: (ticker, timeframe, how its numbers are written)
 StreamKey = tuple[str, str, KlineFormat]
 
-_FIELDS: Final = frozenset(MarketTick.model_fields)
 _TIMEFRAMES: Final = frozenset(get_args(MarketTick.model_fields["timeframe"].annotation))
 #: the keys ``make_tick`` fills
 _TICK_KEYS: Final = frozenset(
@@ -47,28 +47,7 @@ _TICK_KEYS: Final = frozenset(
         "event_time_ms",
     }
 )
-_new = object.__new__
-_set = object.__setattr__
-
-
-def _check_tick_model() -> None:
-    """``make_tick`` fills a ``MarketTick`` the way pydantic's own unpickling does, which is only
-    the validated tick while the model is plain typed fields: fail at import if that changes."""
-    decorators = MarketTick.__pydantic_decorators__
-    hooks = (
-        decorators.validators,
-        decorators.field_validators,
-        decorators.root_validators,
-        decorators.model_validators,
-        MarketTick.__private_attributes__,
-    )
-    if any(hooks) or MarketTick.__pydantic_post_init__ is not None:
-        raise TypeError("MarketTick has validators or private state: make_tick must validate")
-    if _FIELDS != _TICK_KEYS:
-        raise TypeError(f"MarketTick's fields changed ({sorted(_FIELDS)}): update make_tick")
-
-
-_check_tick_model()
+require_plain(MarketTick, _TICK_KEYS)
 
 
 def kline_row(state: KlineState, fmt: KlineFormat) -> Row:
@@ -114,10 +93,8 @@ def make_tick(ticker: str, timeframe: str, row: Sequence[Any], event_ms: int) ->
     if timeframe not in _TIMEFRAMES:
         raise ValueError(f"not a MarketTick timeframe: {timeframe!r}")
     open_ms, close_ms, o, h, low, c, v, closed = row
-    tick: MarketTick = _new(MarketTick)
-    _set(
-        tick,
-        "__dict__",
+    return unvalidated(
+        MarketTick,
         {
             "ticker": ticker,
             "timeframe": timeframe,
@@ -132,10 +109,6 @@ def make_tick(ticker: str, timeframe: str, row: Sequence[Any], event_ms: int) ->
             "event_time_ms": event_ms,
         },
     )
-    _set(tick, "__pydantic_fields_set__", set(_FIELDS))
-    _set(tick, "__pydantic_extra__", None)
-    _set(tick, "__pydantic_private__", None)
-    return tick
 
 
 __all__ = ["ROW_WIDTH", "Row", "Rows", "StreamKey", "instant_rows", "kline_row", "make_tick"]

@@ -1,0 +1,38 @@
+"""``core.unvalidated.require_plain``: the import-time guard of the models made unvalidated
+refuses a model that would run code when validated, and one whose fields changed."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from core.unvalidated import require_plain, unvalidated
+
+
+class Plain(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    a: int
+    b: str
+
+
+class Checked(Plain):
+    @field_validator("a")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        return abs(value)
+
+
+def test_a_plain_model_with_its_fields_passes_and_is_made_as_validated() -> None:
+    require_plain(Plain, frozenset({"a", "b"}))
+    made = unvalidated(Plain, {"a": 1, "b": "x"})
+    assert made == Plain(a=1, b="x") and made.model_fields_set == {"a", "b"}
+
+
+def test_a_model_with_a_validator_is_refused() -> None:
+    with pytest.raises(TypeError, match="runs code when validated"):
+        require_plain(Checked, frozenset({"a", "b"}))
+
+
+def test_a_model_whose_fields_changed_is_refused() -> None:
+    with pytest.raises(TypeError, match="fields changed"):
+        require_plain(Plain, frozenset({"a"}))
