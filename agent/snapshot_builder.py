@@ -121,6 +121,8 @@ class SnapshotBuilder:
         self._learner = learner
         self._draw_seed = draw_seed
         self._summaries: dict[tuple[str, str], _SeriesIndicators] = {}
+        #: ticker -> (the 1h arrays object, the 24h volume summed from it)
+        self._volumes: dict[str, tuple[CandleArrays, float | None]] = {}
         self._source_timeout_secs = source_timeout_secs
         self._insights = insights
 
@@ -194,7 +196,7 @@ class SnapshotBuilder:
             for name, why in feats.unavailable.items():
                 unavailable[f"tickers.{ticker}.{name}"] = why
         hourly = self._market.closed_arrays(ticker, "1h")
-        volume_24h = float(hourly.volume[-24:].sum()) if len(hourly.volume) >= 24 else None
+        volume_24h = self._volume_24h(ticker, hourly)
         if volume_24h is None:
             unavailable[f"tickers.{ticker}.volume_24h"] = (
                 f"needs 24 closed 1h candles, have {len(hourly.volume)}"
@@ -210,6 +212,16 @@ class SnapshotBuilder:
             return_zscore=feats.return_zscore if feats else None,
             multi_tf=multi_tf,
         )
+
+    def _volume_24h(self, ticker: str, hourly: CandleArrays) -> float | None:
+        """The last 24 closed 1h volumes summed, again only after a 1h close: the aggregator
+        hands out the same read-only arrays object until then (about 8 decisions an hour)."""
+        known = self._volumes.get(ticker)
+        if known is not None and known[0] is hourly:
+            return known[1]
+        volume = float(hourly.volume[-24:].sum()) if len(hourly.volume) >= 24 else None
+        self._volumes[ticker] = (hourly, volume)
+        return volume
 
     def _summary(self, ticker: str, timeframe: str) -> TimeframeSummary:
         """Indicators of the closed candles, updated only when a candle has closed: the

@@ -36,7 +36,7 @@ import random
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from core.errors import RefuseToStartError
 from core.events import Event, PositionExit
@@ -56,6 +56,16 @@ log = logging.getLogger(__name__)
 
 Table = dict[str, BetaPosterior]
 InForce = Literal["regime", "global"]
+
+
+class _Reading(NamedTuple):
+    """What ``posteriors`` and ``draw`` read for one regime key, kept until the next learning."""
+
+    in_force: InForce
+    #: (name, alpha, beta) in name order: the draw's parameters
+    params: tuple[tuple[str, float, float], ...]
+    #: name -> the posterior as ``posteriors`` shows it (copied for each caller)
+    shown: dict[str, dict[str, Any]]
 
 
 class OnlineLearner:
@@ -88,6 +98,9 @@ class OnlineLearner:
         #: ``_trades`` as compact dicts, made again only after they change (every decision's
         #: snapshot shows the newest of them)
         self._trade_dicts: list[dict[str, Any]] | None = None
+        #: regime key -> what is read of the posteriors in force (every decision reads each
+        #: ticker's; they change only when a trade is learned, which empties this)
+        self._readings: dict[str | None, _Reading] = {}
         self._unsaved = False
         if path is not None:
             self._load(path)
@@ -142,6 +155,7 @@ class OnlineLearner:
             self._regime_counts[regime] = self._regime_counts.get(regime, 0) + 1
         self._trades.append(record)
         self._trade_dicts = None
+        self._readings.clear()
         self._unsaved = True
         self._save_or_log()
         return True
@@ -173,10 +187,7 @@ class OnlineLearner:
         Signals are drawn in name order, so the result depends only on the state and ``rng``.
         Empty when no trade has been learned yet.
         """
-        _, table = self._in_force(regime)
-        return {
-            name: rng.betavariate(table[name].alpha, table[name].beta) for name in sorted(table)
-        }
+        return {name: rng.betavariate(a, b) for name, a, b in self._reading(regime).params}
 
     def sample_weights(self, regime: str | None, rng: random.Random) -> dict[str, float]:
         """``draw`` normalised to sum 1 (empty when no trade has been learned yet)."""
@@ -194,16 +205,13 @@ class OnlineLearner:
     def posteriors(self, regime: str | None) -> dict[str, Any]:
         """The posteriors in force for ``regime`` and which table they come from (for snapshots)."""
         regime = regime_key(regime)
-        in_force, table = self._in_force(regime)
+        reading = self._reading(regime)
         return {
-            "in_force": in_force,
+            "in_force": reading.in_force,
             "regime": regime,
             "regime_trades": self._regime_counts.get(regime, 0) if regime else 0,
             "min_regime_trades": self._min_regime_trades,
-            "signals": {
-                name: {"alpha": p.alpha, "beta": p.beta, "mean": p.mean, "trades": p.trades}
-                for name, p in sorted(table.items())
-            },
+            "signals": {name: dict(shown) for name, shown in reading.shown.items()},
         }
 
     def recent_trades(self, last: int | None = None) -> list[dict[str, Any]]:
@@ -224,6 +232,22 @@ class OnlineLearner:
     def unsaved(self) -> bool:
         """True when the latest learning has not reached the file yet (a save failed)."""
         return self._unsaved
+
+    def _reading(self, regime: str | None) -> _Reading:
+        key = regime_key(regime)
+        reading = self._readings.get(key)
+        if reading is None:
+            in_force, table = self._in_force(key)
+            ordered = sorted(table.items())
+            reading = self._readings[key] = _Reading(
+                in_force,
+                tuple((name, p.alpha, p.beta) for name, p in ordered),
+                {
+                    name: {"alpha": p.alpha, "beta": p.beta, "mean": p.mean, "trades": p.trades}
+                    for name, p in ordered
+                },
+            )
+        return reading
 
     def _in_force(self, regime: str | None) -> tuple[InForce, Table]:
         regime = regime_key(regime)
@@ -278,6 +302,7 @@ class OnlineLearner:
         self._regime_counts = dict(model.regime_counts)
         self._trades.extend(model.recent_trades)  # the deque keeps only the last ``window``
         self._trade_dicts = None
+        self._readings.clear()
         log.info(
             "learner: loaded %s (%d signals, %d regimes, %d recent trades)",
             path,
