@@ -28,12 +28,17 @@ class CloseSeries(NamedTuple):
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, newer: Sequence[Candle] = ()) -> CloseSeries:
         """From a ``market.recorded``-shaped frame (index ``open_time_ms``) plus the candles of
-        ``newer`` that opened after its last row."""
+        ``newer`` that opened after its last row. ``newer`` is in strictly increasing open time
+        (the aggregator's closed window): its newer candles are a suffix of it."""
         # history frames come sorted: skip the sort's copy, and convert the column in C
         ordered = frame if frame.index.is_monotonic_increasing else frame.sort_index()
         closes = ordered["close"].to_numpy(dtype=np.float64).tolist()
         last_open_ms = int(ordered.index[-1]) if len(ordered) else None
-        for candle in newer:
+        # from the end: the stream keeps a 500-candle window, the cache lacks one or two of them
+        start = len(newer)
+        while start > 0 and (last_open_ms is None or newer[start - 1].open_time_ms > last_open_ms):
+            start -= 1
+        for candle in newer[start:]:
             if last_open_ms is None or candle.open_time_ms > last_open_ms:
                 closes.append(candle.close)
                 last_open_ms = candle.open_time_ms
@@ -53,7 +58,9 @@ class HistoryCache(Protocol):
 class StreamCloses(Protocol):
     """What this module reads of ``market.aggregator.MultiTFAggregator``."""
 
-    def closed(self, ticker: str, timeframe: str) -> Sequence[Candle]: ...
+    def closed(self, ticker: str, timeframe: str) -> Sequence[Candle]:
+        """Oldest first, in strictly increasing open time."""
+        ...
 
     def last_closed(self, ticker: str, timeframe: str) -> Candle | None: ...
 

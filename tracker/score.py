@@ -51,6 +51,10 @@ class ScoreComponents(BaseModel):
     time_decay: float
 
 
+#: the components in field order (the order the score sums them and the summary shows them)
+_COMPONENTS = tuple(ScoreComponents.model_fields)
+
+
 class FallbackScore(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -59,7 +63,8 @@ class FallbackScore(BaseModel):
     action: ReviewAction
 
     def summary(self) -> str:
-        parts = ", ".join(f"{k} {v:+.2f}" for k, v in self.components.model_dump().items())
+        components = self.components
+        parts = ", ".join(f"{name} {getattr(components, name):+.2f}" for name in _COMPONENTS)
         return f"fallback score {self.score:+.3f} -> {self.action.value} ({parts})"
 
 
@@ -149,6 +154,8 @@ def fallback_score(
 
 
 def score_from_components(components: ScoreComponents, config: TrackerConfig) -> FallbackScore:
-    weights = config.weights.model_dump()
-    score = sum(weights[name] * value for name, value in components.model_dump().items())
+    # the fields read one by one: two model_dumps were most of a review's score (a review of
+    # every open position every agent cycle)
+    weights = config.weights
+    score = sum(getattr(weights, name) * getattr(components, name) for name in _COMPONENTS)
     return FallbackScore(components=components, score=score, action=score_action(score, config))

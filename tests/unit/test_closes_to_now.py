@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.events import Candle
 from market.closes import CloseSeries, ClosesToNow
@@ -95,3 +97,23 @@ def test_a_stream_close_its_correction_and_a_refresh_each_rebuild_the_series() -
 def test_an_unsorted_frame_is_read_in_time_order() -> None:
     frame = rows_to_frame([(STEP, 1, 2, 0, 1.8, 3), (0, 1, 2, 0, 1.5, 3)])
     assert CloseSeries.from_frame(frame) == CloseSeries((1.5, 1.8), STEP)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    cached=st.lists(st.integers(0, 40), unique=True, max_size=12),
+    streamed=st.lists(st.integers(0, 40), unique=True, max_size=12),
+    shuffled=st.booleans(),
+)
+def test_the_series_is_with_newer_closes_for_any_overlap(
+    cached: list[int], streamed: list[int], shuffled: bool
+) -> None:
+    """The stream's window (strictly increasing, as the aggregator keeps it) before, across or
+    after the cache's rows, or with none of either: the closes of ``with_newer_closes``."""
+    rows = [(i * STEP, 1, 2, 0, 1.0 + i, 3) for i in sorted(cached, reverse=shuffled)]
+    frame = rows_to_frame(rows) if rows else empty_ohlcv_frame()
+    window = [candle(i * STEP, 100.0 + i) for i in sorted(streamed)]
+    series = CloseSeries.from_frame(frame, window)
+    merged = with_newer_closes(frame.sort_index(), window)
+    assert series.closes == tuple(float(c) for c in merged["close"])
+    assert series.last_open_ms == (int(merged.index[-1]) if len(merged) else None)

@@ -250,3 +250,37 @@ def test_a_fresh_winner_in_a_calmer_regime_scores_add() -> None:
     )
     assert scored.action is ReviewAction.ADD
     assert "ADD" in scored.summary()
+
+
+@given(
+    unit,
+    unit,
+    unit,
+    unit,
+    unit,
+    st.lists(st.floats(min_value=0.0, max_value=2.0), min_size=5, max_size=5),
+)
+def test_the_score_and_summary_read_the_fields_as_their_dumps_do(
+    regime: float,
+    momentum: float,
+    correlation: float,
+    trajectory: float,
+    decay: float,
+    weights: list[float],
+) -> None:
+    """The score sums the fields one by one in field order: the same float as summing the dumps
+    (the order changes the last bit), and the summary shows them in that order."""
+    components = ScoreComponents(
+        regime_change=regime,
+        momentum_reversal=momentum,
+        correlation_risk=correlation,
+        pnl_trajectory=trajectory,
+        time_decay=decay,
+    )
+    config = TrackerConfig(weights=dict(zip(ScoreComponents.model_fields, weights, strict=True)))
+    dumped = config.weights.model_dump()
+    expected = sum(dumped[name] * value for name, value in components.model_dump().items())
+    scored = score_from_components(components, config)
+    assert scored.score == expected  # exactly: not approx
+    shown = ", ".join(f"{k} {v:+.2f}" for k, v in components.model_dump().items())
+    assert scored.summary() == f"fallback score {expected:+.3f} -> {scored.action.value} ({shown})"
