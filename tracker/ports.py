@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,3 +46,19 @@ class PositionReviewer(Protocol):
     async def review(
         self, positions: Sequence[PositionReview], context: Mapping[str, object]
     ) -> Sequence[ReviewVerdict]: ...
+
+
+class _HeldPositions(Protocol):
+    @property
+    def positions(self) -> Mapping[str, object]: ...
+
+
+@runtime_checkable
+class HeldView(Protocol):
+    """A broker's synchronous, side-effect-free view of what it holds (``PaperBroker``'s): lets a
+    replay pass over an agent cycle whose reconcile would find nothing (``PositionTracker``)."""
+
+    @property
+    def ledger(self) -> _HeldPositions: ...
+
+    def open_orders(self) -> Sequence[object]: ...

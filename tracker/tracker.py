@@ -41,7 +41,7 @@ from core.events import Event, PositionExit, PositionOpened
 from tracker.config import TrackerConfig
 from tracker.exits import ExitPath, ExitRecorder
 from tracker.market_view import MarketView, PriceSource, RegimeSource
-from tracker.ports import PositionReviewer, ReviewVerdict
+from tracker.ports import HeldView, PositionReviewer, ReviewVerdict
 from tracker.positions import StateStore, TrackedPosition
 from tracker.review import AgentLayer
 from tracker.safety import ExitReason, SafetyVerdict, safety_verdict
@@ -74,6 +74,7 @@ class PositionTracker:
         while it is HALTED the agent layer places no ADD (stops and exits still run)."""
         self._clock = clock
         self._broker = broker
+        self._held = broker if isinstance(broker, HeldView) else None
         self.config = config or TrackerConfig()
         self._retry = Backoff(
             base_secs=self.config.retry_base_secs,
@@ -210,19 +211,30 @@ class PositionTracker:
 
     def _quiet(self) -> bool:
         """The coming cycle would only count itself: reconciled, nothing tracked or exiting (its
-        safety pass has nothing to check), and not an agent cycle (whose reconcile asks the
-        broker)."""
+        safety pass has nothing to check), and not an agent cycle unless the broker holds
+        nothing (``_broker_holds_nothing``)."""
         return (
             self._reconciled
             and not self._book.positions
             and not self._book.pending_exits
-            and not self._agent_cycle_due()
+            and (not self._agent_cycle_due() or self._broker_holds_nothing())
         )
 
+    def _broker_holds_nothing(self) -> bool:
+        """An agent cycle with nothing tracked whose reconcile would find nothing: the broker
+        holds no position (none to track) and has no open order (none its expiry pass could
+        expire). A clock passes a cycle over only at an instant where nothing else wakes, so
+        nothing changes the broker between this reading and the cycle it stands for. A broker
+        without that view (a live exchange, whose clock never passes over) is always asked."""
+        held = self._held
+        return held is not None and not held.ledger.positions and not held.open_orders()
+
     def _quiet_cycle(self) -> float:
-        """A quiet cycle passed over: what its run would have changed (an empty safety pass,
-        the cycle's end); the seconds of the next sleep."""
+        """A quiet cycle passed over: what its run would have changed (an empty safety pass, an
+        agent cycle's review of nothing, the cycle's end); the seconds of the next sleep."""
         self.safety_checks += 1
+        if self._agent_cycle_due():
+            self.agent_reviews += 1
         return self._end_cycle()
 
     @property
