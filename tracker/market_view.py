@@ -44,6 +44,14 @@ class MarketView:
             log.info("tracker: price for %s is back", ticker)
         return price
 
+    def quiet_price(self, ticker: str) -> float | None:
+        """``mark_price`` when reading it would log nothing (a price, and none was missing
+        before it), else None: for a look that must leave no trace."""
+        price = self._price(ticker)
+        if price is None or not price > 0 or ticker in self._no_price:
+            return None
+        return price
+
     def regime_now(self, ticker: str) -> str:
         try:
             return self._regime(ticker)

@@ -210,15 +210,33 @@ class PositionTracker:
         return self._next_due - now
 
     def _quiet(self) -> bool:
-        """The coming cycle would only count itself: reconciled, nothing tracked or exiting (its
-        safety pass has nothing to check), and not an agent cycle unless the broker holds
-        nothing (``_broker_holds_nothing``)."""
-        return (
-            self._reconciled
-            and not self._book.positions
-            and not self._book.pending_exits
-            and (not self._agent_cycle_due() or self._broker_holds_nothing())
-        )
+        """The coming cycle would only count itself and sample prices: reconciled, nothing
+        exiting, every tracked position's check a sample only (``_checks_only_sample``), and not
+        an agent cycle unless nothing is tracked and the broker holds nothing
+        (``_broker_holds_nothing``). A clock passes a cycle over only at an instant where
+        nothing else wakes: what these read now is what the cycle would have read."""
+        if not self._reconciled or self._book.pending_exits:
+            return False
+        if self._agent_cycle_due():
+            return not self._book.positions and self._broker_holds_nothing()
+        return self._checks_only_sample()
+
+    def _checks_only_sample(self) -> bool:
+        """Each tracked position has a price its check reads without a log line, and its
+        verdict there moves neither the trailing stop nor to an exit: the check would only
+        sample the price (most checks: one every 30 s while a position is held)."""
+        for ticker, position in self._book.positions.items():
+            price = self._market.quiet_price(ticker)
+            if price is None:
+                return False
+            verdict = self._safety_verdict(ticker, position, price)
+            if (
+                verdict.exit is not None
+                or verdict.armed != position.armed
+                or verdict.trailing_high != position.trailing_high
+            ):
+                return False
+        return True
 
     def _broker_holds_nothing(self) -> bool:
         """An agent cycle with nothing tracked whose reconcile would find nothing: the broker
@@ -230,9 +248,14 @@ class PositionTracker:
         return held is not None and not held.ledger.positions and not held.open_orders()
 
     def _quiet_cycle(self) -> float:
-        """A quiet cycle passed over: what its run would have changed (an empty safety pass, an
-        agent cycle's review of nothing, the cycle's end); the seconds of the next sleep."""
+        """A quiet cycle passed over: what its run would have changed (a safety pass that only
+        samples each price, an agent cycle's review of nothing, the cycle's end); the seconds of
+        the next sleep."""
         self.safety_checks += 1
+        for ticker in self._book.positions:
+            price = self._market.quiet_price(ticker)
+            assert price is not None  # ``_checks_only_sample`` read it at this instant
+            self._book.sample(ticker, price)
         if self._agent_cycle_due():
             self.agent_reviews += 1
         return self._end_cycle()

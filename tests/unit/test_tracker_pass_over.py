@@ -1,7 +1,8 @@
-"""A replay's clock passes over the position tracker's quiet cycles (nothing tracked; an agent
-cycle only while the broker holds no position and no open order), and the run is the same as one
-that wakes every cycle: same checks counted, same reviews and reconciles at the same instants,
-same exits and fills, same grid of due times."""
+"""A replay's clock passes over the position tracker's quiet cycles (safety passes that only
+sample the prices; an agent cycle only while nothing is tracked and the broker holds no position
+and no open order), and the run is the same as one that wakes every cycle: same checks counted,
+same price samples and stops, same reviews and reconciles at the same instants, same exits and
+fills, same grid of due times."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_tracker_support import BTC, ETH, T0_MS, make_rig
 
@@ -40,6 +41,15 @@ async def _run(
     clock = VirtualClock(T0_MS)
     rig = make_rig(tmp_path, config=config, clock=clock, attach=attach)
     trace: list[Any] = []
+    book = rig.tracker._book
+    persist = book.persist
+
+    def persist_traced() -> None:
+        """Each save at the instant it happens (a stop armed or raised is saved at once)."""
+        persist()
+        trace.append(("saved", clock.now_ms(), rig.state_path.read_bytes()))
+
+    book.persist = persist_traced  # type: ignore[method-assign]
 
     def observe(what: str) -> None:
         tracker = rig.tracker
@@ -52,6 +62,9 @@ async def _run(
                 tracker._cycle,  # the grid: the very same floats
                 tracker._next_due,
                 sorted(tracker.positions),
+                # the samples the reviews' momentum reads, and each trailing stop
+                {ticker: tracker.recent_prices(ticker) for ticker in (BTC, ETH)},
+                sorted((t, p.trailing_high, p.armed) for t, p in tracker.positions.items()),
                 [(e.ticker, e.reason, e.at_ms) for e in rig.exits],
                 len(rig.broker.open_orders()),
             )
@@ -114,6 +127,18 @@ _steps = st.lists(
     start_secs=st.sampled_from([0.0, 0.1, 12.5, 1 / 3]),
     attach=st.booleans(),
 )
+# held, then new highs that arm and raise the trailing stop (saved at once), then a retreat
+@example(
+    steps=[
+        (60.0, BTC, 0.9999, True),
+        (600.0, BTC, 1.1, False),
+        (600.0, BTC, 1.3, False),
+        (600.0, BTC, 1.2, False),
+    ],
+    cadence=(30.0, 180.0),
+    start_secs=0.1,
+    attach=True,
+)
 def test_passing_over_quiet_cycles_is_the_same_run(
     tmp_path: Path,
     steps: list[Step],
@@ -142,11 +167,14 @@ def test_quiet_cycles_are_passed_over_and_busy_ones_are_not(tmp_path: Path) -> N
     *_, end, reached_ms = trace
     # every cycle counted, passed over or not: one every 30 s from 0.1 s until the end
     assert end[2] == math.floor((reached_ms - T0_MS) / 1000 / 30) + 1
-    assert [(ticker, reason) for ticker, reason, _ in end[7]] == [(BTC, ExitReason.STOP_LOSS)]
+    assert [(ticker, reason) for ticker, reason, _ in end[9]] == [(BTC, ExitReason.STOP_LOSS)]
     # cycle c runs at 0.1 + 30 c s: flat through cycle 120 (the BUY fills at 3601 s) and after
     # cycle 241 (the stop's exit fills in it, at 7230.1 s) up to the last, 384; cycle 0 is the
     # loop's start, not a wake-up. Every 6th one is an agent cycle, passed over too while the
-    # broker holds nothing: all but cycle 120, at 3600.1 s, when the BUY placed at 3600 s is open
+    # broker holds nothing: all but cycle 120, at 3600.1 s, when the BUY placed at 3600 s is open.
+    # Holding BTC, cycles 121-240 only sample its price (241 stops it out): all but the agent
+    # cycles among them are passed over
     flat = [*range(1, 121), *range(242, 385)]
-    assert passed_over == len(flat) - 1
-    assert end[7][0][2] == T0_MS + 7_230_100
+    held = range(121, 241)
+    assert passed_over == len(flat) - 1 + sum(1 for cycle in held if cycle % 6)
+    assert end[9][0][2] == T0_MS + 7_230_100
