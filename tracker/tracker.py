@@ -213,8 +213,9 @@ class PositionTracker:
         """The coming cycle would only count itself and sample prices: reconciled, nothing
         exiting, every tracked position's check a sample only (``_checks_only_sample``), and not
         an agent cycle unless nothing is tracked and the broker holds nothing
-        (``_broker_holds_nothing``). A clock passes a cycle over only at an instant where
-        nothing else wakes: what these read now is what the cycle would have read."""
+        (``_broker_holds_nothing``). A clock asks this, and passes the cycle over, only where the
+        cycle itself would run (an instant where nothing else wakes, or the cycle's own turn in
+        the loop's queue): what these read then is what the cycle would have read."""
         if not self._reconciled or self._book.pending_exits:
             return False
         if self._agent_cycle_due():
@@ -241,8 +242,8 @@ class PositionTracker:
     def _broker_holds_nothing(self) -> bool:
         """An agent cycle with nothing tracked whose reconcile would find nothing: the broker
         holds no position (none to track) and has no open order (none its expiry pass could
-        expire). A clock passes a cycle over only at an instant where nothing else wakes, so
-        nothing changes the broker between this reading and the cycle it stands for. A broker
+        expire). It is read where the cycle itself would run (``_quiet``), so nothing changes
+        the broker between this reading and the cycle it stands for. A broker
         without that view (a live exchange, whose clock never passes over) is always asked."""
         held = self._held
         return held is not None and not held.ledger.positions and not held.open_orders()
