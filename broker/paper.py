@@ -150,6 +150,8 @@ class PaperBroker:
     async def get_open_orders(self) -> Sequence[OpenOrder]:
         """Resting BUY limits (after expiring those due), oldest first."""
         self.expire_due_orders()
+        if not self._book.has_open_orders:  # most calls: no scan of the order history
+            return []
         placed = (o for o in self._book.orders() if o.is_open)  # in the order they were placed
         return [_open_order(o) for o in sorted(placed, key=lambda o: o.placed_at_ms)]
 

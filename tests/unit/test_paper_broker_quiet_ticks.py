@@ -1,7 +1,8 @@
 """The paper broker's shortcut for ticks that meet no open order (``on_market_tick``) against the
 general path it skips (the traded range, then ``on_market_price``): the same marks, orders,
 ledger and failures after any mix of ticks (prices the fill rules refuse included), orders and
-time; and ``TradedRangeTracker.note`` against ``observe``."""
+time; ``get_open_orders``, which skips its scan while no order is open, against the scan; and
+``TradedRangeTracker.note`` against ``observe``."""
 
 from __future__ import annotations
 
@@ -155,6 +156,13 @@ async def drive(steps: list[Step]) -> None:
                 )
                 await broker.execute_decisions([intent])
         assert state_of(quick, quick.tick_failures) == state_of(general, reference.failures)
+        # ``get_open_orders`` answers without its scan while the book holds no open order
+        answered = await quick.get_open_orders()
+        general.expire_due_orders()  # as the call did to ``quick``: both stay in step
+        placed = sorted(
+            (o for o in general._book.orders() if o.is_open), key=lambda o: o.placed_at_ms
+        )
+        assert [o.client_order_id for o in answered] == [o.client_order_id for o in placed]
 
 
 @settings(max_examples=400, deadline=None)
