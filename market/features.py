@@ -272,6 +272,8 @@ class FeatureTracker:
                 None,
                 f"last closed {self.timeframe} candle ({_iso(state.last_open_ms)}) is stale",
             )
+        if not math.isfinite(state.return_std):
+            return None, f"{self.timeframe} returns have no finite spread"
         if not state.return_std > 0.0:
             return None, f"{self.timeframe} returns have zero spread"
         ret = state.price / state.last_close - 1.0
@@ -298,12 +300,18 @@ def _assemble(values: dict[str, Any]) -> TickFeatures:
 
 
 def _mean_std(values: deque[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (n - 1); NaN std below two values."""
+    """Mean and sample standard deviation (n - 1); NaN std below two values. Returns past
+    float's range (infinities of both signs, or a square that overflows) give NaN for both
+    instead of raising: the close that brought them still counts, and ``_zscore`` says why
+    there is no z-score until they leave the window."""
     n = len(values)
-    mean = math.fsum(values) / n
-    if n < 2:
-        return mean, math.nan
-    variance = math.fsum([(x - mean) ** 2 for x in values]) / (n - 1)
+    try:
+        mean = math.fsum(values) / n
+        if n < 2:
+            return mean, math.nan
+        variance = math.fsum([(x - mean) ** 2 for x in values]) / (n - 1)
+    except (OverflowError, ValueError):
+        return math.nan, math.nan
     return mean, math.sqrt(variance)
 
 

@@ -309,3 +309,31 @@ def test_the_closes_kept_are_the_newest_day_and_a_bit(
     newest_day = sorted(taken)[-tracker._keep_closes :]
     kept = tracker._tickers["BTC/USDT"].closes
     assert sorted(kept.items()) == [(t, taken[t]) for t in newest_day]
+
+
+@pytest.mark.parametrize(
+    "absurd",
+    [
+        [1e-300, 1e300, 1e-300],  # returns near 1e300: their squares overflow
+        [1e300, math.inf, 1e300],  # an infinite close, then back: inf and -1 returns
+        [math.inf, 1.0, math.inf],  # -1 then inf: a NaN return
+    ],
+)
+def test_closes_past_floats_range_are_kept_and_the_zscore_says_why_it_is_missing(
+    absurd: list[float],
+) -> None:
+    """Before, ``_mean_std`` raised inside ``on_close`` and left the ticker's state half
+    updated: a close whose return overflowed did not count, nor did its volume."""
+    tracker = FeatureTracker(return_window=30, min_returns=20)
+    closes = [100.0 + i for i in range(25)] + absurd + [100.0] * 6
+    _feed(tracker, candle_series(closes, start_ms=T0))
+    features = _tick(tracker, T0 + len(closes) * STEP + 60_000, 101.0)
+    assert features.return_zscore is None
+    assert features.unavailable["return_zscore"] == "15m returns have no finite spread"
+    assert features.change_1h_pct == pytest.approx(1.0)  # every close counted, the last 100.0
+    # once the window has moved past them, the z-score is back
+    _feed(
+        tracker, candle_series([100.0 + i % 3 for i in range(40)], start_ms=T0 + len(closes) * STEP)
+    )
+    again = _tick(tracker, T0 + (len(closes) + 40) * STEP + 60_000, 101.0)
+    assert again.return_zscore is not None and math.isfinite(again.return_zscore)
