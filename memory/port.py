@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
-from typing import Any, Protocol, TypedDict, Unpack
+from typing import Any, NamedTuple, Protocol, TypedDict, Unpack
 
 from pydantic import BaseModel, ConfigDict
 
@@ -21,12 +21,15 @@ class StoreUnavailableError(Exception):
     """The backend cannot be reached or used now; callers report it and retry later."""
 
 
-class CandidateQuery(BaseModel):
+class CandidateQuery(NamedTuple):
     """Insights about ``ticker`` (or about no ticker), not archived by a rollup, created at or
     after ``min_created_ms``, most similar first: by ``vector`` (situation) when given, else by
-    ``embedding`` (text); with neither, newest first and ``sim`` 0."""
+    ``embedding`` (text); with neither, newest first and ``sim`` 0.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A plain tuple, not a model: every decision builds six, and validating them cost more than
+    the search; a ``vector`` tuple reaches the index as the very object (``query_unit`` knows it
+    by identity)."""
+
     ticker: str | None = None
     regime: str | None = None  # when set: insights about this regime or about no regime
     kinds: tuple[InsightKind, ...] = ()  # empty: every kind

@@ -124,22 +124,17 @@ class Retriever:
         embedding = None
         if vector is None and text and self._embedder is not None:
             (embedding,) = await self._embedder.embed([text])
-        min_created_ms = now_ms - int(cfg.ttl_days * DAY_MS)
-        fast = getattr(self.store, "situation_candidates", None)
-        if fast is not None and embedding is None:
-            found = fast(ticker, regime, kinds, vector, min_created_ms, k * 3)
-        else:
-            found = await self.store.candidates(
-                CandidateQuery(
-                    ticker=ticker,
-                    regime=regime,
-                    kinds=kinds,
-                    vector=vector,
-                    embedding=embedding,
-                    min_created_ms=min_created_ms,
-                    limit=k * 3,
-                )
+        found = await self.store.candidates(
+            CandidateQuery(
+                ticker=ticker,
+                regime=regime,
+                kinds=kinds,
+                vector=vector,
+                embedding=embedding,
+                min_created_ms=now_ms - int(cfg.ttl_days * DAY_MS),
+                limit=k * 3,
             )
+        )
         recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
         kept: list[Row] = []

@@ -21,24 +21,6 @@ import numpy as np
 from memory.model import VECTOR_DIM
 from memory.port import CandidateQuery
 
-_UNSITUATED_SIM: float = CandidateQuery.model_fields["unsituated_sim"].default
-
-
-class IndexQuery(NamedTuple):
-    """A ``CandidateQuery`` without a text embedding as a plain tuple (the same fields, names
-    and defaults): on the decision path the model's validation cost more than the search."""
-
-    ticker: str | None
-    regime: str | None
-    kinds: tuple[str, ...]
-    vector: tuple[float, ...] | None
-    min_created_ms: int
-    limit: int
-    unsituated_sim: float = _UNSITUATED_SIM
-
-
-Query = CandidateQuery | IndexQuery
-
 #: blocks up to this many rows are searched in Python lists around one numpy product
 SMALL_BLOCK = 128
 
@@ -144,7 +126,7 @@ class _Block:
             self._created_sorted = all(a <= b for a, b in pairwise(self.created))
         return self._arrays
 
-    def _filter(self, query: Query, codes: dict[str | None, int]) -> _Filter:
+    def _filter(self, query: CandidateQuery, codes: dict[str | None, int]) -> _Filter:
         """The regime and kinds part of the mask (None: no such filter) and the positions it
         keeps, computed once per filter while the rows stay: a decision asks the same few."""
         key = (query.regime, query.kinds)
@@ -171,7 +153,7 @@ class _Block:
         return found
 
     def best(
-        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]]:
         """(-key, created_ms, id) of this block's rows that pass the filters, enough of them for
         the best ``query.limit``: key = sim (situation query) or created_ms (newest first),
@@ -185,7 +167,7 @@ class _Block:
         return self._best_numpy(query, codes, q)
 
     def _best_small(
-        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]] | None:
         """``_best_numpy`` in Python lists around the one product: on a few dozen rows each numpy
         call costs more than the whole row loop. The same product of the same rows, so the same
@@ -240,7 +222,7 @@ class _Block:
         return found
 
     def _best_numpy(
-        self, query: Query, codes: dict[str | None, int], q: np.ndarray | None
+        self, query: CandidateQuery, codes: dict[str | None, int], q: np.ndarray | None
     ) -> list[tuple[float, int, str]]:
         """``best`` over many rows: vectorised, and only the rows that may make the best
         ``limit``."""
@@ -304,7 +286,7 @@ class InsightIndex:
         block.rows.append(unit(vec))
         block._arrays = None
 
-    def top(self, query: Query) -> list[tuple[str, float]]:
+    def top(self, query: CandidateQuery) -> list[tuple[str, float]]:
         """The ids of the ``query.limit`` best rows that pass its filters, with their sim: by
         situation cosine when ``query.vector`` is given (``unsituated_sim`` for rows without a
         vector), else newest first with sim 0. Ties: the older, then the lower id, first (as in

@@ -32,7 +32,7 @@ from memory.port import (
     InsightWhere,
     StoreUnavailableError,
 )
-from memory.sqlite_index import IndexQuery, InsightIndex, Query, TradeGroup, top_positions
+from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
     INSERT_TRADE,
@@ -245,22 +245,7 @@ class SqliteMemoryStore:
             return self._text_candidates(query)
         return self._index_candidates(query)
 
-    def situation_candidates(
-        self,
-        ticker: str | None,
-        regime: str | None,
-        kinds: tuple[str, ...],
-        vector: tuple[float, ...] | None,
-        min_created_ms: int,
-        limit: int,
-    ) -> list[tuple[Insight, float]]:
-        """``candidates`` of a query without a text embedding, from its fields: the decision
-        path's retrievals skip building and validating a ``CandidateQuery`` (two a ticker)."""
-        return self._index_candidates(
-            IndexQuery(ticker, regime, kinds, vector, min_created_ms, limit)
-        )
-
-    def _index_candidates(self, query: Query) -> list[tuple[Insight, float]]:
+    def _index_candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
         out: list[tuple[Insight, float]] = []
         parsed = self._parsed
         for insight_id, sim in self._live_index().top(query):

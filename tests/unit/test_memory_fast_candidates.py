@@ -85,8 +85,10 @@ queries = st.builds(
             lambda v: tuple(float(x) for x in v)
         ),
     ),
+    embedding=st.none(),  # a situation query (a tuple's defaults are drawn unless given)
     min_created_ms=st.integers(T0, T0 + 1000 * 60_000),
     limit=st.integers(1, 20),
+    unsituated_sim=st.just(CandidateQuery().unsituated_sim),
 )
 
 

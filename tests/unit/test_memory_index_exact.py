@@ -105,6 +105,7 @@ queries = st.builds(
     regime=st.sampled_from(("low_volatility", "medium_volatility", "high_volatility", None)),
     kinds=st.sampled_from([(), ("reflection",), ("person", "rollup"), ("reflection", "rollup", "person")]),
     vector=st.one_of(st.none(), st.lists(signed, min_size=VECTOR_DIM, max_size=VECTOR_DIM).map(tuple)),
+    embedding=st.none(),  # a situation query (a tuple's defaults are drawn unless given)
     min_created_ms=st.integers(T0, T0 + 1000 * 60_000),
     limit=st.integers(1, 20),
     unsituated_sim=st.sampled_from([0.5, -0.25]),

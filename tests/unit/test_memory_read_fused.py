@@ -2,8 +2,6 @@
 
 - ``query_unit`` knows a tuple asked with again by identity: the same array as the bytes key
   gives, never for a list (a list may change between two asks), signed zeros kept apart.
-- ``situation_candidates`` (a plain ``IndexQuery``, no model) against ``candidates`` with a
-  ``CandidateQuery`` of the same fields, on random stores (hypothesis).
 - ``neighbour_summary`` (``TradeGroup.nearest_summary``) against ``NeighbourSummary.of`` the
   models of ``neighbour_trades``, the cosines' sum compared as float bits.
 - The snapshot's budget walk, which makes a tail item only when it reaches it, against making
@@ -31,7 +29,7 @@ from memory.insight_source import LESSON_KINDS, RetrieverInsights
 from memory.model import REGIME_LABELS, VECTOR_DIM, NeighbourSummary
 from memory.port import CandidateQuery
 from memory.retrieval import Retriever, Row, row_ranked
-from memory.sqlite_index import IndexQuery, query_unit, unit
+from memory.sqlite_index import query_unit, unit
 from memory.sqlite_store import SqliteMemoryStore
 
 NOW = 1_740_000_000_000 + 30 * DAY_MS
@@ -63,77 +61,6 @@ def test_query_unit_never_remembers_a_list_by_identity() -> None:
     values[0] = -3.0  # the same list object, changed
     assert query_unit(values).tobytes() == unit(np.asarray(values, dtype=np.float32)).tobytes()
     assert query_unit(values).tobytes() != first
-
-
-def test_index_query_has_the_candidate_query_fields_and_defaults() -> None:
-    fields = CandidateQuery.model_fields
-    assert set(IndexQuery._fields) == set(fields) - {"embedding"}
-    for name, default in IndexQuery._field_defaults.items():
-        assert fields[name].default == default
-
-
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    seed=st.integers(0, 2**32 - 1),
-    n=st.integers(0, 30),
-    limit=st.integers(1, 20),
-    regime=st.sampled_from(REGIMES),
-    kinds=st.sampled_from([(), ("reflection", "rollup", "person"), ("debate",)]),
-    situated=st.booleans(),
-)
-def test_situation_candidates_are_the_candidates(
-    seed: int,
-    n: int,
-    limit: int,
-    regime: str | None,
-    kinds: tuple[str, ...],
-    situated: bool,
-) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        asyncio.run(_check_candidates(Path(tmp) / "m.db", seed, n, limit, regime, kinds, situated))
-
-
-async def _check_candidates(
-    path: Path,
-    seed: int,
-    n: int,
-    limit: int,
-    regime: str | None,
-    kinds: tuple[Any, ...],
-    situated: bool,
-) -> None:
-    store = SqliteMemoryStore(path)
-    rng = np.random.default_rng(seed)
-    for i in range(n):
-        await store.put_insight(
-            make_insight(
-                f"lesson number {i} about the market",
-                created_ms=NOW - int(rng.integers(0, 60)) * DAY_MS // 2,
-                ticker=TICKERS[int(rng.integers(0, 3))],
-                regime=REGIMES[int(rng.integers(0, 3))],
-                kind=("reflection", "person", "debate")[int(rng.integers(0, 3))],
-                vector=None if rng.random() < 0.2 else _vector(rng),
-            )
-        )
-    vector = _vector(rng) if situated else None
-    oldest = NOW - 20 * DAY_MS
-    for ticker in TICKERS:
-        expected = await store.candidates(
-            CandidateQuery(
-                ticker=ticker,
-                regime=regime,
-                kinds=kinds,
-                vector=vector,
-                min_created_ms=oldest,
-                limit=limit,
-            )
-        )
-        got = store.situation_candidates(ticker, regime, kinds, vector, oldest, limit)
-        assert [(i.insight_id, s.hex()) for i, s in got] == [
-            (i.insight_id, s.hex()) for i, s in expected
-        ]
-        assert got == expected
-    await store.close()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

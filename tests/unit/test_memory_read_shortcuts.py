@@ -21,6 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.rounding import scaled_round
+from memory.config import InsightKind
 from memory.model import REGIME_LABELS, SITUATION_FEATURES, VECTOR_DIM, Situation
 from memory.port import CandidateQuery
 from memory.sqlite_index import SMALL_BLOCK, InsightIndex, _top_small, top_positions, unit
@@ -152,7 +153,7 @@ def _fresh_gather_top(index: InsightIndex, query: CandidateQuery) -> list[tuple[
     limit=st.integers(1, 20),
 )
 def test_remembered_gathers_answer_as_fresh_ones_at_every_ttl_cut(
-    seed: int, n: int, regime: str | None, kinds: tuple[str, ...], limit: int
+    seed: int, n: int, regime: str | None, kinds: tuple[InsightKind, ...], limit: int
 ) -> None:
     index, stamps = _block_index(seed, n)
     vector = tuple(float(v) for v in np.random.default_rng(seed + 1).integers(-2, 3, VECTOR_DIM))
