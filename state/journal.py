@@ -183,34 +183,17 @@ def plain_or_as_is(value: Any) -> Any:
 def _is_json_dict(value: dict[Any, Any]) -> bool:
     """Exact JSON types only (no subclass, tuple or other object): what a model's JSON-mode dump
     gives back unchanged, so handing it over writes what the dump would have."""
-    for key, item in value.items():
+    for key in value:
         if type(key) is not str:
             return False
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
-            return False
-    return True
+    return _leaves_pass(value.values(), _is_json_nested)
 
 
-def _is_json_list(value: list[Any]) -> bool:
-    # the leaves in the loop, as ``_is_plain_items``: a call per leaf was most of the check
-    for item in value:
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind not in _PLAIN_SCALARS and not _is_json_nested(item, kind):
-            return False
-    return True
-
-
-def _is_json_nested(item: Any, kind: type) -> bool:
+def _is_json_nested(item: Any) -> bool:
+    kind = type(item)
     if kind is dict:
         return _is_json_dict(item)
-    return kind is list and _is_json_list(item)
+    return kind is list and _leaves_pass(item, _is_json_nested)
 
 
 def _with_encoded(record: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -233,7 +216,7 @@ def _is_plain(value: Any) -> bool:
     if kind is PlainJson:
         return True
     if kind is list or kind is tuple:
-        return _is_plain_items(value)
+        return _leaves_pass(value, _is_plain)
     if kind in _PLAIN_SCALARS:
         return True
     if isinstance(value, float):
@@ -249,18 +232,19 @@ def _is_plain_dict(value: dict[Any, Any]) -> bool:
     for key in value:
         if type(key) is not str:
             return False
-    return _is_plain_items(value.values())
+    return _leaves_pass(value.values(), _is_plain)
 
 
-def _is_plain_items(value: Iterable[Any]) -> bool:
-    # the leaves are checked here instead of by a call each: most of a line is leaves, and a
-    # call (and the generator ``all`` needed) per leaf was most of the walk's time
-    for item in value:
+def _leaves_pass(items: Iterable[Any], nested: Callable[[Any], bool]) -> bool:
+    """Finite floats and ``_PLAIN_SCALARS`` pass; anything else is asked of ``nested``. The
+    leaves are checked here instead of by a call each: most of a line is leaves, and a call (and
+    the generator ``all`` needed) per leaf was most of the walk's time."""
+    for item in items:
         kind = type(item)
         if kind is float:
             if not math.isfinite(item):
                 return False
-        elif kind not in _PLAIN_SCALARS and not _is_plain(item):
+        elif kind not in _PLAIN_SCALARS and not nested(item):
             return False
     return True
 
