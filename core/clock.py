@@ -20,12 +20,18 @@ import heapq
 import itertools
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 T = TypeVar("T")
 
 #: milliseconds in a UTC day (Unix time has no leap seconds)
 DAY_MS: Final = 86_400_000
+
+
+def utc_minute(at_ms: int) -> str:
+    """``at_ms`` as people read it in messages and status lines: ``2025-03-01 14:05 UTC``."""
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 @runtime_checkable

@@ -40,11 +40,11 @@ import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from datetime import UTC, datetime
 from typing import Any, Final, NamedTuple
 
 import orjson
 
+from core.clock import utc_minute
 from memory.analyst_model import AnalystReport, DaySummary
 from memory.analyst_store import AnalystStore
 from memory.analyst_summary import learn_wording
@@ -195,7 +195,7 @@ class DeskAhead(AnalystDesk):
             self._views.clear()
         if reply.roll_failed:
             raise AnalystsFailed(
-                f"the roll at {iso_minute(now_ms)} failed in the analysts' process"
+                f"the roll at {utc_minute(now_ms)} failed in the analysts' process"
             )
         return list(reply.made)
 
@@ -260,7 +260,7 @@ class DeskAhead(AnalystDesk):
                 log.error(
                     "analysts failed for the decision at %s (in the analysts' process); "
                     "the prompt went without them\n%s",
-                    iso_minute(at_ms),
+                    utc_minute(at_ms),
                     text.rstrip(),
                 )
         return reply
@@ -284,11 +284,7 @@ class DeskAhead(AnalystDesk):
             try:
                 super().observe(orjson.loads(encoded), at_ms)
             except Exception:
-                log.exception("analysts failed for the decision at %s", iso_minute(at_ms))
-
-
-def iso_minute(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+                log.exception("analysts failed for the decision at %s", utc_minute(at_ms))
 
 
 __all__ = [

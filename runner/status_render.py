@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from core.clock import utc_minute
 from runner.status_cmd import StatusView
 
 TRIGGERS_SHOWN = 2
@@ -11,7 +12,7 @@ TRIGGERS_SHOWN = 2
 
 def render(view: StatusView) -> str:
     source = "the daemon's API at" if view.source == "api" else "the state dir"
-    lines = [f"vigil status from {source} {view.where} (as of {_iso(view.now_ms)})"]
+    lines = [f"vigil status from {source} {view.where} (as of {utc_minute(view.now_ms)})"]
     verdict = "healthy" if view.healthy else "UNHEALTHY"
     lines.append(f"health      {verdict}: {view.health[0]}")
     lines += [f"            {reason}" for reason in view.health[1:]]
@@ -76,7 +77,7 @@ def _last(view: StatusView) -> str:
     trigger = shown + (
         f" +{len(d.trigger) - TRIGGERS_SHOWN} more" if len(d.trigger) > TRIGGERS_SHOWN else ""
     )
-    return f"{_iso(d.at_ms)} by {d.decided_by or 'n/a'}{why} on {trigger}{error}"
+    return f"{utc_minute(d.at_ms)} by {d.decided_by or 'n/a'}{why} on {trigger}{error}"
 
 
 def _usd(value: float) -> str:
@@ -85,7 +86,3 @@ def _usd(value: float) -> str:
 
 def _signed_usd(value: float) -> str:
     return ("+" if value >= 0 else "-") + _usd(abs(value))
-
-
-def _iso(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

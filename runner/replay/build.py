@@ -37,13 +37,12 @@ import os
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from agent.debate import DebateDecider
 from core.bus import EventBus
-from core.clock import DAY_MS, VirtualClock
+from core.clock import DAY_MS, VirtualClock, utc_minute
 from core.errors import RefuseToStartError
 from core.events import Event, Topic
 from derivatives.config import DerivativesConfig
@@ -223,8 +222,8 @@ def check_span(feed: SimFeed, options: ReplayOptions) -> None:
         first_ms, last_ms = feed.span_ms(ticker)
         if options.start_ms < first_ms or options.end_ms > last_ms + 1:
             raise RefuseToStartError(
-                f"{ticker}: the recording covers {_iso(first_ms)} .. {_iso(last_ms + 1)}; "
-                f"asked {_iso(options.start_ms)} .. {_iso(options.end_ms)}"
+                f"{ticker}: the recording covers {utc_minute(first_ms)} .. {utc_minute(last_ms + 1)}; "
+                f"asked {utc_minute(options.start_ms)} .. {utc_minute(options.end_ms)}"
             )
 
 
@@ -394,10 +393,6 @@ def _all_parked(
     if live:
         return all(clock.is_parked(t) for t in live)
     return clock.is_parked(task)
-
-
-def _iso(at_ms: int) -> str:
-    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 __all__ = [

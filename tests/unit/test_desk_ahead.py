@@ -21,6 +21,7 @@ import pytest
 from analyst_support import DAY1_MS, HOUR_MS
 
 import runner.desk_ahead
+from core.clock import utc_minute
 from memory.analyst_model import AnalystReport, MemorySummary, utc_day
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystController, AnalystDesk
@@ -179,7 +180,7 @@ def test_a_failing_observe_is_logged_and_the_decisions_go_on(
         read = _run(desk, altered)
     failed = [r for r in caplog.records if "analysts failed for the decision" in r.getMessage()]
     assert len(failed) == 1
-    assert runner.desk_ahead.iso_minute(broken_at) in failed[0].getMessage()
+    assert utc_minute(broken_at) in failed[0].getMessage()
     assert "AttributeError" in failed[0].getMessage()
     # the decisions after it have their reports and summaries, as inline
     inline_read, dump = _inline(tmp_path / "inline.db", altered)
