@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_support import assert_made_as_validated
 from pydantic import ValidationError
 
 from core.events import MarketTick
@@ -21,7 +22,6 @@ from sim.tick_rows import kline_row, make_tick
 from sim.ws_streams import KlineFormat
 
 TIMEFRAMES: tuple[str, ...] = get_args(MarketTick.model_fields["timeframe"].annotation)
-FIELDS = tuple(MarketTick.model_fields)
 
 wide_floats = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
@@ -47,20 +47,6 @@ def validated(ticker: str, timeframe: str, row: Any, event_ms: int) -> MarketTic
             "event_time_ms": event_ms,
         }
     )
-
-
-def assert_same_tick(got: MarketTick, want: MarketTick) -> None:
-    assert type(got) is type(want) is MarketTick
-    for name in FIELDS:
-        mine, theirs = getattr(got, name), getattr(want, name)
-        assert type(mine) is type(theirs), name
-        assert repr(mine) == repr(theirs), name  # repr: NaN, inf and -0.0 told apart
-    assert list(vars(got)) == list(vars(want))  # field order: what dumps and journals follow
-    assert got.model_fields_set == want.model_fields_set
-    assert type(got.model_fields_set) is type(want.model_fields_set)
-    assert got.__pydantic_extra__ == want.__pydantic_extra__
-    assert got.__pydantic_private__ == want.__pydantic_private__
-    assert got.model_dump_json() == want.model_dump_json()
 
 
 def state(
@@ -92,8 +78,10 @@ def test_make_tick_is_the_validated_tick(
 ) -> None:
     fmt = KlineFormat(f"%.{decimals}f", f"%.{8 - decimals}f")
     row = kline_row(state(open_ms, close_ms, ohlcv, closed), fmt)
-    assert_same_tick(
-        make_tick(ticker, timeframe, row, event_ms), validated(ticker, timeframe, row, event_ms)
+    assert_made_as_validated(
+        make_tick(ticker, timeframe, row, event_ms),
+        validated(ticker, timeframe, row, event_ms),
+        MarketTick,
     )
 
 
@@ -113,11 +101,13 @@ def test_the_tick_copies_pickles_hashes_and_refuses_changes_like_a_validated_one
     flat = [None, *ROW, None]  # a row as ``_publish_all`` hands it: a slice of the flat list
     got = make_tick("ETH/USDT", "1h", flat[1:9], 1_740_787_275_000)
     want = validated("ETH/USDT", "1h", ROW, 1_740_787_275_000)
-    assert_same_tick(got, want)
+    assert_made_as_validated(got, want, MarketTick)
     assert got == want and hash(got) == hash(want)
-    assert_same_tick(pickle.loads(pickle.dumps(got)), want)
-    assert_same_tick(got.model_copy(update={"close": 1.0}), want.model_copy(update={"close": 1.0}))
-    assert_same_tick(got.model_copy(deep=True), want.model_copy(deep=True))
+    assert_made_as_validated(pickle.loads(pickle.dumps(got)), want, MarketTick)
+    assert_made_as_validated(
+        got.model_copy(update={"close": 1.0}), want.model_copy(update={"close": 1.0}), MarketTick
+    )
+    assert_made_as_validated(got.model_copy(deep=True), want.model_copy(deep=True), MarketTick)
     with pytest.raises(ValidationError):
         got.close = 1.0  # type: ignore[misc]
     # each tick has its own fields-set (a copy with an update adds to it)
@@ -141,7 +131,7 @@ def test_kline_row_hands_make_tick_plain_ints_and_bools() -> None:
     row = kline_row(numpy_state, KlineFormat("%.2f", "%.3f"))
     assert [type(value) for value in row] == [int, int, float, float, float, float, float, bool]
     expected = validated("SOL/USDT", "4h", (*ROW[:7], True), 5)
-    assert_same_tick(make_tick("SOL/USDT", "4h", row, 5), expected)
+    assert_made_as_validated(make_tick("SOL/USDT", "4h", row, 5), expected, MarketTick)
 
 
 def test_a_timeframe_outside_the_model_is_refused_as_validation_refuses_it() -> None:
