@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
 
+from fakes.brokers import IdleBroker
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from market_test_support import make_tick
 
 from agent.snapshot_builder import SnapshotBuilder
-from broker.port import OpenOrder, OrderResult, PositionDetail
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import MarketTick
@@ -19,29 +18,6 @@ from market.aggregator import MultiTFAggregator
 TICKER = "BTC/USDT"
 START_MS = 1_740_787_200_000
 HOUR_MS = 3_600_000
-
-
-class EmptyBroker:
-    async def execute_decisions(self, intents: Sequence[Any]) -> Sequence[OrderResult]:
-        return ()
-
-    async def get_positions_detail(self) -> Sequence[PositionDetail]:
-        return []
-
-    async def get_portfolio_value(self) -> float:
-        return 1_000.0
-
-    async def get_cash(self) -> float:
-        return 1_000.0
-
-    async def get_open_orders(self) -> Sequence[OpenOrder]:
-        return ()
-
-    async def cancel(self, client_order_id: str) -> OrderResult | None:
-        return None
-
-    async def lookup(self, client_order_id: str) -> OrderResult | None:
-        return None
 
 
 class NoFeatures:
@@ -59,7 +35,7 @@ def _builder(agg: MultiTFAggregator) -> SnapshotBuilder:
         tickers=(TICKER,),
         market=agg,
         features=NoFeatures(),
-        broker=EmptyBroker(),
+        broker=IdleBroker(),
         agent_memory=lambda: "",
         peak_prices=dict,
         regime=_no_regime,
@@ -67,19 +43,16 @@ def _builder(agg: MultiTFAggregator) -> SnapshotBuilder:
 
 
 def _hour_close(hour: int, volume: float, close: float = 100.0) -> MarketTick:
-    open_ms = START_MS + hour * HOUR_MS
-    return MarketTick(
+    return make_tick(
         ticker=TICKER,
         timeframe="1h",
-        open_time_ms=open_ms,
-        close_time_ms=open_ms + HOUR_MS - 1,
-        open=close,
-        high=close,
+        open_ms=START_MS + hour * HOUR_MS,
+        o=close,
+        h=close,
         low=close,
-        close=close,
-        volume=volume,
+        c=close,
+        v=volume,
         closed=True,
-        event_time_ms=open_ms + HOUR_MS - 1,
     )
 
 
