@@ -207,7 +207,7 @@ def build_report(run_dir: Path) -> Report:
         ledger=ledger_figures(ledger_doc),
         learned_weights={name: _points(downsample(line)) for name, line in learned.weights.items()},
         learning=_learning_counts(learned),
-        memory=memory_section(run_dir),
+        memory=memory_section(run_dir, records),
     )
 
 

@@ -1,27 +1,26 @@
 """The report's memory section: what the trading memory wrote, what decisions read, and which
 decisions the memory rule changed (so ``--compare`` of a memory ON and OFF run says why they differ).
 
-Reads ``logs/decisions.jsonl`` (and its rotated segments) line by line and ``memory.db``
-read-only; a run without memory gives ``None`` fields with the reason, never zeros it did not count.
+Reads the report's projection of ``logs/decisions.jsonl`` (one pass for the whole report) and
+``memory.db`` read-only; a run without memory gives ``None`` fields with the reason, never zeros it did not count.
 """
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import orjson
-
-from state.segments import iter_lines, segments
 
 MEMORY_RULE_MARK = "memory rule: "
 CHANGES_LISTED = 50
 
 
-def memory_section(run_dir: Path) -> dict[str, Any]:
+def memory_section(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``records``: the report's projection of each journal line (``report.run_files``), whose
+    ``memory`` field is ``projected_memory``'s: the journal is read once for the whole report."""
     section: dict[str, Any] = {"unavailable": {}}
-    section.update(_from_journal(run_dir / "logs" / "decisions.jsonl"))
+    section.update(_from_journal(records))
     db = run_dir / "memory.db"
     if db.is_file():
         section.update(_from_store(db))
@@ -31,36 +30,58 @@ def memory_section(run_dir: Path) -> dict[str, Any]:
     return section
 
 
-def _from_journal(path: Path) -> dict[str, Any]:
+def projected_memory(record: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the memory section reads of a decision line (``snapshot``, ``raw_decision``,
+    ``decision_id``, ``at_ms``): its insights read, whether memory was off, and the decisions the
+    memory rule changed. None for a line whose snapshot has no memory field at all."""
+    snapshot = record.get("snapshot")
+    if not isinstance(snapshot, dict):
+        return None
+    unavailable = snapshot.get("unavailable")
+    why = unavailable.get("historical_insights") if isinstance(unavailable, dict) else None
+    if "historical_insights" not in snapshot and why is None:
+        return None
+    items = snapshot.get("historical_insights")
+    kept: dict[str, Any] = {
+        "insights": (
+            sum(1 for item in items if isinstance(item, dict) and item.get("kind") == "insight")
+            if items and isinstance(items, list)
+            else None
+        ),
+        "off": isinstance(why, str) and "memory is off" in why,
+        "changes": [],
+    }
+    raw = record.get("raw_decision")
+    decisions = raw.get("decisions") if isinstance(raw, dict) else None
+    for decision in decisions if isinstance(decisions, list) else ():
+        reasoning = decision.get("reasoning") if isinstance(decision, dict) else None
+        if isinstance(reasoning, str) and MEMORY_RULE_MARK in reasoning:
+            kept["changes"].append(
+                {
+                    "decision_id": record.get("decision_id"),
+                    "at_ms": record.get("at_ms"),
+                    "ticker": decision.get("ticker"),
+                    "rule": reasoning.split(MEMORY_RULE_MARK, 1)[1],
+                }
+            )
+    return kept
+
+
+def _from_journal(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     read = with_memory = off = 0
     changes: list[dict[str, Any]] = []
     total_changes = 0
-    if not segments(path):
-        return {"insights_read": None, "decisions_with_memory": None, "memory_rule_changes": None}
-    for line in iter_lines(path):  # every segment, oldest first
-        if b"historical_insights" not in line or not line.endswith(b"\n"):
+    for record in records:
+        memory = record.get("memory")
+        if memory is None:
             continue
-        record = orjson.loads(line)
-        snapshot = record.get("snapshot") or {}
-        items = snapshot.get("historical_insights")
-        if items:
+        if memory["insights"] is not None:
             with_memory += 1
-            read += sum(1 for item in items if item.get("kind") == "insight")
-        elif "memory is off" in (snapshot.get("unavailable") or {}).get("historical_insights", ""):
+            read += memory["insights"]
+        elif memory["off"]:
             off += 1
-        for decision in (record.get("raw_decision") or {}).get("decisions", []):
-            reasoning = decision.get("reasoning", "")
-            if MEMORY_RULE_MARK in reasoning:
-                total_changes += 1
-                if len(changes) < CHANGES_LISTED:
-                    changes.append(
-                        {
-                            "decision_id": record.get("decision_id"),
-                            "at_ms": record.get("at_ms"),
-                            "ticker": decision.get("ticker"),
-                            "rule": reasoning.split(MEMORY_RULE_MARK, 1)[1],
-                        }
-                    )
+        total_changes += len(memory["changes"])
+        changes.extend(memory["changes"][: max(0, CHANGES_LISTED - len(changes))])
     return {
         "insights_read": read,
         "decisions_with_memory": with_memory,

@@ -8,6 +8,7 @@ from typing import Any
 
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
 from report.learning import projected_learning
+from report.memory_section import projected_memory
 from report.metrics import Fill
 from state.records import (
     DecisionRecord,
@@ -55,6 +56,14 @@ def projected(record: JournalRecord) -> dict[str, Any]:
     )
     kept["learning"] = projected_learning(
         {"snapshot": record.snapshot, "raw_decision": record.raw_decision}
+    )
+    kept["memory"] = projected_memory(
+        {
+            "snapshot": record.snapshot,
+            "raw_decision": record.raw_decision,
+            "decision_id": record.decision_id,
+            "at_ms": record.at_ms,
+        }
     )
     snapshot = record.snapshot
     if snapshot is not None:
