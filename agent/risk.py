@@ -155,7 +155,8 @@ def _whitelisted(
             changes.append(_drop(ticker, d, "a second decision for the same ticker"))
             continue
         seen.add(ticker)
-        out.append(d.model_copy(update={"ticker": ticker}))
+        # frozen, and its ticker set already: a copy with the same ticker would equal it
+        out.append(d if ticker == d.ticker else d.model_copy(update={"ticker": ticker}))
     return out
 
 

@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 from agent.decision import AgentDecision, TradeDecision
 from agent.risk import (
     RESTING_BUYS_COUNT,
+    CapChange,
     RiskConfig,
     RiskContext,
     TickerError,
+    _whitelisted,
     apply_risk_caps,
     normalize_ticker,
 )
@@ -297,3 +299,28 @@ def test_random_decisions_never_exceed_the_caps(
     if buys:
         total = remaining + sum(b.notional_usd for b in buys)
         assert total <= config.max_total_exposure_pct * effective * portfolio * (1 + 1e-9) + 1e-6
+
+
+@given(decisions=st.lists(_decisions, max_size=6))
+def test_whitelisted_keeps_a_normalised_decision_as_the_copy_would_be(
+    decisions: list[TradeDecision],
+) -> None:
+    """A decision whose ticker is normalised already goes on as itself (frozen: the copy with the
+    same ticker, made before, equalled it); any other gets the normalised ticker."""
+    changes: list[CapChange] = []
+    kept = _whitelisted(decisions, WHITELIST, changes)
+    seen: set[str] = set()
+    copies, sources = [], []
+    for d in decisions:
+        try:
+            ticker = normalize_ticker(d.ticker)
+        except TickerError:
+            continue
+        if ticker in WHITELIST and ticker not in seen:
+            seen.add(ticker)
+            copies.append(d.model_copy(update={"ticker": ticker}))
+            sources.append(d)
+    assert [k.model_dump(mode="json") for k in kept] == [c.model_dump(mode="json") for c in copies]
+    assert [k.model_fields_set for k in kept] == [c.model_fields_set for c in copies]
+    for k, source in zip(kept, sources, strict=True):
+        assert (k is source) == (k.ticker == source.ticker)
