@@ -36,6 +36,7 @@ def apply_memory_rule(decision: AgentDecision, snapshot: MarketSnapshot) -> Agen
     if not scales:
         return decision
     changed: list[TradeDecision] = []
+    sized = False
     for d in decision.decisions:
         item = scales.get(d.ticker)
         if d.action is not Action.BUY or d.position_pct <= 0 or item is None:
@@ -48,6 +49,7 @@ def apply_memory_rule(decision: AgentDecision, snapshot: MarketSnapshot) -> Agen
             f"of similar {d.ticker} trades in {item['regime']}, {item['prior']} prior): "
             f"{d.position_pct:.4f} -> {min(1.0, d.position_pct * scale):.4f}"
         )
+        sized = True
         changed.append(
             d.model_copy(
                 update={
@@ -56,4 +58,6 @@ def apply_memory_rule(decision: AgentDecision, snapshot: MarketSnapshot) -> Agen
                 }
             )
         )
+    if not sized:  # no BUY to size (most decisions): the copy would be the decision itself
+        return decision
     return decision.model_copy(update={"decisions": tuple(changed)})

@@ -174,3 +174,30 @@ async def test_regime_stats_items_remembered_are_the_stats_dumped_afresh(tmp_pat
             assert [i for i in items if i["kind"] == "regime_stats"] == want
     await daemon.close()
     await cli.close()
+
+
+def test_memory_rule_with_no_buy_to_size_answers_the_decision_itself() -> None:
+    """Posteriors in the snapshot but no BUY to size (a HOLD, a SELL, a BUY of 0 or of a ticker
+    without a posterior): the decision itself, which the copy made before equalled, dump and
+    fields set alike."""
+    item = {
+        "kind": "posterior", "ticker": "SOL/USDT", "regime": "medium_volatility",
+        "similar_trades": 4, "wins": 1, "posterior_win_rate": 0.375, "entry_scale": 0.75,
+        "prior": "Beta(2,2)",
+    }  # fmt: skip
+    snap = snapshot().model_copy(update={"historical_insights": [item]})
+    unsized = (
+        TradeDecision(ticker="SOL/USDT", action=Action.HOLD, reasoning="below entry"),
+        TradeDecision(ticker="SOL/USDT", action=Action.SELL, position_pct=0.2),
+        TradeDecision(ticker="SOL/USDT", action=Action.BUY, position_pct=0.0),
+        TradeDecision(ticker="ETH/USDT", action=Action.BUY, position_pct=0.1),
+    )
+    for decisions in ((), unsized[:1], unsized):
+        original = AgentDecision(decisions=decisions, decided_by="fallback")
+        copied = original.model_copy(update={"decisions": decisions})
+        got = apply_memory_rule(original, snap)
+        assert got is original
+        assert got.model_dump(mode="json") == copied.model_dump(mode="json")
+        assert got.model_fields_set == copied.model_fields_set
+    sized = AgentDecision(decisions=(*unsized, _buy(0.10).decisions[0]), decided_by="fallback")
+    assert apply_memory_rule(sized, snap).decisions[-1].position_pct == pytest.approx(0.075)
