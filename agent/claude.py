@@ -37,6 +37,7 @@ from core.redact import Redactor
 log = logging.getLogger(__name__)
 
 NO_API_KEY = "no_api_key"
+_NO_USAGE = Usage()  # frozen: the zero totals of a ledger that has billed nothing yet
 
 
 class UsageLedger:
@@ -62,6 +63,22 @@ class UsageLedger:
             self.budget.spend(usage.cost_usd)
         return usage
 
+    def totals_dump(self) -> dict[str, Any]:
+        """``totals().model_dump()`` made directly (tested against it): every decision's journal
+        line reads the totals, and the two models (the usage and the totals) were most of the
+        status' cost. The same keys in the same order, the values as the fields coerce them."""
+        u = self._usage or _NO_USAGE
+        return {
+            "calls": int(self._calls),
+            "failed_calls": int(self._failed_calls),
+            "input_tokens": int(u.input_tokens),
+            "output_tokens": int(u.output_tokens),
+            "cache_creation_input_tokens": int(u.cache_creation_input_tokens),
+            "cache_read_input_tokens": int(u.cache_read_input_tokens),
+            "cost_total_usd": float(self._cost_total_usd),
+            "cost_today_usd": float(self.budget.spent_today_usd),
+        }
+
     def totals(self) -> UsageTotals:
         u = self._usage or Usage()
         return UsageTotals(
@@ -85,7 +102,7 @@ def model_status(enabled: bool, breaker: CircuitBreaker, ledger: UsageLedger) ->
         "breaker": breaker.state.value,
         "budget_limit_usd": budget.limit_usd,
         "budget_exhausted": budget.exhausted(),
-        **ledger.totals().model_dump(),
+        **ledger.totals_dump(),
     }
 
 
