@@ -16,6 +16,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from core.unvalidated import require_plain, unvalidated
 from memory.config import InsightKind
 
 Author = Literal["model", "rules", "person"]
@@ -61,15 +62,30 @@ class Situation(_Frozen):
         # one pass, the clamp as comparisons: each snapshot makes one per ticker
         values: list[float] = []
         known: dict[str, float | None] = {}
+        plain = type(regime) is str  # else validation makes the str, as it makes floats below
         for name, centre, scale in SITUATION_FEATURES:
             raw = known[name] = features.get(name)
-            if raw is None or not math.isfinite(raw):
+            if raw is None:
+                values.append(0.0)
+                continue
+            if type(raw) is not float:
+                plain = False  # an int or a bool: validation stores it as a float
+            if not math.isfinite(raw):
                 values.append(0.0)
                 continue
             z = (raw - centre) / scale  # finite raw: never NaN, at worst an infinity
             values.append(5.0 if z > 5.0 else -5.0 if z < -5.0 else z)
         values.extend(_ONE_HOT.get(regime, _NO_LABEL))
+        if cls is Situation and plain:
+            # every field of its type already, in containers of its own: what validation would
+            # make, without its ~5 us (a snapshot makes one per ticker)
+            return unvalidated(
+                Situation, {"features": known, "regime": regime, "vector": tuple(values)}
+            )
         return cls(features=known, regime=regime, vector=tuple(values))
+
+
+require_plain(Situation, frozenset({"features", "regime", "vector"}))
 
 
 class Trade(_Frozen):

@@ -2,8 +2,9 @@
 
 - ``scaled_round`` (the ranking's rounding) against ``round``: wide floats, exact and near halves,
   signed zeros, the odd infinity and NaN.
-- ``Situation.from_features`` (one pass, the clamp as comparisons) against the plain definition:
-  missing, NaN, infinite, huge, integer and signed-zero features, known and unknown regimes.
+- ``Situation.from_features`` (one pass, the clamp as comparisons, made without validation when
+  every value is a float) against the plain definition, validated: missing, NaN, infinite, huge,
+  integer and signed-zero features, known and unknown regimes.
 - ``unit`` (the norm's own steps) against ``v / np.linalg.norm(v)`` at float32.
 - ``_top_small`` (trade neighbours in Python) against ``top_positions``: whenever it answers, the
   same positions; it must step aside for a NaN and for a tie across the n-th place.
@@ -19,6 +20,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from model_support import assert_made_as_validated
 
 from core.rounding import scaled_round
 from memory.config import InsightKind
@@ -207,5 +209,8 @@ def test_situation_from_features_is_the_plain_definition(
 ) -> None:
     got, want = Situation.from_features(features, regime), _reference_situation(features, regime)
     assert got == want
+    # made without validation when every value is a float already: as validation makes it
+    assert_made_as_validated(got, want, Situation)
+    assert [type(v) for v in got.features.values()] == [type(v) for v in want.features.values()]
     assert [v.hex() for v in got.vector] == [v.hex() for v in want.vector]  # zeros' signs too
     assert list(got.features) == list(want.features)
