@@ -10,7 +10,8 @@ another process's write (the ``vigil memory`` CLI) bumps ``PRAGMA data_version``
 own commits never do) and they are reloaded. A look costs a read transaction's locks (3 us alone,
 10-20 us inside a replay), so it is taken once per ``reading()`` (a snapshot's reads, the prompt's)
 and, with a clock, once per clock instant: a write from another process is seen from the next
-instant on (the next millisecond live; the next step of a replay).
+instant on (the next millisecond live; the next step of a replay). And only when the WAL-index
+header (``memory.wal_index``) has changed since the look before: no commit, no new answer.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from memory.sqlite_schema import (
     schema_version,
     trade_row,
 )
+from memory.wal_index import WalHeader
 
 _PARSED_CACHE = 20_000  # parsed insights kept for retrieval (~2 KB each)
 _STATS_CACHE = 256  # (ticker, regime) filters of regime_stats answered from memory
@@ -62,6 +64,9 @@ class SqliteMemoryStore:
         self._trades: dict[tuple[str, str], TradeGroup] | None = None
         #: regime_stats answers while the trade groups stay as they are (emptied when they change)
         self._stats: dict[tuple[str | None, str | None], list[RegimeStats]] = {}
+        self._wal = WalHeader(path, self._db)
+        #: the WAL-index header read just before the last data_version look (None: cannot tell)
+        self._header = self._wal.read()
         self._data_version = self._version()
         self._reading = 0  # > 0: inside ``reading()``, the caches stand as they are
         self._held = _Reading(self)
@@ -87,7 +92,11 @@ class SqliteMemoryStore:
             if now == self._looked_at_ms:
                 return
             self._looked_at_ms = now
+        header = self._wal.read()
+        if header is not None and header == self._header:
+            return  # nothing committed by anyone since the header was read before the last look
         version = self._version()
+        self._header = header  # read before the look: a commit after it changes the header
         if version != self._data_version:
             self._index = self._trades = None
             self._data_version = version
@@ -367,6 +376,7 @@ class SqliteMemoryStore:
         return out
 
     async def close(self) -> None:
+        self._wal.close()
         self._db.close()
 
 

@@ -20,6 +20,7 @@ import orjson
 from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_look_support import count_looks
 
 from agent.memory_view import _by_score, _within_budget
 from contract.memory_contract import DAY_MS, make_insight, make_trade
@@ -186,19 +187,18 @@ async def test_prompt_items_are_those_of_the_ranked_hits(tmp_path: Path) -> None
 
 async def test_reading_nests_and_lets_go_after_an_error(tmp_path: Path) -> None:
     store = SqliteMemoryStore(tmp_path / "m.db")
-    looks: list[str] = []
-    store._db.set_trace_callback(lambda sql: looks.append(sql) if "data_version" in sql else None)
+    looks = count_looks(store)
     query = CandidateQuery(ticker="SOL/USDT")
     with store.reading():
         with store.reading():
             await store.candidates(query)
         await store.candidates(query)  # still held by the outer one
-    assert len(looks) == 1
+    assert looks() == 1
     try:
         with store.reading():
             raise ValueError("a read failed")
     except ValueError:
         pass
     await store.candidates(query)  # let go: a call outside looks again
-    assert len(looks) == 3
+    assert looks() == 3
     await store.close()

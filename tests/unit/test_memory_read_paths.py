@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +20,7 @@ import pytest
 from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from memory_look_support import count_looks
 
 from contract.memory_contract import DAY_MS, make_insight, make_trade
 from core.clock import VirtualClock
@@ -175,7 +176,7 @@ async def test_with_a_clock_another_process_write_is_seen_from_the_next_instant(
     clock = VirtualClock(NOW)
     daemon, cli = SqliteMemoryStore(path, clock), SqliteMemoryStore(path)
     query = CandidateQuery(ticker="SOL/USDT")
-    looks = _count_looks(daemon)
+    looks = count_looks(daemon)
     assert await daemon.candidates(query) == []
     await cli.put_insight(make_insight("a person's lesson from the CLI", kind="person"))
     await daemon.put_trade(make_trade(1))  # an own write at the same instant looks no further
@@ -211,7 +212,7 @@ async def test_reading_holds_through_a_source_and_is_a_no_op_without_one(
 ) -> None:
     with reading(object()):  # a store (or source) without reading(): nothing to hold
         pass
-    looks = _count_looks(store)
+    looks = count_looks(store)
     with reading(RetrieverInsights(Retriever(store, RetrievalConfig()), clock=FixedClock(NOW))):
         for _ in range(3):
             await store.candidates(CandidateQuery(ticker="SOL/USDT", vector=HOT))
@@ -227,7 +228,7 @@ async def test_prompt_insights_read_once_and_answer_as_per_ticker_calls(
         await store.put_insight(make_insight(f"lesson {n} on {ticker}", ticker=ticker, vector=HOT))
     source = RetrieverInsights(Retriever(store, RetrievalConfig()), FixedClock(NOW), lambda _t: HOT)
     assembler = ContextAssembler(insights=source)
-    looks = _count_looks(store)
+    looks = count_looks(store)
     got = await assembler._insights(["SOL/USDT", "ETH/USDT"], {}, {}, {}, NOW)
     assert looks() == 1  # one data_version look for both tickers, not one each
     alone = [i for t in ("SOL/USDT", "ETH/USDT") for i in await source.top_insights(t, None, 5)]
@@ -244,17 +245,6 @@ async def test_neighbours_are_the_models_built_one_by_one(store: SqliteMemorySto
     expected = [NeighbourTrade(trade_id=t, pnl_pct=p, sim=s) for t, p, s in group.nearest(HOT, 3)]
     assert got == expected and len(got) == 3
     assert query_unit(HOT) is query_unit(HOT)  # the decision's three reads share one unit vector
-
-
-def _count_looks(store: SqliteMemoryStore) -> Callable[[], int]:
-    """Counts PRAGMA data_version statements on the store's connection."""
-    seen: list[str] = []
-    store._db.set_trace_callback(lambda sql: seen.append(sql) if "data_version" in sql else None)
-
-    def looks() -> int:
-        return len(seen)
-
-    return looks
 
 
 def test_data_version_moves_only_for_other_connections(tmp_path: Path) -> None:
