@@ -7,12 +7,16 @@ the WAL-index header has changed (``memory.wal_index``); its answers are the pla
   data_version is the one a PRAGMA reads now), and it answers what a store opened afresh answers.
 - Without a header to read (not WAL, no ``-shm``) every look asks the PRAGMA, as before, and
   sees another connection's write.
+- Another process's commit is seen (the ``-shm`` file is shared between processes).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -133,3 +137,30 @@ async def test_a_store_that_cannot_read_the_header_asks_the_pragma_at_every_look
     assert len(await daemon.candidates(QUERY)) == 1
     await daemon.close()
     await cli.close()
+
+
+async def test_another_process_write_is_seen(tmp_path: Path) -> None:
+    """The -shm file is shared between processes: a commit of another process (``vigil memory``,
+    the API) rewrites the header this one reads."""
+    path = tmp_path / "memory.db"
+    daemon = SqliteMemoryStore(path)
+    assert await daemon.regime_stats(ticker=None, regime=None) == []
+    trade = make_trade(1)
+    script = (
+        "import asyncio, sys\n"
+        "from memory.model import Trade\n"
+        "from memory.sqlite_store import SqliteMemoryStore\n"
+        "async def main():\n"
+        "    store = SqliteMemoryStore(__import__('pathlib').Path(sys.argv[1]))\n"
+        "    await store.put_trade(Trade.model_validate_json(sys.argv[2]))\n"
+        "    await store.close()\n"
+        "asyncio.run(main())\n"
+    )
+    subprocess.run(
+        [sys.executable, "-c", script, str(path), trade.model_dump_json()],
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    (stats,) = await daemon.regime_stats(ticker=None, regime=None)
+    assert stats.n == 1
+    await daemon.close()
