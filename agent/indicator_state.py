@@ -38,6 +38,9 @@ from agent.indicators import (
     timeframe_summary,
     trend_from_spread,
 )
+from core.unvalidated import unvalidated
+
+_FLOAT_OR_NONE = (float, type(None))
 
 
 class _Ema:
@@ -173,6 +176,13 @@ class IndicatorState:
         middle, deviation = mean_std(self.tail(window))
         upper, lower = middle + num_std * deviation, middle - num_std * deviation
         percent_b = (self.last_close - lower) / (upper - lower) if upper != lower else None
+        if type(upper) is type(lower) is float and type(percent_b) in _FLOAT_OR_NONE:
+            # floats already (mean_std's, and a float num_std's): what validation makes, at
+            # every close of every series without its ~1 us
+            return unvalidated(
+                BollingerLast,
+                {"middle": middle, "upper": upper, "lower": lower, "percent_b": percent_b},
+            )
         return BollingerLast(middle=middle, upper=upper, lower=lower, percent_b=percent_b)
 
     def rate_of_change_pct(self, window: int) -> float | None:

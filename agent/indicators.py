@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
+
+from core.unvalidated import require_plain, unvalidated
 
 Trend = Literal["up", "down", "flat"]
 FloatArray = npt.NDArray[np.float64]
@@ -191,9 +193,34 @@ def timeframe_summary(
         unavailable["bollinger_position"] = "flat window: the bands have no width"
     if rsi_value is None:
         unavailable["rsi"] = _too_few(have, RSI_WINDOW + 1)
+    if _plain_summary(trend, position, rsi_value):
+        # what validation makes of these (a new summary at every close of every series, ~1 us)
+        return unvalidated(
+            TimeframeSummary,
+            {
+                "trend": trend,
+                "bollinger_position": position,
+                "rsi": rsi_value,
+                "unavailable": unavailable,
+            },
+        )
     return TimeframeSummary(
         trend=trend, bollinger_position=position, rsi=rsi_value, unavailable=unavailable
     )
+
+
+def _plain_summary(trend: object, position: object, rsi_value: object) -> bool:
+    """Whether validation would take these as they are (a trend's exact str, exact floats)."""
+    return (
+        (trend is None or (type(trend) is str and trend in _TRENDS))
+        and (position is None or type(position) is float)
+        and (rsi_value is None or type(rsi_value) is float)
+    )
+
+
+_TRENDS = frozenset(get_args(Trend))
+require_plain(TimeframeSummary, frozenset({"trend", "bollinger_position", "rsi", "unavailable"}))
+require_plain(BollingerLast, frozenset({"middle", "upper", "lower", "percent_b"}))
 
 
 def _too_few(have: int, need: int) -> str:
