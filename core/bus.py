@@ -46,7 +46,7 @@ class SubscriberStats:
     coalesced: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class _Inline:
     name: str
     handler: InlineHandler
@@ -137,10 +137,14 @@ class EventBus:
         self._dispatching = False
         self._consumers: asyncio.TaskGroup | None = None  # set while run() runs
         self.published: dict[str, int] = defaultdict(int)
+        #: per topic, its inline and queued subscribers as tuples: what ``_deliver`` walks,
+        #: one lookup per event (a replay delivers millions of ticks); remade on subscribing
+        self._routes: dict[str, tuple[tuple[_Inline, ...], tuple[QueuedSubscriber, ...]]] = {}
 
     def subscribe(self, topic: str, handler: InlineHandler, *, name: str | None = None) -> None:
         unique = self._unique_name(topic, name or _name_of(handler))
         self._inline[topic].append(_Inline(unique, handler))
+        self._route(topic)
 
     def subscribe_queued(
         self,
@@ -155,9 +159,13 @@ class EventBus:
         unique = self._unique_name(topic, name or _name_of(handler))
         sub = QueuedSubscriber(unique, handler, maxsize, overflow, key or _topic_key)
         self._queued[topic].append(sub)
+        self._route(topic)
         if self._consumers is not None:  # subscribed after run() started: consume it too
             self._consumers.create_task(sub.run(), name=f"bus:{sub.name}")
         return sub
+
+    def _route(self, topic: str) -> None:
+        self._routes[topic] = (tuple(self._inline[topic]), tuple(self._queued[topic]))
 
     def _unique_name(self, topic: str, name: str) -> str:
         """Stats are keyed ``topic:name``; a second ``<lambda>`` must not hide the first one."""
@@ -170,27 +178,35 @@ class EventBus:
         return unique
 
     def publish(self, event: Event) -> None:
-        self._backlog.append(event)
+        backlog = self._backlog
         if self._dispatching:
+            backlog.append(event)
             return  # the outer publish delivers it after the current event: publish order holds
+        if backlog:  # left behind by a delivery a BaseException cut short: those go first
+            backlog.append(event)
+            event = backlog.popleft()
         self._dispatching = True
         try:
-            while self._backlog:
-                self._deliver(self._backlog.popleft())
+            # the event itself is delivered without a trip through the backlog (most events
+            # publish nothing while delivered); the ones they do publish follow in order
+            self._deliver(event)
+            while backlog:
+                self._deliver(backlog.popleft())
         finally:
             self._dispatching = False
 
     def _deliver(self, event: Event) -> None:
         topic = event.topic
         self.published[topic] += 1
-        for sub in self._inline.get(topic, ()):
+        inline, queued_subs = self._routes.get(topic, _NO_ROUTE)
+        for sub in inline:
             try:
                 sub.handler(event)
                 sub.stats.delivered += 1
             except Exception:
                 sub.stats.failed += 1
                 log.exception("bus: handler %r failed on %s", sub.name, topic)
-        for queued in self._queued.get(topic, ()):
+        for queued in queued_subs:
             try:
                 queued.offer(event)
             except Exception:  # a coalescing key function that raised: isolate it like a handler
@@ -232,6 +248,9 @@ class EventBus:
             for q in queued:
                 out[f"{topic}:{q.name}"] = {**vars(q.stats), "queued": len(q)}
         return out
+
+
+_NO_ROUTE: tuple[tuple[_Inline, ...], tuple[QueuedSubscriber, ...]] = ((), ())
 
 
 def _topic_key(event: Event) -> Hashable:

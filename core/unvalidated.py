@@ -7,7 +7,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
-_set = object.__setattr__
+# BaseModel's own slots, set through their descriptors: what ``object.__setattr__`` ends up
+# calling, without its lookup by name (a replay makes millions of ticks this way)
+_slots = BaseModel.__dict__
+_set_dict = _slots["__dict__"].__set__
+_set_fields_set = _slots["__pydantic_fields_set__"].__set__
+_set_extra = _slots["__pydantic_extra__"].__set__
+_set_private = _slots["__pydantic_private__"].__set__
+_new = object.__new__
 
 
 def unvalidated(cls: type[M], fields: dict[str, Any]) -> M:
@@ -16,11 +23,11 @@ def unvalidated(cls: type[M], fields: dict[str, Any]) -> M:
     the validation that copies each list and dict again (a decision's prompt models cost ~8 us
     that way). Only for models with no validators, serializers, post-init or private attributes
     (``has_nothing_to_run`` says; their tests keep it so)."""
-    made = cls.__new__(cls)
-    _set(made, "__dict__", fields)
-    _set(made, "__pydantic_fields_set__", set(fields))
-    _set(made, "__pydantic_extra__", None)
-    _set(made, "__pydantic_private__", None)
+    made = _new(cls)
+    _set_dict(made, fields)
+    _set_fields_set(made, set(fields))
+    _set_extra(made, None)
+    _set_private(made, None)
     return made
 
 
@@ -40,6 +47,7 @@ def has_nothing_to_run(cls: type[BaseModel]) -> bool:
             )
         )
         and cls.__pydantic_post_init__ is None
+        and cls.__new__ is object.__new__
         and not cls.__private_attributes__
         and cls.model_config.get("extra") == "forbid"
     )

@@ -114,6 +114,9 @@ class CachedSource(Generic[T]):
         self.requests = 0
         #: the answer for good once the provider said it can never answer (before any value)
         self._refused: Cached[T] | None = None
+        #: the "stale since" reason last written and what it was written of (stale-since ms,
+        #: last error): a source past its stale limit gives it at every read until it recovers
+        self._stale_reason: tuple[int, str | None, str] | None = None
 
     @property
     def settled(self) -> Cached[T] | None:
@@ -202,8 +205,15 @@ class CachedSource(Generic[T]):
         if age < self.policy.ttl_secs * self.policy.stale_factor:
             return Cached(self._value, None, self._fetched_ms, stale=True)
         stale_since_ms = self._fetched_ms + int(self.policy.ttl_secs * 1000)
-        last = f"; last error: {self._last_error}" if self._last_error else ""
-        return Cached(None, f"stale since {_iso(stale_since_ms)}{last}", self._fetched_ms)
+        error, known = self._last_error, self._stale_reason
+        if known is None or known[0] != stale_since_ms or known[1] != error:
+            last = f"; last error: {error}" if error else ""
+            known = self._stale_reason = (
+                stale_since_ms,
+                error,
+                f"stale since {_iso(stale_since_ms)}{last}",
+            )
+        return Cached(None, known[2], self._fetched_ms)
 
 
 def _iso(at_ms: int) -> str:

@@ -97,6 +97,7 @@ class DerivativesMonitor:
         self.config = config or DerivativesConfig()
         self._rand = rand
         self._last_hot_mono: float | None = None
+        self._signal = SignalMemo()
         self.latest: DerivativesReading | None = None
         self.polls = 0
 
@@ -145,7 +146,7 @@ class DerivativesMonitor:
         for name in CONTEXT_FIELDS:
             if name not in values and name not in unavailable and name != "derivatives_signal":
                 unavailable[name] = NOT_WIRED
-        signal = derivatives_signal(signal_inputs(values))
+        signal = self._signal(values)
         if signal.value is None:
             unavailable["derivatives_signal"] = signal.reason or "no inputs"
         else:
@@ -244,6 +245,36 @@ class DerivativesContext:
         )
 
 
+class SignalMemo:
+    """``derivatives_signal(signal_inputs(values))``, the last signal again while its inputs are
+    the last ones: funding rates under the very same ticker and rate objects (a recorded source
+    hands out the same floats until a settlement), and neither taker flow nor long/short
+    positioning (a recording has neither). ~13 us a poll otherwise, at every poll of a replay.
+    The signal is shared between readings as a reading's is with its copies: nobody changes one."""
+
+    def __init__(self) -> None:
+        self._rates: list[tuple[str, float]] = []
+        self._signal: DerivativesSignal | None = None
+
+    def __call__(self, values: Mapping[str, Any]) -> DerivativesSignal:
+        funding = values.get("funding_rates")
+        if type(funding) is not dict or values.get("taker_delta") or values.get("long_short_ratio"):
+            self._signal = None
+            return derivatives_signal(signal_inputs(values))
+        signal, rates = self._signal, self._rates
+        if (
+            signal is not None
+            and len(funding) == len(rates)
+            and all(
+                t is t0 and r is r0 for (t, r), (t0, r0) in zip(funding.items(), rates, strict=True)
+            )
+        ):
+            return signal
+        self._signal = signal = derivatives_signal(signal_inputs(values))
+        self._rates = list(funding.items())
+        return signal
+
+
 def signal_inputs(values: Mapping[str, Any]) -> dict[str, SignalInputs]:
     """Per-ticker signal inputs from the context fields' values (missing ones stay None)."""
     funding: Mapping[str, float] = values.get("funding_rates") or {}
@@ -290,6 +321,7 @@ __all__ = [
     "DerivativesContext",
     "DerivativesMonitor",
     "DerivativesReading",
+    "SignalMemo",
     "board_metrics",
     "signal_inputs",
 ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping
-from typing import Protocol
+from typing import Final, Protocol
 
 from gate.conditions import METRICS, TICK_METRICS, MetricSpec, metric_prefix
 from market.features import TickFeatures
@@ -47,22 +47,20 @@ class MetricBoard:
         self._registry = registry
         self._values: dict[str, float] = {}
         self.get: Callable[[str], float | None] = self._values.get
-        # ticker -> its tick metric names in TICK_METRICS order, None for a ticker outside the table
-        self._tick_names: dict[str, tuple[str, ...] | None] = {}
-        #: the features last written under each tick-name tuple (every stream of a ticker feeds
-        #: the same cached object at one instant: writing it again would change nothing, unless
-        #: ``update``/``clear`` touched the values since, and they forget these)
-        self._fed: dict[tuple[str, ...], TickFeatures] = {}
+        # ticker -> what its features feed (None: a ticker outside the table); tickers whose
+        # metric names are the same share one feed
+        self._feeds: dict[str, _Feed | None] = {}
+        self._feeds_by_names: dict[tuple[str, ...], _Feed] = {}
 
     def update_features(self, features: TickFeatures) -> None:
         """Take a tick's features; a feature that is None makes its metric unavailable."""
-        names = self._tick_names.get(features.ticker, ())
-        if names == ():
-            names = self._names_for(features.ticker)
-        if names is None or self._fed.get(names) is features:
+        feed = self._feeds.get(features.ticker, _UNSEEN)
+        if feed is _UNSEEN:
+            feed = self._feed_for(features.ticker)
+        if feed is None or feed.features is features:
             return
-        self._fed[names] = features
-        price, c1h, c4h, c24h, zscore, volume = names
+        feed.features = features
+        price, c1h, c4h, c24h, zscore, volume = feed.names
         values = self._values
         values[price] = features.price
         _put(values, c1h, features.change_1h_pct)
@@ -85,19 +83,23 @@ class MetricBoard:
                 isinstance(value, bool) or not isinstance(value, int | float)
             ):
                 raise TypeError(f"metric {name} must be a number, got {type(value).__name__}")
-        self._fed.clear()
+        self._forget_fed()
         for name, value in values.items():
             _put(self._values, name, None if value is None else float(value))
 
     def clear(self, name: str) -> None:
-        self._fed.clear()
+        self._forget_fed()
         self._values.pop(name, None)
+
+    def _forget_fed(self) -> None:
+        for feed in self._feeds_by_names.values():
+            feed.features = None
 
     def snapshot(self) -> dict[str, float]:
         """A copy of every available value (for reports and journals)."""
         return dict(self._values)
 
-    def _names_for(self, ticker: str) -> tuple[str, ...] | None:
+    def _feed_for(self, ticker: str) -> _Feed | None:
         prefix = metric_prefix(ticker)
         names = tuple(f"{prefix}_{_SUFFIX_BY_FIELD[field]}" for field in _FEATURE_FIELDS)
         missing = [name for name in names if name not in self._registry]
@@ -107,10 +109,29 @@ class MetricBoard:
                 ticker,
                 missing,
             )
-            self._tick_names[ticker] = None
+            self._feeds[ticker] = None
             return None
-        self._tick_names[ticker] = names
-        return names
+        feed = self._feeds_by_names.get(names)
+        if feed is None:
+            feed = self._feeds_by_names[names] = _Feed(names)
+        self._feeds[ticker] = feed
+        return feed
+
+
+class _Feed:
+    """One set of tick metric names and the features written to them last: every stream of a
+    ticker hands over the same cached object at one instant, and writing it again would change
+    nothing unless ``update``/``clear`` touched the values since (they forget it). Held per
+    ticker, so a tick finds it without hashing the names."""
+
+    __slots__ = ("features", "names")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.features: TickFeatures | None = None
+
+
+_UNSEEN: Final = _Feed(())
 
 
 def _put(values: dict[str, float], name: str, value: float | None) -> None:

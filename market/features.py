@@ -35,6 +35,8 @@ CHANGE_HORIZONS_MS: Final[dict[str, int]] = {
     "change_4h_pct": 4 * HOUR_MS,
     "change_24h_pct": 24 * HOUR_MS,
 }
+#: the horizons in the order of TickFeatures' fields (and of their reasons in ``unavailable``)
+_HORIZONS: Final = tuple(CHANGE_HORIZONS_MS.items())
 #: a candle a few seconds old has a tiny volume; projecting it to a whole candle from less than
 #: this fraction of the candle would turn noise into a spike, so the projection starts here
 MIN_ELAPSED_FRACTION: Final = 0.1
@@ -67,7 +69,9 @@ class _Ticker:
         "last_close",
         "last_open_ms",
         "price",
+        "reference_reasons",
         "references",
+        "references_at",
         "return_mean",
         "return_std",
         "returns",
@@ -88,8 +92,12 @@ class _Ticker:
         self.volume_sum = 0.0
         self.forming_open_ms = -1
         self.forming_volume = 0.0
-        # horizon -> (close boundary it was looked up for, reference close or None, reason)
-        self.references: dict[str, tuple[int, float | None, str]] = {}
+        # per horizon, its reference close (None: missing, the reason in reference_reasons),
+        # as looked up for references_at (the bucket's open, or the instant: see
+        # FeatureTracker._look_up_references); a close or a correction forgets them (None)
+        self.references: tuple[float | None, ...] = ()
+        self.reference_reasons: dict[str, str] = {}
+        self.references_at: int | None = None
         self.cached: TickFeatures | None = None
 
 
@@ -115,6 +123,8 @@ class FeatureTracker:
         self._min_volumes = min_volumes
         # enough closes to look 24 h back from anywhere in the current candle
         self._keep_closes = max(CHANGE_HORIZONS_MS.values()) // self._step_ms + 3
+        self._min_elapsed_ms = self._step_ms * MIN_ELAPSED_FRACTION
+        self._per_bucket = all(h % self._step_ms == 0 for _, h in _HORIZONS)
         self._tickers: dict[str, _Ticker] = {}
 
     # -- CandleObserver -------------------------------------------------------------------------
@@ -159,7 +169,7 @@ class FeatureTracker:
             del state.closes[next(iter(state.closes))]
         state.last_open_ms = candle.open_time_ms
         state.last_close = candle.close
-        state.references.clear()
+        state.references_at = None
         state.cached = None
 
     def on_correct(self, ticker: str, timeframe: str, candle: Candle) -> None:
@@ -177,7 +187,7 @@ class FeatureTracker:
                 state.volume_sum = math.fsum(state.volumes)
             state.last_close = candle.close
         state.closes[candle.open_time_ms] = candle.close
-        state.references.clear()
+        state.references_at = None
         state.cached = None
 
     # -- reading --------------------------------------------------------------------------------
@@ -192,45 +202,71 @@ class FeatureTracker:
         return state.cached
 
     def _compute(self, ticker: str, state: _Ticker) -> TickFeatures:
+        """The features of ``state`` now. Once per ticker and instant of a replay, so what a
+        feature takes when it has a value is written out here (the same operations, in the same
+        order, as ``_volume_ratio`` and ``_zscore``); whatever would give a reason goes through
+        those, which say it. The changes' reference closes are looked up once per bucket."""
+        at_ms, price, step_ms = state.at_ms, state.price, self._step_ms
+        bucket_open_ms = at_ms - at_ms % step_ms
         unavailable: dict[str, str] = {}
-        volume_ratio, volume_reason = self._volume_ratio(state)
-        if volume_reason:
-            unavailable["volume_ratio"] = volume_reason
-        zscore, zscore_reason = self._zscore(state)
-        if zscore_reason:
-            unavailable["return_zscore"] = zscore_reason
+        count = len(state.volumes)
+        if (
+            count >= self._min_volumes
+            and state.forming_open_ms == bucket_open_ms
+            and not (mean := state.volume_sum / count) <= 0.0
+        ):
+            elapsed_ms = max(at_ms - bucket_open_ms, self._min_elapsed_ms)
+            volume_ratio: float | None = state.forming_volume * step_ms / elapsed_ms / mean
+        else:
+            volume_ratio, volume_reason = self._volume_ratio(state)
+            if volume_reason:
+                unavailable["volume_ratio"] = volume_reason
+        if (
+            len(state.returns) >= self._min_returns
+            and state.last_open_ms >= bucket_open_ms - 2 * step_ms
+            and 0.0 < state.return_std < math.inf
+        ):
+            ret = price / state.last_close - 1.0
+            zscore: float | None = (ret - state.return_mean) / state.return_std
+        else:
+            zscore, zscore_reason = self._zscore(state)
+            if zscore_reason:
+                unavailable["return_zscore"] = zscore_reason
+        references_at = bucket_open_ms if self._per_bucket else at_ms
+        if state.references_at != references_at:
+            self._look_up_references(state, references_at)
+        if state.reference_reasons:
+            unavailable.update(state.reference_reasons)
+        close_1h, close_4h, close_24h = state.references
         return _assemble(
             {
                 "ticker": ticker,
-                "at_ms": state.at_ms,
-                "price": state.price,
-                "change_1h_pct": self._change(state, "change_1h_pct", unavailable),
-                "change_4h_pct": self._change(state, "change_4h_pct", unavailable),
-                "change_24h_pct": self._change(state, "change_24h_pct", unavailable),
+                "at_ms": at_ms,
+                "price": price,
+                "change_1h_pct": None if close_1h is None else (price / close_1h - 1.0) * 100.0,
+                "change_4h_pct": None if close_4h is None else (price / close_4h - 1.0) * 100.0,
+                "change_24h_pct": None if close_24h is None else (price / close_24h - 1.0) * 100.0,
                 "volume_ratio": volume_ratio,
                 "return_zscore": zscore,
                 "unavailable": unavailable,
             }
         )
 
-    def _change(self, state: _Ticker, name: str, unavailable: dict[str, str]) -> float | None:
-        reference = self._reference(state, name, CHANGE_HORIZONS_MS[name])
-        if reference is None:
-            unavailable[name] = state.references[name][2]
-            return None
-        return (state.price / reference - 1.0) * 100.0
-
-    def _reference(self, state: _Ticker, name: str, horizon_ms: int) -> float | None:
-        target_ms = state.at_ms - horizon_ms
-        boundary_ms = target_ms - target_ms % self._step_ms  # the last close at or before target
-        cached = state.references.get(name)
-        if cached is not None and cached[0] == boundary_ms:
-            return cached[1]
-        open_ms = boundary_ms - self._step_ms
-        close = state.closes.get(open_ms)
-        reason = "" if close is not None else self._missing_reason(state, open_ms)
-        state.references[name] = (boundary_ms, close, reason)
-        return close
+    def _look_up_references(self, state: _Ticker, key: int) -> None:
+        """Each horizon's reference: the close of the base candle ending at the last boundary at
+        or before ``now - horizon``. While every horizon is a whole number of base candles,
+        that boundary moves only with the bucket of now (``key``: its open), else with now."""
+        step_ms, closes, reasons = self._step_ms, state.closes, {}
+        found: list[float | None] = []
+        for name, horizon_ms in _HORIZONS:
+            target_ms = state.at_ms - horizon_ms
+            open_ms = target_ms - target_ms % step_ms - step_ms
+            close = closes.get(open_ms)
+            if close is None:
+                reasons[name] = self._missing_reason(state, open_ms)
+            found.append(close)
+        state.references, state.reference_reasons = tuple(found), reasons
+        state.references_at = key
 
     def _missing_reason(self, state: _Ticker, open_ms: int) -> str:
         wanted = f"the {self.timeframe} candle opening {_iso(open_ms)}"
@@ -256,7 +292,7 @@ class FeatureTracker:
         mean = state.volume_sum / count
         if mean <= 0.0:
             return None, f"mean closed {self.timeframe} volume is 0"
-        elapsed_ms = max(state.at_ms - bucket_open_ms, self._step_ms * MIN_ELAPSED_FRACTION)
+        elapsed_ms = max(state.at_ms - bucket_open_ms, self._min_elapsed_ms)
         projected = state.forming_volume * self._step_ms / elapsed_ms
         return projected / mean, ""
 

@@ -31,6 +31,34 @@ def test_inline_handlers_run_in_subscription_order_and_events_in_publish_order()
     assert bus.published[Ping.topic] == 3
 
 
+class _Stop(BaseException):
+    """Not an ``Exception``: the bus lets it through, cutting a delivery short."""
+
+
+def test_events_left_behind_by_a_delivery_cut_short_go_before_the_next_one() -> None:
+    """A handler that raises past the bus (a BaseException) leaves the events published while it
+    ran in the backlog: the next publish delivers those first, then its own, in publish order."""
+    bus = EventBus()
+    seen: list[tuple[str, int]] = []
+
+    def on_ping(event: Event) -> None:
+        seen.append(("ping", number_of(event)))
+        if number_of(event) == 0:
+            bus.publish(Pong(n=10))
+            bus.publish(Ping(n=11))
+            raise _Stop
+
+    bus.subscribe(Ping.topic, on_ping)
+    bus.subscribe(Pong.topic, lambda e: seen.append(("pong", number_of(e))))
+    with pytest.raises(_Stop):
+        bus.publish(Ping(n=0))
+    bus.publish(Ping(n=1))
+    assert seen == [("ping", 0), ("pong", 10), ("ping", 11), ("ping", 1)]
+    assert bus.published == {Ping.topic: 3, Pong.topic: 1}
+    bus.publish(Ping(n=2))  # nothing left behind now: delivered at once
+    assert seen[-1] == ("ping", 2)
+
+
 def test_nested_publish_is_delivered_after_the_current_event_to_every_handler() -> None:
     bus = EventBus()
     calls: list[str] = []

@@ -5,8 +5,11 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core.clock import VirtualClock
 from derivatives.cache import (
@@ -261,3 +264,38 @@ async def test_a_never_available_refusal_is_logged_once(caplog: pytest.LogCaptur
             await clock.advance(600)
     lines = [r.getMessage() for r in caplog.records]
     assert lines == ["test unavailable: not recorded (never asked again)"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["value", "502", "503", "not here", "boom"]),
+            st.integers(0, 400),  # seconds to the read
+        ),
+        min_size=1,
+        max_size=30,
+    )
+)
+async def test_a_stale_reason_is_the_one_written_afresh(steps: list[tuple[str, int]]) -> None:
+    """Past its stale limit a source gives its "stale since" reason again at every read, kept
+    while the value's age and the last error stay; each one is the formula's, written afresh."""
+    clock = VirtualClock(EPOCH_MS)
+    errors: dict[str, BaseException] = {
+        "502": SourceFailedError("server error 502"),
+        "503": SourceFailedError("server error 503"),
+        "not here": SourceNotAvailableError("no such data"),
+        "boom": RuntimeError("boom"),
+    }
+    script = [{"v": n} if what == "value" else errors[what] for n, (what, _) in enumerate(steps)]
+    fetch = ScriptedFetch(*script, *script[-1:])
+    src = source(fetch, clock, backoff_base_secs=1.0, backoff_cap_secs=30.0)
+    for _, wait in steps:
+        await clock.advance(wait)
+        got = await src.read()
+        if got.reason is not None and got.reason.startswith("stale since"):
+            assert src._fetched_ms is not None
+            since = datetime.fromtimestamp((src._fetched_ms + 60_000) / 1000, UTC)
+            error = src._last_error
+            last = f"; last error: {error}" if error else ""
+            assert got.reason == f"stale since {since:%Y-%m-%dT%H:%M:%SZ}{last}"

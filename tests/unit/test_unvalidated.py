@@ -36,3 +36,25 @@ def test_a_model_with_a_validator_is_refused() -> None:
 def test_a_model_whose_fields_changed_is_refused() -> None:
     with pytest.raises(TypeError, match="fields changed"):
         require_plain(Plain, frozenset({"a"}))
+
+
+class Constructed(Plain):
+    def __new__(cls, *args: object, **kwargs: object) -> Constructed:
+        return super().__new__(cls)
+
+
+def test_a_model_with_its_own_new_is_refused() -> None:
+    """``unvalidated`` makes the instance with ``object.__new__``: a model's own ``__new__``
+    would be skipped, so it takes validation."""
+    with pytest.raises(TypeError, match="runs code when validated"):
+        require_plain(Constructed, frozenset({"a", "b"}))
+
+
+def test_made_unvalidated_has_the_validated_slots_dumps_and_copies() -> None:
+    made = unvalidated(Plain, {"a": 1, "b": "x"})
+    validated = Plain(a=1, b="x")
+    assert made.__dict__ == validated.__dict__ and list(made.__dict__) == ["a", "b"]
+    assert made.__pydantic_extra__ is None and made.__pydantic_private__ is None
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_copy(update={"a": 2}) == Plain(a=2, b="x")
+    assert made.model_fields_set is not unvalidated(Plain, {"a": 1, "b": "x"}).model_fields_set
