@@ -17,6 +17,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from agent.indicators import TimeframeSummary
+from agent.snapshot_fields import FieldForms
 from agent.snapshot_walks import FLOAT_DECIMALS, KeptForms
 from derivatives.fields import CONTEXT_FIELDS
 from regime.snapshot import RegimeSnapshot
@@ -168,7 +169,10 @@ class MarketSnapshot(_Frozen):
         # and a decision asks six times
         forms: SentForms | None = (self.__pydantic_private__ or {}).get("_forms")
         if forms is None:
-            sent, compact = _KEPT_FORMS.both(self.model_dump(mode="json"))
+            both = _FIELD_FORMS.pair(self)
+            if both is None:  # a value the dump changes: its walk
+                both = _KEPT_FORMS.both(self.model_dump(mode="json"))
+            sent, compact = both
             forms = self._forms = SentForms(sent, compact)
         return forms
 
@@ -183,6 +187,10 @@ class MarketSnapshot(_Frozen):
 
     def digest(self) -> str:
         return hashlib.sha256(self.forms().json).hexdigest()[:16]
+
+
+#: ``_KEPT_FORMS.both(snapshot.model_dump(mode="json"))``, made from the fields
+_FIELD_FORMS: Final = FieldForms(MarketSnapshot, TickerSnapshot, _KEPT_FORMS)
 
 
 def sent_json_bytes(sent: Mapping[str, Any]) -> bytes:

@@ -159,6 +159,8 @@ def _both_float(value: float) -> tuple[float, float]:
 #: ``(rounded, compact)`` of an exact float, by value
 _BOTH: Final = FloatMemo(_both_float, 4096)
 _both_exact_float: Final = _BOTH.of
+#: ``rounded_and_compact`` of an exact float
+both_float: Final = _both_exact_float
 #: ``_BOTH``'s entries (emptied in place, never replaced): the walk reads a float it has seen
 #: there without the call (two thirds of a snapshot's floats were in the one before)
 _both_seen: Final = _BOTH.entries.get
@@ -227,6 +229,72 @@ def _both_dict(value: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
     return done, out
 
 
+# --- both, of a value whose JSON dump is itself ------------------------------------------------
+
+
+class NotExact(Exception):
+    """A value that pydantic's JSON dump would change or refuse (a tuple, a subclass, a model, a
+    NaN, a key that is no str): its pair is made from the dump instead."""
+
+
+def exact_pair(value: Any) -> tuple[Any, Any]:
+    """``rounded_and_compact(value)`` for a value that is exact JSON (dicts with str keys, lists,
+    str, int, bool, None, finite floats, exact types all), so its dump would be an equal copy;
+    raises ``NotExact`` (a non-finite float: ``ValueError``) at anything else."""
+    kind = type(value)
+    if kind is dict:
+        return _exact_dict(value)
+    if kind is list:
+        return _exact_list(value)
+    if kind is float:
+        return _both_seen(value) or _both_exact_float(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value, value
+    raise NotExact
+
+
+def _exact_list(value: list[Any]) -> tuple[list[Any], list[Any]]:
+    done: list[Any] = []
+    out: list[Any] = []
+    for item in value:
+        pair = _exact_dict(item) if type(item) is dict else exact_pair(item)
+        done.append(pair[0])
+        out.append(pair[1])
+    return done, out
+
+
+def _exact_dict(value: dict[Any, Any]) -> tuple[dict[Any, Any], dict[Any, Any]]:
+    # ``_both_dict`` with every key and leaf's type checked: a reason map that is no dict is
+    # either no mapping (no reasons) or not exact (refused when the loop reaches it)
+    reasons = value.get("unavailable")
+    explained = reasons if type(reasons) is dict else _NO_REASONS
+    done: dict[Any, Any] = {}
+    out: dict[Any, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str:
+            raise NotExact
+        kind = type(item)
+        if kind is float:
+            pair = _both_seen(item) or _both_exact_float(item)
+            done[key] = pair[0]
+            if key not in NOT_SENT:
+                out[key] = pair[1]
+        elif kind is str or kind is int or kind is bool:
+            done[key] = item
+            if key not in NOT_SENT:
+                out[key] = item
+        elif item is None:
+            done[key] = None
+            if key not in NOT_SENT and key not in explained:
+                out[key] = None
+        else:
+            nested, nested_compact = _exact_dict(item) if kind is dict else exact_pair(item)
+            done[key] = nested
+            if key not in NOT_SENT and not (key == "unavailable" and nested == {}):
+                out[key] = nested_compact
+    return done, out
+
+
 class KeptForms:
     """``rounded_and_compact`` of a dumped snapshot whose entries named in ``fields`` keep their
     pair while they stay the same: the recent trades (ten of them, a sixth of the walk with
@@ -256,13 +324,14 @@ class KeptForms:
                 if key not in NOT_SENT and key not in explained:
                     out[key] = None
                 continue
-            pair = self._pair(key, item) if key in self.fields else rounded_and_compact(item)
+            pair = self.pair(key, item) if key in self.fields else rounded_and_compact(item)
             done[key] = pair[0]
             if key not in NOT_SENT and not (key == "unavailable" and pair[0] == {}):
                 out[key] = pair[1]
         return done, out
 
-    def _pair(self, name: str, item: Any) -> tuple[Any, Any]:
+    def pair(self, name: str, item: Any) -> tuple[Any, Any]:
+        """``both``'s pair for the entry ``name`` of a dump, ``item``."""
         try:
             encoded = orjson.dumps(item, option=_OWN_TYPES_ONLY)
         except TypeError:  # orjson.JSONEncodeError is one
@@ -272,6 +341,22 @@ class KeptForms:
             return kept[2]
         pair = rounded_and_compact(item)
         self._kept[name] = (encoded, item, pair)
+        return pair
+
+    def exact(self, name: str, item: Any) -> tuple[Any, Any]:
+        """``both``'s pair for the entry ``name`` of a dump that holds ``item`` unchanged: raises
+        ``NotExact`` when it would not (``exact_pair``). A kept pair is taken on the same terms
+        as ``both``'s; the entry kept for the next is a copy of the dump (``item`` is not this
+        walk's to keep: its owner may change it in place)."""
+        try:
+            encoded = orjson.dumps(item, option=_OWN_TYPES_ONLY)
+        except TypeError:  # orjson.JSONEncodeError is one
+            raise NotExact from None
+        kept = self._kept.get(name)
+        if kept is not None and kept[0] == encoded and kept[1] == item:
+            return kept[2]
+        pair = exact_pair(item)
+        self._kept[name] = (encoded, orjson.loads(encoded), pair)
         return pair
 
 
