@@ -22,6 +22,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from core.clock import Clock
+from core.unvalidated import require_plain, unvalidated
 from state.atomic import atomic_write_bytes, overwrite_bytes
 
 log = logging.getLogger(__name__)
@@ -66,6 +67,36 @@ class SessionEntry(BaseModel):
     expires_at_ms: int
 
 
+require_plain(SessionEntry, frozenset({"key", "value", "written_at_ms", "expires_at_ms"}))
+#: the leaves of a value whose JSON dump is an equal copy that orjson writes alike
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+
+def _entry_and_bytes(key: str, value: Any, now: int, expires: int) -> tuple[SessionEntry, bytes]:
+    """``SessionEntry(...)`` and ``orjson.dumps(entry.model_dump(mode="json"))``. A decision sets
+    each ticker's entry with a text or a flat dict of plain values: then validation would change
+    nothing and the dump would be the fields as they are (validating and dumping the ``Any`` value
+    was three quarters of a set). Anything else is validated and dumped as before."""
+    kind = type(value)
+    if (
+        type(key) is str
+        and type(now) is int
+        and type(expires) is int
+        and (
+            kind is str
+            or (
+                kind is dict
+                and all(type(k) is str for k in value)
+                and set(map(type, value.values())) <= _LEAVES
+            )
+        )
+    ):
+        fields = {"key": key, "value": value, "written_at_ms": now, "expires_at_ms": expires}
+        return unvalidated(SessionEntry, fields), orjson.dumps(fields)
+    entry = SessionEntry(key=key, value=value, written_at_ms=now, expires_at_ms=expires)
+    return entry, orjson.dumps(entry.model_dump(mode="json"))
+
+
 class SessionStore:
     def __init__(
         self,
@@ -103,11 +134,8 @@ class SessionStore:
     def set(self, key: str, value: Any, ttl_secs: float | None = None) -> SessionEntry:
         now = self._clock.now_ms()
         ttl = self.default_ttl_secs if ttl_secs is None else ttl_secs
-        entry = SessionEntry(
-            key=key, value=value, written_at_ms=now, expires_at_ms=now + int(ttl * 1000)
-        )
+        entry, data = _entry_and_bytes(key, value, now, now + int(ttl * 1000))
         self._known(key)
-        data = orjson.dumps(entry.model_dump(mode="json"))
         if self._write_behind:
             self._held[key] = data
             self._held_sets += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -136,3 +137,56 @@ def test_an_outside_write_is_still_seen_with_sets_held_back(tmp_path: Path) -> N
     SessionStore(tmp_path, clock).set(theirs, "edited by hand")
     assert store.get(theirs) == "edited by hand"
     assert store.keys() == [mine, theirs]
+
+
+class _Str(str):
+    pass
+
+
+_leaf = st.one_of(
+    st.text(max_size=5),
+    st.text(max_size=3).map(_Str),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, True, False, None, 2**70]),
+    st.datetimes(timezones=st.just(UTC)),
+    st.tuples(st.integers()),
+)
+_value = st.one_of(
+    _leaf,
+    st.dictionaries(st.one_of(st.text(max_size=4), st.integers(0, 3)), _leaf, max_size=5),
+    st.dictionaries(st.text(max_size=4), st.dictionaries(st.text(max_size=2), _leaf), max_size=2),
+)
+
+
+def _made(make: Any) -> tuple[str, Any]:
+    try:
+        return "made", make()
+    except Exception as exc:
+        return type(exc).__name__, str(exc)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=6), st.text(max_size=6).map(_Str)), _value, st.integers())
+def test_an_entry_and_its_bytes_are_the_validated_entry_and_its_dump(
+    key: str, value: Any, now: int
+) -> None:
+    from memory.session_store import SessionEntry, _entry_and_bytes
+
+    def validated() -> tuple[SessionEntry, bytes]:
+        entry = SessionEntry(key=key, value=value, written_at_ms=now, expires_at_ms=now + 5)
+        return entry, orjson.dumps(entry.model_dump(mode="json"))
+
+    (kind, got), (want_kind, want) = (
+        _made(lambda: _entry_and_bytes(key, value, now, now + 5)),
+        _made(validated),
+    )
+    assert kind == want_kind
+    if kind != "made":
+        assert got == want
+        return
+    assert got[1] == want[1]
+    assert got[0].__dict__.keys() == want[0].__dict__.keys()
+    for name, field in want[0].__dict__.items():
+        assert type(got[0].__dict__[name]) is type(field)
+        assert got[0].__dict__[name] is field or got[0].__dict__[name] == field
