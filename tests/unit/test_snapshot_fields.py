@@ -102,10 +102,6 @@ def test_the_fields_forms_answer_as_the_dumps_walk_whatever_came_before(
 
     for snapshot in [*snapshots, *snapshots]:  # each again: the kept pairs' and summaries' hits
         assert _same_outcome(made, lambda s: reference.both(s.model_dump(mode="json")), snapshot)
-        FIELDS_WAY.append(fields.pair(snapshot) is not None)
-
-
-FIELDS_WAY: list[bool] = []  # how often the property's snapshots took the fields' way (debug)
 
 
 def test_real_snapshots_take_the_fields_way_and_keep_their_summaries() -> None:
