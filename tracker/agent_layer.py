@@ -10,7 +10,7 @@ from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, ReviewVerdict
 from tracker.positions import TrackedPosition
 from tracker.safety import pnl_pct
-from tracker.score import fallback_score
+from tracker.score import FallbackScore, fallback_score
 
 
 def position_review(
@@ -29,13 +29,41 @@ def position_review(
     )
 
 
-def fallback_verdict(
+class FallbackVerdict:
+    """The fallback score's verdict, its reason written only when read: the reason is read by an
+    ADD's order and by the INFO log, not by a HOLD or an EXIT (most reviews), so a replay at
+    WARNING skipped formatting it for every position every review. Same text as when eager:
+    it comes from the frozen score and ``why`` alone."""
+
+    __slots__ = ("_reason", "_scored", "_why", "action", "ticker")
+    decided_by = "fallback"
+
+    def __init__(self, ticker: str, scored: FallbackScore, why: str) -> None:
+        self.ticker = ticker
+        self.action = scored.action
+        self._scored = scored
+        self._why = why
+        self._reason: str | None = None
+
+    @property
+    def reason(self) -> str:
+        if self._reason is None:
+            self._reason = f"{self._scored.summary()} [{self._why}]"
+        return self._reason
+
+    def verdict(self) -> ReviewVerdict:
+        return ReviewVerdict(
+            ticker=self.ticker, action=self.action, reason=self.reason, decided_by="fallback"
+        )
+
+
+def scored_fallback(
     review: PositionReview,
     recent_prices: Sequence[float],
     btc_change_1h_pct: float | None,
     config: TrackerConfig,
     why: str,
-) -> ReviewVerdict:
+) -> FallbackVerdict:
     """The fallback score's verdict; ``why`` says why the reviewer did not decide;
     ``btc_change_1h_pct`` is BTC's change over the last hour (None: unknown)."""
     scored = fallback_score(
@@ -49,12 +77,18 @@ def fallback_verdict(
         holding_secs=review.holding_secs,
         config=config,
     )
-    return ReviewVerdict(
-        ticker=review.ticker,
-        action=scored.action,
-        reason=f"{scored.summary()} [{why}]",
-        decided_by="fallback",
-    )
+    return FallbackVerdict(review.ticker, scored, why)
+
+
+def fallback_verdict(
+    review: PositionReview,
+    recent_prices: Sequence[float],
+    btc_change_1h_pct: float | None,
+    config: TrackerConfig,
+    why: str,
+) -> ReviewVerdict:
+    """``scored_fallback``'s verdict as a model, its reason written."""
+    return scored_fallback(review, recent_prices, btc_change_1h_pct, config, why).verdict()
 
 
 class AddSize(BaseModel):

@@ -18,13 +18,16 @@ from typing import Protocol
 from broker.port import Action, Broker, OrderIntent, PositionDetail
 from core.clock import Clock, wait_for
 from core.events import PositionExit
-from tracker.agent_layer import add_size, fallback_verdict, position_review
+from tracker.agent_layer import FallbackVerdict, add_size, position_review, scored_fallback
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, PositionReviewer, ReviewAction, ReviewVerdict
 from tracker.positions import TrackedPosition
 from tracker.safety import ExitReason
 
 log = logging.getLogger(__name__)
+
+#: a reviewer's verdict, or the fallback's with its reason written only when read
+Verdict = ReviewVerdict | FallbackVerdict
 
 
 class TrackerView(Protocol):
@@ -72,6 +75,10 @@ class AgentLayer:
 
     async def review(self) -> list[ReviewVerdict]:
         """One pass: ask the reviewer, fall back per position, apply the verdicts."""
+        return [v if isinstance(v, ReviewVerdict) else v.verdict() for v in await self.run_review()]
+
+    async def run_review(self) -> list[Verdict]:
+        """``review`` with the fallback's verdicts as they are: the loop reads none of them."""
         if not self._tracker.positions:
             return []
         now_ms = self._clock.now_ms()
@@ -93,7 +100,7 @@ class AgentLayer:
         cash = await self._broker.get_cash()
         context = {"at_ms": now_ms, "portfolio_value_usd": portfolio, "cash_usd": cash}
         answered, why = await self._ask_reviewer(list(reviews.values()), context)
-        verdicts = []
+        verdicts: list[Verdict] = []
         for ticker, review in reviews.items():
             verdict = answered.get(ticker) or self._fallback(review, why)
             verdicts.append(verdict)
@@ -131,27 +138,28 @@ class AgentLayer:
             answered[verdict.ticker] = verdict
         return answered, "reviewer gave no verdict"
 
-    def _fallback(self, review: PositionReview, why: str) -> ReviewVerdict:
+    def _fallback(self, review: PositionReview, why: str) -> FallbackVerdict:
         own = self._tracker.recent_prices(review.ticker)
         btc = self._tracker.btc_change_1h_pct()
-        return fallback_verdict(review, own, btc, self._config, why)
+        return scored_fallback(review, own, btc, self._config, why)
 
     async def _apply(
         self,
-        verdict: ReviewVerdict,
+        verdict: Verdict,
         review: PositionReview,
         held: PositionDetail | None,
         portfolio: float,
         cash: float,
     ) -> float:
         """Act on one verdict; returns the cash an ADD committed (0 otherwise)."""
-        log.info(
-            "tracker: %s %s by %s: %s",
-            verdict.action.value,
-            verdict.ticker,
-            verdict.decided_by,
-            verdict.reason,
-        )
+        if log.isEnabledFor(logging.INFO):  # the fallback's reason is written when read
+            log.info(
+                "tracker: %s %s by %s: %s",
+                verdict.action.value,
+                verdict.ticker,
+                verdict.decided_by,
+                verdict.reason,
+            )
         if verdict.action is ReviewAction.EXIT:
             reason = (
                 ExitReason.AGENT_EXIT
@@ -167,7 +175,7 @@ class AgentLayer:
 
     async def _add(
         self,
-        verdict: ReviewVerdict,
+        verdict: Verdict,
         price: float,
         held: PositionDetail | None,
         portfolio: float,

@@ -275,7 +275,8 @@ class PositionTracker:
         self._reviewing = True
         self._review_task = asyncio.current_task()
         try:
-            await self.review_positions()
+            self.agent_reviews += 1
+            await self._agent.run_review()  # the verdicts as they are: nobody reads them here
         except asyncio.CancelledError:
             raise
         except Exception as exc:
