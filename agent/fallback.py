@@ -211,9 +211,9 @@ class FallbackPipeline:
                 _Analysis(ticker, blend, blended.fixed, text)
                 for ticker, (blend, blended, text) in zip(inputs.tickers, prepared, strict=True)
             ]
-            baseline = self._plans(fixed, inputs)
+            baseline = self._actions(fixed, inputs)
             decisions = [
-                _say_if_moved(decision, without.action, analysis)
+                _say_if_moved(decision, without, analysis)
                 for decision, without, analysis in zip(decisions, baseline, fixed, strict=True)
             ]
         return AgentDecision(
@@ -294,6 +294,38 @@ class FallbackPipeline:
                 cash_left -= verdict.position_pct * inputs.portfolio_value
             plans[index] = _entry_plan(analysis, verdict, exposure)
         return [plans[index] for index in range(len(analyses))]
+
+    def _actions(self, analyses: list[_Analysis], inputs: FallbackInputs) -> list[Action]:
+        """``_plans``' actions without their texts (the fixed-weight baseline reads them only):
+        the same rules, the same order of funding the BUYs from the cash left."""
+        actions: list[Action | None] = [
+            self._action_without_entry(analysis, inputs.portfolio_value) for analysis in analyses
+        ]
+        entry_candidates = [index for index, action in enumerate(actions) if action is None]
+        entry_candidates.sort(key=lambda index: -(analyses[index].blended.score or 0.0))
+        cash_left = inputs.cash
+        for index in entry_candidates:
+            analysis = analyses[index]
+            exposure = analysis.inputs.regime_exposure * inputs.exposure_scale
+            size = self._entry.size(analysis.blended, exposure, cash_left / inputs.portfolio_value)
+            if size is None:
+                actions[index] = Action.HOLD
+            else:
+                cash_left -= size * inputs.portfolio_value
+                actions[index] = Action.BUY
+        return [action for action in actions if action is not None]
+
+    def _action_without_entry(self, analysis: _Analysis, portfolio_value: float) -> Action | None:
+        """``_without_entry``'s action (None: as there, entry sizing decides)."""
+        ticker, blended = analysis.inputs, analysis.blended
+        if ticker.price is None:
+            return Action.HOLD
+        if ticker.position is not None:
+            exits = self._exit.exits(ticker.position, ticker.price, blended.score)
+            return Action.SELL if exits else Action.HOLD
+        if blended.score is None or portfolio_value <= 0:
+            return Action.HOLD
+        return None
 
     def _without_entry(self, analysis: _Analysis, portfolio_value: float) -> _Plan | None:
         """The plan when no entry sizing is needed (open position, no data...), else None."""

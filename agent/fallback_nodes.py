@@ -196,22 +196,18 @@ class RegimeBlendExit:
 
     def run(self, position: OpenPosition, price: float, score: float | None) -> ExitVerdict:
         config = self._config
-        entry = position.detail.entry_price
-        peak = max(position.peak_price, price)
-        drawdown_pct = (1.0 - price / entry) * 100.0
-        trailing_pct = (1.0 - price / peak) * 100.0
+        entry, peak, drawdown_pct, trailing_pct = _drawdowns(position, price)
         numbers = (
             f"price {price:,.6g} vs entry {entry:,.6g} ({-drawdown_pct:+.2f} %), "
             f"{trailing_pct:.2f} % below peak {peak:,.6g}"
         )
-        rule: ExitRule = "none"
-        if drawdown_pct >= config.stop_loss_pct:
-            rule, why = "stop_loss", f"loss {drawdown_pct:.2f} % >= stop {config.stop_loss_pct} %"
-        elif trailing_pct >= config.trailing_stop_pct:
-            rule = "trailing_stop"
+        rule = self._rule(drawdown_pct, trailing_pct, score)
+        if rule == "stop_loss":
+            why = f"loss {drawdown_pct:.2f} % >= stop {config.stop_loss_pct} %"
+        elif rule == "trailing_stop":
             why = f"off the peak {trailing_pct:.2f} % >= trailing {config.trailing_stop_pct} %"
-        elif score is not None and score <= config.exit_score:
-            rule, why = "signal", f"score {score:+.2f} <= exit {config.exit_score:+.2f}"
+        elif rule == "signal":
+            why = f"score {score:+.2f} <= exit {config.exit_score:+.2f}"
         else:
             shown = "n/a" if score is None else f"{score:+.2f}"
             why = (
@@ -225,6 +221,29 @@ class RegimeBlendExit:
             trailing_drawdown_pct=trailing_pct,
             summary=f"{numbers}: {why}",
         )
+
+    def exits(self, position: OpenPosition, price: float, score: float | None) -> bool:
+        """``run(...).exit`` without the verdict's text (a learned decision's fixed-weight
+        baseline reads its action only)."""
+        _, _, drawdown_pct, trailing_pct = _drawdowns(position, price)
+        return self._rule(drawdown_pct, trailing_pct, score) != "none"
+
+    def _rule(self, drawdown_pct: float, trailing_pct: float, score: float | None) -> ExitRule:
+        config = self._config
+        if drawdown_pct >= config.stop_loss_pct:
+            return "stop_loss"
+        if trailing_pct >= config.trailing_stop_pct:
+            return "trailing_stop"
+        if score is not None and score <= config.exit_score:
+            return "signal"
+        return "none"
+
+
+def _drawdowns(position: OpenPosition, price: float) -> tuple[float, float, float, float]:
+    """(entry, peak, loss from entry in %, fall from the peak in %)."""
+    entry = position.detail.entry_price
+    peak = max(position.peak_price, price)
+    return entry, peak, (1.0 - price / entry) * 100.0, (1.0 - price / peak) * 100.0
 
 
 # --- RegimeBlendEntry -------------------------------------------------------------------------
@@ -259,10 +278,7 @@ class RegimeBlendEntry:
                 position_pct=0.0,
                 summary=f"score {score:+.2f} below entry {config.entry_score:+.2f}",
             )
-        strength = (score - config.entry_score) / (1.0 - config.entry_score)
-        span = config.max_position_pct - config.min_position_pct
-        raw = config.min_position_pct + span * strength * blended.confidence
-        size = min(raw * exposure, config.max_position_pct, cash_fraction)
+        strength, span, raw, size = self._sizing(score, blended.confidence, exposure, cash_fraction)
         sizing = (
             f"size {config.min_position_pct:.2f} + {span:.2f} x strength {strength:.2f} x "
             f"confidence {blended.confidence:.2f} = {raw:.3f}, x exposure {exposure:.2f}, "
@@ -280,3 +296,23 @@ class RegimeBlendEntry:
             position_pct=size,
             summary=f"score {score:+.2f} >= entry {config.entry_score:+.2f}; {sizing}",
         )
+
+    def size(self, blended: BlendedScore, exposure: float, cash_fraction: float) -> float | None:
+        """``run(...).position_pct`` when it buys, None when not, without the verdict's text (a
+        learned decision's fixed-weight baseline reads its action and the cash it takes only)."""
+        config = self._config
+        score = blended.score
+        if score is None or score < config.entry_score:
+            return None
+        size = self._sizing(score, blended.confidence, exposure, cash_fraction)[3]
+        return None if size < config.min_position_pct else size
+
+    def _sizing(
+        self, score: float, confidence: float, exposure: float, cash_fraction: float
+    ) -> tuple[float, float, float, float]:
+        """(strength, span, raw size, size)."""
+        config = self._config
+        strength = (score - config.entry_score) / (1.0 - config.entry_score)
+        span = config.max_position_pct - config.min_position_pct
+        raw = config.min_position_pct + span * strength * confidence
+        return strength, span, raw, min(raw * exposure, config.max_position_pct, cash_fraction)
