@@ -28,6 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
+from state.decision_line import decision_line
 from state.journal import PlainJson, plain_or_as_is
 from state.records import DecisionRecord
 
@@ -338,6 +339,9 @@ def _typed_line(record: dict[str, Any]) -> dict[str, Any]:
     A ``PlainJson`` value (of an optional field: the snapshot as sent, the prompt's info, the
     JSON dumps of the decider's answer and of the gate update once checked plain) is plain
     already: None stands in for it while validating, and it goes back in its place."""
+    exact = decision_line(record)  # the model's line, made without it when nothing would change
+    if exact is not None:
+        return exact
     vouched = {key: value for key, value in record.items() if isinstance(value, PlainJson)}
     try:
         if not vouched:

@@ -189,6 +189,12 @@ def _is_json_dict(value: dict[Any, Any]) -> bool:
     return _leaves_pass(value.values(), _is_json_nested)
 
 
+def is_exact_json(value: Any) -> bool:
+    """``value`` holds exact JSON types only (``_is_json_dict``'s rule, at any level): what a
+    JSON-mode model dump gives back as it is."""
+    return _leaves_pass((value,), _is_json_nested)
+
+
 def _is_json_nested(item: Any) -> bool:
     kind = type(item)
     if kind is dict:
@@ -375,6 +381,7 @@ __all__ = [
     "JsonlJournal",
     "PlainJson",
     "encode_jsonl_record",
+    "is_exact_json",
     "plain_or_as_is",
     "read_csv_rows",
     "repair_torn_tail",
