@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agent.decision import AgentDecision
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback import FallbackPipeline
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 from agent.fallback_memory import apply_memory_rule
 from agent.fallback_nodes import OpenPosition
 from agent.prompt_assembly import AssembledPrompt

@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_fallback_support import open_position
 
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs, _Analysis
+from agent.fallback import FallbackPipeline, _Analysis
 from agent.fallback_config import FallbackConfig
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 from agent.fallback_nodes import RegimeBlendEntry, RegimeBlendExit
 from agent.fallback_score import BlendedScore
 

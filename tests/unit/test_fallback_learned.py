@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 from test_fallback_support import TICKERS, ticker_at, utc_ms
 
 from agent.decision import TradeDecision
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback import FallbackPipeline
 from agent.fallback_decider import learned_draw
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 from agent.fallback_score import learned_weights
 from agent.snapshot import MarketSnapshot
 from broker.port import Action

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from test_fallback_support import TICKERS, open_position, ticker_at, utc_ms
 
 from agent.decision import AgentDecision
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback import FallbackPipeline
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 
 AT_MS = utc_ms(2025, 6, 22, 16)
 STALE_MS = AT_MS + 3 * 86_400_000  # the 4h history is days old then

@@ -16,8 +16,9 @@ from test_fallback_support import (
 )
 
 from agent.decision import AgentDecision, TradeDecision
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback import FallbackPipeline
 from agent.fallback_config import FallbackConfig
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 from broker.port import Action
 
 SIGNAL_NAMES = {"rsi", "momentum", "bollinger", "derivatives"}

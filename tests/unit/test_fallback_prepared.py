@@ -14,7 +14,7 @@ from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from test_fallback_support import TICKERS, open_position, ticker_at, utc_ms
 
-from agent.fallback import FallbackInputs, FallbackPipeline, TickerInputs
+from agent.fallback import FallbackPipeline
 from agent.fallback_config import (
     DEFAULT_BLEND_TABLE,
     DERIVATIVES_SIGNAL,
@@ -23,6 +23,7 @@ from agent.fallback_config import (
     FallbackConfig,
     SignalWeights,
 )
+from agent.fallback_inputs import FallbackInputs, TickerInputs
 from agent.fallback_nodes import (
     BlendWeights,
     DerivativesReading,

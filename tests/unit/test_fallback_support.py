@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 
 import pandas as pd
 
-from agent.fallback import TickerInputs
+from agent.fallback_inputs import TickerInputs
 from agent.fallback_nodes import OpenPosition
 from broker.port import PositionDetail
 from market.recorded import load_klines, resample
