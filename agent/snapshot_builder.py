@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import random
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,13 +18,18 @@ from agent.indicator_state import IndicatorState
 from agent.indicators import TimeframeSummary
 from agent.snapshot import (
     MarketSnapshot,
-    PendingOrderSnapshot,
-    PositionSnapshot,
     TickerSnapshot,
     merge_unavailable,
     require_reasons,
 )
-from broker.port import Broker, OpenOrder, PositionDetail
+from agent.snapshot_finite import non_finite, ticker_finite
+from agent.snapshot_portfolio import (
+    Portfolio,
+    pending_order,
+    pending_order_key,
+    position_snapshot,
+)
+from broker.port import Broker
 from core.clock import Clock
 from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import CandleArrays
@@ -170,8 +173,8 @@ class SnapshotBuilder:
         reasons: dict[str, str] = {}
         try:
             snapshot = self._ticker(ticker, reasons)
-            if not _ticker_finite(snapshot):
-                bad = _non_finite(snapshot.model_dump())
+            if not ticker_finite(snapshot):
+                bad = non_finite(snapshot.model_dump())
                 raise ValueError(f"non-finite {', '.join(bad)}")
         except Exception as exc:
             log.warning("snapshot: %s unavailable: %r", ticker, exc)
@@ -233,7 +236,7 @@ class SnapshotBuilder:
             series = self._summaries[(ticker, timeframe)] = _SeriesIndicators()
         return series.summary(arrays)
 
-    async def _portfolio(self, at_ms: int, unavailable: dict[str, str]) -> _Portfolio:
+    async def _portfolio(self, at_ms: int, unavailable: dict[str, str]) -> Portfolio:
         """All from the broker or none of it: the risk caps must never see positions without the
         resting orders that will add to them (with no portfolio value they buy nothing)."""
         try:
@@ -246,11 +249,11 @@ class SnapshotBuilder:
             reason = f"broker unavailable: {type(exc).__name__}: {exc}"
             for name in ("open_positions", "pending_orders", "portfolio_value", "cash"):
                 unavailable[name] = reason
-            return _Portfolio([], [], None, None)
+            return Portfolio([], [], None, None)
         peaks = self._peak_prices()
-        return _Portfolio(
-            positions=[_position(d, peaks.get(d.ticker), at_ms) for d in details],
-            pending_orders=sorted((_pending(o) for o in orders), key=_pending_order_key),
+        return Portfolio(
+            positions=[position_snapshot(d, peaks.get(d.ticker), at_ms) for d in details],
+            pending_orders=sorted((pending_order(o) for o in orders), key=pending_order_key),
             value=value,
             cash=cash,
         )
@@ -358,102 +361,3 @@ class _SeriesIndicators:
         if index >= len(arrays.close) or int(arrays.open_time_ms[index]) != last:
             return None
         return index + 1 if float(arrays.close[index]) == self._state.last_close else None
-
-
-@dataclass(frozen=True)
-class _Portfolio:
-    positions: list[PositionSnapshot]
-    pending_orders: list[PendingOrderSnapshot]
-    value: float | None
-    cash: float | None
-
-
-def _ticker_finite(snapshot: TickerSnapshot) -> bool:
-    """``not _non_finite(snapshot.model_dump())`` without the dump (a decision checks three
-    tickers): the ticker's floats and its timeframe summaries' (their only float fields)."""
-    for value in snapshot.__dict__.values():
-        if type(value) is float and not math.isfinite(value):
-            return False
-    for summary in snapshot.multi_tf.values():
-        for value in summary.__dict__.values():
-            if type(value) is float and not math.isfinite(value):
-                return False
-    return True
-
-
-def _non_finite(value: Any, path: str = "") -> list[str]:
-    """Paths of the NaN / infinite numbers in a dumped model (the snapshot cannot carry them)."""
-    if _all_finite(value):  # nearly always: then no path need be named
-        return []
-    return _non_finite_paths(value, path)
-
-
-def _all_finite(value: Any) -> bool:
-    """``_non_finite(value) == []``, without naming paths or a call per number."""
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, Mapping):
-        value = value.values()
-    elif not isinstance(value, list | tuple):
-        return True
-    for item in value:
-        kind = type(item)
-        if kind is float:
-            if not math.isfinite(item):
-                return False
-        elif kind not in _NO_NUMBERS and not _all_finite(item):
-            return False
-    return True
-
-
-#: exact types that hold no float (anything else is asked ``_all_finite``)
-_NO_NUMBERS = frozenset({str, int, bool, type(None)})
-
-
-def _non_finite_paths(value: Any, path: str) -> list[str]:
-    if isinstance(value, float):
-        return [] if math.isfinite(value) else [f"{path or 'value'}={value!r}"]
-    if isinstance(value, Mapping):
-        return [
-            p for k, v in value.items() for p in _non_finite_paths(v, f"{path}.{k}".lstrip("."))
-        ]
-    if isinstance(value, list | tuple):
-        return [p for i, v in enumerate(value) for p in _non_finite_paths(v, f"{path}[{i}]")]
-    return []
-
-
-def _pending(order: OpenOrder) -> PendingOrderSnapshot:
-    return PendingOrderSnapshot(
-        ticker=order.ticker,
-        side=order.side,
-        notional_usd=order.notional_usd,
-        limit_price=order.limit_price,
-        placed_at_ms=order.placed_at_ms,
-        expires_at_ms=order.expires_at_ms,
-    )
-
-
-def _pending_order_key(order: PendingOrderSnapshot) -> tuple[str, int, str, float, float]:
-    return (
-        order.ticker,
-        order.placed_at_ms,
-        order.side,
-        order.limit_price or 0.0,
-        order.notional_usd,
-    )
-
-
-def _position(detail: PositionDetail, peak: float | None, at_ms: int) -> PositionSnapshot:
-    mark = detail.mark_price
-    pnl_pct = (mark / detail.entry_price - 1.0) * 100.0 if mark is not None else None
-    known_peak = max(p for p in (peak, mark, detail.entry_price) if p is not None)
-    return PositionSnapshot(
-        ticker=detail.ticker,
-        quantity=detail.quantity,
-        entry_price=detail.entry_price,
-        mark_price=mark,
-        pnl_pct=pnl_pct,
-        peak_price=known_peak,
-        opened_at_ms=detail.opened_at_ms,
-        holding_secs=max(0.0, (at_ms - detail.opened_at_ms) / 1000.0),
-    )
