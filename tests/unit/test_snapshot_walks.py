@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from agent import snapshot_walks
 from agent.routine import _typed_line
 from agent.snapshot import MarketSnapshot, sent_digest
-from agent.snapshot_builder import _non_finite
+from agent.snapshot_finite import non_finite
 from agent.snapshot_walks import (
     FLOAT_DECIMALS,
     FLOAT_SPEC,
@@ -323,7 +323,7 @@ def test_the_walks_round_a_float_as_round_does_bit_for_bit(value: float) -> None
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(_values, _json))
 def test_non_finite_names_what_its_reference_names(value: Any) -> None:
-    assert _non_finite(value) == reference_non_finite(value)
+    assert non_finite(value) == reference_non_finite(value)
 
 
 # --- cases a random draw may miss -------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``_ticker_finite`` answers as the dump-and-walk check it stands in for, on any floats."""
+"""``ticker_finite`` answers as the dump-and-walk check it stands in for, on any floats."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from agent.indicators import TimeframeSummary
 from agent.snapshot import TickerSnapshot
-from agent.snapshot_builder import _non_finite, _ticker_finite
+from agent.snapshot_finite import non_finite, ticker_finite
 
 _float = st.one_of(
     st.none(),
@@ -39,7 +39,7 @@ _ticker = st.builds(
 @settings(max_examples=500, deadline=None)
 @given(_ticker)
 def test_ticker_finite_answers_as_the_walk_of_the_dump(snapshot: TickerSnapshot) -> None:
-    assert _ticker_finite(snapshot) is (not _non_finite(snapshot.model_dump()))
+    assert ticker_finite(snapshot) is (not non_finite(snapshot.model_dump()))
 
 
 def _float_fields(model: type[typing.Any]) -> dict[str, object]:
