@@ -102,9 +102,11 @@ def feature_rows(
     # min_periods = window: any missing return inside the window leaves the value missing
     realised_vol = _rolling_std(returns, rv_window_bars)
     vol_of_vol = _rolling_std(realised_vol, vov_window_bars)
-    values = np.column_stack((returns, realised_vol, vol_of_vol))
-    keep = ~np.isnan(values).any(axis=1)
-    return values[keep], open_ms[keep]
+    # a row is kept when none of its three features is missing; the columns are picked before
+    # they are stacked (a 2-D row-wise any and boolean index cost three times as much)
+    keep = ~(np.isnan(returns) | np.isnan(realised_vol) | np.isnan(vol_of_vol))
+    values = np.column_stack((returns[keep], realised_vol[keep], vol_of_vol[keep]))
+    return values, open_ms[keep]
 
 
 def _rolling_std(values: Array, window: int) -> Array:

@@ -8,13 +8,16 @@ import numpy as np
 import pandas as pd
 import pytest
 from hmmlearn.hmm import GaussianHMM
+from hmmlearn.stats import _log_multivariate_normal_density_diag
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_regime_support import last_180_days, two_regime_candles
 
 from regime.config import CryptoHmmConfig
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_pool import FitPool, daemon_fit_workers
 from regime.hmm_fit import features_of, fit_hmm
-from regime.hmm_predict import HmmParams, last_posterior
+from regime.hmm_predict import HmmParams, _log_density_diag, last_posterior
 
 SMALL = CryptoHmmConfig(n_states_max=3, restarts=1)
 
@@ -35,6 +38,42 @@ def test_last_posterior_is_hmmlearns_bit_for_bit(seed: int) -> None:
     hmm = _fitted_hmm(seed, 2 + seed % 3, rows, lengths)
     expected = hmm.predict_proba(rows, lengths)[-1]
     got = last_posterior(HmmParams.of(hmm), rows, lengths)
+    assert got.tobytes() == expected.tobytes(), (got, expected)
+
+
+_WIDE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False) | st.sampled_from(
+    [0.0, -0.0, 1e-300, -1e-300, 1e150, -1e150, 3.0, 0.1]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n_rows=st.integers(min_value=1, max_value=9),
+    n_states=st.integers(min_value=1, max_value=4),
+    n_features=st.integers(min_value=1, max_value=5),
+    data=st.data(),
+)
+def test_the_emission_densities_are_hmmlearns_bit_for_bit(
+    n_rows: int, n_states: int, n_features: int, data: st.DataObject
+) -> None:
+    """Feature by feature, summed left to right, the same floats as hmmlearn's one expression,
+    over wide values: huge and tiny distances, zero and denormal variances, overflows to inf."""
+    rows = np.array(
+        data.draw(st.lists(_WIDE, min_size=n_rows * n_features, max_size=n_rows * n_features))
+    ).reshape(n_rows, n_features)
+    means = np.array(
+        data.draw(st.lists(_WIDE, min_size=n_states * n_features, max_size=n_states * n_features))
+    ).reshape(n_states, n_features)
+    variance = st.floats(min_value=0.0, max_value=1e6) | st.sampled_from([0.0, 1e-320, 1e-3])
+    covars = np.array(
+        data.draw(
+            st.lists(variance, min_size=n_states * n_features, max_size=n_states * n_features)
+        )
+    ).reshape(n_states, n_features)
+    with np.errstate(over="ignore"):
+        expected = _log_multivariate_normal_density_diag(rows, means, covars)
+    got = _log_density_diag(rows, means, covars)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
     assert got.tobytes() == expected.tobytes(), (got, expected)
 
 
