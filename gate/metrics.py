@@ -51,6 +51,11 @@ class MetricBoard:
         # metric names are the same share one feed
         self._feeds: dict[str, _Feed | None] = {}
         self._feeds_by_names: dict[tuple[str, ...], _Feed] = {}
+        # the metrics ``update`` applied last, while applying them again would change nothing:
+        # forgotten by ``clear``, by a new ticker's feed, and when they name a tick metric (which
+        # ``update_features`` writes); the derivatives monitor sends the same ones poll after poll
+        self._applied: dict[str, float | None] | None = None
+        self._tick_names: set[str] = set()
 
     def update_features(self, features: TickFeatures) -> None:
         """Take a tick's features; a feature that is None makes its metric unavailable."""
@@ -75,6 +80,10 @@ class MetricBoard:
         Raises ``ValueError`` naming every metric not in the table (nothing is applied then) and
         ``TypeError`` for a value that is not a number.
         """
+        applied = self._applied
+        if applied is not None and _same_metrics(values, applied):
+            return  # checked and written already, and nothing has written these names since
+        self._applied = None
         unknown = sorted(name for name in values if name not in self._registry)
         if unknown:
             raise ValueError(f"unknown metric(s) {unknown}; known: {sorted(self._registry)}")
@@ -86,8 +95,11 @@ class MetricBoard:
         self._forget_fed()
         for name, value in values.items():
             _put(self._values, name, None if value is None else float(value))
+        if self._tick_names.isdisjoint(values):
+            self._applied = dict(values)
 
     def clear(self, name: str) -> None:
+        self._applied = None
         self._forget_fed()
         self._values.pop(name, None)
 
@@ -114,6 +126,8 @@ class MetricBoard:
         feed = self._feeds_by_names.get(names)
         if feed is None:
             feed = self._feeds_by_names[names] = _Feed(names)
+            self._tick_names.update(names)
+            self._applied = None  # it may have named these
         self._feeds[ticker] = feed
         return feed
 
@@ -132,6 +146,24 @@ class _Feed:
 
 
 _UNSEEN: Final = _Feed(())
+
+
+def _same_metrics(values: Mapping[str, float | None], applied: dict[str, float | None]) -> bool:
+    """The same names in the same order with the same values: of the same type (a bool is
+    refused where an int was taken) and equal to the sign (-0.0 is written as such); a NaN is
+    never the same, so it takes the full update."""
+    if len(values) != len(applied):
+        return False
+    for (name, value), (was_name, was) in zip(values.items(), applied.items(), strict=True):
+        if name != was_name:
+            return False
+        if value is not was and (
+            type(value) is not type(was)
+            or value != was
+            or math.copysign(1.0, value) != math.copysign(1.0, was)  # type: ignore[arg-type]
+        ):
+            return False
+    return True
 
 
 def _put(values: dict[str, float], name: str, value: float | None) -> None:

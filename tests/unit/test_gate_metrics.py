@@ -155,3 +155,87 @@ def test_feeding_the_same_features_again_leaves_what_writing_them_would(
             board.update_features(features)
             _write(written, features)
         assert list(board.snapshot().items()) == list(written.items())
+
+
+#: a derivatives poll sends the same metrics again, or nearly: each value's twins are equal to it
+#: but not the same (a signed zero, an int for a float, a bool for an int, a string, a fresh NaN)
+_TWINS: tuple[tuple[object, ...], ...] = (
+    (0.0, -0.0, 0),
+    (1.0, 1, True, "1"),
+    (54.0, 54, float("54.0")),
+    (math.nan, float("nan"), None),
+)
+#: derivatives metrics, a tick metric (``update_features`` writes it too), one not in the table
+UPDATE_NAMES = st.sampled_from(["btc_funding_rate", "funding_rate", "fear_greed", "eth_price"])
+
+
+def _apply(written: dict[str, float], values: dict[str, object]) -> str | None:
+    """What ``update`` does, every time: every check first, then every write; the error else."""
+    if "basis_pct" in values:  # not in the metric table
+        return "ValueError"
+    for value in values.values():
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            return "TypeError"
+    for name, value in values.items():
+        _put(written, name, None if value is None else float(value))  # type: ignore[arg-type]
+    return None
+
+
+def _bits(values: dict[str, float]) -> list[tuple[str, str]]:
+    return [(name, float(value).hex()) for name, value in values.items()]
+
+
+@st.composite
+def _updates(draw: st.DrawFn) -> list[dict[str, object]]:
+    """A mapping of metrics and variants of it: a value swapped for a twin, or names reordered."""
+    names = draw(st.lists(UPDATE_NAMES, unique=True, min_size=1, max_size=4))
+    groups = [draw(st.sampled_from(_TWINS)) for _ in names]
+    picks = [draw(st.integers(0, len(group) - 1)) for group in groups]
+    updates = [dict(zip(names, (g[i] for g, i in zip(groups, picks, strict=True)), strict=True))]
+    for _ in range(draw(st.integers(1, 3))):
+        variant = dict(updates[0])
+        way = draw(st.integers(0, 4))
+        if way == 0:
+            variant["basis_pct"] = 0.0
+        elif way <= 3:
+            k = draw(st.integers(0, len(names) - 1))
+            variant[names[k]] = groups[k][draw(st.integers(0, len(groups[k]) - 1))]
+        else:
+            variant = dict(reversed(variant.items()))
+        updates.append(variant)
+    return updates
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pool=FEATURES,
+    updates=_updates(),
+    ops=st.lists(st.tuples(st.integers(0, 9), NAMES | UPDATE_NAMES), min_size=10, max_size=40),
+)
+def test_the_same_update_again_leaves_what_applying_it_would(
+    pool: list[TickFeatures],
+    updates: list[dict[str, object]],
+    ops: list[tuple[int, str]],
+) -> None:
+    """``update`` skips metrics it applied last; the values (to the sign, in their order) and the
+    errors must be what applying them every time gives, whatever fed, updated or cleared
+    between (an update naming a tick metric, a new ticker's feed, a clear)."""
+    board, written = MetricBoard(), dict[str, float]()
+    for op, name in ops:
+        if op >= 5:
+            values = updates[op % len(updates)]
+            want = _apply(written, values)
+            try:
+                board.update(values)  # type: ignore[arg-type]
+                got = None
+            except (ValueError, TypeError) as exc:
+                got = type(exc).__name__
+            assert got == want
+        elif op == 4:
+            board.clear(name)
+            written.pop(name, None)
+        else:
+            features = pool[op % len(pool)]
+            board.update_features(features)
+            _write(written, features)
+        assert _bits(board.snapshot()) == _bits(written)
