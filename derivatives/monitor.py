@@ -17,7 +17,7 @@ import math
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from core.bus import EventBus
 from core.clock import Clock
@@ -98,6 +98,7 @@ class DerivativesMonitor:
         self._rand = rand
         self._last_hot_mono: float | None = None
         self._signal = SignalMemo()
+        self._board_metrics = BoardMemo()
         self.latest: DerivativesReading | None = None
         self.polls = 0
 
@@ -205,7 +206,7 @@ class DerivativesMonitor:
     def _feed_board(self, values: Mapping[str, Any]) -> None:
         if self._board is None:
             return
-        metrics = board_metrics(values)
+        metrics = self._board_metrics(values)
         try:
             self._board.update(metrics)
         except ValueError:  # a ticker outside the metric table: keep the market-wide metrics
@@ -275,6 +276,59 @@ class SignalMemo:
         return signal
 
 
+class BoardMemo:
+    """``board_metrics(values)``, the last metrics again while their inputs are the last ones: the
+    funding rates under the very same ticker and rate objects, a Fear & Greed value of the same
+    type and equal to the sign, and neither open interest nor long/short positioning (a recording
+    has neither). ~2 us a poll otherwise. The metrics are handed out again, not copied: the board
+    copies what it keeps, and nobody changes them."""
+
+    def __init__(self) -> None:
+        self._rates: list[tuple[str, Any]] = []
+        self._fear_greed: Any = None
+        self._metrics: dict[str, float | None] | None = None
+
+    def __call__(self, values: Mapping[str, Any]) -> dict[str, float | None]:
+        funding = values.get("funding_rates") or {}
+        fear_greed = values.get("fear_greed") or {}
+        if (
+            type(funding) is not dict
+            or type(fear_greed) is not dict
+            or values.get("open_interest")
+            or values.get("long_short_ratio")
+        ):
+            self._metrics = None
+            return board_metrics(values)
+        value = fear_greed.get("value", _ABSENT)
+        metrics, rates = self._metrics, self._rates
+        if (
+            metrics is not None
+            and len(funding) == len(rates)
+            and all(
+                t is t0 and r is r0 for (t, r), (t0, r0) in zip(funding.items(), rates, strict=True)
+            )
+            and _same_value(value, self._fear_greed)
+        ):
+            return metrics
+        self._metrics = metrics = board_metrics(values)
+        self._rates = list(funding.items())
+        self._fear_greed = value
+        return metrics
+
+
+_ABSENT: Final = object()
+
+
+def _same_value(value: Any, was: Any) -> bool:
+    """The same object, or an int, float or str of the same type, equal (to the sign)."""
+    if value is was:
+        return True
+    kind = type(value)
+    if kind is not type(was) or kind not in (int, float, str) or value != was:
+        return False
+    return kind is not float or math.copysign(1.0, value) == math.copysign(1.0, was)
+
+
 def signal_inputs(values: Mapping[str, Any]) -> dict[str, SignalInputs]:
     """Per-ticker signal inputs from the context fields' values (missing ones stay None)."""
     funding: Mapping[str, float] = values.get("funding_rates") or {}
@@ -317,6 +371,7 @@ def _mean(values: Any) -> float | None:
 
 
 __all__ = [
+    "BoardMemo",
     "ContextField",
     "DerivativesContext",
     "DerivativesMonitor",
