@@ -104,10 +104,12 @@ def extended(
     cut = int(np.searchsorted(all_ms, window_start_ms, side="left"))
     if cut == len(all_ms):  # nothing left in the window: the general merge's empty frame
         return None
+    # the cache's column labels are taken again (equal to OHLCV_COLUMNS: checked above), and the
+    # open times are int64 already: building neither afresh is a third of the frame's cost
     return pd.DataFrame(
         all_values[cut:],
-        index=pd.Index(all_ms[cut:], dtype=np.int64, name=index.name),
-        columns=columns,
+        index=pd.Index(all_ms[cut:], name=index.name),
+        columns=cached.columns,
     )
 
 
@@ -236,11 +238,11 @@ class OhlcvHistory:
 
     async def refresh(self, ticker: str) -> pd.DataFrame:
         """Fetch the whole window (now - days .. the last closed candle) and merge it in."""
-        return await self._update(self._known(ticker), newest_only=False)
+        return (await self._update(self._known(ticker), newest_only=False)).copy()
 
     async def refresh_newest(self, ticker: str) -> pd.DataFrame:
         """Fetch only candles after the newest cached one (the whole window when empty)."""
-        return await self._update(self._known(ticker), newest_only=True)
+        return (await self._update(self._known(ticker), newest_only=True)).copy()
 
     async def refresh_all(self) -> None:
         """Refresh every ticker, one after another (keeps the request weight spread out)."""
@@ -253,9 +255,10 @@ class OhlcvHistory:
             return
         if event.ticker not in self._frames:
             return
-        await self.refresh_newest(event.ticker)
+        await self._update(event.ticker, newest_only=True)  # nobody reads a copy here
 
     async def _update(self, ticker: str, *, newest_only: bool) -> pd.DataFrame:
+        """The merged frame itself, now the cache's (callers handing it out copy it)."""
         async with self._locks[ticker]:
             now_ms = self._clock.now_ms()  # before the request: see the module docstring
             window_start_ms = now_ms - self.days * DAY_MS
@@ -283,7 +286,7 @@ class OhlcvHistory:
                 fetched,
                 len(merged),
             )
-            return merged.copy()
+            return merged
 
     def _known(self, ticker: str) -> str:
         if ticker not in self._frames:
