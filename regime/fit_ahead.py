@@ -31,11 +31,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Protocol
 
-import numpy as np
 import pandas as pd
 
 from regime.config import CryptoHmmConfig
-from regime.fit_cache import FitCache
+from regime.fit_cache import FitCache, candle_bytes
 from regime.fit_pool import FitPool
 from regime.hmm_types import FitResult
 
@@ -59,11 +58,7 @@ class FutureFrames(Protocol):
 
 def frame_key(frame: pd.DataFrame) -> str:
     """The frame's candles as a digest (open times and OHLCV bytes, as ``FitCache.key``)."""
-    digest = hashlib.sha256()
-    digest.update(np.ascontiguousarray(frame.index.to_numpy(dtype=np.int64)).tobytes())
-    columns = ["open", "high", "low", "close", "volume"]
-    digest.update(np.ascontiguousarray(frame[columns].to_numpy(dtype=np.float64)).tobytes())
-    return digest.hexdigest()
+    return hashlib.sha256(candle_bytes(frame)).hexdigest()
 
 
 def default_workers() -> int:

@@ -44,9 +44,7 @@ class FitCache:
         for part in (FORMAT, self._versions, config_json, str(fitted_at_ms)):
             digest.update(part.encode())
             digest.update(b"\0")
-        digest.update(np.ascontiguousarray(frame.index.to_numpy(dtype=np.int64)).tobytes())
-        columns = ["open", "high", "low", "close", "volume"]
-        digest.update(np.ascontiguousarray(frame[columns].to_numpy(dtype=np.float64)).tobytes())
+        digest.update(candle_bytes(frame))
         return digest.hexdigest()
 
     def load(self, key: str) -> Any | None:
@@ -83,6 +81,19 @@ class FitCache:
         return self.folder / key[:2] / f"{key}.pickle"
 
 
+_CANDLE_COLUMNS: Final = ["open", "high", "low", "close", "volume"]
+
+
+def candle_bytes(frame: pd.DataFrame) -> bytes:
+    """The frame's open times and OHLCV values (rows of open, high, low, close, volume) as bytes.
+    A frame of exactly those columns in that order (a history's) is read whole: selecting them
+    first copies the frame for the same bytes."""
+    times = np.ascontiguousarray(frame.index.to_numpy(dtype=np.int64)).tobytes()
+    whole = list(frame.columns) == _CANDLE_COLUMNS
+    ohlcv = frame if whole else frame[_CANDLE_COLUMNS]
+    return times + np.ascontiguousarray(ohlcv.to_numpy(dtype=np.float64)).tobytes()
+
+
 def _version(name: str) -> str:
     try:
         return f"{name}={metadata.version(name)}"
@@ -90,4 +101,4 @@ def _version(name: str) -> str:
         return f"{name}=?"
 
 
-__all__ = ["FORMAT", "FitCache"]
+__all__ = ["FORMAT", "FitCache", "candle_bytes"]

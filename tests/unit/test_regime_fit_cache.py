@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from market.recorded import load_klines, resample
 from regime.config import CryptoHmmConfig
 from regime.crypto_hmm import CryptoRegimeModel
-from regime.fit_cache import FitCache
+from regime.fit_cache import FitCache, candle_bytes
 
 
 @pytest.fixture(scope="module")
@@ -61,3 +64,39 @@ def test_a_torn_entry_is_a_miss_and_is_rewritten(frame: pd.DataFrame, tmp_path: 
     report = CryptoRegimeModel(config, cache=cache).fit(frame, fitted_at_ms=5)
     assert report.fitted and cache.misses == 1
     assert cache.load(key) is not None
+
+
+OHLCV = ["open", "high", "low", "close", "volume"]
+
+
+def _selected_bytes(frame: pd.DataFrame) -> bytes:
+    """The candles' bytes as the key took them before: the five columns selected, always."""
+    times = np.ascontiguousarray(frame.index.to_numpy(dtype=np.int64)).tobytes()
+    return times + np.ascontiguousarray(frame[OHLCV].to_numpy(dtype=np.float64)).tobytes()
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    n_rows=st.integers(min_value=0, max_value=30),
+    order=st.permutations(OHLCV),
+    extra=st.booleans(),
+    int_volume=st.booleans(),
+    split_blocks=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_candle_bytes_are_the_selected_columns_bytes(
+    n_rows: int, order: list[str], extra: bool, int_volume: bool, split_blocks: bool, seed: int
+) -> None:
+    """A frame of exactly the five columns is read whole; any other (reordered, an extra column,
+    an int column, columns in separate blocks) gives the bytes the selection gives."""
+    rng = np.random.default_rng(seed)
+    data: dict[str, object] = {name: rng.normal(size=n_rows) * 100 for name in order}
+    if int_volume:
+        data["volume"] = rng.integers(0, 10**6, size=n_rows)
+    if extra:
+        data["trades"] = rng.normal(size=n_rows)
+    index = pd.Index(rng.integers(0, 10**12, size=n_rows), name="open_time_ms")
+    frame = pd.DataFrame(data, index=index)
+    if not split_blocks:
+        frame = frame.copy()  # consolidated into one block per dtype
+    assert candle_bytes(frame) == _selected_bytes(frame)
