@@ -94,6 +94,7 @@ from report.metrics import Series as _Series
 from report.params import RunParameters, run_parameters
 from report.run_files import (
     RunFolderError,
+    cycles_not_collected,
     ledger_figures,
     ledger_value,
     read_fills,
@@ -154,6 +155,11 @@ class Report(_Frozen):
 
 def build_report(run_dir: Path) -> Report:
     """Read the run folder and compute every figure. Raises ``RunFolderError`` for missing files."""
+    with cycles_not_collected():
+        return _build_report(run_dir)
+
+
+def _build_report(run_dir: Path) -> Report:
     decisions_path = run_dir / "logs" / "decisions.jsonl"
     trades_path = run_dir / "logs" / "trades.csv"
     # a journal may be rotated: its segments count, even with no live file (a crash mid-rotation)

@@ -24,6 +24,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict
 
 MOVED_MARK: Final = "The learner moved this decision"
+_NUMBERS: Final = (int, float)
 
 
 class LearningFigures(BaseModel):
@@ -44,10 +45,17 @@ def projected_learning(record: dict[str, Any]) -> dict[str, Any]:
     if isinstance(raw, dict):
         kept["agreement"] = raw.get("regime_agreement")
         decisions = raw.get("decisions")
-        kept["moved"] = isinstance(decisions, list) and any(
-            isinstance(d, dict) and MOVED_MARK in str(d.get("reasoning", "")) for d in decisions
-        )
+        kept["moved"] = isinstance(decisions, list) and _moved(decisions)
     return kept
+
+
+def _moved(decisions: list[Any]) -> bool:
+    for decision in decisions:
+        if isinstance(decision, dict):
+            reasoning = decision.get("reasoning", "")
+            if MOVED_MARK in (reasoning if type(reasoning) is str else str(reasoning)):
+                return True
+    return False
 
 
 def _mean_by_signal(snapshot: object) -> dict[str, float] | None:
@@ -57,13 +65,20 @@ def _mean_by_signal(snapshot: object) -> dict[str, float] | None:
     tickers = posteriors.get("tickers") if isinstance(posteriors, dict) else None
     if not isinstance(tickers, dict):
         return None
-    sums: dict[str, list[float]] = defaultdict(list)
+    sums: dict[str, list[float]] = {}
     for view in tickers.values():
         signals = view.get("signals") if isinstance(view, dict) else None
         for name, entry in (signals or {}).items():
             mean = entry.get("mean") if isinstance(entry, dict) else None
-            if isinstance(mean, int | float):
-                sums[name].append(float(mean))
+            if type(mean) is not float:  # the journal's case, taken without a call
+                if not isinstance(mean, _NUMBERS):
+                    continue
+                mean = float(mean)
+            found = sums.get(name)
+            if found is None:
+                sums[name] = [mean]
+            else:
+                found.append(mean)
     return {name: sum(values) / len(values) for name, values in sorted(sums.items())}
 
 

@@ -43,11 +43,7 @@ def projected_memory(record: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     items = snapshot.get("historical_insights")
     kept: dict[str, Any] = {
-        "insights": (
-            sum(1 for item in items if isinstance(item, dict) and item.get("kind") == "insight")
-            if items and isinstance(items, list)
-            else None
-        ),
+        "insights": _insights(items) if items and isinstance(items, list) else None,
         "off": isinstance(why, str) and "memory is off" in why,
         "changes": [],
     }
@@ -65,6 +61,14 @@ def projected_memory(record: Mapping[str, Any]) -> dict[str, Any] | None:
                 }
             )
     return kept
+
+
+def _insights(items: list[Any]) -> int:
+    count = 0
+    for item in items:
+        if isinstance(item, dict) and item.get("kind") == "insight":
+            count += 1
+    return count
 
 
 def _from_journal(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

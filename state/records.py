@@ -9,9 +9,10 @@ agent's raw answer) stay plain JSON objects here; their own models live with the
 
 from __future__ import annotations
 
+import types
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -121,6 +122,79 @@ def parse_record(raw: dict[str, Any]) -> JournalRecord:
     return record
 
 
+class _Shape(NamedTuple):
+    """A field's JSON values that its model keeps exactly as they are: ``types`` (exact types;
+    None: any value) and, for a list, ``items`` (the exact type of every element)."""
+
+    name: str
+    required: bool
+    types: frozenset[type] | None
+    items: type | None
+
+
+def _shape(name: str, annotation: Any, required: bool) -> _Shape:
+    """The exact-type shape of an annotation the journal models use; anything else (a float that
+    an int would become, a nested model) is refused here so that no field is taken on trust."""
+    if annotation is Any or (name == "type" and get_origin(annotation) is Literal):
+        # a record's ``type`` literal: the line's type chose the model (``_BY_TYPE``)
+        return _Shape(name, required, None, None)
+    options = get_args(annotation) if get_origin(annotation) is types.UnionType else (annotation,)
+    allowed: set[type] = set()
+    items: type | None = None
+    for option in options:
+        origin, args = get_origin(option), get_args(option)
+        if option is type(None) or option in (str, int):
+            allowed.add(option)
+        elif origin is dict and args == (str, Any):
+            allowed.add(dict)
+        elif origin is list and len(args) == 1 and (args[0] is str or get_origin(args[0]) is dict):
+            if get_origin(args[0]) is dict and get_args(args[0]) != (str, Any):
+                raise TypeError(f"{name}: no exact shape for {annotation!r}")
+            allowed.add(list)
+            items = args[0] if args[0] is str else dict
+        else:
+            raise TypeError(f"{name}: no exact shape for {annotation!r}")
+    return _Shape(name, required, frozenset(allowed), items)
+
+
+def _shapes(model: type[_Record]) -> tuple[_Shape, ...]:
+    return tuple(
+        _shape(name, field.annotation, field.is_required())
+        for name, field in model.model_fields.items()
+    )
+
+
+_MODELS: Final[tuple[type[_Record], ...]] = (*_BY_TYPE.values(), OtherRecord)
+_SHAPES: Final[dict[type[_Record], tuple[_Shape, ...]]] = {
+    model: _shapes(model) for model in _MODELS
+}
+_ABSENT: Final = object()
+
+
+def exact_record(raw: dict[str, Any]) -> type[_Record] | None:
+    """The record type of a decoded JSON line whose every field is already what its model would
+    hold (exact types, required fields present): validating it would change and refuse nothing,
+    so the line's dict can be read as the record (unset fields read as their defaults). None for
+    any other line, which ``parse_record`` then validates (accepting or refusing it as always).
+    For JSON-decoded dicts only: their keys are str."""
+    model = _BY_TYPE.get(str(raw.get("type", "")), OtherRecord)
+    for name, required, allowed, items in _SHAPES[model]:
+        value = raw.get(name, _ABSENT)
+        if value is _ABSENT:
+            if required:
+                return None
+            continue
+        if allowed is None:
+            continue
+        if type(value) not in allowed:
+            return None
+        if items is not None and type(value) is list:
+            for item in value:
+                if type(item) is not items:
+                    return None
+    return model
+
+
 class JournalReader:
     """Streams a (possibly live or crashed) ``decisions.jsonl`` as typed records, across its
     rotated segments (``state.segments``, gzipped or not), oldest first.
@@ -135,6 +209,24 @@ class JournalReader:
         self.torn_bytes = 0
 
     def __iter__(self) -> Iterator[JournalRecord]:
+        for segment, number, line in self._lines():
+            yield self._parse(segment, line, number)
+
+    def fields(self) -> Iterator[tuple[type[_Record], dict[str, Any]]]:
+        """Each record as its type and its fields, without building the model when validation
+        would change nothing (``exact_record``): a line's decoded dict itself, whose unset fields
+        read as the model's defaults. Any other line is validated as ``__iter__`` does (the same
+        errors) and given as its model's fields and extras."""
+        for segment, number, line in self._lines():
+            raw = self._decode(segment, line, number)
+            model = exact_record(raw)
+            if model is not None:
+                yield model, raw
+            else:
+                record = self._validate(segment, raw, number)
+                yield type(record), dict(record)
+
+    def _lines(self) -> Iterator[tuple[Path, int, bytes]]:
         # line by line: a year's journal is about a gigabyte, which need not be in memory at once
         for segment in segments(self.path):
             for number, line in enumerate(open_segment(segment), start=1):
@@ -143,16 +235,24 @@ class JournalReader:
                     break
                 if not line.strip():
                     continue
-                yield self._parse(segment, line, number)
+                yield segment, number, line
+
+    @classmethod
+    def _parse(cls, segment: Path, line: bytes, number: int) -> JournalRecord:
+        return cls._validate(segment, cls._decode(segment, line, number), number)
 
     @staticmethod
-    def _parse(segment: Path, line: bytes, number: int) -> JournalRecord:
+    def _decode(segment: Path, line: bytes, number: int) -> dict[str, Any]:
         try:
             raw = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             raise JournalLineError(segment, number, f"not JSON: {exc}") from None
         if not isinstance(raw, dict):
             raise JournalLineError(segment, number, "not a JSON object")
+        return raw
+
+    @staticmethod
+    def _validate(segment: Path, raw: dict[str, Any], number: int) -> JournalRecord:
         try:
             return parse_record(raw)
         except ValueError as exc:
@@ -220,6 +320,7 @@ __all__ = [
     "ReviewRecord",
     "TradeRow",
     "TradesFileError",
+    "exact_record",
     "parse_record",
     "read_journal",
     "read_trades",
