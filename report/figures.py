@@ -290,12 +290,16 @@ def _buy_and_hold(decisions: list[dict[str, Any]], equity: _Series) -> dict[str,
     lines: dict[str, _Series] = defaultdict(list)
     for record in decisions:
         tickers = (record.get("snapshot") or {}).get("tickers") or {}
-        for ticker, view in sorted(tickers.items()):
+        at_ms = int(record["at_ms"])
+        # each ticker's line only takes its own points: no order among a record's tickers needed
+        for ticker, view in tickers.items():
             price = (view or {}).get("price")
             if not isinstance(price, (int, float)) or price <= 0:
                 continue
-            base = first_price.setdefault(ticker, float(price))
-            lines[ticker].append((int(record["at_ms"]), start * price / base))
+            base = first_price.get(ticker)
+            if base is None:
+                base = first_price[ticker] = float(price)
+            lines[ticker].append((at_ms, start * price / base))
     return dict(sorted(lines.items()))
 
 

@@ -92,8 +92,9 @@ def learning_figures(decisions: Sequence[dict[str, Any]]) -> LearningFigures:
         learned = learning.get("learned")
         if learned is not None:
             with_learner += 1
+            at_ms = int(record["at_ms"])
             for name, mean in learned.items():
-                weights[name].append((int(record["at_ms"]), mean))
+                weights[name].append((at_ms, mean))
         moved += bool(learning.get("moved"))
         said = learning.get("agreement")
         key = "agreed" if said is True else "disagreed" if said is False else "not said"
