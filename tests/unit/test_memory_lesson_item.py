@@ -52,7 +52,7 @@ def test_lesson_item_is_the_validated_item(
     # the store's insights are validated; these odd ones are made as another store might hand out
     insight = Insight.model_construct(**values)
     if numpy_score:
-        score = np.float64(score)  # type: ignore[assignment]
+        score = np.float64(score)
     got = lesson_item(insight, score)
     expected = InsightItem(
         text=insight.text,
