@@ -70,6 +70,10 @@ class Retriever:
         self.store = store
         self.config = config
         self._embedder = embedder
+        #: each candidate's values that stay while it is the same (frozen) object, by identity:
+        #: the year's few insights come back decision after decision as the very same objects
+        self._fixed: dict[int, _Fixed] = {}
+        self._fixed_salience_weight: float | None = None  # what ``_fixed``'s terms were made with
 
     async def retrieve(
         self,
@@ -135,29 +139,45 @@ class Retriever:
                 limit=k * 3,
             )
         )
+        return self._scored(found, now_ms, k)
+
+    def _scored(self, found: list[tuple[Insight, float]], now_ms: int, k: int) -> list[Row]:
+        """The best ``k`` of the candidates, scored. The weights are read at every call (the
+        config's ``role_weights`` is a dict: it may change); the rest of an insight's part comes
+        from ``_fixed`` while the insight is the very object it was made from."""
+        cfg = self.config
         recency, salience_weight = cfg.recency_lambda, cfg.salience_weight
         weights, cutoff = cfg.role_weights, cfg.score_cutoff
+        fixed = self._fixed
+        if salience_weight is not self._fixed_salience_weight or len(fixed) > _FIXED_SIZE:
+            fixed.clear()
+            self._fixed_salience_weight = salience_weight
         kept: list[Row] = []
         for insight, sim in found:
-            age_days = (now_ms - insight.created_ms) / DAY_MS
+            entry = fixed.get(id(insight))
+            if entry is None or entry[0] is not insight:
+                entry = fixed[id(insight)] = _fixed(insight, salience_weight)
+            _, insight_id, created_ms, ttl_days, kind, salience_term = entry
+            age_days = (now_ms - created_ms) / DAY_MS
             if not age_days > 0.0:  # max(0.0, age_days), without the call
                 age_days = 0.0
-            ttl_days = insight.ttl_days
             if ttl_days is not None and age_days > ttl_days:
                 continue
-            weight = weights.get(insight.kind, 1.0)
-            score = sim * weight - recency * age_days + salience_weight * insight.salience
+            weight = weights.get(kind, 1.0)
+            # ``sim * weight - recency * age_days + salience_weight * insight.salience``, the
+            # last product made once (the same float: the same operands)
+            score = sim * weight - recency * age_days + salience_term
             if score < cutoff:
                 continue
             # ranked by the score as ScoreParts holds it, rounded; the other parts are rounded
-            # when a reader makes the hit (``row_ranked``)
+            # when a reader makes the hit (``row_ranked``); the position keeps the sort stable
+            # and off the Insight (as a key on the first three)
             rounded = scaled_round(score, 4, 1e4)
-            # the position keeps the sort stable and off the Insight (as a key on the first three)
             kept.append(
                 (
                     -rounded,
-                    -insight.created_ms,
-                    insight.insight_id,
+                    -created_ms,
+                    insight_id,
                     len(kept),
                     insight,
                     sim,
@@ -168,3 +188,19 @@ class Retriever:
         kept.sort()
         del kept[k:]
         return kept
+
+
+#: an insight, its id, created_ms, ttl_days and kind, and ``salience_weight * salience``
+_Fixed = tuple[Insight, str, int, float | None, str, float]
+_FIXED_SIZE = 4096
+
+
+def _fixed(insight: Insight, salience_weight: float) -> _Fixed:
+    return (
+        insight,
+        insight.insight_id,
+        insight.created_ms,
+        insight.ttl_days,
+        insight.kind,
+        salience_weight * insight.salience,
+    )
