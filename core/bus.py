@@ -165,7 +165,12 @@ class EventBus:
         return sub
 
     def _route(self, topic: str) -> None:
-        self._routes[topic] = (tuple(self._inline[topic]), tuple(self._queued[topic]))
+        # .get: a lookup must not add an empty entry to the other table (the defaultdicts keep
+        # topics in the order they were first subscribed: stats and the consumers follow it)
+        self._routes[topic] = (
+            tuple(self._inline.get(topic, ())),
+            tuple(self._queued.get(topic, ())),
+        )
 
     def _unique_name(self, topic: str, name: str) -> str:
         """Stats are keyed ``topic:name``; a second ``<lambda>`` must not hide the first one."""

@@ -31,6 +31,25 @@ def test_inline_handlers_run_in_subscription_order_and_events_in_publish_order()
     assert bus.published[Ping.topic] == 3
 
 
+def test_subscribers_are_listed_in_the_order_their_topics_were_first_subscribed() -> None:
+    """An inline subscription does not give its topic a place among the queued ones (nor the
+    reverse): the stats, and the queued consumers started from the same table, keep the order in
+    which each kind was subscribed."""
+    bus = EventBus()
+
+    async def queued(_event: Event) -> None:
+        return None
+
+    bus.subscribe(Ping.topic, lambda _e: None, name="ping_inline")
+    bus.subscribe_queued(Pong.topic, queued, name="pong_queued")
+    bus.subscribe_queued(Ping.topic, queued, name="ping_queued")
+    assert list(bus.stats()) == [
+        f"{Ping.topic}:ping_inline",
+        f"{Pong.topic}:pong_queued",
+        f"{Ping.topic}:ping_queued",
+    ]
+
+
 class _Stop(BaseException):
     """Not an ``Exception``: the bus lets it through, cutting a delivery short."""
 
