@@ -263,17 +263,18 @@ class SignalMemo:
             self._signal = None
             return derivatives_signal(signal_inputs(values))
         signal, rates = self._signal, self._rates
-        if (
-            signal is not None
-            and len(funding) == len(rates)
-            and all(
-                t is t0 and r is r0 for (t, r), (t0, r0) in zip(funding.items(), rates, strict=True)
-            )
-        ):
+        if signal is not None and _same_objects(funding, rates):
             return signal
         self._signal = signal = derivatives_signal(signal_inputs(values))
         self._rates = list(funding.items())
         return signal
+
+
+def _same_objects(funding: dict[Any, Any], kept: list[tuple[str, Any]]) -> bool:
+    """The funding rates are the very ones kept: the same ticker and rate objects, in order."""
+    return len(funding) == len(kept) and all(
+        t is t0 and r is r0 for (t, r), (t0, r0) in zip(funding.items(), kept, strict=True)
+    )
 
 
 class BoardMemo:
@@ -303,10 +304,7 @@ class BoardMemo:
         metrics, rates = self._metrics, self._rates
         if (
             metrics is not None
-            and len(funding) == len(rates)
-            and all(
-                t is t0 and r is r0 for (t, r), (t0, r0) in zip(funding.items(), rates, strict=True)
-            )
+            and _same_objects(funding, rates)
             and _same_value(value, self._fear_greed)
         ):
             return metrics
