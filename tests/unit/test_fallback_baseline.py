@@ -6,13 +6,12 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-from test_fallback_support import open_position
+from test_fallback_support import bare_blend, open_position
 
 from agent.fallback import FallbackPipeline, _Analysis
 from agent.fallback_config import FallbackConfig
 from agent.fallback_inputs import FallbackInputs, TickerInputs
 from agent.fallback_nodes import RegimeBlendEntry, RegimeBlendExit
-from agent.fallback_score import BlendedScore
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT", "XRP/USDT")
 PIPELINE = FallbackPipeline()
@@ -25,18 +24,6 @@ scores = st.one_of(
 )
 unit = st.floats(min_value=0.0, max_value=1.0)
 prices = st.floats(min_value=1.0, max_value=200.0)
-
-
-def blended(score: float | None, confidence: float) -> BlendedScore:
-    return BlendedScore(
-        score=score,
-        confidence=confidence,
-        signals={},
-        weights={},
-        indicators={},
-        unavailable={},
-        summary="",
-    )
 
 
 @st.composite
@@ -55,7 +42,7 @@ def analyses(draw: st.DrawFn) -> tuple[list[_Analysis], FallbackInputs]:
             position=position,
             regime_exposure=draw(st.floats(min_value=0.0, max_value=2.0)),
         )
-        found.append(_Analysis(inputs, BLEND, blended(draw(scores), draw(unit)), ""))
+        found.append(_Analysis(inputs, BLEND, bare_blend(draw(scores), draw(unit)), ""))
     portfolio = draw(st.one_of(st.just(0.0), st.floats(min_value=1.0, max_value=1e6)))
     fallback = FallbackInputs(
         at_ms=0,
@@ -96,7 +83,7 @@ def test_buys_competing_for_the_cash_are_funded_as_the_plans_fund_them(
         _Analysis(
             TickerInputs(ticker=ticker, price=100.0, regime_exposure=exposure),
             BLEND,
-            blended(score, confidence),
+            bare_blend(score, confidence),
             "",
         )
         for ticker, (score, confidence, exposure) in zip(TICKERS, buyers, strict=False)
@@ -113,7 +100,7 @@ def test_buys_competing_for_the_cash_are_funded_as_the_plans_fund_them(
 
 def test_cash_for_one_buy_goes_to_the_strongest_score() -> None:
     found = [
-        _Analysis(TickerInputs(ticker=ticker, price=100.0), BLEND, blended(score, 1.0), "")
+        _Analysis(TickerInputs(ticker=ticker, price=100.0), BLEND, bare_blend(score, 1.0), "")
         for ticker, score in zip(TICKERS, (0.6, 0.9, 0.7), strict=False)
     ]
     config = PIPELINE.config
@@ -147,7 +134,7 @@ def test_size_is_the_entry_verdicts_answer(
     score: float | None, confidence: float, exposure: float, cash: float
 ) -> None:
     node = RegimeBlendEntry(FallbackConfig())
-    verdict = node.run(blended(score, confidence), exposure, cash)
-    size = node.size(blended(score, confidence), exposure, cash)
+    verdict = node.run(bare_blend(score, confidence), exposure, cash)
+    size = node.size(bare_blend(score, confidence), exposure, cash)
     assert (size is not None) is verdict.buy
     assert (size or 0.0) == verdict.position_pct

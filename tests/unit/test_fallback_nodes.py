@@ -9,7 +9,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 from pydantic import ValidationError
-from test_fallback_support import open_position
+from test_fallback_support import bare_blend, open_position
 
 from agent.fallback_config import DEFAULT_BLEND_TABLE, FallbackConfig, SignalWeights
 from agent.fallback_nodes import (
@@ -20,7 +20,6 @@ from agent.fallback_nodes import (
     RegimeBlendExit,
     RegimeBlendSignal,
 )
-from agent.fallback_score import BlendedScore
 from agent.fallback_technical import bollinger_signal, momentum_signal, rsi_signal
 
 CONFIG = FallbackConfig()
@@ -246,48 +245,36 @@ def test_trailing_stop_fires_exactly_from_the_documented_threshold(
 # --- entries ----------------------------------------------------------------------------------
 
 
-def _blended(score: float | None, confidence: float) -> BlendedScore:
-    return BlendedScore(
-        score=score,
-        confidence=confidence,
-        signals={},
-        weights={},
-        indicators={},
-        unavailable={},
-        summary="",
-    )
-
-
 def test_entry_sizing_by_hand() -> None:
     node = RegimeBlendEntry(CONFIG)  # entry 0.30, sizes 0.05..0.20
-    at_threshold = node.run(_blended(0.30, 1.0), exposure=1.0, cash_fraction=1.0)
+    at_threshold = node.run(bare_blend(0.30, 1.0), exposure=1.0, cash_fraction=1.0)
     assert at_threshold.buy
     assert at_threshold.position_pct == pytest.approx(0.05)
-    full = node.run(_blended(1.0, 1.0), exposure=1.0, cash_fraction=1.0)
+    full = node.run(bare_blend(1.0, 1.0), exposure=1.0, cash_fraction=1.0)
     assert full.position_pct == pytest.approx(0.20)
     # strength (0.65 - 0.3) / 0.7 = 0.5; raw 0.05 + 0.15 x 0.5 x 0.5 = 0.0875; x 0.8 = 0.07
-    mid = node.run(_blended(0.65, 0.5), exposure=0.8, cash_fraction=1.0)
+    mid = node.run(bare_blend(0.65, 0.5), exposure=0.8, cash_fraction=1.0)
     assert mid.buy
     assert mid.position_pct == pytest.approx(0.07)
     assert "0.0875" not in mid.summary  # rounded to 3 decimals in the text
     assert "= 0.088, x exposure 0.80" in mid.summary
-    cash_capped = node.run(_blended(1.0, 1.0), exposure=1.0, cash_fraction=0.06)
+    cash_capped = node.run(bare_blend(1.0, 1.0), exposure=1.0, cash_fraction=0.06)
     assert cash_capped.position_pct == pytest.approx(0.06)
 
 
 def test_no_entry_below_threshold_or_minimum_size() -> None:
     node = RegimeBlendEntry(CONFIG)
-    below = node.run(_blended(0.29, 1.0), exposure=1.0, cash_fraction=1.0)
+    below = node.run(bare_blend(0.29, 1.0), exposure=1.0, cash_fraction=1.0)
     assert not below.buy
     assert below.position_pct == 0.0
     assert "score +0.29 below entry +0.30" in below.summary
     # 0.0875 x 0.5 = 0.04375 < 0.05: too small to trade
-    shrunk = node.run(_blended(0.65, 0.5), exposure=0.5, cash_fraction=1.0)
+    shrunk = node.run(bare_blend(0.65, 0.5), exposure=0.5, cash_fraction=1.0)
     assert not shrunk.buy
     assert "< minimum 0.05" in shrunk.summary
-    broke = node.run(_blended(1.0, 1.0), exposure=1.0, cash_fraction=0.01)
+    broke = node.run(bare_blend(1.0, 1.0), exposure=1.0, cash_fraction=0.01)
     assert not broke.buy
-    assert not node.run(_blended(None, 0.0), exposure=1.0, cash_fraction=1.0).buy
+    assert not node.run(bare_blend(None, 0.0), exposure=1.0, cash_fraction=1.0).buy
 
 
 @given(
@@ -300,12 +287,12 @@ def test_entry_sizes_stay_in_bounds(
     score: float, confidence: float, exposure: float, cash_fraction: float
 ) -> None:
     node = RegimeBlendEntry(CONFIG)
-    verdict = node.run(_blended(score, confidence), exposure, cash_fraction)
+    verdict = node.run(bare_blend(score, confidence), exposure, cash_fraction)
     if verdict.buy:
         assert score >= CONFIG.entry_score
         assert 0.05 <= verdict.position_pct <= 0.20
         assert verdict.position_pct <= cash_fraction
-        stronger = node.run(_blended(min(1.0, score + 0.1), confidence), exposure, cash_fraction)
+        stronger = node.run(bare_blend(min(1.0, score + 0.1), confidence), exposure, cash_fraction)
         assert stronger.buy
         assert stronger.position_pct >= verdict.position_pct
     else:

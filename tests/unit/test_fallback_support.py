@@ -13,6 +13,7 @@ import pandas as pd
 
 from agent.fallback_inputs import TickerInputs
 from agent.fallback_nodes import OpenPosition
+from agent.fallback_score import BlendedScore
 from broker.port import PositionDetail
 from market.recorded import load_klines, resample
 from market.timeframes import timeframe_ms
@@ -78,3 +79,16 @@ def open_position(
         opened_at_ms=0,
     )
     return OpenPosition(detail=detail, peak_price=peak_price)
+
+
+def bare_blend(score: float | None, confidence: float) -> BlendedScore:
+    """A blend of only a score and a confidence: what the entry and exit sizing read."""
+    return BlendedScore(
+        score=score,
+        confidence=confidence,
+        signals={},
+        weights={},
+        indicators={},
+        unavailable={},
+        summary="",
+    )
