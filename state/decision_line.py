@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from state.journal import PlainJson, is_exact_json
-from state.records import DecisionRecord
+from state.records import DecisionRecord, FieldShape, field_shapes
 
 
 def _text(value: Any) -> bool:
@@ -41,39 +41,29 @@ def _decision(value: Any) -> bool:
     return type(value) is str and value == "decision"
 
 
-#: field -> (its exact-type check, whether None is valid): DecisionRecord's fields in its order
-_FIELDS: Final[dict[str, tuple[Callable[[Any], bool], bool]]] = {
-    "type": (_decision, False),
-    "decision_id": (_text, False),
-    "at_ms": (_integer, False),
-    "trigger": (_texts, False),
-    "snapshot_digest": (_text, True),
-    "snapshot": (_object, True),
-    "decided_by": (_text, True),
-    "decider_reason": (_text, True),
-    "raw_decision": (_object, True),
-    "usage": (_object, True),
-    "agent": (_object, True),
-    "accepted": (_objects, False),
-    "cap_changes": (_objects, False),
-    "cancelled": (_objects, True),
-    "skipped": (_objects, True),
-    "orders": (_objects, False),
-    "gate_update": (is_exact_json, True),
-    "memory_saved": (is_exact_json, True),
-    "prompt": (_object, True),
-    "context_error": (_text, True),
-    "error": (_text, True),
-}
-if tuple(_FIELDS) != tuple(DecisionRecord.model_fields):  # a new field needs its check here
-    raise RuntimeError("state.decision_line._FIELDS does not follow DecisionRecord's fields")
-#: (field, check, None valid, required), in the model's order: one loop over the fields
-_RULES: Final = tuple(
-    (name, check, nullable, field.is_required())
-    for (name, (check, nullable)), field in zip(
-        _FIELDS.items(), DecisionRecord.model_fields.values(), strict=True
-    )
-)
+_CHECKS: Final[dict[type, Callable[[Any], bool]]] = {str: _text, int: _integer, dict: _object}
+
+
+def _rule(shape: FieldShape) -> tuple[str, Callable[[Any], bool], bool, bool]:
+    """(field, its exact-type check, whether None is valid, required) from the field's shape in
+    ``state.records``: the same annotations that let a journal reader skip validation."""
+    if shape.types is None:  # the ``type`` literal, or ``Any`` (any plain JSON, None included)
+        if shape.name == "type":
+            return shape.name, _decision, False, shape.required
+        return shape.name, is_exact_json, True, shape.required
+    kinds = shape.types - {type(None)}
+    if len(kinds) != 1:
+        raise TypeError(f"{shape.name}: no single exact type in {sorted(map(str, kinds))}")
+    (kind,) = kinds
+    nullable = type(None) in shape.types
+    if kind is list:
+        return shape.name, _texts if shape.items is str else _objects, nullable, shape.required
+    return shape.name, _CHECKS[kind], nullable, shape.required
+
+
+#: (field, check, None valid, required), in DecisionRecord's field order: one loop over them
+_RULES: Final = tuple(_rule(shape) for shape in field_shapes(DecisionRecord))
+_NAMES: Final = frozenset(name for name, *_ in _RULES)
 _MISSING: Final = object()
 
 
@@ -97,7 +87,7 @@ def decision_line(record: Mapping[str, Any]) -> dict[str, Any] | None:
         line[name] = value
     if len(line) != len(record):  # extra keys (a newer field), after the fields
         for name, value in record.items():
-            if name not in _FIELDS:
+            if name not in _NAMES:
                 if not (type(value) is PlainJson or is_exact_json(value)):
                     return None
                 line[name] = value

@@ -122,7 +122,7 @@ def parse_record(raw: dict[str, Any]) -> JournalRecord:
     return record
 
 
-class _Shape(NamedTuple):
+class FieldShape(NamedTuple):
     """A field's JSON values that its model keeps exactly as they are: ``types`` (exact types;
     None: any value) and, for a list, ``items`` (the exact type of every element)."""
 
@@ -132,12 +132,12 @@ class _Shape(NamedTuple):
     items: type | None
 
 
-def _shape(name: str, annotation: Any, required: bool) -> _Shape:
+def _shape(name: str, annotation: Any, required: bool) -> FieldShape:
     """The exact-type shape of an annotation the journal models use; anything else (a float that
     an int would become, a nested model) is refused here so that no field is taken on trust."""
     if annotation is Any or (name == "type" and get_origin(annotation) is Literal):
         # a record's ``type`` literal: the line's type chose the model (``_BY_TYPE``)
-        return _Shape(name, required, None, None)
+        return FieldShape(name, required, None, None)
     options = get_args(annotation) if get_origin(annotation) is types.UnionType else (annotation,)
     allowed: set[type] = set()
     items: type | None = None
@@ -154,10 +154,10 @@ def _shape(name: str, annotation: Any, required: bool) -> _Shape:
             items = args[0] if args[0] is str else dict
         else:
             raise TypeError(f"{name}: no exact shape for {annotation!r}")
-    return _Shape(name, required, frozenset(allowed), items)
+    return FieldShape(name, required, frozenset(allowed), items)
 
 
-def _shapes(model: type[_Record]) -> tuple[_Shape, ...]:
+def _shapes(model: type[_Record]) -> tuple[FieldShape, ...]:
     return tuple(
         _shape(name, field.annotation, field.is_required())
         for name, field in model.model_fields.items()
@@ -165,10 +165,15 @@ def _shapes(model: type[_Record]) -> tuple[_Shape, ...]:
 
 
 _MODELS: Final[tuple[type[_Record], ...]] = (*_BY_TYPE.values(), OtherRecord)
-_SHAPES: Final[dict[type[_Record], tuple[_Shape, ...]]] = {
+_SHAPES: Final[dict[type[_Record], tuple[FieldShape, ...]]] = {
     model: _shapes(model) for model in _MODELS
 }
 _ABSENT: Final = object()
+
+
+def field_shapes(model: type[_Record]) -> tuple[FieldShape, ...]:
+    """``model``'s fields as exact-type shapes, in its field order (one of the journal models)."""
+    return _SHAPES[model]
 
 
 def exact_record(raw: dict[str, Any]) -> type[_Record] | None:

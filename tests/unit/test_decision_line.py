@@ -6,14 +6,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agent.routine import _typed_line
-from state.decision_line import decision_line
+from state.decision_line import _RULES, _rule, decision_line
 from state.journal import PlainJson
-from state.records import DecisionRecord
+from state.records import DecisionRecord, FieldShape
 
 FIELDS = tuple(DecisionRecord.model_fields)
 NAMES = (*FIELDS, "trading", "newer_field")
@@ -152,3 +153,13 @@ def test_extra_keys_follow_the_fields_and_type_comes_last_when_not_given() -> No
     assert line is not None
     assert list(line) == ["decision_id", "at_ms", "trigger", "error", "trading", "type"]
     assert typed(line) == typed(model_line(record))
+
+
+def test_the_rules_follow_the_records_field_shapes() -> None:
+    # the table is derived from DecisionRecord's annotations: a field it could not check exactly
+    # (two kinds of value) is refused when the module loads, not taken on trust
+    assert [name for name, *_ in _RULES] == list(FIELDS)
+    required = {name for name, field in DecisionRecord.model_fields.items() if field.is_required()}
+    assert {name for name, *_, needed in _RULES if needed} == required
+    with pytest.raises(TypeError, match="no single exact type"):
+        _rule(FieldShape("either", False, frozenset({str, int}), None))
