@@ -19,12 +19,10 @@ import contextvars
 import heapq
 import itertools
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from heapq import heappop, heappush
-from typing import Any, Final, NamedTuple, Protocol, TypeVar, runtime_checkable
-
-T = TypeVar("T")
+from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 #: milliseconds in a UTC day (Unix time has no leap seconds)
 DAY_MS: Final = 86_400_000
@@ -188,6 +186,8 @@ class VirtualClock:
         grid of due times): called in place of that turn when the instant is passed over, it does
         that bookkeeping and returns the seconds the loop's next sleep would have been.
         """
+        if idle is not None and not secs > 0.0:  # passed over, it would fall due again at once
+            raise ValueError(f"a passable (periodic) sleep needs a positive period, got {secs!r}")
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         passable = None if idle is None else _Passable(secs, idle, passed)
         deadline = self._now_secs + max(0.0, secs)
@@ -397,33 +397,3 @@ async def sleep_passable(
 async def _settle(turns: int) -> None:
     for _ in range(turns):
         await asyncio.sleep(0)
-
-
-async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout_secs: float) -> T:
-    """Like ``asyncio.wait_for`` but the timeout runs on ``clock``. Raises ``TimeoutError``.
-
-    On timeout (or when the caller is cancelled) the work is cancelled and awaited until it has
-    unwound, so its cleanup is finished when this returns. A caller cancelled while the work unwinds
-    sees ``CancelledError``, never a ``TimeoutError`` in its place.
-    """
-    work = asyncio.ensure_future(awaitable)
-    timer = asyncio.ensure_future(clock.sleep(timeout_secs))
-    try:
-        done, _ = await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        await _cancel_and_wait(work)
-        raise
-    finally:
-        timer.cancel()
-    if work in done:
-        return work.result()
-    await _cancel_and_wait(work)
-    if work.cancelled():
-        raise TimeoutError(f"timed out after {timeout_secs} s of clock time")
-    # it finished (or failed) on its own before the cancellation reached it, as asyncio.wait_for
-    return work.result()
-
-
-async def _cancel_and_wait(task: asyncio.Future[T]) -> None:
-    task.cancel()
-    await asyncio.wait({task})

@@ -19,7 +19,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from core.clock import Clock, wait_for
+from core.clock import Clock
+from core.clock_wait import wait_for
 from core.events import CandleClosed, Event
 from market.history import OhlcvHistory
 from regime.combined import combine

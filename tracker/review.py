@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from broker.port import Action, Broker, OrderIntent, PositionDetail
-from core.clock import Clock, wait_for
+from core.clock import Clock
+from core.clock_wait import wait_for
 from core.events import PositionExit
 from tracker.agent_layer import FallbackVerdict, add_size, position_review, scored_fallback
 from tracker.config import TrackerConfig

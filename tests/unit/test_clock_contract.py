@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from core.clock import Clock, ScaledClock, VirtualClock, WallClock, wait_for
+from core.clock import Clock, ScaledClock, VirtualClock, WallClock
+from core.clock_wait import wait_for
 
 T = TypeVar("T")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
 from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,6 +82,15 @@ async def test_without_a_limit_release_next_wakes_idle_sleepers_too() -> None:
     await asyncio.sleep(0)
     assert woke == ["check@10"] and clock.passed_over == 0
     task.cancel()
+
+
+@pytest.mark.parametrize("secs", [0.0, -1.0, float("nan")])
+async def test_a_passable_sleep_without_a_positive_period_is_refused(secs: float) -> None:
+    # passed over, such a sleep would fall due again at the same instant: release_next would spin
+    clock = VirtualClock(EPOCH_MS)
+    with pytest.raises(ValueError, match="positive period"):
+        await clock.sleep(secs, idle=lambda: True)
+    assert clock.pending_sleepers == 0
 
 
 async def test_other_clocks_just_sleep() -> None:

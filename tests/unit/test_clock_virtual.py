@@ -8,7 +8,8 @@ from typing import TypeVar
 
 import pytest
 
-from core.clock import ScaledClock, VirtualClock, wait_for
+from core.clock import ScaledClock, VirtualClock
+from core.clock_wait import wait_for
 
 T = TypeVar("T")
 
