@@ -323,6 +323,7 @@ class TradeGroup:
     pnl: list[float] = field(default_factory=list)
     rows: list[np.ndarray] = field(default_factory=list)
     _matrix: np.ndarray | None = None
+    _row_wins: int = 0  # wins (pnl > 0) among the trades with a vector, the ``rows``
 
     def add(self, trade_id: str, pnl_pct: float, holding: float, vector: np.ndarray | None) -> None:
         self.n += 1
@@ -333,6 +334,7 @@ class TradeGroup:
             self.ids.append(trade_id)
             self.pnl.append(pnl_pct)
             self.rows.append(unit(vector))
+            self._row_wins += pnl_pct > 0
             self._matrix = None
 
     def merge_counts(self, other: TradeGroup) -> None:
@@ -350,6 +352,16 @@ class TradeGroup:
     def nearest_summary(self, vector: Sequence[float], n: int) -> tuple[int, int, float]:
         """``nearest``'s count, wins (pnl > 0) and cosines summed in its order, without its
         triples (the snapshot's posterior reads these only)."""
+        rows = len(self.rows)
+        if 0 < rows <= n:
+            # every row is a neighbour: the wins are all the rows' wins, and the cosines taken
+            # best first are the values sorted best first (a stable sort, as ``_top_small``'s:
+            # equal values, 0.0 and -0.0 included, keep their row order), the same floats
+            # summed in the same order, without the positions (most groups hold fewer trades
+            # than the posterior asks for)
+            values = self._cosines(vector).tolist()
+            if math.isfinite(sum(values)):
+                return rows, self._row_wins, sum(sorted(values, reverse=True))
         values, order = self._nearest(vector, n)
         pnl = self.pnl
         return len(order), sum(1 for i in order if pnl[i] > 0), sum([values[i] for i in order])
@@ -358,14 +370,18 @@ class TradeGroup:
         """The cosines of every row, and the positions of the ``n`` best, best first."""
         if not self.rows:
             return [], []
-        if self._matrix is None:
-            self._matrix = np.vstack(self.rows)
-        sims = self._matrix @ query_unit(vector)
+        sims = self._cosines(vector)
         values = sims.tolist()
         order = _top_small(values, n)
         if order is None:
             order = top_positions(sims, n).tolist()
         return values, order
+
+    def _cosines(self, vector: Sequence[float]) -> np.ndarray:
+        if self._matrix is None:
+            self._matrix = np.vstack(self.rows)
+        sims: np.ndarray = self._matrix @ query_unit(vector)
+        return sims
 
 
 def _top_small(values: list[float], n: int) -> list[int] | None:

@@ -30,7 +30,7 @@ from memory.insight_source import LESSON_KINDS, RetrieverInsights
 from memory.model import REGIME_LABELS, VECTOR_DIM, NeighbourSummary
 from memory.port import CandidateQuery
 from memory.retrieval import Retriever, Row, row_ranked
-from memory.sqlite_index import query_unit, unit
+from memory.sqlite_index import TradeGroup, query_unit, unit
 from memory.sqlite_store import SqliteMemoryStore
 
 NOW = 1_740_000_000_000 + 30 * DAY_MS
@@ -202,3 +202,58 @@ async def test_reading_nests_and_lets_go_after_an_error(tmp_path: Path) -> None:
     await store.candidates(query)  # let go: a call outside looks again
     assert looks() == 3
     await store.close()
+
+
+#: exact ties and signed zeros, and values whose sums depend on their order
+_coordinate = st.sampled_from([-1.0, -0.0, 0.0, 0.5, 2.0]) | st.floats(-3.0, 3.0)
+
+
+def _plain_summary(group: TradeGroup, vector: tuple[float, ...], n: int) -> tuple[int, int, str]:
+    """``nearest``'s triples summarised one by one: the definition the summary answers by."""
+    found = group.nearest(vector, n)
+    sims = [sim for _, _, sim in found]
+    return len(found), sum(1 for _, pnl, _ in found if pnl > 0), float(sum(sims)).hex()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.sampled_from([-2.0, -0.0, 0.0, 1.5, float("nan")]),  # pnl: 0.0 and NaN no wins
+            st.lists(_coordinate, min_size=3, max_size=3) | st.none(),  # None: no row
+        ),
+        max_size=30,
+    ),
+    query=st.lists(_coordinate | st.just(float("nan")), min_size=3, max_size=3),
+    n=st.integers(1, 35),
+)
+def test_nearest_summary_of_a_group_is_its_neighbours_summarised(
+    rows: list[tuple[float, list[float] | None]], query: list[float], n: int
+) -> None:
+    """Every row a neighbour (n at least the rows) or not, cosines tied, signed zeros, a NaN
+    query (the general path): the count, the wins and the cosines' sum's bits as the triples
+    give them, asked twice (the second ask reads the memoised query unit)."""
+    group = TradeGroup()
+    for i, (pnl, values) in enumerate(rows):
+        vector = None
+        if values is not None:
+            vector = np.zeros(VECTOR_DIM, dtype=np.float32)
+            vector[: len(values)] = values
+        group.add(f"t{i}", pnl, 60.0, vector)
+    asked = tuple(query) + (0.0,) * (VECTOR_DIM - len(query))
+    for _ in range(2):
+        trades, wins, sim_sum = group.nearest_summary(asked, n)
+        assert (trades, wins, float(sim_sum).hex()) == _plain_summary(group, asked, n)
+
+
+def test_nearest_summary_sums_the_cosines_best_first() -> None:
+    """Four cosines of 2**-54 beside one of 1.0: best first each is lost against the 1.0 (the
+    sum stays 1.0), summed first they would make 2**-52 and count."""
+    group = TradeGroup()
+    for i, tiny in enumerate([0.0, 2.0**-54, 2.0**-54, 2.0**-54, 2.0**-54]):
+        vector = np.zeros(VECTOR_DIM, dtype=np.float32)
+        vector[0], vector[1] = (1.0, 0.0) if i == 0 else (tiny, 1.0)
+        group.add(f"t{i}", 1.0, 60.0, vector)
+    asked = (1.0,) + (0.0,) * (VECTOR_DIM - 1)
+    assert group.nearest_summary(asked, 20) == (5, 5, 1.0)
+    assert group.nearest_summary(asked, 20)[2].hex() == _plain_summary(group, asked, 20)[2]
