@@ -192,7 +192,8 @@ class _Block:
             sims = (self._gathered(fixed, start, rows) @ q).tolist()
         else:
             every = (matrix @ q).tolist()
-            sims = [every[i] for i in rows]
+            # no regime or kind filter: the rows are every position from the TTL cut on
+            sims = every[start:] if start >= 0 and fixed.mask is None else [every[i] for i in rows]
         if not self._all_vectors:
             unsituated, has = float(np.float32(query.unsituated_sim)), self.has_vector
             sims = [sim if has[i] else unsituated for sim, i in zip(sims, rows, strict=True)]

@@ -169,3 +169,27 @@ def test_trade_neighbours_equal_the_plain_search(seed: int, n: int, k: int) -> N
     got = group.nearest(vector, k)
     assert [(t, p, s.hex()) for t, p, s in got] == [(t, p, s.hex()) for t, p, s in expected]
     assert all(math.isfinite(s) for _, _, s in got)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(1, 60),
+    nan_rows=st.booleans(),
+    vector=st.lists(signed, min_size=VECTOR_DIM, max_size=VECTOR_DIM).map(tuple),
+    limit=st.integers(1, 20),
+)
+def test_unfiltered_top_at_every_ttl_cut_is_the_plain_search(
+    seed: int, n: int, nan_rows: bool, vector: tuple[float, ...], limit: int
+) -> None:
+    """The snapshot's query (no regime, no kinds): its sims are the product's from the TTL cut
+    on; every cut of the rows (each created_ms an edge), as the plain search answers."""
+    index = _index(seed, n, nan_rows, in_order=True)
+    stamps = sorted(created for block in index.blocks.values() for created in block.created)
+    for oldest in sorted({*stamps, stamps[-1] + 1} | {s + 1 for s in stamps}):
+        for ticker in TICKERS:
+            query = CandidateQuery(
+                ticker=ticker, regime=None, kinds=(), vector=vector,
+                min_created_ms=oldest, limit=limit,
+            )  # fmt: skip
+            assert _bits(index.top(query)) == _bits(_reference_top(index, query))
