@@ -151,6 +151,11 @@ class VirtualClock:
     def __init__(self, epoch_ms: int = 0) -> None:
         self._epoch_ms = epoch_ms
         self._now_secs = 0.0
+        # (seconds, now_ms at them): time's seconds stay the very same float object until time
+        # moves (every move assigns another), so a reading at them answers again (ticks, a
+        # replay's driver and broker ask the same instant's ms several times); one tuple, so a
+        # reader never pairs one instant's seconds with another's ms
+        self._ms_memo: tuple[float | None, int] = (None, 0)
         self._sleepers: list[_Sleeper] = []
         self._seq = itertools.count()
         self._parked: dict[asyncio.Task[Any], int] = {}  # task -> sleeps it awaits right now
@@ -158,7 +163,13 @@ class VirtualClock:
         self.passed_over = 0  # instants ``release_next`` passed over (every sleeper due was idle)
 
     def now_ms(self) -> int:
-        return self._epoch_ms + round(self._now_secs * 1000.0)
+        secs = self._now_secs
+        memo = self._ms_memo
+        if memo[0] is secs:
+            return memo[1]
+        ms = self._epoch_ms + round(secs * 1000.0)
+        self._ms_memo = (secs, ms)
+        return ms
 
     def monotonic_secs(self) -> float:
         return self._now_secs

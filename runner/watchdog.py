@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 WATCHDOG_REASON = "watchdog_no_market_data"
 
+#: a stream's last valid frame: when it arrived in clock ms and in real seconds
+Frame = tuple[int, float]
+
 
 class Watchdog:
     def __init__(
@@ -42,34 +45,42 @@ class Watchdog:
         self.requests = 0
         self._real_secs = real_secs
         self._watch_start_real_secs = real_secs()
-        self._last_frame_ms: dict[str, int | None] = dict.fromkeys(streams)
-        self._last_frame_real_secs: dict[str, float] = {}
+        # per stream (in report order): its last valid frame's clock ms and real seconds
+        self._frames: dict[str, Frame | None] = dict.fromkeys(streams)
+        # ticker -> timeframe -> stream name: a tick's stream without formatting it (every tick)
+        self._names: dict[str, dict[str, str]] = {}
 
     def on_market_data(self, event: Event) -> None:
         """Inline ``market.tick`` handler: any tick is market data (parsed and validated)."""
         self._last_data_secs = self._clock.monotonic_secs()
         self._last_request_secs = None
         if isinstance(event, MarketTick):
-            stream = f"{event.ticker} {event.timeframe}"
-            self._last_frame_ms[stream] = self._clock.now_ms()
-            self._last_frame_real_secs[stream] = self._real_secs()
+            names = self._names.get(event.ticker)
+            stream = None if names is None else names.get(event.timeframe)
+            if stream is None:
+                stream = self._name(event.ticker, event.timeframe)
+            self._frames[stream] = (self._clock.now_ms(), self._real_secs())
+
+    def _name(self, ticker: str, timeframe: str) -> str:
+        stream = f"{ticker} {timeframe}"
+        if type(ticker) is str and type(timeframe) is str:  # a subclass may format otherwise
+            self._names.setdefault(ticker, {})[timeframe] = stream
+        return stream
 
     def last_frames_ms(self) -> dict[str, int | None]:
         """Per stream, when its last valid frame arrived (clock ms; None: none yet)."""
-        return dict(self._last_frame_ms)
+        return {stream: None if f is None else f[0] for stream, f in self._frames.items()}
 
     def market_report(self) -> dict[str, dict[str, float | int | None]]:
         """Per stream: its last valid frame (clock ms, None: none yet) and the real seconds of
         silence since then (since watching started when there was none)."""
-        now = self._real_secs()
+        now, start = self._real_secs(), self._watch_start_real_secs
         return {
             stream: {
-                "last_frame_ms": last_ms,
-                "silent_real_secs": round(
-                    now - self._last_frame_real_secs.get(stream, self._watch_start_real_secs), 3
-                ),
+                "last_frame_ms": None if frame is None else frame[0],
+                "silent_real_secs": round(now - (start if frame is None else frame[1]), 3),
             }
-            for stream, last_ms in self._last_frame_ms.items()
+            for stream, frame in self._frames.items()
         }
 
     def silence_secs(self) -> float:
