@@ -31,23 +31,24 @@ _SILENT: Final = (None,) * ROW_WIDTH
 StreamKey = tuple[str, str, KlineFormat]
 
 _TIMEFRAMES: Final = frozenset(get_args(MarketTick.model_fields["timeframe"].annotation))
-#: the keys ``make_tick`` fills
-_TICK_KEYS: Final = frozenset(
-    {
-        "ticker",
-        "timeframe",
-        "open_time_ms",
-        "close_time_ms",
-        "open",
-        "high",
-        "low",
-        "close",
-        "volume",
-        "closed",
-        "event_time_ms",
-    }
+#: the keys ``make_tick`` fills, in its order
+_TICK_ORDER: Final = (
+    "ticker",
+    "timeframe",
+    "open_time_ms",
+    "close_time_ms",
+    "open",
+    "high",
+    "low",
+    "close",
+    "volume",
+    "closed",
+    "event_time_ms",
 )
-require_plain(MarketTick, _TICK_KEYS)
+require_plain(MarketTick, frozenset(_TICK_ORDER))
+#: ``set()`` of a tick's fields (made in their order, as ``set(fields)`` would be): each tick
+#: gets a copy
+_TICK_NAMES: Final = set(_TICK_ORDER)
 
 
 def kline_row(state: KlineState, fmt: KlineFormat) -> Row:
@@ -108,6 +109,7 @@ def make_tick(ticker: str, timeframe: str, row: Sequence[Any], event_ms: int) ->
             "closed": closed,
             "event_time_ms": event_ms,
         },
+        _TICK_NAMES,
     )
 
 

@@ -98,6 +98,8 @@ class PositionTracker:
         self._interval = self.config.safety_interval_secs  # as ``run`` started
         self._verdicts: dict[str, tuple[tuple[Any, ...], SafetyVerdict]] = {}  # the last, by ticker
         self._cycle = 0  # safety cycles done since ``run`` started
+        # (config, its agent_every_cycles): asked at every cycle and every quiet one passed over
+        self._agent_every: tuple[TrackerConfig | None, int] = (None, 1)
         self._next_due = 0.0  # clock reading the next cycle is due at
         self._reviewing = False
         self._review_task: asyncio.Task[Any] | None = None
@@ -196,7 +198,10 @@ class PositionTracker:
             )
 
     def _agent_cycle_due(self) -> bool:
-        return self._cycle > 0 and self._cycle % self.config.agent_every_cycles == 0
+        every = self._agent_every
+        if every[0] is not self.config:  # a frozen config: its cadence is worked out once
+            every = self._agent_every = (self.config, self.config.agent_every_cycles)
+        return self._cycle > 0 and self._cycle % every[1] == 0
 
     def _end_cycle(self) -> float:
         """Count the cycle done; the seconds to the next slot of the grid (missed slots are

@@ -28,6 +28,15 @@ def test_a_plain_model_with_its_fields_passes_and_is_made_as_validated() -> None
     assert made == Plain(a=1, b="x") and made.model_fields_set == {"a", "b"}
 
 
+def test_given_names_the_model_gets_its_own_copy_of_them() -> None:
+    names = {"a", "b"}
+    made = unvalidated(Plain, {"a": 1, "b": "x"}, names)
+    assert made == Plain(a=1, b="x") and made.model_fields_set == names
+    assert made.model_fields_set is not names and type(made.model_fields_set) is set
+    made.model_copy(update={"a": 2}).model_fields_set.add("c")
+    assert names == {"a", "b"}
+
+
 def test_a_model_with_a_validator_is_refused() -> None:
     with pytest.raises(TypeError, match="runs code when validated"):
         require_plain(Checked, frozenset({"a", "b"}))
