@@ -28,6 +28,10 @@ from broker.orders import NO_UPDATE, BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
 from broker.port import Action, OrderIntent
 
+#: ``Mark(price, at_ms)`` without the named tuple's ``__new__`` (a Python-level call; a mark is
+#: made for every ticker at every instant of a replay)
+_new_tuple = tuple.__new__
+
 log = logging.getLogger(__name__)
 
 
@@ -363,7 +367,7 @@ class PaperBook:
         streams of a ticker push the same price at one instant: no new tuple for those)."""
         last = self._marks.get(ticker)
         if last is None or at_ms > last.at_ms or (at_ms == last.at_ms and price != last.price):
-            self._marks[ticker] = Mark(price, at_ms)
+            self._marks[ticker] = _new_tuple(Mark, (price, at_ms))
 
     def _fill_buy(self, order: PaperOrder, at_ms: int) -> Fill:
         assert order.limit_price is not None  # open orders are BUY limits (checked on load)

@@ -213,4 +213,6 @@ def test_marking_keeps_the_newest_price_by_market_time(
         last = expected.get(ticker)
         if last is None or at_ms >= last.at_ms:  # the rule before equal marks were kept
             expected[ticker] = Mark(price, at_ms)
-        assert book.mark(ticker) == expected[ticker]
+        got = book.mark(ticker)
+        assert got == expected[ticker] and type(got) is Mark
+        assert repr(got) == repr(expected[ticker]) and type(got.at_ms) is int
