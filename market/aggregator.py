@@ -23,15 +23,15 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, Protocol, get_args
+from typing import NamedTuple, Protocol
 
 import numpy as np
 import numpy.typing as npt
 from pydantic import BaseModel, ConfigDict
 
 from core.bus import EventBus
-from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Timeframe
-from core.unvalidated import require_plain, unvalidated
+from core.events import Candle, Event, MarketGap, MarketTick, Timeframe
+from market.close_models import candle_of, closed_event
 from market.timeframes import timeframe_ms
 
 log = logging.getLogger(__name__)
@@ -177,17 +177,17 @@ class MultiTFAggregator:
             return False
         if last >= 0 and open_ms > last + series.step_ms:
             self._report_gap(tick, last + series.step_ms, open_ms, series.step_ms)
-        candle = _candle(tick)
+        candle = candle_of(tick)
         self._append(tick.ticker, tick.timeframe, series, candle)
         if series.current is not None and series.current.open_time_ms <= open_ms:
             series.current = None
         self._closes += 1
-        self._bus.publish(_closed(tick, candle))
+        self._bus.publish(closed_event(tick, candle))
         return True
 
     def _correct(self, tick: MarketTick, series: _Series) -> bool:
         previous = series.closed[-1] if series.closed else None
-        candle = _candle(tick)
+        candle = candle_of(tick)
         if previous is None or previous == candle or series.last_seeded:
             self._duplicate_closes += 1
             return False
@@ -201,7 +201,7 @@ class MultiTFAggregator:
         )  # fmt: skip
         for observer in self._observers:
             observer.on_correct(tick.ticker, tick.timeframe, candle)
-        self._bus.publish(_closed(tick, candle))
+        self._bus.publish(closed_event(tick, candle))
         return True
 
     def _report_gap(self, tick: MarketTick, from_ms: int, to_ms: int, step_ms: int) -> None:
@@ -318,47 +318,6 @@ class MultiTFAggregator:
             missing_candles=self._missing,
             seeded=self._seeded,
         )
-
-
-_CANDLE_ORDER = ("open_time_ms", "open", "high", "low", "close", "volume")
-_CLOSED_ORDER = ("ticker", "timeframe", "candle")
-require_plain(Candle, frozenset(_CANDLE_ORDER))
-require_plain(CandleClosed, frozenset(_CLOSED_ORDER))
-_TIMEFRAMES = frozenset(get_args(CandleClosed.model_fields["timeframe"].annotation))
-#: ``set()`` of each model's fields (each made model gets a copy)
-_CANDLE_NAMES = set(_CANDLE_ORDER)
-_CLOSED_NAMES = set(_CLOSED_ORDER)
-
-
-def _candle(tick: MarketTick) -> Candle:
-    """The tick's candle. Made without validation when its values are of their fields' types
-    exactly (a tick's are, validated or made by ``sim.tick_rows``): validating them would hand
-    the same objects back. Anything else validated as before."""
-    open_ms, o, h, low, c, v = (
-        tick.open_time_ms, tick.open, tick.high, tick.low, tick.close, tick.volume,
-    )  # fmt: skip
-    fields = {"open_time_ms": open_ms, "open": o, "high": h, "low": low, "close": c, "volume": v}
-    if (
-        type(open_ms) is int
-        and type(o) is float
-        and type(h) is float
-        and type(low) is float
-        and type(c) is float
-        and type(v) is float
-    ):
-        return unvalidated(Candle, fields, _CANDLE_NAMES)
-    return Candle(**fields)
-
-
-def _closed(tick: MarketTick, candle: Candle) -> CandleClosed:
-    """The close's event, made without validation as ``_candle`` makes the candle: an exact
-    str ticker and a timeframe of the field's (validation keeps a ``Candle`` as it is)."""
-    ticker: object = tick.ticker  # a model made without validation may hold anything
-    timeframe: object = tick.timeframe
-    fields = {"ticker": ticker, "timeframe": timeframe, "candle": candle}
-    if type(ticker) is str and type(timeframe) is str and timeframe in _TIMEFRAMES:
-        return unvalidated(CandleClosed, fields, _CLOSED_NAMES)
-    return CandleClosed(**fields)
 
 
 class _Columns:

@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.bus import EventBus
-from core.clock import Clock, ScaledClock
+from core.clock import Clock
 from core.errors import HaltTradingError
 from core.failpoints import Failpoints
+from core.scaled_clock import ScaledClock
 from regime.fit_pool import FitPool, daemon_fit_workers
 from regime.tracker import Offload
 from runner.api_wiring import OperatorSurface

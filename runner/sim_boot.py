@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from core.clock import Clock, ScaledClock, WallClock
+from core.clock import Clock, WallClock
+from core.scaled_clock import ScaledClock
 from runner.config import Settings
 from runner.sim_start import sim_start_ms
 from runner.supervisor import ShutdownHook

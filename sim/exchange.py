@@ -13,8 +13,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.clock import Clock, ScaledClock
+from core.clock import Clock
 from core.errors import RefuseToStartError
+from core.scaled_clock import ScaledClock
 from sim.faults import WsFaults
 from sim.feed import SimFeed
 from sim.ws_server import WsServer

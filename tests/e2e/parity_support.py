@@ -25,8 +25,8 @@ from typing import Any
 
 from fakes.journal_lines import journal_text
 
-from core.clock import ScaledClock
 from core.events import CandleClosed, Event, Topic
+from core.scaled_clock import ScaledClock
 from runner.app import Daemon, build_daemon, warm_up_paths
 from runner.config import Settings
 from runner.replay.build import ReplayOptions, build_replay, replay_settings

@@ -22,8 +22,8 @@ import pandas as pd
 import pytest
 
 from core.bus import EventBus
-from core.clock import ScaledClock
 from core.events import Candle, Event, MarketGap, Timeframe, Topic
+from core.scaled_clock import ScaledClock
 from market.aggregator import MultiTFAggregator
 from market.ccxt_client import make_binanceusdm
 from market.features import FeatureTracker

@@ -14,8 +14,8 @@ import orjson
 import pytest
 from replay_support import day_start_ms, default_settings, replay_options
 
-from core.clock import ScaledClock
 from core.events import CandleClosed, Event, MarketGap, Topic
+from core.scaled_clock import ScaledClock
 from market.recorded import load_klines, resample
 from runner.data.command import fetch_into
 from runner.data.fetch import FetchRequest

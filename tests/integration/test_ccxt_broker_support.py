@@ -19,7 +19,8 @@ from broker.live_guard import ApiKeys
 from contract.broker_harness import BrokerHarness
 from contract.paper_support import EPOCH_MS, START_PRICES
 from core.bus import EventBus
-from core.clock import ScaledClock, WallClock
+from core.clock import WallClock
+from core.scaled_clock import ScaledClock
 from market.ccxt_client import RetryPolicy
 from sim.order_book import SimAccountConfig
 from sim.orders import TEST_API_KEY, TEST_API_SECRET

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 from test_sim_rest_support import running_server, utc_ms
 
-from core.clock import ScaledClock
+from core.scaled_clock import ScaledClock
 from market.ccxt_client import OHLCV_PAGE_LIMIT, RetryPolicy, make_binanceusdm
 from market.recorded import kline_path, load_funding, load_klines
 from runner.data.command import fetch_into

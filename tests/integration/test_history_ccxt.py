@@ -24,8 +24,9 @@ from test_sim_rest_support import (
     utc_ms,
 )
 
-from core.clock import ScaledClock, VirtualClock
+from core.clock import VirtualClock
 from core.events import Candle, CandleClosed
+from core.scaled_clock import ScaledClock
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     CcxtRetryableError,

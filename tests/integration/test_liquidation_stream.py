@@ -11,7 +11,7 @@ import pytest
 import websockets
 from fakes.context_bodies import FORCE_ORDER_DOC_FRAME
 
-from core.clock import ScaledClock
+from core.scaled_clock import ScaledClock
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import LiquidationWindow
 

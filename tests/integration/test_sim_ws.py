@@ -11,7 +11,8 @@ from test_sim_ws_support import WAIT_SECS, data_of, eventually, open_recorder, s
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from core.clock import ScaledClock, VirtualClock
+from core.clock import VirtualClock
+from core.scaled_clock import ScaledClock
 from market.recorded import resample
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import SimFeed

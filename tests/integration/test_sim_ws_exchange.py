@@ -9,8 +9,9 @@ import aiohttp
 import pytest
 from test_sim_ws_support import WAIT_SECS, open_recorder
 
-from core.clock import ScaledClock, VirtualClock
+from core.clock import VirtualClock
 from core.errors import RefuseToStartError
+from core.scaled_clock import ScaledClock
 from sim.exchange import SimExchange, run_standalone
 from sim.feed import SimFeed
 

@@ -15,7 +15,7 @@ from model_support import assert_made_as_validated
 from pydantic import ValidationError
 
 from core.events import Candle, CandleClosed, MarketTick
-from market.aggregator import _candle, _closed
+from market.close_models import candle_of, closed_event
 
 
 class Price(float):
@@ -72,13 +72,13 @@ def test_close_models_are_the_validated_ones(
     )
     fields = {"open_time_ms": open_ms, "open": o, "high": h, "low": low, "close": c, "volume": v}
     want = _outcome(lambda: Candle(**fields))
-    got = _outcome(lambda: _candle(tick))
+    got = _outcome(lambda: candle_of(tick))
     if isinstance(want, tuple):
         assert got == want
         return
     assert_made_as_validated(got, want, Candle)
     want_closed = _outcome(lambda: CandleClosed(ticker=ticker, timeframe=timeframe, candle=got))
-    got_closed = _outcome(lambda: _closed(tick, got))
+    got_closed = _outcome(lambda: closed_event(tick, got))
     if isinstance(want_closed, tuple):
         assert got_closed == want_closed
         return
@@ -100,9 +100,12 @@ def test_each_model_has_its_own_fields_set() -> None:
         closed=True,
         event_time_ms=899_999,
     )
-    first, second = _candle(tick), _candle(tick)
+    first, second = candle_of(tick), candle_of(tick)
     assert first.model_fields_set is not second.model_fields_set
-    assert _closed(tick, first).model_fields_set is not _closed(tick, second).model_fields_set
+    assert (
+        closed_event(tick, first).model_fields_set
+        is not closed_event(tick, second).model_fields_set
+    )
 
 
 def test_a_candle_of_a_subclass_is_validated_into_a_candle() -> None:
@@ -124,7 +127,7 @@ def test_a_candle_of_a_subclass_is_validated_into_a_candle() -> None:
     )
     wider = Wider(open_time_ms=0, open=1.0, high=1.0, low=1.0, close=1.0, volume=1.0)
     want = CandleClosed(ticker="BTC/USDT", timeframe="1h", candle=wider)
-    assert_made_as_validated(_closed(tick, wider), want, CandleClosed)
+    assert_made_as_validated(closed_event(tick, wider), want, CandleClosed)
 
 
 def test_each_value_of_another_type_takes_the_validated_path() -> None:
@@ -154,7 +157,7 @@ def test_each_value_of_another_type_takes_the_validated_path() -> None:
     for name, values in odd.items():
         for value in values:
             tick = MarketTick.model_construct(**{**exact, name: value})
-            candle = _outcome(lambda tick=tick: _candle(tick))
+            candle = _outcome(lambda tick=tick: candle_of(tick))
             fields = {k: getattr(tick, k) for k in Candle.model_fields}
             want = _outcome(lambda fields=fields: Candle(**fields))
             if isinstance(want, tuple):
@@ -166,7 +169,7 @@ def test_each_value_of_another_type_takes_the_validated_path() -> None:
                     ticker=tick.ticker, timeframe=tick.timeframe, candle=candle
                 )
             )
-            got_closed = _outcome(lambda tick=tick, candle=candle: _closed(tick, candle))
+            got_closed = _outcome(lambda tick=tick, candle=candle: closed_event(tick, candle))
             if isinstance(want_closed, tuple):
                 assert got_closed == want_closed, (name, value)
             else:

@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from core.clock import Clock, ScaledClock, VirtualClock, WallClock
+from core.clock import Clock, VirtualClock, WallClock
 from core.clock_wait import wait_for
+from core.scaled_clock import ScaledClock
 
 T = TypeVar("T")
 

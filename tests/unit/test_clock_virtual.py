@@ -8,8 +8,9 @@ from typing import TypeVar
 
 import pytest
 
-from core.clock import ScaledClock, VirtualClock
+from core.clock import VirtualClock
 from core.clock_wait import wait_for
+from core.scaled_clock import ScaledClock
 
 T = TypeVar("T")
 

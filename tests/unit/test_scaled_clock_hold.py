@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from core.clock import ScaledClock
+from core.scaled_clock import ScaledClock
 
 SPEED = 100.0  # one simulated second = 10 ms of real time
 
