@@ -14,6 +14,7 @@ from broker.ids import client_order_id
 from broker.paper import PaperBroker
 from broker.port import Action, OrderIntent, OrderResult
 from state.models import RunnerState
+from tracker.config import TrackerConfig
 from tracker.safety import ExitReason
 
 
@@ -119,6 +120,34 @@ async def test_the_trailing_high_and_armed_flag_survive_a_restart(tmp_path: Path
     rig.set_price(BTC, 105.0)  # 120 x 0.88 = 105.6: the resumed trailing stop fires
     (done,) = await again.tracker.check_safety()
     assert done.reason == "TRAILING STOP" and done.regime == "high_volatility_goldilocks"
+
+
+async def test_a_lower_arming_level_after_a_restart_arms_at_an_unchanged_high(
+    tmp_path: Path,
+) -> None:
+    # arming without a new high: the trailing high (105) stays, only the arming level moved
+    # under it, so the check is not a quiet one (a replay must not pass it over) and its
+    # armed flag is saved at once
+    rig = make_rig(tmp_path)
+    await rig.open_position(BTC, 100.0)
+    rig.set_price(BTC, 105.0)
+    await rig.tracker.check_safety()
+    position = rig.tracker.position(BTC)
+    assert position is not None and not position.armed and position.trailing_high == 105.0
+
+    lower = TrackerConfig(trailing_arm_pct=4.0)
+    again = make_rig(tmp_path, broker=rig.broker, clock=rig.clock, config=lower)
+    assert not again.tracker._checks_only_sample()  # the check would arm: not quiet
+    assert await again.tracker.check_safety() == []
+    position = again.tracker.position(BTC)
+    assert position is not None and position.armed and position.trailing_high == 105.0
+    assert again.tracker._checks_only_sample()  # armed now: the same price only samples
+    saved = RunnerState.model_validate_json(again.state_path.read_bytes())
+    assert saved.extra["tracker"]["positions"][BTC]["armed"] is True
+
+    again.set_price(BTC, 92.0)  # under 105 x 0.88: the trailing stop armed at the old high fires
+    (done,) = await again.tracker.check_safety()
+    assert done.reason == "TRAILING STOP"
 
 
 async def test_a_sell_for_an_untracked_position_is_skipped_and_logged(
