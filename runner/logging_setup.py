@@ -13,7 +13,7 @@ import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
@@ -103,6 +103,8 @@ class JsonLinesFormatter(logging.Formatter):
 
 
 _filter = _ClockTimeFilter(None)
+#: libraries whose INFO lines are one per frame or request: WARNING at the least
+NOISY_LOGGERS: Final = ("websockets", "aiohttp.access", "ccxt")
 _redacting = RedactingFilter(Redactor())
 
 
@@ -157,7 +159,7 @@ def configure_logging(
             old.close()  # a file of an earlier configuration (tests configure more than once)
     root.handlers[:] = handlers
     root.setLevel(level)
-    for noisy in ("websockets", "aiohttp.access", "ccxt"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
 
 

@@ -6,17 +6,49 @@
   "inline"``): a child process per in-process daemon would be spawned for nothing. Daemons run as
   processes (``fakes.daemon``) keep the default, an API process of their own, and
   ``tests/e2e/test_api_process.py`` and ``tests/integration/test_api_proxy.py`` test it.
+- Logging is put back as it was after each test: an in-process ``vigil`` command
+  (``runner.cli.main``) configures it as a process would, its root handler writing to that
+  test's captured stderr. Left in place, every later test on that worker failed each log line on
+  the closed stream and printed its traceback (33,499 of them in one run, whose property tests
+  then ran past their timeout).
 - Hypothesis has no per-example deadline: its default (200 ms) fails a correct test on a loaded
   machine, and the suite must pass with another ``make test`` running beside it. Examples stay
   bounded by pytest-timeout.
 """
 
+import logging
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
+
+from runner import logging_setup
 
 os.environ.setdefault("VIGIL_API__PORT", "0")
 os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 
 settings.register_profile("vigil", deadline=None)
 settings.load_profile("vigil")
+
+
+def _pytests(handler: logging.Handler) -> bool:
+    """pytest's own capture handlers: it adds and removes them around each test phase."""
+    return type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was() -> Iterator[None]:
+    root = logging.getLogger()
+    handlers, level = [h for h in root.handlers if not _pytests(h)], root.level
+    noisy = {name: logging.getLogger(name).level for name in logging_setup.NOISY_LOGGERS}
+    clock, redactor = logging_setup._filter.clock, logging_setup._redacting.redactor
+    yield
+    for handler in root.handlers:
+        if not _pytests(handler) and handler not in handlers:
+            handler.close()  # a test's: its stream or file is that test's
+    root.handlers[:] = [*(h for h in root.handlers if _pytests(h)), *handlers]
+    root.setLevel(level)
+    for name, noisy_level in noisy.items():
+        logging.getLogger(name).setLevel(noisy_level)
+    logging_setup._filter.clock, logging_setup._redacting.redactor = clock, redactor

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,17 +15,6 @@ from runner.config import Settings
 from runner.logging_setup import LogConfig, configure_logging
 
 SECRET = "sk-ant-log-secret-0123456789abcdef"
-
-
-@pytest.fixture(autouse=True)
-def _restore_root() -> Iterator[None]:
-    root = logging.getLogger()
-    handlers, level = root.handlers[:], root.level
-    yield
-    for handler in root.handlers:
-        handler.close()
-    root.handlers[:] = handlers
-    root.setLevel(level)
 
 
 def test_json_lines_go_to_the_rotated_file_with_secrets_redacted(
