@@ -24,6 +24,7 @@ from typing import Any, NamedTuple, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from memory.analyst_model import AnalystName, AnalystReport, DaySummary, Session, SignalStrength
+from memory.greedy_passes import GreedyPasses, sort_key
 from state.memory_clip import clip_memory
 
 log = logging.getLogger(__name__)
@@ -132,44 +133,59 @@ def _bag(text: str) -> _Bag:
     return bag
 
 
+def _distinct(bag: _Bag, kept: Sequence[_Bag]) -> bool:
+    """Not a duplicate of any kept report. Newest first: a report mostly repeats a recent one,
+    and ``all`` is the same either way."""
+    return all(_cosine(bag, other) < DUPLICATE_COSINE for other in reversed(kept))
+
+
+#: the greedy passes walked ahead (``learn_wording``) that ``_representatives`` resumes
+_passes: GreedyPasses[_Bag] = GreedyPasses(_bag, _distinct)
+
+
 def learn_wording(reports: Iterable[AnalystReport]) -> None:
-    """Tokenise the reports' wording now, as ``representatives`` will (the same memo, so the
-    same answers): a process with time between decisions spares the next roll the work."""
+    """Tokenise the reports' wording now and walk their day's greedy pass, as
+    ``representatives`` will (the same memos, so the same answers): a process with time between
+    decisions spares the next roll the work."""
     for report in reports:
-        _bag(report.content)
+        _passes.extend(report)
 
 
-#: the last answer: yesterday's post_close and today's pre_open summarise the same reports
-_last_representatives: list[tuple[tuple[AnalystReport, ...], list[AnalystReport]]] = []
+#: the last call's reports and its answer as positions among them: yesterday's post_close and
+#: today's pre_open summarise the same reports (read back as other objects, equal ones)
+_last_representatives: list[tuple[tuple[AnalystReport, ...], list[int]]] = []
 
 
 def representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
-    """3-5 distinct reports (fewer when there are fewer), oldest first. A pure function of the
-    reports: the same reports (equal, field by field) as the last call get its answer again."""
+    """3-5 distinct reports (fewer when there are fewer), oldest first, of the call's own
+    objects. A pure function of the reports: the same reports (equal, field by field) as the
+    last call get its answer again."""
     key = tuple(reports)
     if _last_representatives and _last_representatives[0][0] == key:
-        return list(_last_representatives[0][1])
+        return [key[at] for at in _last_representatives[0][1]]
     chosen = _representatives(key)
-    _last_representatives[:] = [(key, chosen)]
-    return list(chosen)
+    where = {id(report): at for at, report in enumerate(key)}
+    _last_representatives[:] = [(key, [where[id(report)] for report in chosen])]
+    return chosen
 
 
 def _representatives(reports: Sequence[AnalystReport]) -> list[AnalystReport]:
-    ordered = sorted(reports, key=lambda r: (r.at_ms, r.report_id))
-    kept: list[tuple[AnalystReport, _Bag]] = []
-    for report in ordered:
-        bag = _bag(report.content)
-        # newest first: a report mostly repeats a recent one, and ``all`` is the same either way
-        if all(_cosine(bag, other) < DUPLICATE_COSINE for _r, other in reversed(kept)):
-            kept.append((report, bag))
-    distinct = [report for report, _bag_of in kept]
+    ordered = sorted(reports, key=sort_key)
+    # the pass over the longest prefix walked ahead, if any, then on over the rest
+    start, kept, bags = _passes.resume(ordered)
+    for at in range(start, len(ordered)):
+        bag = _bag(ordered[at].content)
+        if _distinct(bag, bags):
+            kept.append(at)
+            bags.append(bag)
+    distinct = [ordered[at] for at in kept]
     if len(distinct) > MAX_REPRESENTATIVES:
         step = (len(distinct) - 1) / (MAX_REPRESENTATIVES - 1)
         distinct = [distinct[round(i * step)] for i in range(MAX_REPRESENTATIVES)]
     elif len(distinct) < MIN_REPRESENTATIVES:
         extra = [r for r in reversed(ordered) if r not in distinct]
         distinct += extra[: MIN_REPRESENTATIVES - len(distinct)]
-    return sorted(distinct, key=lambda r: (r.at_ms, r.report_id))
+    return sorted(distinct, key=sort_key)
 
 
 def signal_strength(reports: Sequence[AnalystReport]) -> SignalStrength:
