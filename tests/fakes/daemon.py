@@ -22,8 +22,15 @@ def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIGIL_")}
     env.pop("ANTHROPIC_API_KEY", None)
     env.update(
-        VIGIL_STATE_DIR=str(state_dir), VIGIL_API__PORT="0", PYTHONUNBUFFERED="1", **settings
+        VIGIL_STATE_DIR=str(state_dir),
+        VIGIL_API__PORT="0",
+        PYTHONUNBUFFERED="1",
+        # the deadline is real time (8 s by default, under docker stop's 10 s): beside another
+        # make test a daemon's loops and its niced API process took longer to stop than that,
+        # and it exited 1 with 'api' reported stuck; a test's SIGTERM waits 30 s (``stop``)
+        VIGIL_SUPERVISOR__SHUTDOWN_DEADLINE_SECS="25",
     )
+    env.update(settings)  # a test's own settings win
     return env
 
 
