@@ -54,6 +54,8 @@ JITTER_FRACTION: Final = 0.5
 #: frames the websocket buffers while the backfill runs (Binance pushes ~4 per stream per second)
 MAX_QUEUED_FRAMES: Final = 4096
 MAX_MESSAGE_BYTES: Final = 1 << 20
+#: seconds the closing handshake may take before the connection is dropped
+CLOSE_TIMEOUT_SECS: Final = 1.0
 #: rotation avoids this close to a candle boundary (where a close frame may be in flight)
 ROTATE_QUIET_MARGIN_MS: Final = 60_000
 WARN_INTERVAL_SECS: Final = 60.0
@@ -214,7 +216,9 @@ class MarketListener:
                 max_queue=MAX_QUEUED_FRAMES,
                 ping_interval=None,  # the server pings, websockets answers; silence covers the rest
                 open_timeout=10,
-                close_timeout=5,
+                # the closing handshake at shutdown comes out of the daemon's 8 s stop budget
+                # (under docker stop's 10 s): an exchange being left need not answer politely
+                close_timeout=CLOSE_TIMEOUT_SECS,
             )
         except (OSError, WebSocketException, TimeoutError) as exc:
             log.warning("market listener: cannot connect to %s: %r", self.url, exc)
