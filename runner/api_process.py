@@ -106,7 +106,7 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     if proc.stdin is not None:
         proc.stdin.close()  # the process sees EOF and stops its server in order
     # and SIGTERM, which does the same once it serves: one still starting (imports take seconds
-    # of CPU for a niced process on a loaded machine) ends at once instead of starting to stop
+    # for a niced process on a loaded machine) ends at once instead of finishing its start-up
     with contextlib.suppress(ProcessLookupError):
         proc.terminate()
     try:
