@@ -17,10 +17,10 @@ from state.records import (
     DecisionRecord,
     JournalLineError,
     JournalReader,
-    JournalRecord,
     ReviewRecord,
     TradesFileError,
     _Record,
+    decision_attempts,
     read_trades,
 )
 
@@ -30,9 +30,9 @@ class RunFolderError(ValueError):
 
 
 def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
-    """The report's fields of each record of a journal (``projected``), and the byte length of a
-    torn last line it skipped (a report reads a possibly live or crashed run: it says so instead
-    of failing; the daemon repairs the tail when it opens the journal)."""
+    """The report's fields of each record of a journal (``projected_fields``), and the byte
+    length of a torn last line it skipped (a report reads a possibly live or crashed run: it says
+    so instead of failing; the daemon repairs the tail when it opens the journal)."""
     reader = JournalReader(path)
     try:
         # the records' fields, not their models (validation would change nothing for most)
@@ -61,11 +61,6 @@ def cycles_not_collected() -> Iterator[None]:
             gc.enable()
 
 
-def projected(record: JournalRecord) -> dict[str, Any]:
-    """Only what the report reads of a record (``projected_fields`` of its fields)."""
-    return projected_fields(type(record), dict(record))
-
-
 def projected_fields(model: type[_Record], fields: dict[str, Any]) -> dict[str, Any]:
     """Only what the report reads of a record of type ``model`` whose fields (a field left out
     reads as the model's default) are ``fields``: a real decision line is ~16 kB of JSON (the
@@ -82,12 +77,11 @@ def projected_fields(model: type[_Record], fields: dict[str, Any]) -> dict[str, 
         return kept
     snapshot = fields.get("snapshot")
     raw_decision = fields.get("raw_decision")
-    found = raw_decision.get("attempts") if raw_decision else None  # DecisionRecord.attempts
     kept["decided_by"] = fields.get("decided_by")
     kept["decider_reason"] = fields.get("decider_reason")
     kept["trigger"] = fields["trigger"]
     kept["usage"] = fields.get("usage")
-    kept["attempts"] = list(found) if isinstance(found, list) else []
+    kept["attempts"] = decision_attempts(raw_decision)
     kept["learning"] = projected_learning({"snapshot": snapshot, "raw_decision": raw_decision})
     kept["memory"] = projected_memory(
         {
@@ -169,7 +163,6 @@ __all__ = [
     "cycles_not_collected",
     "ledger_figures",
     "ledger_value",
-    "projected",
     "projected_fields",
     "read_fills",
     "read_journal",

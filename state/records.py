@@ -60,9 +60,13 @@ class DecisionRecord(_Record):
     @property
     def attempts(self) -> list[dict[str, Any]]:
         """The model calls behind the decision (in the agent's answer)."""
-        raw = self.raw_decision or {}
-        found = raw.get("attempts")
-        return list(found) if isinstance(found, list) else []
+        return decision_attempts(self.raw_decision)
+
+
+def decision_attempts(raw_decision: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """A decision's model calls, read from its ``raw_decision`` (a new list; none: empty)."""
+    found = raw_decision.get("attempts") if raw_decision else None
+    return list(found) if isinstance(found, list) else []
 
 
 class ReviewRecord(_Record):
@@ -318,6 +322,7 @@ __all__ = [
     "TRADE_COLUMNS_V1",
     "AgentFailureRecord",
     "DecisionRecord",
+    "FieldShape",
     "JournalLineError",
     "JournalReader",
     "JournalRecord",
@@ -325,7 +330,9 @@ __all__ = [
     "ReviewRecord",
     "TradeRow",
     "TradesFileError",
+    "decision_attempts",
     "exact_record",
+    "field_shapes",
     "parse_record",
     "read_journal",
     "read_trades",
