@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import heapq
 import itertools
 import time
 from collections.abc import Callable
@@ -139,7 +138,7 @@ class VirtualClock:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         passable = None if idle is None else _Passable(secs, idle, passed)
         deadline = self._now_secs + max(0.0, secs)
-        heapq.heappush(self._sleepers, (deadline, next(self._seq), future, passable))
+        heappush(self._sleepers, (deadline, next(self._seq), future, passable))
         task = asyncio.current_task()
         if task is None:
             await future
@@ -291,7 +290,7 @@ class VirtualClock:
             self._drop_cancelled()
             if not self._sleepers or self._sleepers[0][0] > target_secs:
                 break
-            deadline, _, future, _ = heapq.heappop(self._sleepers)
+            deadline, _, future, _ = heappop(self._sleepers)
             self._now_secs = max(self._now_secs, deadline)
             future.set_result(None)
             await _settle(self.SETTLE_TURNS)
@@ -308,11 +307,7 @@ class VirtualClock:
 
     def _drop_cancelled(self) -> None:
         while self._sleepers and self._sleepers[0][2].done():
-            heapq.heappop(self._sleepers)
-
-
-def _all_idle(due: list[_Sleeper]) -> bool:
-    return all(passable is not None and passable.idle() for _, _, _, passable in due)
+            heappop(self._sleepers)
 
 
 def _sole_callback(
