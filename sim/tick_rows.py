@@ -46,8 +46,8 @@ _TICK_ORDER: Final = (
     "event_time_ms",
 )
 require_plain(MarketTick, frozenset(_TICK_ORDER))
-#: ``set()`` of a tick's fields (made in their order, as ``set(fields)`` would be): each tick
-#: gets a copy
+#: a tick's fields set (equal to ``set(fields)``; its iteration order may differ, and nothing
+#: reads that order): each tick gets a copy
 _TICK_NAMES: Final = set(_TICK_ORDER)
 
 
