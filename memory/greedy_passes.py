@@ -54,10 +54,6 @@ class GreedyPasses(Generic[Bag]):
         self._by_first: dict[str, _Pass[Bag]] = {}
         self._open: dict[tuple[str, str, str], _Pass[Bag]] = {}  # the passes still extended
 
-    def clear(self) -> None:
-        self._by_first.clear()
-        self._open.clear()
-
     def extend(self, report: AnalystReport) -> None:
         """Walk one more written report: its day's pass goes on when the report sorts after the
         pass's last one (a report written out of order starts that day's pass afresh)."""
