@@ -230,9 +230,12 @@ class OperatorSurface:
             )
 
     def loops(self) -> list[LoopSpec]:
-        loops = [LoopSpec("api", self._serve)] if self._settings.api.enabled else []
+        # both wind a child process down with a grace of its own: beside the other loops' stops
+        loops = (
+            [LoopSpec("api", self._serve, stop_early=True)] if self._settings.api.enabled else []
+        )
         if self.runs is not None:
-            loops.append(LoopSpec("api_runs", self.runs.run))
+            loops.append(LoopSpec("api_runs", self.runs.run, stop_early=True))
         if self.notify is not None:
             loops.append(LoopSpec("notify", self.notify.run))
         return loops

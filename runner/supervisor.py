@@ -7,7 +7,9 @@ backoff cap, so a loop that fails once a week restarts quickly every time.
 
 ``request_stop`` (wired to SIGTERM/SIGINT) stops the loops one by one in the order they were given
 (input first: nothing new arrives while the rest wind down), then runs the shutdown hooks (flush
-journals, save state) in order. The whole stop has a deadline in *real* seconds: it exists to finish
+journals, save state) in order. A loop marked ``stop_early`` (one that winds down a child process
+with a grace of its own: the API process, API-asked replays) is cancelled first, and winds down
+beside the ordered ones, so that its grace does not add to theirs. The whole stop has a deadline in *real* seconds: it exists to finish
 before the container runtime's own kill timer, which runs on real time whatever the daemon's clock is.
 The deadline is enforced: a loop that swallows its cancellation is abandoned and reported stuck, and
 the hooks run anyway.
@@ -43,6 +45,8 @@ ShutdownHook = Callable[[], object]  # may return an awaitable, which is awaited
 class LoopSpec:
     name: str
     run: LoopFactory
+    #: cancelled at the start of the stop, waited for after the ordered loops (same deadline)
+    stop_early: bool = False
 
 
 class LoopState(enum.StrEnum):
@@ -65,6 +69,8 @@ class ShutdownReport:
     stopped_in_order: list[str] = field(default_factory=list)
     stuck: list[str] = field(default_factory=list)
     hooks_failed: list[str] = field(default_factory=list)
+    #: real seconds from the start of the stop until each loop had stopped (the stuck: absent)
+    stopped_after_secs: dict[str, float] = field(default_factory=dict)
 
 
 class Supervisor:
@@ -96,6 +102,10 @@ class Supervisor:
         self._stop_reason = ""
         self.status: dict[str, LoopStatus] = {name: LoopStatus() for name in names}
         self.shutdown_report: ShutdownReport | None = None
+
+    @property
+    def loops(self) -> tuple[LoopSpec, ...]:
+        return self._loops
 
     def request_stop(self, reason: str) -> None:
         if not self._stop.is_set():
@@ -132,7 +142,11 @@ class Supervisor:
         log.info(
             "stopped (%s): loops %s%s",
             report.reason,
-            ", ".join(report.stopped_in_order) or "none",
+            ", ".join(
+                f"{name} {report.stopped_after_secs[name]:.2f} s"
+                for name in report.stopped_in_order
+            )
+            or "none",
             f"; did not stop in time: {report.stuck}" if report.stuck else "",
         )
         return report
@@ -202,7 +216,15 @@ class Supervisor:
     async def _stop_in_order(
         self, tasks: dict[str, asyncio.Task[None]], report: ShutdownReport
     ) -> None:
-        await self._cancel_within(tasks, report, time.monotonic() + self._deadline_secs)
+        early = [spec.name for spec in self._loops if spec.stop_early]
+        for name in early:
+            tasks[name].cancel()
+        ordered = {name: task for name, task in tasks.items() if name not in early}
+        await self._cancel_within(
+            ordered | {name: tasks[name] for name in early},
+            report,
+            time.monotonic() + self._deadline_secs,
+        )
 
     async def _cancel_within(
         self,
@@ -212,12 +234,24 @@ class Supervisor:
     ) -> None:
         """Cancel each task in order and wait for it until the real-time ``deadline``; a task
         still running then is abandoned (it swallowed its cancellation) and reported stuck."""
+        started = time.monotonic()
+
+        def stopped(name: str) -> Callable[[object], None]:
+            def record(_: object) -> None:  # when it stopped, even one waited for after others
+                if name not in report.stuck:
+                    report.stopped_after_secs[name] = time.monotonic() - started
+
+            return record
+
+        for name, task in tasks.items():
+            task.add_done_callback(stopped(name))
         for name, task in tasks.items():
             task.cancel()
             remaining = max(0.0, deadline - time.monotonic())
             done, _ = await asyncio.wait({task}, timeout=remaining)
             if done:
                 report.stopped_in_order.append(name)
+                report.stopped_after_secs.setdefault(name, time.monotonic() - started)
             else:
                 report.stuck.append(name)
                 log.error(

@@ -26,6 +26,9 @@ async def test_live_daemon_wires_every_loop_and_public_binance_urls(tmp_path: Pa
             "watchdog",
             "heartbeat",
         ]
+        # their child processes' graces run beside the trading loops' stops, not after them
+        early = [spec.name for spec in daemon.supervisor.loops if spec.stop_early]
+        assert early == ["api", "api_runs"]
         assert daemon.sim is None
         listener = daemon.market.ticks
         assert isinstance(listener, MarketListener)

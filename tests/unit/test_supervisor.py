@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import re
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -346,3 +347,82 @@ async def test_loops_start_after_the_start_phase_and_a_failing_start_still_saves
     with pytest.raises(RuntimeError, match="not confirmed"):
         await failing.run(start=refused)
     assert saved == ["x"]
+
+
+async def test_a_stop_early_loop_winds_down_beside_the_ordered_ones(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API process's grace must not add to the other loops' stops: a loop marked
+    ``stop_early`` is cancelled first, even though it comes later in the order, and its wind-down
+    overlaps the ordered ones (here it lasts until the market loop has stopped)."""
+    clock, bus = VirtualClock(), EventBus()
+    events: list[str] = []
+    market_stopped = asyncio.Event()
+
+    async def market() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            events.append("market cancelled")
+            await asyncio.sleep(0)  # a wind-down of its own: the api's must run meanwhile
+            events.append("market stopped")
+            market_stopped.set()
+            raise
+
+    async def api() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            events.append("api cancelled")
+            await market_stopped.wait()  # a child process's grace, still running
+            events.append("api stopped")
+            raise
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("market", market), LoopSpec("api", api, stop_early=True)],
+        shutdown_deadline_secs=30.0,
+    )
+    caplog.set_level(logging.INFO, logger="runner.supervisor")
+    task = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)
+    sup.request_stop("SIGTERM")
+    report = await asyncio.wait_for(task, timeout=60.0)
+    assert events == ["api cancelled", "market cancelled", "market stopped", "api stopped"]
+    assert report.stopped_in_order == ["market", "api"] and report.stuck == []
+    assert set(report.stopped_after_secs) == {"market", "api"}
+    assert 0 <= report.stopped_after_secs["market"] <= report.stopped_after_secs["api"]
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("stopped (")]
+    assert re.fullmatch(r"stopped \(SIGTERM\): loops market \d+\.\d\d s, api \d+\.\d\d s", line)
+
+
+async def test_a_stuck_loop_has_no_stop_time_even_when_it_ends_later() -> None:
+    clock, bus = VirtualClock(), EventBus()
+    release = asyncio.Event()
+
+    async def stubborn() -> None:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue
+
+    async def polite() -> None:
+        await asyncio.Event().wait()
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("stubborn", stubborn), LoopSpec("polite", polite)],
+        shutdown_deadline_secs=0.05,
+    )
+    task = asyncio.create_task(sup.run())
+    await asyncio.sleep(0)
+    sup.request_stop("test")
+    report = await asyncio.wait_for(task, timeout=5.0)
+    (abandoned,) = [t for t in asyncio.all_tasks() if t.get_name() == "loop:stubborn"]
+    release.set()
+    await abandoned
+    assert report.stuck == ["stubborn"]
+    assert "stubborn" not in report.stopped_after_secs
