@@ -1,0 +1,22 @@
+"""The suite's Hypothesis profile (tests/conftest.py): fresh examples locally, fixed ones in CI."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hypothesis import settings
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_profile_follows_the_environment() -> None:
+    in_ci = os.environ.get("VIGIL_HYPOTHESIS_PROFILE") == "ci"
+    assert settings.default.derandomize is in_ci
+    assert settings.default.deadline is None  # a loaded machine must not fail a correct test
+
+
+def test_ci_runs_derandomized() -> None:
+    assert settings.get_profile("ci").derandomize is True
+    assert settings.get_profile("ci").deadline is None
+    assert "export VIGIL_HYPOTHESIS_PROFILE=ci" in (REPO / ".ci" / "run").read_text()
