@@ -15,6 +15,9 @@
     const format = formats.find(([most]) => span <= most)[1];
     return splits.map((ts) => format(utc(ts)));
   };
+  // the hovered instant in the legend, 24 h UTC as everywhere else (uPlot's default is 12 h)
+  const hoverFormat = uPlot.fmtDate("{YYYY}-{MM}-{DD} {HH}:{mm}");
+  const timeValue = (u, ts) => (ts === null || ts === undefined ? "-" : hoverFormat(utc(ts)));
 
   function series(spec, s) {
     const out = { label: s.label, stroke: s.colour, width: s.width, spanGaps: true, points: { show: false } };
@@ -83,7 +86,7 @@
         { size: spec.bottom_px, values: timeLabels, space: 110, gap: spec.markers && spec.markers.mode === "ticks" ? 20 : 5 },
         { size: spec.left_px, splits: () => ticks, values: () => spec.y_ticks.map((t) => t[1]) },
       ],
-      series: [{ label: "UTC" }, ...spec.series.map((s) => series(spec, s))],
+      series: [{ label: "UTC", value: timeValue }, ...spec.series.map((s) => series(spec, s))],
       hooks: { draw: [markers(spec)], setCursor: [(u) => hover(u, spec, box)] },
     };
     const data = [spec.x, ...spec.series.map((s) => s.values)];

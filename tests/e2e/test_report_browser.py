@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any, Final
@@ -23,6 +25,7 @@ from typing import Any, Final
 import numpy as np
 import pytest
 from browser_support import BrowserRun, decode_png, read_png_header, run_chromium
+from cdp_support import open_browser
 from fakes import report_support
 from numpy.typing import NDArray
 
@@ -295,3 +298,31 @@ class _Dom(HTMLParser):
             self.title += data
         elif self._in and self._in[-1] in ("td", "th") and self.rows and self.rows[-1]:
             self.rows[-1][-1] += data
+
+
+async def test_hovering_the_equity_chart_shows_a_24_hour_utc_time(tmp_path: Path) -> None:
+    """The legend names the hovered instant as the axis does, ``YYYY-MM-DD HH:MM`` UTC, and it
+    is one of the chart's own instants (uPlot's default would be ``1:00pm``, local time)."""
+    run = report_support.write_run(tmp_path / "run")
+    write_report(run)
+    async with open_browser(tmp_path / "profile", WIDTH, 1800) as page:
+        await page.send("Page.navigate", url=(run / "report.html").as_uri())
+        await page.wait_for("!!document.querySelector('#chart-equity .u-over')", 30)
+        specs = await page.evaluate(
+            "JSON.parse(document.getElementById('vigil-charts').textContent)"
+        )
+        x, y = await page.evaluate(
+            "(() => { const r = document.querySelector('#chart-equity .u-over')"
+            ".getBoundingClientRect(); return [r.x + r.width * 0.7, r.y + r.height / 2]; })()"
+        )
+        await page.send("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        shown = await page.wait_for(
+            "(t => t !== '-' && t)(document.querySelector("
+            "'#chart-equity .u-legend .u-series:first-child .u-value').textContent)",
+            30,
+        )
+        assert page.errors() == []
+    (equity,) = [spec for spec in specs if spec["id"] == "chart-equity"]
+    instants = {datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%d %H:%M") for ts in equity["x"]}
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", shown), shown
+    assert shown in instants
