@@ -12,8 +12,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 def test_the_profile_follows_the_environment() -> None:
     in_ci = os.environ.get("VIGIL_HYPOTHESIS_PROFILE") == "ci"
-    assert settings.default.derandomize is in_ci
-    assert settings.default.deadline is None  # a loaded machine must not fail a correct test
+    current = settings.default
+    assert current is not None
+    assert current.derandomize is in_ci
+    assert current.deadline is None  # a loaded machine must not fail a correct test
 
 
 def test_ci_runs_derandomized() -> None:
