@@ -1,4 +1,7 @@
-"""``PaperBook``: the paper broker's orders, fill rules and ledger, with no clock, file or bus.
+"""``PaperBook``: the paper broker's orders and ledger, with no clock, file or bus.
+
+What placing, selling and filling make of an order is in ``broker.order_outcomes``; the book keeps
+the order index, the marks and the ledger and applies those outcomes.
 
 Callers pass the time in. Everything is synchronous and in exact units, so the book can be driven
 by a property test through thousands of operations; ``broker.paper.PaperBroker`` wraps it with the
@@ -13,17 +16,10 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from broker.fills import (
-    PaperTerms,
-    buy_limit_trades_through,
-    check_market_prices,
-    fee_usd,
-    market_sell_price,
-    quantity_for,
-    value_usd,
-)
+from broker.fills import PaperTerms, buy_limit_trades_through, check_market_prices
 from broker.ids import client_order_id
-from broker.ledger import WIDE, InsufficientCashError, Ledger, LedgerError, to_decimal
+from broker.ledger import WIDE, Ledger, LedgerError, to_decimal
+from broker.order_outcomes import filled_buy, market_sell, placed_buy
 from broker.orders import NO_UPDATE, BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
 from broker.port import Action, OrderIntent
@@ -185,91 +181,36 @@ class PaperBook:
         return self._sell(base, now_ms)
 
     def _place_buy(self, order: PaperOrder) -> PaperOrder:
-        limit = order.reference_price
-        step = self.terms.step_for(order.ticker)
-        quantity = quantity_for(order.requested_notional_usd, limit, step)
-        cost = value_usd(quantity, limit)
-        if quantity <= 0 or cost <= 0:
-            return self._reject(
-                order,
-                f"quantity rounds to zero: {order.requested_notional_usd} USD at {limit} "
-                f"buys less than one step of {step}",
-            )
-        reserve = cost + fee_usd(cost, self.terms.maker_fee_pct)
-        try:
-            ledger = self._ledger.reserve(reserve)
-        except InsufficientCashError as exc:
-            return self._reject(order, str(exc))
-        placed = order.model_copy(
-            update={
-                "limit_price": limit,
-                "quantity": quantity,
-                "reserved_usd": reserve,
-                "expires_at_ms": order.placed_at_ms + self.terms.limit_ttl_ms,
-                "reason": f"resting BUY limit at {limit}",
-            }
-        )
-        self._ledger = ledger
+        outcome = placed_buy(order, self._ledger, self.terms)
+        if isinstance(outcome, str):
+            return self._reject(order, outcome)
+        self._ledger, placed = outcome
         self._add(placed)
         log.info(
             "paper: %s BUY %s %s limit %s placed",
             placed.client_order_id,
-            quantity,
+            placed.quantity,
             order.ticker,
-            limit,
+            placed.limit_price,
         )
         return placed
 
     def _sell(self, order: PaperOrder, now_ms: int) -> tuple[PaperOrder, tuple[Fill, ...]]:
-        held = self._ledger.positions.get(order.ticker)
-        if held is None:
-            return self._reject(order, "no position"), ()
-        mark = self._marks.get(order.ticker)
-        if mark is None or now_ms - mark.at_ms > self.terms.max_price_age_ms:
-            seen = "none seen" if mark is None else f"last at {mark.at_ms}"
-            return self._reject(
-                order,
-                f"no market price for {order.ticker} in the last "
-                f"{self.terms.max_price_age_secs:g} s ({seen})",
-            ), ()
-        quantity = self._sell_quantity(order, held.quantity)
-        if quantity <= 0:
-            return self._reject(order, "quantity rounds to zero"), ()
-        price = market_sell_price(to_decimal(mark.price), self.terms.slippage_pct)
-        proceeds = value_usd(quantity, price)
-        fee = fee_usd(proceeds, self.terms.taker_fee_pct)
-        ledger, closed_basis = self._ledger.settle_sell(
-            order.ticker, quantity=quantity, proceeds_usd=proceeds, fee_usd=fee
+        outcome = market_sell(
+            order, self._ledger, self._marks.get(order.ticker), now_ms, self.terms
         )
-        filled = order.model_copy(
-            update={
-                "status": "filled",
-                "quantity": quantity,
-                "filled_quantity": quantity,
-                "average_price": price,
-                "fee_usd": fee,
-                "closed_cost_basis_usd": closed_basis,
-                "realised_pnl_usd": proceeds - closed_basis,
-                "reason": "market SELL" + ("" if quantity == held.quantity else " (partial)"),
-            }
-        )
-        self._ledger = ledger
+        if isinstance(outcome, str):
+            return self._reject(order, outcome), ()
+        self._ledger, filled = outcome
         self._add(filled)
         log.info(
             "paper: %s SELL %s %s filled at %s",
             filled.client_order_id,
-            quantity,
+            filled.quantity,
             order.ticker,
-            price,
+            filled.average_price,
         )
         return filled, (self._fill_of(filled, opened=False),)
-
-    def _sell_quantity(self, order: PaperOrder, held: Decimal) -> Decimal:
-        """All of the position, unless the intent clearly asks for less (see full_close_fraction)."""
-        asked = quantity_for(
-            order.requested_notional_usd, order.reference_price, self.terms.step_for(order.ticker)
-        )
-        return held if asked >= held * self.terms.full_close_fraction else asked
 
     def _reject(self, order: PaperOrder, reason: str) -> PaperOrder:
         rejected = order.model_copy(update={"status": "rejected", "reason": reason})
@@ -370,31 +311,8 @@ class PaperBook:
             self._marks[ticker] = _new_tuple(Mark, (price, at_ms))
 
     def _fill_buy(self, order: PaperOrder, at_ms: int) -> Fill:
-        assert order.limit_price is not None  # open orders are BUY limits (checked on load)
-        cost = value_usd(order.quantity, order.limit_price)
-        # the fee is the one reserved at placement: the terms an order was placed under hold
-        fee = order.reserved_usd - cost
         opened = order.ticker not in self._ledger.positions
-        ledger = self._ledger.settle_buy(
-            order.ticker,
-            reserved_usd=order.reserved_usd,
-            quantity=order.quantity,
-            cost_usd=cost,
-            fee_usd=fee,
-            at_ms=at_ms,
-        )
-        filled = order.model_copy(
-            update={
-                "status": "filled",
-                "filled_quantity": order.quantity,
-                "average_price": order.limit_price,
-                "fee_usd": fee,
-                "reserved_usd": Decimal(0),
-                "reason": "BUY limit filled: the market traded through it",
-                "updated_at_ms": at_ms,
-            }
-        )
-        self._ledger = ledger
+        self._ledger, filled = filled_buy(order, self._ledger, at_ms)
         self._replace(filled)
         log.info(
             "paper: %s BUY %s %s filled at %s",

@@ -35,7 +35,7 @@ class Ports:
     """Where one daemon meets the outside world: the only part that differs between ``vigil run``
     (live Binance), ``vigil run --sim`` (the simulator on loopback) and ``vigil replay`` (the
     recording, in-process). Built by ``websocket_ports`` here and by
-    ``runner.replay.build.replay_ports``; everything else is built the same way from Settings.
+    ``runner.replay.ports.replay_ports``; everything else is built the same way from Settings.
     """
 
     exchange: Any  # OHLCV over REST: ccxt binanceusdm (Binance or the simulator), or the recording

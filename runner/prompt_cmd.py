@@ -2,7 +2,7 @@
 
 The latest snapshot is the one in the last complete decision line of ``logs/decisions.jsonl``.
 Before the daemon has decided anything, a snapshot is built offline from the bundled recorded data
-at ``sim.start`` by the real composition root: the replay ports (``runner.replay.build``) on a
+at ``sim.start`` by the real composition root: the replay ports (``runner.replay.ports``) on a
 VirtualClock, the daemon's own warm-up (candles seeded, 4h history, regimes fitted), one poll of the
 recorded context, the open 15m candle as the first tick, a fresh paper account and no runner state
 (in a throw-away state dir). Nothing is fetched over the network.
@@ -46,7 +46,7 @@ from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.journals import open_journals
 from runner.market_wiring import build_market_path
-from runner.replay.build import replay_ports
+from runner.replay.ports import replay_ports
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.records import DecisionRecord, parse_record

@@ -7,8 +7,8 @@ answers "what does the market look like at ``now_ms``" in O(1):
 - A candle of any timeframe that is a multiple of the base bar (5m, 15m, 1h, 4h) is built from the
   recorded base bars already complete in it plus the current bar's state under the intra-bar path
   rule (``sim.path.state_at``) at update index ``(now_ms - bar_open_ms) // update_interval_ms``.
-  Per-bucket running highs, lows and volumes are precomputed with numpy, so a lookup is a few array
-  reads plus one ``state_at`` call.
+  Per-bucket running highs, lows and volumes are precomputed with numpy when a ticker is loaded
+  (``sim.feed_series``), so a lookup is a few array reads plus one ``state_at`` call.
 - The last update of a candle (index ``n-1`` of its last base bar) is closed and carries exactly the
   recorded OHLCV resampled with ``market.recorded.resample`` (the volume is read from the resampled
   frame itself, so float summation order cannot make it differ).
@@ -28,29 +28,14 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import numpy.typing as npt
-import pandas as pd
 
-from market.recorded import (
-    BASE_INTERVAL_MS,
-    DataUnavailableError,
-    MalformedDataError,
-    kline_path,
-    load_funding,
-    load_klines,
-    resample,
-)
+from market.recorded import BASE_INTERVAL_MS, DataUnavailableError
 from market.timeframes import TIMEFRAME_MS
-from sim.path import MIN_UPDATES_PER_BAR, BarState, state_at
+from sim.feed_series import Gap, TickerSeries
+from sim.path import MIN_UPDATES_PER_BAR, state_at
 
 BAR_MS = TIMEFRAME_MS["5m"]
 FUNDING_INTERVAL_MS = 8 * 3_600_000
-#: every supported timeframe divides this, so buckets never straddle the padded array's rows
-_ALIGN_MS = max(TIMEFRAME_MS.values())
-_MAX_DECIMALS = 8
-
-FloatArray = npt.NDArray[np.float64]
-IntArray = npt.NDArray[np.int64]
 
 
 def closing_updates(after_ms: int, before_ms: int, timeframe_ms: int, interval_ms: int) -> range:
@@ -81,138 +66,6 @@ class FundingRate(NamedTuple):
 
     funding_time_ms: int
     rate: float
-
-
-class _Bucketed(NamedTuple):
-    """One timeframe's precomputed per-slot values (slot = 5m bar index in the padded arrays)."""
-
-    bars_per_candle: int
-    prior_high: FloatArray  # max high of the earlier bars of the slot's candle (-inf for the first)
-    prior_low: FloatArray  # min low of the earlier bars (+inf for the first)
-    prior_volume: FloatArray  # summed volume of the earlier bars (0 for the first)
-    closed_volume: FloatArray  # per candle: resampled volume, NaN when the candle is incomplete
-    closed_open_ms: IntArray  # complete (resampled) candles, for closed_candles()
-    closed_ohlcv: FloatArray  # shape (candles, 5)
-
-
-class Gap(NamedTuple):
-    """Base bars missing from a recording: ``from_ms`` (first missing open) .. ``to_ms`` (the next
-    recorded bar's open, exclusive)."""
-
-    ticker: str
-    from_ms: int
-    to_ms: int
-
-
-def served_timeframes(base_interval: str) -> dict[str, int]:
-    """The base bar itself plus every stream timeframe that is a whole number of base bars."""
-    bar_ms = BASE_INTERVAL_MS[base_interval]
-    coarser = {tf: ms for tf, ms in TIMEFRAME_MS.items() if ms >= bar_ms and ms % bar_ms == 0}
-    return {base_interval: bar_ms, **coarser}
-
-
-class _Series:
-    """One ticker's recording, padded to whole 4h rows so every timeframe reshapes cleanly."""
-
-    def __init__(self, ticker: str, data_dir: Path | None, base_interval: str) -> None:
-        bar_ms = BASE_INTERVAL_MS[base_interval]
-        self.bar_ms = bar_ms
-        frame = load_klines(ticker, base_interval, data_dir)
-        path = kline_path(ticker, base_interval, data_dir)
-        if frame.empty:
-            raise MalformedDataError(f"{path}: no {base_interval} klines for {ticker}")
-        open_ms = frame.index.to_numpy(dtype=np.int64)
-        if (open_ms % bar_ms).any():
-            first = int(open_ms[open_ms % bar_ms != 0][0])
-            raise MalformedDataError(
-                f"{path}: {base_interval} bar opening at {first} ms is off the {base_interval} grid"
-            )
-        holes = np.flatnonzero(np.diff(open_ms) > bar_ms)
-        self.gaps = [
-            Gap(ticker, int(open_ms[i]) + bar_ms, int(open_ms[i + 1])) for i in holes.tolist()
-        ]
-        self.first_open_ms = int(open_ms[0])
-        self.last_open_ms = int(open_ms[-1])
-        self.base_ms = self.first_open_ms - self.first_open_ms % _ALIGN_MS
-        rows = -(-(self.last_open_ms + bar_ms - self.base_ms) // _ALIGN_MS)
-        self.slots = rows * (_ALIGN_MS // bar_ms)
-        where = (open_ms - self.base_ms) // bar_ms
-        self.where = where
-        #: one (slots, 5) block: the columns are views of it, and the base timeframe's closed
-        #: candles are a slice of it when the recording has no hole (see ``_base_bucket``)
-        self.bars = np.full((self.slots, 5), np.nan)
-        self.bars[where] = frame[["open", "high", "low", "close", "volume"]].to_numpy(np.float64)
-        self.open, self.high, self.low = self.bars[:, 0], self.bars[:, 1], self.bars[:, 2]
-        self.close, self.volume = self.bars[:, 3], self.bars[:, 4]
-        prices = frame[["open", "high", "low", "close"]].to_numpy()
-        self.price_decimals = _decimals(prices)
-        self.quantity_decimals = _decimals(frame["volume"].to_numpy())
-        self.by_timeframe = {
-            tf: self._bucket(frame, base_interval, tf, tf_ms)
-            for tf, tf_ms in served_timeframes(base_interval).items()
-        }
-        #: (slot, update index, its state): the last base-bar state ``kline_state`` walked
-        self.bar_memo: tuple[int, int, BarState] | None = None
-
-        self.funding_missing: str | None = None
-        try:
-            funding = load_funding(ticker, data_dir)
-        except DataUnavailableError as exc:  # optional: the snapshot reports funding unavailable
-            self.funding_missing = str(exc)
-            funding = pd.DataFrame({"funding_rate": []}, index=pd.Index([], dtype=np.int64))
-        self.funding_ms = funding.index.to_numpy(dtype=np.int64)
-        self.funding_rate = funding["funding_rate"].to_numpy(dtype=np.float64)
-
-    def _bucket(
-        self, frame: pd.DataFrame, base_interval: str, timeframe: str, tf_ms: int
-    ) -> _Bucketed:
-        bar_ms = self.bar_ms
-        k = tf_ms // bar_ms
-        if k == 1:
-            return self._base_bucket(frame)
-        high = np.maximum.accumulate(self.high.reshape(-1, k), axis=1)  # NaN propagates
-        low = np.minimum.accumulate(self.low.reshape(-1, k), axis=1)
-        volume = np.cumsum(self.volume.reshape(-1, k), axis=1)
-        prior_high = np.hstack([np.full((high.shape[0], 1), -np.inf), high[:, :-1]]).ravel()
-        prior_low = np.hstack([np.full((low.shape[0], 1), np.inf), low[:, :-1]]).ravel()
-        prior_volume = np.hstack([np.zeros((volume.shape[0], 1)), volume[:, :-1]]).ravel()
-
-        closed = resample(frame, base_interval, timeframe)
-        closed_open_ms = closed.index.to_numpy(dtype=np.int64)
-        closed_volume = np.full(self.slots // k, np.nan)
-        closed_volume[(closed_open_ms - self.base_ms) // (k * bar_ms)] = closed["volume"].to_numpy()
-        ohlcv = closed[["open", "high", "low", "close", "volume"]].to_numpy(dtype=np.float64)
-        return _Bucketed(
-            k, prior_high, prior_low, prior_volume, closed_volume, closed_open_ms, ohlcv
-        )
-
-    def _base_bucket(self, frame: pd.DataFrame) -> _Bucketed:
-        """The base bar's own timeframe without copies (they were the feed's largest arrays):
-        a candle is one bar, so nothing comes before it (constant views) and its closed volume
-        and OHLCV are the bars' own."""
-        slots = self.slots
-        where = self.where
-        if len(where) and where[-1] - where[0] + 1 == len(where):  # no hole: a slice, a view
-            closed_ohlcv = self.bars[where[0] : where[-1] + 1]
-        else:
-            closed_ohlcv = self.bars[where]
-        return _Bucketed(
-            1,
-            np.broadcast_to(-np.inf, slots),
-            np.broadcast_to(np.inf, slots),
-            np.broadcast_to(0.0, slots),
-            self.volume,
-            frame.index.to_numpy(dtype=np.int64),
-            closed_ohlcv,
-        )
-
-
-def _decimals(values: FloatArray) -> int:
-    """Fewest decimals that reproduce every recorded value (the symbol's tick/step precision)."""
-    for decimals in range(_MAX_DECIMALS + 1):
-        if np.array_equal(np.round(values, decimals), values):
-            return decimals
-    return _MAX_DECIMALS
 
 
 class SimFeed:
@@ -247,7 +100,8 @@ class SimFeed:
         self._update_interval_ms = update_interval_ms
         self._updates_per_bar = bar_ms // update_interval_ms
         self._series = {
-            ticker: _Series(ticker, data_dir, base_interval) for ticker in dict.fromkeys(tickers)
+            ticker: TickerSeries(ticker, data_dir, base_interval)
+            for ticker in dict.fromkeys(tickers)
         }
 
     @property
@@ -423,7 +277,7 @@ class SimFeed:
         """Binance's next funding settlement after ``now_ms`` (00:00, 08:00, 16:00 UTC)."""
         return (now_ms // FUNDING_INTERVAL_MS + 1) * FUNDING_INTERVAL_MS
 
-    def _get(self, ticker: str) -> _Series:
+    def _get(self, ticker: str) -> TickerSeries:
         try:
             return self._series[ticker]
         except KeyError:
@@ -436,8 +290,6 @@ __all__ = [
     "BAR_MS",
     "FUNDING_INTERVAL_MS",
     "FundingRate",
-    "Gap",
     "KlineState",
     "SimFeed",
-    "served_timeframes",
 ]

@@ -4,7 +4,7 @@ URL shapes (as on fstream.binance.com): ``/stream?streams=a/b`` and ``/market/st
 (combined: each frame is ``{"stream": name, "data": payload}``), ``/ws/<stream>`` and
 ``/market/ws/<stream>`` (raw: the payload alone). Streams: ``<sym>@kline_<5m|15m|1h|4h>``,
 ``<sym>@markPrice`` (every 3 s) and ``<sym>@markPrice@1s``. Clients may also send Binance's
-``SUBSCRIBE`` / ``UNSUBSCRIBE`` / ``LIST_SUBSCRIPTIONS`` requests.
+``SUBSCRIBE`` / ``UNSUBSCRIBE`` / ``LIST_SUBSCRIPTIONS`` requests (``sim.ws_session``).
 
 Time is the injected ``Clock``. Each connection walks simulated time on the stream's grid (kline
 updates every ``update_interval_ms``, mark prices every 1 s / 3 s) and sends, in time order across
@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from collections.abc import Sequence
 from typing import Any
 
 import orjson
@@ -30,25 +29,20 @@ from websockets.http11 import Request, Response
 from core.clock import Clock
 from sim.faults import WsFaults, malformed_frame
 from sim.feed import SimFeed
+from sim.ws_session import WsSession, parse_streams
 from sim.ws_streams import (
     KlineFormat,
     StreamSpec,
-    Subscription,
     UnknownStreamError,
     due_instants,
     kline_payload,
     mark_price_payload,
     parse_request_path,
-    parse_stream,
 )
 
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
-#: Binance's limit of streams on one USDⓈ-M connection
-MAX_STREAMS_PER_CONNECTION = 200
-#: Binance's error code for a malformed/invalid request sent over the socket
-INVALID_REQUEST_CODE = 2
 #: kline frames kept per stream so ``send_out_of_order`` has an older one to re-send
 _HISTORY_FRAMES = 4
 
@@ -60,30 +54,6 @@ class WsServerStats(BaseModel):
     frames_sent: int
     pings_sent: int
     pongs_received: int
-
-
-class _Session:
-    """One client connection: its subscriptions and where it is in simulated time."""
-
-    def __init__(self, ws: ServerConnection, combined: bool, opened_ms: int) -> None:
-        self.ws = ws
-        self.combined = combined
-        self.opened_ms = opened_ms
-        self.subscriptions: list[Subscription] = []
-        self.changed = asyncio.Event()
-        self.history: dict[str, deque[bytes]] = {}
-
-    def subscribe(self, specs: Sequence[StreamSpec], now_ms: int) -> None:
-        known = {sub.spec.name for sub in self.subscriptions}
-        for spec in specs:
-            if spec.name not in known:
-                self.subscriptions.append(Subscription(spec, now_ms))
-                known.add(spec.name)
-        self.changed.set()
-
-    def unsubscribe(self, names: Sequence[str]) -> None:
-        drop = set(names)
-        self.subscriptions = [sub for sub in self.subscriptions if sub.spec.name not in drop]
 
 
 class WsServer:
@@ -118,7 +88,7 @@ class WsServer:
         self.faults.attach(self)
         self._formats = {ticker: KlineFormat.of(feed, ticker) for ticker in feed.tickers}
         self._server: Server | None = None
-        self._sessions: set[_Session] = set()
+        self._sessions: set[WsSession] = set()
         self._shutdown_tasks: set[asyncio.Task[None]] = set()
         self._connections_opened = 0
         self._frames_sent = 0
@@ -209,13 +179,13 @@ class WsServer:
             return
         combined, names = parsed
         try:
-            specs = self._parse_streams(names)
+            specs = parse_streams(names, self._feed)
         except UnknownStreamError as exc:
             # Binance refuses a bad stream list; we close at once with the reason (policy violation)
             log.info("closing websocket: %s", exc)
             await ws.close(1008, f"Invalid request: {exc}"[:120])
             return
-        session = _Session(ws, combined, self._clock.now_ms())
+        session = WsSession(ws, combined, self._clock.now_ms())
         session.subscribe(specs, session.opened_ms)
         self._sessions.add(session)
         self._connections_opened += 1
@@ -231,55 +201,16 @@ class WsServer:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
 
-    def _parse_streams(self, names: Sequence[str]) -> list[StreamSpec]:
-        if len(names) > MAX_STREAMS_PER_CONNECTION:
-            raise UnknownStreamError(
-                f"too many streams ({len(names)} > {MAX_STREAMS_PER_CONNECTION})"
-            )
-        return [
-            parse_stream(name, self._feed.tickers, self._feed.update_interval_ms) for name in names
-        ]
-
-    async def _read_loop(self, session: _Session) -> None:
+    async def _read_loop(self, session: WsSession) -> None:
         """Answer the client's SUBSCRIBE / UNSUBSCRIBE / LIST_SUBSCRIPTIONS until it goes away."""
         try:
             async for message in session.ws:
-                reply = self._answer(session, message)
+                reply = session.answer(message, self._feed, self._clock)
                 await session.ws.send(orjson.dumps(reply), text=True)
         except ConnectionClosed:
             return
 
-    def _answer(self, session: _Session, message: str | bytes) -> dict[str, Any]:
-        try:
-            request = orjson.loads(message)
-            if not isinstance(request, dict):
-                raise ValueError("expected a JSON object")
-            request_id = request.get("id")
-            method = request.get("method")
-            params = request.get("params", [])
-            if not isinstance(params, list) or not all(isinstance(p, str) for p in params):
-                raise ValueError("params must be a list of stream names")
-        except ValueError as exc:
-            return _error(None, f"Invalid JSON: {exc}")
-        try:
-            if method == "SUBSCRIBE":
-                if len(session.subscriptions) + len(params) > MAX_STREAMS_PER_CONNECTION:
-                    raise UnknownStreamError("too many streams")
-                session.subscribe(self._parse_streams(params), self._clock.now_ms())
-                return {"result": None, "id": request_id}
-            if method == "UNSUBSCRIBE":
-                session.unsubscribe([spec.name for spec in self._parse_streams(params)])
-                return {"result": None, "id": request_id}
-            if method == "LIST_SUBSCRIPTIONS":
-                return {
-                    "result": [sub.spec.name for sub in session.subscriptions],
-                    "id": request_id,
-                }
-        except UnknownStreamError as exc:
-            return _error(request_id, f"Invalid request: {exc}")
-        return _error(request_id, f"Invalid request: unknown method {method!r}")
-
-    async def _send_loop(self, session: _Session) -> None:
+    async def _send_loop(self, session: WsSession) -> None:
         """Push every due frame, in time order, until the connection ends."""
         last_ms = session.opened_ms
         try:
@@ -313,7 +244,7 @@ class WsServer:
             log.exception("sim websocket sender failed; closing the connection")
             await session.ws.close(1011, "internal error")
 
-    async def _send_due(self, session: _Session, last_ms: int, now_ms: int) -> None:
+    async def _send_due(self, session: WsSession, last_ms: int, now_ms: int) -> None:
         for event_ms, index in due_instants(session.subscriptions, last_ms, now_ms):
             spec = session.subscriptions[index].spec
             payload = self._payload(spec, event_ms)
@@ -334,7 +265,9 @@ class WsServer:
         next_funding_ms = self._feed.next_funding_time_ms(event_ms)
         return mark_price_payload(spec, price, funding.rate, next_funding_ms, event_ms, fmt)
 
-    async def _send_frame(self, session: _Session, spec: StreamSpec, frame: dict[str, Any]) -> None:
+    async def _send_frame(
+        self, session: WsSession, spec: StreamSpec, frame: dict[str, Any]
+    ) -> None:
         malformed = self.faults.take_malformed()
         if malformed is not None:
             await session.ws.send(malformed_frame(malformed, frame), text=True)
@@ -348,7 +281,7 @@ class WsServer:
         if len(history) > 1 and self.faults.take_out_of_order():
             await session.ws.send(history[0], text=True)
 
-    async def _keep_alive(self, session: _Session) -> None:
+    async def _keep_alive(self, session: WsSession) -> None:
         """Ping every ``ping_interval`` and cut the connection after its lifetime, in sim time."""
         end_ms = session.opened_ms + self._lifetime_ms
         next_ping_ms = session.opened_ms + self._ping_ms
@@ -388,7 +321,7 @@ class WsServer:
         if not pong.cancelled() and pong.exception() is None:
             self._pongs_received += 1
 
-    async def _shut_down(self, session: _Session, grace_secs: float) -> None:
+    async def _shut_down(self, session: WsSession, grace_secs: float) -> None:
         try:
             event = {"e": "serverShutdown", "E": self._clock.now_ms()}
             await session.ws.send(orjson.dumps(event), text=True)
@@ -397,10 +330,6 @@ class WsServer:
             await session.ws.close(1001, "server shutdown")
         except ConnectionClosed:
             return
-
-
-def _error(request_id: object, message: str) -> dict[str, Any]:
-    return {"error": {"code": INVALID_REQUEST_CODE, "msg": message}, "id": request_id}
 
 
 __all__ = ["WsServer", "WsServerStats"]

@@ -19,8 +19,9 @@
 
 The parts: ``tracker.tracked_book`` (the tracked positions, exits in flight, price samples, their
 copy in the state store, reconcile), ``tracker.exits`` (selling, following, settling; the decision
-routine's SELLs), ``tracker.market_view`` (prices, regimes, BTC's 1h change). This class keeps the
-loop, the safety pass and the public methods the runner and the agent layer call.
+routine's SELLs), ``tracker.market_view`` (prices, regimes, BTC's 1h change), ``tracker.safety_pass``
+(each position's safety check and its verdict memo). This class keeps the loop, its cycle grid and
+the public methods the runner and the agent layer call.
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ from tracker.market_view import MarketView, PriceSource, RegimeSource
 from tracker.ports import HeldView, PositionReviewer, ReviewVerdict
 from tracker.positions import StateStore, TrackedPosition
 from tracker.review import AgentLayer
-from tracker.safety import ExitReason, SafetyVerdict, safety_verdict
+from tracker.safety import ExitReason
+from tracker.safety_pass import SafetyPass
 from tracker.tracked_book import TrackedBook
 
 log = logging.getLogger(__name__)
@@ -94,9 +96,9 @@ class PositionTracker:
             record_exit=record_exit or (lambda _key, _event: None),
             failpoint=failpoint,
         )
+        self._safety = SafetyPass(self._book, self._market, self._exits, self)
         self._reconciled = False
         self._interval = self.config.safety_interval_secs  # as ``run`` started
-        self._verdicts: dict[str, tuple[tuple[Any, ...], SafetyVerdict]] = {}  # the last, by ticker
         self._cycle = 0  # safety cycles done since ``run`` started
         # (config, its agent_every_cycles): asked at every cycle and every quiet one passed over
         self._agent_every: tuple[TrackerConfig | None, int] = (None, 1)
@@ -216,7 +218,7 @@ class PositionTracker:
 
     def _quiet(self) -> bool:
         """The coming cycle would only count itself and sample prices: reconciled, nothing
-        exiting, every tracked position's check a sample only (``_checks_only_sample``), and not
+        exiting, every tracked position's check a sample only (``SafetyPass.only_samples``), and not
         an agent cycle unless nothing is tracked and the broker holds nothing
         (``_broker_holds_nothing``). A clock asks this, and passes the cycle over, only where the
         cycle itself would run (an instant where nothing else wakes, or the cycle's own turn in
@@ -225,24 +227,7 @@ class PositionTracker:
             return False
         if self._agent_cycle_due():
             return not self._book.positions and self._broker_holds_nothing()
-        return self._checks_only_sample()
-
-    def _checks_only_sample(self) -> bool:
-        """Each tracked position has a price its check reads without a log line, and its
-        verdict there moves neither the trailing stop nor to an exit: the check would only
-        sample the price (most checks: one every 30 s while a position is held)."""
-        for ticker, position in self._book.positions.items():
-            price = self._market.quiet_price(ticker)
-            if price is None:
-                return False
-            verdict = self._safety_verdict(ticker, position, price)
-            if (
-                verdict.exit is not None
-                or verdict.armed != position.armed
-                or verdict.trailing_high != position.trailing_high
-            ):
-                return False
-        return True
+        return self._safety.only_samples(self.config)
 
     def _broker_holds_nothing(self) -> bool:
         """An agent cycle with nothing tracked whose reconcile would find nothing: the broker
@@ -260,7 +245,7 @@ class PositionTracker:
         self.safety_checks += 1
         for ticker in self._book.positions:
             price = self._market.quiet_price(ticker)
-            assert price is not None  # ``_checks_only_sample`` read it at this instant
+            assert price is not None  # ``only_samples`` read it at this instant
             self._book.sample(ticker, price)
         if self._agent_cycle_due():
             self.agent_reviews += 1
@@ -298,62 +283,10 @@ class PositionTracker:
     # ---- safety layer
 
     async def check_safety(self) -> list[PositionExit]:
-        """One safety pass over every tracked position; returns the exits it completed."""
+        """One safety pass over every tracked position (``tracker.safety_pass``); returns the
+        exits it completed."""
         self.safety_checks += 1
-        exits: list[PositionExit] = []
-        for ticker in list(self._book.positions):
-            if ticker in self._book.pending_exits:
-                done = await self._exits.follow(ticker)
-            else:
-                done = await self._check_one(ticker)
-            exits += [done] if done is not None else []
-        return exits
-
-    async def _check_one(self, ticker: str) -> PositionExit | None:
-        """Stop loss and trailing stop for one position; a changed trailing high or armed flag is
-        saved at once."""
-        price = self.mark_price(ticker)
-        position = self._book.positions.get(ticker)
-        if price is None or position is None:
-            return None
-        self._book.sample(ticker, price)
-        verdict = self._safety_verdict(ticker, position, price)
-        if verdict.armed != position.armed or verdict.trailing_high != position.trailing_high:
-            if verdict.armed and not position.armed:
-                log.info(
-                    "tracker: trailing stop armed for %s (peak PnL %.2f %%)",
-                    ticker,
-                    verdict.peak_pnl_pct,
-                )
-            self._book.positions[ticker] = position.model_copy(
-                update={"trailing_high": verdict.trailing_high, "armed": verdict.armed}
-            )
-            self._book.persist()
-        if verdict.exit is None:
-            return None
-        log.warning(
-            "tracker: %s for %s: price %s, PnL %.2f %%, peak %.2f %%",
-            verdict.exit.value,
-            ticker,
-            price,
-            verdict.pnl_pct,
-            verdict.peak_pnl_pct,
-        )
-        return await self.exit_position(ticker, verdict.exit, reference_price=price)
-
-    def _safety_verdict(
-        self, ticker: str, position: TrackedPosition, price: float
-    ) -> SafetyVerdict:
-        """``safety_verdict`` (a pure function of what it is given); the ticker's last one again
-        when that is unchanged, as for the checks between two ticks (a tick every 75 s in replay,
-        a check every 30 s)."""
-        given = (position.entry_price, price, position.trailing_high, position.armed, self.config)
-        last = self._verdicts.get(ticker)
-        if last is not None and last[0] == given:
-            return last[1]
-        verdict = safety_verdict(*given)
-        self._verdicts[ticker] = (given, verdict)
-        return verdict
+        return await self._safety.check_all()
 
     # ---- exits (``tracker.exits``)
 

@@ -2,8 +2,8 @@
 
 The same composition as ``vigil run`` (``runner.journals.open_journals``, ``runner.wiring``'s market and
 decision paths, ``runner.supervision.supervise``), with three adapters swapped where the live daemon touches
-the network, all serving the bundled recording through ``sim.feed.SimFeed`` (the simulator's own
-implementation) and never anything after the clock's now:
+the network (``runner.replay.ports``), all serving the bundled recording through ``sim.feed.SimFeed``
+(the simulator's own implementation) and never anything after the clock's now:
 
 - ticks: ``sim.recorded_ticks.RecordedTicks`` instead of the websocket listener, its rows computed
   ahead in one worker process (``sim.tick_ahead``: the same functions, so the same ticks);
@@ -34,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,30 +44,24 @@ from core.bus import EventBus
 from core.clock import DAY_MS, VirtualClock, utc_minute
 from core.errors import RefuseToStartError
 from core.events import Event, Topic
-from derivatives.config import DerivativesConfig
-from derivatives.monitor import ContextField
 from regime.fit_ahead import FitAhead, default_workers
 from regime.fit_cache import FitCache
 from regime.fit_pool import FitPool
-from regime.tracker import run_inline
 from runner.config import Settings
 from runner.desk_ahead import open_desk_pool
 from runner.journals import Journals, open_journals
-from runner.market_wiring import MarketPath, Ports, build_market_path
-from runner.replay.data import RecordedData, open_recorded_data, optional_fear_greed
+from runner.market_wiring import MarketPath, build_market_path
+from runner.replay.data import RecordedData, open_recorded_data
 from runner.replay.driver import ReplayDriver
 from runner.replay.estimate import expected_calls_text
 from runner.replay.fit_frames import RecordedFutureFrames
+from runner.replay.ports import replay_ports
 from runner.subscriptions import Inline
 from runner.supervision import supervise
 from runner.supervisor import Supervisor
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
-from sim.inprocess import RecordedOhlcvExchange
-from sim.recorded_sources import build_recorded_context_fields
-from sim.recorded_spot import RecordedSpotKlines
 from sim.recorded_ticks import RecordedTicks
-from sim.rest_payloads import FearGreedBook
 from sim.tick_ahead import open_tick_pool
 
 log = logging.getLogger(__name__)
@@ -225,54 +218,6 @@ def check_span(feed: SimFeed, options: ReplayOptions) -> None:
                 f"{ticker}: the recording covers {utc_minute(first_ms)} .. {utc_minute(last_ms + 1)}; "
                 f"asked {utc_minute(options.start_ms)} .. {utc_minute(options.end_ms)}"
             )
-
-
-def replay_ports(
-    settings: Settings,
-    clock: VirtualClock,
-    bus: EventBus,
-    feed: SimFeed,
-    *,
-    end_ms: int,
-    memory: bool = True,
-    fear_greed: FearGreedBook | str | None = None,
-    fit_ahead: FitAhead | None = None,
-    fit_pool: FitPool | None = None,
-    tick_pool: Executor | None = None,
-    desk_pool: Executor | None = None,
-) -> Ports:
-    """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
-    ``fear_greed``: the opened index (or why there is none); None reads it from the data dir.
-    ``tick_pool``: where the ticks' rows are computed ahead; None: in this process.
-    ``desk_pool``: where the analysts run (``runner.desk_ahead``); None: in this process."""
-    tickers = settings.market.tickers
-
-    def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
-        return RecordedTicks(
-            clock,
-            bus,
-            feed,
-            tickers=tickers,
-            timeframes=settings.market.timeframes,
-            end_ms=end_ms,
-            read_ahead=tick_pool,
-        )
-
-    def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
-        index = optional_fear_greed(settings.data_dir) if fear_greed is None else fear_greed
-        spot = RecordedSpotKlines(settings.data_dir)
-        return build_recorded_context_fields(config, clock, tickers, feed, index, spot)
-
-    return Ports(
-        exchange=RecordedOhlcvExchange(feed, clock),
-        make_ticks=recorded_ticks,
-        context_fields=recorded_context,
-        fit_offload=run_inline,
-        fit_ahead=fit_ahead,
-        fit_pool=fit_pool,
-        memory=memory,
-        analysts_pool=desk_pool,
-    )
 
 
 def build_replay(settings: Settings, options: ReplayOptions) -> Replay:

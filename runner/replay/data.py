@@ -25,7 +25,8 @@ from market.recorded import (
     default_data_dir,
     load_fear_greed,
 )
-from sim.feed import Gap, SimFeed
+from sim.feed import SimFeed
+from sim.feed_series import Gap
 from sim.rest_payloads import FearGreedBook
 
 if TYPE_CHECKING:

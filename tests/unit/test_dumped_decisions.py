@@ -8,7 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_snapshot_walks import _same
+from snapshot_walks_support import same
 
 from agent.decision import AgentDecision, TradeDecision, dumped_decisions
 from broker.port import Action
@@ -37,7 +37,7 @@ def test_the_events_decisions_are_each_decisions_own_dump(trades: list[TradeDeci
     decision = AgentDecision(decisions=tuple(trades), decided_by="fallback")
     got = dumped_decisions(decision, decision.model_dump(mode="json"))
     assert type(got) is tuple
-    assert _same(list(got), list(_separately(decision)))
+    assert same(list(got), list(_separately(decision)))
 
 
 class _Odd(TradeDecision):

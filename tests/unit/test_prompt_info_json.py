@@ -7,7 +7,7 @@ from __future__ import annotations
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_snapshot_walks import _same
+from snapshot_walks_support import same
 
 from agent.prompt_assembly import PromptBudgets, PromptInfo
 
@@ -40,7 +40,7 @@ _info = st.builds(
 def test_as_json_is_the_json_dump(infos: list[PromptInfo]) -> None:
     for info in [*infos, *infos]:  # the second round with the budgets' dumps remembered
         made, dumped = info.as_json(), info.model_dump(mode="json")
-        assert _same(made, dumped)
+        assert same(made, dumped)
         assert orjson.dumps(made) == orjson.dumps(dumped)
 
 

@@ -3,68 +3,21 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 import pytest
+from snapshot_support import START_MS, TICKERS, FakeBroker, make_builder, returning, seeded  # noqa: F401
 
 from agent.snapshot_builder import NOT_WIRED, SnapshotBuilder
-from broker.port import OpenOrder, OrderResult, PositionDetail
-from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import MarketTick
 from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import MultiTFAggregator
 from market.features import FeatureTracker
-from market.recorded import load_klines, resample, to_candles
 from regime.snapshot import RegimeSnapshot
-
-TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
-START_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
-
-
-class FakeBroker:
-    def __init__(
-        self, *, fail: bool = False, orders: Sequence[OpenOrder] = (), orders_fail: bool = False
-    ) -> None:
-        self.fail = fail
-        self.orders = tuple(orders)
-        self.orders_fail = orders_fail
-
-    async def execute_decisions(self, intents: Sequence[Any]) -> Sequence[OrderResult]:
-        return ()
-
-    async def get_positions_detail(self) -> Sequence[PositionDetail]:
-        if self.fail:
-            raise ConnectionError("exchange down")
-        return [
-            PositionDetail(
-                ticker="SOL/USDT",
-                quantity=2.0,
-                entry_price=140.0,
-                mark_price=147.0,
-                opened_at_ms=START_MS - 3_600_000,
-            )
-        ]
-
-    async def get_portfolio_value(self) -> float:
-        return 10_014.0
-
-    async def get_cash(self) -> float:
-        return 9_720.0
-
-    async def get_open_orders(self) -> Sequence[OpenOrder]:
-        if self.orders_fail:
-            raise TimeoutError("openOrders timed out")
-        return self.orders
-
-    async def cancel(self, client_order_id: str) -> OrderResult | None:
-        return None
-
-    async def lookup(self, client_order_id: str) -> OrderResult | None:
-        return None
 
 
 @dataclass
@@ -90,72 +43,10 @@ class BrokenSource:
         raise TimeoutError("alternative.me did not answer")
 
 
-@pytest.fixture(scope="module")
-def seeded() -> tuple[MultiTFAggregator, FeatureTracker]:
-    features = FeatureTracker()
-    agg = MultiTFAggregator(EventBus(), observers=[features])
-    for ticker in TICKERS:
-        five = load_klines(ticker, "5m")
-        five = five[(five.index >= START_MS - 5 * 86_400_000) & (five.index < START_MS)]
-        for tf in ("15m", "1h", "4h"):
-            frame = resample(five, "5m", tf)
-            agg.seed(
-                ticker,
-                tf,
-                to_candles(frame),
-            )
-        last = agg.last_closed(ticker, "15m")
-        assert last is not None
-        agg.update(  # the first live tick of the next 15m candle
-            MarketTick(
-                ticker=ticker,
-                timeframe="15m",
-                open_time_ms=START_MS,
-                close_time_ms=START_MS + 899_999,
-                open=last.close,
-                high=last.close,
-                low=last.close,
-                close=last.close,
-                volume=1.0,
-                closed=False,
-                event_time_ms=START_MS + 250,
-            )
-        )
-    return agg, features
-
-
-def _returning(regime: RegimeSnapshot | None) -> Callable[[], Awaitable[RegimeSnapshot | None]]:
-    async def read() -> RegimeSnapshot | None:
-        return regime
-
-    return read
-
-
-def _builder(
-    agg: MultiTFAggregator,
-    features: FeatureTracker,
-    *,
-    broker: FakeBroker | None = None,
-    sources: Sequence[Any] = (),
-    regime: RegimeSnapshot | None = None,
-) -> SnapshotBuilder:
-    return SnapshotBuilder(
-        VirtualClock(epoch_ms=START_MS),
-        tickers=TICKERS,
-        market=agg,
-        features=features,
-        broker=broker or FakeBroker(),
-        agent_memory=lambda: "BTC chops in ranges on weekends.",
-        peak_prices=lambda: {"SOL/USDT": 150.0},
-        regime=_returning(regime),
-        context_sources=sources,
-    )
-
-
 async def test_every_null_field_has_a_reason(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    snap = await _builder(*seeded).build(["candle_close:BTC/USDT:4h"])
+    snap = await make_builder(*seeded).build(["candle_close:BTC/USDT:4h"])
     dumped = snap.model_dump()
     for name in CONTEXT_FIELDS:
         assert dumped[name] is None
@@ -167,9 +58,9 @@ async def test_every_null_field_has_a_reason(
 
 
 async def test_market_portfolio_and_memory_are_filled(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    snap = await _builder(*seeded).build(["agent_timer"])
+    snap = await make_builder(*seeded).build(["agent_timer"])
     btc = snap.tickers["BTC/USDT"]
     assert snap.btc_price == btc.price == seeded[0].last_price("BTC/USDT")
     assert btc.volume_24h is not None and btc.volume_24h > 0
@@ -185,9 +76,9 @@ async def test_market_portfolio_and_memory_are_filled(
 
 
 async def test_sources_fill_fields_and_a_broken_one_only_costs_its_fields(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    snap = await _builder(*seeded, sources=[FundingSource(), BrokenSource()]).build([])
+    snap = await make_builder(*seeded, sources=[FundingSource(), BrokenSource()]).build([])
     assert snap.funding_rates == {"BTC/USDT": 0.0001}
     assert "funding_rates" not in snap.unavailable
     assert snap.unavailable["open_interest"] == "not in the recorded data"
@@ -195,14 +86,14 @@ async def test_sources_fill_fields_and_a_broken_one_only_costs_its_fields(
 
 
 async def test_broker_down_gives_nulls_with_reason(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    snap = await _builder(*seeded, broker=FakeBroker(fail=True)).build([])
+    snap = await make_builder(*seeded, broker=FakeBroker(fail=True)).build([])
     assert snap.portfolio_value is None and snap.cash is None and snap.open_positions == []
     assert "exchange down" in snap.unavailable["portfolio_value"]
 
 
-async def test_regime_sets_exposure_scale(seeded: tuple[MultiTFAggregator, FeatureTracker]) -> None:
+async def test_regime_sets_exposure_scale(seeded: tuple[MultiTFAggregator, FeatureTracker]) -> None:  # noqa: F811
     regime = RegimeSnapshot(
         crypto={"BTC/USDT": "high_volatility"},
         crypto_exposure={"BTC/USDT": 0.6},
@@ -211,15 +102,15 @@ async def test_regime_sets_exposure_scale(seeded: tuple[MultiTFAggregator, Featu
         combined="high_volatility_unavailable",
         exposure_scale=0.6,
     )
-    snap = await _builder(*seeded, regime=regime).build([])
+    snap = await make_builder(*seeded, regime=regime).build([])
     assert snap.exposure_scale == 0.6 and "regime" not in snap.unavailable
 
 
 async def test_serialisation_is_compact_deterministic_and_rejects_nan(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    first = await _builder(*seeded).build(["x"])
-    second = await _builder(*seeded).build(["x"])
+    first = await make_builder(*seeded).build(["x"])
+    second = await make_builder(*seeded).build(["x"])
     assert first.to_json_bytes() == second.to_json_bytes()
     assert first.digest() == second.digest()
     raw = first.to_json_bytes()
@@ -231,9 +122,9 @@ async def test_serialisation_is_compact_deterministic_and_rejects_nan(
 
 
 async def test_as_sent_is_made_once_and_a_copy_with_an_update_makes_its_own(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
-    snapshot = await _builder(*seeded).build(["x"])
+    snapshot = await make_builder(*seeded).build(["x"])
     first = snapshot.as_sent()
     first.pop("agent_memory")  # a caller's own top level (the prompt pops the notes)
     second = snapshot.as_sent()
@@ -244,71 +135,11 @@ async def test_as_sent_is_made_once_and_a_copy_with_an_update_makes_its_own(
     assert orjson.loads(moved.to_json_bytes())["btc_price"] == 1.25
 
 
-def _resting(cid: str, ticker: str, placed_at_ms: int, limit: float, quantity: float) -> OpenOrder:
-    return OpenOrder(
-        client_order_id=cid,
-        ticker=ticker,
-        side="buy",
-        quantity=quantity,
-        limit_price=limit,
-        notional_usd=quantity * limit,
-        placed_at_ms=placed_at_ms,
-        expires_at_ms=placed_at_ms + 900_000,
-    )
-
-
-async def test_resting_orders_are_in_the_snapshot_sorted_and_deterministic(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
-) -> None:
-    orders = [
-        _resting("c3", "SOL/USDT", START_MS - 60_000, 146.5, 3.0),
-        _resting("c1", "ETH/USDT", START_MS - 30_000, 2_210.123456789, 0.45),
-        _resting("c2", "ETH/USDT", START_MS - 90_000, 2_200.0, 0.1),
-    ]
-    first = await _builder(*seeded, broker=FakeBroker(orders=orders)).build([])
-    again = await _builder(*seeded, broker=FakeBroker(orders=orders[::-1])).build([])
-    assert [(o.ticker, o.placed_at_ms) for o in first.pending_orders] == [
-        ("ETH/USDT", START_MS - 90_000),
-        ("ETH/USDT", START_MS - 30_000),
-        ("SOL/USDT", START_MS - 60_000),
-    ]
-    assert first.to_json_bytes() == again.to_json_bytes()  # broker order does not matter
-    eth = orjson.loads(first.to_json_bytes())["pending_orders"][1]
-    assert eth == {
-        "ticker": "ETH/USDT",
-        "side": "buy",
-        "notional_usd": round(0.45 * 2_210.123456789, 8),
-        "limit_price": round(2_210.123456789, 8),
-        "placed_at_ms": START_MS - 30_000,
-        "expires_at_ms": START_MS - 30_000 + 900_000,
-    }
-    assert "pending_orders" not in first.unavailable
-
-
-async def test_no_resting_orders_is_an_empty_list_not_a_gap(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
-) -> None:
-    snap = await _builder(*seeded).build([])
-    assert snap.pending_orders == [] and "pending_orders" not in snap.unavailable
-    assert orjson.loads(snap.to_json_bytes())["pending_orders"] == []
-
-
-async def test_unreadable_open_orders_make_the_whole_portfolio_unavailable(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
-) -> None:
-    """Positions without the orders about to add to them would let the caps buy twice."""
-    snap = await _builder(*seeded, broker=FakeBroker(orders_fail=True)).build([])
-    assert snap.portfolio_value is None and snap.cash is None
-    assert snap.open_positions == [] and snap.pending_orders == []
-    for name in ("open_positions", "pending_orders", "portfolio_value", "cash"):
-        assert "openOrders timed out" in snap.unavailable[name]
-
-
 async def test_timeframe_summaries_follow_each_close_and_equal_a_fresh_computation(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
     agg, features = seeded
-    builder = _builder(agg, features)
+    builder = make_builder(agg, features)
     before = (await builder.build(["agent_timer"])).tickers["BTC/USDT"].multi_tf
     last = agg.last_closed("BTC/USDT", "15m")
     assert last is not None
@@ -329,7 +160,7 @@ async def test_timeframe_summaries_follow_each_close_and_equal_a_fresh_computati
         )
     )
     after = (await builder.build(["candle_close:BTC/USDT:15m"])).tickers["BTC/USDT"].multi_tf
-    fresh = (await _builder(agg, features).build(["agent_timer"])).tickers["BTC/USDT"].multi_tf
+    fresh = (await make_builder(agg, features).build(["agent_timer"])).tickers["BTC/USDT"].multi_tf
     assert after == fresh  # the cached summaries are what a new builder computes
     assert after["15m"] != before["15m"]
     assert after["1h"] == before["1h"]  # no 1h close: the same summary
@@ -347,7 +178,7 @@ class ManyTradesLearner:
 
 
 async def test_the_decider_reads_the_newest_ten_of_the_learners_trades(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
     agg, features = seeded
     builder = SnapshotBuilder(
@@ -358,7 +189,7 @@ async def test_the_decider_reads_the_newest_ten_of_the_learners_trades(
         broker=FakeBroker(),
         agent_memory=lambda: "",
         peak_prices=dict,
-        regime=_returning(None),
+        regime=returning(None),
         context_sources=(),
         learner=ManyTradesLearner(),
     )
@@ -379,7 +210,7 @@ class PaxgSource:
 
 
 async def test_the_gold_hedge_is_part_of_the_regime_context(
-    seeded: tuple[MultiTFAggregator, FeatureTracker],
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
 ) -> None:
     regime = RegimeSnapshot(
         crypto={"BTC/USDT": "low_volatility"},
@@ -389,14 +220,14 @@ async def test_the_gold_hedge_is_part_of_the_regime_context(
         combined="low_volatility_unavailable",
         exposure_scale=1.0,
     )
-    snap = await _builder(*seeded, regime=regime, sources=[PaxgSource(0.25)]).build([])
+    snap = await make_builder(*seeded, regime=regime, sources=[PaxgSource(0.25)]).build([])
     assert snap.regime is not None and snap.regime.gold_hedge is not None
     hedge = snap.regime.gold_hedge
     assert hedge.paxg_price == 3_000.0 and hedge.paxg_return_4h_pct == 0.25
     assert hedge.btc_return_4h_pct == snap.tickers["BTC/USDT"].return_4h_pct
     assert hedge.signal in {"neutral", "flight_to_safety", "risk_on"}
     assert snap.regime.combined == "low_volatility_unavailable"  # context, not a new label
-    without = await _builder(*seeded, regime=regime).build([])
+    without = await make_builder(*seeded, regime=regime).build([])
     assert without.regime is not None and without.regime.gold_hedge is not None
     assert without.regime.gold_hedge.signal == "unavailable"
     assert without.regime.gold_hedge.reason == "PAXG 4h return unavailable"

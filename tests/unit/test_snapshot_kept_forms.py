@@ -10,7 +10,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_snapshot_walks import _Float, _Int, _json, _Model, _same_outcome, _Str, _values
+from snapshot_walks_support import Model
+from test_snapshot_walks import _Float, _Int, _json, _same_outcome, _Str, _values
 
 from agent.snapshot import _KEPT_FORMS
 from agent.snapshot_walks import KeptForms, rounded_and_compact
@@ -32,7 +33,7 @@ _lookalikes = st.sampled_from(
         -0.0,
         "1",
         _Str("1"),
-        _Model(),
+        Model(),
         [1],
         (1,),
         {"a": 1},
@@ -81,7 +82,7 @@ def test_a_lookalike_never_takes_the_kept_pair() -> None:
 
 
 def test_a_snapshots_forms_keep_the_recent_trades_pair_while_they_repeat() -> None:
-    from test_snapshot_walks import _hostile_snapshot as make_snapshot  # a real MarketSnapshot
+    from snapshot_walks_support import hostile_snapshot as make_snapshot  # a real MarketSnapshot
 
     trades = [{"ticker": "BTC/USDT", "pnl_pct": -0.5, "signals": {"rsi": 0.25}}]
     first = make_snapshot().model_copy(update={"recent_trades": trades})

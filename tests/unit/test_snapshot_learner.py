@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from test_snapshot import START_MS, TICKERS, FakeBroker, _returning, seeded  # noqa: F401
+from snapshot_support import START_MS, TICKERS, FakeBroker, returning, seeded  # noqa: F401
 
 from agent.snapshot_builder import SnapshotBuilder
 from core.bus import EventBus
@@ -62,7 +62,7 @@ def _builder(
         broker=FakeBroker(),
         agent_memory=lambda: "",
         peak_prices=lambda: {},
-        regime=_returning(REGIME),
+        regime=returning(REGIME),
         learner=learner,
         draw_seed=seed,
     )

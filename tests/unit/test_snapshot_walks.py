@@ -1,8 +1,9 @@
 """The decision path's walks over a snapshot and its journal line, rewritten to check leaves in
 their parent's loop (and ``rounded`` to remember rounded floats), answer exactly as the
-one-call-per-node definitions they replace, kept here as the reference: the same values of the
-same types, zeros with their signs, the same errors, on hostile nested inputs as well as JSON.
-And the snapshot as sent, vouched plain (``PlainJson``), gives the journal line the walks gave."""
+one-call-per-node definitions they replace, kept as the reference (``snapshot_walks_support``):
+the same values of the same types, zeros with their signs, the same errors, on hostile nested
+inputs as well as JSON.
+The journal line a vouched snapshot gives is checked in ``test_snapshot_walks_journal_line``."""
 
 from __future__ import annotations
 
@@ -13,26 +14,29 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from snapshot_walks_support import (
+    Model,
+    outcome,
+    reference_compact,
+    reference_is_plain,
+    reference_rounded,
+    same,
+)
 
 from agent import snapshot_walks
-from agent.routine import _typed_line
-from agent.snapshot import MarketSnapshot, sent_digest
 from agent.snapshot_finite import non_finite
 from agent.snapshot_walks import (
     FLOAT_DECIMALS,
     FLOAT_SPEC,
-    NOT_SENT,
     compact,
     compact_reusing,
     rounded_and_compact,
 )
 from agent.snapshot_walks import rounded as _rounded
-from state.journal import PlainJson, _is_plain, encode_jsonl_record
+from state.journal import _is_plain
 
 
 class _Float(float):
@@ -47,63 +51,7 @@ class _Str(str):
     pass
 
 
-class _Model(BaseModel):
-    x: float = 1.0
-
-
 # --- the definitions the fast walks replace -----------------------------------------------------
-
-
-def reference_is_plain(value: Any) -> bool:
-    kind = type(value)
-    if kind is dict:
-        return all(type(key) is str and reference_is_plain(item) for key, item in value.items())
-    if kind is list or kind is tuple:
-        return all(reference_is_plain(item) for item in value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return not isinstance(value, BaseModel | Mapping)
-
-
-def reference_rounded(value: Any) -> Any:
-    kind = type(value)
-    if kind is dict:
-        return {k: reference_rounded(v) for k, v in value.items()}
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"non-finite number in snapshot: {value!r}")
-        return round(value, FLOAT_DECIMALS)
-    if isinstance(value, Mapping):
-        return {k: reference_rounded(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [reference_rounded(v) for v in value]
-    return value
-
-
-def reference_compact(value: Any) -> Any:
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is not dict:
-        if isinstance(value, float):
-            return float(format(value, FLOAT_SPEC))
-        if isinstance(value, list):
-            return [reference_compact(v) for v in value]
-        if not isinstance(value, dict):
-            return value
-    reasons = value.get("unavailable")
-    explained = set(reasons) if isinstance(reasons, dict) else set()
-    return {
-        k: reference_compact(v)
-        for k, v in value.items()
-        if k not in NOT_SENT
-        and not (v is None and k in explained)
-        and not (k == "unavailable" and v == {})
-    }
 
 
 def reference_non_finite(value: Any, path: str = "") -> list[str]:
@@ -133,7 +81,7 @@ _leaves = st.one_of(
     st.none(),
     st.text(max_size=4),
     st.text(max_size=4).map(_Str),
-    st.just(_Model()),
+    st.just(Model()),
 )
 _keys = st.one_of(
     st.sampled_from(["unavailable", "schema_version", "price", "rsi", "trend"]),
@@ -172,29 +120,9 @@ _json = st.recursive(
 )
 
 
-def _same(a: Any, b: Any) -> bool:
-    """Equal values of the very same types; floats bit for bit (the sign of a zero counts)."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        return struct.pack("<d", a) == struct.pack("<d", b) or (math.isnan(a) and math.isnan(b))
-    if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list | tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b) or a is b
-
-
-def _outcome(walk: Any, value: Any) -> tuple[str, Any]:
-    try:
-        return "value", walk(value)
-    except Exception as exc:
-        return type(exc).__name__, str(exc)
-
-
 def _same_outcome(walk: Any, reference: Any, value: Any) -> bool:
-    (kind, got), (want_kind, want) = _outcome(walk, value), _outcome(reference, value)
-    return kind == want_kind and (_same(got, want) if kind == "value" else got == want)
+    (kind, got), (want_kind, want) = outcome(walk, value), outcome(reference, value)
+    return kind == want_kind and (same(got, want) if kind == "value" else got == want)
 
 
 # --- properties -----------------------------------------------------------------------------------
@@ -275,8 +203,8 @@ def test_compact_reusing_the_base_is_compact(
     model's note) or added: the compact form is the one ``compact`` gives it."""
     base = reference_rounded(base)
     value = {k: v for k, v in base.items() if k not in removed} | replaced
-    assert _same(compact_reusing(value, base, compact(base)), reference_compact(value))
-    assert _same(compact_reusing(base, base, compact(base)), reference_compact(base))
+    assert same(compact_reusing(value, base, compact(base)), reference_compact(value))
+    assert same(compact_reusing(base, base, compact(base)), reference_compact(base))
 
 
 @settings(max_examples=500, deadline=None)
@@ -361,7 +289,7 @@ def test_is_plain_refuses_what_orjson_would_write_otherwise() -> None:
         {"a": {1: 2}},
         {"a": [math.nan]},
         {"a": (0.0, {"b": -math.inf})},
-        {"a": _Model()},
+        {"a": Model()},
         {"a": types.MappingProxyType({})},
         {"a": OrderedDict()},
     ):
@@ -386,126 +314,3 @@ def test_compact_drops_only_explained_nulls_and_empty_reasons() -> None:
 
 
 # --- the snapshot as sent goes into the journal line unwalked -----------------------------------
-
-_finite_json = st.recursive(
-    st.one_of(st.floats(allow_nan=False, allow_infinity=False), st.integers(), st.none()),
-    lambda children: st.one_of(
-        st.lists(children, max_size=4), st.dictionaries(st.text(max_size=3), children, max_size=4)
-    ),
-    max_leaves=30,
-)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5))
-def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) -> None:
-    record = {"type": "decision", "snapshot": snapshot, "at_ms": 1}
-    vouched = {**record, "snapshot": PlainJson(snapshot)}
-    # the same bytes, or the same refusal (an integer orjson cannot hold)
-    assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
-
-
-@settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5), st.text(max_size=3))
-def test_plain_json_with_its_json_is_written_as_the_dict_it_holds(
-    snapshot: dict[str, Any], key: str
-) -> None:
-    record = {"type": "decision", "at_ms": 1, key: snapshot}
-    try:
-        encoded = orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)
-    except orjson.JSONEncodeError:
-        return  # nothing to carry: such a value never gets its JSON made
-    vouched = {**record, key: PlainJson(snapshot, encoded)}
-    assert _outcome(encode_jsonl_record, vouched) == _outcome(encode_jsonl_record, record)
-    nested = {**record, "nested": {"x": PlainJson(snapshot, encoded)}}  # only the top level's
-    assert encode_jsonl_record(nested) == encode_jsonl_record({**record, "nested": {"x": snapshot}})
-
-
-def _hostile_snapshot() -> MarketSnapshot:
-    """Outside data of odd shapes (tuples, int keys, a model, tiny and huge floats): the JSON dump
-    and the rounding leave only what ``PlainJson`` promises."""
-    return MarketSnapshot(
-        at_ms=1_000,
-        tickers={},
-        btc_price=90_000.123456789,
-        btc_change_1h_pct=-0.0,
-        btc_change_24h_pct=None,
-        open_interest={"BTC/USDT": {1: (1.5, 2), "m": _Model(x=1e-12), "o": OrderedDict(a=1e300)}},
-        regime=None,
-        exposure_scale=1.0,
-        open_positions=[],
-        portfolio_value=10_000.0,
-        cash=None,
-        gate_wake_reasons=["test"],
-        unavailable={"regime": "test", "cash": "test"},
-    )
-
-
-def test_a_snapshot_as_sent_is_what_plain_json_promises() -> None:
-    sent = _hostile_snapshot().as_sent()
-    assert reference_is_plain(sent)
-
-
-def _decision_record(**fields: Any) -> dict[str, Any]:
-    """A decision line's record with ``fields`` before its gate update."""
-    head = {"type": "decision", "decision_id": "d1-1", "at_ms": 1_000, "trigger": ["test"]}
-    return {**head, **fields, "gate_update": {"next_check_seconds": 60}}
-
-
-def test_a_line_with_the_vouched_snapshot_equals_the_validated_line() -> None:
-    sent = _hostile_snapshot().as_sent()
-    record = _decision_record(snapshot_digest=sent_digest(sent), snapshot=sent)
-    validated = _typed_line(record)
-    vouched = _typed_line({**record, "snapshot": PlainJson(sent)})
-    assert list(vouched) == list(validated) and vouched == validated
-    assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
-
-
-def test_a_line_with_the_vouched_prompt_info_equals_the_validated_line() -> None:
-    from fakes.claude_support import snapshot
-
-    from agent.prompt_assembly import PromptAssembler
-    from memory.context import AssembledContext
-
-    ctx = AssembledContext(at_ms=1, values={"notes": "a\nb"}, caps={"max_position_pct": 0.1})
-    prompt = PromptAssembler(None).build(snapshot().as_sent(), ctx)
-    info = prompt.info.model_dump(mode="json")
-    assert reference_is_plain(info)  # what PlainJson promises, whatever the prompt held
-    sent = _hostile_snapshot().as_sent()
-    record = _decision_record(snapshot=sent, prompt=info)
-    validated = _typed_line(record)
-    vouched = _typed_line({**record, "snapshot": PlainJson(sent), "prompt": PlainJson(info)})
-    assert list(vouched) == list(validated) and vouched == validated
-    assert encode_jsonl_record(vouched) == encode_jsonl_record(validated)
-
-
-def test_a_record_unfit_for_its_model_is_still_journaled_with_the_reason() -> None:
-    sent = _hostile_snapshot().as_sent()
-    record = {"decision_id": "d1-1", "at_ms": "late", "trigger": [], "snapshot": PlainJson(sent)}
-    line = _typed_line(record)
-    assert "at_ms" in line["record_invalid"] and line["snapshot"] == sent
-
-
-def test_a_snapshots_forms_are_its_walks_made_once_and_not_copied() -> None:
-    snapshot = _hostile_snapshot()
-    forms = snapshot.forms()
-    sent = snapshot.as_sent()
-    assert _same(dict(forms.sent), reference_rounded(snapshot.model_dump(mode="json")))
-    assert _same(dict(forms.compact), reference_compact(sent))
-    assert forms.json == snapshot.to_json_bytes() == orjson.dumps(sent, option=orjson.OPT_SORT_KEYS)
-    assert snapshot.digest() == sent_digest(sent)
-    assert snapshot.forms() is forms and forms.holds(sent)
-    copied = snapshot.model_copy(update={"cash": 5.0})
-    assert copied.forms() is not forms and copied.as_sent()["cash"] == 5.0
-
-
-def test_forms_hold_only_the_very_entries() -> None:
-    forms = _hostile_snapshot().forms()
-    sent = dict(forms.sent)
-    assert forms.holds(sent)
-    assert not forms.holds({**sent, "open_interest": dict(sent["open_interest"])})  # equal, not it
-    assert not forms.holds({k: v for k, v in sent.items() if k != "cash"})
-    assert not forms.holds({**sent, "extra": None})
-    swapped = {**sent, "cash": sent["btc_change_24h_pct"], "btc_change_24h_pct": sent["cash"]}
-    assert swapped == sent  # both None: the same objects, the same JSON
-    assert forms.holds(swapped)

@@ -137,11 +137,15 @@ async def test_a_lower_arming_level_after_a_restart_arms_at_an_unchanged_high(
 
     lower = TrackerConfig(trailing_arm_pct=4.0)
     again = make_rig(tmp_path, broker=rig.broker, clock=rig.clock, config=lower)
-    assert not again.tracker._checks_only_sample()  # the check would arm: not quiet
+    assert not again.tracker._safety.only_samples(
+        again.tracker.config
+    )  # the check would arm: not quiet
     assert await again.tracker.check_safety() == []
     position = again.tracker.position(BTC)
     assert position is not None and position.armed and position.trailing_high == 105.0
-    assert again.tracker._checks_only_sample()  # armed now: the same price only samples
+    assert again.tracker._safety.only_samples(
+        again.tracker.config
+    )  # armed now: the same price only samples
     saved = RunnerState.model_validate_json(again.state_path.read_bytes())
     assert saved.extra["tracker"]["positions"][BTC]["armed"] is True
 

@@ -51,7 +51,7 @@ def test_the_verdict_taken_again_is_the_one_computed(
             trailing_high=high,
             armed=armed,
         )
-        got = tracker._safety_verdict(ticker, position, price)
+        got = tracker._safety.verdict(ticker, position, price, tracker.config)
         want = safety_verdict(entry, price, high, armed, config)
         assert got == want
         assert got.model_dump_json() == want.model_dump_json()
@@ -62,6 +62,6 @@ def test_a_changed_config_is_a_changed_input(tmp_path: Path) -> None:
     position = TrackedPosition(
         ticker=BTC, entry_price=100.0, quantity=1.0, entry_time_ms=0, trailing_high=100.0
     )
-    assert rig.tracker._safety_verdict(BTC, position, 94.0).exit is None
+    assert rig.tracker._safety.verdict(BTC, position, 94.0, rig.tracker.config).exit is None
     rig.tracker.config = TrackerConfig(stop_loss_pct=-5.0)
-    assert rig.tracker._safety_verdict(BTC, position, 94.0).exit is not None
+    assert rig.tracker._safety.verdict(BTC, position, 94.0, rig.tracker.config).exit is not None
