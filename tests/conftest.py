@@ -14,9 +14,10 @@
 - Hypothesis has no per-example deadline: its default (200 ms) fails a correct test on a loaded
   machine, and the suite must pass with another ``make test`` running beside it. Examples stay
   bounded by pytest-timeout.
-- ``VIGIL_HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes Hypothesis: each property
+- ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes Hypothesis: each property
   test draws the same examples on every run, so a CI result follows from the commit alone and
   a red run is reproducible. A plain ``make test`` draws fresh examples each time, to explore.
+  (Not a ``VIGIL_`` name: the daemon refuses an unknown ``VIGIL_`` variable as a mistyped setting.)
 """
 
 import logging
@@ -33,7 +34,7 @@ os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 
 settings.register_profile("vigil", deadline=None)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
-settings.load_profile(os.environ.get("VIGIL_HYPOTHESIS_PROFILE", "vigil"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
 
 
 def _pytests(handler: logging.Handler) -> bool:

@@ -11,7 +11,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_profile_follows_the_environment() -> None:
-    in_ci = os.environ.get("VIGIL_HYPOTHESIS_PROFILE") == "ci"
+    in_ci = os.environ.get("HYPOTHESIS_PROFILE") == "ci"
     current = settings.default
     assert current is not None
     assert current.derandomize is in_ci
@@ -21,4 +21,4 @@ def test_the_profile_follows_the_environment() -> None:
 def test_ci_runs_derandomized() -> None:
     assert settings.get_profile("ci").derandomize is True
     assert settings.get_profile("ci").deadline is None
-    assert "export VIGIL_HYPOTHESIS_PROFILE=ci" in (REPO / ".ci" / "run").read_text()
+    assert "export HYPOTHESIS_PROFILE=ci" in (REPO / ".ci" / "run").read_text()
