@@ -6,7 +6,8 @@ Parts, in the order sent (stable first, so the prompt cache keeps working):
 2. ``policy`` - the organisation's caps, banned tickers, rubric and policy, the project's rules for
    the traded tickers (system block 2, cached: it changes when a file does);
 3. ``memory`` - the analysts' day summaries and the notes (user block 1, cached: they change once
-   a day or when a person edits), then the trading memory's insights (user block 2);
+   a day or when a person edits), then the trading memory's insights (user block 2), less those
+   the snapshot's ``historical_insights`` already holds;
 4. ``session`` - the working context between decisions (user block 2);
 5. ``snapshot`` - the market, last (user block 3).
 
@@ -226,13 +227,13 @@ class PromptAssembler:
         ``forms``: the snapshot's (``MarketSnapshot.forms``): what of ``sent`` is still its very
         entries is not dumped or compacted again."""
         b = self.budgets
-        context = self._parts.parts(ctx)
+        snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars, forms)
+        context = self._parts.parts(without_lessons_in(ctx, snapshot))
         warnings = []
         if context.classed_chars > b.context_warn_chars:  # class budgets raised, or protected grew
             warnings.append(
                 f"context {context.classed_chars} chars > warning level {b.context_warn_chars}"
             )
-        snapshot, snap_trims = trim_snapshot(sent, b.snapshot_max_chars, forms)
         texts = {part: context.texts[part] for part in ("policy", "memory", "session")}
         texts["instructions"] = DECISION_SYSTEM_PROMPT
         # the model's own note goes fenced after the snapshot, as render_request sends it
@@ -265,6 +266,21 @@ class PromptAssembler:
         return unvalidated(
             AssembledPrompt, {"system": system, "user": user, "texts": texts, "info": info}
         )
+
+
+def without_lessons_in(ctx: AssembledContext, snapshot: Mapping[str, Any]) -> AssembledContext:
+    """``ctx`` without the lessons the snapshot's ``historical_insights`` already carries (with
+    their score parts, ranked for this decision's situation): one lesson, one place in the prompt.
+    Measured on June 2025 (memory ON): 82 % of prompts repeated one, 40 % of the lesson lines."""
+    shown = {
+        item.get("id")
+        for item in snapshot.get("historical_insights") or ()
+        if isinstance(item, dict) and item.get("kind") == "insight" and item.get("id")
+    }
+    if not shown or not any(i.insight_id in shown for i in ctx.insights):
+        return ctx
+    kept = [i for i in ctx.insights if i.insight_id not in shown]
+    return ctx.model_copy(update={"insights": kept})
 
 
 def _blocks(
