@@ -9,8 +9,9 @@ backoff cap, so a loop that fails once a week restarts quickly every time.
 (input first: nothing new arrives while the rest wind down), then runs the shutdown hooks (flush
 journals, save state) in order. A loop marked ``stop_early`` (one that winds down a child process
 with a grace of its own: the API process, API-asked replays) is cancelled first, and winds down
-beside the ordered ones, so that its grace does not add to theirs. The whole stop has a deadline in *real* seconds: it exists to finish
-before the container runtime's own kill timer, which runs on real time whatever the daemon's clock is.
+beside the ordered ones, so that its grace does not add to theirs. The whole stop has a deadline
+in *real* seconds: it exists to finish before the container runtime's own kill timer, which runs
+on real time whatever the daemon's clock is.
 The deadline is enforced: a loop that swallows its cancellation is abandoned and reported stuck, and
 the hooks run anyway.
 
