@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # where `make run` keeps runner_state.json, logs/ and the rest (make run STATE_DIR=/some/where)
 STATE_DIR ?= vigil-state
 
-.PHONY: run test lint typecheck pytest bench peers-venv clean docker
+.PHONY: run test lint typecheck pytest fuzz bench peers-venv clean docker
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
@@ -31,6 +31,10 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	./scripts/ensure-chromium
 	$(BIN)/pytest -q -n 3 --dist loadfile
+
+# the property tests (the files with @given) at 1000 examples each (the "deep" profile, tests/conftest.py); long
+fuzz: $(STAMP)
+	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q -p xdist -n 2 --timeout 1800 $$(grep -rl --include='test_*.py' '@given' tests | sort)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench

@@ -18,6 +18,9 @@
   test draws the same examples on every run, so a CI result follows from the commit alone and
   a red run is reproducible. A plain ``make test`` draws fresh examples each time, to explore.
   (Not a ``VIGIL_`` name: the daemon refuses an unknown ``VIGIL_`` variable as a mistyped setting.)
+- ``HYPOTHESIS_PROFILE=deep`` (set by ``make fuzz``) is ``vigil`` with 1000 examples per
+  property test, to find what the default 100 miss. A test whose own ``@settings`` names
+  ``max_examples`` keeps its number: the decorator wins over the profile.
 """
 
 import logging
@@ -34,6 +37,7 @@ os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 
 settings.register_profile("vigil", deadline=None)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
+settings.register_profile("deep", settings.get_profile("vigil"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
 
 

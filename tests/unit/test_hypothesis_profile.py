@@ -22,3 +22,10 @@ def test_ci_runs_derandomized() -> None:
     assert settings.get_profile("ci").derandomize is True
     assert settings.get_profile("ci").deadline is None
     assert "export HYPOTHESIS_PROFILE=ci" in (REPO / ".ci" / "run").read_text()
+
+
+def test_deep_is_the_default_profile_with_more_examples() -> None:
+    deep, vigil = settings.get_profile("deep"), settings.get_profile("vigil")
+    assert deep.max_examples == 1000 > vigil.max_examples
+    assert deep.deadline is None and deep.derandomize is False
+    assert "HYPOTHESIS_PROFILE=deep" in (REPO / "Makefile").read_text()
