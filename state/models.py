@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final
@@ -228,6 +229,15 @@ def _parse_json_object(data: bytes) -> dict[str, Any]:
         raise InvalidStateFileError(
             f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except InvalidStateFileError:
+        raise  # from the hooks, already saying what is wrong
+    except ValueError:
+        # json turns a number of more than 4300 digits into a plain ValueError: uncaught, the
+        # edit was neither rejected nor kept aside, and the next save overwrote it
+        limit = sys.get_int_max_str_digits()
+        raise InvalidStateFileError(f"a number is too long to read (over {limit} digits)") from None
+    except RecursionError:
+        raise InvalidStateFileError("arrays or objects are nested too deeply to read") from None
     if not isinstance(raw, dict):
         raise InvalidStateFileError(f"expected one JSON object, found a {type(raw).__name__}")
     return raw

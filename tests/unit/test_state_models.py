@@ -6,6 +6,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from state.models import (
@@ -192,3 +194,33 @@ def test_migrations_run_in_order_up_to_the_target() -> None:
 def test_state_objects_cannot_claim_another_version() -> None:
     with pytest.raises(ValidationError):
         RunnerState(schema_version=SCHEMA_VERSION + 1)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_edited_files = st.one_of(
+    st.binary(max_size=200),
+    st.dictionaries(
+        st.sampled_from([*RunnerState.model_fields, "note"]), _json_values, max_size=5
+    ).map(lambda raw: json.dumps(raw).encode()),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_edited_files)
+@example(data=b'{"notes": ' + b"7" * 5000 + b"}")  # json raises a plain ValueError
+@example(data=b"[" * 100_000)  # and a RecursionError
+def test_any_edit_parses_or_says_what_is_wrong(data: bytes) -> None:
+    """Whatever a person leaves in the file, the store gets a state or an
+    ``InvalidStateFileError`` to report and keep aside; anything else escaped its judgement."""
+    try:
+        state, _ = parse_state_bytes(data)
+    except InvalidStateFileError as exc:
+        assert exc.problem
+    else:
+        assert parse_state_bytes(render_state(state))[0] == state

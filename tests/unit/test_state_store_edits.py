@@ -97,6 +97,9 @@ INVALID_EDITS = [
     pytest.param(lambda p: with_changes(p, notes=12), id="wrong-type"),
     pytest.param(lambda p: with_changes(p, note="typo"), id="unknown-key"),
     pytest.param(lambda p: with_changes(p, schema_version=2), id="newer-schema"),
+    # json's own limits, which it raises as ValueError and RecursionError, not as a syntax error
+    pytest.param(lambda p: b'{"notes": ' + b"7" * 5000 + b"}", id="number-too-long"),
+    pytest.param(lambda p: b'{"extra": {"x": ' + b"[" * 100_000 + b"]}}", id="nested-too-deep"),
 ]
 
 
