@@ -121,7 +121,9 @@ def output_config() -> dict[str, Any]:
 
 def parse_answer_json(text: str) -> dict[str, Any]:
     """Bytes-level checks: size, JSON, an object at the top."""
-    size = len(text.encode())
+    # a lone surrogate (a proxy's body may escape one) cannot be encoded: counted as bytes here,
+    # orjson rejects it below as invalid JSON instead of it escaping as an unexpected error
+    size = len(text.encode(errors="surrogatepass"))
     if size > MAX_ANSWER_BYTES:
         raise AnswerInvalid("answer_too_large", f"{size} bytes > {MAX_ANSWER_BYTES}")
     try:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
 import pytest
 from fakes.claude_support import PRICES, answer, decision_with, snapshot
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agent.claude_prompt import render_request, render_review_request
@@ -56,6 +57,32 @@ def test_bytes_level_problems_fail_the_answer(text: str, kind: str) -> None:
     with pytest.raises(AnswerInvalid) as caught:
         parse_answer_json(text)
     assert caught.value.kind == kind
+
+
+# any code point, the lone surrogates a proxy's JSON body can carry included (and made common)
+_any_char = st.characters(exclude_categories=()) | st.characters(
+    min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    valid=st.booleans(),
+    cut=st.integers(0, 10_000),
+    inserted=st.text(_any_char, max_size=8),
+)
+@example(valid=True, cut=10_000, inserted="\ud800")  # escaped as an unexpected error
+def test_any_text_is_an_answer_or_invalid(valid: bool, cut: int, inserted: str) -> None:
+    """Whatever text the model (or a proxy) hands back, the answer parses or fails as
+    ``AnswerInvalid``: a failed try with its usage billed, never an unexpected error."""
+    base = json.dumps(answer()) if valid else ""
+    text = base[:cut] + inserted + base[cut:]
+    try:
+        data = parse_answer_json(text)
+    except AnswerInvalid as exc:
+        assert exc.kind in {"invalid_json", "answer_too_large"}
+    else:
+        assert isinstance(data, dict)
 
 
 @pytest.mark.parametrize(
