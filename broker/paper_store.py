@@ -47,6 +47,12 @@ def parse_document(data: bytes) -> PaperBookDocument:
         raw = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise InvalidPaperStateError(f"not JSON (torn or hand-damaged?): {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        # json's own limits (a number of over 4300 digits, nesting past the stack) are not
+        # JSONDecodeErrors: uncaught, the start failed with a traceback, not this refusal
+        raise InvalidPaperStateError(
+            f"not JSON this vigil can read (hand-damaged?): {exc}"
+        ) from None
     if not isinstance(raw, dict):
         raise InvalidPaperStateError(f"expected a JSON object, found {type(raw).__name__}")
     version = raw.get("schema_version")

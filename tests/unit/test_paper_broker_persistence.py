@@ -164,6 +164,9 @@ async def test_a_torn_file_refuses_to_start_and_is_left_alone(path: Path) -> Non
         (json.dumps({"schema_version": SCHEMA_VERSION + 1}).encode(), "newer vigil"),
         (json.dumps({"schema_version": 0}).encode(), "not one this vigil reads"),
         (json.dumps({"schema_version": SCHEMA_VERSION}).encode(), "invalid content"),
+        # json's own limits: a ValueError and a RecursionError, not JSONDecodeErrors
+        (b'{"schema_version": ' + b"1" * 5000 + b"}", "not JSON this vigil can read"),
+        (b"[" * 100_000, "not JSON this vigil can read"),
     ],
 )
 def test_a_file_that_is_not_a_paper_state_refuses_to_start(
