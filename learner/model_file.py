@@ -67,6 +67,12 @@ def parse_learner_bytes(data: bytes) -> LearnerFile:
         raise InvalidLearnerFileError(
             f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
         ) from None
+    except InvalidLearnerFileError:
+        raise  # from parse_constant, already saying what is wrong
+    except (ValueError, RecursionError) as exc:
+        # json's own limits (a number of over 4300 digits, nesting past the stack) are not
+        # JSONDecodeErrors: uncaught, the start failed with a traceback, not a clear refusal
+        raise InvalidLearnerFileError(f"not JSON this vigil can read: {exc}") from None
     if not isinstance(raw, dict):
         raise InvalidLearnerFileError(f"expected one JSON object, found {type(raw).__name__}")
     version = raw.get("schema_version")
