@@ -159,7 +159,10 @@ def parse_rule(name: str, raw: str) -> Rule:
 def _patterns(name: str, value: str) -> tuple[str, ...]:
     try:
         parsed = json.loads(value) if value.startswith("[") else [value.strip("'\"")]
-    except json.JSONDecodeError as exc:
+    except (ValueError, RecursionError) as exc:
+        # not only JSONDecodeError: json raises a plain ValueError for a number of over 4300
+        # digits and RecursionError for deep nesting, which escaped the tier and cost the
+        # decision its whole context instead of this one tier
         raise TierError(f"rule {name}: tickers is not a list: {exc}") from None
     if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
         raise TierError(f"rule {name}: tickers must be a list of glob patterns")

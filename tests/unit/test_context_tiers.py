@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from core.clock import VirtualClock
 from memory.context import ContextAssembler, InsightItem, merge_values
@@ -15,6 +17,7 @@ from memory.tiers import (
     OrganisationPolicy,
     OrganisationTier,
     ProjectTier,
+    TierError,
     parse_rule,
     tighten,
 )
@@ -92,6 +95,21 @@ def test_rules_selected_by_ticker_glob(tmp_path: Path) -> None:
     assert [r.name for r in tier.rules_for("SOL/USDT")] == ["all", "sol"]
     assert [r.name for r in tier.rules_for("ETH/USDT")] == ["all", "majors"]
     assert parse_rule("x", '---\ntickers: "*"\n---\nbody').tickers == ("*",)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.text(max_size=40).map(lambda v: v.replace("\n", " ")) | st.just("[1]"))
+@example(value="[" + "1" * 5000 + "]")  # json raises a plain ValueError
+@example(value="[" * 100_000)  # and a RecursionError
+def test_any_tickers_line_is_a_rule_or_a_tier_error(value: str) -> None:
+    """A person's rule file either applies or fails its tier with a reason: anything else cost
+    the decision its whole prompt context."""
+    try:
+        rule = parse_rule("r", f"---\ntickers: {value}\n---\nbody\n")
+    except TierError as exc:
+        assert "rule r" in str(exc)
+    else:
+        assert all(isinstance(pattern, str) for pattern in rule.tickers)
 
 
 def test_key_normalisation() -> None:
