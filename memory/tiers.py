@@ -21,7 +21,7 @@ import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from state.atomic import atomic_write_bytes
 
@@ -102,7 +102,10 @@ class OrganisationTier:
             if self._cached is not None and self._cached[0] == stamp:
                 return self._cached[1]
             policy = _read_policy(files)
-        except (OSError, tomllib.TOMLDecodeError, ValidationError, UnicodeDecodeError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
+            # ValueError holds TOMLDecodeError, ValidationError and UnicodeDecodeError, and the
+            # plain one tomllib raises for a number of over 4300 digits (RecursionError: deep
+            # nesting): either escaped the organisation caps and failed every decision
             raise TierError(f"organisation policy {self.source}: {exc}") from exc
         self._cached = (stamp, policy)
         return policy

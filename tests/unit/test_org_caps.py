@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from agent.decision import AgentDecision, TradeDecision
 from agent.org_caps import OrganisationCaps
 from agent.risk import RiskConfig, RiskContext, apply_risk_caps
@@ -55,11 +57,20 @@ def test_a_looser_policy_never_loosens_this_instance(tmp_path: Path) -> None:
     assert (config.max_position_pct, config.max_total_exposure_pct) == (0.10, 0.5)
 
 
-def test_a_broken_edit_keeps_the_last_good_policy(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "max_position_pct = [not toml",
+        # tomllib's own limits, a plain ValueError and a RecursionError: each failed every decision
+        "max_position_pct = " + "1" * 5000,
+        "x = " + "[" * 100_000,
+    ],
+)
+def test_a_broken_edit_keeps_the_last_good_policy(tmp_path: Path, broken: str) -> None:
     folder = tmp_path / "org"
     caps = _caps(folder, "max_position_pct = 0.05\n")
     assert caps.config().max_position_pct == 0.05
-    (folder / "policy.toml").write_text("max_position_pct = [not toml")
+    (folder / "policy.toml").write_text(broken)
     assert caps.config().max_position_pct == 0.05  # not the instance's looser 0.20
 
 
