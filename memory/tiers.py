@@ -259,7 +259,10 @@ class ProjectTier:
         wrote are kept as they are."""
         line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
         try:
-            existing = self.memory_path.read_text(encoding="utf-8").splitlines()
+            # split at newlines only (read_text made \r\n and \r into \n): splitlines() also
+            # splits at form feeds, U+2028 and the like, and the rewrite dropped them from
+            # a person's lines
+            existing = self.memory_path.read_text(encoding="utf-8").split("\n")
         except FileNotFoundError:
             existing = ["# MEMORY", ""]
         auto = [ln for ln in existing if _AUTO_LINE.match(ln)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,29 @@ def test_auto_write_back_newest_first_dedup_and_rotation(tmp_path: Path) -> None
     assert not any("entry 60" in ln for ln in auto)
     assert auto[-1].startswith("- [auto 2025-03-12 ")  # the oldest rotated out
     assert "A person's line." in lines and lines[0] == "# MEMORY"
+
+
+# a person's lines: anything but line breaks (\r too: reading translates \r\n and \r to \n,
+# so a CRLF file comes back LF, its lines otherwise as they were)
+_person_lines = st.lists(
+    st.text(max_size=20).filter(lambda s: "\n" not in s and "\r" not in s), max_size=6
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(lines=_person_lines)
+@example(lines=["a\x0cb"])  # splitlines() split the line at the form feed and dropped it
+@example(lines=["a\u2028b"])
+def test_the_write_back_keeps_a_person_s_lines_as_they_are(lines: list[str]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        tier = ProjectTier(Path(folder))
+        text = "# MEMORY\n" + "\n".join(lines) + "\n"
+        tier.memory_path.write_text(text, encoding="utf-8", newline="")
+        tier.remember("2025-03-01", "BTC/USDT", "note")
+        after = [line.rstrip() for line in tier.memory_path.read_bytes().decode().split("\n")]
+    # trailing whitespace aside: the rewrite strips the file's end
+    kept = [line for line in lines if line.strip() and not line.startswith("- [auto ")]
+    assert all(line.rstrip() in after for line in kept)
 
 
 def test_rules_selected_by_ticker_glob(tmp_path: Path) -> None:
