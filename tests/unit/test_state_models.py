@@ -146,12 +146,20 @@ def test_json_syntax_error_gives_line_and_column() -> None:
         (b'{"notes": "\xff"}', "not UTF-8"),
         (b'{"schema_version": "1"}', "schema_version must be an integer"),
         (b'{"schema_version": -1}', "schema_version -1 is not a version vigil ever wrote"),
+        (b'{"notes": "a\\udc80b"}', "half of a surrogate pair"),
+        (b'{"extra": {"\\ud800": 1}}', "half of a surrogate pair"),
     ],
 )
 def test_unreadable_files_explain_the_problem(data: bytes, problem: str) -> None:
     with pytest.raises(InvalidStateFileError) as info:
         parse_state_bytes(data)
     assert problem in info.value.problem
+
+
+def test_an_escaped_surrogate_pair_is_one_character() -> None:
+    state, _ = parse_state_bytes(b'{"notes": "\\ud83d\\ude00 \\uD7FF"}')
+    assert state.notes == "\U0001f600 \ud7ff"
+    assert parse_state_bytes(render_state(state))[0] == state
 
 
 def test_a_utf8_bom_is_tolerated() -> None:
@@ -196,8 +204,12 @@ def test_state_objects_cannot_claim_another_version() -> None:
         RunnerState(schema_version=SCHEMA_VERSION + 1)
 
 
+# any code point, lone surrogates included: json.dumps escapes them, as a person may write one
+_any_char = st.characters(exclude_categories=()) | st.characters(
+    min_codepoint=0xD800, max_codepoint=0xDFFF, exclude_categories=()
+)
 _json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(_any_char, max_size=20),
     lambda inner: (
         st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
     ),
@@ -215,6 +227,7 @@ _edited_files = st.one_of(
 @given(data=_edited_files)
 @example(data=b'{"notes": ' + b"7" * 5000 + b"}")  # json raises a plain ValueError
 @example(data=b"[" * 100_000)  # and a RecursionError
+@example(data=b'{"notes": "a\\ud800b"}')  # accepted, then no save could write it
 def test_any_edit_parses_or_says_what_is_wrong(data: bytes) -> None:
     """Whatever a person leaves in the file, the store gets a state or an
     ``InvalidStateFileError`` to report and keep aside; anything else escaped its judgement."""

@@ -100,6 +100,8 @@ INVALID_EDITS = [
     # json's own limits, which it raises as ValueError and RecursionError, not as a syntax error
     pytest.param(lambda p: b'{"notes": ' + b"7" * 5000 + b"}", id="number-too-long"),
     pytest.param(lambda p: b'{"extra": {"x": ' + b"[" * 100_000 + b"]}}", id="nested-too-deep"),
+    # valid JSON, but half a surrogate pair: accepted, it failed every later save
+    pytest.param(lambda p: with_changes(p, notes="a\ud800b"), id="lone-surrogate"),
 ]
 
 
