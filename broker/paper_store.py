@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from broker.ledger import Ledger
 from broker.orders import Mark, PaperOrder
 from state.atomic import atomic_write_bytes
+from state.json_checks import lone_surrogate
 
 #: the version this code writes and reads; any other version is refused
 SCHEMA_VERSION: Final = 1
@@ -55,6 +56,9 @@ def parse_document(data: bytes) -> PaperBookDocument:
         ) from None
     if not isinstance(raw, dict):
         raise InvalidPaperStateError(f"expected a JSON object, found {type(raw).__name__}")
+    half = lone_surrogate(data, raw)
+    if half is not None:  # loaded, it failed every later save of the account
+        raise InvalidPaperStateError(f"a \\u escape gives {half}, half of a surrogate pair")
     version = raw.get("schema_version")
     if version != SCHEMA_VERSION:
         newer = isinstance(version, int) and version > SCHEMA_VERSION

@@ -29,6 +29,7 @@ from pydantic import (
     ValidationError,
 )
 
+from state.json_checks import lone_surrogate
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
 from state.trading import TradingState
 
@@ -240,21 +241,12 @@ def _parse_json_object(data: bytes) -> dict[str, Any]:
         raise InvalidStateFileError("arrays or objects are nested too deeply to read") from None
     if not isinstance(raw, dict):
         raise InvalidStateFileError(f"expected one JSON object, found a {type(raw).__name__}")
-    if "\\ud" in text or "\\uD" in text:  # where a lone surrogate can come from
-        _no_lone_surrogates(raw)
-    return raw
-
-
-def _no_lone_surrogates(raw: dict[str, Any]) -> None:
-    """json reads an escaped half of a surrogate pair as a str UTF-8 cannot encode: accepted,
-    it failed every later save of the state."""
-    try:
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        half = exc.object[exc.start : exc.end]
+    half = lone_surrogate(text, raw)
+    if half is not None:
         raise InvalidStateFileError(
-            f"a \\u escape gives {half!r}, half of a surrogate pair, which UTF-8 cannot store"
-        ) from None
+            f"a \\u escape gives {half}, half of a surrogate pair, which UTF-8 cannot store"
+        )
+    return raw
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

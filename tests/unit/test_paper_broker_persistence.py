@@ -167,6 +167,8 @@ async def test_a_torn_file_refuses_to_start_and_is_left_alone(path: Path) -> Non
         # json's own limits: a ValueError and a RecursionError, not JSONDecodeErrors
         (b'{"schema_version": ' + b"1" * 5000 + b"}", "not JSON this vigil can read"),
         (b"[" * 100_000, "not JSON this vigil can read"),
+        # valid JSON, but half a surrogate pair: loaded, it failed every later save
+        (b'{"schema_version": 1, "x": "\\ud800"}', "half of a surrogate pair"),
     ],
 )
 def test_a_file_that_is_not_a_paper_state_refuses_to_start(
