@@ -8,11 +8,14 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations, and one of
 # them uses the configured page size
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
@@ -75,6 +78,19 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(StateFileError)
+    async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(_request: Request, exc: RequestValidationError) -> Response:
+        # FastAPI's own handler echoes the input as UTF-8: a body escaping half of a surrogate
+        # pair failed that encoding, a 500 for a bad request (ASCII JSON escapes it again)
+        body = json.dumps({"detail": jsonable_encoder(exc.errors())}).encode()
+        return Response(body, status.HTTP_422_UNPROCESSABLE_CONTENT, media_type="application/json")
+
+
 def create_app(ctx: ApiContext) -> FastAPI:
     app = FastAPI(
         title="vigil",
@@ -98,9 +114,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
     _add_guards(app, ctx, auth, journal_version)
 
-    @app.exception_handler(StateFileError)
-    async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+    _add_error_handlers(app)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:

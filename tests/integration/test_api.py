@@ -142,6 +142,7 @@ async def test_notes_edit_is_validated_like_a_file_edit(state_dir: Path) -> None
             ({"notes": 5}, "string"),
             ({"mood": "happy"}, "mood"),
             ({}, "nothing to change"),
+            ({"notes": "a\ud800b"}, "surrogate"),  # escaped in the body: was a 500
             ("not json", ""),
         ]
         for body, reason in cases:
@@ -176,6 +177,19 @@ async def test_trading_controls_need_a_daemon(state_dir: Path) -> None:
     ):
         assert r.status == 503
         assert "no daemon" in (await r.json())["detail"]
+
+
+async def test_an_invalid_body_echoing_half_a_surrogate_pair_is_a_422(state_dir: Path) -> None:
+    """The reason's own check refuses it; FastAPI's error response then echoed it as UTF-8,
+    which failed: a 500."""
+    async with (
+        serve_api(state_dir) as api,
+        api.session.post(
+            api.url + "/api/trading/halt", headers=api.auth, json={"reason": "a\udc80b"}
+        ) as r,
+    ):
+        assert r.status == 422
+        assert (await r.json())["detail"][0]["loc"] == ["body", "reason"]
 
 
 async def test_openapi_documents_the_routes(state_dir: Path) -> None:
