@@ -7,9 +7,9 @@ snapshot): never an invented number.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.cost import CostBody
 from state.memory_history import MemoryVersion
@@ -133,11 +133,25 @@ class MemoryBody(_Body):
     unavailable: dict[str, str] = Field(default_factory=dict)
 
 
+def _encodable(text: str) -> str:
+    """A body's JSON may escape half of a surrogate pair; json reads it as a str UTF-8 cannot
+    encode. Let through (a plain ``str`` field does), writing the file failed: a 500."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"holds {text[exc.start : exc.end]!r}, half of a surrogate pair") from None
+    return text
+
+
+#: text a person sends that vigil stores in a file
+StoredText = Annotated[str, AfterValidator(_encodable)]
+
+
 class NotesEdit(_Body):
     """``PUT /api/memory/notes``: the person-editable fields of runner_state.json (either or both)."""
 
-    agent_memory: str | None = None
-    notes: str | None = None
+    agent_memory: StoredText | None = None
+    notes: StoredText | None = None
 
 
 class NotesEditResult(_Body):
