@@ -24,6 +24,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore
 from memory.retrieval import Retriever
+from runner.cli_text import utf8_text
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 
@@ -32,20 +33,20 @@ def add_graph_commands(cmd: Any) -> None:
     """The trading-memory subcommands, beside ``notes`` under ``vigil memory``."""
     listing = cmd.add_parser("list", help="insights, newest first")
     search = cmd.add_parser("search", help="insights most similar to a text")
-    search.add_argument("text")
+    search.add_argument("text", type=utf8_text)
     for p in (listing, search):
-        p.add_argument("--ticker")
-        p.add_argument("--regime")
+        p.add_argument("--ticker", type=utf8_text)
+        p.add_argument("--regime", type=utf8_text)
         p.add_argument("--limit", type=int, default=20)
     listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
     listing.add_argument("--kind", choices=get_args(InsightKind), help="one kind only")
-    cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id")
+    cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id", type=utf8_text)
     add = cmd.add_parser("add", help="a person's insight (salience 1)")
-    add.add_argument("text")
-    add.add_argument("--ticker")
-    add.add_argument("--regime")
+    add.add_argument("text", type=utf8_text)
+    add.add_argument("--ticker", type=utf8_text)
+    add.add_argument("--regime", type=utf8_text)
     add.add_argument("--ttl-days", type=float)
-    cmd.add_parser("forget", help="delete one insight or trade").add_argument("id")
+    cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)
     export = cmd.add_parser("export", help="everything, to stdout")
     export.add_argument("--format", choices=("jsonl", "cypher"), default="jsonl")
     cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument("file", type=Path)
