@@ -8,7 +8,8 @@ costs the whole decision line, nor every later one.
 
 The fault file (``journal_fault.json`` in the state dir) is written at the first failed write and
 updated at each later one and at the recovery; it stays after a recovery (someone should look at
-why). ``vigil health`` and a person can read it without talking to the daemon.
+why). A person can read it without talking to the daemon; ``vigil health`` reads the same fault
+from the heartbeat (``journal_error``).
 """
 
 from __future__ import annotations
@@ -93,11 +94,13 @@ class JournalHealth:
 
 
 def read_fault_file(state_dir: Path) -> dict[str, Any] | None:
-    """What the last journal fault was (None: never one), for ``vigil health``."""
+    """What the last journal fault was (None: never one); a file that cannot be read says why."""
     try:
         found: object = orjson.loads((state_dir / FAULT_FILE_NAME).read_bytes())
     except FileNotFoundError:
         return None
+    except (OSError, orjson.JSONDecodeError) as exc:  # a full disk is what made the fault
+        return {"unreadable": f"{type(exc).__name__}: {exc}"[:_REPR_CHARS]}
     return found if isinstance(found, dict) else {"unreadable": repr(found)[:_REPR_CHARS]}
 
 

@@ -133,6 +133,15 @@ def test_an_unencodable_value_is_written_degraded_with_the_reason_and_the_next_l
     assert journal.health.degraded_lines == 1 and journal.health.ok
 
 
+@pytest.mark.parametrize("content", [b'{"ok": false, "failed_wri', b"\xff\xfe", b"[" * 100_000])
+def test_a_torn_or_garbled_fault_file_reads_as_unreadable_with_why(
+    tmp_path: Path, content: bytes
+) -> None:
+    (tmp_path / FAULT_FILE_NAME).write_bytes(content)
+    fault = read_fault_file(tmp_path)
+    assert fault is not None and fault["unreadable"].startswith("JSONDecodeError: ")
+
+
 def test_a_failed_write_is_a_loud_fault_in_the_health_and_the_fault_file(tmp_path: Path) -> None:
     full = tmp_path / "decisions.jsonl"
     full.symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
