@@ -18,7 +18,7 @@ from broker.port import Action
 from memory.analyst_model import utc_day
 from memory.analysts import AnalystDesk
 from memory.session_store import SessionStore, session_key
-from memory.tiers import ProjectTier
+from memory.tiers import ProjectTier, TierError
 
 log = logging.getLogger(__name__)
 
@@ -59,6 +59,9 @@ class DecisionContext:
             self.session.flush()
 
     def after(self, decision: AgentDecision, at_ms: int) -> None:
+        """The write-back; a MEMORY.md that cannot take its line does not stop the other
+        tickers' (``TierError``, raised once every ticker had its turn)."""
+        failed: TierError | None = None
         for trade in decision.decisions:
             reasoning = " ".join(trade.reasoning.split())[:300]
             if self.session is not None:
@@ -78,8 +81,13 @@ class DecisionContext:
                 elif trade.action is Action.SELL:
                     self.session.delete(thesis)
             if self.project is not None and trade.action is not Action.HOLD:
-                self.project.remember(
-                    utc_day(at_ms),
-                    trade.ticker,
-                    f"{trade.action.value} {trade.position_pct:.0%} by {decision.decided_by}: {reasoning}",
-                )
+                try:
+                    self.project.remember(
+                        utc_day(at_ms),
+                        trade.ticker,
+                        f"{trade.action.value} {trade.position_pct:.0%} by {decision.decided_by}: {reasoning}",
+                    )
+                except TierError as exc:
+                    failed = failed or exc
+        if failed is not None:
+            raise failed

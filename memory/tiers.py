@@ -256,7 +256,7 @@ class ProjectTier:
     def remember(self, day: str, ticker: str, text: str) -> None:
         """The daemon's write-back: one ``[auto]`` line per day and ticker (a newer one replaces
         it), newest first under the daemon's heading, the oldest dropped beyond 50. Lines people
-        wrote are kept as they are."""
+        wrote are kept as they are. A file that cannot be read or written: ``TierError``."""
         line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
         try:
             # split at newlines only (read_text made \r\n and \r into \n): splitlines() also
@@ -265,6 +265,10 @@ class ProjectTier:
             existing = self.memory_path.read_text(encoding="utf-8").split("\n")
         except FileNotFoundError:
             existing = ["# MEMORY", ""]
+        except (OSError, UnicodeDecodeError) as exc:  # a person's file we cannot read: left alone
+            raise TierError(
+                f"{self.memory_path}: {exc}; left as it is, its [auto] line not written"
+            ) from exc
         auto = [ln for ln in existing if _AUTO_LINE.match(ln)]
         people = [ln for ln in existing if not _AUTO_LINE.match(ln) and ln != AUTO_HEADING]
         auto = [ln for ln in auto if _AUTO_LINE.match(ln).groups() != (day, ticker)]  # type: ignore[union-attr]
@@ -274,7 +278,10 @@ class ProjectTier:
         lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
         text_out = "\n".join(_squeeze(lines)).strip() + "\n"
         self._notes = None  # the next ``notes`` looks at the file, however lately it looked
-        atomic_write_bytes(self.memory_path, text_out.encode())
+        try:
+            atomic_write_bytes(self.memory_path, text_out.encode())
+        except OSError as exc:
+            raise TierError(f"{self.memory_path}: its [auto] line not written: {exc}") from exc
 
 
 def _auto_day(line: str) -> str:

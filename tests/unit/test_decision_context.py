@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_decision_routine import TICKERS, FakeBroker, FakeGate, FakeStore, _snapshot
 
 from agent.decision import AgentDecision, TradeDecision
@@ -19,7 +20,7 @@ from core.bus import EventBus
 from core.clock import VirtualClock
 from memory.context import ContextAssembler
 from memory.session_store import SessionStore, session_key
-from memory.tiers import ProjectTier
+from memory.tiers import ProjectTier, TierError
 
 
 class PromptDecider:
@@ -139,3 +140,32 @@ async def test_failing_context_never_fails_the_decision() -> None:
     assert "error" not in line and line["decided_by"] == "claude"
     assert line["context_error"] == "OSError: disk gone" and "prompt" not in line
     assert decider.prompts == [None]
+
+
+def test_a_memory_md_that_is_not_utf8_is_left_alone_and_every_ticker_is_still_written(
+    tmp_path: Path,
+) -> None:
+    """The first ticker's MEMORY.md line fails: the second ticker's session entries are still
+    written, the person's file stays byte for byte, and the failure is raised once, after."""
+    clock = VirtualClock(epoch_ms=1_735_689_600_000)
+    session = SessionStore(tmp_path / "sessions", clock)
+    project = ProjectTier(tmp_path)
+    person_bytes = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
+    (tmp_path / "MEMORY.md").write_bytes(person_bytes)
+    context = DecisionContext(PromptAssembler(None), session=session, project=project)
+    decision = AgentDecision(
+        decisions=(
+            TradeDecision(
+                ticker="BTC/USDT", action=Action.BUY, position_pct=0.1, reasoning="Breakout."
+            ),
+            TradeDecision(
+                ticker="ETH/USDT", action=Action.BUY, position_pct=0.1, reasoning="Follows BTC."
+            ),
+        ),
+        decided_by="claude",
+    )
+    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
+        context.after(decision, clock.now_ms())
+    assert (tmp_path / "MEMORY.md").read_bytes() == person_bytes
+    for ticker, reasoning in (("BTC/USDT", "Breakout."), ("ETH/USDT", "Follows BTC.")):
+        assert session.get(session_key(ticker, "analysis", "thesis")) == reasoning
