@@ -258,11 +258,13 @@ class ProjectTier:
         it), newest first under the daemon's heading, the oldest dropped beyond 50. Lines people
         wrote are kept as they are. A file that cannot be read or written: ``TierError``."""
         line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
+        newline = "\n"
         try:
-            # split at newlines only (read_text made \r\n and \r into \n): splitlines() also
-            # splits at form feeds, U+2028 and the like, and the rewrite dropped them from
-            # a person's lines
-            existing = self.memory_path.read_text(encoding="utf-8").split("\n")
+            raw = self.memory_path.read_bytes().decode("utf-8")
+            newline = "\r\n" if "\r\n" in raw else "\n"  # a file edited on Windows stays so
+            # split at line ends only: splitlines() also splits at form feeds, U+2028 and the
+            # like, and the rewrite dropped them from a person's lines
+            existing = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
         except FileNotFoundError:
             existing = ["# MEMORY", ""]
         except (OSError, UnicodeDecodeError) as exc:  # a person's file we cannot read: left alone
@@ -276,7 +278,7 @@ class ProjectTier:
         title = people[:1] if people and people[0].startswith("# ") else []
         rest = people[len(title) :]
         lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
-        text_out = "\n".join(_squeeze(lines)).strip() + "\n"
+        text_out = newline.join(_squeeze(lines)).strip() + newline
         self._notes = None  # the next ``notes`` looks at the file, however lately it looked
         try:
             atomic_write_bytes(self.memory_path, text_out.encode())

@@ -86,24 +86,26 @@ def test_auto_write_back_newest_first_dedup_and_rotation(tmp_path: Path) -> None
     assert "A person's line." in lines and lines[0] == "# MEMORY"
 
 
-# a person's lines: anything but line breaks (\r too: reading translates \r\n and \r to \n,
-# so a CRLF file comes back LF, its lines otherwise as they were)
+# a person's lines: anything but line breaks (\r\n, \r and \n all end a line)
 _person_lines = st.lists(
     st.text(max_size=20).filter(lambda s: "\n" not in s and "\r" not in s), max_size=6
 )
 
 
 @settings(max_examples=300, deadline=None)
-@given(lines=_person_lines)
-@example(lines=["a\x0cb"])  # splitlines() split the line at the form feed and dropped it
-@example(lines=["a\u2028b"])
-def test_the_write_back_keeps_a_person_s_lines_as_they_are(lines: list[str]) -> None:
+@given(lines=_person_lines, newline=st.sampled_from(["\n", "\r\n"]))
+@example(lines=["a\x0cb"], newline="\n")  # splitlines() split the line at the form feed
+@example(lines=["a\u2028b"], newline="\n")
+@example(lines=["a", "b"], newline="\r\n")  # the rewrite made a Windows file LF
+def test_the_write_back_keeps_a_person_s_lines_as_they_are(lines: list[str], newline: str) -> None:
     with tempfile.TemporaryDirectory() as folder:
         tier = ProjectTier(Path(folder))
-        text = "# MEMORY\n" + "\n".join(lines) + "\n"
+        text = "# MEMORY" + newline + newline.join(lines) + newline
         tier.memory_path.write_text(text, encoding="utf-8", newline="")
         tier.remember("2025-03-01", "BTC/USDT", "note")
-        after = [line.rstrip() for line in tier.memory_path.read_bytes().decode().split("\n")]
+        written = tier.memory_path.read_bytes().decode()
+        after = [line.rstrip() for line in written.split(newline)]
+    assert written.count("\n") == written.count(newline)  # one line ending, the file's own
     # trailing whitespace aside: the rewrite strips the file's end
     kept = [line for line in lines if line.strip() and not line.startswith("- [auto ")]
     assert all(line.rstrip() in after for line in kept)
