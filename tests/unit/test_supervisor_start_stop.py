@@ -10,7 +10,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 import pytest
-from supervisor_support import until
+from supervisor_support import swallowing, until
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -85,13 +85,7 @@ async def test_a_failing_hook_does_not_skip_the_next_one(caplog: pytest.LogCaptu
 async def test_a_loop_that_ignores_cancellation_is_reported_stuck() -> None:
     clock, bus = VirtualClock(), EventBus()
     release = asyncio.Event()
-
-    async def stubborn() -> None:
-        while not release.is_set():
-            try:
-                await release.wait()
-            except asyncio.CancelledError:
-                continue  # a bug we must survive: the deadline still holds
+    stubborn = swallowing(release)
 
     sup = Supervisor(clock, bus, [LoopSpec("stubborn", stubborn)], shutdown_deadline_secs=0.05)
     task = asyncio.create_task(sup.run())
@@ -109,13 +103,7 @@ async def test_a_loop_that_swallows_cancellation_cannot_keep_run_from_returning(
     clock, bus = VirtualClock(), EventBus()
     never = asyncio.Event()
     hooks: list[str] = []
-
-    async def stubborn() -> None:
-        while not never.is_set():
-            try:
-                await never.wait()
-            except asyncio.CancelledError:
-                continue
+    stubborn = swallowing(never)
 
     sup = Supervisor(
         clock,
@@ -244,13 +232,7 @@ async def test_a_stop_early_loop_winds_down_beside_the_ordered_ones(
 async def test_a_stuck_loop_has_no_stop_time_even_when_it_ends_later() -> None:
     clock, bus = VirtualClock(), EventBus()
     release = asyncio.Event()
-
-    async def stubborn() -> None:
-        while not release.is_set():
-            try:
-                await release.wait()
-            except asyncio.CancelledError:
-                continue
+    stubborn = swallowing(release)
 
     async def polite() -> None:
         await asyncio.Event().wait()
