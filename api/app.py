@@ -9,16 +9,17 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 # them uses the configured page size
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, status
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.admission import Admission, AdmissionControl
 from api.auth import BearerAuth
@@ -80,15 +81,25 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StateFileError)
-    async def _state_file_error(_request: Request, exc: StateFileError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_409_CONFLICT)
+    async def _state_file_error(_request: Request, exc: StateFileError) -> Response:
+        return _error(str(exc), status.HTTP_409_CONFLICT)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(_request: Request, exc: RequestValidationError) -> Response:
-        # FastAPI's own handler echoes the input as UTF-8: a body escaping half of a surrogate
-        # pair failed that encoding, a 500 for a bad request (ASCII JSON escapes it again)
-        body = json.dumps({"detail": jsonable_encoder(exc.errors())}).encode()
-        return Response(body, status.HTTP_422_UNPROCESSABLE_CONTENT, media_type="application/json")
+        return _error(jsonable_encoder(exc.errors()), status.HTTP_422_UNPROCESSABLE_CONTENT)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+        # a reason may quote the input (a ticker of POST /api/runs): half a surrogate pair too
+        return _error(jsonable_encoder(exc.detail), exc.status_code, exc.headers)
+
+
+def _error(detail: object, code: int, headers: Mapping[str, str] | None = None) -> Response:
+    """``{"detail": ...}`` as ASCII JSON. FastAPI's handlers encode it as UTF-8, which fails
+    on half of a surrogate pair that a JSON body escaped and the reason echoes: a 500 for a bad
+    request. ASCII JSON escapes it again."""
+    body = json.dumps({"detail": detail}).encode()
+    return Response(body, code, headers, media_type="application/json")
 
 
 def create_app(ctx: ApiContext) -> FastAPI:

@@ -119,6 +119,8 @@ async def test_a_submitted_replay_runs_in_a_child_and_reports_its_summary(
         ({"from": "2025-03-01"}, "Field required"),
         ({"from": "March", "to": "2025-03-01"}, "valid date"),
         ({"from": DAY, "to": DAY, "tickers": ["DOGE/USDT"]}, "DOGE/USDT: not configured"),
+        # the reason quotes the ticker: half a surrogate pair failed its UTF-8 answer, a 500
+        ({"from": DAY, "to": DAY, "tickers": ["BTC\ud800"]}, "not configured"),
         ({"from": DAY, "to": DAY, "tickers": []}, "at least 1 item"),
         ({"from": DAY, "to": DAY, "tickers": ["BTC/USDT", "BTC/USDT"]}, "names one twice"),
         ({"from": DAY, "to": DAY, "decider": "oracle"}, "'fallback', 'claude' or 'debate'"),
