@@ -35,6 +35,7 @@ from api.models import (
     DecisionsPage,
     ErrorBody,
     HaltRequest,
+    InvalidBody,
     MemoryBody,
     NotesEdit,
     NotesEditResult,
@@ -203,7 +204,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         "/api/memory/notes",
         dependencies=authed,
         tags=["memory"],
-        responses={422: {"model": ErrorBody, "description": "the edit is not valid"}},
+        responses={422: {"model": InvalidBody, "description": "the edit is not valid"}},
     )
     async def put_notes(edit: NotesEdit) -> NotesEditResult:
         """Edit ``agent_memory`` and/or ``notes``, validated like an edit of the file."""

@@ -24,6 +24,21 @@ class ErrorBody(_Body):
     detail: str
 
 
+class ValidationIssue(BaseModel):
+    """One of FastAPI's validation errors (with ``input``, ``ctx`` and the like besides)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+    loc: list[str | int]
+    msg: str
+    type: str
+
+
+class InvalidBody(_Body):
+    """A 422: the route's own reason, or the body's validation errors (a list)."""
+
+    detail: str | list[ValidationIssue]
+
+
 class LoopBody(_Body):
     name: str
     state: str
@@ -172,6 +187,7 @@ __all__ = [
     "ErrorBody",
     "GateBody",
     "HaltRequest",
+    "InvalidBody",
     "LastDecisionBody",
     "LoopBody",
     "MemoryBody",
@@ -182,4 +198,5 @@ __all__ = [
     "StreamBody",
     "TradesPage",
     "TradingBody",
+    "ValidationIssue",
 ]

@@ -12,6 +12,7 @@ import aiohttp
 import pytest
 from fakes.api_support import T0_MS, decision_line, serve_api, write_state_dir
 
+from api import models as api_models
 from api.auth import resolve_token
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import RefuseToStartError
@@ -161,6 +162,29 @@ async def test_notes_edit_is_validated_like_a_file_edit(state_dir: Path) -> None
     assert state.notes == "flat until CPI" and state.agent_memory == "Trend is up."
     assert isinstance(memory, dict) and memory["notes"] == "flat until CPI"
     assert memory["insights"] is None and memory["unavailable"]["insights"]
+
+
+async def test_a_notes_422_matches_its_documented_schema_in_both_shapes(state_dir: Path) -> None:
+    """A body FastAPI refuses answers a list of errors, the edit's own check a reason: the
+    schema documented only the reason, so the list violated it (found by schemathesis)."""
+    async with serve_api(state_dir) as api:
+        async with api.session.get(api.url + "/openapi.json") as r:
+            schema = await r.json()
+        answers: list[object] = []
+        bodies: tuple[dict[str, str] | None, ...] = (None, {})  # no body at all; nothing to change
+        for body in bodies:
+            async with api.session.put(
+                api.url + "/api/memory/notes", headers=api.auth, json=body
+            ) as r:
+                assert r.status == 422
+                answers.append(await r.json())
+    documented = schema["paths"]["/api/memory/notes"]["put"]["responses"]["422"]
+    model = getattr(
+        api_models, documented["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    )
+    missing, nothing = (model.model_validate(answer).detail for answer in answers)
+    assert isinstance(missing, list) and missing[0].loc == ["body"]
+    assert isinstance(nothing, str) and "nothing to change" in nothing
 
 
 async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:
