@@ -31,6 +31,7 @@ from api.docs import add_docs
 from api.files import StateDirFiles, StateFileError
 from api.metrics import DaemonMetrics
 from api.models import (
+    UNREADABLE_BODY,
     AccountBody,
     DecisionsPage,
     ErrorBody,
@@ -77,6 +78,12 @@ class ApiContext:
 _ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorBody, "description": "no or wrong bearer token"},
     409: {"model": ErrorBody, "description": "a state-dir file cannot be read"},
+    429: {"model": ErrorBody, "description": "over [api] max_requests_per_sec (Retry-After)"},
+    503: {
+        "model": ErrorBody,
+        "description": "no daemon runs on this state dir, it does not answer, or the API is "
+        "busy (Retry-After)",
+    },
 }
 
 
@@ -204,7 +211,10 @@ def create_app(ctx: ApiContext) -> FastAPI:
         "/api/memory/notes",
         dependencies=authed,
         tags=["memory"],
-        responses={422: {"model": InvalidBody, "description": "the edit is not valid"}},
+        responses={
+            400: UNREADABLE_BODY,
+            422: {"model": InvalidBody, "description": "the edit is not valid"},
+        },
     )
     async def put_notes(edit: NotesEdit) -> NotesEditResult:
         """Edit ``agent_memory`` and/or ``notes``, validated like an edit of the file."""
@@ -213,7 +223,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
         except NotesRejectedError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
 
-    @app.post("/api/trading/halt", dependencies=authed, tags=["trading"])
+    @app.post(
+        "/api/trading/halt", dependencies=authed, tags=["trading"], responses={400: UNREADABLE_BODY}
+    )
     async def halt(request: HaltRequest | None = None) -> TradingBody:
         control = _trading(ctx)
         return control.halt((request or HaltRequest()).reason)

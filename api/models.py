@@ -39,6 +39,14 @@ class InvalidBody(_Body):
     detail: str | list[ValidationIssue]
 
 
+#: a 400 of a route with a JSON body (FastAPI's: the parser refused the bytes)
+UNREADABLE_BODY: dict[str, object] = {
+    "model": ErrorBody,
+    "description": "the body is not JSON that can be read (not UTF-8, nested too deep, a number "
+    "of thousands of digits)",
+}
+
+
 class LoopBody(_Body):
     name: str
     state: str
@@ -181,6 +189,7 @@ class HaltRequest(_Body):
 
 
 __all__ = [
+    "UNREADABLE_BODY",
     "AccountBody",
     "AgentBody",
     "DecisionsPage",

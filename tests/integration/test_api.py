@@ -10,7 +10,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from fakes.api_support import T0_MS, decision_line, serve_api, write_state_dir
+from fakes.api_support import T0_MS, Served, decision_line, serve_api, write_state_dir
 
 from api import models as api_models
 from api.auth import resolve_token
@@ -187,6 +187,31 @@ async def test_a_notes_422_matches_its_documented_schema_in_both_shapes(state_di
     assert isinstance(nothing, str) and "nothing to change" in nothing
 
 
+async def test_unreadable_bodies_and_no_daemon_get_documented_statuses(state_dir: Path) -> None:
+    """Bytes that are not JSON text are FastAPI's 400, a command without a daemon a 503: both
+    answered a reason, neither was in the schema (found by schemathesis)."""
+    path = state_dir / "runner_state.json"
+    before = path.read_bytes()
+    notes, halt = ("PUT", "/api/memory/notes"), ("POST", "/api/trading/halt")
+    cases = [
+        (notes, b'{"notes": "\xff"}', 400),  # not UTF-8
+        (notes, b'{"notes": ' + b"9" * 5000 + b"}", 400),  # past int_max_str_digits
+        (halt, b"[" * 100_000 + b"]" * 100_000, 400),  # past the recursion limit
+        (halt, b'{"reason": "test"}', 503),  # no daemon
+    ]
+    async with serve_api(state_dir) as api:
+        async with api.session.get(api.url + "/openapi.json") as r:
+            schema = await r.json()
+        for (method, route), body, expected in cases:
+            async with api.session.request(
+                method, api.url + route, data=body, headers=json_auth(api)
+            ) as r:
+                assert r.status == expected, (route, body[:20])
+                assert (await r.json())["detail"]
+            assert str(expected) in schema["paths"][route][method.lower()]["responses"], route
+    assert path.read_bytes() == before
+
+
 async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:
     (state_dir / "runner_state.json").write_text("{ not json")
     async with serve_api(state_dir) as api:
@@ -254,3 +279,7 @@ async def test_metrics_and_stream_need_a_daemon(state_dir: Path) -> None:
                 assert "no daemon" in (await r.json())["detail"]
             async with api.session.get(api.url + path) as r:
                 assert r.status == 401, path
+
+
+def json_auth(api: Served) -> dict[str, str]:
+    return {**api.auth, "content-type": "application/json"}
