@@ -183,7 +183,8 @@ class LiveProxy:
             return await self._cache.get(
                 ("live", target), ask, version=version, max_age_secs=self._live_secs
             )
-        content_type = dict(scope["headers"]).get(b"content-type", b"").decode() or None
+        # header bytes are latin-1 (as Starlette reads them): UTF-8 failed on b"\xff", a 500
+        content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1") or None
         return await self._upstream.fetch(method, target, await _body(receive), content_type)
 
     async def _relay_stream(self, scope: Scope, receive: Receive, send: Send) -> None:

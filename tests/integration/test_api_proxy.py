@@ -137,6 +137,23 @@ async def test_commands_and_refusals_pass_through(state_dir: Path) -> None:
             assert "/api/trading/halt" in paths  # the daemon's schema, as the daemon serves it
 
 
+async def test_a_content_type_that_is_not_utf8_is_forwarded_not_a_500(state_dir: Path) -> None:
+    switch = Switch()
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=switch) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        status, body = await raw_request(
+            api.url,
+            b"POST /api/trading/halt HTTP/1.1\r\nHost: x\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            b"Content-Type: application/json; x=\xff\r\n"  # a byte UTF-8 cannot decode
+            b'Content-Length: 17\r\nConnection: close\r\n\r\n{"reason": "raw"}',
+        )
+    assert status == 200, body
+    assert (switch.state, switch.reason) == ("halted", "raw")
+
+
 async def test_a_daemon_that_does_not_answer_is_a_503_with_retry_after(state_dir: Path) -> None:
     closed = bind("127.0.0.1", 0)
     port = closed.getsockname()[1]
@@ -165,3 +182,16 @@ async def test_the_decision_stream_is_relayed_live(state_dir: Path) -> None:
         stream.publish({"type": "decision", "decision_id": "live-1"})
         kind, data = await asyncio.wait_for(anext(events), 30)
         assert kind == "decision" and '"decision_id":"live-1"' in data
+
+
+async def raw_request(url: str, request: bytes) -> tuple[int, bytes]:
+    """``request`` sent byte for byte (aiohttp would encode the header); the status and body."""
+    host, port = url.removeprefix("http://").rstrip("/").split(":")
+    reader, writer = await asyncio.open_connection(host, int(port))
+    try:
+        writer.write(request)
+        answer = await reader.read()  # Connection: close
+    finally:
+        writer.close()
+    head, _, body = answer.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
