@@ -25,6 +25,7 @@ import orjson
 from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
+from yarl import URL
 
 from api.asgi import send_answer
 from api.auth import BearerAuth
@@ -84,7 +85,11 @@ class Upstream:
         timeout = aiohttp.ClientTimeout(total=UPSTREAM_TIMEOUT_SECS)
         try:
             async with self.session().request(
-                method, self.url + target, data=body or None, headers=headers, timeout=timeout
+                method,
+                URL(self.url + target, encoded=True),  # as sent: no dot segment resolved here
+                data=body or None,
+                headers=headers,
+                timeout=timeout,
             ) as r:
                 answer = await r.read()
                 if r.status != 200:
@@ -172,7 +177,7 @@ class LiveProxy:
 
     async def _answer(self, scope: Scope, receive: Receive) -> bytes:
         method, path = scope["method"], scope["path"]
-        target = path + (f"?{scope['query_string'].decode()}" if scope["query_string"] else "")
+        target = _raw_target(scope)
         if method == "GET" and path in LIVE_GETS:
             # a new journal line is a new decision: asked again at once, as the daemon's cache does
             version = self._journal_version() if path == "/api/status" else None
@@ -206,6 +211,15 @@ class LiveProxy:
 
 
 _UNAUTHORISED = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+
+
+def _raw_target(scope: Scope) -> str:
+    """The path and query as the client sent them. The decoded path, forwarded, let the client
+    choose another route of the daemon's: ``/api/runs/..%2Fdecisions`` was ``/api/decisions`` there,
+    past the live cache, and ``/api/runs/a%3Fb`` asked for run ``a``."""
+    raw: bytes = scope.get("raw_path") or scope["path"].encode()
+    query: bytes = scope["query_string"]
+    return (raw + b"?" + query if query else raw).decode("latin-1")
 
 
 async def _body(receive: Receive) -> bytes:

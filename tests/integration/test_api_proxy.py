@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from fakes.api_client import sse_events
 from fakes.api_support import T0_MS, TOKEN, IdleDaemon, decision_line, serve_api, write_state_dir
+from yarl import URL
 
 from api.config import ApiConfig
 from api.models import TradingBody
@@ -152,6 +153,30 @@ async def test_a_content_type_that_is_not_utf8_is_forwarded_not_a_500(state_dir:
         )
     assert status == 200, body
     assert (switch.state, switch.reason) == ("halted", "raw")
+
+
+async def test_a_forwarded_path_reaches_only_the_route_it_names(state_dir: Path) -> None:
+    """The decoded path, forwarded, was read again by the daemon: ``..%2F`` and ``%2e%2e``
+    reached its other routes past the live cache, ``%3F`` cut a run id short."""
+    paths = [
+        "/api/runs/..%2F..%2Fapi%2Fstatus",
+        "/api/runs/%2e%2e/status",
+        "/api/runs/..%2Fdecisions%3Flimit%3D1",
+        "/api/runs/a%3Fb",
+        "/api/runs/a%20b",
+    ]
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=60_000) as api,
+    ):
+        for path in paths:
+            answers = []
+            for base in (daemon.url, api.url):  # the daemon's own API, then the API process
+                async with api.http.get(URL(base + path, encoded=True)) as r:
+                    answers.append((r.status, await r.json()))
+            assert answers[0] == answers[1], path
+            assert answers[1][0] in (404, 422), (path, answers[1])
+        assert api.upstream.requests == len(paths)  # each forwarded once
 
 
 async def test_a_daemon_that_does_not_answer_is_a_503_with_retry_after(state_dir: Path) -> None:
