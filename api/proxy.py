@@ -38,7 +38,7 @@ FORWARDED = frozenset(
 )
 FORWARDED_PREFIXES = ("/api/runs",)
 PUBLIC = frozenset({"/openapi.json"})  # the schema is public on the daemon's API as well
-RELAYED_HEADERS = ("content-type", "retry-after", "www-authenticate", "cache-control")
+RELAYED_HEADERS = ("content-type", "retry-after", "www-authenticate", "cache-control", "allow")
 UPSTREAM_TIMEOUT_SECS = 30.0
 UNREACHABLE_RETRY_SECS = 1
 

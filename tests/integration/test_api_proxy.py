@@ -179,6 +179,20 @@ async def test_a_forwarded_path_reaches_only_the_route_it_names(state_dir: Path)
         assert api.upstream.requests == len(paths)  # each forwarded once
 
 
+async def test_a_method_the_daemon_refuses_keeps_its_allow_header(state_dir: Path) -> None:
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        for path in ("/api/status", "/api/trading/halt", "/api/memory/notes"):
+            allowed = []
+            for base in (daemon.url, api.url):
+                async with api.http.request("TRACE", base + path) as r:
+                    assert r.status == 405, path
+                    allowed.append(r.headers.get("Allow"))
+            assert allowed[0] and allowed[1] == allowed[0], (path, allowed)  # RFC 9110
+
+
 async def test_a_daemon_that_does_not_answer_is_a_503_with_retry_after(state_dir: Path) -> None:
     closed = bind("127.0.0.1", 0)
     port = closed.getsockname()[1]
