@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.admission import Admission, AdmissionControl
 from api.auth import BearerAuth
+from api.bodylimit import BodyLimit
 from api.cache import ResponseCache, file_version
 from api.config import ApiConfig
 from api.cost import JournalCost
@@ -31,6 +32,7 @@ from api.docs import add_docs
 from api.files import StateDirFiles, StateFileError
 from api.metrics import DaemonMetrics
 from api.models import (
+    TOO_LARGE_BODY,
     UNREADABLE_BODY,
     AccountBody,
     DecisionsPage,
@@ -213,6 +215,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         tags=["memory"],
         responses={
             400: UNREADABLE_BODY,
+            413: TOO_LARGE_BODY,
             422: {"model": InvalidBody, "description": "the edit is not valid"},
         },
     )
@@ -224,7 +227,10 @@ def create_app(ctx: ApiContext) -> FastAPI:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
 
     @app.post(
-        "/api/trading/halt", dependencies=authed, tags=["trading"], responses={400: UNREADABLE_BODY}
+        "/api/trading/halt",
+        dependencies=authed,
+        tags=["trading"],
+        responses={400: UNREADABLE_BODY, 413: TOO_LARGE_BODY},
     )
     async def halt(request: HaltRequest | None = None) -> TradingBody:
         control = _trading(ctx)
@@ -262,8 +268,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
 def _add_guards(
     app: FastAPI, ctx: ApiContext, auth: BearerAuth, journal_version: Callable[[], object]
 ) -> None:
-    """Admission control, then (the API process) the daemon's live routes, then the rate
-    ceiling: the last added runs first, so a request over the ceiling costs nothing more."""
+    """Admission control, then (the API process) the daemon's live routes, then the body's
+    ceiling, then the rate ceiling: the last added runs first, so a request over the rate costs
+    nothing more."""
     config = ctx.config
     admission = app.state.admission = Admission(
         config.max_in_flight, config.admission_wait_ms / 1000, ctx.trading_busy or (lambda: False)
@@ -279,6 +286,7 @@ def _add_guards(
             live_cache_secs=config.live_cache_ms / 1000,
             journal_version=journal_version,
         )
+    app.add_middleware(BodyLimit)  # around the proxy: a forward reads the body whole
     if config.max_requests_per_sec > 0:
         app.add_middleware(RateLimit, bucket=TokenBucket(config.max_requests_per_sec))
 

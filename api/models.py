@@ -39,6 +39,11 @@ class InvalidBody(_Body):
     detail: str | list[ValidationIssue]
 
 
+#: a 413 of a route with a JSON body (``api.bodylimit``)
+TOO_LARGE_BODY: dict[str, object] = {
+    "model": ErrorBody,
+    "description": "the body is over 1 MiB (api.bodylimit.MAX_BODY_BYTES)",
+}
 #: a 400 of a route with a JSON body (FastAPI's: the parser refused the bytes)
 UNREADABLE_BODY: dict[str, object] = {
     "model": ErrorBody,
@@ -189,6 +194,7 @@ class HaltRequest(_Body):
 
 
 __all__ = [
+    "TOO_LARGE_BODY",
     "UNREADABLE_BODY",
     "AccountBody",
     "AgentBody",

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, FastAPI, HTTPException, Path, status
 
 from api.auth import BearerAuth
-from api.models import UNREADABLE_BODY, ErrorBody, InvalidBody
+from api.models import TOO_LARGE_BODY, UNREADABLE_BODY, ErrorBody, InvalidBody
 from api.runs import RunQueue, RunRejectedError, RunsFullError
 from api.runs_models import RunAccepted, RunBody, RunRequest, RunsList
 
@@ -31,6 +31,7 @@ def run_routes(queue: RunQueue) -> Any:
             status_code=status.HTTP_202_ACCEPTED,
             responses={
                 400: UNREADABLE_BODY,
+                413: TOO_LARGE_BODY,
                 422: {"model": InvalidBody, "description": "the request cannot run"},
                 429: {"model": ErrorBody, "description": "the queue is full"},
             },

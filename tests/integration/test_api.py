@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import aiohttp
@@ -14,6 +15,7 @@ from fakes.api_support import T0_MS, Served, decision_line, serve_api, write_sta
 
 from api import models as api_models
 from api.auth import resolve_token
+from api.bodylimit import MAX_BODY_BYTES
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import RefuseToStartError
 from state.models import parse_state_bytes
@@ -210,6 +212,28 @@ async def test_unreadable_bodies_and_no_daemon_get_documented_statuses(state_dir
                 assert (await r.json())["detail"]
             assert str(expected) in schema["paths"][route][method.lower()]["responses"], route
     assert path.read_bytes() == before
+
+
+async def test_a_body_over_the_ceiling_is_a_413_and_changes_nothing(state_dir: Path) -> None:
+    """Unbounded, 100 MB of notes were read whole and saved into runner_state.json."""
+    path = state_dir / "runner_state.json"
+    before = path.read_bytes()
+    body = b'{"notes": "' + b"x" * MAX_BODY_BYTES + b'"}'
+
+    async def streamed() -> AsyncIterator[bytes]:  # no Content-Length: chunked
+        for start in range(0, len(body), 65_536):
+            yield body[start : start + 65_536]
+
+    async with serve_api(state_dir) as api:
+        url = api.url + "/api/memory/notes"
+        for data in (body, streamed()):
+            async with api.session.put(url, data=data, headers=json_auth(api)) as r:
+                assert r.status == 413
+                assert "over 1,048,576 bytes" in (await r.json())["detail"]
+        async with api.session.put(url, json={"notes": "n" * 500_000}, headers=api.auth) as r:
+            assert r.status == 200  # long notes under the ceiling are still taken
+    state, _ = parse_state_bytes(path.read_bytes())
+    assert state.notes == "n" * 500_000 and before != path.read_bytes()
 
 
 async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:

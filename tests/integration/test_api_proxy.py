@@ -16,6 +16,7 @@ from fakes.api_client import sse_events
 from fakes.api_support import T0_MS, TOKEN, IdleDaemon, decision_line, serve_api, write_state_dir
 from yarl import URL
 
+from api.bodylimit import MAX_BODY_BYTES
 from api.config import ApiConfig
 from api.models import TradingBody
 from api.proxy import Upstream
@@ -191,6 +192,19 @@ async def test_a_method_the_daemon_refuses_keeps_its_allow_header(state_dir: Pat
                     assert r.status == 405, path
                     allowed.append(r.headers.get("Allow"))
             assert allowed[0] and allowed[1] == allowed[0], (path, allowed)  # RFC 9110
+
+
+async def test_a_body_over_the_ceiling_never_reaches_the_daemon(state_dir: Path) -> None:
+    body = b'{"notes": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        headers = {"Content-Type": "application/json"}
+        async with api.http.put(api.url + "/api/memory/notes", data=body, headers=headers) as r:
+            assert r.status == 413
+            assert "over 1,048,576 bytes" in (await r.json())["detail"]
+        assert api.upstream.requests == 0
 
 
 async def test_a_daemon_that_does_not_answer_is_a_503_with_retry_after(state_dir: Path) -> None:
