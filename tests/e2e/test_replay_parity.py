@@ -24,7 +24,9 @@ What must be equal, and what cannot be, because of the two clocks:
   spacing of closes, each close restarts the cooldown before it ends, so only closes pass the
   gate on both paths; that is config, not a change of code.
 - The simulator's kline cadence is fixed at replay's 75 s (``parity_support`` explains why a
-  test hook is needed), and the listener's silence timeout is raised above it.
+  test hook is needed). The listener's silence timeout, the watchdog's and the derivatives'
+  stale limits are a simulated day (``NEVER_SECS``): the simulator's clock runs on real time,
+  and a process stalled by a loaded machine must not look like a silent exchange.
 - The simulated speed is low enough that a REST round-trip or a decision stays far below a kline
   update interval (75 s) and the derivatives sources' stale limit (165 s) in simulated time. (At
   600x a derivatives poll once took longer than 165 simulated seconds: the snapshot had funding
@@ -54,8 +56,9 @@ from parity_support import (
     run_sim_daemon,
 )
 
+from derivatives.config import DerivativesConfig, SourceTiming
 from gate.gate import GateConfig
-from runner.config import MarketConfig, Settings, SimConfig
+from runner.config import MarketConfig, Settings, SimConfig, SupervisorConfig
 from runner.replay.build import ReplayOptions
 
 pytestmark = pytest.mark.e2e
@@ -74,6 +77,17 @@ def _ms(at: datetime) -> int:
     return int(at.timestamp() * 1000)
 
 
+#: simulated seconds nothing in this test may take for silence or staleness: the simulator's
+#: clock runs on real time at SPEED, so a process stalled by a loaded machine (a busy core, a
+#: slow fsync) for 600 / 360 = 1.7 real seconds looked like a silent exchange (the listener
+#: reconnected and lost the closes in between) and 300 s of it fired the watchdog; 165 s left
+#: funding stale in the snapshot. A day is 4 real minutes here: only a hung test reaches it.
+NEVER_SECS = 86_400.0
+#: the recorded sources the simulator serves (OHLCV, funding, Fear & Greed, PAXG), kept usable
+#: for NEVER_SECS after their last poll
+PATIENT = SourceTiming(ttl_secs=55.0, stale_factor=NEVER_SECS / 55.0)
+
+
 def _settings(state_dir: Path, *, source: Literal["sim", "replay"]) -> Settings:
     return Settings(
         state_dir=state_dir,
@@ -81,10 +95,16 @@ def _settings(state_dir: Path, *, source: Literal["sim", "replay"]) -> Settings:
         market=MarketConfig(
             source="sim" if source == "sim" else "binance",
             tickers=TICKERS,
-            silence_timeout_secs=600.0,
+            silence_timeout_secs=NEVER_SECS,
         ),
         sim=SimConfig(start=START, speed=SPEED, update_interval_ms=UPDATE_INTERVAL_MS),
         gate=GateConfig(cooldown_secs=1000.0),
+        supervisor=SupervisorConfig(watchdog_silence_secs=NEVER_SECS),
+        derivatives=DerivativesConfig(
+            funding=PATIENT,
+            paxg=PATIENT,
+            fear_greed=SourceTiming(ttl_secs=3600.0, stale_factor=NEVER_SECS / 3600.0),
+        ),
     )
 
 
