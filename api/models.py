@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.cost import CostBody
+from state.json_checks import first_unencodable
 from state.memory_history import MemoryVersion
 from state.records import DecisionRecord, TradeRow
 
@@ -164,10 +165,9 @@ class MemoryBody(_Body):
 def _encodable(text: str) -> str:
     """A body's JSON may escape half of a surrogate pair; json reads it as a str UTF-8 cannot
     encode. Let through (a plain ``str`` field does), writing the file failed: a 500."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise ValueError(f"holds {text[exc.start : exc.end]!r}, half of a surrogate pair") from None
+    found = first_unencodable(text)
+    if found is not None:
+        raise ValueError(f"holds {found[1]!r}, half of a surrogate pair")
     return text
 
 

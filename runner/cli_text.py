@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import argparse
 
+from state.json_checks import first_unencodable
+
 
 def utf8_text(value: str) -> str:
     """An argparse ``type``: ``value`` unchanged when it is UTF-8 text, else a clear refusal."""
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
+    found = first_unencodable(value)
+    if found is not None:
+        at, run = found
         raise argparse.ArgumentTypeError(
-            f"not UTF-8 text: {_shown(exc.object[exc.start])} at position {exc.start} "
+            f"not UTF-8 text: {_shown(run[0])} at position {at} "
             "(the terminal or script sent bytes in another encoding)"
-        ) from None
+        )
     return value
 
 

@@ -1,8 +1,19 @@
-"""What ``json.loads`` accepts but a file vigil reads and writes back must not hold."""
+"""Text vigil stores must be UTF-8: what ``json.loads`` (or a command line) hands over but a file
+vigil writes back cannot hold."""
 
 from __future__ import annotations
 
 import json
+
+
+def first_unencodable(text: str) -> tuple[int, str] | None:
+    """Where ``text`` first holds what UTF-8 cannot encode (a lone surrogate: an escaped half of a
+    pair, or a byte Python's ``surrogateescape`` stood in for), and that run; None: it can."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return exc.start, text[exc.start : exc.end]
+    return None
 
 
 def lone_surrogate(text: str | bytes, raw: object) -> str | None:
@@ -18,8 +29,5 @@ def lone_surrogate(text: str | bytes, raw: object) -> str | None:
         escaped = b"\\ud" in text or b"\\uD" in text
     if not escaped:
         return None
-    try:
-        json.dumps(raw, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return repr(exc.object[exc.start : exc.end])
-    return None
+    found = first_unencodable(json.dumps(raw, ensure_ascii=False))
+    return None if found is None else repr(found[1])
