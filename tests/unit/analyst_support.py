@@ -1,8 +1,11 @@
-"""A snapshot as sent (plain JSON), with knobs, for the analyst and context tests."""
+"""A snapshot as sent (plain JSON), with knobs, and a market analyst's report, for the analyst and
+context tests."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from memory.analyst_model import AnalystReport, utc_day
 
 DAY1_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
 HOUR_MS = 3_600_000
@@ -45,3 +48,27 @@ def sent(
         "derivatives_signal": 0.1,
         "unavailable": {"open_interest": "not in the recording"},
     }
+
+
+def market_report(
+    report_id: str,
+    at_ms: int,
+    content: str,
+    *,
+    confidence: float = 0.5,
+    figures: dict[str, float | None] | None = None,
+    labels: dict[str, str] | None = None,
+) -> AnalystReport:
+    """The market analyst's intraday BTC/USDT report at ``at_ms`` (its UTC day derived)."""
+    return AnalystReport(
+        report_id=report_id,
+        analyst="market",
+        ticker="BTC/USDT",
+        day=utc_day(at_ms),
+        at_ms=at_ms,
+        content=content,
+        confidence=confidence,
+        timescale="intraday",
+        figures=figures or {},
+        labels=labels or {},
+    )

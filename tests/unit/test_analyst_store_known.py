@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from analyst_support import DAY1_MS, HOUR_MS
+from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -23,15 +23,10 @@ DAYS = [utc_day(DAY1_MS + d * DAY) for d in range(3)]
 
 def _made(i: int, content: str, figure: float | None) -> AnalystReport:
     at = DAY1_MS + (i % 9) * 8 * HOUR_MS  # three a day over three days, ties on the instant
-    return AnalystReport(
-        report_id=f"r-{i:02d}",
-        analyst="market",
-        ticker="BTC/USDT",
-        day=utc_day(at),
-        at_ms=at,
-        content=content,
-        confidence=0.5,
-        timescale="intraday",
+    return market_report(
+        f"r-{i:02d}",
+        at,
+        content,
         figures={"price": figure, "rsi_1h": 55.0},
         labels={"trend_1h": content[:3]},
     )

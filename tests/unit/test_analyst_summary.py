@@ -6,12 +6,12 @@ import math
 from collections import Counter
 
 import pytest
-from analyst_support import DAY1_MS, HOUR_MS
+from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory import analyst_summary
-from memory.analyst_model import AnalystReport, utc_day
+from memory.analyst_model import AnalystReport
 from memory.analyst_summary import (
     _TOKEN,
     DUPLICATE_COSINE,
@@ -28,15 +28,11 @@ def _report(
     i: int, content: str, *, figures: dict[str, float | None] | None = None, confidence: float = 0.6
 ) -> AnalystReport:
     at = DAY1_MS + i * HOUR_MS
-    return AnalystReport(
-        report_id=f"r-{i:03d}",
-        analyst="market",
-        ticker="BTC/USDT",
-        day=utc_day(at),
-        at_ms=at,
-        content=content,
+    return market_report(
+        f"r-{i:03d}",
+        at,
+        content,
         confidence=confidence,
-        timescale="intraday",
         figures={"price": 80_000.0 + i * 1_000, "return_zscore": 0.1 * i}
         if figures is None
         else figures,

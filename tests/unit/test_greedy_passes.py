@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from analyst_support import DAY1_MS, HOUR_MS
+from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_analyst_summary import (
@@ -15,7 +15,7 @@ from test_analyst_summary import (
 )
 
 from memory import analyst_summary
-from memory.analyst_model import AnalystReport, utc_day
+from memory.analyst_model import AnalystReport
 from memory.analyst_summary import DUPLICATE_COSINE
 from memory.greedy_passes import GreedyPasses, sort_key
 
@@ -33,16 +33,7 @@ _SPEC = st.tuples(
 def _make(spec: tuple[int, int, list[str], int]) -> AnalystReport:
     at, ident, words, day = spec
     at_ms = DAY1_MS + day * 24 * HOUR_MS + at
-    return AnalystReport(
-        report_id=f"r-{ident}",
-        analyst="market",
-        ticker="BTC/USDT",
-        day=utc_day(at_ms),
-        at_ms=at_ms,
-        content=" ".join(words) + ".",
-        confidence=0.5,
-        timescale="intraday",
-    )
+    return market_report(f"r-{ident}", at_ms, " ".join(words) + ".")
 
 
 #: what is walked ahead besides the call's own sorted reports: other reports
