@@ -35,7 +35,9 @@ from runner import logging_setup
 os.environ.setdefault("VIGIL_API__PORT", "0")
 os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 
-settings.register_profile("vigil", deadline=None)
+# derandomize is explicit: a profile leaves an unset value to whichever profile is loaded,
+# so under ``ci`` a ``deep`` inheriting an unset one would have read derandomized too.
+settings.register_profile("vigil", deadline=None, derandomize=False)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
 settings.register_profile("deep", settings.get_profile("vigil"), max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
