@@ -3,6 +3,8 @@ exchange) or Binance's websocket. Split from ``runner.app`` so the composition r
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -82,6 +84,7 @@ async def market_endpoints(
         )
         await sim.start()
     closers.append(("stop simulator", sim.stop))
+    closers.append(("stop the simulated clock's stall watch", _watch_stalls(time.scaled)))
     ws_base = sim.ws_base_url
     if ws_front is not None:
         ws_base = await ws_front(time.clock, ws_base)
@@ -93,6 +96,25 @@ async def market_endpoints(
         datetime.fromtimestamp(time.clock.now_ms() / 1000, tz=UTC).isoformat(),
     )
     return MarketEndpoints(ws_base, "/market/stream", sim.rest_url, sim)
+
+
+def _watch_stalls(clock: ScaledClock) -> ShutdownHook:
+    """Start counting process stalls out of simulated time (``ScaledClock.absorb_stalls``) and
+    return the hook that stops it and says how much was left out."""
+    watch = asyncio.get_running_loop().create_task(clock.absorb_stalls(), name="sim clock stalls")
+
+    async def stop() -> None:
+        watch.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watch
+        if clock.stalls:
+            log.info(
+                "simulated time left out %d stalls of this process (%.2f s of real time)",
+                clock.stalls,
+                clock.stalled_secs,
+            )
+
+    return stop
 
 
 def split_ws_url(url: str) -> tuple[str, str]:

@@ -24,9 +24,15 @@ What must be equal, and what cannot be, because of the two clocks:
   spacing of closes, each close restarts the cooldown before it ends, so only closes pass the
   gate on both paths; that is config, not a change of code.
 - The simulator's kline cadence is fixed at replay's 75 s (``parity_support`` explains why a
-  test hook is needed). The listener's silence timeout, the watchdog's and the derivatives'
-  stale limits are a simulated day (``NEVER_SECS``): the simulator's clock runs on real time,
-  and a process stalled by a loaded machine must not look like a silent exchange.
+  test hook is needed).
+- A stall of the test process (a loaded machine: a busy core, a slow fsync) must not move the
+  market on. The simulator daemon's clock leaves stalls out (``ScaledClock.absorb_stalls``: of
+  any gap in the event loop's running, at most 50 ms counts, 18 simulated seconds here, well
+  under a kline update), so after a stall the simulator sends what was due before it, not a
+  burst that carries the next candle's prices into a close's decision. Belt and braces: the
+  listener's silence timeout, the watchdog's and the derivatives' stale limits are a simulated
+  day (``NEVER_SECS``), so a long run of short scheduling delays cannot look like a silent
+  exchange either.
 - The simulated speed is low enough that a REST round-trip or a decision stays far below a kline
   update interval (75 s) and the derivatives sources' stale limit (165 s) in simulated time. (At
   600x a derivatives poll once took longer than 165 simulated seconds: the snapshot had funding
@@ -77,11 +83,11 @@ def _ms(at: datetime) -> int:
     return int(at.timestamp() * 1000)
 
 
-#: simulated seconds nothing in this test may take for silence or staleness: the simulator's
-#: clock runs on real time at SPEED, so a process stalled by a loaded machine (a busy core, a
-#: slow fsync) for 600 / 360 = 1.7 real seconds looked like a silent exchange (the listener
-#: reconnected and lost the closes in between) and 300 s of it fired the watchdog; 165 s left
-#: funding stale in the snapshot. A day is 4 real minutes here: only a hung test reaches it.
+#: simulated seconds nothing in this test may take for silence or staleness. Before the
+#: simulator's clock left stalls out, a process stalled for 600 / 360 = 1.7 real seconds looked
+#: like a silent exchange (the listener reconnected and lost the closes in between), 300 s of it
+#: fired the watchdog and 165 s left funding stale. A day is 4 real minutes here: only a hung
+#: test reaches it.
 NEVER_SECS = 86_400.0
 #: the recorded sources the simulator serves (OHLCV, funding, Fear & Greed, PAXG), kept usable
 #: for NEVER_SECS after their last poll

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
+from core.scaled_clock import ScaledClock
 from market.listener import MarketListener
 from runner.app import build_daemon
 from runner.config import MarketConfig, Settings
@@ -60,6 +63,24 @@ async def test_sim_daemon_has_no_liquidation_stream(tmp_path: Path) -> None:
     finally:
         await daemon.market.exchange.close()
         await daemon.sim.stop()
+
+
+async def test_sim_daemon_leaves_process_stalls_out_of_simulated_time(tmp_path: Path) -> None:
+    settings = Settings(state_dir=tmp_path / "state", market=MarketConfig(source="sim"))
+    daemon = await build_daemon(settings)
+    watch = next(t for t in asyncio.all_tasks() if t.get_name() == "sim clock stalls")
+    try:
+        assert isinstance(daemon.clock, ScaledClock)
+        await asyncio.sleep(0)  # the watch has begun
+        assert daemon.clock.stall_cap_secs is not None and not watch.done()
+    finally:
+        watch.cancel()
+        await daemon.market.exchange.close()
+        assert daemon.sim is not None
+        await daemon.sim.stop()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watch
+    assert daemon.clock.stall_cap_secs is None
 
 
 async def test_every_bus_subscription_is_a_row_of_the_one_table_in_order(tmp_path: Path) -> None:
