@@ -265,6 +265,22 @@ async def test_an_invalid_body_echoing_half_a_surrogate_pair_is_a_422(state_dir:
         assert (await r.json())["detail"][0]["loc"] == ["body", "reason"]
 
 
+@pytest.mark.parametrize("reason", ["audit\n12:00:00 INFO runner: resumed", "a\x00", "\x1b[2J"])
+async def test_a_halt_reason_that_is_not_one_line_is_a_422_naming_the_character(
+    state_dir: Path, reason: str
+) -> None:
+    """It is printed into one line of the log and the status line: a line break forged lines."""
+    async with (
+        serve_api(state_dir) as api,
+        api.session.post(
+            api.url + "/api/trading/halt", headers=api.auth, json={"reason": reason}
+        ) as r,
+    ):
+        assert r.status == 422
+        (issue,) = (await r.json())["detail"]
+        assert issue["loc"] == ["body", "reason"] and "control character U+00" in issue["msg"]
+
+
 async def test_openapi_documents_the_routes(state_dir: Path) -> None:
     async with serve_api(state_dir) as api, api.session.get(api.url + "/openapi.json") as r:
         schema = await r.json()

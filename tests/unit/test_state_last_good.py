@@ -14,6 +14,7 @@ from core.clock import VirtualClock
 from core.errors import RefuseToStartError
 from state.models import SCHEMA_VERSION
 from state.store import RunnerStateStore
+from state.trading import TradingState
 
 EPOCH_MS = 1_740_000_000_000
 
@@ -91,3 +92,46 @@ def test_a_file_from_a_newer_vigil_still_refuses(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
     with pytest.raises(RefuseToStartError, match="newer"):
         restarted(path)
+
+
+def _with_reason(path: Path, reason: str) -> bytes:
+    raw = json.loads(path.read_bytes())
+    raw["trading"] = {"mode": "halted", "reason": reason, "by": "cli"}
+    return json.dumps(raw).encode()
+
+
+def test_a_halt_reason_edited_in_while_stopped_with_a_line_break_is_rejected_and_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    edit = _with_reason(path, "audit\n12:00:00 INFO runner: trading resumed")
+    path.write_bytes(edit)
+    store = restarted(path)
+    assert not store.current.trading.halted
+    report = store.last_report
+    assert report is not None and not report.accepted
+    assert "trading.reason" in (report.error or "") and "U+000A at position 5" in (
+        report.error or ""
+    )
+    (kept,) = store.save()
+    assert kept.preserved_as is not None and kept.preserved_as.read_bytes() == edit
+
+
+def test_a_line_break_the_daemon_stored_before_the_check_still_loads_and_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The check judges what an edit changes: an older vigil stored its own halt reasons as they
+    came (an error's message, line breaks and all); refusing that file and its copy would refuse
+    the start."""
+    path = tmp_path / "runner_state.json"
+    store = running(path)
+    old = TradingState(mode="halted", reason="broker start: line one\nline two", by="daemon")
+    store.set_trading(old)
+    store.save()
+    again = restarted(path)
+    assert again.current.trading == old
+    path.write_bytes(path.read_bytes().replace(b'"notes": ""', b'"notes": "watch SOL"'))
+    report = again.poll()
+    assert report is not None and report.accepted and report.changed_fields == ("notes",)
+    assert again.current.trading == old

@@ -91,6 +91,10 @@ def test_edits_to_daemon_owned_fields_are_ignored_and_reported(
     assert on_disk(path)["notes"] == "hi"
 
 
+def _halted(reason: str, by: str = "me") -> dict[str, str]:
+    return {"mode": "halted", "reason": reason, "by": by}
+
+
 INVALID_EDITS = [
     pytest.param(lambda p: b'{"schema_version": 1, "notes": "unfinished', id="bad-json"),
     pytest.param(lambda p: with_changes(p, agent_memory="y" * 600), id="memory-too-long"),
@@ -102,6 +106,9 @@ INVALID_EDITS = [
     pytest.param(lambda p: b'{"extra": {"x": ' + b"[" * 100_000 + b"]}}", id="nested-too-deep"),
     # valid JSON, but half a surrogate pair: accepted, it failed every later save
     pytest.param(lambda p: with_changes(p, notes="a\ud800b"), id="lone-surrogate"),
+    # a halt reason is printed into one log line: a line break in it forged log lines
+    pytest.param(lambda p: with_changes(p, trading=_halted("x\n12:00 INFO ok")), id="reason-lf"),
+    pytest.param(lambda p: with_changes(p, trading=_halted("x", by="ops\x1b[2J")), id="by-esc"),
 ]
 
 

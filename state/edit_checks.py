@@ -1,0 +1,34 @@
+"""What a person's edit of ``runner_state.json`` may not bring in, beyond what ``RunnerState``
+itself checks, and the parse of an edit that applies both.
+
+These rules judge only what the edit changes, against the live state, never what the file already
+held: a state the daemon wrote before a rule existed (a halt reason quoting a multi-line error)
+still loads and is written back as it is. Put in ``RunnerState``, such a rule would make that
+file, and the daemon's own copy of it (``state.last_good``), refuse the start.
+"""
+
+from __future__ import annotations
+
+from state.line_text import line_text_problem
+from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
+
+
+def edit_problem(live: RunnerState, edited: RunnerState) -> str | None:
+    """Why ``edited`` cannot replace ``live`` as a person's edit; None when it can."""
+    for field in ("reason", "by"):
+        new = getattr(edited.trading, field)
+        if new != getattr(live.trading, field):
+            problem = line_text_problem(new)
+            if problem is not None:
+                return f"field 'trading.{field}' {problem}"
+    return None
+
+
+def parse_edit(data: bytes, live: RunnerState) -> RunnerState:
+    """``parse_state_bytes`` of a person's edit, then ``edit_problem`` against ``live``: either
+    raises ``InvalidStateFileError`` (``NewerSchemaError`` for a newer file) saying why."""
+    edited, _ = parse_state_bytes(data)
+    problem = edit_problem(live, edited)
+    if problem is not None:
+        raise InvalidStateFileError(problem)
+    return edited
