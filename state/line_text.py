@@ -1,4 +1,5 @@
-"""Text a person gives that vigil writes into one line of a log: a trading halt's reason.
+"""Text a person gives that vigil writes into one line of a log or a listing: a trading halt's
+reason, an insight added with ``vigil memory add``.
 
 ``logs/vigil.log``, the status line and ``vigil health`` print such text with ``%s``. A control
 character in it (Unicode category Cc: NUL, CR, LF, ESC, NEL...) or a line or paragraph separator
