@@ -18,6 +18,7 @@ from api.auth import resolve_token
 from api.bodylimit import MAX_BODY_BYTES
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import RefuseToStartError
+from state.edit_checks import NOTES_MAX_CHARS
 from state.models import parse_state_bytes
 
 DATA_ROUTES = [
@@ -234,6 +235,22 @@ async def test_a_body_over_the_ceiling_is_a_413_and_changes_nothing(state_dir: P
             assert r.status == 200  # long notes under the ceiling are still taken
     state, _ = parse_state_bytes(path.read_bytes())
     assert state.notes == "n" * 500_000 and before != path.read_bytes()
+
+
+async def test_the_longest_notes_a_body_can_carry_are_under_the_edit_cap(state_dir: Path) -> None:
+    """The notes cap of a file edit (``NOTES_MAX_CHARS``) is what the body ceiling carries: the
+    API, which judges its edit by the same rules, refuses no notes it refused none of before."""
+    envelope = b'{"notes": ""}'
+    notes = "n" * (MAX_BODY_BYTES - len(envelope))
+    assert len(notes) <= NOTES_MAX_CHARS
+    async with serve_api(state_dir) as api:
+        body = json.dumps({"notes": notes}).encode()
+        assert len(body) == MAX_BODY_BYTES
+        url = api.url + "/api/memory/notes"
+        async with api.session.put(url, data=body, headers=json_auth(api)) as r:
+            assert r.status == 200, await r.text()
+    state, _ = parse_state_bytes((state_dir / "runner_state.json").read_bytes())
+    assert state.notes == notes
 
 
 async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:

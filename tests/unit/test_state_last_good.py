@@ -12,6 +12,8 @@ import pytest
 
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
+from state.edit_checks import NOTES_MAX_CHARS
+from state.last_good import last_good_path
 from state.models import SCHEMA_VERSION
 from state.store import RunnerStateStore
 from state.trading import TradingState
@@ -135,3 +137,38 @@ def test_a_line_break_the_daemon_stored_before_the_check_still_loads_and_is_kept
     report = again.poll()
     assert report is not None and report.accepted and report.changed_fields == ("notes",)
     assert again.current.trading == old
+
+
+def test_notes_over_the_cap_edited_in_while_stopped_are_rejected_and_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    raw = json.loads(path.read_bytes())
+    edit = json.dumps({**raw, "notes": "n" * (NOTES_MAX_CHARS + 1)}).encode()
+    path.write_bytes(edit)
+    store = restarted(path)
+    assert store.current.notes == ""
+    report = store.last_report
+    assert report is not None and not report.accepted
+    assert "field 'notes' is 1,048,577 characters, over the 1,048,576" in (report.error or "")
+    (kept,) = store.save()
+    assert kept.preserved_as is not None and kept.preserved_as.read_bytes() == edit
+
+
+def test_notes_over_the_cap_stored_before_the_cap_still_load_and_are_kept(tmp_path: Path) -> None:
+    """An older vigil merged any length; its file and its own copy must still start."""
+    path = tmp_path / "runner_state.json"
+    running(path)
+    long_notes = "n" * (NOTES_MAX_CHARS + 10)
+    saved = json.dumps({**json.loads(path.read_bytes()), "notes": long_notes}).encode()
+    path.write_bytes(saved)
+    last_good_path(path).write_bytes(saved)  # as that vigil saved it: both files alike
+    again = restarted(path)
+    assert again.current.notes == long_notes
+    edited = json.loads(path.read_bytes())
+    edited["agent_memory"] = "Funding cooled."
+    path.write_text(json.dumps(edited))
+    report = again.poll()
+    assert report is not None and report.accepted and report.changed_fields == ("agent_memory",)
+    assert again.current.notes == long_notes
