@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.admission import Admission, AdmissionControl
+from api.allow import allowed_methods
 from api.auth import BearerAuth
 from api.bodylimit import BodyLimit
 from api.cache import ResponseCache, file_version
@@ -99,9 +100,13 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(jsonable_encoder(exc.errors()), status.HTTP_422_UNPROCESSABLE_CONTENT)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_request: Request, exc: StarletteHTTPException) -> Response:
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        headers = exc.headers
+        if exc.status_code == status.HTTP_405_METHOD_NOT_ALLOWED:
+            allowed = allowed_methods(app.router.routes, request.scope)
+            headers = headers if allowed is None else {**(headers or {}), "Allow": allowed}
         # a reason may quote the input (a ticker of POST /api/runs): half a surrogate pair too
-        return _error(jsonable_encoder(exc.detail), exc.status_code, exc.headers)
+        return _error(jsonable_encoder(exc.detail), exc.status_code, headers)
 
 
 def _error(detail: object, code: int, headers: Mapping[str, str] | None = None) -> Response:

@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.cost import CostBody
 from state.json_checks import first_unencodable
+from state.line_text import line_text_problem
 from state.memory_history import MemoryVersion
 from state.records import DecisionRecord, TradeRow
 
@@ -189,8 +190,19 @@ class NotesEditResult(_Body):
     detail: str
 
 
+def _one_line(text: str) -> str:
+    """A halt reason is printed into one line of the log and the status line: a line break in it
+    wrote lines that read like the daemon's own (``state.line_text``)."""
+    problem = line_text_problem(text)
+    if problem is not None:
+        raise ValueError(problem)
+    return text
+
+
 class HaltRequest(_Body):
-    reason: str = Field("halted from the API", min_length=1, max_length=500)
+    reason: Annotated[str, AfterValidator(_one_line)] = Field(
+        "halted from the API", min_length=1, max_length=500
+    )
 
 
 __all__ = [

@@ -10,6 +10,7 @@ from api.files import StateDirFiles
 from api.models import NotesEdit, NotesEditResult
 from api.ports import LiveDaemon
 from state.atomic import atomic_write_bytes
+from state.edit_checks import edit_problem
 from state.models import RunnerState, describe_validation_error, render_state
 
 
@@ -28,6 +29,9 @@ def apply_notes_edit(
         edited = RunnerState.model_validate({**current.model_dump(), **changes})
     except ValidationError as exc:
         raise NotesRejectedError(describe_validation_error(exc)) from None
+    problem = edit_problem(current, edited)  # the daemon judges the file's edit by the same rules
+    if problem is not None:
+        raise NotesRejectedError(problem)
     changed = [f for f in changes if getattr(edited, f) != getattr(current, f)]
     if not changed:
         return NotesEditResult(

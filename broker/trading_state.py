@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from core.clock import Clock
+from state.line_text import as_one_line
 from state.models import RunnerState
-from state.trading import ACTIVE, HALTED, TradingState
+from state.trading import ACTIVE, HALTED, REASON_MAX_CHARS, TradingState
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,12 @@ class TradingSwitch:
 
     def halt(self, reason: str, *, by: str = "daemon") -> bool:
         """Halt trading; True if it was active. A second cause while halted is logged only: the
-        first one is what a person must look at."""
+        first one is what a person must look at.
+
+        The daemon's own reasons quote an error's message, which may hold line breaks or run
+        long: written as one line and cut to what the state keeps, since a halt must not fail
+        (a person's reason is refused before it gets here: CLI, API, file edit)."""
+        reason = as_one_line(reason)[:REASON_MAX_CHARS]
         if self.halted:
             log.error("trading already halted (%s); also: %s", self.state.reason, reason)
             return False

@@ -18,6 +18,7 @@ numbers, symbols, stream names) is ``market.wire``.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Final, NamedTuple
 
 from core.events import MarketTick
@@ -127,13 +128,10 @@ def _fast_tick(message: dict[str, Any]) -> MarketTick | None:
         ):
             return None
         raw_o, raw_h, raw_l, raw_c, raw_v = k["o"], k["h"], k["l"], k["c"], k["v"]
-        if not (
-            type(raw_o) is str
-            and type(raw_h) is str
-            and type(raw_l) is str
-            and type(raw_c) is str
-            and type(raw_v) is str
-        ):
+        # one match for the five: each an unsigned decimal as Binance writes it (a str, or a
+        # JSON number that formats as one: what the careful path takes too); a bool, None, a list
+        # or a looser string float() would read (" 105 ", "1e5", fullwidth digits) steps aside
+        if _FIVE_DECIMALS(f"{raw_o},{raw_h},{raw_l},{raw_c},{raw_v}") is None:
             return None
         o, h, lo, c, v = float(raw_o), float(raw_h), float(raw_l), float(raw_c), float(raw_v)
     except (KeyError, TypeError, ValueError, AttributeError):
@@ -159,6 +157,9 @@ def _fast_tick(message: dict[str, Any]) -> MarketTick | None:
 
 
 _INF: Final = math.inf
+_FIVE_DECIMALS: Final = re.compile(
+    r"(?:[0-9]++(?:\.[0-9]++)?+,){4}[0-9]++(?:\.[0-9]++)?+"
+).fullmatch
 
 
 def decode_kline(raw: bytes | str) -> BinanceKline:
@@ -251,7 +252,7 @@ def _kline_fields(stream: str | None, payload: dict[str, Any]) -> _KlineFields:
         raise FrameRejected(RejectReason.NON_FINITE, "volume is NaN or infinite")
     if o <= 0.0 or h <= 0.0 or lo <= 0.0 or c <= 0.0:
         raise FrameRejected(RejectReason.NON_POSITIVE_PRICE, f"o={o} h={h} l={lo} c={c}")
-    if v < 0.0:
+    if v < 0.0 or math.copysign(1.0, v) < 0.0:  # "-0" too: no volume is ever signed
         raise FrameRejected(RejectReason.NEGATIVE_VOLUME, f"v={v}")
     if not (lo <= o <= h and lo <= c <= h):
         raise FrameRejected(RejectReason.INCONSISTENT, f"o={o} h={h} l={lo} c={c}")

@@ -8,6 +8,8 @@ Nothing here logs: a flood of bad frames costs no I/O (the listener counts them 
 from __future__ import annotations
 
 import enum
+import math
+import re
 from typing import Any, Final
 
 import orjson
@@ -142,9 +144,27 @@ def numbers(raw: tuple[Any, ...]) -> tuple[float, float, float, float, float]:
     return o, h, lo, c, v
 
 
+#: a decimal as Binance writes one: ASCII digits, an optional fraction, an optional leading minus
+#: (whether a field may be negative is the parser's check, which names it: non_positive_price...)
+_DECIMAL: Final = re.compile(r"-?[0-9]++(?:\.[0-9]++)?+").fullmatch
+
+
 def number(value: Any) -> float:
+    """A JSON number, or a string holding a decimal as Binance writes it (``_DECIMAL``).
+
+    ``float()`` alone also read what Binance never sends: " 105 ", fullwidth digits, "1_000",
+    "1e5", "+105", ".5". Those raise ``ValueError``. What ``float()`` reads as NaN or infinity
+    ("nan", "Infinity", "1e400") is returned as such, for the caller's ``non_finite`` check.
+    """
     kind = type(value)
-    if kind is str or kind is float or kind is int:
+    if kind is str:
+        if _DECIMAL(value) is not None:
+            return float(value)
+        loose = float(value)  # ValueError: not a number at all
+        if math.isfinite(loose):
+            raise ValueError(f"{value!r} is not a decimal as Binance writes one")
+        return loose
+    if kind is float or kind is int:
         return float(value)
     raise TypeError(f"{kind.__name__} {value!r}")
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.cli_text import utf8_text
+from runner.cli_text import halt_reason
 from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
@@ -133,7 +133,7 @@ def _add_trading_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
     trading_sub.add_parser("status", help="print the trading state (exit 1 when halted)")
     halt = trading_sub.add_parser("halt", help="stop new entries; exits and stops still run")
     halt.add_argument(
-        "--reason", required=True, type=utf8_text, help="why, for the journal and the status line"
+        "--reason", required=True, type=halt_reason, help="why, for the journal and the status line"
     )
     trading_sub.add_parser("resume", help="allow new entries again")
 

@@ -3,6 +3,9 @@
 Python hands such a byte over as a lone surrogate (``\\udcff``), which no file, journal or
 database vigil writes can store: unchecked, ``vigil trading halt --reason $'\\xff'`` and
 ``vigil memory add`` failed with a traceback. Paths stay as they are (a file name may be bytes).
+A halt reason is also one line of a log (``state.line_text``) and at most as long as the state
+file keeps one: unchecked, a line break in it forged lines in ``logs/vigil.log``, and a reason over
+the length was a pydantic traceback.
 """
 
 from __future__ import annotations
@@ -10,6 +13,8 @@ from __future__ import annotations
 import argparse
 
 from state.json_checks import first_unencodable
+from state.line_text import line_text_problem
+from state.trading import REASON_MAX_CHARS
 
 
 def utf8_text(value: str) -> str:
@@ -22,6 +27,20 @@ def utf8_text(value: str) -> str:
             "(the terminal or script sent bytes in another encoding)"
         )
     return value
+
+
+def halt_reason(value: str) -> str:
+    """An argparse ``type`` for ``--reason``: UTF-8 text of one line, at most
+    ``REASON_MAX_CHARS`` characters, unchanged; else a clear refusal."""
+    text = utf8_text(value)
+    problem = line_text_problem(text)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem)
+    if len(text) > REASON_MAX_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"{len(text):,} characters; a reason is at most {REASON_MAX_CHARS:,}"
+        )
+    return text
 
 
 def _shown(char: str) -> str:

@@ -27,6 +27,7 @@ from memory.retrieval import Retriever
 from runner.cli_text import utf8_text
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
+from state.line_text import line_text_problem
 
 
 def add_graph_commands(cmd: Any) -> None:
@@ -148,11 +149,9 @@ async def _add(
     args: argparse.Namespace, store: MemoryStore, embedder: TextEmbedder, settings: Settings
 ) -> int:
     text = " ".join(args.text.split())
-    if not settings.memory.write.min_text_chars <= len(text) <= 300:
-        print(
-            f"vigil memory: an insight is {settings.memory.write.min_text_chars}..300 characters",
-            file=sys.stderr,
-        )
+    refusal = _add_refusal(text, args, settings.memory.write.min_text_chars)
+    if refusal is not None:
+        print(f"vigil memory: {refusal}", file=sys.stderr)
         return 2
     now = WallClock().now_ms()
     (embedding,) = await embedder.embed([text])
@@ -172,6 +171,19 @@ async def _add(
     await store.put_insight(insight)
     print(insight.insight_id)
     return 0
+
+
+def _add_refusal(text: str, args: argparse.Namespace, min_chars: int) -> str | None:
+    """Why ``memory add`` refuses its arguments; None: it does not."""
+    if not min_chars <= len(text) <= 300:
+        return f"an insight is {min_chars}..300 characters"
+    # the text's line breaks are folded; what is left (NUL, ESC...), or any in --ticker and
+    # --regime, reached `vigil memory list`'s one line per insight and the terminal showing it
+    for name, value in (("the text", text), ("--ticker", args.ticker), ("--regime", args.regime)):
+        problem = None if value is None else line_text_problem(value)
+        if problem is not None:
+            return f"{name} {problem}"
+    return None
 
 
 async def _forget(

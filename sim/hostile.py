@@ -26,7 +26,8 @@ class HostileKind(enum.StrEnum):
     WRONG_TYPE = "wrong_type"
     MISSING_FIELD = "missing_field"
     NON_FINITE = "non_finite"  # "NaN", "Infinity" strings
-    HUGE_NUMBER = "huge_number"  # 1e300 (finite, absurd)
+    HUGE_NUMBER = "huge_number"  # 10**300 as a decimal (finite, absurd)
+    LOOSE_NUMBER = "loose_number"  # " 105", "1_05", "1.05e2", fullwidth digits: float() reads them
     NEGATIVE_VOLUME = "negative_volume"
     NEGATIVE_PRICE = "negative_price"
     FUTURE_TIME = "future_time"
@@ -75,8 +76,8 @@ def hostile_frame(
         del (k if path.startswith("k.") else data)[path.removeprefix("k.")]
     elif kind is HostileKind.NON_FINITE:
         k[rng.choice((*_PRICES, "v"))] = rng.choice(("NaN", "nan", "Infinity", "-inf", "inf"))
-    elif kind is HostileKind.HUGE_NUMBER:
-        huge = rng.choice(("1e300", "1.7976931348623157e308", "9" * 400))
+    elif kind is HostileKind.HUGE_NUMBER:  # written as Binance would: the guard must refuse it
+        huge = rng.choice(("1" + "0" * 300, f"{1.7976931348623157e308:.0f}", "9" * 400))
         field = rng.choice(("c", "v"))
         k[field] = huge
         if field == "c":
@@ -84,8 +85,10 @@ def hostile_frame(
     elif kind is HostileKind.NEGATIVE_VOLUME:
         k["v"] = f"-{rng.uniform(0.001, 1e6):.3f}"
     elif kind is HostileKind.NEGATIVE_PRICE:
-        k[rng.choice(("o", "l"))] = rng.choice(("-1", "0", "-0.0", "0E-8"))
+        k[rng.choice(("o", "l"))] = rng.choice(("-1", "0", "-0.0", "0.00000000"))
         k["l"] = k["l"] if float(k["l"]) <= 0 else "0"
+    elif kind is HostileKind.LOOSE_NUMBER:
+        _respell(data, k, rng)
     elif kind is HostileKind.FUTURE_TIME:
         _future(data, k, now_ms, rng)
     elif kind is HostileKind.PAST_TIME:
@@ -113,6 +116,38 @@ def hostile_frame(
     else:
         return _raw(kind, frame, rng, oversized_bytes)
     return orjson.dumps(frame)
+
+
+_DIGITS: Final = "0123456789"
+_FULLWIDTH: Final = str.maketrans(_DIGITS, "".join(chr(0xFF10 + i) for i in range(10)))
+_ARABIC_INDIC: Final = str.maketrans(_DIGITS, "".join(chr(0x0660 + i) for i in range(10)))
+
+
+def _respell(data: dict[str, Any], k: dict[str, Any], rng: random.Random) -> None:
+    """One number spelled loosely, a millisecond later: a parser that took the spelling would
+    publish the frame (the same values at the same instant would be a duplicate instead)."""
+    field = rng.choice((*_PRICES, "v"))
+    k[field] = _loose(k[field], rng)
+    data["E"] += 1
+
+
+def _loose(decimal: str, rng: random.Random) -> str:
+    """``decimal`` (as Binance writes it) spelled another way ``float()`` reads as the same value."""
+    whole, dot, fraction = decimal.partition(".")
+    spellings = [
+        f" {decimal}",
+        f"{decimal}\n",
+        f"\u2003{decimal}",  # an em space: float() strips Unicode spaces too
+        decimal.translate(_FULLWIDTH),
+        decimal.translate(_ARABIC_INDIC),
+        f"+{decimal}",
+        f"{float(decimal):e}",
+        f"{whole}{dot}{fraction}_0" if dot else f"{whole}_0e-1",
+        f"{decimal}." if not dot else f"{whole}.{fraction}e0",
+    ]
+    if len(whole) > 1:
+        spellings.append(f"{whole[0]}_{whole[1:]}{dot}{fraction}")
+    return rng.choice(spellings)
 
 
 def _future(data: dict[str, Any], k: dict[str, Any], now_ms: int, rng: random.Random) -> None:

@@ -41,6 +41,7 @@ from core.clock import Clock
 from core.errors import RetryableError
 from core.redact import Redactor
 from state.atomic import atomic_write_bytes
+from state.edit_checks import parse_edit
 from state.edits import StateEditReport, compare_edit
 from state.last_good import last_good_path, write_last_good
 from state.memory_clip import clip_memory
@@ -50,7 +51,6 @@ from state.models import (
     EDITABLE_FIELDS,
     InvalidStateFileError,
     RunnerState,
-    parse_state_bytes,
     render_state,
 )
 from state.naming import unused_sibling
@@ -292,7 +292,7 @@ class RunnerStateStore:
             return []
         now_ms = self._clock.now_ms()
         try:
-            edited, _ = parse_state_bytes(replaced)
+            edited = parse_edit(replaced, self.current)
         except InvalidStateFileError as exc:
             report = StateEditReport(
                 path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem
@@ -324,7 +324,7 @@ class RunnerStateStore:
         now_ms = self._clock.now_ms()
         self._file = FileView(stamp, data)
         try:
-            edited, _ = parse_state_bytes(data)
+            edited = parse_edit(data, self.current)
         except InvalidStateFileError as exc:
             report = StateEditReport(
                 path=self._path, detected_at_ms=now_ms, accepted=False, error=exc.problem

@@ -18,6 +18,7 @@ from pathlib import Path
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from state.atomic import remove_stale_tmp_files
+from state.edit_checks import parse_edit
 from state.edits import StateEditReport
 from state.last_good import read_last_good
 from state.models import (
@@ -118,7 +119,7 @@ def _over_last_good(
         return StartingPoint(good, view, good_data)
     now_ms = clock.now_ms()
     try:
-        edited, _ = parse_state_bytes(data)
+        edited = parse_edit(data, good)
     except NewerSchemaError as exc:
         raise RefuseToStartError(
             f"the state file {path} cannot be used: {exc.problem}. Run the vigil "

@@ -8,19 +8,21 @@ lives with the state file; ``broker.trading_state.TradingSwitch`` is what the da
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Literal
+from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 ACTIVE: Literal["active"] = "active"
 HALTED: Literal["halted"] = "halted"
+#: the longest reason stored (a person's: the CLI and a file edit; the API takes 500)
+REASON_MAX_CHARS: Final = 2000
 
 
 class TradingState(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
     mode: Literal["active", "halted"] = ACTIVE
-    reason: Annotated[str, Field(max_length=2000)] = ""
+    reason: Annotated[str, Field(max_length=REASON_MAX_CHARS)] = ""
     since_ms: Annotated[int, Field(ge=0)] = 0
     #: who changed it last: "daemon", "cli" or "state edit"
     by: Annotated[str, Field(max_length=200)] = ""

@@ -18,6 +18,7 @@ from api.auth import resolve_token
 from api.bodylimit import MAX_BODY_BYTES
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import RefuseToStartError
+from state.edit_checks import NOTES_MAX_CHARS
 from state.models import parse_state_bytes
 
 DATA_ROUTES = [
@@ -236,6 +237,22 @@ async def test_a_body_over_the_ceiling_is_a_413_and_changes_nothing(state_dir: P
     assert state.notes == "n" * 500_000 and before != path.read_bytes()
 
 
+async def test_the_longest_notes_a_body_can_carry_are_under_the_edit_cap(state_dir: Path) -> None:
+    """The notes cap of a file edit (``NOTES_MAX_CHARS``) is what the body ceiling carries: the
+    API, which judges its edit by the same rules, refuses no notes it refused none of before."""
+    envelope = b'{"notes": ""}'
+    notes = "n" * (MAX_BODY_BYTES - len(envelope))
+    assert len(notes) <= NOTES_MAX_CHARS
+    async with serve_api(state_dir) as api:
+        body = json.dumps({"notes": notes}).encode()
+        assert len(body) == MAX_BODY_BYTES
+        url = api.url + "/api/memory/notes"
+        async with api.session.put(url, data=body, headers=json_auth(api)) as r:
+            assert r.status == 200, await r.text()
+    state, _ = parse_state_bytes((state_dir / "runner_state.json").read_bytes())
+    assert state.notes == notes
+
+
 async def test_a_broken_state_file_is_a_409_naming_it(state_dir: Path) -> None:
     (state_dir / "runner_state.json").write_text("{ not json")
     async with serve_api(state_dir) as api:
@@ -263,6 +280,22 @@ async def test_an_invalid_body_echoing_half_a_surrogate_pair_is_a_422(state_dir:
     ):
         assert r.status == 422
         assert (await r.json())["detail"][0]["loc"] == ["body", "reason"]
+
+
+@pytest.mark.parametrize("reason", ["audit\n12:00:00 INFO runner: resumed", "a\x00", "\x1b[2J"])
+async def test_a_halt_reason_that_is_not_one_line_is_a_422_naming_the_character(
+    state_dir: Path, reason: str
+) -> None:
+    """It is printed into one line of the log and the status line: a line break forged lines."""
+    async with (
+        serve_api(state_dir) as api,
+        api.session.post(
+            api.url + "/api/trading/halt", headers=api.auth, json={"reason": reason}
+        ) as r,
+    ):
+        assert r.status == 422
+        (issue,) = (await r.json())["detail"]
+        assert issue["loc"] == ["body", "reason"] and "control character U+00" in issue["msg"]
 
 
 async def test_openapi_documents_the_routes(state_dir: Path) -> None:

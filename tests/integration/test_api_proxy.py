@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,9 @@ from api.bodylimit import MAX_BODY_BYTES
 from api.config import ApiConfig
 from api.models import TradingBody
 from api.proxy import Upstream
+from api.runs import RunLimits, RunQueue
+from api.runs_models import RunRequest
+from api.runs_routes import run_routes
 from api.server import bind
 from api.stream import DecisionStream, stream_routes
 from runner.api_process import ApiProcessSpec, build_process_server
@@ -248,3 +251,34 @@ async def raw_request(url: str, request: bytes) -> tuple[int, bytes]:
         writer.close()
     head, _, body = answer.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
+
+
+class _NoLauncher:
+    def argv(self, request: RunRequest, out_dir: Path) -> Sequence[str]:
+        raise AssertionError("nothing is submitted here")
+
+
+async def test_a_405_allows_every_method_its_path_serves(state_dir: Path) -> None:
+    """``OPTIONS /api/runs`` said ``Allow: POST`` (Starlette's first route of the path), though
+    ``GET`` is served too: every path of the schema, on the daemon's API and through the API
+    process, with the daemon's extensions."""
+    queue = RunQueue(state_dir, _NoLauncher(), RunLimits())
+    extensions = [stream_routes(DecisionStream(8)), run_routes(queue)]
+    async with (
+        serve_api(
+            state_dir, daemon=IdleDaemon(), trading=Switch(), extensions=extensions
+        ) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        async with api.http.get(daemon.url + "/openapi.json") as r:
+            paths: dict[str, dict[str, object]] = (await r.json())["paths"]
+        assert {"get", "post"} <= set(paths["/api/runs"])
+        for template, operations in paths.items():
+            served = {method.upper() for method in operations}  # FastAPI serves no HEAD of GET
+            path = template.replace("{run_id}", "r1")
+            for base in (daemon.url, api.url):
+                for method in ("OPTIONS", "PATCH"):
+                    async with api.http.request(method, base + path) as r:
+                        assert r.status == 405, (base, method, path)
+                        allowed = set(r.headers["Allow"].split(", "))
+                        assert allowed == served, (base, method, path)

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from runner.cli import main
 from runner.cli_text import utf8_text
+from state.models import parse_state_bytes
 
 NOT_UTF8 = "ok \udcff"  # what Python makes of the byte 0xff in argv (surrogateescape)
 
@@ -45,3 +46,32 @@ def test_utf8_text_passes_text_unchanged_and_refuses_surrogates(value: str) -> N
             utf8_text(value)
     else:
         assert utf8_text(value) is value
+
+
+@pytest.mark.parametrize(
+    ("reason", "problem"),
+    [
+        ("disk\n12:00:00 INFO runner: trading resumed", "U+000A at position 4"),
+        ("ok\r", "U+000D at position 2"),
+        ("nul\x00", "U+0000 at position 3"),
+        ("\x1b[2Jcleared", "U+001B at position 0"),
+        ("next\u2028line", "U+2028 at position 4"),
+        ("r" * 2001, "2,001 characters; a reason is at most 2,000"),
+    ],
+)
+def test_a_halt_reason_that_is_not_one_line_or_too_long_is_exit_2_and_nothing_written(
+    tmp_path: Path, reason: str, problem: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A line break forged log lines; over 2,000 characters was a pydantic traceback."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", reason])
+    assert exited.value.code == 2
+    assert problem in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("reason", ["audit\tby ops", "r" * 2000, "Überprüfung 監査 🛑"])
+def test_a_one_line_reason_is_taken_as_it_is(tmp_path: Path, reason: str) -> None:
+    assert main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", reason]) == 0
+    state, _ = parse_state_bytes((tmp_path / "runner_state.json").read_bytes())
+    assert state.trading.reason == reason

@@ -150,18 +150,17 @@ def test_stale_frames_and_candles_opening_after_their_event_are_rejected() -> No
 def test_absurd_finite_prices_and_spikes_are_rejected_and_counted() -> None:
     path = Path()
     path.feed(good(T0, T0 + 1_000, c=100.0, ticker="ETH/USDT"))
+    huge = "1" + "0" * 300  # 1e300, written as Binance writes numbers
     bad = [
-        kline_payload(open_ms=T0, event_ms=T0 + 2_000, o="100", h="1e300", low="90", c="1e300"),
-        kline_payload(
-            open_ms=T0, event_ms=T0 + 2_000, o="1e300", h="1e300", low="1e300", c="1e300"
-        ),
+        kline_payload(open_ms=T0, event_ms=T0 + 2_000, o="100", h=huge, low="90", c=huge),
+        kline_payload(open_ms=T0, event_ms=T0 + 2_000, o=huge, h=huge, low=huge, c=huge),
         kline_payload(
             ticker="ETH/USDT", open_ms=T0, event_ms=T0 + 2_000, o="1", h="1", low="1", c="1.00"
         ),  # 1.00 for ETH
         kline_payload(
             ticker="ETH/USDT", open_ms=T0, event_ms=T0 + 2_000, o="300", h="300", low="300", c="300"
         ),  # a spike to 3x
-        kline_payload(open_ms=T0, event_ms=T0 + 2_000, v="1e300"),
+        kline_payload(open_ms=T0, event_ms=T0 + 2_000, v=huge),
     ]
     for payload in bad:
         path.feed(payload)

@@ -223,6 +223,8 @@ BAD_FRAMES = [
     (_mutated(_set("data.k.t", 1_740_787_200_000 + 60_000)), RejectReason.INCONSISTENT),
     (_mutated(_set("data.k.i", "7m")), RejectReason.UNKNOWN_INTERVAL),
     (_mutated(_set("data.s", "WHATEVER")), RejectReason.INCONSISTENT),
+    (_mutated(_set("data.k.v", "-0")), RejectReason.NEGATIVE_VOLUME),  # was taken as -0.0
+    (_mutated(_set("data.k.v", "-0.000")), RejectReason.NEGATIVE_VOLUME),
 ]
 
 
@@ -272,6 +274,10 @@ _decimal = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True, width=64).map(repr),
     st.floats(min_value=-10, max_value=1e6, allow_nan=False).map(lambda x: f"{x:.4f}"),
     st.sampled_from(["0", "-0.0", "1e400", "NaN", "abc", ""]),
+    # what float() reads and Binance never writes: neither path may take it
+    st.sampled_from(
+        [" 105 ", "\uff11\uff10\uff15", "1_05", "1.05e2", "+105", "105.", ".5", "-0", "105\n"]
+    ),
     st.integers(-5, 10**6),
     st.booleans(),
     st.none(),
@@ -328,35 +334,36 @@ def test_fast_path_matches_careful_path(
         assert fast.volume >= 0
 
 
-_price = st.floats(min_value=1e-8, max_value=1e9, allow_nan=False, allow_infinity=False)
+def _binance_decimal(min_units: int, max_units: int, decimals: int) -> Any:
+    """Decimal strings as Binance writes them: fixed decimals, or none (a whole number)."""
+    fixed = st.integers(min_units, max_units).map(lambda n: f"{n / 10**decimals:.{decimals}f}")
+    whole = st.integers(max(1, min_units // 10**decimals), max_units // 10**decimals).map(str)
+    return st.one_of(fixed, whole)
+
+
+_price = _binance_decimal(1, 10**17, 8)  # 0.00000001 .. 1,000,000,000
 
 
 @settings(max_examples=300, deadline=None)
 @given(
     prices=st.lists(_price, min_size=4, max_size=4),
-    v=st.floats(min_value=0, max_value=1e12),
+    v=st.one_of(st.just("0"), st.just("0.000"), _binance_decimal(0, 10**15, 3)),
     interval=st.sampled_from(["5m", "15m", "1h", "4h"]),
     bucket=st.integers(0, 10**6),
     closed=st.booleans(),
 )
 def test_fast_path_takes_every_valid_frame(
-    prices: list[float], v: float, interval: str, bucket: int, closed: bool
+    prices: list[str], v: str, interval: str, bucket: int, closed: bool
 ) -> None:
-    low, a, b, high = sorted(prices)
+    low, a, b, high = sorted(prices, key=float)
     step = {"5m": 300_000, "15m": 900_000, "1h": 3_600_000, "4h": 14_400_000}[interval]
     payload = kline_payload(
-        interval=interval,
-        open_ms=bucket * step,
-        o=repr(a),
-        h=repr(high),
-        low=repr(low),
-        c=repr(b),
-        v=repr(v),
-        closed=closed,
+        interval=interval, open_ms=bucket * step, o=a, h=high, low=low, c=b, v=v, closed=closed
     )
     raw = orjson.dumps(combined(payload))
     parse_kline_frame(raw)  # the first frame of a stream registers it
     fast = parse._fast_tick(decode(raw))
     assert fast is not None
     assert fast == _careful(raw)
-    assert (fast.open, fast.high, fast.low, fast.close, fast.volume) == (a, high, low, b, v)
+    expected = tuple(float(x) for x in (a, high, low, b, v))
+    assert (fast.open, fast.high, fast.low, fast.close, fast.volume) == expected

@@ -104,3 +104,30 @@ def test_memory_search_measures_age_against_the_store_clock(
     assert "ages measured against 2025-03-19T00:00Z (the newest insight a run wrote)" in (
         captured.err
     )
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["a lesson about the retest\x1b[2J of support"],
+        ["a lesson about the retest of support\x00"],
+        ["a lesson about the retest of support", "--ticker", "BTC/USDT\nforged line"],
+        ["a lesson about the retest of support", "--regime", "trend\r"],
+    ],
+)
+def test_memory_add_refuses_control_characters_with_exit_2_and_stores_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str]
+) -> None:
+    """They reached `vigil memory list`'s one line per insight (and the terminal showing it)."""
+    state = tmp_path / "state"
+    assert main(["--state-dir", str(state), "memory", "add", *args]) == 2
+    assert "control character U+00" in capsys.readouterr().err
+    assert run(capsys, state, "list") == (0, "")
+
+
+def test_memory_add_still_folds_line_breaks_and_tabs_of_the_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = tmp_path / "state"
+    assert run(capsys, state, "add", "a lesson about\n\tthe retest\r\nof support")[0] == 0
+    assert run(capsys, state, "list")[1].rstrip().endswith("a lesson about the retest of support")

@@ -12,8 +12,11 @@ import pytest
 
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
+from state.edit_checks import NOTES_MAX_CHARS
+from state.last_good import last_good_path
 from state.models import SCHEMA_VERSION
 from state.store import RunnerStateStore
+from state.trading import TradingState
 
 EPOCH_MS = 1_740_000_000_000
 
@@ -91,3 +94,81 @@ def test_a_file_from_a_newer_vigil_still_refuses(tmp_path: Path) -> None:
     path.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
     with pytest.raises(RefuseToStartError, match="newer"):
         restarted(path)
+
+
+def _with_reason(path: Path, reason: str) -> bytes:
+    raw = json.loads(path.read_bytes())
+    raw["trading"] = {"mode": "halted", "reason": reason, "by": "cli"}
+    return json.dumps(raw).encode()
+
+
+def test_a_halt_reason_edited_in_while_stopped_with_a_line_break_is_rejected_and_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    edit = _with_reason(path, "audit\n12:00:00 INFO runner: trading resumed")
+    path.write_bytes(edit)
+    store = restarted(path)
+    assert not store.current.trading.halted
+    report = store.last_report
+    assert report is not None and not report.accepted
+    assert "trading.reason" in (report.error or "") and "U+000A at position 5" in (
+        report.error or ""
+    )
+    (kept,) = store.save()
+    assert kept.preserved_as is not None and kept.preserved_as.read_bytes() == edit
+
+
+def test_a_line_break_the_daemon_stored_before_the_check_still_loads_and_is_kept(
+    tmp_path: Path,
+) -> None:
+    """The check judges what an edit changes: an older vigil stored its own halt reasons as they
+    came (an error's message, line breaks and all); refusing that file and its copy would refuse
+    the start."""
+    path = tmp_path / "runner_state.json"
+    store = running(path)
+    old = TradingState(mode="halted", reason="broker start: line one\nline two", by="daemon")
+    store.set_trading(old)
+    store.save()
+    again = restarted(path)
+    assert again.current.trading == old
+    path.write_bytes(path.read_bytes().replace(b'"notes": ""', b'"notes": "watch SOL"'))
+    report = again.poll()
+    assert report is not None and report.accepted and report.changed_fields == ("notes",)
+    assert again.current.trading == old
+
+
+def test_notes_over_the_cap_edited_in_while_stopped_are_rejected_and_kept(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runner_state.json"
+    running(path)
+    raw = json.loads(path.read_bytes())
+    edit = json.dumps({**raw, "notes": "n" * (NOTES_MAX_CHARS + 1)}).encode()
+    path.write_bytes(edit)
+    store = restarted(path)
+    assert store.current.notes == ""
+    report = store.last_report
+    assert report is not None and not report.accepted
+    assert "field 'notes' is 1,048,577 characters, over the 1,048,576" in (report.error or "")
+    (kept,) = store.save()
+    assert kept.preserved_as is not None and kept.preserved_as.read_bytes() == edit
+
+
+def test_notes_over_the_cap_stored_before_the_cap_still_load_and_are_kept(tmp_path: Path) -> None:
+    """An older vigil merged any length; its file and its own copy must still start."""
+    path = tmp_path / "runner_state.json"
+    running(path)
+    long_notes = "n" * (NOTES_MAX_CHARS + 10)
+    saved = json.dumps({**json.loads(path.read_bytes()), "notes": long_notes}).encode()
+    path.write_bytes(saved)
+    last_good_path(path).write_bytes(saved)  # as that vigil saved it: both files alike
+    again = restarted(path)
+    assert again.current.notes == long_notes
+    edited = json.loads(path.read_bytes())
+    edited["agent_memory"] = "Funding cooled."
+    path.write_text(json.dumps(edited))
+    report = again.poll()
+    assert report is not None and report.accepted and report.changed_fields == ("agent_memory",)
+    assert again.current.notes == long_notes

@@ -28,6 +28,7 @@ from state_store_support import (
 
 from core.clock import VirtualClock
 from state import state_file
+from state.edit_checks import NOTES_MAX_CHARS
 from state.store import RunnerStateStore
 
 
@@ -91,6 +92,10 @@ def test_edits_to_daemon_owned_fields_are_ignored_and_reported(
     assert on_disk(path)["notes"] == "hi"
 
 
+def _halted(reason: str, by: str = "me") -> dict[str, str]:
+    return {"mode": "halted", "reason": reason, "by": by}
+
+
 INVALID_EDITS = [
     pytest.param(lambda p: b'{"schema_version": 1, "notes": "unfinished', id="bad-json"),
     pytest.param(lambda p: with_changes(p, agent_memory="y" * 600), id="memory-too-long"),
@@ -102,6 +107,11 @@ INVALID_EDITS = [
     pytest.param(lambda p: b'{"extra": {"x": ' + b"[" * 100_000 + b"]}}", id="nested-too-deep"),
     # valid JSON, but half a surrogate pair: accepted, it failed every later save
     pytest.param(lambda p: with_changes(p, notes="a\ud800b"), id="lone-surrogate"),
+    # a halt reason is printed into one log line: a line break in it forged log lines
+    pytest.param(lambda p: with_changes(p, trading=_halted("x\n12:00 INFO ok")), id="reason-lf"),
+    pytest.param(lambda p: with_changes(p, trading=_halted("x", by="ops\x1b[2J")), id="by-esc"),
+    # the API's body ceiling caps the notes it takes; an editor's were unbounded
+    pytest.param(lambda p: with_changes(p, notes="n" * (NOTES_MAX_CHARS + 1)), id="notes-too-long"),
 ]
 
 
@@ -139,6 +149,13 @@ async def test_invalid_edit_is_rejected_kept_aside_and_last_good_state_stays(
     written = on_disk(path)
     assert written["agent_memory"] == good.agent_memory
     assert written["trailing_highs"] == {"BTC/USDT": 99000.0}
+
+
+def test_notes_at_the_cap_are_merged(store: RunnerStateStore, path: Path) -> None:
+    edit_in_place(path, with_changes(path, notes="n" * NOTES_MAX_CHARS))
+    report = store.poll()
+    assert report is not None and report.accepted and report.changed_fields == ("notes",)
+    assert len(store.current.notes) == NOTES_MAX_CHARS
 
 
 @pytest.mark.parametrize("editor", EDITORS)

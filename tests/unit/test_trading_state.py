@@ -187,3 +187,16 @@ def test_a_hand_edit_of_the_mode_is_merged_stamped_and_journaled(tmp_path: Path)
     assert not switch.halted
     line = journal.trading_lines()[-1]
     assert line["mode"] == "active" and line["by"] == "state edit"
+
+
+def test_the_daemons_own_reason_is_written_as_one_line_and_cut_never_refused(
+    tmp_path: Path,
+) -> None:
+    """An error's message may hold line breaks or run long: before, over 2,000 characters the
+    halt itself raised (a ValidationError), and a line break went into the log as a new line."""
+    switch, journal = _switch(tmp_path)
+    assert switch.halt("loop market: HaltTradingError: first\nsecond\x00" + "x" * 3000)
+    reason = switch.state.reason
+    assert reason.startswith("loop market: HaltTradingError: first\\nsecond\\x00xxx")
+    assert len(reason) == 2000 and "\n" not in reason
+    assert _on_disk(tmp_path)["reason"] == reason == journal.trading_lines()[-1]["reason"]
