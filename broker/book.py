@@ -181,7 +181,7 @@ class PaperBook:
         return self._sell(base, now_ms)
 
     def _place_buy(self, order: PaperOrder) -> PaperOrder:
-        outcome = placed_buy(order, self._ledger, self.terms)
+        outcome = placed_buy(order, self._ledger, self.terms, self._marks.get(order.ticker))
         if isinstance(outcome, str):
             return self._reject(order, outcome)
         self._ledger, placed = outcome

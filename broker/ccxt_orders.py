@@ -121,9 +121,13 @@ class CcxtOrders:
             quantity = self._ex.amount_to_precision(
                 symbol, intent.notional_usd / intent.reference_price
             )
+            price = self._ex.price_to_precision(symbol, intent.reference_price)
         except ccxt_errors.InvalidOrder as exc:  # rounds to less than one lot
             return None, f"order too small for the lot size: {exc}"
-        price = self._ex.price_to_precision(symbol, intent.reference_price)
+        except ArithmeticError:
+            # ccxt's decimal rounding gives up on a number of hundreds of digits (the quantity
+            # at a limit such as 1e-300): raised, it failed the whole decision
+            return None, f"no order quantity or price at the limit {intent.reference_price!r}"
         min_cost = (self._ex.market(symbol).get("limits", {}).get("cost") or {}).get("min")
         cost = float(quantity) * float(price)
         if float(quantity) <= 0 or (min_cost is not None and cost < float(min_cost)):

@@ -6,7 +6,10 @@ Rules, all pure:
   THROUGH the limit (a later price or low strictly below it), at the limit price, as a maker;
 - a SELL is a market order, filled at the current price minus ``slippage_pct``, as a taker;
 - quantities are rounded DOWN to the ticker's quantity step, so an order never costs more than
-  the notional asked for.
+  the notional asked for;
+- a BUY limit more than ``price_band_pct`` from the last market price is refused, as Binance's
+  PERCENT_PRICE filter refuses it (an absurd limit would otherwise rest with cash reserved, or
+  fill far above the market on the next tick).
 """
 
 from __future__ import annotations
@@ -45,6 +48,10 @@ class PaperTerms(BaseModel):
     full_close_fraction: Decimal = Field(Decimal("0.95"), gt=0, le=1)
     #: finished orders kept for idempotency and lookup (open orders are always kept)
     history_limit: int = Field(1000, ge=1)
+    #: a BUY limit must lie within this many percent of the last market price, edges included:
+    #: Binance's PERCENT_PRICE filter, multipliers 1.05 / 0.95 on the perpetuals the simulator
+    #: serves (its exchangeInfo); without a market price seen yet there is nothing to check
+    price_band_pct: Decimal = Field(Decimal("5"), gt=0, lt=100)
 
     def step_for(self, ticker: str) -> Decimal:
         return self.quantity_steps.get(ticker, self.quantity_step)
@@ -75,6 +82,24 @@ def buy_limit_trades_through(limit_price: Decimal, price: Decimal, low: Decimal 
     """True when the market traded strictly below the limit; touching it is not enough."""
     lowest = price if low is None else min(price, low)
     return lowest < limit_price
+
+
+#: how a refusal by the percent-price band starts (the filter's name on Binance)
+PERCENT_PRICE_REFUSAL: Final = "PERCENT_PRICE"
+
+
+def outside_price_band(limit: Decimal, last: Decimal, band_pct: Decimal) -> str | None:
+    """Why a limit at ``limit`` is refused with the market last at ``last``: more than
+    ``band_pct`` percent away from it (None: within the band, edges included)."""
+    share = WIDE.divide(band_pct, _HUNDRED)
+    low = WIDE.multiply(last, WIDE.subtract(Decimal(1), share))
+    high = WIDE.multiply(last, WIDE.add(Decimal(1), share))
+    if low <= limit <= high:
+        return None
+    return (
+        f"{PERCENT_PRICE_REFUSAL}: limit {limit} is outside {low} .. {high}, "
+        f"{band_pct} % either side of the last price {last}"
+    )
 
 
 def value_usd(quantity: Decimal, price: Decimal) -> Decimal:

@@ -8,17 +8,29 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from broker.fills import PaperTerms, fee_usd, market_sell_price, quantity_for, value_usd
+from broker.fills import (
+    PaperTerms,
+    fee_usd,
+    market_sell_price,
+    outside_price_band,
+    quantity_for,
+    value_usd,
+)
 from broker.ledger import InsufficientCashError, Ledger, to_decimal
 from broker.orders import Mark, PaperOrder
 
 
 def placed_buy(
-    order: PaperOrder, ledger: Ledger, terms: PaperTerms
+    order: PaperOrder, ledger: Ledger, terms: PaperTerms, mark: Mark | None
 ) -> tuple[Ledger, PaperOrder] | str:
     """The resting BUY limit at the reference price and the ledger with its cash reserved; or
-    why it is rejected."""
+    why it is rejected (outside the price band of ``mark``, the last market price, among
+    others)."""
     limit = order.reference_price
+    if mark is not None:
+        refusal = outside_price_band(limit, to_decimal(mark.price), terms.price_band_pct)
+        if refusal is not None:
+            return refusal
     step = terms.step_for(order.ticker)
     quantity = quantity_for(order.requested_notional_usd, limit, step)
     cost = value_usd(quantity, limit)

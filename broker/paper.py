@@ -4,6 +4,8 @@
   down to the ticker's step). Its cost plus maker fee is reserved at once, so two orders can never
   spend the same cash. It fills, at the limit, only when the market trades strictly below it after
   it was placed; unfilled after ``limit_ttl_secs`` it expires (cancelled, logged, cash released).
+  A limit more than ``price_band_pct`` (5 %) from the last market price is rejected, reason
+  starting ``PERCENT_PRICE`` (Binance's filter of that name refuses it too).
 - SELL intent: a market order, long-only. It closes the whole position unless the intent's
   notional is clearly less than the position (below ``full_close_fraction`` of it, valued at the
   intent's reference price), in which case that much is sold. It fills at the last market price
@@ -70,6 +72,7 @@ class PaperBroker:
         max_price_age_secs: float = 300.0,
         full_close_fraction: Number = "0.95",
         history_limit: int = 1000,
+        price_band_pct: Number = "5",
         state_path: Path | None = None,
         durable: bool = True,
         bus: EventBus | None = None,
@@ -94,6 +97,7 @@ class PaperBroker:
             max_price_age_secs=max_price_age_secs,
             full_close_fraction=to_decimal(full_close_fraction),
             history_limit=history_limit,
+            price_band_pct=to_decimal(price_band_pct),
         )
         self._ranges = TradedRangeTracker()
         self._ticks_failing = False

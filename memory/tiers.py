@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from state.atomic import atomic_write_bytes
+from state.merge_write import MergeConflictError, merge_write
 
 MEMORY_READ_LINES = 200
 AUTO_ENTRIES_KEPT = 50
@@ -256,34 +256,41 @@ class ProjectTier:
     def remember(self, day: str, ticker: str, text: str) -> None:
         """The daemon's write-back: one ``[auto]`` line per day and ticker (a newer one replaces
         it), newest first under the daemon's heading, the oldest dropped beyond 50. Lines people
-        wrote are kept as they are. A file that cannot be read or written: ``TierError``."""
+        wrote are kept as they are, and so is a save of theirs landing while this writes (merged
+        again, ``state.merge_write``). A file that cannot be read or written: ``TierError``."""
         line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
-        newline = "\n"
+        self._notes = None  # the next ``notes`` looks at the file, however lately it looked
+        merge = functools.partial(_with_auto_line, day=day, ticker=ticker, line=line)
         try:
-            raw = self.memory_path.read_bytes().decode("utf-8")
-            newline = "\r\n" if "\r\n" in raw else "\n"  # a file edited on Windows stays so
-            # split at line ends only: splitlines() also splits at form feeds, U+2028 and the
-            # like, and the rewrite dropped them from a person's lines
-            existing = raw.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-        except FileNotFoundError:
-            existing = ["# MEMORY", ""]
-        except (OSError, UnicodeDecodeError) as exc:  # a person's file we cannot read: left alone
+            merge_write(self.memory_path, merge)
+        except UnicodeDecodeError as exc:  # a person's file we cannot read: left alone
             raise TierError(
                 f"{self.memory_path}: {exc}; left as it is, its [auto] line not written"
             ) from exc
-        auto = [ln for ln in existing if _AUTO_LINE.match(ln)]
-        people = [ln for ln in existing if not _AUTO_LINE.match(ln) and ln != AUTO_HEADING]
-        auto = [ln for ln in auto if _AUTO_LINE.match(ln).groups() != (day, ticker)]  # type: ignore[union-attr]
-        auto = sorted([line, *auto], key=_auto_day, reverse=True)[:AUTO_ENTRIES_KEPT]
-        title = people[:1] if people and people[0].startswith("# ") else []
-        rest = people[len(title) :]
-        lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
-        text_out = newline.join(_squeeze(lines)).strip() + newline
-        self._notes = None  # the next ``notes`` looks at the file, however lately it looked
-        try:
-            atomic_write_bytes(self.memory_path, text_out.encode())
-        except OSError as exc:
+        except (OSError, MergeConflictError) as exc:
             raise TierError(f"{self.memory_path}: its [auto] line not written: {exc}") from exc
+
+
+def _with_auto_line(raw: bytes | None, *, day: str, ticker: str, line: str) -> bytes:
+    """MEMORY.md (``raw``; None: no file yet) with ``line`` as the day's and ticker's ``[auto]``
+    line; ``UnicodeDecodeError`` when it is not UTF-8."""
+    newline = "\n"
+    if raw is None:
+        existing = ["# MEMORY", ""]
+    else:
+        text = raw.decode("utf-8")
+        newline = "\r\n" if "\r\n" in text else "\n"  # a file edited on Windows stays so
+        # split at line ends only: splitlines() also splits at form feeds, U+2028 and the
+        # like, and the rewrite dropped them from a person's lines
+        existing = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    auto = [ln for ln in existing if _AUTO_LINE.match(ln)]
+    people = [ln for ln in existing if not _AUTO_LINE.match(ln) and ln != AUTO_HEADING]
+    auto = [ln for ln in auto if _AUTO_LINE.match(ln).groups() != (day, ticker)]  # type: ignore[union-attr]
+    auto = sorted([line, *auto], key=_auto_day, reverse=True)[:AUTO_ENTRIES_KEPT]
+    title = people[:1] if people and people[0].startswith("# ") else []
+    rest = people[len(title) :]
+    lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
+    return (newline.join(_squeeze(lines)).strip() + newline).encode()
 
 
 def _auto_day(line: str) -> str:

@@ -17,6 +17,8 @@ broker's (the broker contract holds for both):
   ``totalMarginBalance = wallet + unrealized PnL``: Binance's cross-margin definitions.
 - reduceOnly: the quantity is clipped to the position; without an opposite position -2022.
 - Client order ids are unique among OPEN orders (Binance's documented rule): -4116 otherwise.
+- PERCENT_PRICE (as exchangeInfo lists it): a LIMIT above the current price x 1.05 is refused with
+  -4016, below it x 0.95 with -4024, edges allowed (compared exactly, not in floats).
 
 Prices come from ``price_of(ticker)`` (the recorded feed at sim now) unless a test has pinned a
 ticker with ``trade()``. Resting orders are matched against each ``trade()`` range and, for the feed,
@@ -29,6 +31,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,10 +41,21 @@ OrderType = Literal["LIMIT", "MARKET"]
 Status = Literal["NEW", "FILLED", "CANCELED"]
 
 _EPS: Final = 1e-12
+#: the PERCENT_PRICE filter's multipliers (exchangeInfo serves them as written here)
+PERCENT_PRICE_UP: Final = "1.0500"
+PERCENT_PRICE_DOWN: Final = "0.9500"
 
 
 def _marketable(side: Side, limit: float, market: float) -> bool:
     return limit > market if side == "BUY" else limit < market
+
+
+def _check_percent_price(limit: float, market: float) -> None:
+    """Binance's PERCENT_PRICE filter against the current price (the sim's mark price)."""
+    if Fraction(limit) > Fraction(market) * Fraction(PERCENT_PRICE_UP):
+        raise OrderRejected(-4016, "Price is higher than mark price multiplier cap.")
+    if Fraction(limit) < Fraction(market) * Fraction(PERCENT_PRICE_DOWN):
+        raise OrderRejected(-4024, "Price is lower than mark price multiplier floor.")
 
 
 class OrderRejected(Exception):
@@ -200,6 +214,8 @@ class OrderBook:
                 raise OrderRejected(-2022, "ReduceOnly Order is rejected.")
             quantity = min(quantity, closes)
         market = self.price(ticker)
+        if order_type == "LIMIT" and price is not None:
+            _check_percent_price(price, market)
         slipped = self._slipped(market, side)
         resting = (
             order_type == "LIMIT" and price is not None and not _marketable(side, price, market)

@@ -20,6 +20,7 @@ import pandas as pd
 
 from market.timeframes import to_binance_symbol
 from sim.feed import KlineState, SimFeed
+from sim.order_book import PERCENT_PRICE_DOWN, PERCENT_PRICE_UP
 
 PERPETUAL_DELIVERY_DATE_MS: Final = 4_133_404_800_000  # Binance's "no delivery" date
 FNG_NAME: Final = "Fear and Greed Index"
@@ -109,8 +110,8 @@ def symbol_info(symbol: str, ticker: str, feed: SimFeed) -> dict[str, Any]:
             {"filterType": "MIN_NOTIONAL", "notional": min_notional},
             {
                 "filterType": "PERCENT_PRICE",
-                "multiplierUp": "1.0500",
-                "multiplierDown": "0.9500",
+                "multiplierUp": PERCENT_PRICE_UP,
+                "multiplierDown": PERCENT_PRICE_DOWN,
                 "multiplierDecimal": "4",
             },
         ],

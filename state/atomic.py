@@ -104,7 +104,11 @@ class SwapUnsupportedError(OSError):
 
 
 def atomic_swap_bytes(
-    path: Path | str, data: bytes, *, durable: bool = True
+    path: Path | str,
+    data: bytes,
+    *,
+    durable: bool = True,
+    before_replace: Callable[[Path], None] | None = None,
 ) -> tuple[os.stat_result, bytes | None]:
     """Atomically put ``data`` at ``path`` and return what ``path`` held at that very instant.
 
@@ -114,11 +118,18 @@ def atomic_swap_bytes(
     and the previous bytes (None when there was no file). Raises ``SwapUnsupportedError`` (nothing
     changed) where the exchange is not available: non-Linux, old kernels, some network file
     systems. A crash between the exchange and the delete leaves the old bytes under the
-    temporary name, which ``remove_stale_tmp_files`` deletes at the next start. ``durable`` as in
-    ``atomic_write_bytes``.
+    temporary name, which ``remove_stale_tmp_files`` deletes at the next start. ``durable`` and
+    ``before_replace`` as in ``atomic_write_bytes``.
     """
     target = Path(path)
     tmp, written = _write_durable_tmp(target, data, durable=durable)
+    if before_replace is not None:
+        try:
+            before_replace(tmp)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+            raise
     previous = _swap_into_place(tmp, target)
     if durable:
         fsync_dir(target.parent)

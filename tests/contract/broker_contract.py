@@ -17,6 +17,9 @@ simulator):
 
 - a BUY is a limit at the intent's reference price; it rests until the market trades strictly
   below it, then fills at the limit paying the maker fee; a touch of the limit does not fill it;
+- a BUY limit far from the market (half or twice the price, 1e-300 or 1e300 times it) is
+  rejected and reserves nothing, as Binance's PERCENT_PRICE filter refuses it; one within 5 %
+  below the market rests as usual;
 - a SELL is a market order that closes the position at the market minus slippage, paying the taker
   fee; without a position it is rejected with a reason containing "no position";
 - client order ids are ``broker.ids.client_order_id(decision_id, ticker, action)``, so the same
@@ -34,9 +37,10 @@ import pytest
 from broker.ids import client_order_id, is_valid_client_order_id
 from broker.port import Action, OpenOrder, OrderResult
 from contract.broker_harness import BrokerHarness, make_intent, position_of
+from contract.broker_price_band import PriceBandContract
 
 
-class BrokerContract:
+class BrokerContract(PriceBandContract):
     """Not collected itself (no ``Test`` prefix); subclasses provide the ``harness`` fixture."""
 
     # ---- helpers

@@ -121,8 +121,20 @@ async def test_reduce_only_without_position_and_unknown_orders(sim: CcxtSim) -> 
         sim, "GET", "/fapi/v1/order", symbol="ETHUSDT", origClientOrderId="nope"
     )
     assert (status, body["code"]) == (400, -2013)
-    status, body = await signed(sim, "POST", "/fapi/v1/order", **limit_buy(80_000.0, qty="1"))
+    below = sim.server.orders.book.price("BTC/USDT") * 0.99  # within the percent-price band
+    status, body = await signed(sim, "POST", "/fapi/v1/order", **limit_buy(below, qty="1"))
     assert (status, body["code"]) == (400, -2019)
+
+
+async def test_a_limit_outside_the_percent_price_band_is_refused(sim: CcxtSim) -> None:
+    price = sim.server.orders.book.price("BTC/USDT")
+    for factor, code in ((1.06, -4016), (0.94, -4024), (1e-6, -4024), (1e6, -4016)):
+        status, body = await signed(
+            sim, "POST", "/fapi/v1/order", **limit_buy(price * factor, qty="0.001")
+        )
+        assert (status, body["code"]) == (400, code)
+    assert sim.server.orders.book.open_orders(None) == []
+    assert sim.server.orders.rejections == {-4016: 2, -4024: 2}
 
 
 async def test_accepted_then_5xx_still_places_the_order(sim: CcxtSim) -> None:
@@ -172,7 +184,7 @@ def test_money_is_conserved_whatever_the_order_flow(flow: list[tuple[str, float,
             elif book.open_orders(None):
                 book.cancel(book.open_orders(None)[0])
         except OrderRejected as exc:
-            assert exc.code in (-2019, -2022)
+            assert exc.code in (-2019, -2022, -4016, -4024)  # -40xx: outside 0.95 .. 1.05
         fees = sum(t.commission_usd for t in book.trades("XUSDT", None))
         realized = sum(t.realized_pnl_usd for t in book.trades("XUSDT", None))
         assert book.wallet_usd() == pytest.approx(1_000.0 - fees + realized, abs=1e-9)

@@ -79,6 +79,7 @@ async def test_a_top_up_and_a_sell_publish_fills_only() -> None:
     seen = Recorder(bus)
     broker = PaperBroker(clock, bus=bus)
     for limit in (100.0, 90.0):
+        broker.on_market_price(BTC, limit, at_ms=clock.now_ms())  # a limit near the market
         await broker.execute_decisions(
             [make_intent(BTC, Action.BUY, notional_usd=900.0, reference_price=limit)]
         )

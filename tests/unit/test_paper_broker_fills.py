@@ -219,6 +219,7 @@ async def test_a_second_buy_tops_up_the_position_at_the_average_entry() -> None:
     await buy(broker, BTC, 1000.0, 100.0)
     await later(broker, clock, BTC, 99.0)
     opened_at = broker.ledger.positions[BTC].opened_at_ms
+    await later(broker, clock, BTC, 81.0)  # the market fell: the next limit is near it
     await buy(broker, BTC, 800.0, 80.0)
     await later(broker, clock, BTC, 79.0)
     (detail,) = await broker.get_positions_detail()

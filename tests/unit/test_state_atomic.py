@@ -155,6 +155,22 @@ def test_swap_never_creates_over_a_file_that_appeared_meanwhile(
     assert calls == [exchange, create, exchange]
 
 
+def test_swap_hook_that_raises_changes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "state.json"
+    target.write_bytes(b"old")
+    seen: list[bytes] = []
+
+    def refuse(tmp: Path) -> None:
+        seen.append(tmp.read_bytes())
+        raise RuntimeError("changed meanwhile")
+
+    with pytest.raises(RuntimeError):
+        atomic_swap_bytes(target, b"new", before_replace=refuse)
+    assert seen == [b"new"]  # it ran with the data in place, just before the exchange
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]
+
+
 def test_swap_unsupported_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
     target = tmp_path / "state.json"

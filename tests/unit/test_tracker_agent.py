@@ -92,7 +92,7 @@ async def test_an_add_at_the_max_position_is_skipped(tmp_path: Path) -> None:
 async def test_an_add_counts_a_decisions_resting_buy_as_held(tmp_path: Path) -> None:
     rig = make_rig(tmp_path, reviewer=ScriptedReviewer({BTC: ReviewAction.ADD}))
     await rig.open_position(BTC, 100.0, notional_usd=1000.0)  # 10 % of 10 000
-    resting = make_intent(BTC, Action.BUY, notional_usd=900.0, reference_price=90.0)
+    resting = make_intent(BTC, Action.BUY, notional_usd=900.0, reference_price=96.0)
     (placed,) = await rig.broker.execute_decisions([resting])  # a limit under the market: rests
     assert placed.status == "open"
     await rig.tracker.review_positions()

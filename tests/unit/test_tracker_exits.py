@@ -63,12 +63,14 @@ async def test_a_stop_loss_cancels_the_tickers_resting_buy_so_it_cannot_buy_back
 ) -> None:
     rig = make_rig(tmp_path)
     await rig.open_position(BTC, 100.0)
+    await rig.clock.advance(1)
+    rig.set_price(BTC, 91.0)  # down 9 %: the stop (-10 %) holds
     top_up = OrderIntent(
         decision_id="d-topup",
         ticker=BTC,
         action=Action.BUY,
         notional_usd=500.0,
-        reference_price=80.0,  # a limit far under the market: it rests
+        reference_price=87.0,  # a limit under the market (within its price band): it rests
         position_pct=0.05,
     )
     (resting,) = await rig.broker.execute_decisions([top_up])
@@ -79,7 +81,7 @@ async def test_a_stop_loss_cancels_the_tickers_resting_buy_so_it_cannot_buy_back
     assert done.reason == "STOP LOSS"
     cancelled = rig.broker.order(resting.client_order_id)
     assert cancelled is not None and cancelled.status == "cancelled"
-    rig.set_price(BTC, 79.0)  # through the old limit: nothing is bought back
+    rig.set_price(BTC, 86.0)  # through the old limit: nothing is bought back
     assert BTC not in rig.broker.ledger.positions
 
 

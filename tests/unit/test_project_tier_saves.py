@@ -1,0 +1,160 @@
+"""ProjectTier.remember and a person saving MEMORY.md while it writes: their save is never lost.
+
+The person's save is injected at a fixed step of the write (no threads, no sleeps): after the
+daemon read the file and wrote its temporary file (``_write_durable_tmp``), or between the
+check and the exchange itself (``_renameat2``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+import state.atomic
+from memory.tiers import ProjectTier, TierError
+from state.merge_write import MERGE_ATTEMPTS
+
+START = "# MEMORY\n\n## vigil (auto: newest first, one per day and ticker, 50 kept)\n"
+EARLIER = "- [auto 2025-03-01 ETH/USDT] SELL 5% by rules: earlier\n"
+
+
+class PersonSaves:
+    """Writes ``saves`` (in turn) to MEMORY.md, one each time the patched step runs."""
+
+    def __init__(self, path: Path, saves: list[bytes]) -> None:
+        self.path, self.saves = path, list(saves)
+        self.landed: list[bytes] = []
+
+    def __call__(self) -> None:
+        if self.saves:
+            save = self.saves.pop(0)
+            self.path.write_bytes(save)  # in place, as many editors save
+            self.landed.append(save)
+
+
+@pytest.fixture
+def tier(tmp_path: Path) -> ProjectTier:
+    (tmp_path / "MEMORY.md").write_text(START + EARLIER + "\nMy first note.\n")
+    return ProjectTier(tmp_path)
+
+
+def _after_tmp_written(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> None:
+    real = state.atomic._write_durable_tmp
+
+    def step(target: Path, data: bytes, *, durable: bool = True) -> tuple[Path, object]:
+        save()
+        return real(target, data, durable=durable)
+
+    monkeypatch.setattr(state.atomic, "_write_durable_tmp", step)
+
+
+def _before_exchange(monkeypatch: pytest.MonkeyPatch, save: Callable[[], None]) -> None:
+    real = state.atomic._renameat2
+
+    def step(src: Path, dst: Path, flags: int) -> None:
+        if flags == state.atomic._RENAME_EXCHANGE:
+            save()
+        real(src, dst, flags)
+
+    monkeypatch.setattr(state.atomic, "_renameat2", step)
+
+
+@pytest.fixture(params=["exchange", "rename"])
+def exchange(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """Both write paths: the atomic exchange, and the plain rename where there is none."""
+    if request.param == "rename":
+        monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
+    yield request.param
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_save_after_the_read_is_merged_not_overwritten(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch, exchange: str, newline: str
+) -> None:
+    saved = (START + EARLIER + "\nMy first note.\nMy second note, saved just now.\n").replace(
+        "\n", newline
+    )
+    person = PersonSaves(tier.memory_path, [saved.encode()])
+    _after_tmp_written(monkeypatch, person)
+    tier.remember("2025-03-02", "BTC/USDT", "BUY 10% by rules: breakout")
+    assert person.landed  # the save did land between the read and the replace
+    assert tier.memory_path.read_bytes().decode() == (
+        START
+        + "- [auto 2025-03-02 BTC/USDT] BUY 10% by rules: breakout\n"
+        + EARLIER
+        + "\nMy first note.\nMy second note, saved just now.\n"
+    ).replace("\n", newline)
+    assert "My second note" in tier.notes()
+
+
+def test_a_save_between_the_check_and_the_exchange_is_merged(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saved = START + EARLIER + "\nMy first note, edited.\n"
+    person = PersonSaves(tier.memory_path, [saved.encode()])
+    _before_exchange(monkeypatch, person)
+    tier.remember("2025-03-02", "BTC/USDT", "BUY 10% by rules: breakout")
+    assert person.landed
+    text = tier.memory_path.read_text()
+    assert "My first note, edited." in text and "My first note.\n" not in text
+    assert "- [auto 2025-03-02 BTC/USDT] BUY 10% by rules: breakout" in text
+    assert EARLIER in text
+    assert [p.name for p in tier.memory_path.parent.iterdir()] == ["MEMORY.md"]
+
+
+def test_a_save_that_is_not_utf8_is_left_as_it_is(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch, exchange: str
+) -> None:
+    latin1 = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
+    _after_tmp_written(monkeypatch, PersonSaves(tier.memory_path, [latin1]))
+    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
+        tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert tier.memory_path.read_bytes() == latin1
+
+
+def test_a_save_that_is_not_utf8_replaced_by_the_exchange_is_put_back(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    latin1 = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
+    _before_exchange(monkeypatch, PersonSaves(tier.memory_path, [latin1]))
+    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
+        tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert tier.memory_path.read_bytes() == latin1
+
+
+def test_a_file_that_keeps_changing_keeps_the_person_s_latest_save(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch, exchange: str
+) -> None:
+    saves = [f"# MEMORY\nsave {i}\n".encode() for i in range(MERGE_ATTEMPTS)]
+    person = PersonSaves(tier.memory_path, saves)
+    _after_tmp_written(monkeypatch, person)
+    with pytest.raises(TierError, match=r"kept changing.*"):
+        tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert person.landed == saves
+    assert tier.memory_path.read_bytes() == saves[-1]
+
+
+def test_a_file_created_while_it_writes_is_merged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, exchange: str
+) -> None:
+    tier = ProjectTier(tmp_path)
+    _after_tmp_written(monkeypatch, PersonSaves(tier.memory_path, [b"# Notes\nmine\n"]))
+    tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert tier.memory_path.read_text() == (
+        "# Notes\n\n## vigil (auto: newest first, one per day and ticker, 50 kept)\n"
+        "- [auto 2025-03-02 BTC/USDT] BUY\n\nmine\n"
+    )
+
+
+def test_saves_at_every_exchange_leave_the_person_s_latest_save(
+    tier: ProjectTier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saves = [f"# MEMORY\nsave {i}\n".encode() for i in range(MERGE_ATTEMPTS)]
+    person = PersonSaves(tier.memory_path, saves)
+    _before_exchange(monkeypatch, person)
+    with pytest.raises(TierError, match=r"kept changing.*"):
+        tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert person.landed == saves
+    assert tier.memory_path.read_bytes() == saves[-1]  # put back as it was saved
