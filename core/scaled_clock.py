@@ -8,6 +8,11 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+#: how early a wake may come and still be on time: asyncio fires a timer up to its clock's
+#: resolution early, and the real -> simulated arithmetic rounds; sleeping again for that would
+#: let a sleeper with a later deadline, due in the same loop turn, wake first
+_ON_TIME_REAL_SECS = 1e-6
+
 
 class ScaledClock:
     """Simulated time that starts at ``epoch_ms`` and runs ``speed`` times faster than real time,
@@ -67,7 +72,7 @@ class ScaledClock:
                 await self._released.wait()
                 continue
             remaining = deadline - self.monotonic_secs()
-            if remaining <= 0:
+            if remaining <= _ON_TIME_REAL_SECS * self.speed:
                 return
             await asyncio.sleep(remaining / self.speed)
 
