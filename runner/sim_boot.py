@@ -109,8 +109,9 @@ def _watch_stalls(clock: ScaledClock) -> ShutdownHook:
             await watch
         if clock.stalls:
             log.info(
-                "simulated time left out %d stalls of this process (%.2f s of real time)",
+                "simulated time left out %d stall%s of this process (%.2f s of real time)",
                 clock.stalls,
+                "" if clock.stalls == 1 else "s",
                 clock.stalled_secs,
             )
 
