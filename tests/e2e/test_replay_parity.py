@@ -127,10 +127,17 @@ def _fills(run: PathRun, first_ms: int, end_ms: int) -> list[tuple[str, str, str
     ]
 
 
-@pytest.mark.timeout(180)
+#: hang guards, real seconds. The span is 57.5 s of real time at SPEED, whatever the machine;
+#: the rest (warm-up, each close's work while the clock is held, the replay) is CPU: 66 s in all
+#: on a quiet machine, 91 s beside seven busy processes, which would make a 5x slowdown ~105 s
+#: plus the stalls the simulator's clock leaves out. 150 s and 180 s were too close to that.
+SIM_DAEMON_GUARD_SECS = 240.0
+
+
+@pytest.mark.timeout(SIM_DAEMON_GUARD_SECS + 60)
 async def test_replay_makes_the_sim_daemons_candle_close_decisions(tmp_path: Path) -> None:
     sim = await run_sim_daemon(
-        _settings(tmp_path / "sim", source="sim"), _ms(END), timeout_secs=150.0
+        _settings(tmp_path / "sim", source="sim"), _ms(END), timeout_secs=SIM_DAEMON_GUARD_SECS
     )
     options = ReplayOptions(
         start_ms=_ms(START),

@@ -260,8 +260,11 @@ async def test_retries_run_out_as_a_retryable_error(
 async def test_a_slow_answer_times_out_and_is_retried(
     server: RestServer, clock: RecordingClock
 ) -> None:
-    server.faults.delay_next(1.5, path="/fapi/v1/klines")  # real seconds
-    async with sim_exchange(server.url, timeout_ms=300) as exchange:
+    # real seconds. The timeout covers every request here, load_markets too, and each must
+    # answer within it: at 300 ms a stall of a loaded machine timed exchangeInfo out. The delay
+    # outlasts it well; the server's shutdown waits at most 1 s for the delayed handler.
+    server.faults.delay_next(10.0, path="/fapi/v1/klines")
+    async with sim_exchange(server.url, timeout_ms=2_000) as exchange:
         await exchange.load_markets()
         history = OhlcvHistory(exchange, clock, tickers=[BTC], days=10, retry=FAST_RETRY)
         assert len(await history.refresh(BTC)) >= 59

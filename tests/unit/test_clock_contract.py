@@ -91,7 +91,11 @@ def test_every_clock_satisfies_the_protocol(rig: ClockRig) -> None:
 
 async def test_readings_never_go_backwards_and_follow_passing_time(rig: ClockRig) -> None:
     clock = rig.clock
-    readings = [(clock.now_ms(), clock.monotonic_secs())]
+    # the first epoch reading before the first monotonic one, the last after the last: the epoch
+    # readings then span at least the monotonic ones however long the process stalls between two
+    # calls (at 1000x a stall of 2 us of real time there was 2 ms of scaled time unaccounted)
+    first_ms = clock.now_ms()
+    readings = [(first_ms, clock.monotonic_secs())]
     for units in (0.5, 0.0, 1.0, 0.25, 2.0):
         before = clock.monotonic_secs()
         await rig.let_time_pass(units)
@@ -99,12 +103,14 @@ async def test_readings_never_go_backwards_and_follow_passing_time(rig: ClockRig
         readings.append((clock.now_ms(), clock.monotonic_secs()))
         for _ in range(50):  # tight back-to-back reads too
             readings.append((clock.now_ms(), clock.monotonic_secs()))
+    last_mono = clock.monotonic_secs()
+    readings.append((clock.now_ms(), last_mono))
     now_series = [r[0] for r in readings]
     mono_series = [r[1] for r in readings]
     assert now_series == sorted(now_series)
     assert mono_series == sorted(mono_series)
     # epoch time moved at least as far as the monotonic reading (minus ms rounding)
-    assert now_series[-1] - now_series[0] >= (mono_series[-1] - mono_series[0]) * 1000 - 2
+    assert now_series[-1] - first_ms >= (last_mono - mono_series[0]) * 1000 - 2
 
 
 @pytest.mark.parametrize("units", [0.0, 0.5, 1.0, 3.0])
@@ -124,7 +130,7 @@ async def test_negative_sleep_returns_without_moving_time_backwards(rig: ClockRi
 
 
 async def test_concurrent_sleepers_wake_in_deadline_order_fifo_among_equals(rig: ClockRig) -> None:
-    """Ordered by each sleeper's own deadline, read as it goes to sleep: the sleepers start one
+    """Ordered by each sleeper's own deadline, set as it goes to sleep: the sleepers start one
     after another, and on a real clock a loaded machine may put milliseconds between two starts
     (once more than a unit: the later of two sleepers a unit apart then had the later deadline).
     On the virtual clock no time passes between the starts, so equal durations are equal
@@ -132,18 +138,31 @@ async def test_concurrent_sleepers_wake_in_deadline_order_fifo_among_equals(rig:
     clock = rig.clock
     woke: list[int] = []
     durations_units = [4, 1, 3, 1, 2, 4, 1]
-    deadlines: dict[int, float] = {}
+    starts: list[float] = []  # each sleeper's reading as it starts, then one after the last
 
     async def sleeper(idx: int, units: int) -> None:
-        deadlines[idx] = clock.monotonic_secs() + rig.secs(units)
+        starts.append(clock.monotonic_secs())
         await clock.sleep(rig.secs(units))
         woke.append(idx)
 
+    async def after_the_last() -> None:
+        starts.append(clock.monotonic_secs())
+
     async def all_sleepers() -> None:
-        await asyncio.gather(*(sleeper(i, u) for i, u in enumerate(durations_units)))
+        sleepers = (sleeper(i, u) for i, u in enumerate(durations_units))
+        await asyncio.gather(*sleepers, after_the_last())
 
     await rig.run(all_sleepers())
-    assert woke == sorted(range(len(durations_units)), key=lambda i: (deadlines[i], i))
+    # the tasks start in order, each reading the clock and then setting its timer in one step, so
+    # sleeper i's deadline lies between its own start and the next one's, plus its duration: a
+    # process stall between the reading and the timer (15 ms was enough) cannot then swap two
+    # sleepers the check expects in the other order
+    assert len(starts) == len(durations_units) + 1 and starts == sorted(starts)
+    earliest = [starts[i] + rig.secs(u) for i, u in enumerate(durations_units)]
+    latest = [starts[i + 1] + rig.secs(u) for i, u in enumerate(durations_units)]
+    for pos, first in enumerate(woke):
+        for later in woke[pos + 1 :]:
+            assert latest[later] >= earliest[first], (woke, first, later, earliest, latest)
     if isinstance(clock, VirtualClock):
         assert woke == sorted(range(len(durations_units)), key=lambda i: (durations_units[i], i))
 
@@ -206,7 +225,9 @@ async def test_wait_for_times_out_on_clock_time_and_cancels_the_work(rig: ClockR
 
     async def slow_work() -> str:
         try:
-            await clock.sleep(rig.secs(50))
+            # far beyond the timeout: the work's timer is set first, so on a real clock a stall
+            # between the two timers (240 ms, at 50 units) would let the work finish first
+            await clock.sleep(rig.secs(10_000))
         except asyncio.CancelledError:
             outcome.append("cancelled")
             raise
