@@ -104,36 +104,45 @@ def test_a_save_between_the_check_and_the_exchange_is_merged(
     assert [p.name for p in tier.memory_path.parent.iterdir()] == ["MEMORY.md"]
 
 
+LATIN1_SAVE = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
+
+
+def _latin1_save_is_left_as_it_is(tier: ProjectTier) -> None:
+    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
+        tier.remember("2025-03-02", "BTC/USDT", "BUY")
+    assert tier.memory_path.read_bytes() == LATIN1_SAVE
+
+
 def test_a_save_that_is_not_utf8_is_left_as_it_is(
     tier: ProjectTier, monkeypatch: pytest.MonkeyPatch, exchange: str
 ) -> None:
-    latin1 = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
-    _after_tmp_written(monkeypatch, PersonSaves(tier.memory_path, [latin1]))
-    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
-        tier.remember("2025-03-02", "BTC/USDT", "BUY")
-    assert tier.memory_path.read_bytes() == latin1
+    _after_tmp_written(monkeypatch, PersonSaves(tier.memory_path, [LATIN1_SAVE]))
+    _latin1_save_is_left_as_it_is(tier)
 
 
 def test_a_save_that_is_not_utf8_replaced_by_the_exchange_is_put_back(
     tier: ProjectTier, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    latin1 = b"# MEMORY\nLatin-1 from an old editor: caf\xe9\n"
-    _before_exchange(monkeypatch, PersonSaves(tier.memory_path, [latin1]))
-    with pytest.raises(TierError, match=r"MEMORY\.md: .*left as it is, its \[auto\] line"):
+    _before_exchange(monkeypatch, PersonSaves(tier.memory_path, [LATIN1_SAVE]))
+    _latin1_save_is_left_as_it_is(tier)
+
+
+SAVES_AT_EVERY_ATTEMPT = [f"# MEMORY\nsave {i}\n".encode() for i in range(MERGE_ATTEMPTS)]
+
+
+def _gives_up_leaving_the_latest_save(tier: ProjectTier, person: PersonSaves) -> None:
+    with pytest.raises(TierError, match=r"kept changing.*"):
         tier.remember("2025-03-02", "BTC/USDT", "BUY")
-    assert tier.memory_path.read_bytes() == latin1
+    assert person.landed == SAVES_AT_EVERY_ATTEMPT
+    assert tier.memory_path.read_bytes() == SAVES_AT_EVERY_ATTEMPT[-1]  # as it was saved
 
 
 def test_a_file_that_keeps_changing_keeps_the_person_s_latest_save(
     tier: ProjectTier, monkeypatch: pytest.MonkeyPatch, exchange: str
 ) -> None:
-    saves = [f"# MEMORY\nsave {i}\n".encode() for i in range(MERGE_ATTEMPTS)]
-    person = PersonSaves(tier.memory_path, saves)
+    person = PersonSaves(tier.memory_path, list(SAVES_AT_EVERY_ATTEMPT))
     _after_tmp_written(monkeypatch, person)
-    with pytest.raises(TierError, match=r"kept changing.*"):
-        tier.remember("2025-03-02", "BTC/USDT", "BUY")
-    assert person.landed == saves
-    assert tier.memory_path.read_bytes() == saves[-1]
+    _gives_up_leaving_the_latest_save(tier, person)
 
 
 def test_a_file_created_while_it_writes_is_merged(
@@ -151,10 +160,6 @@ def test_a_file_created_while_it_writes_is_merged(
 def test_saves_at_every_exchange_leave_the_person_s_latest_save(
     tier: ProjectTier, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    saves = [f"# MEMORY\nsave {i}\n".encode() for i in range(MERGE_ATTEMPTS)]
-    person = PersonSaves(tier.memory_path, saves)
+    person = PersonSaves(tier.memory_path, list(SAVES_AT_EVERY_ATTEMPT))
     _before_exchange(monkeypatch, person)
-    with pytest.raises(TierError, match=r"kept changing.*"):
-        tier.remember("2025-03-02", "BTC/USDT", "BUY")
-    assert person.landed == saves
-    assert tier.memory_path.read_bytes() == saves[-1]  # put back as it was saved
+    _gives_up_leaving_the_latest_save(tier, person)
