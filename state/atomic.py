@@ -9,6 +9,11 @@ file or the complete new one, never a mix; at worst a stale temporary file is le
 and returns exactly what the target held at that instant, so a file that someone else may also be
 writing (a person editing ``runner_state.json``) is never replaced without the caller seeing what
 it replaced.
+
+``replace_if_holds`` builds on both for such a file: it writes only if the file still holds the
+bytes the caller's new content was made from (``ChangedWhileSavingError`` otherwise, nothing
+written), by exchange where there is one, else by a check right before a plain rename. The state
+store (``state.state_file``) and the MEMORY.md write-back (``state.merge_write``) share it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import errno
 import functools
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -155,6 +161,79 @@ def _swap_into_place(tmp: Path, target: Path) -> bytes | None:
     previous = tmp.read_bytes()
     tmp.unlink()
     return previous
+
+
+class ChangedWhileSavingError(Exception):
+    """(``replace_if_holds``) The file no longer holds the bytes the new content was made from:
+    nothing was written; read it again and decide again."""
+
+
+def replace_if_holds(
+    path: Path | str,
+    data: bytes,
+    expected: bytes | None,
+    *,
+    check_before_exchange: bool,
+    durable: bool = True,
+    exchange: bool = True,
+    on_swap_unsupported: Callable[[SwapUnsupportedError], None] | None = None,
+) -> tuple[os.stat_result, bytes | None]:
+    """Put ``data`` at ``path`` unless someone else changed it from ``expected`` (None: no file).
+
+    Returns the written file's stat and what ``data`` replaced. By exchange
+    (``atomic_swap_bytes``) that is exactly what the file held at that instant, which differs
+    from ``expected`` when a save landed meanwhile: the caller merges it in (or puts it back).
+    ``check_before_exchange`` also checks right before the exchange, so only a save landing in
+    the microseconds between that check and the exchange is replaced; without it any save since
+    ``expected`` was read is. Without an exchange (``exchange=False``, or ``SwapUnsupportedError``,
+    handed to ``on_swap_unsupported`` first) a plain rename follows the check and ``expected`` is
+    returned, as checked: a save landing in the microseconds between is lost.
+
+    A check compares bytes, not the stat: file times are coarse (a same-size save within one tick
+    keeps the stamp), and a save of the very same bytes loses nothing when it is replaced. When it
+    finds other bytes: ``ChangedWhileSavingError``, ``path`` untouched, no temporary file left.
+    ``durable`` as in ``atomic_write_bytes``; the check reads with ``read_bytes_or_none``.
+    """
+    target = Path(path)
+    check = functools.partial(_ensure_holds, target, expected)
+    if exchange:
+        try:
+            hook = check if check_before_exchange else None
+            return atomic_swap_bytes(target, data, durable=durable, before_replace=hook)
+        except SwapUnsupportedError as exc:  # nothing changed: rename instead
+            if on_swap_unsupported is not None:
+                on_swap_unsupported(exc)
+    written = atomic_write_bytes(target, data, before_replace=check, durable=durable)
+    return written, expected
+
+
+def _ensure_holds(path: Path, expected: bytes | None, _tmp: Path) -> None:
+    if read_bytes_or_none(path) != expected:
+        raise ChangedWhileSavingError(f"{path} changed while it was being written")
+
+
+def read_bytes_or_none(path: Path | str) -> bytes | None:
+    """``path``'s bytes, None when there is no file (``read_regular_file`` otherwise)."""
+    try:
+        return read_regular_file(path)[1]
+    except FileNotFoundError:
+        return None
+
+
+def read_regular_file(path: Path | str) -> tuple[os.stat_result, bytes]:
+    """``path``'s stat and bytes, both from one open file; ``IsADirectoryError`` for anything but
+    a regular file (a directory, a device)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise IsADirectoryError(f"{path} is not a regular file")
+        chunks = []
+        while chunk := os.read(fd, 1 << 16):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return st, b"".join(chunks)
 
 
 _AT_FDCWD = -100

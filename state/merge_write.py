@@ -3,17 +3,18 @@
 ``merge_write(path, merge)`` reads the file and puts ``merge(what it read)`` in its place. A save
 by someone else landing between that read and the replace would be overwritten by a merge of the
 older text. An advisory lock (``fcntl.flock``) cannot prevent that: a person's editor never takes
-it. So the write checks instead, and merges again into what it finds:
+it. So the write checks instead, and merges again into what it finds (``state.atomic``'s
+``replace_if_holds``, shared with ``state.state_file``):
 
-- just before the replace (``before_replace``), the file must still hold the bytes the merge was
-  made from; if not, nothing is written and the change is merged again into a fresh read. The
-  bytes, not the stat: file times are coarse (a same-size save within one tick keeps the stamp),
-  and a save of the very same bytes loses nothing when it is replaced;
-- the replace is an atomic exchange (``atomic_swap_bytes``), which hands back exactly what it
-  replaced, so a save landing in the microseconds between that check and the exchange is caught
-  too: the change is merged into it at once (the file holds the merge of the older text for only
-  that long). Where the file system cannot exchange files, a plain rename follows the check; only
-  a save landing in those microseconds could be lost there (as with ``state.state_file``).
+- just before the replace, the file must still hold the bytes the merge was made from; if not,
+  nothing is written and the change is merged again into a fresh read. The bytes, not the stat:
+  file times are coarse (a same-size save within one tick keeps the stamp), and a save of the
+  very same bytes loses nothing when it is replaced;
+- the replace is an atomic exchange, which hands back exactly what it replaced, so a save
+  landing in the microseconds between that check and the exchange is caught too: the change is
+  merged into it at once (the file holds the merge of the older text for only that long). Where
+  the file system cannot exchange files, a plain rename follows the check; only a save landing
+  in those microseconds could be lost there (as with ``state.state_file``).
 
 A conflict needs a save landing within one attempt's few milliseconds, so a person saving seconds
 apart never sees the attempts run out. If ``MERGE_ATTEMPTS`` conflicts come in a row, the change
@@ -22,13 +23,12 @@ is not written (``MergeConflictError``) and the other writer's latest save is le
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from state.atomic import SwapUnsupportedError, atomic_swap_bytes, atomic_write_bytes
+from state.atomic import ChangedWhileSavingError, read_bytes_or_none, replace_if_holds
 
 log = logging.getLogger(__name__)
 
@@ -41,17 +41,13 @@ class MergeConflictError(Exception):
     writer's latest save is in place)."""
 
 
-class _Changed(Exception):
-    """(the check before the replace) The file no longer holds what the merge was made from."""
-
-
 def merge_write(
     path: Path, merge: Callable[[bytes | None], bytes], *, durable: bool = True
 ) -> None:
     """Put ``merge(current)`` at ``path`` (``current``: its bytes, None when there is no file),
     merging again into any save someone else made meanwhile. What ``merge`` raises propagates
     with the file as that writer left it; ``OSError`` when the file cannot be read or written."""
-    on_disk = _read(path)  # what the file holds, as far as this write knows
+    on_disk = read_bytes_or_none(path)  # what the file holds, as far as this write knows
     base = on_disk  # the other writer's latest save: what the change is merged into
     for _ in range(MERGE_ATTEMPTS):
         try:
@@ -61,8 +57,8 @@ def merge_write(
             raise
         try:
             replaced = _replace_if_holds(path, data, on_disk, durable=durable)
-        except _Changed:  # a save since the read; nothing written
-            on_disk = base = _read(path)
+        except ChangedWhileSavingError:  # a save since the read; nothing written
+            on_disk = base = read_bytes_or_none(path)
             continue
         if replaced == on_disk:
             return
@@ -84,7 +80,7 @@ def _put_back(path: Path, held: bytes | None, on_disk: bytes | None, *, durable:
             return
         try:
             replaced = _replace_if_holds(path, held, on_disk, durable=durable)
-        except _Changed:  # saved again since: that newer save is in place
+        except ChangedWhileSavingError:  # saved again since: that newer save is in place
             return
         if replaced == on_disk:
             return
@@ -95,26 +91,8 @@ def _put_back(path: Path, held: bytes | None, on_disk: bytes | None, *, durable:
 def _replace_if_holds(
     path: Path, data: bytes, expected: bytes | None, *, durable: bool
 ) -> bytes | None:
-    """Write ``data`` if ``path`` still holds ``expected``; returns what was replaced (with an
-    exchange: exactly that; with a rename: ``expected``, as checked). ``_Changed``: untouched."""
-    check = functools.partial(_ensure_holds, path, expected)
-    try:
-        return atomic_swap_bytes(path, data, durable=durable, before_replace=check)[1]
-    except SwapUnsupportedError:
-        atomic_write_bytes(path, data, durable=durable, before_replace=check)
-        return expected
-
-
-def _ensure_holds(path: Path, expected: bytes | None, _tmp: Path) -> None:
-    if _read(path) != expected:
-        raise _Changed
-
-
-def _read(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
+    """``replace_if_holds``, checked before the exchange too; what ``data`` replaced."""
+    return replace_if_holds(path, data, expected, check_before_exchange=True, durable=durable)[1]
 
 
 __all__ = ["MERGE_ATTEMPTS", "MergeConflictError", "merge_write"]

@@ -1,21 +1,26 @@
 """``runner_state.json`` as bytes on disk, for ``state.store``: reading it whole while it may be
-changing under us, the stamp ``poll`` compares, the state dir check, and writing by atomic exchange
-(``atomic_swap_bytes``, which hands back exactly what it replaced) or, where the file system cannot
-exchange files, by a check of the old content right before a plain rename (logged once).
+changing under us, the stamp ``poll`` compares, the state dir check, and writing with
+``state.atomic.replace_if_holds``: by atomic exchange, which hands back exactly what it replaced,
+or, where the file system cannot exchange files, by a check of the old content right before a
+plain rename (logged once, and the exchange not tried again).
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NamedTuple
 
 from core.errors import RefuseToStartError
-from state.atomic import SwapUnsupportedError, atomic_swap_bytes, atomic_write_bytes, tmp_path_for
+from state.atomic import (
+    ChangedWhileSavingError,
+    SwapUnsupportedError,
+    read_regular_file,
+    replace_if_holds,
+    tmp_path_for,
+)
 
 # the store's parts log as one component, under the name operators already filter on
 log = logging.getLogger("state.store")
@@ -50,10 +55,6 @@ class FileView:
     confirmed: bool = False
 
 
-class ChangedWhileSavingError(Exception):
-    """(check-then-rename mode) The file changed between the check and the rename: look again."""
-
-
 class FileInFluxError(Exception):
     """The file kept changing while it was read; read it again later."""
 
@@ -83,30 +84,28 @@ class StateFile:
             ) from None
 
     def put(self, data: bytes, expected: bytes | None) -> tuple[os.stat_result, bytes | None]:
-        """Write ``data``; returns the written stat and what the file held just before."""
-        if self._swap_supported:
-            try:
-                return atomic_swap_bytes(self.path, data, durable=self._durable)
-            except SwapUnsupportedError as exc:
-                self._swap_supported = False
-                log.warning(
-                    "cannot swap files atomically in %s (%s): saves fall back to check-then-"
-                    "rename, where an edit landing in the microseconds between can be lost",
-                    self.path.parent,
-                    exc,
-                )
-        guard = functools.partial(self._ensure_holds, expected)
-        written = atomic_write_bytes(self.path, data, before_replace=guard, durable=self._durable)
-        return written, expected
+        """Write ``data``; returns the written stat and what the file held just before (by
+        exchange, unchecked: the store judges what it gets back). ``ChangedWhileSavingError``
+        (check-then-rename mode): the file changed from ``expected`` before the rename; look again.
+        """
+        return replace_if_holds(
+            self.path,
+            data,
+            expected,
+            check_before_exchange=False,
+            durable=self._durable,
+            exchange=self._swap_supported,
+            on_swap_unsupported=self._stop_swapping,
+        )
 
-    def _ensure_holds(self, expected: bytes | None, _tmp: Path) -> None:
-        """Raise if the file no longer holds ``expected`` (runs right before the rename)."""
-        try:
-            actual: bytes | None = read_all(self.path)[1]
-        except FileNotFoundError:
-            actual = None
-        if actual != expected:
-            raise ChangedWhileSavingError
+    def _stop_swapping(self, exc: SwapUnsupportedError) -> None:
+        self._swap_supported = False
+        log.warning(
+            "cannot swap files atomically in %s (%s): saves fall back to check-then-"
+            "rename, where an edit landing in the microseconds between can be lost",
+            self.path.parent,
+            exc,
+        )
 
     def read_settled(self) -> tuple[FileStamp, bytes] | None:
         """The file's stamp and bytes, re-read while it changes under us; None if missing."""
@@ -122,17 +121,9 @@ class StateFile:
 
 
 def read_all(path: Path) -> tuple[FileStamp, bytes]:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return FileStamp.of(st), b"".join(chunks)
+    """``read_regular_file`` with the stamp ``poll`` compares."""
+    st, data = read_regular_file(path)
+    return FileStamp.of(st), data
 
 
 __all__ = [

@@ -24,7 +24,6 @@ from state_store_support import (
 import state.atomic
 from core.clock import VirtualClock
 from core.errors import RetryableError
-from state import state_file
 from state.store import RunnerStateStore
 
 
@@ -68,11 +67,15 @@ def _edit_during_next_write(
             editor(path, text)
 
     def racing_swap(
-        target: Path, data: bytes, *, durable: bool = True
+        target: Path,
+        data: bytes,
+        *,
+        durable: bool = True,
+        before_replace: Callable[[Path], None] | None = None,
     ) -> tuple[os.stat_result, bytes | None]:
         if target == path:
             edit_now()
-        return real_swap(target, data, durable=durable)
+        return real_swap(target, data, durable=durable, before_replace=before_replace)
 
     def racing_write(
         target: Path,
@@ -89,8 +92,9 @@ def _edit_during_next_write(
 
         return real_write(target, data, before_replace=hook, durable=durable)
 
-    monkeypatch.setattr(state_file, "atomic_swap_bytes", racing_swap)
-    monkeypatch.setattr(state_file, "atomic_write_bytes", racing_write)
+    # the store writes through state.atomic.replace_if_holds, which calls these two
+    monkeypatch.setattr(state.atomic, "atomic_swap_bytes", racing_swap)
+    monkeypatch.setattr(state.atomic, "atomic_write_bytes", racing_write)
 
 
 @pytest.mark.parametrize("editor", EDITORS)
