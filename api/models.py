@@ -16,6 +16,7 @@ from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
 from state.memory_history import MemoryVersion
 from state.records import DecisionRecord, TradeRow
+from state.trading import REASON_MAX_CHARS
 
 
 class _Body(BaseModel):
@@ -200,8 +201,10 @@ def _one_line(text: str) -> str:
 
 
 class HaltRequest(_Body):
+    # the state's own cap, which the CLI and a file edit use too (the API's own 500 refused
+    # reasons the other ways in took)
     reason: Annotated[str, AfterValidator(_one_line)] = Field(
-        "halted from the API", min_length=1, max_length=500
+        "halted from the API", min_length=1, max_length=REASON_MAX_CHARS
     )
 
 

@@ -7,7 +7,6 @@ inconsistent or from a newer vigil is never guessed at and never overwritten: re
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Final, Literal
 
@@ -15,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from broker.ledger import Ledger
 from broker.orders import Mark, PaperOrder
+from core.jsonread import UnreadableJsonError, loads_json
 from state.atomic import atomic_write_bytes
 from state.json_checks import lone_surrogate
 
@@ -45,14 +45,10 @@ def render_document(document: PaperBookDocument) -> bytes:
 def parse_document(data: bytes) -> PaperBookDocument:
     """Check and parse the file's bytes; raises ``InvalidPaperStateError`` saying what is wrong."""
     try:
-        raw = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidPaperStateError(f"not JSON (torn or hand-damaged?): {exc}") from None
-    except (ValueError, RecursionError) as exc:
-        # json's own limits (a number of over 4300 digits, nesting past the stack) are not
-        # JSONDecodeErrors: uncaught, the start failed with a traceback, not this refusal
+        raw = loads_json(data)
+    except UnreadableJsonError as exc:
         raise InvalidPaperStateError(
-            f"not JSON this vigil can read (hand-damaged?): {exc}"
+            f"not JSON this vigil can read (torn or hand-damaged?): {exc}"
         ) from None
     if not isinstance(raw, dict):
         raise InvalidPaperStateError(f"expected a JSON object, found {type(raw).__name__}")

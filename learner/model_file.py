@@ -14,6 +14,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.jsonread import UnreadableJsonError, loads_json
 from state.atomic import atomic_write_bytes
 
 SCHEMA_VERSION = 1
@@ -59,20 +60,10 @@ class LearnerFile(_Frozen):
 
 def parse_learner_bytes(data: bytes) -> LearnerFile:
     """Parse and validate; raises ``InvalidLearnerFileError`` naming the problem."""
-    try:
-        raw = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-    except UnicodeDecodeError as exc:
-        raise InvalidLearnerFileError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise InvalidLearnerFileError(
-            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except InvalidLearnerFileError:
-        raise  # from parse_constant, already saying what is wrong
-    except (ValueError, RecursionError) as exc:
-        # json's own limits (a number of over 4300 digits, nesting past the stack) are not
-        # JSONDecodeErrors: uncaught, the start failed with a traceback, not a clear refusal
-        raise InvalidLearnerFileError(f"not JSON this vigil can read: {exc}") from None
+    try:  # an InvalidLearnerFileError from parse_constant passes through
+        raw = loads_json(data, parse_constant=_reject_constant)
+    except UnreadableJsonError as exc:
+        raise InvalidLearnerFileError(str(exc)) from None
     if not isinstance(raw, dict):
         raise InvalidLearnerFileError(f"expected one JSON object, found {type(raw).__name__}")
     version = raw.get("schema_version")

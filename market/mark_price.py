@@ -62,8 +62,11 @@ def _mark_price(item: dict[str, Any]) -> MarkPrice:
     numbers = [x for x in (mark, index, settle, funding) if x is not None]
     if not all(math.isfinite(x) for x in numbers):
         raise FrameRejected(RejectReason.NON_FINITE, f"markPriceUpdate of {symbol}")
-    if mark <= 0.0 or (index is not None and index <= 0.0):
-        raise FrameRejected(RejectReason.NON_POSITIVE_PRICE, f"mark={mark} index={index}")
+    # funding may be negative; every price sent must be positive (absent ones stay None)
+    if any(x is not None and x <= 0.0 for x in (mark, index, settle)):
+        raise FrameRejected(
+            RejectReason.NON_POSITIVE_PRICE, f"mark={mark} index={index} settle={settle}"
+        )
     return MarkPrice(
         ticker=unified_ticker(symbol),
         event_time_ms=event_t,

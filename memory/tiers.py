@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import json
 import re
 import tomllib
 from collections.abc import Callable, Sequence
@@ -23,6 +22,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.jsonread import UnreadableJsonError, loads_json
 from state.merge_write import MergeConflictError, merge_write
 
 MEMORY_READ_LINES = 200
@@ -161,11 +161,10 @@ def parse_rule(name: str, raw: str) -> Rule:
 
 def _patterns(name: str, value: str) -> tuple[str, ...]:
     try:
-        parsed = json.loads(value) if value.startswith("[") else [value.strip("'\"")]
-    except (ValueError, RecursionError) as exc:
-        # not only JSONDecodeError: json raises a plain ValueError for a number of over 4300
-        # digits and RecursionError for deep nesting, which escaped the tier and cost the
-        # decision its whole context instead of this one tier
+        parsed = loads_json(value) if value.startswith("[") else [value.strip("'\"")]
+    except UnreadableJsonError as exc:
+        # json's own limits too (a number too long, nesting too deep): they escaped the tier
+        # and cost the decision its whole context instead of this one tier
         raise TierError(f"rule {name}: tickers is not a list: {exc}") from None
     if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
         raise TierError(f"rule {name}: tickers must be a list of glob patterns")

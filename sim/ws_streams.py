@@ -108,14 +108,16 @@ def mark_price_payload(
     event_ms: int,
     fmt: KlineFormat,
 ) -> dict[str, Any]:
-    """Binance's markPriceUpdate. Mark = last kline price; index and settle price are not recorded."""
+    """Binance's markPriceUpdate. Mark = last kline price.
+
+    The index price ``i`` and estimated settle price ``P`` are not recorded, so they are left out
+    (never sent as zeros), as ``rest_payloads.premium_index_row`` leaves them out of premiumIndex.
+    """
     return {
         "e": "markPriceUpdate",
         "E": event_ms,
         "s": spec.symbol,
         "p": fmt.price % price,
-        "i": "0",
-        "P": "0",
         "r": f"{funding_rate:.8f}",
         "T": next_funding_ms,
     }

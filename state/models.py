@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Annotated, Any, Final
@@ -29,6 +28,7 @@ from pydantic import (
     ValidationError,
 )
 
+from core.jsonread import UnreadableJsonError, loads_json
 from state.json_checks import lone_surrogate
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
 from state.trading import TradingState
@@ -224,21 +224,12 @@ def _parse_json_object(data: bytes) -> dict[str, Any]:
         raise InvalidStateFileError(f"not UTF-8 text (bad byte at offset {exc.start})") from None
     if not text.strip():
         raise InvalidStateFileError("the file is empty")
-    try:
-        raw = json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
-    except json.JSONDecodeError as exc:
-        raise InvalidStateFileError(
-            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
-    except InvalidStateFileError:
-        raise  # from the hooks, already saying what is wrong
-    except ValueError:
-        # json turns a number of more than 4300 digits into a plain ValueError: uncaught, the
-        # edit was neither rejected nor kept aside, and the next save overwrote it
-        limit = sys.get_int_max_str_digits()
-        raise InvalidStateFileError(f"a number is too long to read (over {limit} digits)") from None
-    except RecursionError:
-        raise InvalidStateFileError("arrays or objects are nested too deeply to read") from None
+    try:  # an InvalidStateFileError from the hooks passes through, already saying what is wrong
+        raw = loads_json(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_no_constants)
+    except UnreadableJsonError as exc:
+        # json's own limits too (a number too long, nesting too deep): uncaught, the edit was
+        # neither rejected nor kept aside, and the next save overwrote it
+        raise InvalidStateFileError(str(exc)) from None
     if not isinstance(raw, dict):
         raise InvalidStateFileError(f"expected one JSON object, found a {type(raw).__name__}")
     half = lone_surrogate(text, raw)

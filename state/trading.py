@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 ACTIVE: Literal["active"] = "active"
 HALTED: Literal["halted"] = "halted"
-#: the longest reason stored (a person's: the CLI and a file edit; the API takes 500)
+#: the longest reason stored, and so the longest one the CLI, the API and a file edit take
 REASON_MAX_CHARS: Final = 2000
 
 

@@ -11,15 +11,27 @@ from pathlib import Path
 
 import aiohttp
 import pytest
-from fakes.api_support import T0_MS, Served, decision_line, serve_api, write_state_dir
+from fakes.api_support import (
+    T0_MS,
+    IdleDaemon,
+    Served,
+    decision_line,
+    serve_api,
+    write_state_dir,
+)
 
 from api import models as api_models
 from api.auth import resolve_token
 from api.bodylimit import MAX_BODY_BYTES
 from api.server import ENDPOINT_FILE_NAME
+from broker.trading_state import TradingSwitch
+from core.clock import VirtualClock
 from core.errors import RefuseToStartError
+from runner.api_wiring import SwitchControl
 from state.edit_checks import NOTES_MAX_CHARS
 from state.models import parse_state_bytes
+from state.store import RunnerStateStore
+from state.trading import REASON_MAX_CHARS
 
 DATA_ROUTES = [
     ("GET", "/api/status"),
@@ -296,6 +308,31 @@ async def test_a_halt_reason_that_is_not_one_line_is_a_422_naming_the_character(
         assert r.status == 422
         (issue,) = (await r.json())["detail"]
         assert issue["loc"] == ["body", "reason"] and "control character U+00" in issue["msg"]
+
+
+async def test_a_halt_reason_may_be_as_long_as_the_cli_and_the_state_file_take(
+    state_dir: Path,
+) -> None:
+    """The API capped a reason at 500 characters while the CLI and the state file take 2,000."""
+    path = state_dir / "runner_state.json"
+    store = RunnerStateStore(path, VirtualClock(T0_MS))
+    store.load()
+    switch = TradingSwitch(VirtualClock(T0_MS), store, lambda _line: None)
+    url_of = "/api/trading/halt"
+    control = SwitchControl(switch)
+    async with serve_api(state_dir, daemon=IdleDaemon(), trading=control) as api:
+        before = path.read_bytes()
+        too_long = {"reason": "x" * (REASON_MAX_CHARS + 1)}
+        async with api.session.post(api.url + url_of, headers=api.auth, json=too_long) as r:
+            assert r.status == 422
+            (issue,) = (await r.json())["detail"]
+            assert issue["loc"] == ["body", "reason"] and "2000 characters" in issue["msg"]
+        assert path.read_bytes() == before and not switch.halted
+        longest = {"reason": "y" * REASON_MAX_CHARS}
+        async with api.session.post(api.url + url_of, headers=api.auth, json=longest) as r:
+            assert r.status == 200 and (await r.json())["reason"] == longest["reason"]
+    state, _ = parse_state_bytes(path.read_bytes())
+    assert (state.trading.mode, state.trading.reason) == ("halted", longest["reason"])
 
 
 async def test_openapi_documents_the_routes(state_dir: Path) -> None:

@@ -13,6 +13,7 @@ from websockets.exceptions import InvalidStatus
 
 from core.clock import VirtualClock
 from core.scaled_clock import ScaledClock
+from market.mark_price import parse_mark_price_frame
 from market.recorded import resample
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import SimFeed
@@ -140,7 +141,18 @@ async def test_mark_price_cadence_price_and_recorded_funding(feed: SimFeed) -> N
             assert m["r"] == f"{funding.rate:.8f}"
             assert m["p"] == f"{price:.{feed.price_decimals(ticker)}f}"
             assert m["T"] == MAR_1_2025_MS + 8 * H
-            assert (m["e"], m["i"], m["P"]) == ("markPriceUpdate", "0", "0")
+            # index and settle price are not recorded: left out, never sent as "0"
+            assert m["e"] == "markPriceUpdate" and "i" not in m and "P" not in m
+    # the daemon's own parser takes every frame exactly as the simulator sent it
+    parsed = [
+        parse_mark_price_frame(raw)
+        for raw, frame in zip(rec.raw, rec.frames, strict=True)
+        if "markPrice" in frame["stream"]
+    ]
+    assert len(parsed) == len(marks["btcusdt@markPrice"]) + len(marks["ethusdt@markPrice@1s"])
+    for (mark,) in parsed:
+        assert mark.mark_price > 0 and mark.funding_rate is not None
+        assert (mark.index_price, mark.estimated_settle_price) == (None, None)
     kline_at_15s = marks["btcusdt@kline_5m"][0]
     mark_at_15s = next(m for m in marks["btcusdt@markPrice"] if m["E"] == kline_at_15s["E"])
     assert mark_at_15s["p"] == kline_at_15s["k"]["c"]  # mark = the last kline price

@@ -112,8 +112,8 @@ def broken(change: dict[str, object]) -> bytes:
         (broken({"surprise": 1}), "surprise"),
         (broken({"regime_counts": {"bull": -2}}), "regime_counts"),
         # json's own limits: a ValueError and a RecursionError, not JSONDecodeErrors
-        (b'{"schema_version": ' + b"1" * 5000 + b"}", "not JSON this vigil can read"),
-        (b"[" * 100_000, "not JSON this vigil can read"),
+        (b'{"schema_version": ' + b"1" * 5000 + b"}", "a number is too long to read (5,000 digits"),
+        (b"[" * 100_000, "arrays or objects are nested too deeply to read"),
     ],
 )
 def test_invalid_file_is_refused_and_left_untouched(

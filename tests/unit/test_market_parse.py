@@ -127,9 +127,14 @@ def test_mark_price_frames_parse_with_optional_fields() -> None:
 def test_mark_price_rejects_non_finite_and_wrong_types() -> None:
     good = {"e": "markPriceUpdate", "E": 1, "s": "BTCUSDT", "p": "1.5", "r": "", "T": 0}
     assert parse_mark_price_frame(orjson.dumps(good))[0].funding_rate is None
+    # an absent or "" settle price is unavailable (coin-margined contracts), not a bad one
+    assert parse_mark_price_frame(orjson.dumps({**good, "P": ""}))[0].estimated_settle_price is None
     for bad, reason in [
         ({**good, "p": "NaN"}, RejectReason.NON_FINITE),
         ({**good, "p": "0"}, RejectReason.NON_POSITIVE_PRICE),
+        ({**good, "i": "0"}, RejectReason.NON_POSITIVE_PRICE),
+        ({**good, "P": "0"}, RejectReason.NON_POSITIVE_PRICE),
+        ({**good, "P": "-1.5"}, RejectReason.NON_POSITIVE_PRICE),
         ({**good, "E": "1"}, RejectReason.MALFORMED),
         ({**good, "p": None}, RejectReason.MALFORMED),
     ]:
