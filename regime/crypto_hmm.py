@@ -174,14 +174,13 @@ class CryptoRegimeModel:
         settings = self.config.model_dump_json()
         if warm is not None:  # a warm fit follows its starting point too
             settings += f"|warm:{_digest(warm)}"
-        key = self._cache.key(frame, settings, fitted_at_ms)
+        key = self._cache.key(frame, settings)
         cached = self._cache.load(key)
         if cached is not None:
-            report, fitted = cached
-            return report, fitted
-        result = self._compute(frame, fitted_at_ms, warm)
-        self._cache.store(key, result)
-        return result
+            return stamp(cached, fitted_at_ms)
+        unstamped = self._compute(frame, None, warm)
+        self._cache.store(key, unstamped)
+        return stamp(unstamped, fitted_at_ms)
 
     def _compute(
         self, frame: pd.DataFrame, fitted_at_ms: int | None, warm: FittedHmm | None

@@ -128,7 +128,7 @@ class FitAhead:
     def _submit(self, ticker: str, at_ms: int) -> list[_Planned]:
         """The fit planned at ``at_ms``, or none when the disk cache holds it already."""
         frame = self.frames.frame_at(ticker, at_ms)
-        if self._is_cached(frame, at_ms):
+        if self._is_cached(frame):
             self.stats.cached += 1
             return []
         assert self.pool is not None  # active
@@ -136,12 +136,12 @@ class FitAhead:
         self.stats.submitted += 1
         return [_Planned(frame_key(frame), at_ms, future)]
 
-    def _is_cached(self, frame: pd.DataFrame, at_ms: int) -> bool:
-        # the key a cold fit of this frame at this instant is stored under (the model's
+    def _is_cached(self, frame: pd.DataFrame) -> bool:
+        # the key a cold fit of this frame is stored under, whatever its instant (the model's
         # ``_fit_or_cached``; fits planned here are never warm-started)
         if self.cache is None:
             return False
-        return self.cache.contains(self.cache.key(frame, self.config.model_dump_json(), at_ms))
+        return self.cache.contains(self.cache.key(frame, self.config.model_dump_json()))
 
     def take(self, config: CryptoHmmConfig, frame: pd.DataFrame) -> FitResult | None:
         """The unstamped fit of exactly ``frame`` under ``config`` if one was planned (waiting

@@ -1,10 +1,13 @@
 """Fitted regime models on disk, so a second replay of the same span does no fitting.
 
-A fit is a pure function of the candles it is given, the HMM settings (seed included) and the
-instant it is stamped with, so its result is keyed by a SHA-256 of exactly those (the frame's open
-times and OHLCV bytes, the ``CryptoHmmConfig`` JSON, ``fitted_at_ms``) plus ``FORMAT`` and the
-hmmlearn / scikit-learn / numpy versions (a new library may fit differently). A hit restores the
-same report and model the fit would have produced, so journals stay byte-identical.
+A fit is a pure function of the candles it is given and the HMM settings (seed included); the
+instant it is made only labels the result (``regime.hmm_fit.stamp``). So an entry is keyed by a
+SHA-256 of exactly those two (the frame's open times and OHLCV bytes, the ``CryptoHmmConfig``
+JSON) plus ``FORMAT`` and the hmmlearn / scikit-learn / numpy versions (a new library may fit
+differently), holds the fit as made without a stamp, and the caller stamps what it loads. A hit
+restores the same report and model the fit would have produced, so journals stay byte-identical,
+and a daemon restarted within the same 4h candle (or a second daemon on the same span) fits
+nothing at warm-up.
 
 Entries are pickles written to a temporary name and renamed (sweep workers share one folder); an
 unreadable entry is a miss and is fitted again. The folder is the user's own cache: entries are
@@ -27,8 +30,9 @@ import pandas as pd
 log = logging.getLogger(__name__)
 
 #: 2: the fitted model is ``regime.hmm_types.FittedHmm`` (it moved from crypto_hmm); 3: it holds
-#: the HMM's parameters as arrays (``regime.hmm_predict.HmmParams``), not a GaussianHMM
-FORMAT: Final = "vigil-regime-fit-3"
+#: the HMM's parameters as arrays (``regime.hmm_predict.HmmParams``), not a GaussianHMM; 4: keyed
+#: without the fit's instant, the entry unstamped (stamped by whoever loads it)
+FORMAT: Final = "vigil-regime-fit-4"
 _LIBRARIES: Final = ("hmmlearn", "scikit-learn", "numpy")
 
 
@@ -39,9 +43,9 @@ class FitCache:
         self.misses = 0
         self._versions = ",".join(_version(name) for name in _LIBRARIES)
 
-    def key(self, frame: pd.DataFrame, config_json: str, fitted_at_ms: int | None) -> str:
+    def key(self, frame: pd.DataFrame, config_json: str) -> str:
         digest = hashlib.sha256()
-        for part in (FORMAT, self._versions, config_json, str(fitted_at_ms)):
+        for part in (FORMAT, self._versions, config_json):
             digest.update(part.encode())
             digest.update(b"\0")
         digest.update(candle_bytes(frame))

@@ -11,6 +11,12 @@
   test's captured stderr. Left in place, every later test on that worker failed each log line on
   the closed stream and printed its traceback (33,499 of them in one run, whose property tests
   then ran past their timeout).
+- Regime fits are cached for the run, not in the user's ``~/.cache``: ``XDG_CACHE_HOME`` points
+  every test process (xdist workers, and the replays and daemons they start) at one folder of
+  this run's base temp dir, and ``fakes.daemon`` gives the daemons it starts that fit cache. A
+  fit is a pure function of its candles and settings (``regime.fit_cache``), so a warm-up the
+  ~30 daemon starts share is fitted once per run, not ~9 CPU-seconds each time; and what a run
+  fits never depends on what an earlier run left (a clean CI machine has no cache).
 - Hypothesis has no per-example deadline: its default (200 ms) fails a correct test on a loaded
   machine, and the suite must pass with another ``make test`` running beside it. Examples stay
   bounded by pytest-timeout.
@@ -46,6 +52,21 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
 def _pytests(handler: logging.Handler) -> bool:
     """pytest's own capture handlers: it adds and removes them around each test phase."""
     return type(handler).__module__.startswith("_pytest")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_fit_cache_for_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    base = tmp_path_factory.getbasetemp()
+    run_root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # xdist: shared
+    cache = run_root / "xdg-cache"
+    cache.mkdir(exist_ok=True)
+    before = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(cache)
+    yield
+    if before is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = before
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,9 @@ def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
         # and it exited 1 with 'api' reported stuck; a test's SIGTERM waits 30 s (``stop``)
         VIGIL_SUPERVISOR__SHUTDOWN_DEADLINE_SECS="25",
     )
+    cache_home = os.environ.get("XDG_CACHE_HOME")
+    if cache_home:  # the run's fit cache (tests/conftest.py): daemons keep none by default
+        env["VIGIL_REGIME__FIT_CACHE_DIR"] = str(Path(cache_home) / "vigil" / "regime-fits")
     env.update(settings)  # a test's own settings win
     return env
 

@@ -47,7 +47,8 @@ if __name__ == "__main__":
 def test_the_sim_daemon_fits_its_regimes_without_importing_scikit_learn(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-c", _SCRIPT, str(tmp_path / "state")],
-        env=daemon_env(tmp_path / "state"),
+        # an empty fit cache of its own: the fits must run (in the child) for the check to mean it
+        env=daemon_env(tmp_path / "state", VIGIL_REGIME__FIT_CACHE_DIR=str(tmp_path / "fits")),
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -41,23 +41,40 @@ def test_a_cached_fit_equals_a_fresh_one_and_skips_fitting(
         assert second.predict(frame.iloc[:end]) == fresh.predict(frame.iloc[:end])
 
 
-def test_the_key_follows_candles_settings_and_instant(frame: pd.DataFrame, tmp_path: Path) -> None:
+def test_the_key_follows_candles_and_settings(frame: pd.DataFrame, tmp_path: Path) -> None:
     cache = FitCache(tmp_path)
     config = CryptoHmmConfig().model_dump_json()
-    base = cache.key(frame, config, 1)
-    assert cache.key(frame.copy(), config, 1) == base
-    assert cache.key(frame, config, 2) != base
-    assert cache.key(frame, CryptoHmmConfig(seed=7).model_dump_json(), 1) != base
+    base = cache.key(frame, config)
+    assert cache.key(frame.copy(), config) == base
+    assert cache.key(frame, CryptoHmmConfig(seed=7).model_dump_json()) != base
     nudged = frame.copy()
     nudged["close"] = nudged["close"].where(nudged.index != nudged.index[-1], 1.0)
-    assert cache.key(nudged, config, 1) != base
-    assert cache.key(frame.iloc[1:], config, 1) != base
+    assert cache.key(nudged, config) != base
+    assert cache.key(frame.iloc[1:], config) != base
+
+
+def test_a_fit_cached_at_one_instant_serves_another_as_a_fit_then_would(
+    frame: pd.DataFrame, tmp_path: Path
+) -> None:
+    """The instant only labels a fit: a daemon restarted (or a second one started) on the same
+    candles loads the fit and stamps it with its own instant, exactly as fitting then would."""
+    cache = FitCache(tmp_path)
+    config = CryptoHmmConfig(restarts=1)
+    CryptoRegimeModel(config, cache=cache).fit(frame, fitted_at_ms=123)
+    later = CryptoRegimeModel(config, cache=cache)
+    report = later.fit(frame, fitted_at_ms=456)
+    assert (cache.hits, cache.misses) == (1, 1)
+    assert report == CryptoRegimeModel(config).fit(frame, fitted_at_ms=456)
+    assert report.fitted_at_ms == 456
+    assert later.predict(frame).fitted_at_ms == 456
+    unstamped = CryptoRegimeModel(config, cache=cache).fit(frame)
+    assert unstamped == CryptoRegimeModel(config).fit(frame)  # the last candle's close
 
 
 def test_a_torn_entry_is_a_miss_and_is_rewritten(frame: pd.DataFrame, tmp_path: Path) -> None:
     cache = FitCache(tmp_path)
     config = CryptoHmmConfig(restarts=1)
-    key = cache.key(frame, config.model_dump_json(), 5)
+    key = cache.key(frame, config.model_dump_json())
     torn = tmp_path / key[:2] / f"{key}.pickle"
     torn.parent.mkdir(parents=True)
     torn.write_bytes(b"\x80\x05torn")
