@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.jsonread import UnreadableJsonError, loads_json
 from state.merge_write import MergeConflictError, merge_write
+from state.regular_file import open_regular_file, open_regular_text, read_regular_text
 
 MEMORY_READ_LINES = 200
 AUTO_ENTRIES_KEPT = 50
@@ -116,13 +117,13 @@ def _read_policy(files: Sequence[Path]) -> OrganisationPolicy:
     rubric = []
     for path in files:
         if path.suffix == ".toml":
-            with path.open("rb") as fh:
+            with open_regular_file(path) as fh:
                 data = tomllib.load(fh)
             text = data.pop("text", "")
             fields.update(data)
             fields["text"] = str(text)
         else:
-            rubric.append(path.read_text(encoding="utf-8").strip())
+            rubric.append(read_regular_text(path).strip())
     return OrganisationPolicy.model_validate({**fields, "rubric": "\n\n".join(rubric)})
 
 
@@ -223,7 +224,7 @@ class ProjectTier:
 
     def _read_notes(self) -> str:
         try:
-            with self.memory_path.open(encoding="utf-8") as fh:
+            with open_regular_text(self.memory_path) as fh:
                 lines = [line for _, line in zip(range(MEMORY_READ_LINES), fh, strict=False)]
         except FileNotFoundError:
             return ""
@@ -243,7 +244,7 @@ class ProjectTier:
             paths = _listing(self.rules_dir, "*.md", (".md",))
             stamp = _stamp(paths)
             if known is None or known[0] != stamp:
-                known = (stamp, [parse_rule(p.stem, p.read_text(encoding="utf-8")) for p in paths])
+                known = (stamp, [parse_rule(p.stem, read_regular_text(p)) for p in paths])
         except (OSError, UnicodeDecodeError) as exc:
             raise TierError(f"{self.rules_dir}: {exc}") from exc
         self._rules = known

@@ -24,10 +24,11 @@ import errno
 import functools
 import os
 import secrets
-import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from state.regular_file import read_bytes_or_none
 
 #: temporary files are ``.<target name>.<random hex>.tmp`` in the target's directory
 _TMP_PREFIX = "."
@@ -210,30 +211,6 @@ def replace_if_holds(
 def _ensure_holds(path: Path, expected: bytes | None, _tmp: Path) -> None:
     if read_bytes_or_none(path) != expected:
         raise ChangedWhileSavingError(f"{path} changed while it was being written")
-
-
-def read_bytes_or_none(path: Path | str) -> bytes | None:
-    """``path``'s bytes, None when there is no file (``read_regular_file`` otherwise)."""
-    try:
-        return read_regular_file(path)[1]
-    except FileNotFoundError:
-        return None
-
-
-def read_regular_file(path: Path | str) -> tuple[os.stat_result, bytes]:
-    """``path``'s stat and bytes, both from one open file; ``IsADirectoryError`` for anything but
-    a regular file (a directory, a device)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    return st, b"".join(chunks)
 
 
 _AT_FDCWD = -100

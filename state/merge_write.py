@@ -28,7 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from state.atomic import ChangedWhileSavingError, read_bytes_or_none, replace_if_holds
+from state.atomic import ChangedWhileSavingError, replace_if_holds
+from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
 

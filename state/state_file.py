@@ -17,10 +17,10 @@ from core.errors import RefuseToStartError
 from state.atomic import (
     ChangedWhileSavingError,
     SwapUnsupportedError,
-    read_regular_file,
     replace_if_holds,
     tmp_path_for,
 )
+from state.regular_file import read_regular_file
 
 # the store's parts log as one component, under the name operators already filter on
 log = logging.getLogger("state.store")

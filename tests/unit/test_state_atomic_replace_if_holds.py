@@ -11,9 +11,9 @@ import state.atomic
 from state.atomic import (
     ChangedWhileSavingError,
     SwapUnsupportedError,
-    read_bytes_or_none,
     replace_if_holds,
 )
+from state.regular_file import read_bytes_or_none
 
 # (exchange tried, check before the exchange, exchange available on this file system)
 CHECKED_MODES = {
@@ -127,11 +127,3 @@ def test_no_exchange_is_tried_when_the_caller_knows_there_is_none(
         target, b"new", b"as read", check_before_exchange=True, exchange=False
     )
     assert (replaced, target.read_bytes()) == (b"as read", b"new")
-
-
-def test_read_bytes_or_none_refuses_what_is_not_a_regular_file(tmp_path: Path) -> None:
-    assert read_bytes_or_none(tmp_path / "missing") is None
-    with pytest.raises(IsADirectoryError, match="not a regular file"):
-        read_bytes_or_none(Path("/dev/null"))
-    with pytest.raises(IsADirectoryError):
-        read_bytes_or_none(tmp_path)
