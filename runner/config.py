@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,11 +27,11 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SecretsSettingsSource,
     SettingsConfigDict,
     SettingsError,
-    TomlConfigSettingsSource,
 )
 
 from agent.config import AgentConfig
@@ -46,6 +45,7 @@ from market.guard import FrameGuardConfig
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from runner.config_file import read_config_toml
 from runner.logging_setup import LogConfig
 from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
@@ -230,7 +230,7 @@ class Settings(BaseSettings):
             sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
         toml_file = _toml_file()
         if toml_file is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+            sources.append(InitSettingsSource(settings_cls, read_config_toml(toml_file)))
         return tuple(sources)
 
     def digest(self) -> str:
@@ -330,8 +330,6 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
     """Build the settings or raise ``RefuseToStartError`` naming every bad field and value."""
     _check_environment()
     toml_file = _toml_file()
-    if toml_file is not None:
-        _check_toml(toml_file)
     try:
         return Settings(**dict(overrides or {}))
     except ValidationError as exc:
@@ -358,16 +356,6 @@ def _format_settings_error(exc: SettingsError) -> str:
             """e.g. VIGIL_MARKET__TICKERS='["BTC/USDT"]')""",
         ]
     )
-
-
-def _check_toml(path: Path) -> None:
-    try:
-        with path.open("rb") as fh:
-            tomllib.load(fh)
-    except FileNotFoundError:
-        raise RefuseToStartError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RefuseToStartError(f"config file {path} is not valid TOML: {exc}") from None
 
 
 def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str:
