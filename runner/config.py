@@ -42,6 +42,7 @@ from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
+from market.timeframes import QUOTE
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
@@ -60,6 +61,9 @@ STATE_DIR = Path("vigil-state")
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+#: a USDⓈ-M perpetual as vigil names it (``market.timeframes.to_binance_symbol`` and back)
+_TICKER = re.compile(rf"[A-Z0-9]+/{QUOTE}")
 
 #: Binance pushes every kline stream every 250 ms
 BINANCE_UPDATE_MS = 250
@@ -82,6 +86,22 @@ class MarketConfig(_Section):
     max_price_move_frac: float = Field(0.3, gt=0)  # vs the last good price of the ticker
     max_candle_range_frac: float = Field(1.0, gt=0)  # high / low - 1 of one candle
     reanchor_after_secs: float = Field(60.0, ge=0)  # a new level held this long is the market
+
+    @field_validator("tickers")
+    @classmethod
+    def _usdt_perpetuals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Checked here: unchecked, no ticker, an empty one or a repeated one were tracebacks deep
+        in start-up, and ``btc/usdt`` ran with streams the exchange refused (Binance USDⓈ-M
+        names its perpetuals ``BASE/USDT``, capitals and digits)."""
+        if not value:
+            raise ValueError("at least one ticker is needed")
+        for ticker in value:
+            if not _TICKER.fullmatch(ticker):
+                raise ValueError(f"{ticker!r} is not BASE/{QUOTE} in capitals, e.g. BTC/{QUOTE}")
+        repeated = sorted({t for t in value if value.count(t) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return value
 
     def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
         """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its
