@@ -43,6 +43,18 @@ def halt_reason(value: str) -> str:
     return text
 
 
+def port_number(value: str) -> int:
+    """An argparse ``type`` for a TCP port: 0 (any free one) to 65535; else a clear refusal
+    (unchecked, ``vigil sim --port 70000`` was a traceback from ``bind``)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
+    return port
+
+
 def _shown(char: str) -> str:
     """The byte Python stood a surrogate in for (``surrogateescape``), else the surrogate."""
     code = ord(char)
