@@ -180,6 +180,10 @@ class Settings(BaseSettings):
         extra="forbid",
         frozen=True,
         populate_by_name=True,
+        # a TOML table or VIGIL_A__B__C variable changes only the fields it names: without this a
+        # section whose default differs from its class's (derivatives.funding's ttl_secs, the
+        # debate roles) was replaced whole, its other fields reset or "Field required"
+        nested_model_default_partial_update=True,
     )
 
     config_file: Path | None = None
