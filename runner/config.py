@@ -46,6 +46,7 @@ from market.timeframes import QUOTE
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from runner.config_bounds import refuse_unusable_numbers
 from runner.config_file import read_config_toml
 from runner.logging_setup import LogConfig
 from state.rotation import JournalRotationConfig
@@ -355,11 +356,13 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
     _check_environment()
     toml_file = _toml_file()
     try:
-        return Settings(**dict(overrides or {}))
+        settings = Settings(**dict(overrides or {}))
     except ValidationError as exc:
         raise RefuseToStartError(format_validation_error(exc, toml_file)) from None
     except SettingsError as exc:  # a source could not even parse a value (e.g. non-JSON list)
         raise RefuseToStartError(_format_settings_error(exc)) from None
+    refuse_unusable_numbers(settings, toml_file)  # inf, nan, a duration past any use
+    return settings
 
 
 def _format_settings_error(exc: SettingsError) -> str:
