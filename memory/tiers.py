@@ -145,8 +145,12 @@ def matches_any(patterns: tuple[str, ...], ticker: str) -> bool:
 
 def parse_rule(name: str, raw: str) -> Rule:
     """A rule file: optional front matter between ``---`` lines with ``tickers:`` as a JSON list
-    (or one bare pattern); without it the rule applies to every ticker."""
+    (or one bare pattern); without it the rule applies to every ticker. Blank lines and ``#``
+    comments in the front matter are skipped; any other key is a ``TierError``."""
     tickers: tuple[str, ...] = ("*",)
+    # an editor's byte order mark and Windows line ends: the front matter went unseen, and the
+    # rule applied to every ticker with its front matter as text
+    raw = raw.removeprefix("\ufeff").replace("\r\n", "\n")
     body = raw
     if raw.startswith("---\n"):
         head, sep, rest = raw[4:].partition("\n---")
@@ -155,12 +159,26 @@ def parse_rule(name: str, raw: str) -> Rule:
         body = rest.lstrip("-").lstrip("\n")
         for line in head.splitlines():
             key, _, value = line.partition(":")
-            if key.strip() == "tickers":
-                tickers = _patterns(name, value.strip())
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if key.strip() != "tickers":
+                # a misspelt key (``ticker:``) silently made the rule apply to every ticker
+                raise TierError(
+                    f"rule {name}: unknown front matter {line.strip()!r} (only tickers)"
+                )
+            tickers = _patterns(name, value.strip())
     return Rule(name=name, tickers=tickers, text=body.strip())
 
 
 def _patterns(name: str, value: str) -> tuple[str, ...]:
+    if not value.strip("'\""):
+        raise TierError(f"rule {name}: tickers is empty (leave the line out for every ticker)")
+    if not value.startswith("[") and "," in value:
+        # ``SOL/USDT, ETH/USDT`` was one pattern with a comma in it, matching no ticker
+        raise TierError(
+            f"rule {name}: tickers {value!r} is not one pattern; several are written as a JSON "
+            'list, e.g. ["SOL/USDT", "ETH/*"]'
+        )
     try:
         parsed = loads_json(value) if value.startswith("[") else [value.strip("'\"")]
     except UnreadableJsonError as exc:

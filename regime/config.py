@@ -17,6 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DEFAULT_REFIT_EVERY_SECS = 86_400.0
 RV_WINDOW_BARS = 6  # realised vol over 6 x 4h = 24 h
 VOV_WINDOW_BARS = 6
+RESTARTS_MAX = 20
+#: numpy's seeds end at 2**32 - 1 and restart r fits with seed + r: past this the restarts failed,
+#: each logged at INFO only, and the regime models were fitted from fewer (or no) restarts
+SEED_MAX = 2**32 - RESTARTS_MAX
 
 
 class CryptoHmmConfig(BaseModel):
@@ -24,8 +28,8 @@ class CryptoHmmConfig(BaseModel):
 
     n_states_min: int = Field(2, ge=2, le=4)
     n_states_max: int = Field(4, ge=2, le=4)
-    restarts: int = Field(3, ge=1, le=20)
-    seed: int = Field(42, ge=0)
+    restarts: int = Field(3, ge=1, le=RESTARTS_MAX)
+    seed: int = Field(42, ge=0, le=SEED_MAX)
     n_iter: int = Field(100, ge=1)
     tol: float = Field(1e-3, gt=0)
     min_feature_rows: int = Field(100, ge=10)

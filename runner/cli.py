@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.cli_text import halt_reason
+from runner.cli_text import halt_reason, port_number, positive_secs
 from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
@@ -70,8 +70,10 @@ def _add_daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
 
     sim = sub.add_parser("sim", help="run the Binance simulator standalone")
-    sim.add_argument("--port", type=int, default=8765, help="websocket port (REST is port + 1)")
-    sim.add_argument("--rest-port", type=int, help="REST port (default: --port + 1)")
+    sim.add_argument(
+        "--port", type=port_number, default=8765, help="websocket port (REST is port + 1)"
+    )
+    sim.add_argument("--rest-port", type=port_number, help="REST port (default: --port + 1)")
     sim.add_argument("--speed", type=float, help="speed factor")
     sim.add_argument("--start", help="simulated start instant, ISO 8601 UTC")
     sim.add_argument("--update-interval-ms", type=int, help="kline cadence (default 250)")
@@ -80,7 +82,9 @@ def _add_daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
 def _add_operator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """What an operator runs beside the daemon: ``health``, ``status``, ``serve``."""
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
-    health.add_argument("--stale-secs", type=float, help="override supervisor.heartbeat_stale_secs")
+    health.add_argument(
+        "--stale-secs", type=positive_secs, help="override supervisor.heartbeat_stale_secs"
+    )
 
     status = sub.add_parser(
         "status",
@@ -93,7 +97,7 @@ def _add_operator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
         "serve", help="the operator's HTTP API on a state dir without a daemon (config: [api])"
     )
     serve.add_argument("--host", help="address to listen on (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, help="port (default 8780; 0: any free port)")
+    serve.add_argument("--port", type=port_number, help="port (default 8780; 0: any free port)")
 
 
 def _add_inspect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -149,6 +153,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         sim["speed"] = args.speed
     if getattr(args, "start", None) is not None:
         sim["start"] = args.start
+    if getattr(args, "update_interval_ms", None) is not None:
+        sim["update_interval_ms"] = args.update_interval_ms
     if sim:
         overrides["sim"] = sim
     if getattr(args, "sim", False):
@@ -299,6 +305,11 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
 
     configure_logging(settings.log_level, settings.secret_values(), config=settings.log)
     rest_port = args.rest_port if args.rest_port is not None else args.port + 1
+    if rest_port > 65535:
+        print(
+            f"vigil sim: --port {args.port} leaves no REST port; give --rest-port", file=sys.stderr
+        )
+        return EXIT_USAGE
     asyncio.run(
         run_standalone(
             host=settings.sim.host,
@@ -307,7 +318,8 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
             start_ms=settings.sim.start_ms,
             speed=settings.sim.speed,
             tickers=settings.market.tickers,
-            update_interval_ms=args.update_interval_ms or settings.sim.update_interval_ms,
+            update_interval_ms=settings.sim.update_interval_ms,
+            data_dir=settings.data_dir,
         )
     )
     return 0

@@ -11,6 +11,7 @@ the length was a pydantic traceback.
 from __future__ import annotations
 
 import argparse
+import math
 
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
@@ -41,6 +42,31 @@ def halt_reason(value: str) -> str:
             f"{len(text):,} characters; a reason is at most {REASON_MAX_CHARS:,}"
         )
     return text
+
+
+def port_number(value: str) -> int:
+    """An argparse ``type`` for a TCP port: 0 (any free one) to 65535; else a clear refusal
+    (unchecked, ``vigil sim --port 70000`` was a traceback from ``bind``)."""
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
+    return port
+
+
+def positive_secs(value: str) -> float:
+    """An argparse ``type`` for a duration in seconds: finite and above 0; else a clear refusal
+    (unchecked, ``vigil health --stale-secs nan`` called a long-dead daemon healthy: no age is
+    over nan)."""
+    try:
+        secs = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not (math.isfinite(secs) and secs > 0):
+        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds above 0")
+    return secs
 
 
 def _shown(char: str) -> str:

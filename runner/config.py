@@ -11,7 +11,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,11 +27,11 @@ from pydantic import (
 )
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SecretsSettingsSource,
     SettingsConfigDict,
     SettingsError,
-    TomlConfigSettingsSource,
 )
 
 from agent.config import AgentConfig
@@ -43,9 +42,12 @@ from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
 from market.guard import FrameGuardConfig
+from market.timeframes import QUOTE
 from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
+from runner.config_bounds import refuse_unusable_numbers
+from runner.config_file import read_config_toml
 from runner.logging_setup import LogConfig
 from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
@@ -60,6 +62,9 @@ STATE_DIR = Path("vigil-state")
 class _Section(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+
+#: a USDⓈ-M perpetual as vigil names it (``market.timeframes.to_binance_symbol`` and back)
+_TICKER = re.compile(rf"[A-Z0-9]+/{QUOTE}")
 
 #: Binance pushes every kline stream every 250 ms
 BINANCE_UPDATE_MS = 250
@@ -82,6 +87,22 @@ class MarketConfig(_Section):
     max_price_move_frac: float = Field(0.3, gt=0)  # vs the last good price of the ticker
     max_candle_range_frac: float = Field(1.0, gt=0)  # high / low - 1 of one candle
     reanchor_after_secs: float = Field(60.0, ge=0)  # a new level held this long is the market
+
+    @field_validator("tickers")
+    @classmethod
+    def _usdt_perpetuals(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """Checked here: unchecked, no ticker, an empty one or a repeated one were tracebacks deep
+        in start-up, and ``btc/usdt`` ran with streams the exchange refused (Binance USDⓈ-M
+        names its perpetuals ``BASE/USDT``, capitals and digits)."""
+        if not value:
+            raise ValueError("at least one ticker is needed")
+        for ticker in value:
+            if not _TICKER.fullmatch(ticker):
+                raise ValueError(f"{ticker!r} is not BASE/{QUOTE} in capitals, e.g. BTC/{QUOTE}")
+        repeated = sorted({t for t in value if value.count(t) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return value
 
     def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
         """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its
@@ -160,6 +181,10 @@ class Settings(BaseSettings):
         extra="forbid",
         frozen=True,
         populate_by_name=True,
+        # a TOML table or VIGIL_A__B__C variable changes only the fields it names: without this a
+        # section whose default differs from its class's (derivatives.funding's ttl_secs, the
+        # debate roles) was replaced whole, its other fields reset or "Field required"
+        nested_model_default_partial_update=True,
     )
 
     config_file: Path | None = None
@@ -230,7 +255,7 @@ class Settings(BaseSettings):
             sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
         toml_file = _toml_file()
         if toml_file is not None:
-            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+            sources.append(InitSettingsSource(settings_cls, read_config_toml(toml_file)))
         return tuple(sources)
 
     def digest(self) -> str:
@@ -330,14 +355,14 @@ def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
     """Build the settings or raise ``RefuseToStartError`` naming every bad field and value."""
     _check_environment()
     toml_file = _toml_file()
-    if toml_file is not None:
-        _check_toml(toml_file)
     try:
-        return Settings(**dict(overrides or {}))
+        settings = Settings(**dict(overrides or {}))
     except ValidationError as exc:
         raise RefuseToStartError(format_validation_error(exc, toml_file)) from None
     except SettingsError as exc:  # a source could not even parse a value (e.g. non-JSON list)
         raise RefuseToStartError(_format_settings_error(exc)) from None
+    refuse_unusable_numbers(settings, toml_file)  # inf, nan, a duration past any use
+    return settings
 
 
 def _format_settings_error(exc: SettingsError) -> str:
@@ -358,16 +383,6 @@ def _format_settings_error(exc: SettingsError) -> str:
             """e.g. VIGIL_MARKET__TICKERS='["BTC/USDT"]')""",
         ]
     )
-
-
-def _check_toml(path: Path) -> None:
-    try:
-        with path.open("rb") as fh:
-            tomllib.load(fh)
-    except FileNotFoundError:
-        raise RefuseToStartError(f"config file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RefuseToStartError(f"config file {path} is not valid TOML: {exc}") from None
 
 
 def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -28,6 +29,7 @@ from runner.cli_text import utf8_text
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import line_text_problem
+from state.regular_file import read_regular_text
 
 
 def add_graph_commands(cmd: Any) -> None:
@@ -38,7 +40,7 @@ def add_graph_commands(cmd: Any) -> None:
     for p in (listing, search):
         p.add_argument("--ticker", type=utf8_text)
         p.add_argument("--regime", type=utf8_text)
-        p.add_argument("--limit", type=int, default=20)
+        p.add_argument("--limit", type=_limit, default=20, help=f"1 to {LIMIT_MAX:,}")
     listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
     listing.add_argument("--kind", choices=get_args(InsightKind), help="one kind only")
     cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id", type=utf8_text)
@@ -46,12 +48,40 @@ def add_graph_commands(cmd: Any) -> None:
     add.add_argument("text", type=utf8_text)
     add.add_argument("--ticker", type=utf8_text)
     add.add_argument("--regime", type=utf8_text)
-    add.add_argument("--ttl-days", type=float)
+    add.add_argument("--ttl-days", type=_ttl_days, help="days it is used for (default: [memory])")
     cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)
     export = cmd.add_parser("export", help="everything, to stdout")
     export.add_argument("--format", choices=("jsonl", "cypher"), default="jsonl")
     cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument("file", type=Path)
     cmd.add_parser("stats", help="node counts and per-regime trade statistics")
+
+
+#: the most rows ``list`` and ``search`` show (SQLite takes a negative LIMIT as none at all)
+LIMIT_MAX = 100_000
+
+
+def _limit(value: str) -> int:
+    """An argparse ``type``: unchecked, -1 listed everything and a number past 2**63 was a
+    traceback from SQLite."""
+    try:
+        limit = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
+    if not 1 <= limit <= LIMIT_MAX:
+        raise argparse.ArgumentTypeError(f"{limit} is not 1 to {LIMIT_MAX:,}")
+    return limit
+
+
+def _ttl_days(value: str) -> float:
+    """An argparse ``type``: unchecked, nan kept an insight for ever (no age is over nan) and 0 or
+    less made it expired at once, never retrieved; both without a word."""
+    try:
+        days = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of days: {value!r}") from None
+    if not (math.isfinite(days) and days > 0):
+        raise argparse.ArgumentTypeError(f"{value} is not a number of days above 0")
+    return days
 
 
 GRAPH_COMMANDS = ("list", "search", "show", "add", "forget", "export", "import", "stats")
@@ -238,12 +268,19 @@ async def _import(
     args: argparse.Namespace, store: MemoryStore, _e: TextEmbedder, _s: Settings
 ) -> int:
     added = {"trade": 0, "insight": 0}
-    for number, line in enumerate(args.file.read_text().splitlines(), 1):
+    try:  # regular files only: a FIFO blocked, a directory or unreadable file was a traceback
+        text = read_regular_text(args.file)
+    except (OSError, UnicodeDecodeError) as exc:
+        print(f"vigil memory: cannot import {args.file}: {exc}", file=sys.stderr)
+        return 2
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        row = orjson.loads(line)
-        kind = row.pop("type", None)
-        try:
+        try:  # a line that is not a JSON object was a traceback, the lines before it imported
+            row = orjson.loads(line)
+            if not isinstance(row, dict):
+                raise ValueError(f"not a JSON object: {line[:40]!r}")
+            kind = row.pop("type", None)
             if kind == "trade":
                 added["trade"] += await store.put_trade(Trade.model_validate(row))
             elif kind == "insight":

@@ -64,8 +64,19 @@ async def serve(settings: Settings) -> int:
         )
         print(f"serving {settings.state_dir} at {server.url} (token: {token_hint})", flush=True)
     started.cancel()
-    with suppress(asyncio.CancelledError):
-        await task
+    try:
+        with suppress(asyncio.CancelledError):
+            await task
+    except (OSError, UnicodeError) as exc:
+        if server.url is not None:
+            raise  # it listened: not a refusal to start
+        workers.cancel()
+        with suppress(asyncio.CancelledError):
+            await workers
+        # a taken port, an address of another host, a name that does not resolve (or is too
+        # long to encode, a UnicodeError): were tracebacks
+        where = f"{settings.api.host}:{settings.api.port}"
+        raise RefuseToStartError(f"the API cannot listen on {where}: {exc}") from None
     workers.cancel()  # a running replay gets SIGTERM: it stops in order, its job is failed
     with suppress(asyncio.CancelledError):
         await workers

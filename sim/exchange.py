@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.scaled_clock import ScaledClock
+from market.recorded import DataUnavailableError
 from sim.faults import WsFaults
 from sim.feed import SimFeed
 from sim.ws_server import WsServer
@@ -119,13 +120,20 @@ async def run_standalone(
     tickers: Sequence[str],
     update_interval_ms: int = 250,
     *,
+    data_dir: Path | None = None,
     on_ready: Callable[[SimExchange], object] | None = None,
 ) -> None:
     """Serve the simulated exchange at ``speed`` x from ``start_ms`` until cancelled.
 
-    ``on_ready`` is called once both servers listen (tests use it to learn the ports).
+    ``on_ready`` is called once both servers listen (tests use it to learn the ports). A ticker
+    without recorded data and a port that cannot be bound refuse to start (they were tracebacks).
     """
-    feed = SimFeed(tickers, update_interval_ms=update_interval_ms)
+    try:
+        feed = SimFeed(tickers, data_dir=data_dir, update_interval_ms=update_interval_ms)
+    except DataUnavailableError as exc:
+        raise RefuseToStartError(
+            f"the simulator cannot serve the configured tickers: {exc}"
+        ) from None
     for ticker in feed.tickers:
         first_ms, last_ms = feed.span_ms(ticker)
         if not first_ms <= start_ms <= last_ms:
@@ -137,13 +145,21 @@ async def run_standalone(
     exchange = SimExchange(
         clock,
         feed.tickers,
+        data_dir=data_dir,
         host=host,
         ws_port=ws_port,
         rest_port=rest_port,
         update_interval_ms=update_interval_ms,
         feed=feed,
     )
-    async with exchange:
+    try:
+        await exchange.start()
+    except OSError as exc:  # the port is taken, or out of this host's reach
+        raise RefuseToStartError(
+            f"the simulator cannot listen on {host} (websocket port {ws_port}, REST port "
+            f"{rest_port}): {exc.strerror or exc}"
+        ) from None
+    try:
         log.info(
             "sim exchange up: websocket %s (e.g. %s/stream?streams=btcusdt@kline_15m), "
             "REST %s, %s x speed from %d ms, tickers %s",
@@ -156,7 +172,9 @@ async def run_standalone(
         )
         if on_ready is not None:
             on_ready(exchange)
-        await asyncio.Event().wait()  # until cancelled; the context manager stops the servers
+        await asyncio.Event().wait()  # until cancelled
+    finally:
+        await exchange.stop()
 
 
 __all__ = ["SimExchange", "run_standalone"]

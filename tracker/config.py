@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -64,7 +65,8 @@ class TrackerConfig(BaseModel):
     @model_validator(mode="after")
     def _agent_layer_on_safety_cycles(self) -> Self:
         ratio = self.agent_interval_secs / self.safety_interval_secs
-        if ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
+        # an infinite interval made round() raise OverflowError, a traceback out of the settings
+        if not math.isfinite(ratio) or ratio < 1 or abs(ratio - round(ratio)) > 1e-9:
             raise ValueError(
                 "agent_interval_secs must be a whole multiple of safety_interval_secs "
                 f"(got {self.agent_interval_secs} and {self.safety_interval_secs})"

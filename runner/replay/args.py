@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from market.recorded import BASE_INTERVAL_MS
+from regime.config import SEED_MAX
 from runner.replay.build import ReplayOptions
 
 
@@ -51,6 +52,8 @@ def options_from_args(args: argparse.Namespace, configured: Sequence[str]) -> Re
             f"--update-secs {args.update_secs:g} must divide 300 (a 5m base bar), "
             "or 60 (1m), 180 (3m) or 900 (15m) seconds"
         )
+    if not 0 <= args.seed <= SEED_MAX:  # set without validation (model_copy) in the replay
+        raise ValueError(f"--seed {args.seed} is not 0 to {SEED_MAX:,}")
     return ReplayOptions(
         start_ms=_day_ms(start),
         end_ms=_day_ms(end + timedelta(days=1)),

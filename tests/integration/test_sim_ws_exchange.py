@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -105,3 +107,20 @@ async def test_run_standalone_serves_until_cancelled() -> None:
 async def test_run_standalone_refuses_a_start_outside_the_recording() -> None:
     with pytest.raises(RefuseToStartError, match="outside the recording"):
         await run_standalone("127.0.0.1", 0, 0, 1_600_000_000_000, 60.0, ["BTC/USDT"], U)
+
+
+async def test_run_standalone_refuses_a_port_it_cannot_bind() -> None:
+    """A taken port was a traceback out of ``vigil sim``; now a refusal naming host and ports."""
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        with pytest.raises(RefuseToStartError, match=f"cannot listen on 127.0.0.1.*port {port}"):
+            await run_standalone("127.0.0.1", port, 0, MAR_1_2025_MS, 60.0, ["BTC/USDT"], U)
+        with pytest.raises(RefuseToStartError, match=f"REST port {port}"):
+            await run_standalone("127.0.0.1", 0, port, MAR_1_2025_MS, 60.0, ["BTC/USDT"], U)
+
+
+async def test_run_standalone_refuses_a_ticker_without_recordings(tmp_path: Path) -> None:
+    with pytest.raises(RefuseToStartError, match="no recorded 5m klines for BTC/USDT"):
+        await run_standalone(
+            "127.0.0.1", 0, 0, MAR_1_2025_MS, 60.0, ["BTC/USDT"], U, data_dir=tmp_path
+        )

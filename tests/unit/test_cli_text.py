@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 from pathlib import Path
 
@@ -75,3 +76,18 @@ def test_a_one_line_reason_is_taken_as_it_is(tmp_path: Path, reason: str) -> Non
     assert main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", reason]) == 0
     state, _ = parse_state_bytes((tmp_path / "runner_state.json").read_bytes())
     assert state.trading.reason == reason
+
+
+@pytest.mark.parametrize("limit", ["nan", "inf", "0", "-5", "x"])
+def test_a_stale_limit_that_is_not_seconds_above_0_is_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str
+) -> None:
+    """``--stale-secs nan`` called a long-dead daemon healthy (no age is over nan), exit 0."""
+    heartbeat = tmp_path / "heartbeat"
+    heartbeat.write_text("{}")
+    os.utime(heartbeat, (0, 0))  # written in 1970: stale by any real limit
+    with pytest.raises(SystemExit) as info:
+        main(["--state-dir", str(tmp_path), "health", "--stale-secs", limit])
+    assert info.value.code == 2
+    assert "--stale-secs" in capsys.readouterr().err
+    assert main(["--state-dir", str(tmp_path), "health", "--stale-secs", "60"]) == 1

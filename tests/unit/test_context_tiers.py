@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -136,6 +137,37 @@ def test_any_tickers_line_is_a_rule_or_a_tier_error(value: str) -> None:
         assert "rule r" in str(exc)
     else:
         assert all(isinstance(pattern, str) for pattern in rule.tickers)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+@pytest.mark.parametrize("bom", ["", "\ufeff"])
+def test_front_matter_is_read_with_windows_line_ends_and_a_byte_order_mark(
+    newline: str, bom: str
+) -> None:
+    """Either made the front matter text: the rule applied to every ticker."""
+    raw = bom + newline.join(["---", 'tickers: ["SOL/*"]', "---", "SOL: half size.", ""])
+    rule = parse_rule("sol", raw)
+    assert (rule.tickers, rule.text) == (("SOL/*",), "SOL: half size.")
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('ticker: ["SOL/*"]', "unknown front matter 'ticker"),  # was: every ticker
+        ('Tickers: ["SOL/*"]', "unknown front matter"),
+        ("tickers: SOL/USDT, ETH/USDT", "JSON list"),  # was: one pattern, no ticker
+        ("tickers:", "tickers is empty"),  # was: the pattern "", no ticker
+        ("tickers: ''", "tickers is empty"),
+    ],
+)
+def test_front_matter_that_would_be_ignored_is_a_tier_error(line: str, says: str) -> None:
+    with pytest.raises(TierError, match="rule r: .*" + re.escape(says)):
+        parse_rule("r", f"---\n{line}\n---\nbody\n")
+
+
+def test_blank_lines_and_comments_in_front_matter_are_skipped() -> None:
+    rule = parse_rule("r", '---\n# majors only\n\ntickers: ["BTC/*"]\n---\nbody\n')
+    assert rule.tickers == ("BTC/*",)
 
 
 def test_key_normalisation() -> None:

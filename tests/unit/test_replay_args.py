@@ -77,6 +77,10 @@ def test_to_is_inclusive_and_the_defaults_are_the_configured_tickers_at_max_spee
         ({"update_secs": 70.0}, "must divide 300"),
         ({"replay_speed": "fast"}, "'max' or a number"),
         ({"replay_speed": "0"}, "must be > 0"),
+        # past numpy's seeds a traceback; -1 was taken and the fits failed at INFO
+        ({"seed": 10**23}, "--seed 100000000000000000000000 is not 0 to"),
+        ({"seed": -1}, "--seed -1 is not 0 to"),
+        ({"seed": 2**32 - 1}, "is not 0 to 4,294,967,276"),
     ],
 )
 def test_bad_arguments_say_what_is_wrong(overrides: dict[str, object], message: str) -> None:

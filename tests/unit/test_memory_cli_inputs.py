@@ -1,0 +1,82 @@
+"""``vigil memory`` refuses arguments it cannot use with exit 2 and a reason, writing nothing: an
+import file that is not a regular UTF-8 file of JSON objects was a traceback (a FIFO a hang), a
+``--limit`` past SQLite's integers a traceback and -1 listed everything, and a ``--ttl-days`` of
+nan, 0 or less was stored, the insight then kept for ever or never retrieved."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runner.cli import EXIT_USAGE, main
+
+TEXT = "Never add to ETH right after a funding spike."
+HANG_GUARD_SECS = 60.0  # a guard against a hang only
+
+
+def _code(*args: str) -> int:
+    try:
+        return main(list(args))
+    except SystemExit as exc:  # argparse's refusal
+        return int(exc.code or 0)
+
+
+@pytest.mark.parametrize("days", ["nan", "inf", "0", "-1", "x"])
+def test_a_ttl_that_is_not_days_above_0_is_refused(tmp_path: Path, days: str) -> None:
+    state = str(tmp_path / "state")
+    assert _code("--state-dir", state, "memory", "add", TEXT, "--ttl-days", days) == EXIT_USAGE
+    assert _code("--state-dir", state, "memory", "add", TEXT, "--ttl-days", "0.5") == 0
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(limit=st.one_of(st.integers(max_value=0), st.integers(min_value=100_001)))
+def test_a_limit_out_of_range_is_refused(tmp_path: Path, limit: int) -> None:
+    for command in (["list"], ["search", "funding"]):
+        code = _code("--state-dir", str(tmp_path), "memory", *command, "--limit", str(limit))
+        assert code == EXIT_USAGE
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "not a regular file"),  # a directory
+        (b"\xff\n", "can't decode byte 0xff"),
+        (b"[1]\n", ":1: not a JSON object"),
+        (b"5\n", ":1: not a JSON object"),
+        (b"{oops\n", ":1: "),
+    ],
+)
+def test_an_import_file_it_cannot_read_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes | None, says: str
+) -> None:
+    path = tmp_path / "export.jsonl"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content)
+    state = str(tmp_path / "state")
+    assert _code("--state-dir", state, "memory", "import", str(path)) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert str(path) in err and says in err
+
+
+def test_a_fifo_to_import_is_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "export.jsonl"
+    os.mkfifo(fifo)
+    codes: list[int] = []
+    args = ("--state-dir", str(tmp_path / "state"), "memory", "import", str(fifo))
+    worker = threading.Thread(target=lambda: codes.append(_code(*args)))
+    worker.start()
+    worker.join(HANG_GUARD_SECS)
+    if worker.is_alive():
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the writer that releases it
+        worker.join(HANG_GUARD_SECS)
+        pytest.fail("vigil memory import blocked on a FIFO")
+    assert codes == [EXIT_USAGE]
