@@ -156,11 +156,17 @@ async def _serve(spec: ApiProcessSpec) -> int:
 
 
 def _cancel_on_stdin_eof(loop: asyncio.AbstractEventLoop, task: asyncio.Task[None]) -> None:
-    """The daemon holds our stdin open; EOF means it stopped us, or died."""
+    """The daemon holds our stdin open; EOF means it stopped us, or died.
+
+    Read from the file descriptor, not ``sys.stdin.buffer``: a thread blocked in a buffered read
+    holds the buffer's lock, and an interpreter exiting around it (after SIGTERM or SIGINT, with
+    stdin still open) aborted with "Fatal Python error: _enter_buffered_busy", exit -6. The spec
+    line was read whole before this starts; nothing else is ever sent."""
+    fd = sys.stdin.fileno()
 
     def watch() -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while sys.stdin.buffer.read(4096):
+        with contextlib.suppress(OSError):
+            while os.read(fd, 4096):
                 pass
         with contextlib.suppress(RuntimeError):  # the loop already closed
             loop.call_soon_threadsafe(task.cancel)

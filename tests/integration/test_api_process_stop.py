@@ -1,6 +1,9 @@
 """Stopping the API process: closing its stdin stops one that serves; SIGTERM too, so one still
 starting (a niced process importing FastAPI on a loaded machine takes seconds) ends at once
-instead of finishing its start-up first and overrunning the daemon's shutdown deadline."""
+instead of finishing its start-up first and overrunning the daemon's shutdown deadline. And the
+real API process, signalled while it serves with its stdin still open (Ctrl-C reaches the whole
+process group), exits 0: it aborted with "Fatal Python error: _enter_buffered_busy" (exit -6),
+its stdin watch blocked in a buffered read at interpreter exit."""
 
 from __future__ import annotations
 
@@ -8,10 +11,12 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 
 import pytest
 
-from runner.api_process import _stop
+from runner.api_process import ApiProcessSpec, _stop
+from runner.config import Settings
 
 
 async def test_a_process_still_starting_ends_on_sigterm_not_after_the_grace(
@@ -49,3 +54,39 @@ async def test_a_process_that_already_exited_is_left_alone() -> None:
     await proc.wait()
     await _stop(proc)
     assert proc.returncode == 0
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_the_api_process_signalled_while_serving_exits_0(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    api = Settings(state_dir=tmp_path).api.model_copy(update={"port": 0})
+    spec = ApiProcessSpec(
+        state_dir=tmp_path,
+        logs_dir=tmp_path / "logs",
+        api=api,
+        token="t" * 32,
+        upstream_url="http://127.0.0.1:9",  # never asked: nothing calls the API here
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "runner.api_process",
+        stdin=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert proc.stdin is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(spec.model_dump_json().encode() + b"\n")
+        await proc.stdin.drain()
+        seen = b""
+        while b"API on" not in seen:  # serving, its signal handlers and stdin watch in place
+            line = await proc.stderr.readline()
+            assert line, seen.decode(errors="replace")
+            seen += line
+        proc.send_signal(sig)  # stdin stays open
+        rest = await proc.stderr.read()
+        assert await proc.wait() == 0, rest.decode(errors="replace")[-2000:]
+        assert b"Fatal Python error" not in rest
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
