@@ -100,6 +100,7 @@ def _check_line(check: FileCheck, data_dir: Path) -> str:
         problems.append(f"{check.duplicate_count} duplicate(s): {', '.join(check.duplicates)}")
     if check.misaligned_count:
         problems.append(f"{check.misaligned_count} misaligned: {', '.join(check.misaligned)}")
+    problems += [f"bad rows (replay refuses): {bad}" for bad in check.bad_rows]
     return head + (": " + " | ".join(problems) if problems else ": ok")
 
 
@@ -158,7 +159,9 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         return EXIT_PROBLEMS
     for result in results:
         state = "already complete" if result.skipped else f"{result.rows:,} rows fetched"
-        resumed = f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
+        resumed = (
+            f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
+        )
         print(f"{args.out / 'binance-usdm' / result.name}: {state}{resumed}", file=stream)
     return 0
 
