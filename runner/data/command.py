@@ -117,7 +117,12 @@ def _import(files: list[Path], out: Path, stream: TextIO) -> int:
             raise RefuseToStartError(f"cannot import: {exc}") from None
         grouped[(parsed.ticker, parsed.interval)].append(parsed.frame)
     for (ticker, interval), frames in sorted(grouped.items()):
-        written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+        try:
+            written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+        except MalformedDataError as exc:
+            raise RefuseToStartError(f"cannot import into it: {exc}") from None
+        except OSError as exc:
+            raise RefuseToStartError(f"cannot write into {out}: {exc}") from None
         rows = sum(len(f) for f in frames)
         print(
             f"{written}: {stored:,} bars ({rows:,} rows read from {len(frames)} file(s))",
@@ -154,6 +159,8 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         results = asyncio.run(fetch_into(request, args.exchange_url, WallClock(), stream))
     except CcxtRequestRejectedError as exc:
         raise RefuseToStartError(f"the exchange refused: {exc}") from None
+    except MalformedDataError as exc:
+        raise RefuseToStartError(f"cannot fetch into it: {exc}") from None
     except CcxtRetryableError as exc:
         print(f"vigil data fetch: {exc}; run the same command again to resume", file=sys.stderr)
         return EXIT_PROBLEMS
