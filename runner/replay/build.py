@@ -71,6 +71,8 @@ DEFAULT_UPDATE_INTERVAL_MS = 75_000
 #: without --update-secs each base bar is walked in this many updates (75 s on 5m bars, 15 s on 1m)
 UPDATES_PER_BAR = 4
 REPLAY_HEARTBEAT_SECS = 3600.0
+#: the largest regime EM seed (numpy seeds are 32-bit)
+MAX_SEED = 2**32 - 1
 RUN_FILES = (
     "runner_state.json",
     "logs/decisions.jsonl",
@@ -146,6 +148,11 @@ class Replay:
 def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
     """The settings a replay runs with: its output folder as the state dir, its tickers, its
     decider's key (or none), its seed; no FRED key."""
+    twice = sorted({t for t in options.tickers if options.tickers.count(t) > 1})
+    if twice:
+        raise RefuseToStartError(f"--tickers lists {', '.join(twice)} more than once")
+    if not 0 <= options.seed <= MAX_SEED:  # numpy's seeds; the config's seed is never negative
+        raise RefuseToStartError(f"--seed {options.seed}: the EM seed must be 0 .. {MAX_SEED}")
     unknown = [t for t in options.tickers if t not in settings.market.tickers]
     if unknown:
         raise RefuseToStartError(
@@ -342,6 +349,7 @@ def _all_parked(
 
 __all__ = [
     "DEFAULT_UPDATE_INTERVAL_MS",
+    "MAX_SEED",
     "Replay",
     "ReplayOptions",
     "build_replay",
