@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +46,19 @@ from market.timeframes import from_binance_symbol
 MICROSECONDS_FROM = 10**14
 _NAME = re.compile(r"^(?P<symbol>[A-Z0-9]+)-(?P<interval>\d+[mhdw])-(?P<date>[\d-]+)$")
 _ARCHIVE_COLUMNS = 6  # open_time + OHLCV are the first six of the archive's twelve
+#: what reading a damaged file raises: zipfile leaves a corrupt deflate stream's zlib.error, a
+#: member needing a password (RuntimeError) and an unknown compression method (NotImplementedError)
+#: to the caller
+_UNREADABLE = (
+    OSError,
+    EOFError,
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    zlib.error,
+    RuntimeError,
+    NotImplementedError,
+    UnicodeDecodeError,
+)
 #: the largest CSV read (a month of 1m bars is about 4 MiB; a day of 1s bars about 8 MiB)
 MAX_CSV_BYTES = 256 * 1024 * 1024
 
@@ -83,7 +97,7 @@ def read_archive_file(path: Path) -> ArchiveKlines:
     try:
         data = _read_zip_member(path) if path.suffix == ".zip" else _read_bounded(path)
         text = data.decode("utf-8")
-    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, UnicodeDecodeError) as exc:
+    except _UNREADABLE as exc:
         raise MalformedDataError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
     frame = parse_archive_csv(text, path)
     _check_bars(frame, interval, path)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import gzip
+import struct
 import zipfile
 from pathlib import Path
 
@@ -132,3 +133,41 @@ def test_an_archive_is_refused_or_stored_as_replay_loads_it(
     store_klines(parsed.frame, parsed.ticker, parsed.interval, folder / "out")
     loaded = load_klines("BTC/USDT", "5m", folder / "out")  # raises if replay would refuse it
     assert (loaded.index.to_numpy() % BAR_MS == 0).all()
+
+
+def damaged_zip(path: Path, damage: str) -> Path:
+    """A one-member zip, then: ``encrypted`` sets the password flag, ``method`` names compression
+    method 99, ``deflate`` scrambles the compressed bytes (headers and CRC left as they were)."""
+    text = "".join(row(T0_MS + i * BAR_MS) for i in range(200))
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(f"{NAME}.csv", text)
+    data = bytearray(path.read_bytes())
+    local, central = data.find(b"PK\x03\x04"), data.find(b"PK\x01\x02")
+    if damage == "encrypted":
+        data[local + 6] |= 1
+        data[central + 8] |= 1
+    elif damage == "method":
+        data[local + 8 : local + 10] = data[central + 10 : central + 12] = struct.pack("<H", 99)
+    else:
+        start = local + 30 + len(f"{NAME}.csv")
+        for i in range(start + 5, start + 60):
+            data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        ("encrypted", "password required"),
+        ("method", "compression method is not supported"),
+        ("deflate", "while decompressing"),
+    ],
+)
+def test_a_damaged_zip_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, said: str
+) -> None:
+    source = damaged_zip(tmp_path / f"{NAME}.zip", damage)
+    assert main(["data", "import", str(source), "--out", str(tmp_path / "out")]) == 78
+    err = capsys.readouterr().err
+    assert said in err and str(source) in err and "Traceback" not in err
