@@ -47,6 +47,13 @@ from pydantic import (
 )
 
 from core.errors import RefuseToStartError
+from market.recorded import (
+    DataUnavailableError,
+    MalformedDataError,
+    base_interval,
+    interval_ms,
+    load_klines,
+)
 from runner.config import Settings, load_settings
 from runner.replay.args import check_day, update_ms_from_secs
 from runner.replay.build import MAX_SEED, ReplayOptions, replay_settings
@@ -236,16 +243,46 @@ def expand(grid: Grid, variants: Mapping[str, Settings], default_data_dir: Path)
 
 def check_runs(specs: list[RunSpec], variants: Mapping[str, Settings], runs_dir: Path) -> None:
     """Refuse now what would fail every such run on the cluster, one by one: a data dir that is not
-    there, a ticker not configured, a model decider without its key or budget."""
+    there or holds no readable base bars, a span its recording does not cover, a ticker not
+    configured, a model decider without its key or budget."""
+    spans: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int]]] = {}
     for spec in specs:
-        if not Path(spec.data_dir).is_dir():
-            raise RefuseToStartError(f"data dir {spec.data_dir} does not exist")
+        where = f"run {','.join(spec.tickers)} {spec.decider} override {spec.override!r}"
         try:
             replay_settings(variants[spec.override], spec.options(runs_dir))
         except RefuseToStartError as exc:
-            raise RefuseToStartError(
-                f"run {','.join(spec.tickers)} {spec.decider} override {spec.override!r}: {exc}"
-            ) from None
+            raise RefuseToStartError(f"{where}: {exc}") from None
+        key = (spec.data_dir, spec.tickers)
+        if key not in spans:
+            spans[key] = _recorded_spans(Path(spec.data_dir), spec.tickers)
+        options = spec.options(runs_dir)
+        for ticker, (first_ms, end_ms) in spans[key].items():
+            if options.start_ms < first_ms or options.end_ms > end_ms:
+                raise RefuseToStartError(
+                    f"period {spec.period[0]} .. {spec.period[1]}: {ticker}'s recording in "
+                    f"{spec.data_dir} covers {_day(first_ms)} .. {_day(end_ms)} (end exclusive)"
+                )
+
+
+def _recorded_spans(data_dir: Path, tickers: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Each ticker's base bars as the replay will pick them: first open .. last close (exclusive).
+    The replay's own check is on the same bars, so a span outside these fails every run."""
+    if not data_dir.is_dir():
+        raise RefuseToStartError(f"data dir {data_dir} does not exist")
+    try:
+        interval = base_interval(tickers, data_dir)
+        frames = {t: load_klines(t, interval, data_dir) for t in tickers}
+    except (DataUnavailableError, MalformedDataError) as exc:
+        raise RefuseToStartError(f"recorded data: {exc}") from None
+    bar_ms = interval_ms(interval)
+    return {
+        t: (int(f.index[0]), int(f.index[-1]) + bar_ms) if len(f) else (0, 0)
+        for t, f in frames.items()
+    }
+
+
+def _day(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def run_key(fields: Mapping[str, Any]) -> str:

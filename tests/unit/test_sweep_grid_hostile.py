@@ -4,12 +4,14 @@ naming the file and the field, never a traceback, a hang, an empty sweep or a ru
 from __future__ import annotations
 
 import os
+import re
 import threading
 from pathlib import Path
 
 import pytest
 
 from core.errors import RefuseToStartError
+from market.recorded import default_data_dir
 from runner.cli import main
 from runner.config import Settings
 from runner.sweep.grid import check_runs, expand, load_grid
@@ -94,16 +96,30 @@ def _load_into(path: Path, caught: list[BaseException]) -> None:
         ('tickers = [["DOGE/USDT"]]', "DOGE/USDT: not configured"),
         ('deciders = ["claude"]', "needs ANTHROPIC_API_KEY"),
         ('data_dir = "/nonexistent/vigil-data"', "data dir /nonexistent/vigil-data does not exist"),
+        (
+            'periods = [["2015-03-01", "2015-03-01"]]',
+            "period 2015-03-01 .. 2015-03-01: BTC/USDT's recording in",
+        ),
+        ('data_dir = "{empty}"', "recorded data: no base klines (1m, 3m, 5m or 15m) for BTC/USDT"),
+        ('data_dir = "{malformed}"', "recorded data: {malformed}/binance-usdm/BTCUSDT-5m.csv.gz"),
     ],
 )
 def test_what_would_fail_every_run_is_refused_before_the_cluster(
     tmp_path: Path, extra: str, said: str
 ) -> None:
-    text = BASE.replace('tickers = [["BTC/USDT"]]\n', "") if "tickers" in extra else BASE
+    folders = {"empty": tmp_path / "empty", "malformed": tmp_path / "malformed"}
+    folders["empty"].mkdir()
+    (folders["malformed"] / "binance-usdm").mkdir(parents=True)
+    (folders["malformed"] / "binance-usdm" / "BTCUSDT-5m.csv.gz").write_bytes(b"not gzip")
+    extra, said = extra.format_map(folders), said.format_map(folders)
+    text = BASE
+    for line in ("periods", "tickers"):
+        if extra.startswith(line):
+            text = "\n".join(t for t in text.splitlines() if not t.startswith(line)) + "\n"
     grid = load_grid(write(tmp_path, text + extra))
     base = Settings() if grid.data_dir is None else Settings(data_dir=grid.data_dir)
-    specs = expand(grid, {"base": base}, tmp_path)
-    with pytest.raises(RefuseToStartError, match=said):
+    specs = expand(grid, {"base": base}, default_data_dir())
+    with pytest.raises(RefuseToStartError, match=re.escape(said)):
         check_runs(specs, {"base": base}, tmp_path / "runs")
 
 
