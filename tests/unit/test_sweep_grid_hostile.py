@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import runner.sweep.engine
 from core.errors import RefuseToStartError
 from market.recorded import default_data_dir
 from runner.cli import main
@@ -133,3 +134,26 @@ def test_an_out_that_is_a_file_is_refused_and_kept(
     err = capsys.readouterr().err
     assert f"--out {out}: cannot make" in err and "Traceback" not in err
     assert out.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("workers", ["-1", "0", "two"])
+def test_a_local_cluster_of_no_workers_is_a_usage_error(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    workers: str,
+) -> None:
+    """-1 workers made a LocalCluster that never ran a task: the sweep waited forever."""
+    started: list[object] = []  # a sweep that got past the arguments (no cluster is started here)
+
+    def run_sweep(*args: object, **kwargs: object) -> int:
+        started.append(args)
+        return 0
+
+    monkeypatch.setattr(runner.sweep.engine, "run_sweep", run_sweep)
+    grid = write(tmp_path, BASE + "memory = [true]\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["sweep", str(grid), "--out", str(tmp_path / "out"), f"--workers={workers}"])
+    assert stopped.value.code == 2
+    assert "--workers" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and started == []
