@@ -13,6 +13,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from regime.config import SEED_MAX
+
 RunState = Literal["queued", "running", "done", "failed"]
 FINISHED: tuple[RunState, ...] = ("done", "failed")
 
@@ -30,7 +32,7 @@ class RunRequest(_Body):
     from_day: date = Field(alias="from", description="first UTC day, e.g. 2025-03-01")
     to_day: date = Field(alias="to", description="last UTC day, inclusive")
     decider: Literal["fallback", "claude", "debate"] = "fallback"
-    seed: int = Field(42, ge=0, le=2**32 - 1, description="the regime models' EM seed")
+    seed: int = Field(42, ge=0, le=SEED_MAX, description="the regime models' EM seed")
     use_memory: bool = Field(True, description="false: the agent's notes and the learner stay out")
 
     @model_validator(mode="after")

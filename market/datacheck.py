@@ -17,7 +17,13 @@ import numpy as np
 import pandas as pd
 
 from core.clock import DAY_MS
-from market.recorded import interval_ms
+from market.recorded import (
+    EARLIEST_TIME_MS,
+    LATEST_TIME_MS,
+    OHLCV_COLUMNS,
+    interval_ms,
+    kline_defects,
+)
 
 MAX_LISTED = 20
 FUNDING_STEP_MS = 8 * 3_600_000
@@ -44,12 +50,14 @@ class FileCheck:
     duplicate_count: int = 0
     misaligned: list[str] = field(default_factory=list)
     misaligned_count: int = 0
+    #: rows replay refuses (a bar that cannot have traded, a non-finite rate): reason, count, first
+    bad_rows: list[str] = field(default_factory=list)
     error: str | None = None  # unreadable: why
 
     @property
     def ok(self) -> bool:
         return self.error is None and not (
-            self.gap_count or self.duplicate_count or self.misaligned_count
+            self.gap_count or self.duplicate_count or self.misaligned_count or self.bad_rows
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -82,10 +90,11 @@ def check_series(
 ) -> FileCheck:
     check = FileCheck(str(path), kind)
     try:
-        frame = pd.read_csv(path)
-        times = frame[time_column].to_numpy(dtype=np.int64) * unit_ms
-    except (ValueError, KeyError, OSError, EOFError, pd.errors.ParserError) as exc:
-        check.error = f"unreadable: {type(exc).__name__}: {exc}"
+        frame = _read(path)
+        times = _times(frame, time_column, unit_ms)
+        check.bad_rows = _bad_rows(frame, times, kind)
+    except _Unreadable as exc:
+        check.error = str(exc)
         return check
     check.rows = len(times)
     if not check.rows:
@@ -111,6 +120,76 @@ def check_series(
         for i in holes[:MAX_LISTED]
     ]
     return check
+
+
+class _Unreadable(Exception):
+    """Why a file cannot be checked at all (its message is the report's ERROR text)."""
+
+
+def _read(path: Path) -> pd.DataFrame:
+    # a FIFO would block the check until someone writes to it; a directory or a dangling link
+    # is named for what it is rather than as a read error
+    if not path.is_file():
+        raise _Unreadable("not a regular file (a directory, a FIFO or a dangling link?)")
+    try:
+        return pd.read_csv(path)
+    except (ValueError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
+        raise _Unreadable(f"unreadable: {type(exc).__name__}: {exc}") from None
+
+
+def _times(frame: pd.DataFrame, column: str, unit_ms: int) -> np.ndarray:
+    """The time column in ms, or why it is none: a fraction, a blank, a 20-digit number, or a time
+    outside 2010 .. 2100 (checked before anything formats one: the year 10000 has no date)."""
+    stamps = _whole_numbers(frame, column)
+    outside = (stamps < EARLIEST_TIME_MS // unit_ms) | (stamps >= LATEST_TIME_MS // unit_ms)
+    if outside.any():
+        raise _Unreadable(
+            f"{int(outside.sum())} time(s) outside 2010 .. 2100, the first {int(stamps[outside][0])}"
+            " (seconds or microseconds taken for milliseconds?)"
+        )
+    return stamps * unit_ms
+
+
+def _whole_numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    if column not in frame.columns:
+        raise _Unreadable(f"no {column} column; columns: {', '.join(map(str, frame.columns))}")
+    values = frame[column]
+    if values.empty:  # a header alone: reported as "no rows"
+        return np.empty(0, dtype=np.int64)
+    if values.dtype != np.int64:  # read_csv makes int64 only when every cell is a whole number
+        odd = next((v for v in values if not _is_int64(v)), values.iloc[0])
+        raise _Unreadable(f"{column}: {odd!r} is not a whole number")
+    return values.to_numpy(dtype=np.int64)
+
+
+def _is_int64(value: object) -> bool:
+    return isinstance(value, int | np.integer) and -(2**63) <= int(value) < 2**63
+
+
+def _bad_rows(frame: pd.DataFrame, times: np.ndarray, kind: str) -> list[str]:
+    """What replay would refuse row by row, each reason with its count and first row."""
+    if kind == "fear_greed":  # replay reads value as whole numbers beside a classification
+        _whole_numbers(frame, "value")
+        if "classification" not in frame.columns:
+            raise _Unreadable("no classification column")
+        return []
+    columns = ["funding_rate"] if kind == "funding" else list(OHLCV_COLUMNS)
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise _Unreadable(f"missing column(s) {', '.join(missing)}")
+    try:
+        values = frame[columns].to_numpy(dtype=np.float64)
+    except (ValueError, TypeError) as exc:
+        raise _Unreadable(f"not numbers in {', '.join(columns)}: {exc}") from None
+    if kind == "funding":
+        defects = [("a non-finite rate", ~np.isfinite(values).all(axis=1))]
+    else:
+        defects = kline_defects(times, values)
+    return [
+        f"{int(mask.sum())} with {reason}, the first {_iso(int(times[mask][0]))}"
+        for reason, mask in defects
+        if mask.any()
+    ]
 
 
 def _iso(at_ms: int) -> str:

@@ -15,6 +15,7 @@ only when every constituent candle is present, so a gap never fabricates a candl
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +29,10 @@ OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
 BASE_INTERVAL_MS: dict[str, int] = {"1m": 60_000, "3m": 180_000, "5m": 300_000, "15m": 900_000}
 RECORDED_INTERVALS = (*BASE_INTERVAL_MS, "1h")
 KLINES_FOLDER = "binance-usdm"
+#: open times a recording may hold (2010-01-01 .. 2100-01-01 UTC): anything outside is a unit slip
+#: (seconds, or microseconds read as ms) or a corrupt cell, and would replay as 1970 or year 9999
+EARLIEST_TIME_MS = 1_262_304_000_000
+LATEST_TIME_MS = 4_102_444_800_000
 
 
 def default_data_dir() -> Path:
@@ -116,6 +121,7 @@ def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     frame = _read_csv(path, "funding_time_ms", ("funding_rate",))
     if not np.isfinite(frame["funding_rate"].to_numpy()).all():
         raise MalformedDataError(f"{path}: non-finite funding rates")
+    _refuse_defects(frame.index.to_numpy(), [(_OUT_OF_RANGE, _out_of_range(frame.index))], path)
     return frame
 
 
@@ -127,7 +133,7 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     try:
         frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
         frame = frame.set_index("timestamp_s").sort_index()
-    except (ValueError, KeyError, OSError, EOFError) as exc:
+    except (ValueError, KeyError, OSError, EOFError, OverflowError) as exc:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
     if "classification" not in frame.columns or frame.empty:
         raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
@@ -138,7 +144,7 @@ def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
     """``index`` + float ``columns`` from a (gzip) CSV; anything unreadable is MalformedDataError."""
     try:
         frame = pd.read_csv(path, dtype={index: np.int64, **dict.fromkeys(columns, np.float64)})
-    except (ValueError, KeyError, OSError, EOFError, pd.errors.ParserError) as exc:
+    except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
         raise MalformedDataError(f"{path}: unreadable ({_short(exc)})") from None
     missing = [name for name in (index, *columns) if name not in frame.columns]
     if missing:
@@ -210,11 +216,54 @@ def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:
         raise MalformedDataError(f"{path}: non-finite values in recorded klines")
     if not frame.index.is_unique:
         raise MalformedDataError(f"{path}: duplicate candle open times")
+    _refuse_defects(frame.index.to_numpy(), kline_defects(frame.index.to_numpy(), values), path)
+
+
+_OUT_OF_RANGE = "a time outside 2010 .. 2100 (seconds or microseconds read as ms?)"
+
+
+def _out_of_range(times: pd.Index | np.ndarray) -> np.ndarray:
+    stamps = np.asarray(times)
+    return np.asarray((stamps < EARLIEST_TIME_MS) | (stamps >= LATEST_TIME_MS))
+
+
+def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """Rows that cannot be a candle, by reason: ``(reason, row mask)`` for each reason found.
+
+    ``values`` are the OHLCV columns in order. A bar whose high is under its low, or whose open or
+    close lies outside them, or a price <= 0, would otherwise be replayed as if it had traded."""
+    opens, highs, lows, closes, volumes = (values[:, i] for i in range(5))
+    with np.errstate(invalid="ignore"):  # NaN compares False here; non-finite has its own reason
+        checks = [
+            ("a non-finite value", ~np.isfinite(values).all(axis=1)),
+            (_OUT_OF_RANGE, _out_of_range(times)),
+            ("a price <= 0", (values[:, :4] <= 0).any(axis=1)),
+            ("high below low, open or close", (highs < lows) | (highs < opens) | (highs < closes)),
+            ("low above open or close", (lows > opens) | (lows > closes)),
+            ("a negative volume", volumes < 0),
+        ]
+    return [(reason, mask) for reason, mask in checks if mask.any()]
+
+
+def _refuse_defects(times: np.ndarray, defects: list[tuple[str, np.ndarray]], path: Path) -> None:
+    for reason, mask in defects:
+        if mask.any():
+            first = int(times[mask][0])
+            when = f" ({_iso(first)})" if EARLIEST_TIME_MS <= first < LATEST_TIME_MS else ""
+            raise MalformedDataError(
+                f"{path}: {int(mask.sum())} row(s) with {reason}, the first at time {first}{when}"
+            )
+
+
+def _iso(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 __all__ = [
     "BASE_INTERVAL_MS",
+    "EARLIEST_TIME_MS",
     "KLINES_FOLDER",
+    "LATEST_TIME_MS",
     "OHLCV_COLUMNS",
     "RECORDED_INTERVALS",
     "TIMEFRAME_MS",
@@ -225,6 +274,7 @@ __all__ = [
     "fear_greed_path",
     "funding_path",
     "interval_ms",
+    "kline_defects",
     "kline_path",
     "load_fear_greed",
     "load_funding",

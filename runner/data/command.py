@@ -100,6 +100,7 @@ def _check_line(check: FileCheck, data_dir: Path) -> str:
         problems.append(f"{check.duplicate_count} duplicate(s): {', '.join(check.duplicates)}")
     if check.misaligned_count:
         problems.append(f"{check.misaligned_count} misaligned: {', '.join(check.misaligned)}")
+    problems += [f"bad rows (replay refuses): {bad}" for bad in check.bad_rows]
     return head + (": " + " | ".join(problems) if problems else ": ok")
 
 
@@ -116,7 +117,12 @@ def _import(files: list[Path], out: Path, stream: TextIO) -> int:
             raise RefuseToStartError(f"cannot import: {exc}") from None
         grouped[(parsed.ticker, parsed.interval)].append(parsed.frame)
     for (ticker, interval), frames in sorted(grouped.items()):
-        written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+        try:
+            written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+        except MalformedDataError as exc:
+            raise RefuseToStartError(f"cannot import into it: {exc}") from None
+        except OSError as exc:
+            raise RefuseToStartError(f"cannot write into {out}: {exc}") from None
         rows = sum(len(f) for f in frames)
         print(
             f"{written}: {stored:,} bars ({rows:,} rows read from {len(frames)} file(s))",
@@ -153,12 +159,16 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         results = asyncio.run(fetch_into(request, args.exchange_url, WallClock(), stream))
     except CcxtRequestRejectedError as exc:
         raise RefuseToStartError(f"the exchange refused: {exc}") from None
+    except MalformedDataError as exc:
+        raise RefuseToStartError(f"cannot fetch into it: {exc}") from None
     except CcxtRetryableError as exc:
         print(f"vigil data fetch: {exc}; run the same command again to resume", file=sys.stderr)
         return EXIT_PROBLEMS
     for result in results:
         state = "already complete" if result.skipped else f"{result.rows:,} rows fetched"
-        resumed = f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
+        resumed = (
+            f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
+        )
         print(f"{args.out / 'binance-usdm' / result.name}: {state}{resumed}", file=stream)
     return 0
 

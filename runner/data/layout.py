@@ -3,6 +3,8 @@
 Files are written whole to a temporary name and renamed, so a reader (or a killed import) never sees
 half a file. Rows merged into an existing file replace rows with the same time (newest wins) and the
 result is sorted: importing overlapping archives (a month and one of its days) gives one row each.
+An existing file that cannot be read as the layout says (or a FIFO or directory in its place) is
+refused with ``MalformedDataError`` naming it and left as it is, never merged into or replaced.
 """
 
 from __future__ import annotations
@@ -12,7 +14,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from market.recorded import OHLCV_COLUMNS, funding_path, kline_path
+from market.recorded import (
+    OHLCV_COLUMNS,
+    MalformedDataError,
+    funding_path,
+    kline_path,
+    read_kline_file,
+)
 
 
 def merge_rows(old: pd.DataFrame | None, new: pd.DataFrame) -> pd.DataFrame:
@@ -26,14 +34,27 @@ def write_csv_gz(frame: pd.DataFrame, path: Path) -> None:
     """Atomically write ``frame`` (index column first) as a gzip CSV; floats round-trip exactly."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    frame.to_csv(tmp, compression={"method": "gzip", "mtime": 0}, float_format=None)
-    os.replace(tmp, path)
+    try:
+        frame.to_csv(tmp, compression={"method": "gzip", "mtime": 0}, float_format=None)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_existing(path: Path, index: str) -> pd.DataFrame | None:
-    if not path.is_file():
+    """The stored rows to merge into, or None when there is no file yet."""
+    if not os.path.lexists(path):
         return None
-    return pd.read_csv(path).set_index(index)
+    if not path.is_file():
+        raise MalformedDataError(f"{path}: exists but is not a regular file; move it aside")
+    if index == "open_time_ms":  # klines: checked as replay reads them, bad bars included
+        return read_kline_file(path)
+    try:
+        return pd.read_csv(path, dtype={index: "int64"}).set_index(index)
+    except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
+        raise MalformedDataError(
+            f"{path}: the stored file cannot be read to merge into ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def store_klines(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
@@ -10,14 +11,38 @@ from market.recorded import BASE_INTERVAL_MS
 from regime.config import SEED_MAX
 from runner.replay.build import ReplayOptions
 
+#: the days a replay may ask for: any recording lies in them (market.recorded's time range), and
+#: the day after the last one is still a date (9999-12-31 + 1 day is not)
+FIRST_DAY, LAST_DAY = date(2010, 1, 1), date(2099, 12, 31)
+
 
 def parse_day(text: str | None, flag: str) -> date:
     if not text:
         raise ValueError(f"{flag} is required (a day, e.g. 2025-03-01)")
     try:
-        return date.fromisoformat(text)
+        day = date.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{flag} {text!r} is not a day like 2025-03-01") from None
+    check_day(day, flag)
+    return day
+
+
+def check_day(day: date, what: str) -> None:
+    if not FIRST_DAY <= day <= LAST_DAY:
+        raise ValueError(f"{what} {day} is outside {FIRST_DAY} .. {LAST_DAY}")
+
+
+def update_ms_from_secs(secs: float | None, flag: str = "--update-secs") -> int | None:
+    """Seconds between kline updates as ms, or why not: it must divide a base bar."""
+    if secs is None:
+        return None
+    update_ms = round(secs * 1000) if math.isfinite(secs) else 0
+    if update_ms <= 0 or all(bar % update_ms for bar in BASE_INTERVAL_MS.values()):
+        raise ValueError(
+            f"{flag} {secs:g} must divide 300 (a 5m base bar), "
+            "or 60 (1m), 180 (3m) or 900 (15m) seconds"
+        )
+    return update_ms
 
 
 def _day_ms(day: date) -> int:
@@ -44,14 +69,7 @@ def options_from_args(args: argparse.Namespace, configured: Sequence[str]) -> Re
         raise ValueError(f"--to {end} is before --from {start}")
     if args.out is None:
         raise ValueError("--out is required (the run folder to create, e.g. runs/march)")
-    update_ms = None if args.update_secs is None else round(args.update_secs * 1000)
-    if update_ms is not None and (
-        update_ms <= 0 or all(bar % update_ms for bar in BASE_INTERVAL_MS.values())
-    ):
-        raise ValueError(
-            f"--update-secs {args.update_secs:g} must divide 300 (a 5m base bar), "
-            "or 60 (1m), 180 (3m) or 900 (15m) seconds"
-        )
+    update_ms = update_ms_from_secs(args.update_secs)
     if not 0 <= args.seed <= SEED_MAX:  # set without validation (model_copy) in the replay
         raise ValueError(f"--seed {args.seed} is not 0 to {SEED_MAX:,}")
     return ReplayOptions(

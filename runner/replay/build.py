@@ -44,6 +44,7 @@ from core.bus import EventBus
 from core.clock import DAY_MS, VirtualClock, utc_minute
 from core.errors import RefuseToStartError
 from core.events import Event, Topic
+from regime.config import SEED_MAX
 from regime.fit_ahead import FitAhead, default_workers
 from regime.fit_cache import FitCache
 from regime.fit_pool import FitPool
@@ -146,6 +147,11 @@ class Replay:
 def replay_settings(settings: Settings, options: ReplayOptions) -> Settings:
     """The settings a replay runs with: its output folder as the state dir, its tickers, its
     decider's key (or none), its seed; no FRED key."""
+    twice = sorted({t for t in options.tickers if options.tickers.count(t) > 1})
+    if twice:
+        raise RefuseToStartError(f"--tickers lists {', '.join(twice)} more than once")
+    if not 0 <= options.seed <= SEED_MAX:  # set by model_copy below, which does not validate
+        raise RefuseToStartError(f"--seed {options.seed}: the EM seed must be 0 .. {SEED_MAX}")
     unknown = [t for t in options.tickers if t not in settings.market.tickers]
     if unknown:
         raise RefuseToStartError(

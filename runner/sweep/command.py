@@ -18,7 +18,18 @@ def add_sweep_parser(sub: Any) -> None:
     sweep.add_argument(
         "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
     )
-    sweep.add_argument("--workers", type=int, help="local cluster workers (default: cores)")
+    sweep.add_argument("--workers", type=_workers, help="local cluster workers (default: cores)")
+
+
+def _workers(text: str) -> int:
+    """A local cluster of 0 or fewer workers never runs a task: the sweep would wait forever."""
+    try:
+        count = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"{count}: at least 1 worker")
+    return count
 
 
 def run_sweep_command(args: argparse.Namespace, overrides: Mapping[str, Any]) -> int:

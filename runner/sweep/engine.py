@@ -23,10 +23,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TextIO
 
+from core.errors import RefuseToStartError
 from market.recorded import default_data_dir
 from report.experiment import RunEntry, write_experiment
 from runner.config import Settings
-from runner.sweep.grid import Grid, RunSpec, expand, load_grid, variant_settings
+from runner.sweep.grid import Grid, RunSpec, check_runs, expand, load_grid, variant_settings
 from runner.sweep.worker import FAILED_FILE, is_done, run_one
 from state.atomic import atomic_write_bytes
 
@@ -45,7 +46,11 @@ def run_sweep(
     variants = variant_settings(base_overrides, grid)
     specs = expand(grid, variants, default_data_dir())
     runs_dir = out_dir / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
+    check_runs(specs, variants, runs_dir)
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RefuseToStartError(f"--out {out_dir}: cannot make {runs_dir} ({exc})") from None
     records: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in specs:

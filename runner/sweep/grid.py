@@ -14,7 +14,10 @@ update_secs = 75                                    # optional (default: a quart
 regime = { refit_every_secs = 604800 }
 ```
 
-Runs = periods x tickers x deciders x memory x seeds x overrides. A run's key is 16 hex digits of
+Runs = periods x tickers x deciders x memory x seeds x overrides, at most ``MAX_RUNS``. Every list
+needs an entry and holds each at most once (a repeated one would be the same run, counted twice in
+the report); seeds are 0 .. 2^32-1, days 2010 .. 2099, and ``update_secs`` divides a base bar, as
+``vigil replay`` asks. A grid file that is not UTF-8 TOML within tomllib's limits is refused. A run's key is 16 hex digits of
 the SHA-256 of everything that shapes its journals: span, tickers, decider, memory, seed, update
 interval, the data dir and the digest of its effective settings (``Settings.digest``: the config
 after the override, secrets only as set / not set). Same inputs, same key, same folder: that is how
@@ -28,16 +31,38 @@ import json
 import tomllib
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
+from math import prod
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from core.errors import RefuseToStartError
+from market.recorded import (
+    DataUnavailableError,
+    MalformedDataError,
+    base_interval,
+    interval_ms,
+    load_klines,
+)
+from regime.config import SEED_MAX
 from runner.config import Settings, load_settings
-from runner.replay.build import ReplayOptions
+from runner.replay.args import check_day, update_ms_from_secs
+from runner.replay.build import ReplayOptions, replay_settings
 
 Decider = Literal["fallback", "claude", "debate"]
+#: a run is a whole replay (minutes each): a grid beyond this is a typo, not an experiment
+MAX_RUNS = 10_000
+_LISTS = ("periods", "tickers", "deciders", "memory", "seeds")
 
 
 def _no_override() -> dict[str, dict[str, Any]]:
@@ -48,21 +73,53 @@ class Grid(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     periods: tuple[tuple[date, date], ...] = Field(min_length=1)
-    tickers: tuple[tuple[str, ...], ...] = Field(min_length=1)
-    deciders: tuple[Decider, ...] = ("fallback",)
-    memory: tuple[bool, ...] = (True, False)
-    seeds: tuple[int, ...] = (42,)
+    tickers: tuple[Annotated[tuple[str, ...], Field(min_length=1)], ...] = Field(min_length=1)
+    deciders: tuple[Decider, ...] = Field(("fallback",), min_length=1)
+    memory: tuple[StrictBool, ...] = Field((True, False), min_length=1)
+    seeds: tuple[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)], ...] = Field((42,), min_length=1)
     data_dir: Path | None = None
     update_secs: float | None = None
-    overrides: dict[str, dict[str, Any]] = Field(default_factory=_no_override)
+    overrides: dict[str, dict[str, Any]] = Field(default_factory=_no_override, min_length=1)
 
     @field_validator("periods")
     @classmethod
     def _ordered(cls, periods: tuple[tuple[date, date], ...]) -> tuple[tuple[date, date], ...]:
         for first, last in periods:
+            check_day(first, "period start")
+            check_day(last, "period end")
             if last < first:
                 raise ValueError(f"period {first} .. {last}: the end is before the start")
         return periods
+
+    @field_validator("tickers")
+    @classmethod
+    def _distinct_tickers(cls, sets: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], ...]:
+        for tickers in sets:
+            _refuse_repeats(tickers, "ticker set")
+        return sets
+
+    @field_validator("update_secs")
+    @classmethod
+    def _divides_a_bar(cls, secs: float | None) -> float | None:
+        update_ms_from_secs(secs, "update_secs")
+        return secs
+
+    @model_validator(mode="after")
+    def _distinct_and_bounded(self) -> Grid:
+        runs = prod(len(getattr(self, name)) for name in _LISTS) * len(self.overrides)
+        if runs > MAX_RUNS:
+            raise ValueError(f"the grid expands to {runs:,} runs; at most {MAX_RUNS:,}")
+        for name in _LISTS:
+            _refuse_repeats(getattr(self, name), name)
+        return self
+
+
+def _refuse_repeats(values: tuple[Any, ...], name: str) -> None:
+    seen: set[Any] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{name} lists {value!r} more than once")
+        seen.add(value)
 
 
 class RunSpec(BaseModel):
@@ -101,20 +158,49 @@ class RunSpec(BaseModel):
 
 
 def load_grid(path: Path) -> Grid:
-    try:
-        with path.open("rb") as handle:
-            raw = tomllib.load(handle)
-    except FileNotFoundError:
-        raise RefuseToStartError(f"grid file {path} does not exist") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RefuseToStartError(f"grid file {path}: {exc}") from None
+    raw = _read_toml(path)
     try:
         return Grid.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
-        )
-        raise RefuseToStartError(f"grid file {path}: {problems}") from None
+        raise RefuseToStartError(f"grid file {path}: {_problems(exc)}") from None
+
+
+def _problems(exc: ValidationError) -> str:
+    errors = exc.errors()
+    locs = [err["loc"] for err in errors]
+    lines = []
+    for err in errors:
+        loc = err["loc"]
+        # a list whose one bad item was dropped is then also "too short": the item says it better
+        if err["type"] == "too_short" and any(o[: len(loc)] == loc and o != loc for o in locs):
+            continue
+        where = ".".join(str(part) for part in loc)
+        message = err["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return "; ".join(lines)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise RefuseToStartError(f"grid file {path} does not exist")
+    if not path.is_file():  # a FIFO would block the read until someone writes to it
+        raise RefuseToStartError(f"grid file {path} is not a regular file")
+    try:
+        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        return tomllib.loads(text)
+    except OSError as exc:
+        raise RefuseToStartError(f"grid file {path}: unreadable ({exc})") from None
+    except UnicodeDecodeError as exc:
+        byte = exc.object[exc.start]
+        raise RefuseToStartError(
+            f"grid file {path}: not UTF-8 (byte {byte:#04x} at offset {exc.start})"
+        ) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RefuseToStartError(f"grid file {path}: {exc}") from None
+    except RecursionError:
+        raise RefuseToStartError(f"grid file {path}: nested too deeply to read") from None
+    except ValueError as exc:  # tomllib's own int(): more than sys.get_int_max_str_digits()
+        raise RefuseToStartError(f"grid file {path}: {exc}") from None
 
 
 def variant_settings(base_overrides: Mapping[str, Any], grid: Grid) -> dict[str, Settings]:
@@ -156,6 +242,50 @@ def expand(grid: Grid, variants: Mapping[str, Settings], default_data_dir: Path)
     return runs
 
 
+def check_runs(specs: list[RunSpec], variants: Mapping[str, Settings], runs_dir: Path) -> None:
+    """Refuse now what would fail every such run on the cluster, one by one: a data dir that is not
+    there or holds no readable base bars, a span its recording does not cover, a ticker not
+    configured, a model decider without its key or budget."""
+    spans: dict[tuple[str, tuple[str, ...]], dict[str, tuple[int, int]]] = {}
+    for spec in specs:
+        where = f"run {','.join(spec.tickers)} {spec.decider} override {spec.override!r}"
+        try:
+            replay_settings(variants[spec.override], spec.options(runs_dir))
+        except RefuseToStartError as exc:
+            raise RefuseToStartError(f"{where}: {exc}") from None
+        key = (spec.data_dir, spec.tickers)
+        if key not in spans:
+            spans[key] = _recorded_spans(Path(spec.data_dir), spec.tickers)
+        options = spec.options(runs_dir)
+        for ticker, (first_ms, end_ms) in spans[key].items():
+            if options.start_ms < first_ms or options.end_ms > end_ms:
+                raise RefuseToStartError(
+                    f"period {spec.period[0]} .. {spec.period[1]}: {ticker}'s recording in "
+                    f"{spec.data_dir} covers {_day(first_ms)} .. {_day(end_ms)} (end exclusive)"
+                )
+
+
+def _recorded_spans(data_dir: Path, tickers: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+    """Each ticker's base bars as the replay will pick them: first open .. last close (exclusive).
+    The replay's own check is on the same bars, so a span outside these fails every run."""
+    if not data_dir.is_dir():
+        raise RefuseToStartError(f"data dir {data_dir} does not exist")
+    try:
+        interval = base_interval(tickers, data_dir)
+        frames = {t: load_klines(t, interval, data_dir) for t in tickers}
+    except (DataUnavailableError, MalformedDataError) as exc:
+        raise RefuseToStartError(f"recorded data: {exc}") from None
+    bar_ms = interval_ms(interval)
+    return {
+        t: (int(f.index[0]), int(f.index[-1]) + bar_ms) if len(f) else (0, 0)
+        for t, f in frames.items()
+    }
+
+
+def _day(at_ms: int) -> str:
+    return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def run_key(fields: Mapping[str, Any]) -> str:
     canonical = json.dumps(dict(fields), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
@@ -175,4 +305,13 @@ def _day_ms(day: date) -> int:
     return int(datetime(day.year, day.month, day.day, tzinfo=UTC).timestamp() * 1000)
 
 
-__all__ = ["Grid", "RunSpec", "expand", "load_grid", "run_key", "variant_settings"]
+__all__ = [
+    "MAX_RUNS",
+    "Grid",
+    "RunSpec",
+    "check_runs",
+    "expand",
+    "load_grid",
+    "run_key",
+    "variant_settings",
+]

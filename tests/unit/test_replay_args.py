@@ -13,6 +13,7 @@ from pydantic import SecretStr
 from agent.config import AgentConfig
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from gate.gate import GateConfig
+from regime.config import SEED_MAX
 from runner.cli import EXIT_USAGE, main
 from runner.config import Settings
 from runner.replay.args import options_from_args, parse_speed
@@ -189,3 +190,34 @@ def test_replay_compare_prints_two_runs_side_by_side(
     assert f"a: {a}" in printed and f"b: {b}" in printed
     total = next(line for line in printed.splitlines() if line.startswith("total return %"))
     assert total.split()[3:5] == ["10.2500", "10.2500"]  # the standard run's hand-worked figure
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ({"update_secs": float("nan")}, "--update-secs nan must divide 300"),
+        ({"update_secs": float("inf")}, "--update-secs inf must divide 300"),
+        ({"replay_from": "9999-12-31", "replay_to": "9999-12-31"}, "outside 2010-01-01"),
+        ({"replay_from": "0001-01-01"}, "--from 0001-01-01 is outside"),
+    ],
+)
+def test_non_finite_cadences_and_days_no_recording_holds_are_usage_errors(
+    overrides: dict[str, object], said: str
+) -> None:
+    with pytest.raises(ValueError, match=said):
+        options_from_args(_args(**overrides), TICKERS)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "said"),
+    [
+        ({"seed": -1}, f"--seed -1: the EM seed must be 0 .. {SEED_MAX}"),
+        ({"seed": SEED_MAX + 1}, f"--seed {SEED_MAX + 1}:"),
+        ({"tickers": ("BTC/USDT", "BTC/USDT")}, "lists BTC/USDT more than once"),
+    ],
+)
+def test_a_seed_numpy_cannot_take_or_a_repeated_ticker_is_refused(
+    tmp_path: Path, overrides: dict[str, object], said: str
+) -> None:
+    with pytest.raises(RefuseToStartError, match=said):
+        replay_settings(Settings(), _options(tmp_path, **overrides))

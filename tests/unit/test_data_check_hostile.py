@@ -1,0 +1,113 @@
+"""``vigil data check`` on files a person mangled: every file gets a line, none a traceback or a
+hang, and a file the replay would refuse is never reported ok."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from market.datacheck import FileCheck, check_data_dir
+from market.recorded import MalformedDataError, read_kline_file
+from runner.cli import main
+
+T0_MS = 1_740_787_200_000  # 2025-03-01 00:00 UTC
+BAR_MS = 300_000
+HEADER = "open_time_ms,open,high,low,close,volume\n"
+
+
+def write(data_dir: Path, name: str, text: str) -> Path:
+    path = data_dir / "binance-usdm" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text.encode()))
+    return path
+
+
+def only_check(data_dir: Path) -> FileCheck:
+    [check] = check_data_dir(data_dir)
+    return check
+
+
+@pytest.mark.parametrize(
+    ("rows", "said"),
+    [
+        ("99999999999999999999999,100,101,99,100,10\n", "not a whole number"),
+        ("9000000000000000000,100,101,99,100,10\n", "outside 2010 .. 2100"),
+        ("253402300500000,100,101,99,100,10\n", "outside 2010 .. 2100"),
+        (",100,101,99,100,10\n", "nan is not a whole number"),
+        (f"{T0_MS}.5,100,101,99,100,10\n", "not a whole number"),
+        (f"{T0_MS},100,90,110,100,10\n", "high below low"),
+        (f"{T0_MS},nan,101,99,100,10\n", "non-finite"),
+        (f"{T0_MS},abc,101,99,100,10\n", "not numbers"),
+    ],
+)
+def test_a_kline_file_replay_refuses_is_never_ok(tmp_path: Path, rows: str, said: str) -> None:
+    write(tmp_path, "BTCUSDT-5m.csv.gz", HEADER + rows)
+    check = only_check(tmp_path)
+    assert not check.ok
+    assert said in (check.error or " ".join(check.bad_rows))
+
+
+def test_funding_and_fear_greed_replay_refuses_are_never_ok(tmp_path: Path) -> None:
+    write(tmp_path, "BTCUSDT-funding.csv.gz", f"funding_time_ms,funding_rate\n{T0_MS},nan\n")
+    fng = tmp_path / "alternative-me" / "fear-greed-daily.csv"
+    fng.parent.mkdir()
+    fng.write_text("timestamp_s,value,classification\n1740787200,,Fear\n")
+    checks = {c.kind: c for c in check_data_dir(tmp_path)}
+    assert checks["funding"].bad_rows == ["1 with a non-finite rate, the first 2025-03-01 00:00"]
+    assert "value: nan is not a whole number" in (checks["fear_greed"].error or "")
+    fng.write_text("timestamp_s,value,classification\n" + "9" * 20 + ",1,Fear\n")
+    assert "not a whole number" in (only_fear_greed(tmp_path).error or "")
+
+
+def only_fear_greed(data_dir: Path) -> FileCheck:
+    return next(c for c in check_data_dir(data_dir) if c.kind == "fear_greed")
+
+
+def test_a_fifo_directory_or_dangling_link_is_named_not_opened(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "binance-usdm"
+    folder.mkdir()
+    os.mkfifo(folder / "BTCUSDT-5m.csv.gz")
+    (folder / "ETHUSDT-5m.csv.gz").mkdir()
+    (folder / "SOLUSDT-5m.csv.gz").symlink_to(tmp_path / "gone")
+    result: list[int] = []
+    worker = threading.Thread(target=lambda: result.append(main(["data", "check", str(tmp_path)])))
+    worker.start()
+    worker.join(timeout=60)
+    if worker.is_alive():  # release the blocked open so the test process can end
+        os.close(os.open(folder / "BTCUSDT-5m.csv.gz", os.O_WRONLY | os.O_NONBLOCK))
+        worker.join()
+        pytest.fail("data check blocked on a FIFO")
+    assert result == [1]
+    assert capsys.readouterr().out.count("ERROR not a regular file") == 3
+
+
+TIMES = st.one_of(
+    st.integers(0, 40).map(lambda i: str(T0_MS + i * BAR_MS)),
+    st.sampled_from(["", "abc", f"{T0_MS}.5", "9" * 23, "1740787200", "-1", "253402300500000"]),
+)
+PRICES = st.one_of(
+    st.sampled_from(["", "nan", "inf", "-1", "0", "abc", "99", "100", "101"]),
+    st.floats(0.5, 200.0).map(repr),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=st.lists(st.tuples(TIMES, PRICES, PRICES, PRICES, PRICES, PRICES), max_size=6))
+def test_check_never_raises_and_never_calls_ok_what_replay_refuses(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, ...]]
+) -> None:
+    data_dir = tmp_path_factory.mktemp("check")
+    path = write(data_dir, "BTCUSDT-5m.csv.gz", HEADER + "".join(",".join(r) + "\n" for r in rows))
+    check = only_check(data_dir)
+    try:
+        read_kline_file(path)
+    except MalformedDataError:
+        assert not check.ok
