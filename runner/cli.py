@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.cli_text import halt_reason, port_number, positive_secs
+from runner.cli_text import halt_reason, port_number, seconds_limit
 from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
@@ -83,7 +83,7 @@ def _add_operator_commands(sub: argparse._SubParsersAction[argparse.ArgumentPars
     """What an operator runs beside the daemon: ``health``, ``status``, ``serve``."""
     health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
     health.add_argument(
-        "--stale-secs", type=positive_secs, help="override supervisor.heartbeat_stale_secs"
+        "--stale-secs", type=seconds_limit, help="override supervisor.heartbeat_stale_secs"
     )
 
     status = sub.add_parser(

@@ -56,16 +56,16 @@ def port_number(value: str) -> int:
     return port
 
 
-def positive_secs(value: str) -> float:
-    """An argparse ``type`` for a duration in seconds: finite and above 0; else a clear refusal
+def seconds_limit(value: str) -> float:
+    """An argparse ``type`` for a limit in seconds: finite and not negative; else a clear refusal
     (unchecked, ``vigil health --stale-secs nan`` called a long-dead daemon healthy: no age is
-    over nan)."""
+    over nan). 0 is a limit every heartbeat is over: a way to see a daemon's check fail."""
     try:
         secs = float(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not (math.isfinite(secs) and secs > 0):
-        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds above 0")
+    if not (math.isfinite(secs) and secs >= 0):
+        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds, 0 or more")
     return secs
 
 

@@ -78,8 +78,8 @@ def test_a_one_line_reason_is_taken_as_it_is(tmp_path: Path, reason: str) -> Non
     assert state.trading.reason == reason
 
 
-@pytest.mark.parametrize("limit", ["nan", "inf", "0", "-5", "x"])
-def test_a_stale_limit_that_is_not_seconds_above_0_is_exit_2(
+@pytest.mark.parametrize("limit", ["nan", "inf", "-inf", "-5", "-0.001", "x"])
+def test_a_stale_limit_that_is_not_seconds_0_or_more_is_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], limit: str
 ) -> None:
     """``--stale-secs nan`` called a long-dead daemon healthy (no age is over nan), exit 0."""
@@ -91,3 +91,4 @@ def test_a_stale_limit_that_is_not_seconds_above_0_is_exit_2(
     assert info.value.code == 2
     assert "--stale-secs" in capsys.readouterr().err
     assert main(["--state-dir", str(tmp_path), "health", "--stale-secs", "60"]) == 1
+    assert main(["--state-dir", str(tmp_path), "health", "--stale-secs", "0"]) == 1
