@@ -14,6 +14,7 @@ only when every constituent candle is present, so a gap never fabricates a candl
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -131,7 +132,9 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     if not path.is_file():
         raise DataUnavailableError(f"no recorded Fear & Greed: {path} missing")
     try:
-        frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
+        with warnings.catch_warnings():  # as in _read_csv: the ValueError says what is wrong
+            warnings.simplefilter("ignore", RuntimeWarning)
+            frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
         frame = frame.set_index("timestamp_s").sort_index()
     except (ValueError, KeyError, OSError, EOFError, OverflowError) as exc:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
@@ -143,7 +146,12 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
 def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
     """``index`` + float ``columns`` from a (gzip) CSV; anything unreadable is MalformedDataError."""
     try:
-        frame = pd.read_csv(path, dtype={index: np.int64, **dict.fromkeys(columns, np.float64)})
+        with warnings.catch_warnings():
+            # a blank time cell: pandas warns of its NaN cast to int64, then raises the
+            # ValueError reported below; the warning alone would reach the person's terminal
+            warnings.simplefilter("ignore", RuntimeWarning)
+            dtypes = {index: np.int64, **dict.fromkeys(columns, np.float64)}
+            frame = pd.read_csv(path, dtype=dtypes)
     except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
         raise MalformedDataError(f"{path}: unreadable ({_short(exc)})") from None
     missing = [name for name in (index, *columns) if name not in frame.columns]
