@@ -7,11 +7,11 @@ blocks is reported, and released, instead of hanging the suite."""
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_beside_fifo
 
 from core.clock import VirtualClock
 from memory.tiers import OrganisationTier, ProjectTier, TierError
@@ -22,29 +22,6 @@ from state.regular_file import (
     read_regular_text,
 )
 from state.store import RunnerStateStore
-
-#: a guard against a hang only: a call that does not block returns in microseconds
-HANG_GUARD_SECS = 60.0
-
-
-def _outcome(call: Callable[[], object], fifo: Path) -> BaseException | object:
-    """What ``call`` returned or raised; fails the test if it blocked (after releasing it)."""
-    got: list[BaseException | object] = []
-
-    def run() -> None:
-        try:
-            got.append(call())
-        except BaseException as exc:  # handed to the test to judge
-            got.append(exc)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(HANG_GUARD_SECS)
-    if worker.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the writer that releases it
-        worker.join(HANG_GUARD_SECS)
-        pytest.fail(f"blocked on the FIFO at {fifo}")
-    return got[0]
 
 
 @pytest.fixture
@@ -61,7 +38,7 @@ def test_each_reader_refuses_a_fifo_a_device_and_a_directory_without_blocking(
     read: Callable[[Path], object], fifo: Path, tmp_path: Path
 ) -> None:
     for path in (fifo, Path("/dev/null"), tmp_path):
-        error = _outcome(lambda path=path: read(path), fifo)  # type: ignore[misc]
+        error = outcome_beside_fifo(lambda path=path: read(path), fifo)  # type: ignore[misc]
         assert isinstance(error, IsADirectoryError), error
         assert "not a regular file" in str(error)
 
@@ -87,7 +64,7 @@ def test_a_fifo_in_place_of_the_state_file_fails_poll_and_save_and_is_left(
     path.unlink()
     os.mkfifo(path)
     for call in (store.poll, store.save):
-        error = _outcome(call, path)
+        error = outcome_beside_fifo(call, path)
         assert isinstance(error, IsADirectoryError) and str(path) in str(error), error
     assert path.is_fifo()  # a person's odd file is theirs to move: nothing replaced it
 
@@ -95,13 +72,13 @@ def test_a_fifo_in_place_of_the_state_file_fails_poll_and_save_and_is_left(
 def test_a_fifo_as_memory_md_a_rule_or_a_policy_file_is_a_tier_error(tmp_path: Path) -> None:
     tier = ProjectTier(tmp_path)
     os.mkfifo(tier.memory_path)
-    assert isinstance(_outcome(tier.notes, tier.memory_path), TierError)
+    assert isinstance(outcome_beside_fifo(tier.notes, tier.memory_path), TierError)
     tier.rules_dir.mkdir()
     rule = tier.rules_dir / "btc.md"
     os.mkfifo(rule)
-    assert isinstance(_outcome(tier.rules, rule), TierError)
+    assert isinstance(outcome_beside_fifo(tier.rules, rule), TierError)
     policy_dir = tmp_path / "org"
     policy_dir.mkdir()
     policy = policy_dir / "caps.toml"
     os.mkfifo(policy)
-    assert isinstance(_outcome(OrganisationTier(policy_dir).load, policy), TierError)
+    assert isinstance(outcome_beside_fifo(OrganisationTier(policy_dir).load, policy), TierError)

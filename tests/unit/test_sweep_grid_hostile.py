@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import threading
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_beside_fifo
 
 import runner.sweep.engine
 from core.errors import RefuseToStartError
@@ -73,22 +73,8 @@ def test_a_directory_or_fifo_grid_is_refused_without_reading_it(tmp_path: Path) 
         load_grid(tmp_path / "dir.toml")
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)
-    caught: list[BaseException] = []
-    worker = threading.Thread(target=lambda: _load_into(fifo, caught))
-    worker.start()
-    worker.join(timeout=60)
-    if worker.is_alive():  # release the blocked open so the test process can end
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        worker.join()
-        pytest.fail("load_grid blocked on a FIFO")
-    assert "not a regular file" in str(caught[0])
-
-
-def _load_into(path: Path, caught: list[BaseException]) -> None:
-    try:
-        load_grid(path)
-    except BaseException as exc:  # handed to the test thread
-        caught.append(exc)
+    caught = outcome_beside_fifo(lambda: load_grid(fifo), fifo)
+    assert isinstance(caught, RefuseToStartError) and "not a regular file" in str(caught)
 
 
 @pytest.mark.parametrize(
