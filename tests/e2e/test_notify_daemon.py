@@ -29,7 +29,10 @@ async def test_a_sim_run_notifies_its_fill_exit_and_halt(tmp_path: Path) -> None
         env = daemon_env(
             state,
             VIGIL_SIM__START="2025-03-01T03:00:00Z",  # the fallback buys ETH about 2 h later
-            VIGIL_SIM__SPEED="1200",
+            # as restart safety's: at 1200x, beside another make test, the daemon fell behind
+            # its clock (0.2 s of real time is 4 simulated minutes), placed its BUYs at stale
+            # prices, and they expired unfilled, so no fill came within the wait
+            VIGIL_SIM__SPEED="600",
             VIGIL_TRACKER__STOP_LOSS_PCT="-0.2",
             VIGIL_TRACKER__TRAILING_ARM_PCT="0.2",
             VIGIL_TRACKER__TRAILING_STOP_PCT="0.2",
