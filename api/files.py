@@ -13,6 +13,7 @@ from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBod
 from broker.paper_store import InvalidPaperStateError, read_document
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
+from state.regular_file import read_bytes_or_none
 from state.segments import iter_lines, segments, tail_lines
 
 
@@ -106,10 +107,15 @@ class StateDirFiles:
         return rows[-limit:]
 
     def runner_state(self) -> RunnerState:
-        """The file as it is now; a missing file is a fresh state."""
+        """The file as it is now; a missing file is a fresh state. ``StateFileError`` when it
+        cannot be read: not a regular file (a FIFO would block the read), a state dir that is a
+        file, no permission."""
         try:
-            data = self.runner_state_path.read_bytes()
-        except FileNotFoundError:
+            data = read_bytes_or_none(self.runner_state_path)
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            raise StateFileError(f"{self.runner_state_path} cannot be read: {why}") from None
+        if data is None:
             return RunnerState()
         try:
             return parse_state_bytes(data)[0]

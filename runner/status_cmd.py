@@ -9,6 +9,7 @@ Health is the heartbeat's verdict (as ``vigil health``) either way; the exit cod
 
 from __future__ import annotations
 
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -25,6 +26,7 @@ from runner.config import Settings
 from runner.heartbeat import check_health
 
 EXIT_UNHEALTHY: Final = 1
+EXIT_BAD_STATE_DIR: Final = 78  # as vigil trading's for a state it cannot use
 API_TIMEOUT_SECS: Final = 5.0
 NEEDS_DAEMON: Final = "only a running daemon knows it (its API is not serving)"
 
@@ -53,6 +55,10 @@ class StatusView(BaseModel):
 def status_command(settings: Settings, *, as_json: bool = False) -> int:
     from runner.status_render import render  # it imports StatusView from here
 
+    state_dir = settings.state_dir
+    if state_dir.exists() and not state_dir.is_dir():  # every file read below would fail on it
+        print(f"vigil status: the state dir {state_dir} is not a directory", file=sys.stderr)
+        return EXIT_BAD_STATE_DIR
     view = collect(settings)
     print(view.model_dump_json(indent=2) if as_json else render(view))
     return 0 if view.healthy else EXIT_UNHEALTHY

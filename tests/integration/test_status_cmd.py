@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fakes.api_support import T0_MS, TOKEN, decision_line, serve_api, write_state_dir
+from fakes.fifo import outcome_beside_fifo
 
 from api.files import StateDirFiles
 from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
@@ -149,3 +150,26 @@ async def test_a_wrong_token_falls_back_to_the_files_and_says_why(
     assert view.source == "state_dir"
     assert "HTTP 401" in view.unavailable["api"]
     assert view.trading.state == "halted" and view.pnl_today_usd == 40.0
+
+
+def test_a_state_dir_that_is_a_file_is_exit_78_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was a NotADirectoryError traceback from the first file read under it."""
+    not_a_dir = tmp_path / "state"
+    not_a_dir.write_text("a file")
+    assert main(["--state-dir", str(not_a_dir), "status"]) == 78
+    assert f"the state dir {not_a_dir} is not a directory" in capsys.readouterr().err
+
+
+def test_a_fifo_in_place_of_the_state_file_is_reported_not_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A FIFO blocked the status command's read of runner_state.json until someone wrote to it."""
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    fifo = state_dir / "runner_state.json"
+    os.mkfifo(fifo)
+    code = outcome_beside_fifo(lambda: main(["--state-dir", str(state_dir), "status"]), fifo)
+    assert code == 1  # no heartbeat: unhealthy, and the trading state unavailable with why
+    assert "not a regular file" in capsys.readouterr().out
