@@ -1,4 +1,5 @@
-"""Reading ``vigil.toml`` (or ``VIGIL_CONFIG_FILE``) once, refusing anything that is not a TOML file.
+"""Reading a TOML file a person hands vigil (``vigil.toml`` / ``VIGIL_CONFIG_FILE``, a sweep's
+``GRID.toml``) once, refusing anything that is not a TOML file.
 
 The settings source used to open the file itself with a plain ``open``: a FIFO there blocked start-up
 until someone wrote to it, and a directory, bytes that are not UTF-8 or an integer of over 4,300
@@ -18,23 +19,25 @@ from state.regular_file import read_regular_file
 _BOM = "\ufeff"
 
 
-def read_config_toml(path: Path) -> dict[str, Any]:
-    """The config file's tables, or ``RefuseToStartError`` saying why it cannot be used."""
+def read_toml_file(path: Path, what: str) -> dict[str, Any]:
+    """The file's tables, or ``RefuseToStartError`` naming it as ``what`` ("config file") and
+    saying why it cannot be used."""
+    named = f"{what} {path}"
     try:
         _, raw = read_regular_file(path)
     except FileNotFoundError:
-        raise RefuseToStartError(f"config file {path} does not exist") from None
+        raise RefuseToStartError(f"{named} does not exist") from None
     except IsADirectoryError:  # what read_regular_file raises for anything but a regular file
         raise RefuseToStartError(
-            f"config file {path} is not a regular file (a directory, FIFO or device)"
+            f"{named} is not a regular file (a directory, FIFO or device)"
         ) from None
     except OSError as exc:
-        raise RefuseToStartError(f"config file {path} cannot be read: {exc.strerror}") from None
+        raise RefuseToStartError(f"{named} cannot be read: {exc.strerror}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise RefuseToStartError(
-            f"config file {path} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
+            f"{named} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset "
             f"{exc.start} (save it as UTF-8)"
         ) from None
     # an editor's byte order mark is not content (tomllib refuses it as an "invalid statement")
@@ -42,8 +45,10 @@ def read_config_toml(path: Path) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise RefuseToStartError(f"config file {path} is not valid TOML: {exc}") from None
+        raise RefuseToStartError(f"{named} is not valid TOML: {exc}") from None
     except ValueError as exc:  # tomllib's int() of a number over 4,300 digits
-        raise RefuseToStartError(f"config file {path} holds a number too long: {exc}") from None
+        raise RefuseToStartError(f"{named} holds a number too long: {exc}") from None
     except RecursionError:
-        raise RefuseToStartError(f"config file {path} nests arrays or tables too deep") from None
+        raise RefuseToStartError(
+            f"{named} has arrays or tables nested too deeply to read"
+        ) from None

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, timedelta
 from math import prod
@@ -56,6 +55,7 @@ from market.recorded import (
 )
 from regime.config import SEED_MAX
 from runner.config import Settings, load_settings
+from runner.config_file import read_toml_file
 from runner.replay.args import check_day, update_ms_from_secs
 from runner.replay.build import ReplayOptions, replay_settings
 
@@ -158,7 +158,7 @@ class RunSpec(BaseModel):
 
 
 def load_grid(path: Path) -> Grid:
-    raw = _read_toml(path)
+    raw = read_toml_file(path, "grid file")
     try:
         return Grid.model_validate(raw)
     except ValidationError as exc:
@@ -178,29 +178,6 @@ def _problems(exc: ValidationError) -> str:
         message = err["msg"].removeprefix("Value error, ")
         lines.append(f"{where}: {message}" if where else message)
     return "; ".join(lines)
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise RefuseToStartError(f"grid file {path} does not exist")
-    if not path.is_file():  # a FIFO would block the read until someone writes to it
-        raise RefuseToStartError(f"grid file {path} is not a regular file")
-    try:
-        text = path.read_bytes().decode("utf-8").removeprefix("\ufeff")
-        return tomllib.loads(text)
-    except OSError as exc:
-        raise RefuseToStartError(f"grid file {path}: unreadable ({exc})") from None
-    except UnicodeDecodeError as exc:
-        byte = exc.object[exc.start]
-        raise RefuseToStartError(
-            f"grid file {path}: not UTF-8 (byte {byte:#04x} at offset {exc.start})"
-        ) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise RefuseToStartError(f"grid file {path}: {exc}") from None
-    except RecursionError:
-        raise RefuseToStartError(f"grid file {path}: nested too deeply to read") from None
-    except ValueError as exc:  # tomllib's own int(): more than sys.get_int_max_str_digits()
-        raise RefuseToStartError(f"grid file {path}: {exc}") from None
 
 
 def variant_settings(base_overrides: Mapping[str, Any], grid: Grid) -> dict[str, Settings]:

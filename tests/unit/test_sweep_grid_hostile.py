@@ -62,7 +62,7 @@ def test_a_bad_grid_is_refused_naming_the_field(tmp_path: Path, text: str, said:
 
 
 def test_a_grid_that_is_not_utf8_or_has_a_bom(tmp_path: Path) -> None:
-    with pytest.raises(RefuseToStartError, match=r"not UTF-8 \(byte 0xff at offset 59\)"):
+    with pytest.raises(RefuseToStartError, match="not UTF-8 text: byte 0xff at offset 59"):
         load_grid(write(tmp_path, BASE.encode().replace(b"C/U", b"C/U\xff")))
     assert load_grid(write(tmp_path, "\ufeff" + BASE)).tickers == (("BTC/USDT",),)
 
