@@ -132,9 +132,7 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     if not path.is_file():
         raise DataUnavailableError(f"no recorded Fear & Greed: {path} missing")
     try:
-        with warnings.catch_warnings():  # as in _read_csv: the ValueError says what is wrong
-            warnings.simplefilter("ignore", RuntimeWarning)
-            frame = pd.read_csv(path, dtype={"timestamp_s": np.int64, "value": np.int64})
+        frame = _typed_csv(path, {"timestamp_s": np.int64, "value": np.int64})
         frame = frame.set_index("timestamp_s").sort_index()
     except (ValueError, KeyError, OSError, EOFError, OverflowError) as exc:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
@@ -146,12 +144,7 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
 def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
     """``index`` + float ``columns`` from a (gzip) CSV; anything unreadable is MalformedDataError."""
     try:
-        with warnings.catch_warnings():
-            # a blank time cell: pandas warns of its NaN cast to int64, then raises the
-            # ValueError reported below; the warning alone would reach the person's terminal
-            warnings.simplefilter("ignore", RuntimeWarning)
-            dtypes = {index: np.int64, **dict.fromkeys(columns, np.float64)}
-            frame = pd.read_csv(path, dtype=dtypes)
+        frame = _typed_csv(path, {index: np.int64, **dict.fromkeys(columns, np.float64)})
     except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
         raise MalformedDataError(f"{path}: unreadable ({_short(exc)})") from None
     missing = [name for name in (index, *columns) if name not in frame.columns]
@@ -160,6 +153,15 @@ def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
             f"{path}: missing column(s) {', '.join(missing)}; expected {index},{','.join(columns)}"
         )
     return frame.set_index(index)[list(columns)].sort_index()
+
+
+def _typed_csv(path: Path, dtypes: dict[str, type]) -> pd.DataFrame:
+    """``pd.read_csv`` with ``dtypes``, without its RuntimeWarning: a blank int64 cell makes pandas
+    warn of its NaN cast, then raise the ValueError the caller reports; the warning alone would
+    reach the person's terminal."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return pd.read_csv(path, dtype=dtypes)
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:
