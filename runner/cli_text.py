@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
@@ -44,29 +45,49 @@ def halt_reason(value: str) -> str:
     return text
 
 
-def port_number(value: str) -> int:
-    """An argparse ``type`` for a TCP port: 0 (any free one) to 65535; else a clear refusal
-    (unchecked, ``vigil sim --port 70000`` was a traceback from ``bind``)."""
-    try:
-        port = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {value!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"{port} is not a port (0 to 65535)")
-    return port
+def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number of ``what`` from ``low`` to ``high`` (no top when
+    None); else a clear refusal. One shape for every counted argument: unchecked, each was a
+    traceback or a silent wrong run at its edge (a port past 65535, ``--limit -1`` listing
+    everything, ``--workers 0`` waiting for ever)."""
+    span = f"{low:,} to {high:,}" if high is not None else f"{low:,} or more"
+
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number of {what}: {value!r}") from None
+        if number < low or (high is not None and number > high):
+            raise argparse.ArgumentTypeError(f"{number:,} {what}: {span}")
+        return number
+
+    return parse
 
 
-def seconds_limit(value: str) -> float:
-    """An argparse ``type`` for a limit in seconds: finite and not negative; else a clear refusal
-    (unchecked, ``vigil health --stale-secs nan`` called a long-dead daemon healthy: no age is
-    over nan). 0 is a limit every heartbeat is over: a way to see a daemon's check fail."""
-    try:
-        secs = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
-    if not (math.isfinite(secs) and secs >= 0):
-        raise argparse.ArgumentTypeError(f"{value} is not a number of seconds, 0 or more")
-    return secs
+def finite_number(what: str, low: float, *, low_allowed: bool) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number of ``what`` above ``low`` (or at it when
+    ``low_allowed``); else a clear refusal. nan is refused everywhere: no value is over it, so a
+    nan limit or age silently meant "never"."""
+    bound = f"{low:g} or more" if low_allowed else f"above {low:g}"
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number of {what}: {value!r}") from None
+        if not (math.isfinite(number) and (number >= low if low_allowed else number > low)):
+            raise argparse.ArgumentTypeError(f"{value} is not a number of {what} {bound}")
+        return number
+
+    return parse
+
+
+#: a TCP port; 0 is any free one (unchecked, ``vigil sim --port 70000`` was a traceback from bind)
+port_number = whole_number("port", 0, 65535)
+
+#: a limit in seconds (``vigil health --stale-secs``): unchecked, nan called a long-dead daemon
+#: healthy. 0 is a limit every heartbeat is over: a way to see a daemon's check fail.
+seconds_limit = finite_number("seconds", 0.0, low_allowed=True)
 
 
 def _shown(char: str) -> str:

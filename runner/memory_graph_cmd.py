@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import math
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore
 from memory.retrieval import Retriever
-from runner.cli_text import utf8_text
+from runner.cli_text import finite_number, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import line_text_problem
@@ -60,28 +59,12 @@ def add_graph_commands(cmd: Any) -> None:
 LIMIT_MAX = 100_000
 
 
-def _limit(value: str) -> int:
-    """An argparse ``type``: unchecked, -1 listed everything and a number past 2**63 was a
-    traceback from SQLite."""
-    try:
-        limit = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {value!r}") from None
-    if not 1 <= limit <= LIMIT_MAX:
-        raise argparse.ArgumentTypeError(f"{limit} is not 1 to {LIMIT_MAX:,}")
-    return limit
+#: unchecked, -1 listed everything and a number past 2**63 was a traceback from SQLite
+_limit = whole_number("rows", 1, LIMIT_MAX)
 
-
-def _ttl_days(value: str) -> float:
-    """An argparse ``type``: unchecked, nan kept an insight for ever (no age is over nan) and 0 or
-    less made it expired at once, never retrieved; both without a word."""
-    try:
-        days = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of days: {value!r}") from None
-    if not (math.isfinite(days) and days > 0):
-        raise argparse.ArgumentTypeError(f"{value} is not a number of days above 0")
-    return days
+#: unchecked, nan kept an insight for ever (no age is over nan) and 0 or less made it expired at
+#: once, never retrieved; both without a word
+_ttl_days = finite_number("days", 0.0, low_allowed=False)
 
 
 GRAPH_COMMANDS = ("list", "search", "show", "add", "forget", "export", "import", "stats")

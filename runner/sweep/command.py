@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from runner.cli_text import whole_number
+
 
 def add_sweep_parser(sub: Any) -> None:
     sweep = sub.add_parser(
@@ -21,15 +23,8 @@ def add_sweep_parser(sub: Any) -> None:
     sweep.add_argument("--workers", type=_workers, help="local cluster workers (default: cores)")
 
 
-def _workers(text: str) -> int:
-    """A local cluster of 0 or fewer workers never runs a task: the sweep would wait forever."""
-    try:
-        count = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if count < 1:
-        raise argparse.ArgumentTypeError(f"{count}: at least 1 worker")
-    return count
+#: a local cluster of 0 or fewer workers never runs a task: the sweep would wait for ever
+_workers = whole_number("workers", 1)
 
 
 def run_sweep_command(args: argparse.Namespace, overrides: Mapping[str, Any]) -> int:

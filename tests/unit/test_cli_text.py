@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 from pathlib import Path
@@ -12,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runner.cli import main
-from runner.cli_text import utf8_text
+from runner.cli_text import finite_number, utf8_text, whole_number
 from state.models import parse_state_bytes
 
 NOT_UTF8 = "ok \udcff"  # what Python makes of the byte 0xff in argv (surrogateescape)
@@ -92,3 +93,67 @@ def test_a_stale_limit_that_is_not_seconds_0_or_more_is_exit_2(
     assert "--stale-secs" in capsys.readouterr().err
     assert main(["--state-dir", str(tmp_path), "health", "--stale-secs", "60"]) == 1
     assert main(["--state-dir", str(tmp_path), "health", "--stale-secs", "0"]) == 1
+
+
+@given(
+    st.one_of(st.integers(), st.text(max_size=12), st.floats().map(repr)),
+    st.integers(-5, 5),
+    st.one_of(st.none(), st.integers(5, 70_000)),
+)
+def test_a_whole_number_argument_is_in_its_range_or_a_usage_error(
+    value: object, low: int, high: int | None
+) -> None:
+    text = str(value)
+    parse = whole_number("things", low, high)
+    try:
+        expected: int | None = int(text)
+    except ValueError:
+        expected = None
+    if expected is None or expected < low or (high is not None and expected > high):
+        with pytest.raises(argparse.ArgumentTypeError, match="things"):
+            parse(text)
+    else:
+        assert parse(text) == expected
+
+
+@given(
+    st.one_of(st.floats().map(repr), st.text(max_size=12), st.sampled_from(["0", "-0", "nan"])),
+    st.booleans(),
+)
+def test_a_finite_number_argument_is_over_its_bound_or_a_usage_error(
+    text: str, low_allowed: bool
+) -> None:
+    parse = finite_number("days", 0.0, low_allowed=low_allowed)
+    try:
+        number: float | None = float(text)
+    except ValueError:
+        number = None
+    if (
+        number is not None
+        and math.isfinite(number)
+        and (number > 0 or (low_allowed and number == 0))
+    ):
+        assert parse(text) == number
+    else:
+        with pytest.raises(argparse.ArgumentTypeError, match="days"):
+            parse(text)
+
+
+@pytest.mark.parametrize(
+    ("argv", "refused"),
+    [
+        (["sim", "--port", "65536"], "65,536 port: 0 to 65,535"),
+        (["sim", "--port", "http"], "not a whole number of port: 'http'"),
+        (["memory", "list", "--limit", "0"], "0 rows: 1 to 100,000"),
+        (["memory", "add", "a lesson", "--ttl-days", "0"], "0 is not a number of days above 0"),
+        (["sweep", "grid.toml", "--out", "o", "--workers", "0"], "0 workers: 1 or more"),
+    ],
+)
+def test_each_counted_argument_names_its_range_when_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], refused: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["--state-dir", str(tmp_path), *argv])
+    assert info.value.code == 2
+    assert refused in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
