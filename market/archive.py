@@ -32,13 +32,13 @@ import numpy as np
 import pandas as pd
 
 from market.recorded import (
-    EARLIEST_TIME_MS,
-    LATEST_TIME_MS,
     OHLCV_COLUMNS,
     RECORDED_INTERVALS,
+    RECORDING_YEARS,
     MalformedDataError,
     interval_ms,
     kline_defects,
+    outside_recording_span,
 )
 from market.timeframes import from_binance_symbol
 
@@ -158,10 +158,11 @@ def _open_times_ms(stamps: np.ndarray, path: Path) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         millis = np.where(stamps >= MICROSECONDS_FROM, stamps / 1000, stamps)
         bad = ~np.isfinite(millis) | (millis != np.floor(millis))
-        bad |= (millis < EARLIEST_TIME_MS) | (millis >= LATEST_TIME_MS)
+        bad |= outside_recording_span(millis)
     if bad.any():
         raise MalformedDataError(
-            f"{path}: {int(bad.sum())} open time(s) not a whole millisecond within 2010 .. 2100, "
+            f"{path}: {int(bad.sum())} open time(s) not a whole millisecond within "
+            f"{RECORDING_YEARS}, "
             f"the first {float(stamps[bad][0])!r}"
         )
     return millis.astype(np.int64)

@@ -18,11 +18,11 @@ import pandas as pd
 
 from core.clock import DAY_MS
 from market.recorded import (
-    EARLIEST_TIME_MS,
-    LATEST_TIME_MS,
     OHLCV_COLUMNS,
+    RECORDING_YEARS,
     interval_ms,
     kline_defects,
+    outside_recording_span,
 )
 
 MAX_LISTED = 20
@@ -139,12 +139,13 @@ def _read(path: Path) -> pd.DataFrame:
 
 def _times(frame: pd.DataFrame, column: str, unit_ms: int) -> np.ndarray:
     """The time column in ms, or why it is none: a fraction, a blank, a 20-digit number, or a time
-    outside 2010 .. 2100 (checked before anything formats one: the year 10000 has no date)."""
+    outside RECORDING_YEARS (checked before anything formats one: the year 10000 has no date)."""
     stamps = _whole_numbers(frame, column)
-    outside = (stamps < EARLIEST_TIME_MS // unit_ms) | (stamps >= LATEST_TIME_MS // unit_ms)
+    outside = outside_recording_span(stamps, unit_ms)
     if outside.any():
         raise _Unreadable(
-            f"{int(outside.sum())} time(s) outside 2010 .. 2100, the first {int(stamps[outside][0])}"
+            f"{int(outside.sum())} time(s) outside {RECORDING_YEARS}, "
+            f"the first {int(stamps[outside][0])}"
             " (seconds or microseconds taken for milliseconds?)"
         )
     return stamps * unit_ms

@@ -34,6 +34,7 @@ KLINES_FOLDER = "binance-usdm"
 #: (seconds, or microseconds read as ms) or a corrupt cell, and would replay as 1970 or year 9999
 EARLIEST_TIME_MS = 1_262_304_000_000
 LATEST_TIME_MS = 4_102_444_800_000
+RECORDING_YEARS = "2010 .. 2100"
 
 
 def default_data_dir() -> Path:
@@ -122,7 +123,9 @@ def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     frame = _read_csv(path, "funding_time_ms", ("funding_rate",))
     if not np.isfinite(frame["funding_rate"].to_numpy()).all():
         raise MalformedDataError(f"{path}: non-finite funding rates")
-    _refuse_defects(frame.index.to_numpy(), [(_OUT_OF_RANGE, _out_of_range(frame.index))], path)
+    _refuse_defects(
+        frame.index.to_numpy(), [(_OUT_OF_RANGE, outside_recording_span(frame.index))], path
+    )
     return frame
 
 
@@ -229,12 +232,16 @@ def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:
     _refuse_defects(frame.index.to_numpy(), kline_defects(frame.index.to_numpy(), values), path)
 
 
-_OUT_OF_RANGE = "a time outside 2010 .. 2100 (seconds or microseconds read as ms?)"
+_OUT_OF_RANGE = f"a time outside {RECORDING_YEARS} (seconds or microseconds read as ms?)"
 
 
-def _out_of_range(times: pd.Index | np.ndarray) -> np.ndarray:
-    stamps = np.asarray(times)
-    return np.asarray((stamps < EARLIEST_TIME_MS) | (stamps >= LATEST_TIME_MS))
+def outside_recording_span(stamps: pd.Index | np.ndarray, unit_ms: int = 1) -> np.ndarray:
+    """Where a time counted in ``unit_ms`` (1: milliseconds) is outside ``RECORDING_YEARS``, or
+    not a number. Compared in the time's own unit: multiplying a 20-digit cell first overflows."""
+    stamps = np.asarray(stamps)
+    with np.errstate(invalid="ignore"):
+        inside = (stamps >= EARLIEST_TIME_MS // unit_ms) & (stamps < LATEST_TIME_MS // unit_ms)
+    return np.asarray(~inside)
 
 
 def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.ndarray]]:
@@ -246,7 +253,7 @@ def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.n
     with np.errstate(invalid="ignore"):  # NaN compares False here; non-finite has its own reason
         checks = [
             ("a non-finite value", ~np.isfinite(values).all(axis=1)),
-            (_OUT_OF_RANGE, _out_of_range(times)),
+            (_OUT_OF_RANGE, outside_recording_span(times)),
             ("a price <= 0", (values[:, :4] <= 0).any(axis=1)),
             ("high below low, open or close", (highs < lows) | (highs < opens) | (highs < closes)),
             ("low above open or close", (lows > opens) | (lows > closes)),
@@ -276,6 +283,7 @@ __all__ = [
     "LATEST_TIME_MS",
     "OHLCV_COLUMNS",
     "RECORDED_INTERVALS",
+    "RECORDING_YEARS",
     "TIMEFRAME_MS",
     "DataUnavailableError",
     "MalformedDataError",
@@ -289,6 +297,7 @@ __all__ = [
     "load_fear_greed",
     "load_funding",
     "load_klines",
+    "outside_recording_span",
     "read_kline_file",
     "resample",
     "to_candles",

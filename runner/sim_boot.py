@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.clock import Clock, WallClock
-from core.errors import RefuseToStartError
 from core.scaled_clock import ScaledClock
 from runner.config import Settings
 from runner.sim_start import sim_start_ms
@@ -37,17 +36,14 @@ def daemon_clock(settings: Settings) -> DaemonClock:
     off (``runner.sim_start``)."""
     if settings.market.source != "sim":
         return DaemonClock(WallClock(), None)
-    from market.recorded import DataUnavailableError
-    from sim.feed import SimFeed
+    from sim.feed import serving_feed
 
-    try:
-        feed = SimFeed(
-            settings.market.tickers,
-            data_dir=settings.data_dir,
-            update_interval_ms=settings.sim.update_interval_ms,
-        )
-    except DataUnavailableError as exc:  # a ticker or data dir without recordings: was exit 1
-        raise RefuseToStartError(f"the simulator cannot serve market.tickers: {exc}") from None
+    feed = serving_feed(
+        settings.market.tickers,
+        data_dir=settings.data_dir,
+        update_interval_ms=settings.sim.update_interval_ms,
+        what="market.tickers",
+    )
     start_ms = sim_start_ms(
         settings.sim.start_ms,
         settings.runner_state_path,

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.scaled_clock import ScaledClock
-from market.recorded import DataUnavailableError
 from sim.faults import WsFaults
-from sim.feed import SimFeed
+from sim.feed import SimFeed, serving_feed
 from sim.ws_server import WsServer
 
 if TYPE_CHECKING:
@@ -128,12 +127,12 @@ async def run_standalone(
     ``on_ready`` is called once both servers listen (tests use it to learn the ports). A ticker
     without recorded data and a port that cannot be bound refuse to start (they were tracebacks).
     """
-    try:
-        feed = SimFeed(tickers, data_dir=data_dir, update_interval_ms=update_interval_ms)
-    except DataUnavailableError as exc:
-        raise RefuseToStartError(
-            f"the simulator cannot serve the configured tickers: {exc}"
-        ) from None
+    feed = serving_feed(
+        tickers,
+        data_dir=data_dir,
+        update_interval_ms=update_interval_ms,
+        what="the configured tickers",
+    )
     for ticker in feed.tickers:
         first_ms, last_ms = feed.span_ms(ticker)
         if not first_ms <= start_ms <= last_ms:

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from core.errors import RefuseToStartError
 from market.recorded import BASE_INTERVAL_MS, DataUnavailableError
 from market.timeframes import TIMEFRAME_MS
 from sim.feed_series import Gap, TickerSeries
@@ -66,6 +67,18 @@ class FundingRate(NamedTuple):
 
     funding_time_ms: int
     rate: float
+
+
+def serving_feed(
+    tickers: Sequence[str], *, data_dir: Path | None, update_interval_ms: int, what: str
+) -> SimFeed:
+    """The feed a simulator serves ``tickers`` from; a ticker or data dir without recordings
+    refuses to start, naming ``what`` the tickers came from (unchecked it was exit 1 with a
+    traceback from deep in the loader)."""
+    try:
+        return SimFeed(tickers, data_dir=data_dir, update_interval_ms=update_interval_ms)
+    except DataUnavailableError as exc:
+        raise RefuseToStartError(f"the simulator cannot serve {what}: {exc}") from None
 
 
 class SimFeed:
