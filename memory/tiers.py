@@ -16,7 +16,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -24,7 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.jsonread import UnreadableJsonError, loads_json
 from state.merge_write import MergeConflictError, merge_write
-from state.regular_file import open_regular_file, open_regular_text, read_regular_text
+from state.regular_file import open_regular_text, read_regular_text
+from state.toml_file import read_toml
 
 MEMORY_READ_LINES = 200
 AUTO_ENTRIES_KEPT = 50
@@ -103,10 +103,10 @@ class OrganisationTier:
             if self._cached is not None and self._cached[0] == stamp:
                 return self._cached[1]
             policy = _read_policy(files)
-        except (OSError, ValueError, RecursionError) as exc:
-            # ValueError holds TOMLDecodeError, ValidationError and UnicodeDecodeError, and the
-            # plain one tomllib raises for a number of over 4300 digits (RecursionError: deep
-            # nesting): either escaped the organisation caps and failed every decision
+        except (OSError, ValueError) as exc:
+            # ValueError holds UnreadableTomlError (state.toml_file: every way tomllib refuses a
+            # file, deep nesting included), ValidationError and UnicodeDecodeError (a rubric):
+            # each escaped the organisation caps once and failed every decision
             raise TierError(f"organisation policy {self.source}: {exc}") from exc
         self._cached = (stamp, policy)
         return policy
@@ -117,8 +117,7 @@ def _read_policy(files: Sequence[Path]) -> OrganisationPolicy:
     rubric = []
     for path in files:
         if path.suffix == ".toml":
-            with open_regular_file(path) as fh:
-                data = tomllib.load(fh)
+            data = read_toml(path, "policy file")
             text = data.pop("text", "")
             fields.update(data)
             fields["text"] = str(text)

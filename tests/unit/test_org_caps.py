@@ -11,7 +11,7 @@ from agent.decision import AgentDecision, TradeDecision
 from agent.org_caps import OrganisationCaps
 from agent.risk import RiskConfig, RiskContext, apply_risk_caps
 from broker.port import Action
-from memory.tiers import OrganisationTier
+from memory.tiers import OrganisationTier, TierError
 
 TICKERS = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
 
@@ -77,3 +77,30 @@ def test_a_broken_edit_keeps_the_last_good_policy(tmp_path: Path, broken: str) -
 def test_no_policy_configured_leaves_the_instance_caps(tmp_path: Path) -> None:
     caps = OrganisationCaps(OrganisationTier(None), RiskConfig())
     assert caps.config() == RiskConfig() and caps.whitelist(TICKERS) == TICKERS
+
+
+def test_a_policy_saved_with_a_byte_order_mark_binds_as_it_reads(tmp_path: Path) -> None:
+    """Read as config and grid files are (``state.toml_file``); tomllib alone refused the mark as
+    an "invalid statement", so the organisation's caps silently did not apply."""
+    folder = tmp_path / "org"
+    folder.mkdir()
+    (folder / "policy.toml").write_bytes("\ufeffmax_position_pct = 0.05\n".encode())
+    assert (
+        OrganisationCaps(OrganisationTier(folder), RiskConfig()).config().max_position_pct == 0.05
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"max_position_pct = 0.05 # \xff\n", "is not UTF-8 text: byte 0xff at offset 26"),
+        (b"max_position_pct = " + b"1" * 5000, "holds a number too long"),
+        (b"x = " + b"[" * 100_000, "nested too deeply"),
+    ],
+)
+def test_an_unreadable_policy_says_why(tmp_path: Path, content: bytes, reason: str) -> None:
+    folder = tmp_path / "org"
+    folder.mkdir()
+    (folder / "policy.toml").write_bytes(content)
+    with pytest.raises(TierError, match=reason):
+        OrganisationTier(folder).load()
