@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from core.config_path import ConfigPath
 
 
 class ContextConfig(BaseModel):
@@ -12,7 +12,7 @@ class ContextConfig(BaseModel):
 
     enabled: bool = True  # False: the prompt is the instructions and the snapshot, as before
     #: the organisation tier: a shared folder (policy.toml + *.md) or one file; None: no tier
-    organisation_path: Path | None = None
+    organisation_path: ConfigPath | None = None
     analysts: bool = True  # the four analysts' reports and day summaries (analysts.db)
     #: day summaries by Claude when a key is set (8 small calls per ticker and day, in the budget)
     model_summaries: bool = True

@@ -6,10 +6,11 @@ The FRED API key is not here: like the other secrets it belongs at the top of ``
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from core.config_path import ConfigPath
 
 # Kept free of numpy/pandas/hmmlearn imports: the settings model (and `vigil health`, run by the
 # container's HEALTHCHECK every 30 s) imports this module.
@@ -78,10 +79,10 @@ class RegimeConfig(BaseModel):
     fred_cache_ttl_secs: float = Field(86_400.0, gt=0)
     fred_failure_ttl_secs: float = Field(3_600.0, gt=0)
     # real FRED downloads (<SERIES_ID>.csv) for replay without a key; none ships with vigil
-    fred_snapshot_dir: Path | None = None
-    #: fitted models by (candles, HMM settings, fit instant): a rerun of the same span fits nothing.
+    fred_snapshot_dir: ConfigPath | None = None
+    #: fitted models by (candles, HMM settings): a rerun of the same span fits nothing.
     #: None: no cache (replay and sweeps default to ~/.cache/vigil/regime-fits)
-    fit_cache_dir: Path | None = None
+    fit_cache_dir: ConfigPath | None = None
     #: processes the regime models fit in (regime.fit_pool; in replay they also fit ahead,
     #: regime.fit_ahead). None: one for the daemon, all cores but one for replay (none inside a
     #: Dask worker); 0: fit inline, in the daemon's own process (which then imports scikit-learn)

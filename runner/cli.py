@@ -13,11 +13,10 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
-from runner.cli_text import halt_reason, port_number, seconds_limit
+from runner.cli_text import halt_reason, path_argument, port_number, seconds_limit
 from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
@@ -32,9 +31,13 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vigil", description="Event-driven crypto trading daemon."
     )
-    parser.add_argument("--config", type=Path, help="TOML config file (default ./vigil.toml)")
     parser.add_argument(
-        "--state-dir", type=Path, help=f"state dir (env VIGIL_STATE_DIR, default ./{STATE_DIR})"
+        "--config", type=path_argument, help="TOML config file (default ./vigil.toml)"
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=path_argument,
+        help=f"state dir (env VIGIL_STATE_DIR, default ./{STATE_DIR})",
     )
     parser.add_argument(
         "--log-format", choices=("text", "json"), help="log lines as text or JSON (config [log])"
@@ -121,11 +124,11 @@ def _add_inspect_commands(sub: argparse._SubParsersAction[argparse.ArgumentParse
         "report", help="write report.json and report.html for a run's state dir (or compare two)"
     )
     report.add_argument(
-        "run_dir", nargs="?", type=Path, help="a state dir (default: the configured)"
+        "run_dir", nargs="?", type=path_argument, help="a state dir (default: the configured)"
     )
-    report.add_argument("--out", type=Path, help="where to write (default: the run dir)")
+    report.add_argument("--out", type=path_argument, help="where to write (default: the run dir)")
     report.add_argument(
-        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
+        "--compare", nargs=2, type=path_argument, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from pathlib import Path
 
+from core.config_path import EMPTY_PATH
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
 from state.trading import REASON_MAX_CHARS
@@ -43,6 +45,14 @@ def halt_reason(value: str) -> str:
             f"{len(text):,} characters; a reason is at most {REASON_MAX_CHARS:,}"
         )
     return text
+
+
+def path_argument(value: str) -> Path:
+    """An argparse ``type`` for a file or folder: ``Path(value)``, refusing an empty one, which
+    ``Path`` reads as the working directory (``--out ""`` wrote a sweep or a data fetch there)."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(EMPTY_PATH)
+    return Path(value)
 
 
 def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str], int]:

@@ -38,6 +38,7 @@ from agent.config import AgentConfig
 from agent.prompt_assembly import PromptBudgets
 from api.config import ApiConfig
 from api.notify.config import NotifyConfig
+from core.config_path import ConfigPath
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
@@ -187,9 +188,10 @@ class Settings(BaseSettings):
         nested_model_default_partial_update=True,
     )
 
-    config_file: Path | None = None
-    state_dir: Path = STATE_DIR
-    data_dir: Path | None = None  # recorded market data; None: the data/ folder shipped with vigil
+    config_file: ConfigPath | None = None
+    state_dir: ConfigPath = STATE_DIR
+    #: recorded market data; None: the data/ folder shipped with vigil
+    data_dir: ConfigPath | None = None
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     #: line format (text / json) and the size-rotated file logs/vigil.log (runner.logging_setup)
     log: LogConfig = LogConfig()
@@ -339,6 +341,42 @@ def _check_environment() -> None:
             "API keys are read from ANTHROPIC_API_KEY, BINANCE_API_KEY, BINANCE_API_SECRET, "
             "FRED_API_KEY)"
         )
+    ambiguous = _ambiguous_spellings()
+    if ambiguous:
+        raise RefuseToStartError(
+            "ambiguous environment variable(s) (setting names ignore case):\n"
+            + "\n".join(ambiguous)
+        )
+
+
+#: read by their exact name (os.environ), not through the settings, which ignore case
+_EXACT_NAMES = frozenset({"VIGIL_CONFIG_FILE", *_OTHER_VIGIL_VARIABLES})
+_SECRET_ALIASES = frozenset(
+    {"ANTHROPIC_API_KEY", "BINANCE_API_KEY", "BINANCE_API_SECRET", "FRED_API_KEY"}
+)
+
+
+def _ambiguous_spellings() -> list[str]:
+    """Lines naming variables of which vigil would silently read one or none.
+
+    Linux keeps ``VIGIL_MARKET__SOURCE`` and ``vigil_market__source`` apart, the settings do not:
+    with both set to different values, whichever the environment lists last won. The variables
+    read by their exact name were ignored when spelled in another case (``vigil_config_file``
+    set ``config_file`` but no file was read)."""
+    by_key: dict[str, list[str]] = {}
+    for name in os.environ:
+        key = name.upper()
+        if key.startswith("VIGIL_") or key in _SECRET_ALIASES:
+            by_key.setdefault(key, []).append(name)
+    lines = []
+    for key, names in sorted(by_key.items()):
+        if len({os.environ[name] for name in names}) > 1:
+            shown = ", ".join(f"{n} = {_shown(n, os.environ[n])}" for n in sorted(names))
+            lines.append(f"  {shown}: one setting spelt {len(names)} ways; set it once")
+        elif key in _EXACT_NAMES and names != [key]:
+            wrong = [n for n in names if n != key]
+            lines.extend(f"  {n}: read only as {key}" for n in sorted(wrong))
+    return lines
 
 
 _SECRET_NAME = re.compile(r"(^|[_.])(key|secret|token|password)$")

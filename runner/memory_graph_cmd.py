@@ -13,7 +13,6 @@ import asyncio
 import json
 import sys
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any, get_args
 
 import orjson
@@ -24,7 +23,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore
 from memory.retrieval import Retriever
-from runner.cli_text import finite_number, utf8_text, whole_number
+from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import line_text_problem
@@ -51,7 +50,9 @@ def add_graph_commands(cmd: Any) -> None:
     cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)
     export = cmd.add_parser("export", help="everything, to stdout")
     export.add_argument("--format", choices=("jsonl", "cypher"), default="jsonl")
-    cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument("file", type=Path)
+    cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument(
+        "file", type=path_argument
+    )
     cmd.add_parser("stats", help="node counts and per-regime trade statistics")
 
 

@@ -20,6 +20,7 @@ import pandas as pd
 from core.errors import RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
+from runner.cli_text import path_argument
 from runner.data.layout import store_klines
 
 EXIT_PROBLEMS = 1
@@ -37,7 +38,7 @@ def add_data_parser(sub: Any) -> None:
     fetch.add_argument("--interval", default="5m", choices=RECORDED_INTERVALS)
     fetch.add_argument("--from", dest="fetch_from", required=True, help="first day, UTC")
     fetch.add_argument("--to", dest="fetch_to", required=True, help="last day, inclusive")
-    fetch.add_argument("--out", type=Path, required=True, help="the data dir to fill")
+    fetch.add_argument("--out", type=path_argument, required=True, help="the data dir to fill")
     fetch.add_argument("--no-funding", action="store_true", help="klines only")
     fetch.add_argument(
         "--exchange-url",
@@ -53,11 +54,11 @@ def add_data_parser(sub: Any) -> None:
     imp = data_sub.add_parser(
         "import", help="Binance data-archive kline files (zip or CSV) into a data dir"
     )
-    imp.add_argument("files", nargs="+", type=Path, help="e.g. BTCUSDT-5m-2025-03.zip")
-    imp.add_argument("--out", type=Path, required=True, help="the data dir to fill")
+    imp.add_argument("files", nargs="+", type=path_argument, help="e.g. BTCUSDT-5m-2025-03.zip")
+    imp.add_argument("--out", type=path_argument, required=True, help="the data dir to fill")
 
     check = data_sub.add_parser("check", help="spans, gaps, duplicates, misaligned bars per file")
-    check.add_argument("data_dir", type=Path)
+    check.add_argument("data_dir", type=path_argument)
     check.add_argument("--json", action="store_true", help="machine-readable output")
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
+
+from runner.cli_text import path_argument
 
 
 def add_replay_parser(sub: Any) -> None:
@@ -14,7 +15,9 @@ def add_replay_parser(sub: Any) -> None:
         "--from", dest="replay_from", help="first day, ISO 8601 (UTC), e.g. 2025-03-01"
     )
     replay.add_argument("--to", dest="replay_to", help="last day, inclusive, e.g. 2025-03-14")
-    replay.add_argument("--out", type=Path, help="the run folder to create, e.g. runs/march")
+    replay.add_argument(
+        "--out", type=path_argument, help="the run folder to create, e.g. runs/march"
+    )
     replay.add_argument("--tickers", nargs="+", help="a subset of the configured tickers")
     replay.add_argument(
         "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
@@ -34,7 +37,7 @@ def add_replay_parser(sub: Any) -> None:
     )
     replay.add_argument(
         "--data-dir",
-        type=Path,
+        type=path_argument,
         help="recorded data folder (vigil data fetch/import; default the bundled data/)",
     )
     replay.add_argument(
@@ -44,7 +47,7 @@ def add_replay_parser(sub: Any) -> None:
     )
     replay.add_argument("--verbose", action="store_true", help="log at the configured level")
     replay.add_argument(
-        "--compare", nargs=2, type=Path, metavar=("RUN_A", "RUN_B"), help="side by side"
+        "--compare", nargs=2, type=path_argument, metavar=("RUN_A", "RUN_B"), help="side by side"
     )
 
 

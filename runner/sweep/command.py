@@ -5,18 +5,21 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from runner.cli_text import whole_number
+from runner.cli_text import path_argument, whole_number
 
 
 def add_sweep_parser(sub: Any) -> None:
     sweep = sub.add_parser(
         "sweep", help="a grid of replays on Dask distributed, resumable, with an experiment report"
     )
-    sweep.add_argument("grid", type=Path, help="GRID.toml: periods, tickers, deciders, ...")
-    sweep.add_argument("--out", type=Path, required=True, help="the sweep folder (resumed)")
+    sweep.add_argument(
+        "grid", type=path_argument, help="GRID.toml: periods, tickers, deciders, ..."
+    )
+    sweep.add_argument(
+        "--out", type=path_argument, required=True, help="the sweep folder (resumed)"
+    )
     sweep.add_argument(
         "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
     )

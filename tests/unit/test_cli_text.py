@@ -147,6 +147,15 @@ def test_a_finite_number_argument_is_over_its_bound_or_a_usage_error(
         (["memory", "list", "--limit", "0"], "0 rows: 1 to 100,000"),
         (["memory", "add", "a lesson", "--ttl-days", "0"], "0 is not a number of days above 0"),
         (["sweep", "grid.toml", "--out", "o", "--workers", "0"], "0 workers: 1 or more"),
+        (["--state-dir", "", "status"], "--state-dir: an empty path"),
+        (["sweep", "grid.toml", "--out", ""], "--out: an empty path"),
+        (["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--out", " "], "an empty path"),
+        (
+            ["data", "fetch", "--tickers", "BTC/USDT", "--from", "2025-03-01"]
+            + ["--to", "2025-03-02", "--out", ""],
+            "--out: an empty path (write '.' for the working directory)",
+        ),
+        (["data", "check", ""], "data_dir: an empty path"),
     ],
 )
 def test_each_counted_argument_names_its_range_when_refused(

@@ -321,3 +321,66 @@ def test_a_naive_start_time_is_read_as_utc() -> None:
     sim = SimConfig.model_validate({"start": "2025-03-01T00:00:00"})
     assert sim.start_ms == 1_740_787_200_000
     assert Settings.model_fields["anthropic_api_key"].default is None
+
+
+# ---------------------------------------------------------------------------------------------
+# what the environment may not leave to chance
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("VIGIL_STATE_DIR", ""),
+        ("VIGIL_DATA_DIR", "  "),
+        ("VIGIL_CONFIG_FILE", ""),
+        ("VIGIL_REGIME__FIT_CACHE_DIR", ""),
+        ("VIGIL_REGIME__FRED_SNAPSHOT_DIR", ""),
+        ("VIGIL_CONTEXT__ORGANISATION_PATH", ""),
+    ],
+)
+def test_an_empty_path_setting_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str
+) -> None:
+    """``Path("")`` is the working directory: the daemon wrote its state wherever it started."""
+    monkeypatch.setenv(name, value)
+    message = _refusal()
+    assert "an empty path" in message
+    assert name.removeprefix("VIGIL_").lower().replace("__", ".") in message
+
+
+def test_an_empty_path_in_the_toml_refuses_to_start(clean_env: Path) -> None:
+    _write_toml(clean_env, 'state_dir = ""\n')
+    assert "state_dir = '': Value error, an empty path" in _refusal()
+
+
+def test_one_setting_spelt_two_ways_with_two_values_refuses_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VIGIL_SIM__SPEED", "500")
+    monkeypatch.setenv("vigil_sim__speed", "7")
+    message = _refusal()
+    assert "VIGIL_SIM__SPEED = '500', vigil_sim__speed = '7': one setting spelt 2 ways" in message
+    monkeypatch.setenv("vigil_sim__speed", "500")  # the same value: nothing is left to chance
+    assert load_settings().sim.speed == 500
+
+
+def test_two_spellings_of_an_api_key_refuse_without_quoting_either(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    monkeypatch.setenv("anthropic_api_key", SECRET + "-other")
+    message = _refusal()
+    assert "ANTHROPIC_API_KEY" in message and "anthropic_api_key" in message
+    assert SECRET not in message
+
+
+@pytest.mark.parametrize("name", ["vigil_config_file", "Vigil_Secrets_Dir", "vigil_live_confirm"])
+def test_a_variable_read_by_its_exact_name_is_refused_in_another_case(
+    monkeypatch: pytest.MonkeyPatch, clean_env: Path, name: str
+) -> None:
+    """These are read with os.environ, not the settings: ``vigil_config_file`` set
+    ``config_file`` but no file was read."""
+    monkeypatch.delenv("VIGIL_SECRETS_DIR")  # the fixture's; spelt once
+    _write_toml(clean_env, "[sim]\nspeed = 3\n", "elsewhere.toml")
+    monkeypatch.setenv(name, str(clean_env / "elsewhere.toml"))
+    assert f"{name}: read only as {name.upper()}" in _refusal()
