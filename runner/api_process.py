@@ -18,7 +18,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -32,6 +31,7 @@ from api.proxy import Upstream
 from api.server import ApiServer
 from api.stream import stream_routes
 from runner.logging_setup import LogConfig, configure_logging
+from runner.stop_signals import on_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -139,9 +139,7 @@ async def _serve(spec: ApiProcessSpec) -> int:
     server, upstream = build_process_server(spec)
     task = asyncio.create_task(server.run(), name="api")
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, task.cancel)
+    on_stop_signals(loop, lambda _name: task.cancel())
     _cancel_on_stdin_eof(loop, task)
     try:
         await task

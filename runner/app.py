@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext, suppress
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from runner.journals import Journals, open_journals
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.market_wiring import MarketPath, build_market_path, websocket_ports
 from runner.sim_boot import WsFront, daemon_clock, market_endpoints
+from runner.stop_signals import on_stop_signals
 from runner.supervision import supervise
 from runner.supervisor import LoopSpec, ShutdownHook, Supervisor
 from runner.warmup import warm_up
@@ -216,13 +216,9 @@ async def run_daemon(settings: Settings, *, live: bool = False) -> int:
         )
     stop_requests: list[str] = []  # a signal that lands while the daemon is still being built
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop_requests.append, sig.name)
+    on_stop_signals(loop, stop_requests.append)
     daemon = await build_daemon(settings, live=live)
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with suppress(NotImplementedError):
-            loop.add_signal_handler(sig, daemon.supervisor.request_stop, sig.name)
+    on_stop_signals(loop, daemon.supervisor.request_stop)
     if stop_requests:
         daemon.supervisor.request_stop(stop_requests[0])
 

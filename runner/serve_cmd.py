@@ -4,7 +4,6 @@ folder, a stopped daemon's files). It answers from the files and says what needs
 from __future__ import annotations
 
 import asyncio
-import signal
 from contextlib import suppress
 
 from api.app import ApiContext, create_app
@@ -18,6 +17,7 @@ from core.errors import RefuseToStartError
 from runner.config import Settings
 from runner.logging_setup import configure_logging
 from runner.runs_launcher import build_run_queue
+from runner.stop_signals import on_stop_signals
 from state.state_dir import refuse_package_dir
 
 
@@ -53,9 +53,7 @@ async def serve(settings: Settings) -> int:
     task = asyncio.create_task(server.run(), name="api")
     workers = asyncio.create_task(runs.run(), name="api runs")
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with suppress(NotImplementedError):
-            loop.add_signal_handler(sig, task.cancel)
+    on_stop_signals(loop, lambda _name: task.cancel())
     started = asyncio.create_task(server.started.wait())
     await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
     if server.url is not None and not task.done():

@@ -12,11 +12,9 @@ import asyncio
 import json
 import logging
 import resource
-import signal
 import sys
 import time
 from collections.abc import Callable
-from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TextIO
@@ -30,6 +28,7 @@ from runner.replay.build import Replay, ReplayOptions, build_replay
 from runner.replay.driver import DriveResult
 from runner.replay.estimate import expected_calls_text
 from runner.replay.heap import frozen_start_up_heap
+from runner.stop_signals import on_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -206,11 +205,9 @@ async def _replay_and_report(
     show_clock_time(replay.clock)
     _print_data_notes(replay, stream)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        # stops the loops in order (journals flushed, state and learner saved); the run folder
-        # and its report then cover the part replayed
-        with suppress(NotImplementedError):
-            loop.add_signal_handler(sig, replay.supervisor.request_stop, sig.name)
+    # stops the loops in order (journals flushed, state and learner saved); the run folder and its
+    # report then cover the part replayed
+    on_stop_signals(loop, replay.supervisor.request_stop)
     outcome = await run_replay(replay, progress=Progress(replay, stream))
     write_replay_json(replay, outcome)
     report = write_report(options.out_dir)

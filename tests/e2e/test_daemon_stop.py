@@ -1,10 +1,11 @@
-"""SIGTERM while the daemon is still starting (warm-up, reconcile): it stops promptly, saves state and
+"""SIGTERM or SIGHUP while the daemon is still starting (warm-up, reconcile): it stops promptly, saves state and
 never starts its loops."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -23,7 +24,11 @@ async def _wait_for_text(path: Path, needle: str, timeout_secs: float = 60.0) ->
 
 
 @pytest.mark.timeout(120)
-async def test_sigterm_during_warm_up_stops_promptly_with_state_saved(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+async def test_a_stop_signal_during_warm_up_stops_promptly_with_state_saved(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """SIGTERM is ``docker stop``; SIGHUP the terminal closing, which killed it on the spot."""
     state_dir = tmp_path / "state"
     log_path = tmp_path / "daemon.log"
     env = daemon_env(state_dir, VIGIL_SIM__SPEED="300", VIGIL_SIM__START="2025-03-02T00:00:00Z")
@@ -32,11 +37,12 @@ async def test_sigterm_during_warm_up_stops_promptly_with_state_saved(tmp_path: 
         # against a slow exchange) follows
         await _wait_for_text(log_path, "learner: no model")
         sent = time.monotonic()
-        code = await stop(proc)
+        proc.send_signal(sig)
+        code = await asyncio.wait_for(proc.wait(), timeout=30)
         took_secs = time.monotonic() - sent
     log = log_path.read_text()
     assert code == 0, log
-    assert "stop requested during start-up (SIGTERM)" in log, log
+    assert f"stop requested during start-up ({sig.name})" in log, log
     assert "warm-up: crypto regimes" not in log  # warm-up was cut short...
     assert "market listener: connected" not in log  # ...and no loop started
     assert "shutdown: save runner state done" in log

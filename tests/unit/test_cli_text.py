@@ -151,8 +151,10 @@ def test_a_finite_number_argument_is_over_its_bound_or_a_usage_error(
         (["sweep", "grid.toml", "--out", ""], "--out: an empty path"),
         (["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--out", " "], "an empty path"),
         (
-            ["data", "fetch", "--tickers", "BTC/USDT", "--from", "2025-03-01"]
-            + ["--to", "2025-03-02", "--out", ""],
+            [
+                *("data", "fetch", "--tickers", "BTC/USDT", "--from", "2025-03-01"),
+                *("--to", "2025-03-02", "--out", ""),
+            ],
             "--out: an empty path (write '.' for the working directory)",
         ),
         (["data", "check", ""], "data_dir: an empty path"),
