@@ -6,6 +6,10 @@ database vigil writes can store: unchecked, ``vigil trading halt --reason $'\\xf
 A halt reason is also one line of a log (``state.line_text``) and at most as long as the state
 file keeps one: unchecked, a line break in it forged lines in ``logs/vigil.log``, and a reason over
 the length was a pydantic traceback.
+
+Numbers and paths are argparse types here too, each refusing what would have been a traceback or
+a silently wrong run: a count out of its range, nan or infinity, an empty path (the working
+directory). A refused value is quoted cut to ``_SHOWN_CHARS``: a 5,000-digit "port" is not echoed.
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from core.config_path import EMPTY_PATH
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
 from state.trading import REASON_MAX_CHARS
+
+_SHOWN_CHARS = 40
 
 
 def utf8_text(value: str) -> str:
@@ -66,9 +72,12 @@ def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str]
         try:
             number = int(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number of {what}: {value!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"not a whole number of {what}: {value[:_SHOWN_CHARS]!r}"
+            ) from None
         if number < low or (high is not None and number > high):
-            raise argparse.ArgumentTypeError(f"{number:,} {what}: {span}")
+            shown = f"{number:,}" if len(value) <= _SHOWN_CHARS else f"{value[:_SHOWN_CHARS]}..."
+            raise argparse.ArgumentTypeError(f"{shown} {what}: {span}")
         return number
 
     return parse
@@ -84,9 +93,12 @@ def finite_number(what: str, low: float, *, low_allowed: bool) -> Callable[[str]
         try:
             number = float(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number of {what}: {value!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"not a number of {what}: {value[:_SHOWN_CHARS]!r}"
+            ) from None
         if not (math.isfinite(number) and (number >= low if low_allowed else number > low)):
-            raise argparse.ArgumentTypeError(f"{value} is not a number of {what} {bound}")
+            shown = value[:_SHOWN_CHARS]
+            raise argparse.ArgumentTypeError(f"{shown} is not a number of {what} {bound}")
         return number
 
     return parse

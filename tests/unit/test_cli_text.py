@@ -168,3 +168,12 @@ def test_each_counted_argument_names_its_range_when_refused(
     assert info.value.code == 2
     assert refused in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_refused_number_is_quoted_cut_short() -> None:
+    long = "9" * 4000  # int() reads up to 4,300 digits
+    for parse in (whole_number("ports", 0, 65535), finite_number("days", 0.0, low_allowed=False)):
+        for value in (long, "x" * 4000, "-" + long):
+            with pytest.raises(argparse.ArgumentTypeError) as refused:
+                parse(value)
+            assert len(str(refused.value)) < 120
