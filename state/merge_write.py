@@ -23,12 +23,13 @@ is not written (``MergeConflictError``) and the other writer's latest save is le
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from state.atomic import ChangedWhileSavingError, replace_if_holds
+from state.atomic import ChangedWhileSavingError, SwapUnsupportedError, replace_if_holds
 from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
@@ -89,11 +90,36 @@ def _put_back(path: Path, held: bytes | None, on_disk: bytes | None, *, durable:
     log.error("%s: a save replaced while it kept changing could not be put back", path)
 
 
+#: folders whose file system cannot exchange two files (some network file systems): the exchange
+#: is tried once per folder, then a check and a plain rename, as ``state.state_file`` does. Each
+#: write used to try it again: a durable temporary file written, fsynced and deleted for nothing.
+_NO_EXCHANGE: set[Path] = set()
+
+
 def _replace_if_holds(
     path: Path, data: bytes, expected: bytes | None, *, durable: bool
 ) -> bytes | None:
     """``replace_if_holds``, checked before the exchange too; what ``data`` replaced."""
-    return replace_if_holds(path, data, expected, check_before_exchange=True, durable=durable)[1]
+    folder = path.parent
+    return replace_if_holds(
+        path,
+        data,
+        expected,
+        check_before_exchange=True,
+        durable=durable,
+        exchange=folder not in _NO_EXCHANGE,
+        on_swap_unsupported=functools.partial(_stop_exchanging, folder),
+    )[1]
+
+
+def _stop_exchanging(folder: Path, exc: SwapUnsupportedError) -> None:
+    _NO_EXCHANGE.add(folder)
+    log.warning(
+        "cannot swap files atomically in %s (%s): merged writes fall back to check-then-rename, "
+        "where a save landing in the microseconds between can be lost",
+        folder,
+        exc,
+    )
 
 
 __all__ = ["MERGE_ATTEMPTS", "MergeConflictError", "merge_write"]

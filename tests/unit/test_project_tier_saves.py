@@ -7,6 +7,7 @@ check and the exchange itself (``_renameat2``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 import state.atomic
 from memory.tiers import ProjectTier, TierError
-from state.merge_write import MERGE_ATTEMPTS
+from state.merge_write import MERGE_ATTEMPTS, merge_write
 
 START = "# MEMORY\n\n## vigil (auto: newest first, one per day and ticker, 50 kept)\n"
 EARLIER = "- [auto 2025-03-01 ETH/USDT] SELL 5% by rules: earlier\n"
@@ -163,3 +164,31 @@ def test_saves_at_every_exchange_leave_the_person_s_latest_save(
     person = PersonSaves(tier.memory_path, list(SAVES_AT_EVERY_ATTEMPT))
     _before_exchange(monkeypatch, person)
     _gives_up_leaving_the_latest_save(tier, person)
+
+
+def test_without_an_exchange_each_write_renames_at_once_and_it_is_said_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The exchange is tried once per folder: each write used to write a durable temporary file,
+    fail the exchange, delete it and write another for the rename."""
+    monkeypatch.setattr(state.atomic, "_libc_renameat2", lambda: None)
+    written = []
+    real = state.atomic._write_durable_tmp
+
+    def counted(target: Path, data: bytes, *, durable: bool = True) -> tuple[Path, object]:
+        written.append(data)
+        return real(target, data, durable=durable)
+
+    monkeypatch.setattr(state.atomic, "_write_durable_tmp", counted)
+    path = tmp_path / "MEMORY.md"
+    with caplog.at_level(logging.WARNING, logger="state.merge_write"):
+        for n in range(3):
+
+            def append(old: bytes | None, n: int = n) -> bytes:
+                return (old or b"") + f"line {n}\n".encode()
+
+            merge_write(path, append)
+    assert path.read_bytes() == b"line 0\nline 1\nline 2\n"
+    assert len(written) == 4  # the first write's failed exchange, then one per write
+    assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+    assert "cannot swap files atomically" in caplog.text
