@@ -6,20 +6,20 @@ says the summary is unavailable, with why, when the file is missing or not the r
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from api.runs_models import RunSummary
+from core.jsonread import loads_json
 
 REPORT_FILE = "report.json"
 REPLAY_FILE = "replay.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    body = json.loads(path.read_text(encoding="utf-8"))
+    body = loads_json(path.read_bytes())
     if not isinstance(body, dict):
         raise ValueError(f"{path.name} is not a JSON object")
     return body

@@ -20,6 +20,8 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+from core.jsonread import loads_json
+
 log = logging.getLogger(__name__)
 
 ENDPOINT_FILE_NAME = "api.json"
@@ -100,7 +102,7 @@ class ApiServer:
 def read_endpoint(state_dir: Path) -> str | None:
     """The URL of the API a daemon on ``state_dir`` published, if its process still lives."""
     try:
-        body = json.loads((state_dir / ENDPOINT_FILE_NAME).read_text(encoding="utf-8"))
+        body = loads_json((state_dir / ENDPOINT_FILE_NAME).read_bytes())
         pid, url = int(body["pid"]), str(body["url"])
     except (OSError, ValueError, KeyError, TypeError):
         return None

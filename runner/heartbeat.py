@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
+from core.jsonread import loads_json
 from state.atomic import overwrite_bytes
 
 log = logging.getLogger(__name__)
@@ -99,7 +100,7 @@ def check_health(
     trading are fine. ``market_stale_secs=None`` skips the market check."""
     try:
         mtime_secs = path.stat().st_mtime
-        text = path.read_text()
+        raw = path.read_bytes()
     except FileNotFoundError:
         return _unhealthy(f"no heartbeat file at {path}", None)
     except OSError as exc:
@@ -110,8 +111,8 @@ def check_health(
             f"heartbeat is stale: {age_secs:.0f} s old (limit {stale_secs:.0f} s)", age_secs
         )
     try:
-        document = json.loads(text)
-    except ValueError:
+        document = loads_json(raw)
+    except ValueError:  # UnreadableJsonError: torn, or past json's own limits
         document = None
     if not isinstance(document, dict):
         return HealthStatus(True, f"heartbeat {age_secs:.1f} s old (no details)", age_secs)

@@ -9,12 +9,12 @@ replay outside it: the streams would be silent and health would fail for no visi
 
 from __future__ import annotations
 
-import json
 import logging
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.errors import RefuseToStartError
+from core.jsonread import loads_json
 from sim.feed import SimFeed
 from state.models import InvalidStateFileError, parse_state_bytes
 from state.segments import recent_lines
@@ -73,7 +73,7 @@ def _last_journal_time_ms(path: Path) -> int | None:
         return None
     for line in reversed(tail):
         try:
-            at_ms = json.loads(line).get("at_ms")
+            at_ms = loads_json(line).get("at_ms")
         except (ValueError, AttributeError):
             continue  # a torn or cut-off line
         if isinstance(at_ms, int):

@@ -28,7 +28,7 @@ from market.recorded import default_data_dir
 from report.experiment import RunEntry, write_experiment
 from runner.config import Settings
 from runner.sweep.grid import Grid, RunSpec, check_runs, expand, load_grid, variant_settings
-from runner.sweep.worker import FAILED_FILE, is_done, run_one
+from runner.sweep.worker import FAILED_FILE, is_done, read_object, run_one
 from state.atomic import atomic_write_bytes
 
 
@@ -152,7 +152,8 @@ def _entry(spec: RunSpec, runs_dir: Path, record: Mapping[str, Any]) -> RunEntry
     status = "done" if is_done(run_dir) else "failed" if record else "not run"
     reason = record.get("reason")
     if status != "done" and reason is None and (run_dir / FAILED_FILE).is_file():
-        reason = json.loads((run_dir / FAILED_FILE).read_text()).get("reason")
+        recorded = (read_object(run_dir / FAILED_FILE) or {}).get("reason")
+        reason = recorded if isinstance(recorded, str) else None
     return RunEntry(
         key=spec.key,
         run_dir=str(run_dir),

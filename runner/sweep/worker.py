@@ -15,6 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from core.jsonread import loads_json
 from runner.config import Settings
 from runner.sweep.grid import RunSpec
 
@@ -23,11 +24,19 @@ FAILED_FILE = "failed.json"
 
 def is_done(run_dir: Path) -> bool:
     """A finished replay whose report was written: nothing to redo."""
+    facts = read_object(run_dir / "replay.json")
+    report = read_object(run_dir / "report.json")
+    return facts is not None and bool(facts.get("finished")) and report is not None
+
+
+def read_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, unreadable or not an object (a run
+    whose report cannot be read is not done: it is redone, not a crash of the sweep's report)."""
     try:
-        facts = json.loads((run_dir / "replay.json").read_text())
+        body = loads_json(path.read_bytes())
     except (OSError, ValueError):
-        return False
-    return bool(facts.get("finished")) and (run_dir / "report.json").is_file()
+        return None
+    return body if isinstance(body, dict) else None
 
 
 def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dict[str, Any]:
