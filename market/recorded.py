@@ -71,11 +71,11 @@ def load_klines(ticker: str, interval: str, data_dir: Path | None = None) -> pd.
             f"recorded intervals are {RECORDED_INTERVALS}; resample for {interval!r}"
         )
     path = kline_path(ticker, interval, data_dir)
-    if not path.is_file():
-        raise DataUnavailableError(
-            f"no recorded {interval} klines for {ticker}: {path} missing "
-            "(coarser candles are built with resample from a finer recorded interval)"
-        )
+    _require_file(
+        path,
+        f"no recorded {interval} klines for {ticker}",
+        "(coarser candles are built with resample from a finer recorded interval)",
+    )
     return read_kline_file(path)
 
 
@@ -108,18 +108,14 @@ def base_interval(tickers: Sequence[str], data_dir: Path | None = None) -> str:
 def load_spot_klines(symbol: str, interval: str, data_dir: Path | None = None) -> pd.DataFrame:
     """Recorded Binance SPOT klines of ``symbol`` (``PAXGUSDT``) at ``interval`` (1h or 4h)."""
     path = (data_dir or default_data_dir()) / "binance-spot" / f"{symbol}-{interval}.csv.gz"
-    if not path.is_file():
-        raise DataUnavailableError(
-            f"no recorded spot {interval} klines for {symbol}: {path} missing"
-        )
+    _require_file(path, f"no recorded spot {interval} klines for {symbol}")
     return read_kline_file(path)
 
 
 def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     """Recorded funding: index ``funding_time_ms``, column ``funding_rate`` (per 8 h)."""
     path = funding_path(ticker, data_dir)
-    if not path.is_file():
-        raise DataUnavailableError(f"no recorded funding for {ticker}: {path} missing")
+    _require_file(path, f"no recorded funding for {ticker}")
     frame = _read_csv(path, "funding_time_ms", ("funding_rate",))
     if not np.isfinite(frame["funding_rate"].to_numpy()).all():
         raise MalformedDataError(f"{path}: non-finite funding rates")
@@ -132,8 +128,7 @@ def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
 def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     """Daily Fear & Greed: index ``timestamp_s`` (00:00 UTC), columns ``value``, ``classification``."""
     path = fear_greed_path(data_dir)
-    if not path.is_file():
-        raise DataUnavailableError(f"no recorded Fear & Greed: {path} missing")
+    _require_file(path, "no recorded Fear & Greed")
     try:
         frame = _typed_csv(path, {"timestamp_s": np.int64, "value": np.int64})
         frame = frame.set_index("timestamp_s").sort_index()
@@ -156,6 +151,15 @@ def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
             f"{path}: missing column(s) {', '.join(missing)}; expected {index},{','.join(columns)}"
         )
     return frame.set_index(index)[list(columns)].sort_index()
+
+
+def _require_file(path: Path, unavailable: str, hint: str = "") -> None:
+    """``DataUnavailableError`` saying ``unavailable`` and why, unless ``path`` is a regular file:
+    missing, or something else in its place (a directory, a FIFO, which a read would block on)."""
+    if path.is_file():
+        return
+    why = "is not a regular file" if path.exists() else "missing"
+    raise DataUnavailableError(f"{unavailable}: {path} {why}" + (f" {hint}" if hint else ""))
 
 
 def _typed_csv(path: Path, dtypes: dict[str, type]) -> pd.DataFrame:

@@ -14,6 +14,15 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 
 from core.clock import VirtualClock
+from market.recorded import (
+    DataUnavailableError,
+    fear_greed_path,
+    funding_path,
+    kline_path,
+    load_fear_greed,
+    load_funding,
+    load_klines,
+)
 from memory.tiers import OrganisationTier, ProjectTier, TierError
 from state.regular_file import (
     open_regular_text,
@@ -82,3 +91,25 @@ def test_a_fifo_as_memory_md_a_rule_or_a_policy_file_is_a_tier_error(tmp_path: P
     policy = policy_dir / "caps.toml"
     os.mkfifo(policy)
     assert isinstance(outcome_beside_fifo(OrganisationTier(policy_dir).load, policy), TierError)
+
+
+@pytest.mark.parametrize("which", ["funding", "fear_greed", "klines"])
+def test_recorded_data_that_is_not_a_regular_file_is_unavailable_saying_so(
+    tmp_path: Path, which: str
+) -> None:
+    """A FIFO in place of a recording was reported "missing" (funding, Fear & Greed): it was
+    there, and a person looking for the file was told it was not."""
+    path = {
+        "funding": funding_path("BTC/USDT", tmp_path),
+        "fear_greed": fear_greed_path(tmp_path),
+        "klines": kline_path("BTC/USDT", "5m", tmp_path),
+    }[which]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(path)
+    loads: dict[str, Callable[[], object]] = {
+        "funding": lambda: load_funding("BTC/USDT", tmp_path),
+        "fear_greed": lambda: load_fear_greed(tmp_path),
+        "klines": lambda: load_klines("BTC/USDT", "5m", tmp_path),
+    }
+    with pytest.raises(DataUnavailableError, match="is not a regular file"):
+        loads[which]()
