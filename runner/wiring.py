@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from agent.debate import DebateDecider
 from agent.decision_context import DecisionContext
@@ -22,6 +23,7 @@ from broker.port import Broker
 from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import RefuseToStartError
 from core.events import PositionExit
 from core.failpoints import Failpoints
 from derivatives.config import DerivativesConfig
@@ -35,7 +37,7 @@ from gate.metrics import MetricBoard
 from learner.online import OnlineLearner
 from market.closes import ClosesToNow
 from market.features import FeatureTracker
-from memory.tiers import OrganisationTier
+from memory.tiers import OrganisationTier, TierError
 from regime.crypto_hmm import CryptoRegimeModel
 from regime.fit_cache import FitCache
 from regime.fred import build_macro_source
@@ -271,7 +273,7 @@ def _routine(
     """Snapshot -> decider -> caps -> broker -> tracker -> gate -> journal -> state. The caps are
     this instance's, tightened at every decision by the organisation's policy when one is set."""
     tickers = settings.market.tickers
-    org = OrganisationCaps(OrganisationTier(settings.context.organisation_path), RiskConfig())
+    org = _organisation_caps(settings.context.organisation_path)
     return DecisionRoutine(
         clock,
         bus,
@@ -290,6 +292,23 @@ def _routine(
         trading=trading,
         context=context,
     )
+
+
+def _organisation_caps(source: Path | None) -> OrganisationCaps:
+    """The organisation's caps over this instance's; a configured policy that cannot be read at
+    start refuses the start. After it, a broken edit keeps the last good policy in force, but at
+    start there is none: the daemon used to trade on its own looser caps, with a warning at each
+    decision, until someone noticed."""
+    tier = OrganisationTier(source)
+    if source is not None:
+        try:
+            tier.load()
+        except TierError as exc:
+            raise RefuseToStartError(
+                f"context.organisation_path: {exc}. Its caps and bans could not apply; fix the "
+                "policy, or unset the setting to trade on this instance's caps alone"
+            ) from None
+    return OrganisationCaps(tier, RiskConfig())
 
 
 def _snapshots(
