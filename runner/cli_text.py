@@ -18,6 +18,7 @@ import argparse
 import math
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from core.config_path import EMPTY_PATH
 from state.json_checks import first_unencodable
@@ -25,6 +26,7 @@ from state.line_text import line_text_problem
 from state.trading import REASON_MAX_CHARS
 
 _SHOWN_CHARS = 40
+N = TypeVar("N", int, float)
 
 
 def utf8_text(value: str) -> str:
@@ -63,42 +65,38 @@ def path_argument(value: str) -> Path:
 
 def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str], int]:
     """An argparse ``type``: a whole number of ``what`` from ``low`` to ``high`` (no top when
-    None); else a clear refusal. One shape for every counted argument: unchecked, each was a
-    traceback or a silent wrong run at its edge (a port past 65535, ``--limit -1`` listing
-    everything, ``--workers 0`` waiting for ever)."""
+    None); else a clear refusal. Unchecked, each counted argument was a traceback or a silently
+    wrong run at its edge (a port past 65535, ``--limit -1`` listing everything, ``--workers 0``
+    waiting for ever)."""
     span = f"{low:,} to {high:,}" if high is not None else f"{low:,} or more"
-
-    def parse(value: str) -> int:
-        try:
-            number = int(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"not a whole number of {what}: {value[:_SHOWN_CHARS]!r}"
-            ) from None
-        if number < low or (high is not None and number > high):
-            shown = f"{number:,}" if len(value) <= _SHOWN_CHARS else f"{value[:_SHOWN_CHARS]}..."
-            raise argparse.ArgumentTypeError(f"{shown} {what}: {span}")
-        return number
-
-    return parse
+    return _number_type(
+        int, "a whole number", what, lambda n: n >= low and (high is None or n <= high), span
+    )
 
 
 def finite_number(what: str, low: float, *, low_allowed: bool) -> Callable[[str], float]:
     """An argparse ``type``: a finite number of ``what`` above ``low`` (or at it when
     ``low_allowed``); else a clear refusal. nan is refused everywhere: no value is over it, so a
     nan limit or age silently meant "never"."""
-    bound = f"{low:g} or more" if low_allowed else f"above {low:g}"
 
-    def parse(value: str) -> float:
+    def fits(number: float) -> bool:
+        return math.isfinite(number) and (number >= low if low_allowed else number > low)
+
+    span = f"finite, {low:g} or more" if low_allowed else f"finite, above {low:g}"
+    return _number_type(float, "a number", what, fits, span)
+
+
+def _number_type(
+    convert: Callable[[str], N], noun: str, what: str, fits: Callable[[N], bool], span: str
+) -> Callable[[str], N]:
+    def parse(value: str) -> N:
+        shown = value if len(value) <= _SHOWN_CHARS else f"{value[:_SHOWN_CHARS]}..."
         try:
-            number = float(value)
+            number = convert(value)
         except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"not a number of {what}: {value[:_SHOWN_CHARS]!r}"
-            ) from None
-        if not (math.isfinite(number) and (number >= low if low_allowed else number > low)):
-            shown = value[:_SHOWN_CHARS]
-            raise argparse.ArgumentTypeError(f"{shown} is not a number of {what} {bound}")
+            raise argparse.ArgumentTypeError(f"{shown!r} is not {noun} ({what}: {span})") from None
+        if not fits(number):
+            raise argparse.ArgumentTypeError(f"{shown} is out of range ({what}: {span})")
         return number
 
     return parse

@@ -142,11 +142,17 @@ def test_a_finite_number_argument_is_over_its_bound_or_a_usage_error(
 @pytest.mark.parametrize(
     ("argv", "refused"),
     [
-        (["sim", "--port", "65536"], "65,536 port: 0 to 65,535"),
-        (["sim", "--port", "http"], "not a whole number of port: 'http'"),
-        (["memory", "list", "--limit", "0"], "0 rows: 1 to 100,000"),
-        (["memory", "add", "a lesson", "--ttl-days", "0"], "0 is not a number of days above 0"),
-        (["sweep", "grid.toml", "--out", "o", "--workers", "0"], "0 workers: 1 or more"),
+        (["sim", "--port", "65536"], "65536 is out of range (port: 0 to 65,535)"),
+        (["sim", "--port", "http"], "'http' is not a whole number (port: 0 to 65,535)"),
+        (["memory", "list", "--limit", "0"], "0 is out of range (rows: 1 to 100,000)"),
+        (
+            ["memory", "add", "a lesson", "--ttl-days", "0"],
+            "0 is out of range (days: finite, above 0)",
+        ),
+        (
+            ["sweep", "grid.toml", "--out", "o", "--workers", "0"],
+            "0 is out of range (workers: 1 or more)",
+        ),
         (["--state-dir", "", "status"], "--state-dir: an empty path"),
         (["sweep", "grid.toml", "--out", ""], "--out: an empty path"),
         (["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--out", " "], "an empty path"),
