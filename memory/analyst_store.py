@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from memory.analyst_model import AnalystReport, DaySummary, Session
+from memory.port import StoreUnavailableError
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyst_reports (
@@ -61,6 +62,21 @@ _REPORTS_WHERE = (
 )
 
 
+def _open(path: Path | str, durable: bool) -> sqlite3.Connection:
+    """The database, created if new; ``StoreUnavailableError`` when the file is not one SQLite can
+    use (damaged, or something else in its place): it used to stop the daemon's start with a
+    traceback, over reports the analysts write again from the market."""
+    db = sqlite3.connect(str(path), check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute(f"PRAGMA synchronous={'NORMAL' if durable else 'OFF'}")
+        db.executescript(_SCHEMA)
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise StoreUnavailableError(f"{path}: {exc}") from exc
+    return db
+
+
 class AnalystStore:
     """``AnalystStore(path)`` opens (and creates) the database; ``":memory:"`` for tests.
 
@@ -79,10 +95,7 @@ class AnalystStore:
     ) -> None:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(str(path), check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(f"PRAGMA synchronous={'NORMAL' if durable else 'OFF'}")
-        self._db.executescript(_SCHEMA)
+        self._db = _open(path, durable)
         #: (analyst, ticker) -> the newest report, as ``latest_report`` read it (or None: none).
         #: Every decision asks for each analyst's newest report of each ticker, and this store
         #: is its database's one writer (the daemon's event loop); a save that makes the answer

@@ -6,6 +6,7 @@ the instructions and the snapshot, so a run with and without memory is a real ex
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -17,11 +18,14 @@ from core.clock import Clock
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler, InsightSource
+from memory.port import StoreUnavailableError
 from memory.session_store import SESSION_WRITE_BEHIND, SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
 from runner.agent_wiring import Agents
 from runner.config import Settings
 from runner.desk_ahead import DeskAhead
+
+log = logging.getLogger(__name__)
 
 #: MEMORY.md and rules/ looked at at most once a second of real time (a person's edit is seen
 #: within it; a replay's decisions, milliseconds apart, no longer stat both files each)
@@ -55,8 +59,18 @@ def build_decision_context(
             model = ClaudeSummariser(agents.client, settings.agent, agents.decider.ledger)
         path = state_dir / "analysts.db"
         durable = settings.state.fsync_journals
-        store = AnalystStore(path, durable=durable)
-        if analysts_pool is not None and model is None and not durable:
+        try:
+            store = AnalystStore(path, durable=durable)
+        except StoreUnavailableError as exc:
+            store = None
+            log.error(
+                "analysts: %s; deciding without the analysts' reports and day summaries (move "
+                "the file away and restart to start them afresh)",
+                exc,
+            )
+        if store is None:
+            desk = None
+        elif analysts_pool is not None and model is None and not durable:
             desk = DeskAhead(store, str(path), settings.market.tickers, analysts_pool)
         else:
             desk = AnalystDesk(store, settings.market.tickers, model)

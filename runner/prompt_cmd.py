@@ -40,6 +40,7 @@ from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler
+from memory.port import StoreUnavailableError
 from memory.session_store import SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
 from runner.app import warm_up_paths
@@ -133,7 +134,10 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
     db = state_dir / "analysts.db"
     desk = None
     if settings.context.analysts and db.is_file():
-        desk = AnalystDesk(AnalystStore(db), settings.market.tickers)
+        try:
+            desk = AnalystDesk(AnalystStore(db), settings.market.tickers)
+        except StoreUnavailableError as exc:  # the daemon decides without them too
+            print(f"vigil: analysts unavailable: {exc}", file=sys.stderr)
     assembler = ContextAssembler(
         organisation=OrganisationTier(settings.context.organisation_path),
         project=ProjectTier(state_dir),
