@@ -30,6 +30,7 @@ from api.files import StateDirFiles
 from api.proxy import Upstream
 from api.server import ApiServer
 from api.stream import stream_routes
+from core.errors import RetryableError
 from runner.logging_setup import LogConfig, configure_logging
 from runner.stop_signals import on_stop_signals
 
@@ -53,6 +54,15 @@ class ApiProcessSpec(BaseModel):
     log: LogConfig = LogConfig()
 
 
+#: the API process's exit code when it could not listen (its log line says why)
+EXIT_CANNOT_LISTEN = 78
+
+
+class ApiCannotListenError(RetryableError):
+    """The API process could not bind its address (its log line says why); the supervisor tries
+    again after its backoff, saying so in one line."""
+
+
 # --- the daemon's side -------------------------------------------------------------------------
 
 
@@ -73,6 +83,9 @@ async def run_api_process(upstream: ApiServer, spec: ApiProcessSpec) -> None:
             await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
             if serving.done():
                 serving.result()  # raises what stopped it
+            if proc.returncode == EXIT_CANNOT_LISTEN:
+                where = f"{spec.api.host}:{spec.api.port}"
+                raise ApiCannotListenError(f"the API process cannot listen on {where} (api.log)")
             raise RuntimeError(f"the API process (pid {proc.pid}) exited with {proc.returncode}")
         finally:
             await _stop(proc)
@@ -145,6 +158,20 @@ async def _serve(spec: ApiProcessSpec) -> int:
         await task
     except asyncio.CancelledError:
         return 0
+    except (OSError, UnicodeError) as exc:
+        if server.started.is_set():
+            log.exception("the API process stops (the daemon starts another after its backoff)")
+            return 1
+        # a taken port, another host's address, a name that does not resolve: the person's to
+        # fix, said in one line (each try after the backoff was a traceback in api.log)
+        log.error(
+            "the API cannot listen on %s:%s: %s (the daemon tries again after its backoff; "
+            "free the port or set api.host / api.port)",
+            spec.api.host,
+            spec.api.port,
+            exc,
+        )
+        return EXIT_CANNOT_LISTEN
     except Exception:
         log.exception("the API process stops (the daemon starts another after its backoff)")
         return 1

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import Clock
-from core.errors import HaltTradingError
+from core.errors import HaltTradingError, RetryableError
 from core.events import LoopFailed
 
 log = logging.getLogger(__name__)
@@ -185,6 +185,9 @@ class Supervisor:
             except asyncio.CancelledError:
                 status.state = LoopState.STOPPED
                 raise
+            except RetryableError as exc:  # expected and said by its message: no traceback
+                error = f"{type(exc).__name__}: {exc}"
+                log.error("loop %s failed: %s; retrying after its backoff", spec.name, error)
             except Exception as exc:
                 error = f"{type(exc).__name__}: {exc}"
                 log.exception("loop %s crashed: %s", spec.name, error)

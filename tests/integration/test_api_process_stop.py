@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import socket
 import sys
 from pathlib import Path
 
 import pytest
 
-from runner.api_process import ApiProcessSpec, _stop
+from runner.api_process import EXIT_CANNOT_LISTEN, ApiProcessSpec, _stop
 from runner.config import Settings
 
 
@@ -90,3 +91,33 @@ async def test_the_api_process_signalled_while_serving_exits_0(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+@pytest.mark.timeout(120)
+async def test_the_api_process_on_a_taken_port_says_so_in_one_line_and_exits_78(
+    tmp_path: Path,
+) -> None:
+    """A taken port was a traceback in api.log at every try after the backoff."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        api = Settings(state_dir=tmp_path).api.model_copy(update={"port": port})
+        spec = ApiProcessSpec(
+            state_dir=tmp_path,
+            logs_dir=tmp_path / "logs",
+            api=api,
+            token="t" * 32,
+            upstream_url="http://127.0.0.1:9",
+        )
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.api_process",
+            stdin=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        assert proc.stdin is not None and proc.stderr is not None
+        proc.stdin.write(spec.model_dump_json().encode() + b"\n")
+        await proc.stdin.drain()
+        said = (await proc.stderr.read()).decode(errors="replace")
+        assert await proc.wait() == EXIT_CANNOT_LISTEN, said[-2000:]
+    assert f"the API cannot listen on 127.0.0.1:{port}" in said
+    assert "Traceback" not in said

@@ -13,6 +13,7 @@ from supervisor_support import until
 from core.backoff import Backoff
 from core.bus import EventBus
 from core.clock import VirtualClock
+from core.errors import RetryableError
 from core.events import LoopFailed, Topic
 from runner.supervisor import LoopSpec, Supervisor
 
@@ -52,6 +53,39 @@ async def test_crashing_loop_is_logged_and_restarted_with_backoff(
     assert sup.status["flaky"].restarts == 3
     crash_logs = [r for r in caplog.records if "crashed" in r.getMessage()]
     assert len(crash_logs) == 3 and all(r.exc_info for r in crash_logs)
+    sup.request_stop("test")
+    await task
+
+
+async def test_a_retryable_failure_is_one_line_without_a_traceback_and_restarted(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A ``RetryableError`` is expected and says what happened (a port in use, a source down):
+    its handler backs off and tries again, logging one line, not a traceback per attempt."""
+    clock, bus = VirtualClock(), EventBus()
+    failures = _failures(bus)
+    runs = 0
+
+    async def taken() -> None:
+        nonlocal runs
+        runs += 1
+        if runs <= 2:
+            raise RetryableError("cannot listen on 127.0.0.1:8780")
+        await clock.sleep(10**9)
+
+    sup = Supervisor(
+        clock,
+        bus,
+        [LoopSpec("api", taken)],
+        policy=Backoff(base_secs=2.0, cap_secs=60.0, jitter_fraction=0.0),
+    )
+    caplog.set_level(logging.ERROR)
+    task = asyncio.create_task(sup.run())
+    await until(lambda: runs == 3, clock)
+    assert [f.restart_in_secs for f in failures] == [2.0, 4.0]
+    lines = [r for r in caplog.records if "loop api" in r.getMessage()]
+    assert len(lines) == 2 and not any(r.exc_info for r in lines)
+    assert "RetryableError: cannot listen on 127.0.0.1:8780; retrying" in lines[0].getMessage()
     sup.request_stop("test")
     await task
 
