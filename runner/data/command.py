@@ -73,7 +73,8 @@ def run_data(args: argparse.Namespace, stream: TextIO | None = None) -> int:
 
 def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
     if not data_dir.is_dir():
-        raise RefuseToStartError(f"data dir {data_dir} does not exist")
+        why = "is not a folder" if data_dir.exists() else "does not exist"
+        raise RefuseToStartError(f"data dir {data_dir} {why}")
     checks = check_data_dir(data_dir)
     if as_json:
         print(json.dumps([c.to_json() for c in checks], indent=2), file=stream)

@@ -12,6 +12,7 @@ from fakes.fifo import outcome_beside_fifo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from core.errors import EXIT_REFUSE_TO_START
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import MalformedDataError, read_kline_file
 from runner.cli import main
@@ -105,3 +106,15 @@ def test_check_never_raises_and_never_calls_ok_what_replay_refuses(
         read_kline_file(path)
     except MalformedDataError:
         assert not check.ok
+
+
+@pytest.mark.parametrize("case", ["missing", "a file", "/dev/null"])
+def test_a_data_dir_that_is_not_a_folder_is_named_as_such(
+    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file or a device was called a data dir that "does not exist"."""
+    path = {"missing": tmp_path / "nope", "a file": tmp_path / "f", "/dev/null": Path("/dev/null")}
+    path["a file"].write_text("")
+    why = "does not exist" if case == "missing" else "is not a folder"
+    assert main(["data", "check", str(path[case])]) == EXIT_REFUSE_TO_START
+    assert f"data dir {path[case]} {why}" in capsys.readouterr().err
