@@ -16,6 +16,7 @@ from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
 from state.state_dir import refuse_package_dir
+from state.state_file import STATE_DIR_SETTING
 from state.store import RunnerStateStore
 
 
@@ -26,7 +27,7 @@ def _prepare_logs_dir(logs_dir: Path) -> None:
     except OSError as exc:
         raise RefuseToStartError(
             f"{logs_dir} cannot be created ({exc.strerror or exc}); fix the state dir's "
-            "ownership/permissions or point VIGIL_STATE_DIR elsewhere"
+            f"ownership/permissions or point {STATE_DIR_SETTING} elsewhere"
         ) from None
 
 

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
+from state.state_file import STATE_DIR_SETTING
 
 LogFormat = Literal["text", "json"]
 
@@ -133,7 +134,7 @@ def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
     except OSError as exc:  # the first thing a daemon writes in its state dir
         raise RefuseToStartError(
             f"the log file {log_file} cannot be created ({exc.strerror or exc}); fix the state "
-            "dir's ownership/permissions or point VIGIL_STATE_DIR elsewhere"
+            f"dir's ownership/permissions or point {STATE_DIR_SETTING} elsewhere"
         ) from None
 
 

@@ -25,6 +25,10 @@ from state.regular_file import read_regular_file
 # the store's parts log as one component, under the name operators already filter on
 log = logging.getLogger("state.store")
 
+#: where a person points the state dir, for the refusals that ask them to (a replay's state dir is
+#: its run folder: naming only VIGIL_STATE_DIR sent a person with a bad --out to the wrong place)
+STATE_DIR_SETTING = "VIGIL_STATE_DIR or --state-dir (a replay's --out)"
+
 #: reads of a file that changes while being read are retried this many times
 MAX_READ_ATTEMPTS: Final = 3
 
@@ -80,7 +84,7 @@ class StateFile:
             reason = exc.strerror or str(exc)
             raise RefuseToStartError(
                 f"the state dir {directory} cannot be created or written ({reason}). Point "
-                "VIGIL_STATE_DIR at a writable directory, or fix its ownership/permissions."
+                f"{STATE_DIR_SETTING} at a writable directory, or fix its ownership/permissions."
             ) from None
 
     def put(self, data: bytes, expected: bytes | None) -> tuple[os.stat_result, bytes | None]:
@@ -128,6 +132,7 @@ def read_all(path: Path) -> tuple[FileStamp, bytes]:
 
 __all__ = [
     "MAX_READ_ATTEMPTS",
+    "STATE_DIR_SETTING",
     "ChangedWhileSavingError",
     "FileInFluxError",
     "FileStamp",

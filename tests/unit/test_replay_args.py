@@ -221,3 +221,14 @@ def test_a_seed_numpy_cannot_take_or_a_repeated_ticker_is_refused(
 ) -> None:
     with pytest.raises(RefuseToStartError, match=said):
         replay_settings(Settings(), _options(tmp_path, **overrides))
+
+
+def test_an_out_folder_it_cannot_write_names_where_to_point_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal named only VIGIL_STATE_DIR, which a replay's folder is not set by."""
+    taken = tmp_path / "a-file"
+    taken.write_text("")
+    argv = ["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--out", str(taken)]
+    assert main(argv) == EXIT_REFUSE_TO_START
+    assert "(a replay's --out) at a writable directory" in capsys.readouterr().err
