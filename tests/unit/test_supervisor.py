@@ -24,9 +24,19 @@ def _failures(bus: EventBus) -> list[LoopFailed]:
     return seen
 
 
-async def test_crashing_loop_is_logged_and_restarted_with_backoff(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize(
+    ("error", "logged", "traceback"),
+    [
+        (RuntimeError, "crashed: RuntimeError", True),
+        (RetryableError, "failed: RetryableError", False),
+    ],
+)
+async def test_a_failing_loop_is_logged_and_restarted_with_backoff(
+    caplog: pytest.LogCaptureFixture, error: type[Exception], logged: str, traceback: bool
 ) -> None:
+    """A crash is logged with its traceback. A ``RetryableError`` is expected and says what
+    happened (a port in use, a source down): its handler backs off and tries again, logging one
+    line, not a traceback per attempt."""
     clock, bus = VirtualClock(), EventBus()
     failures = _failures(bus)
     runs = 0
@@ -35,7 +45,7 @@ async def test_crashing_loop_is_logged_and_restarted_with_backoff(
         nonlocal runs
         runs += 1
         if runs <= 3:
-            raise RuntimeError(f"boom {runs}")
+            raise error(f"boom {runs}")
         await clock.sleep(10**9)
 
     sup = Supervisor(
@@ -49,43 +59,11 @@ async def test_crashing_loop_is_logged_and_restarted_with_backoff(
     await until(lambda: runs == 4, clock)
 
     assert [f.restart_in_secs for f in failures] == [2.0, 4.0, 8.0]
-    assert [f.error for f in failures] == [f"RuntimeError: boom {i}" for i in (1, 2, 3)]
+    assert [f.error for f in failures] == [f"{error.__name__}: boom {i}" for i in (1, 2, 3)]
     assert sup.status["flaky"].restarts == 3
-    crash_logs = [r for r in caplog.records if "crashed" in r.getMessage()]
-    assert len(crash_logs) == 3 and all(r.exc_info for r in crash_logs)
-    sup.request_stop("test")
-    await task
-
-
-async def test_a_retryable_failure_is_one_line_without_a_traceback_and_restarted(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    """A ``RetryableError`` is expected and says what happened (a port in use, a source down):
-    its handler backs off and tries again, logging one line, not a traceback per attempt."""
-    clock, bus = VirtualClock(), EventBus()
-    failures = _failures(bus)
-    runs = 0
-
-    async def taken() -> None:
-        nonlocal runs
-        runs += 1
-        if runs <= 2:
-            raise RetryableError("cannot listen on 127.0.0.1:8780")
-        await clock.sleep(10**9)
-
-    sup = Supervisor(
-        clock,
-        bus,
-        [LoopSpec("api", taken)],
-        policy=Backoff(base_secs=2.0, cap_secs=60.0, jitter_fraction=0.0),
-    )
-    caplog.set_level(logging.ERROR)
-    task = asyncio.create_task(sup.run())
-    await until(lambda: runs == 3, clock)
-    assert [f.restart_in_secs for f in failures] == [2.0, 4.0]
-    lines = [r for r in caplog.records if "loop api" in r.getMessage()]
-    assert len(lines) == 2 and not any(r.exc_info for r in lines)
-    assert "RetryableError: cannot listen on 127.0.0.1:8780; retrying" in lines[0].getMessage()
+    lines = [r for r in caplog.records if "loop flaky" in r.getMessage()]
+    assert len(lines) == 3
+    assert all(logged in r.getMessage() and bool(r.exc_info) == traceback for r in lines)
     sup.request_stop("test")
     await task
 
