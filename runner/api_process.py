@@ -30,7 +30,7 @@ from api.files import StateDirFiles
 from api.proxy import Upstream
 from api.server import ApiServer
 from api.stream import stream_routes
-from core.errors import RetryableError
+from core.errors import EXIT_REFUSE_TO_START, RetryableError
 from runner.logging_setup import LogConfig, configure_logging
 from runner.stop_signals import on_stop_signals
 
@@ -54,8 +54,8 @@ class ApiProcessSpec(BaseModel):
     log: LogConfig = LogConfig()
 
 
-#: the API process's exit code when it could not listen (its log line says why)
-EXIT_CANNOT_LISTEN = 78
+#: the API process's exit code when it could not listen (its log line says why): it refused to start
+EXIT_CANNOT_LISTEN = EXIT_REFUSE_TO_START
 
 
 class ApiCannotListenError(RetryableError):

@@ -22,11 +22,11 @@ from api.files import StateDirFiles, StateFileError
 from api.models import AccountBody, DecisionsPage, LastDecisionBody, StatusBody, TradingBody
 from api.server import read_endpoint
 from core.clock import DAY_MS
+from core.errors import EXIT_REFUSE_TO_START
 from runner.config import Settings
 from runner.heartbeat import check_health
 
 EXIT_UNHEALTHY: Final = 1
-EXIT_BAD_STATE_DIR: Final = 78  # as vigil trading's for a state it cannot use
 API_TIMEOUT_SECS: Final = 5.0
 NEEDS_DAEMON: Final = "only a running daemon knows it (its API is not serving)"
 
@@ -58,7 +58,7 @@ def status_command(settings: Settings, *, as_json: bool = False) -> int:
     state_dir = settings.state_dir
     if state_dir.exists() and not state_dir.is_dir():  # every file read below would fail on it
         print(f"vigil status: the state dir {state_dir} is not a directory", file=sys.stderr)
-        return EXIT_BAD_STATE_DIR
+        return EXIT_REFUSE_TO_START  # as vigil trading's for a state it cannot use
     view = collect(settings)
     print(view.model_dump_json(indent=2) if as_json else render(view))
     return 0 if view.healthy else EXIT_UNHEALTHY
