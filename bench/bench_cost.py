@@ -78,8 +78,12 @@ async def run_cost_replay(options: ReplayOptions, settings: Settings) -> list[di
         replay = build_replay(configured, options)
         api.now_ms = replay.clock.now_ms  # cache TTLs on the replay's clock
         outcome = await run_replay(replay)
-    if not outcome.finished:
-        raise SystemExit("the cost replay did not finish")
+    if not outcome.passed:
+        raise SystemExit(
+            "the cost replay did not finish"
+            if not outcome.finished
+            else f"the cost replay is not faithful: {outcome.loop_failures_text()}"
+        )
     journal = options.out_dir / "logs" / "decisions.jsonl"
     return [orjson.loads(line) for line in journal.read_bytes().splitlines()]
 

@@ -197,6 +197,8 @@ def _print_outcome(
         f"  finished {outcome.finished}: {outcome.simulated_days:.2f} simulated days in "
         f"{outcome.wall_secs:.1f} wall s (warm-up included)"
     )
+    if outcome.loop_failures:  # its figures are not the daemon's: say so beside them
+        print(f"  NOT A FAITHFUL RUN: {outcome.loop_failures_text()}")
     print(
         f"  {outcome.days_per_sec:.3f} days/s, {outcome.ticks:,} ticks, "
         f"{outcome.ticks_per_sec:,.0f} ticks/s, {outcome.steps:,} clock steps"

@@ -15,9 +15,12 @@ pandas, the recording), instants whose chunk is not ready are computed directly 
 for; after that the replay waits for a late chunk (the worker is many times faster than the replay,
 so it is late only when starved of CPU). Either way the ticks are the same.
 
-A worker's failure (an exception in ``instant_rows``, a killed process) raises where the rows are
-taken: it is a bug, as on the direct path. Only a pool that cannot start a process (``OSError`` on
-submit) makes ``RowsAhead`` give up, with a warning; ``RecordedTicks`` then computes the rows itself.
+An exception in ``instant_rows`` raises where the rows are taken: it is a bug, as on the direct
+path. A worker that is gone (killed: the OOM killer, a person's ``kill``; ``BrokenExecutor``) or a
+pool that cannot start a process (``OSError`` on submit) makes ``RowsAhead`` give up, with one
+warning; ``RecordedTicks`` then computes the rows itself, the same rows, so the replay goes on
+unchanged but slower. (Raising instead made the market loop crash at every restart: a replay of
+tens of thousands of crashes and no ticks.)
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import multiprocessing
 import os
 from collections.abc import Sequence
 from concurrent import futures
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -175,7 +178,11 @@ class RowsAhead:
         if not self._started and not self._pending[index].done():
             return None  # the worker is starting: compute this instant here rather than wait
         # blocks the (virtual-time) loop only when the worker is behind; its failure raises here
-        self._rows = self._pending.pop(index).result()
+        try:
+            self._rows = self._pending.pop(index).result()
+        except BrokenExecutor as exc:
+            self._give_up("the worker process is gone", exc)
+            return None
         self._started = True
         self._first_ms = index * self._chunk_ms
         self._end_ms = self._first_ms + len(self._rows) // self._width * self._interval_ms
@@ -183,7 +190,7 @@ class RowsAhead:
 
     def _submit_from(self, index: int) -> bool:
         """Chunks ``index .. index + depth`` (up to ``stop_ms``) submitted; False if the pool
-        cannot start a process."""
+        cannot start a process or its process is gone."""
         try:
             for k in range(index, index + self._depth + 1):
                 first_ms = k * self._chunk_ms
@@ -195,13 +202,19 @@ class RowsAhead:
                     job = ChunkJob(self._source, self._streams, first_ms, count)
                     self._pending[k] = self._executor.submit(chunk_rows, job)
         except OSError as exc:
-            self.unavailable = str(exc)
-            log.warning("replay ticks: the worker process cannot start (%s); computing inline", exc)
-            for future in self._pending.values():
-                future.cancel()
-            self._pending.clear()
+            self._give_up("the worker process cannot start", exc)
+            return False
+        except BrokenExecutor as exc:
+            self._give_up("the worker process is gone", exc)
             return False
         return True
+
+    def _give_up(self, why: str, exc: BaseException) -> None:
+        self.unavailable = f"{why}: {exc}"
+        log.warning("replay ticks: %s (%s); computing inline", why, exc)
+        for future in self._pending.values():
+            future.cancel()
+        self._pending.clear()
 
 
 __all__ = [

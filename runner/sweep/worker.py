@@ -23,10 +23,15 @@ FAILED_FILE = "failed.json"
 
 
 def is_done(run_dir: Path) -> bool:
-    """A finished replay whose report was written: nothing to redo."""
+    """A finished replay, every loop up throughout, whose report was written: nothing to redo."""
     facts = read_object(run_dir / "replay.json")
     report = read_object(run_dir / "report.json")
-    return facts is not None and bool(facts.get("finished")) and report is not None
+    return (
+        facts is not None
+        and bool(facts.get("finished"))
+        and not facts.get("loop_failures")
+        and report is not None
+    )
 
 
 def read_object(path: Path) -> dict[str, Any] | None:
@@ -58,12 +63,13 @@ def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dic
         document = {"reason": reason, "traceback": traceback.format_exc(limit=8)}
         (run_dir / FAILED_FILE).write_text(json.dumps(document, indent=2) + "\n")
         return {"key": spec.key, "status": "failed", "reason": reason}
+    reason = outcome["failure"]
     return {
         "key": spec.key,
-        "status": "done" if outcome["finished"] else "failed",
+        "status": "failed" if reason else "done",
         "skipped": False,
         "wall_secs": round(time.monotonic() - started, 3),
-        **({} if outcome["finished"] else {"reason": "the replay stopped before its end"}),
+        **({"reason": reason} if reason else {}),
     }
 
 
@@ -78,7 +84,9 @@ def _replay(spec: RunSpec, settings: Settings, runs_dir: Path) -> dict[str, Any]
         replay = build_replay(replay_settings(settings, options), options)
         outcome = await run_replay(replay)
         write_replay_json(replay, outcome)
-        return {"finished": outcome.finished}
+        if not outcome.finished:
+            return {"failure": "the replay stopped before its end"}
+        return {"failure": outcome.loop_failures_text()}
 
     result = asyncio.run(run())
     write_report(options.out_dir)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import multiprocessing
+import os
 import shutil
+import signal
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
@@ -188,6 +190,39 @@ async def test_a_pool_that_cannot_start_falls_back_with_a_warning(
         "replay ticks: the worker process cannot start (Resource temporarily unavailable); "
         "computing inline"
     ) == 1
+
+
+class KilledAtSecondChunk(Executor):
+    """A real pool whose worker is killed (as by the OOM killer) once the second chunk is sent:
+    the chunks after it can only fail."""
+
+    def __init__(self, pool: ProcessPoolExecutor) -> None:
+        self._pool = pool
+        self._pid = pool.submit(os.getpid).result()
+        self._submits = 0
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future = self._pool.submit(fn, *args, **kwargs)
+        self._submits += 1
+        if self._submits == 2:
+            os.kill(self._pid, signal.SIGKILL)
+        return future
+
+
+async def test_a_killed_worker_falls_back_with_one_warning_and_the_same_ticks(
+    feed: SimFeed, caplog: pytest.LogCaptureFixture
+) -> None:
+    direct = await replayed(feed, None, start_ms=SYNTH_START_MS)
+    pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        with caplog.at_level(logging.WARNING, logger="sim.tick_ahead"):
+            killed = await replayed(feed, KilledAtSecondChunk(pool), start_ms=SYNTH_START_MS)
+    finally:
+        pool.shutdown(cancel_futures=True)
+    assert as_json(killed) == as_json(direct)
+    warnings = [r.message for r in caplog.records if "the worker process is gone" in r.message]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].endswith("computing inline")
 
 
 def test_no_pool_on_one_core(feed: SimFeed, monkeypatch: pytest.MonkeyPatch) -> None:
