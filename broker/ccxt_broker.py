@@ -30,6 +30,7 @@ from typing import Any
 import ccxt.async_support as ccxt_async
 from pydantic import BaseModel, ConfigDict
 
+from broker import exchange_answer as answer
 from broker.ccxt_fills import FillAnnouncer
 from broker.ccxt_orders import CcxtOrders
 from broker.ccxt_rest import (
@@ -165,7 +166,10 @@ class CcxtBroker:
             else:
                 resolved.append(found)
         open_raw = await self._rest.request("fapiPrivateGetOpenOrders", {}, what="open orders")
-        open_ids = tuple(str(o["clientOrderId"]) for o in open_raw)
+        open_ids = tuple(
+            answer.text(o, "clientOrderId", "open orders")
+            for o in answer.rows(open_raw, "open orders")
+        )
         foreign = tuple(cid for cid in open_ids if self._journal.get(cid) is None)
         if foreign:
             log.warning("open orders not placed by vigil (left alone): %s", ", ".join(foreign))
@@ -234,12 +238,12 @@ class CcxtBroker:
     async def get_portfolio_value(self) -> float:
         await self._ready()
         account = await self._rest.request("fapiPrivateV3GetAccount", {}, what="account")
-        return float(account["totalMarginBalance"])
+        return answer.number(answer.row(account, "account"), "totalMarginBalance", "account")
 
     async def get_cash(self) -> float:
         await self._ready()
         account = await self._rest.request("fapiPrivateV3GetAccount", {}, what="account")
-        return float(account["availableBalance"])
+        return answer.number(answer.row(account, "account"), "availableBalance", "account")
 
     async def get_open_orders(self) -> Sequence[OpenOrder]:
         """vigil's resting orders, oldest first (orders a person placed are reconcile's report).
@@ -264,7 +268,10 @@ class CcxtBroker:
             raw = await self._rest.request(
                 "fapiPrivateGetOpenOrders", {"symbol": symbol}, what=f"open orders {symbol}"
             )
-            resting.update((str(o["clientOrderId"]), dict(o)) for o in raw)
+            resting.update(
+                (answer.text(o, "clientOrderId", "open orders"), dict(o))
+                for o in answer.rows(raw, "open orders")
+            )
         found: list[OpenOrder] = []
         for entry in pending:
             raw_order = resting.get(entry.intent.client_order_id)
@@ -285,24 +292,26 @@ class CcxtBroker:
     async def _positions(self) -> list[PositionDetail]:
         raw = await self._rest.request("fapiPrivateV3GetPositionRisk", {}, what="positions")
         details: list[PositionDetail] = []
-        for row in raw:
-            amount = float(row["positionAmt"])
+        for row in answer.rows(raw, "positions"):
+            amount = answer.number(row, "positionAmt", "positions")
             if amount == 0.0:
                 continue
-            ticker = self._rest.ticker_of(str(row["symbol"]))
+            ticker = self._rest.ticker_of(answer.text(row, "symbol", "positions"))
             if amount < 0:
                 raise HaltTradingError(
                     f"short position of {amount} {ticker} on the exchange; vigil is long-only"
                 )
-            mark = float(row.get("markPrice") or 0.0)
+            mark = answer.number(row, "markPrice", "positions", default=0.0, at_least=0.0)
             entry = self._fills.entry_of(ticker)
             details.append(
                 PositionDetail(
                     ticker=ticker,
                     quantity=amount,
-                    entry_price=float(row["entryPrice"]),
+                    entry_price=answer.number(row, "entryPrice", "positions", above=0.0),
                     mark_price=mark if mark > 0 else None,
-                    opened_at_ms=self._opened_at_ms(entry, int(row.get("updateTime") or 0)),
+                    opened_at_ms=self._opened_at_ms(
+                        entry, answer.whole_number(row, "updateTime", "positions", default=0)
+                    ),
                     signals=dict(entry.intent.signals) if entry is not None else {},
                     regime=entry.intent.regime if entry is not None else "",
                 )
@@ -322,8 +331,11 @@ class CcxtBroker:
 
 def _open_order(intent: JournalIntent, raw: dict[str, Any]) -> OpenOrder:
     """A resting order as Binance reports it; the time it was placed is the journal's."""
-    unfilled = max(0.0, float(raw["origQty"]) - float(raw.get("executedQty") or 0.0))
-    price = float(raw.get("price") or 0.0)
+    what = f"open order {intent.client_order_id}"
+    ordered = answer.number(raw, "origQty", what, at_least=0.0)
+    executed = answer.number(raw, "executedQty", what, default=0.0, at_least=0.0)
+    unfilled = max(0.0, ordered - executed)
+    price = answer.number(raw, "price", what, default=0.0, at_least=0.0)
     limit = price if price > 0 else None
     return OpenOrder(
         client_order_id=intent.client_order_id,

@@ -11,7 +11,9 @@ Never two orders for one intent:
   same id (so a late arrival of the first one makes the second a -4116 duplicate while it rests);
 - -4116 (duplicate client id) is answered by looking the order up; -1021 re-syncs time and sends
   again (Binance rejects -1021 before processing, so this cannot duplicate); -2019 (margin) is a
-  rejection.
+  rejection;
+- an answer that cannot be read (``broker.exchange_answer``: a field missing, not a number, NaN) is
+  taken as no answer: the order is looked up, and nothing is recorded from the unreadable one.
 
 A finished order is journaled before its fill is announced (``broker.ccxt_fills``).
 """
@@ -38,6 +40,7 @@ from broker.ccxt_rest import (
     binance_code,
     binance_msg,
 )
+from broker.exchange_answer import MalformedAnswerError
 from broker.ids import client_order_id
 from broker.order_journal import JournalEntry, JournalIntent, OrderJournal
 from broker.port import Action, OrderIntent, OrderResult, PositionDetail
@@ -182,7 +185,19 @@ class CcxtOrders:
                 rejected = self.rejected(intent, reason)
                 self._journal.record_final(rejected)
                 return rejected
-            return await self.record(await self._rest.order_result(raw, intent))
+            try:
+                return await self.record(await self._rest.order_result(raw, intent))
+            except MalformedAnswerError as exc:  # accepted or not: only a lookup can say
+                log.warning(
+                    "order %s: unreadable answer (%s), send %d/%d; looking it up",
+                    cid,
+                    exc,
+                    attempt,
+                    self._max_sends,
+                )
+                found = await self.lookup_entry(JournalEntry(intent=intent))
+                if found is not None:
+                    return found
         # unresolved: stays pending in the journal; the next look (or restart) finds the truth
         return self.rejected(intent, f"no answer from the exchange after {self._max_sends} sends")
 

@@ -18,6 +18,7 @@ from typing import Any, Final, Literal
 import ccxt.async_support as ccxt_async
 from ccxt.base import errors as ccxt_errors
 
+from broker import exchange_answer as answer
 from broker.ccxt_fills import estimated_fee_usd
 from broker.order_journal import JournalIntent
 from broker.port import OrderResult
@@ -105,36 +106,50 @@ class BinanceRest:
             if binance_code(exc) == ORDER_NOT_FOUND:
                 return None
             raise
-        return dict(raw)
+        return dict(answer.row(raw, f"order {cid}"))
 
-    async def order_result(self, raw: dict[str, Any], intent: JournalIntent | None) -> OrderResult:
-        symbol = str(raw["symbol"])
-        status = ORDER_STATUS.get(str(raw["status"]))
+    async def order_result(self, raw: object, intent: JournalIntent | None) -> OrderResult:
+        """The order as the exchange answered it (placed, or looked up); a ``MalformedAnswerError``
+        when the answer is not one, so nothing is recorded from it."""
+        what = "an order" if intent is None else f"order {intent.client_order_id}"
+        order = answer.row(raw, what)
+        symbol = answer.text(order, "symbol", what)
+        raw_status = answer.text(order, "status", what)
+        status = ORDER_STATUS.get(raw_status)
         if status is None:
-            raise HaltTradingError(f"unknown order status {raw['status']!r} from the exchange")
-        filled = float(raw.get("executedQty") or 0.0)
-        average = float(raw["avgPrice"]) if filled > 0 else None
+            raise HaltTradingError(f"unknown order status {raw_status!r} from the exchange")
+        side = answer.text(order, "side", what)
+        if side not in ("BUY", "SELL"):
+            raise answer.MalformedAnswerError(
+                f"the exchange's answer to {what}: side is neither BUY nor SELL: {side!r}"
+            )
+        filled = answer.number(order, "executedQty", what, default=0.0, at_least=0.0)
+        average = answer.number(order, "avgPrice", what, above=0.0) if filled > 0 else None
         fee, estimated = 0.0, False
         if average is not None:
+            order_id = answer.whole_number(order, "orderId", what, default=-1)
+            if order_id < 0:
+                raise answer.MalformedAnswerError(f"the exchange's answer to {what} has no orderId")
             fee, estimated = await self._fee_usd(
-                symbol, int(raw["orderId"]), filled * average, is_maker=raw.get("type") == "LIMIT"
+                symbol, order_id, filled * average, is_maker=order.get("type") == "LIMIT"
             )
         requested = (
             intent.requested_notional_usd
             if intent is not None
-            else float(raw["origQty"]) * float(raw.get("price") or 0.0)
+            else answer.number(order, "origQty", what, at_least=0.0)
+            * answer.number(order, "price", what, default=0.0, at_least=0.0)
         )
         return OrderResult(
-            client_order_id=str(raw["clientOrderId"]),
+            client_order_id=answer.text(order, "clientOrderId", what),
             ticker=intent.ticker if intent is not None else self.ticker_of(symbol),
-            side="buy" if raw["side"] == "BUY" else "sell",
+            side="buy" if side == "BUY" else "sell",
             status=status,
             requested_notional_usd=requested,
             filled_quantity=filled,
             average_price=average,
             fee_usd=fee,
             fee_estimated=estimated,
-            at_ms=max(0, int(raw.get("updateTime") or 0)),
+            at_ms=answer.whole_number(order, "updateTime", what, default=0),
         )
 
     async def _fee_usd(
@@ -148,9 +163,13 @@ class BinanceRest:
                 {"symbol": symbol, "orderId": order_id},
                 what=f"fills of order {order_id}",
             )
-            other = {t["commissionAsset"] for t in trades if t["commissionAsset"] != "USDT"}
+            what = f"fills of order {order_id}"
+            fills = answer.rows(trades, what)
+            assets = [answer.text(t, "commissionAsset", what) for t in fills]
+            other = {asset for asset in assets if asset != "USDT"}
             if not other:
-                return sum(float(t["commission"]) for t in trades), False
+                fees = [answer.number(t, "commission", what, at_least=0.0) for t in fills]
+                return sum(fees), False
             why = f"fees paid in {sorted(other)}, only USDT is valued"  # e.g. a BNB discount
         except asyncio.CancelledError:
             raise

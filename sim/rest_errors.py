@@ -17,7 +17,7 @@ Binance's tables (klines by limit 1/2/5/10, ticker/24hr 1 or 40 without symbol, 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import orjson
@@ -134,6 +134,20 @@ def fault_response(
     return response
 
 
+def rewritten(response: web.StreamResponse, rewrite: Callable[[Any], Any]) -> web.Response:
+    """``response`` with its JSON body replaced by ``rewrite(body)`` (bytes: sent as they are),
+    status 200 and its headers kept: the answer of a garbled or hostile exchange."""
+    body = response.body if isinstance(response, web.Response) else None
+    original = orjson.loads(body) if isinstance(body, bytes) and body else None
+    replaced = rewrite(original)
+    payload = replaced if isinstance(replaced, bytes) else orjson.dumps(replaced)
+    answer = web.Response(body=payload, status=200, content_type="application/json")
+    for name in ("X-MBX-USED-WEIGHT-1M",):
+        if name in response.headers:
+            answer.headers[name] = response.headers[name]
+    return answer
+
+
 __all__ = [
     "KLINES_DEFAULT_LIMIT",
     "KLINES_MAX_LIMIT",
@@ -145,5 +159,6 @@ __all__ = [
     "json_response",
     "not_available",
     "request_weight",
+    "rewritten",
     "too_many_body",
 ]

@@ -10,15 +10,18 @@ documents. Budgets are per remote address, like Binance's per-IP limits.
 
 ``RestFaults`` lets a test or an operator make the server misbehave on demand: answer the next N
 requests (optionally only those for one path) with 429 / 418 / 500 / 502 / 503, or delay them by
-a number of REAL seconds (a slow server, to exercise client timeouts). Everything injected is counted.
+a number of REAL seconds (a slow server, to exercise client timeouts), or serve them and then rewrite
+the answer's body (``rewrite_next``: a garbled, hostile or truncated answer, with the request's
+effect, such as an order placed, kept). Everything injected is counted.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 MINUTE_MS: Final = 60_000
 DEFAULT_WEIGHT_LIMIT_1M: Final = 2400
@@ -108,9 +111,12 @@ class WeightLimiter:
 class Fault:
     """One injected misbehaviour for one request."""
 
-    status: int | None  # None: no error status, only the delay
+    status: int | None  # None: no error status, only the delay (and the rewrite)
     delay_secs: float
     retry_after_secs: int
+    #: served, then its JSON body replaced by ``rewrite(body)``: a JSON value, or bytes sent as
+    #: they are (not JSON at all)
+    rewrite: Callable[[Any], Any] | None = None
 
 
 @dataclass
@@ -125,7 +131,7 @@ class RestFaults:
     """Faults to inject into the next requests, first armed first served, with counters."""
 
     _rules: list[_Rule] = field(default_factory=list)
-    #: injected faults by kind: "429", "418", "500", "502", "503", "delay"
+    #: injected faults by kind: "429", "418", "500", "502", "503", "delay", "rewrite"
     injected: Counter[str] = field(default_factory=Counter)
 
     def fail_next(
@@ -142,6 +148,12 @@ class RestFaults:
             raise ValueError(f"delay_secs must be > 0, got {delay_secs}")
         self._arm(Fault(None, delay_secs, 0), count, path)
 
+    def rewrite_next(
+        self, rewrite: Callable[[Any], Any], count: int = 1, *, path: str | None = None
+    ) -> None:
+        """Serve the next ``count`` requests, then answer ``rewrite(body)`` (200) instead."""
+        self._arm(Fault(None, 0.0, 0, rewrite), count, path)
+
     def clear(self) -> None:
         self._rules.clear()
 
@@ -157,7 +169,14 @@ class RestFaults:
                 rule.remaining -= 1
                 if rule.remaining == 0:
                     self._rules.remove(rule)
-                kind = "delay" if rule.fault.status is None else str(rule.fault.status)
+                fault = rule.fault
+                kind = (
+                    "rewrite"
+                    if fault.rewrite is not None
+                    else "delay"
+                    if fault.status is None
+                    else str(fault.status)
+                )
                 self.injected[kind] += 1
                 return rule.fault
         return None

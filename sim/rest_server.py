@@ -62,6 +62,7 @@ from sim.rest_errors import (
     json_response,
     not_available,
     request_weight,
+    rewritten,
     too_many_body,
 )
 from sim.rest_faults import DEFAULT_WEIGHT_LIMIT_1M, Fault, RestFaults, WeightLimiter
@@ -187,10 +188,18 @@ class RestServer:
 
     @web.middleware
     async def _middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        fault = self.faults.take(request.path)
+        response = await self._answer(request, handler, fault)
+        if fault is None or fault.rewrite is None:
+            return response
+        return rewritten(response, fault.rewrite)
+
+    async def _answer(
+        self, request: web.Request, handler: Handler, fault: Fault | None
+    ) -> web.StreamResponse:
         path = request.path
         self.requests[path] += 1
         is_binance = path.startswith(("/fapi/", "/futures/data/"))
-        fault = self.faults.take(path)
         if fault is not None:
             if fault.delay_secs > 0:
                 await self._real_clock.sleep(fault.delay_secs)
