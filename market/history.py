@@ -8,7 +8,9 @@ send the partial one. (This assumes the server's clock is not behind the client'
 read the same clock; if it were behind, the newest candle could still be in progress there.)
 
 Pages are ccxt-sized (1000 candles: ccxt's binance caps ``fetch_ohlcv`` below the API's 1500).
-Failures are retried with capped, jittered backoff on the Clock (``market.ccxt_client``).
+Failures are retried with capped, jittered backoff on the Clock (``market.ccxt_client``). A row
+that cannot be a candle (a missing or non-finite value, a price <= 0, a high under the low, a
+negative volume: ``market.recorded.candle_defects``) is dropped with a warning, never cached.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from market.ccxt_client import (
     retry_after_secs,
     to_ccxt_symbol,
 )
-from market.recorded import OHLCV_COLUMNS
+from market.recorded import OHLCV_COLUMNS, candle_defects
 from market.timeframes import candle_open_ms, timeframe_ms
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,16 @@ def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
     if incomplete.any():
         log.warning("dropping %d OHLCV rows with missing values", int(incomplete.sum()))
         frame = frame[~incomplete]
+    defects = candle_defects(frame.to_numpy())
+    if defects:  # an exchange's garbled answer: regime fits and backfills must not see it
+        impossible = np.logical_or.reduce([mask for _, mask in defects])
+        log.warning(
+            "dropping %d OHLCV rows that cannot be candles (%s), the first at open time %d",
+            int(impossible.sum()),
+            "; ".join(f"{int(mask.sum())} with {reason}" for reason, mask in defects),
+            int(frame.index[impossible][0]),
+        )
+        frame = frame[~impossible]
     return frame
 
 
@@ -97,7 +109,7 @@ def extended(
         values = np.array([list(row[1:6]) for row in rows], dtype=np.float64).reshape(-1, 5)
     except (TypeError, ValueError):  # malformed rows: the general merge says what it says
         return None
-    if open_ms[0] <= cached_ms[-1] or (np.diff(open_ms) <= 0).any() or np.isnan(values).any():
+    if open_ms[0] <= cached_ms[-1] or (np.diff(open_ms) <= 0).any() or candle_defects(values):
         return None
     all_ms = np.concatenate([cached_ms, open_ms])
     all_values = np.vstack([cached.to_numpy(dtype=np.float64), values])

@@ -249,21 +249,31 @@ def outside_recording_span(stamps: pd.Index | np.ndarray, unit_ms: int = 1) -> n
 
 
 def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.ndarray]]:
-    """Rows that cannot be a candle, by reason: ``(reason, row mask)`` for each reason found.
+    """Rows that cannot be a candle, by reason: ``(reason, row mask)`` for each reason found:
+    ``candle_defects`` and a time outside ``RECORDING_YEARS``."""
+    checks = _candle_checks(values)
+    checks.insert(1, (_OUT_OF_RANGE, outside_recording_span(times)))
+    return [(reason, mask) for reason, mask in checks if mask.any()]
 
-    ``values`` are the OHLCV columns in order. A bar whose high is under its low, or whose open or
-    close lies outside them, or a price <= 0, would otherwise be replayed as if it had traded."""
+
+def candle_defects(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """``(reason, row mask)`` for each way rows of OHLCV ``values`` (the columns in order) cannot
+    be a candle that traded: a bar whose high is under its low, or whose open or close lies
+    outside them, or a price <= 0, would otherwise be used as if it had traded."""
+    return [(reason, mask) for reason, mask in _candle_checks(values) if mask.any()]
+
+
+def _candle_checks(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
     opens, highs, lows, closes, volumes = (values[:, i] for i in range(5))
     with np.errstate(invalid="ignore"):  # NaN compares False here; non-finite has its own reason
         checks = [
             ("a non-finite value", ~np.isfinite(values).all(axis=1)),
-            (_OUT_OF_RANGE, outside_recording_span(times)),
             ("a price <= 0", (values[:, :4] <= 0).any(axis=1)),
             ("high below low, open or close", (highs < lows) | (highs < opens) | (highs < closes)),
             ("low above open or close", (lows > opens) | (lows > closes)),
             ("a negative volume", volumes < 0),
         ]
-    return [(reason, mask) for reason, mask in checks if mask.any()]
+    return checks
 
 
 def _refuse_defects(times: np.ndarray, defects: list[tuple[str, np.ndarray]], path: Path) -> None:
@@ -292,6 +302,7 @@ __all__ = [
     "DataUnavailableError",
     "MalformedDataError",
     "base_interval",
+    "candle_defects",
     "default_data_dir",
     "fear_greed_path",
     "funding_path",

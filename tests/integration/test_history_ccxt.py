@@ -314,3 +314,42 @@ async def test_unrecorded_open_interest_is_a_non_retryable_answer(
                 policy=FAST_RETRY,
             )
     assert server.requests["/fapi/v1/openInterest"] == 1
+
+
+def garbled_rows(body: Any) -> Any:
+    """A klines answer with six rows no candle could have (Binance's rows: strings)."""
+    rows = [list(row) for row in body]
+    rows[1][1] = "NaN"  # open
+    rows[2][2], rows[2][3] = rows[2][3], rows[2][2]  # high under the low
+    rows[3][4] = "-1"  # close
+    rows[4][5] = "-5"  # volume
+    rows[5][2] = "Infinity"  # high
+    rows[6][4] = "abc"  # close: ccxt reads None
+    return rows
+
+
+async def test_rows_that_cannot_be_candles_are_dropped_not_cached(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = VirtualClock(utc_ms(2025, 9, 1, 15, 59))
+    async with running_server(clock) as srv, sim_exchange(srv.url) as exchange:
+        srv.faults.rewrite_next(garbled_rows, path="/fapi/v1/klines")
+        history = OhlcvHistory(exchange, clock, tickers=[BTC], days=10, retry=FAST_RETRY)
+        frame = await history.refresh(BTC)
+        expected = recorded_4h(BTC).loc[frame.index[0] : frame.index[-1]]
+        garbled = expected.index[1:7]
+        assert list(frame.index) == [t for t in expected.index if t not in garbled]
+        assert np.isfinite(frame.to_numpy()).all() and (frame.to_numpy()[:, :4] > 0).all()
+        assert (frame["high"] >= frame[["open", "close", "low"]].max(axis=1)).all()
+        assert any("cannot be candles" in r.getMessage() for r in caplog.records)
+        # the newest candle garbled after a 4h close: the append path drops it too
+        await clock.advance(120)
+        srv.faults.rewrite_next(
+            lambda body: [[*row[:3], str(float(row[2]) * 2), *row[4:]] for row in body],
+            path="/fapi/v1/klines",
+        )  # low above the high
+        closed = recorded_4h(BTC).loc[utc_ms(2025, 9, 1, 12)]
+        candle = Candle(open_time_ms=utc_ms(2025, 9, 1, 12), **closed.to_dict())
+        await history.on_candle_closed(CandleClosed(ticker=BTC, timeframe="4h", candle=candle))
+        assert history.frame(BTC).index[-1] == frame.index[-1]  # nothing appended
+    assert srv.faults.injected["rewrite"] == 2

@@ -378,7 +378,7 @@ def _candle(open_ms: int, close: float) -> Candle:
 
 def test_the_history_read_to_now_appends_only_the_streams_newer_closes() -> None:
     step = 14_400_000
-    cached = rows_to_frame([(0, 1, 2, 0, 1.5, 3), (step, 1.5, 2, 1, 1.8, 4)])
+    cached = rows_to_frame([(0, 1, 2, 0.5, 1.5, 3), (step, 1.5, 2, 1, 1.8, 4)])
     stream = [_candle(0, 9.0), _candle(step, 9.0), _candle(2 * step, 2.0), _candle(3 * step, 2.5)]
     extended = with_newer_closes(cached, stream)
     assert list(extended.index) == [0, step, 2 * step, 3 * step]
