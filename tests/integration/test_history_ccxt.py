@@ -349,7 +349,10 @@ async def test_rows_that_cannot_be_candles_are_dropped_not_cached(
             path="/fapi/v1/klines",
         )  # low above the high
         closed = recorded_4h(BTC).loc[utc_ms(2025, 9, 1, 12)]
-        candle = Candle(open_time_ms=utc_ms(2025, 9, 1, 12), **closed.to_dict())
+        o, h, low, c, v = closed.to_numpy(dtype=float).tolist()
+        candle = Candle(
+            open_time_ms=utc_ms(2025, 9, 1, 12), open=o, high=h, low=low, close=c, volume=v
+        )
         await history.on_candle_closed(CandleClosed(ticker=BTC, timeframe="4h", candle=candle))
         assert history.frame(BTC).index[-1] == frame.index[-1]  # nothing appended
     assert srv.faults.injected["rewrite"] == 2
