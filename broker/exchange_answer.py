@@ -3,8 +3,9 @@
 Binance sends numbers as strings (``"positionAmt": "0.010"``). ``float()`` alone reads ``"NaN"``,
 ``"inf"``, ``"1e400"``, ``" 5"`` and fullwidth digits as numbers, and a missing key, a ``null`` or a list
 where a row should be raised ``KeyError`` or ``TypeError`` from deep in a decision. A position of
-NaN BTC would then be tracked, valued and sold. So each field is read here: a decimal number (or a
-JSON number, not a bool), finite, within 1e15 and its own bound; an answer that is not is a
+NaN BTC would then be tracked, valued and sold. So each field is read here: a decimal as Binance
+writes one (``market.wire.number``, the websocket frames' reading) or a JSON number, not a bool,
+finite, within 1e15 and its own bound; an answer that is not is a
 ``MalformedAnswerError``, a ``RetryableError`` naming the request, the field and the value: the
 caller acts on nothing from it and asks again after its backoff, as when the exchange is down.
 """
@@ -12,14 +13,12 @@ caller acts on nothing from it and asks again after its backoff, as when the exc
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from core.errors import RetryableError
+from market.wire import number as wire_number
 
-#: what Binance writes: an optional minus, digits, an optional fraction (never an exponent)
-_DECIMAL: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?")
 #: no balance, price or quantity of an account vigil trades comes near this: a value beyond it is
 #: a garbled answer, not a market
 MAX_MAGNITUDE: Final = 1e15
@@ -109,13 +108,9 @@ def whole_number(answer: Mapping[str, Any], key: str, what: str, *, default: int
 
 
 def _parsed(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        parsed = float(value) if abs(value) <= MAX_MAGNITUDE else math.inf
-    elif isinstance(value, str) and len(value) <= 64 and _DECIMAL.fullmatch(value):
-        parsed = float(value)
-    else:
+    try:
+        parsed = wire_number(value)  # the websocket frames' reading: one idea of a Binance number
+    except (TypeError, ValueError, OverflowError):
         return None
     return parsed if math.isfinite(parsed) and abs(parsed) <= MAX_MAGNITUDE else None
 
