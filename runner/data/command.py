@@ -171,7 +171,13 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         resumed = (
             f" (resumed after {result.resumed_from_rows:,})" if result.resumed_from_rows else ""
         )
-        print(f"{args.out / 'binance-usdm' / result.name}: {state}{resumed}", file=stream)
+        dropped = (
+            f"; {result.dropped:,} garbled row(s) dropped (see the warnings; "
+            "`vigil data check` shows the gaps they leave)"
+            if result.dropped
+            else ""
+        )
+        print(f"{args.out / 'binance-usdm' / result.name}: {state}{resumed}{dropped}", file=stream)
     return 0
 
 

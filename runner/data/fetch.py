@@ -8,7 +8,10 @@ series whose stored file already covers the span is skipped. Rate limiting is cc
 (``enableRateLimit``: Binance's request weight budget) plus ``min_interval_secs`` between pages;
 transient failures are retried by ``market.ccxt_client.call_with_retries`` on the clock.
 
-Only closed candles are stored: the span is clamped to what has closed by the exchange's now.
+Only closed candles are stored: the span is clamped to what has closed by the exchange's now. A row
+the exchange garbled (a time that is not a whole number; a candle that cannot have traded:
+``market.recorded.candle_defects``; a funding rate that is not a finite number) is dropped with a
+warning and counted in the result, never stored: ``vigil data check`` then shows the gap it leaves.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from __future__ import annotations
 import csv
 import functools
 import logging
+import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
 import pandas as pd
 
 from core.clock import Clock
@@ -31,7 +36,13 @@ from market.ccxt_client import (
     retry_after_secs,
     to_ccxt_symbol,
 )
-from market.recorded import OHLCV_COLUMNS, funding_path, interval_ms, kline_path
+from market.recorded import (
+    OHLCV_COLUMNS,
+    candle_defects,
+    funding_path,
+    interval_ms,
+    kline_path,
+)
 from runner.data.layout import read_existing, store_funding, store_klines
 
 log = logging.getLogger(__name__)
@@ -58,6 +69,7 @@ class SeriesResult:
     rows: int  # rows fetched this run
     resumed_from_rows: int  # rows already in the partial file at start
     skipped: bool  # the stored file already covered the span
+    dropped: int = 0  # rows the exchange sent that cannot be stored (garbled), this run
 
 
 class _Partial:
@@ -147,7 +159,7 @@ class Fetcher:
         partial = _Partial(_partial_path(final), ("open_time_ms", *OHLCV_COLUMNS))
         resumed = len(partial.rows)
         since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + step_ms
-        fetched = 0
+        fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
         while since <= last_open_ms:
             page = await self._call(
@@ -161,11 +173,15 @@ class Fetcher:
                 ),
                 f"fetch_ohlcv {ticker} {request.interval} since {since}",
             )
-            rows = [row[:6] for row in page if since <= int(row[0]) <= last_open_ms]
+            timed = [(at, row) for row in page if (at := _whole_ms(row[0])) is not None]
+            rows = [[at, *row[1:6]] for at, row in timed if since <= at <= last_open_ms]
+            dropped += len(page) - len(timed)
             if not rows:
                 break
-            partial.append(rows)
-            fetched += len(rows)
+            candles = _candle_rows(rows, f"{ticker} {request.interval}")
+            dropped += len(rows) - len(candles)
+            partial.append(candles)
+            fetched += len(candles)
             since = int(rows[-1][0]) + step_ms
             self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
             if len(page) < OHLCV_PAGE_LIMIT:
@@ -174,7 +190,7 @@ class Fetcher:
         if partial.rows:
             store_klines(partial.frame("open_time_ms"), ticker, request.interval, request.out_dir)
         partial.close_and_remove()
-        return SeriesResult(final.name, fetched, resumed, skipped=False)
+        return SeriesResult(final.name, fetched, resumed, skipped=False, dropped=dropped)
 
     async def funding(self, request: FetchRequest, ticker: str) -> SeriesResult:
         final = funding_path(ticker, request.out_dir)
@@ -182,7 +198,7 @@ class Fetcher:
         partial = _Partial(_partial_path(final), ("funding_time_ms", "funding_rate"))
         resumed = len(partial.rows)
         since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + 1
-        fetched = 0
+        fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
         while since <= until_ms:
             page = await self._call(
@@ -195,23 +211,30 @@ class Fetcher:
                 ),
                 f"fetch_funding_rate_history {ticker} since {since}",
             )
-            rows = [
-                (int(item["timestamp"]), float(item["fundingRate"]))
-                for item in page
-                if since <= int(item["timestamp"]) <= until_ms
+            timed = [
+                (at, item) for item in page if (at := _whole_ms(item.get("timestamp"))) is not None
             ]
-            if not rows:
+            in_span = [(at, item) for at, item in timed if since <= at <= until_ms]
+            rows = [(at, rate) for at, item in in_span if (rate := _rate(item)) is not None]
+            dropped += len(page) - len(timed) + len(in_span) - len(rows)
+            if not in_span:
                 break
+            if len(rows) < len(in_span):
+                log.warning(
+                    "%s funding: dropped %d rate(s) that are not finite numbers",
+                    ticker,
+                    len(in_span) - len(rows),
+                )
             partial.append(rows)
             fetched += len(rows)
-            since = rows[-1][0] + 1
+            since = in_span[-1][0] + 1
             if len(page) < FUNDING_PAGE_LIMIT:
                 break
             await self._pause(request)
         if partial.rows:
             store_funding(partial.frame("funding_time_ms"), ticker, request.out_dir)
         partial.close_and_remove()
-        return SeriesResult(final.name, fetched, resumed, skipped=False)
+        return SeriesResult(final.name, fetched, resumed, skipped=False, dropped=dropped)
 
     async def _call(self, call: Callable[[], Awaitable[Any]], what: str) -> Any:
         return await call_with_retries(
@@ -225,6 +248,41 @@ class Fetcher:
     async def _pause(self, request: FetchRequest) -> None:
         if request.min_interval_secs > 0:
             await self._clock.sleep(request.min_interval_secs)
+
+
+def _whole_ms(value: object) -> int | None:
+    """A time as ccxt gives one (an int of ms), or None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _rate(item: Any) -> float | None:
+    value = item.get("fundingRate")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _candle_rows(rows: list[list[Any]], what: str) -> list[list[Any]]:
+    """The rows that can be candles; the others logged, by reason."""
+    try:
+        values = np.array([row[1:6] for row in rows], dtype=np.float64).reshape(-1, 5)
+    except (TypeError, ValueError):  # a value ccxt could not read and a None beside numbers
+        values = np.array(
+            [[v if isinstance(v, int | float) else np.nan for v in row[1:6]] for row in rows],
+            dtype=np.float64,
+        ).reshape(-1, 5)
+    defects = candle_defects(values)
+    if not defects:
+        return rows
+    bad = np.logical_or.reduce([mask for _, mask in defects])
+    log.warning(
+        "%s: dropped %d row(s) that cannot be candles (%s), the first at open time %d",
+        what,
+        int(bad.sum()),
+        "; ".join(f"{int(mask.sum())} with {reason}" for reason, mask in defects),
+        rows[int(np.argmax(bad))][0],
+    )
+    return [row for row, drop in zip(rows, bad, strict=True) if not drop]
 
 
 def _partial_path(final: Path) -> Path:

@@ -7,12 +7,15 @@ from __future__ import annotations
 import asyncio
 import io
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
+import pytest
 from test_sim_rest_support import running_server, utc_ms
 
 from core.scaled_clock import ScaledClock
 from market.ccxt_client import OHLCV_PAGE_LIMIT, RetryPolicy, make_binanceusdm
+from market.datacheck import check_data_dir
 from market.recorded import kline_path, load_funding, load_klines
 from runner.data.command import fetch_into
 from runner.data.fetch import Fetcher, FetchRequest
@@ -89,3 +92,43 @@ async def test_a_fetch_killed_between_pages_resumes_after_its_last_stored_row(
     assert (klines.resumed_from_rows, klines.rows) == (stored, 1440 - stored)
     pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), recorded("BTC/USDT"))
     assert not partial.exists()
+
+
+def garbled_klines(body: Any) -> Any:
+    """The first klines page with four rows no candle could have (Binance's rows: strings)."""
+    rows = [list(row) for row in body]
+    rows[10][4] = "NaN"  # close
+    rows[11][2], rows[11][3] = rows[11][3], rows[11][2]  # high under the low
+    rows[12][1] = "-3"  # open
+    rows[13][4] = "abc"  # close: ccxt reads None
+    return rows
+
+
+def garbled_funding(body: Any) -> Any:
+    items = [dict(item) for item in body]
+    items[2]["fundingRate"] = "NaN"
+    items[3]["fundingRate"] = "Infinity"
+    return items
+
+
+async def test_rows_the_exchange_garbled_are_dropped_counted_and_leave_a_gap(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    out = tmp_path / "data"
+    async with running_server(clock) as server:
+        server.faults.rewrite_next(garbled_klines, path="/fapi/v1/klines")
+        server.faults.rewrite_next(garbled_funding, path="/fapi/v1/fundingRate")
+        text = io.StringIO()
+        klines, funding = await fetch_into(request(out), server.url, clock, text)
+        assert server.faults.injected["rewrite"] == 2
+    assert (klines.rows, klines.dropped) == (1436, 4)
+    assert (funding.rows, funding.dropped) == (13, 2)
+    expected = recorded("BTC/USDT")
+    garbled = expected.index[10:14]
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), expected.drop(garbled))
+    assert len(load_funding("BTC/USDT", out)) == 13
+    assert any("cannot be candles" in r.getMessage() for r in caplog.records)
+    # the hole is a gap that data check reports; nothing stored is a row replay would refuse
+    (btc,) = [check for check in check_data_dir(out) if check.kind == "klines 5m"]
+    assert (btc.gap_count, btc.missing_bars, btc.bad_rows) == (1, 4, [])
