@@ -59,7 +59,7 @@ class Stream:
 
 
 def cached_frame() -> pd.DataFrame:
-    return rows_to_frame([(0, 1, 2, 0, 1.5, 3), (STEP, 1.5, 2, 1, 1.8, 4)])
+    return rows_to_frame([(0, 1, 2, 0.5, 1.5, 3), (STEP, 1.5, 2, 1, 1.8, 4)])
 
 
 def test_the_stream_closes_newer_than_the_cache_are_appended_as_with_newer_closes_does() -> None:
@@ -89,13 +89,13 @@ def test_a_stream_close_its_correction_and_a_refresh_each_rebuild_the_series() -
     assert closes("BTC/USDT") == CloseSeries((1.5, 1.8, 2.0), 2 * STEP)
     stream.candles[-1] = candle(2 * STEP, 2.2)  # the exchange corrected that close
     assert closes("BTC/USDT") == CloseSeries((1.5, 1.8, 2.2), 2 * STEP)
-    history.refresh(rows_to_frame([(0, 1, 2, 0, 1.5, 3), (STEP, 1, 2, 1, 1.7, 4)]))
+    history.refresh(rows_to_frame([(0, 1, 2, 0.5, 1.5, 3), (STEP, 1, 2, 1, 1.7, 4)]))
     assert closes("BTC/USDT") == CloseSeries((1.5, 1.7, 2.2), 2 * STEP)  # the REST revision
     assert history.frames_read == 4
 
 
 def test_an_unsorted_frame_is_read_in_time_order() -> None:
-    frame = rows_to_frame([(STEP, 1, 2, 0, 1.8, 3), (0, 1, 2, 0, 1.5, 3)])
+    frame = rows_to_frame([(STEP, 1, 2, 0.5, 1.8, 3), (0, 1, 2, 0.5, 1.5, 3)])
     assert CloseSeries.from_frame(frame) == CloseSeries((1.5, 1.8), STEP)
 
 
@@ -110,8 +110,9 @@ def test_the_series_is_with_newer_closes_for_any_overlap(
 ) -> None:
     """The stream's window (strictly increasing, as the aggregator keeps it) before, across or
     after the cache's rows, or with none of either: the closes of ``with_newer_closes``."""
-    rows = [(i * STEP, 1, 2, 0, 1.0 + i, 3) for i in sorted(cached, reverse=shuffled)]
+    rows = [(i * STEP, 1, 2.0 + i, 0.5, 1.0 + i, 3) for i in sorted(cached, reverse=shuffled)]
     frame = rows_to_frame(rows) if rows else empty_ohlcv_frame()
+    assert len(frame) == len(rows)  # every row a candle: none dropped
     window = [candle(i * STEP, 100.0 + i) for i in sorted(streamed)]
     series = CloseSeries.from_frame(frame, window)
     merged = with_newer_closes(frame.sort_index(), window)

@@ -45,6 +45,7 @@ _prices = st.floats(min_value=0.01, max_value=1e6, allow_nan=False, allow_infini
     price=_prices,
     window_slot=st.integers(-5, 90),
     hole=st.sampled_from([None, 0, 1]),
+    impossible=st.sampled_from([None, 0, 2]),
 )
 def test_whenever_it_answers_it_is_the_general_merge(
     cached_slots: list[int],
@@ -52,19 +53,24 @@ def test_whenever_it_answers_it_is_the_general_merge(
     price: float,
     window_slot: int,
     hole: int | None,
+    impossible: int | None,
 ) -> None:
-    """Cached frames with gaps; fetched rows that extend, overlap, repeat, go backwards or miss a
-    value; any window start."""
+    """Cached frames with gaps; fetched rows that extend, overlap, repeat, go backwards, miss a
+    value or cannot be a candle (a high under the low); any window start."""
     cached = _general(empty_ohlcv_frame(), [_row(s, price + s) for s in cached_slots], 0)
     rows = [_row(s, price * 1.5 + s) for s in new_slots]
     if hole is not None and hole < len(rows):
         rows[hole][3] = None
+    if impossible is not None and impossible < len(rows):
+        rows[impossible][2], rows[impossible][3] = rows[impossible][3], rows[impossible][2]
     window_start_ms = START_MS + window_slot * H4
     got = extended(cached, rows, window_start_ms)
     expected = _general(cached, rows, window_start_ms)
     if got is not None:
         _same(got, expected)
-    complete = hole is None or hole >= len(rows)
+    complete = (hole is None or hole >= len(rows)) and (
+        impossible is None or impossible >= len(rows)
+    )
     ascending = new_slots == sorted(set(new_slots))
     newer = all(s > max(cached_slots, default=-1) for s in new_slots)
     if cached_slots and new_slots and complete and ascending and newer and len(expected):
