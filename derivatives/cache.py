@@ -23,7 +23,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
 
 from core.backoff import Backoff
 from core.clock import Clock
@@ -32,6 +32,9 @@ from core.errors import RetryableError, VigilError
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+#: a source's Retry-After is obeyed up to this: a garbled or hostile one ("inf", "1e400", a year)
+#: must not switch the source off for good
+MAX_RETRY_AFTER_SECS: Final = 3600.0
 
 
 class SourceNotAvailableError(VigilError):
@@ -180,8 +183,8 @@ class CachedSource(Generic[T]):
 
     def _note_backoff(self, now: float, reason: str, retry_after_secs: float | None) -> None:
         delay = self.policy.backoff.delay_secs(self._failures, self._rand())
-        if retry_after_secs is not None:
-            delay = max(delay, retry_after_secs)
+        if retry_after_secs is not None and not math.isnan(retry_after_secs):
+            delay = max(delay, min(retry_after_secs, MAX_RETRY_AFTER_SECS))
         self._failures += 1
         self._note_failure(now, reason, delay_secs=delay)
 

@@ -18,12 +18,14 @@ Fewer than two closed candles of a timeframe leave that return None with a reaso
 
 from __future__ import annotations
 
+import math
 from typing import Any, Final
 
 from pydantic import RootModel
 
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import get_json, parse_body
+from market.wire import number as wire_number
 
 PAXG_SYMBOL: Final = "PAXGUSDT"
 SPOT_KLINES_PATH: Final = "/api/v3/klines"
@@ -44,9 +46,12 @@ def _closes(payload: Any, *, what: str) -> list[tuple[int, float]]:
     out = []
     for row in rows:
         try:
-            out.append((int(row[6]), float(row[4])))
-        except (IndexError, TypeError, ValueError):
+            close_ms, close = int(row[6]), wire_number(row[4])
+        except (IndexError, TypeError, ValueError, OverflowError):
             raise SourceFailedError(f"{what}: malformed kline row: {row!r:.120}") from None
+        if not (math.isfinite(close) and close > 0):  # a price of NaN, inf or 0 is no price
+            raise SourceFailedError(f"{what}: a close that is no price: {row!r:.120}")
+        out.append((close_ms, close))
     return sorted(out)
 
 

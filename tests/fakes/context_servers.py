@@ -51,6 +51,10 @@ class ContextServers:
         self.requests: Counter[str] = Counter()
         self.long_short_rows: list[float] | None = None  # ratios, oldest first; None: the doc rows
         self.retry_after_secs = 7
+        #: the Retry-After header sent with a 429 or 418 when set (a garbled one); else the secs
+        self.retry_after_header: str | None = None
+        #: the close every PAXG kline is answered with when set (a hostile one: "NaN", "0")
+        self.paxg_close: str | None = None
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -93,7 +97,8 @@ class ContextServers:
                 "code": -1003,
                 "msg": "Too many requests; current limit is 2400 requests per minute.",
             }
-            return _json(body, int(mode), {"Retry-After": str(self.retry_after_secs)})
+            retry_after = self.retry_after_header or str(self.retry_after_secs)
+            return _json(body, int(mode), {"Retry-After": retry_after})
         if mode == "500":
             return _json(
                 {"code": -1001, "msg": "Internal error; unable to process your request."}, 500
@@ -146,7 +151,10 @@ class ContextServers:
         if path == STABLECOINS:
             return stablecoins()
         if path == SPOT_KLINES:
-            return paxg_klines(query.get("interval", "1h"))
+            rows = paxg_klines(query.get("interval", "1h"))
+            if self.paxg_close is not None:
+                rows = [[*row[:4], self.paxg_close, *row[5:]] for row in rows]
+            return rows
         return trending()
 
 

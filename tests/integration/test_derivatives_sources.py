@@ -25,7 +25,7 @@ from fakes.etf_page import ETF_LATEST_DAY, ETF_LATEST_TOTAL, ETF_SUM_5D
 
 from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
-from derivatives.cache import CachedSource, CachePolicy
+from derivatives.cache import MAX_RETRY_AFTER_SECS, CachedSource, CachePolicy
 from derivatives.etf_flow import fetch_etf_flow
 from derivatives.hedge import fetch_paxg
 from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply, fetch_trending
@@ -269,3 +269,27 @@ async def test_not_available_from_binance_keeps_binances_message(env: Env) -> No
     got = await env.cached(env.binance.fetch_open_interest).read()
     assert got.value is None and got.reason is not None
     assert "open interest is not available in the recorded data" in got.reason
+
+
+@pytest.mark.parametrize("header", ["inf", "1e400", "NaN", "31536000"])
+@pytest.mark.parametrize("name", ["funding", "fear_greed"])  # through ccxt, and a web source
+async def test_a_garbled_retry_after_never_switches_a_source_off_for_good(
+    env: Env, name: str, header: str
+) -> None:
+    path, make, check, _ = SOURCES[name]
+    env.servers.mode[path] = "429"
+    env.servers.retry_after_header = header
+    src = env.cached(make(env))
+    assert (await src.read()).value is None
+    env.servers.mode[path] = "ok"
+    await env.clock.advance(MAX_RETRY_AFTER_SECS)
+    check((await src.read()).value)  # asked again within the cap, and answered
+
+
+@pytest.mark.parametrize("close", ["NaN", "Infinity", "0", "-2859.95", "1e400"])
+async def test_a_paxg_close_that_is_no_price_is_a_reason_not_a_value(env: Env, close: str) -> None:
+    _, make, _, what = SOURCES["paxg"]
+    env.servers.paxg_close = close
+    got = await env.cached(make(env)).read()
+    assert got.value is None and got.reason is not None
+    assert what in got.reason and ("no price" in got.reason or "malformed" in got.reason)
