@@ -34,7 +34,8 @@ RUNS_DIR_NAME = "runs"
 TERMINATE_GRACE_SECS = 5.0  # within the supervisor's shutdown deadline (8 s)
 REASON_LINES = 3
 INTERRUPTED = "interrupted: the API process running it stopped before it finished"
-EXIT_REASONS = {1: "stopped early", 78: "refused to start"}
+#: what `vigil replay` exit codes mean (1: see the log's last lines, given with it)
+EXIT_REASONS = {1: "stopped early or a loop failed", 78: "refused to start"}
 
 
 class RunRejectedError(ValueError):

@@ -172,7 +172,9 @@ async def test_a_crashed_child_fails_its_job_with_its_last_words(settings: Setti
         _, accepted = await post(api, {"from": DAY, "to": DAY})
         job = await until_finished(api, accepted["run_id"])
     assert job["status"] == "failed" and job["exit_code"] == 1
-    assert job["reason"] == "stopped early: loading | vigil: refusing to start: no data for 2019"
+    assert job["reason"] == (
+        "stopped early or a loop failed: loading | vigil: refusing to start: no data for 2019"
+    )
     assert job["summary"] is None and "no report.json" in job["unavailable"]["summary"]
 
 
