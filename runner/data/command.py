@@ -112,7 +112,12 @@ def _import(files: list[Path], out: Path, stream: TextIO) -> int:
     grouped: dict[tuple[str, str], list[pd.DataFrame]] = defaultdict(list)
     for path in files:
         if not path.is_file():
-            raise RefuseToStartError(f"{path}: no such file")
+            why = (
+                "no such file"
+                if not path.exists()
+                else "not a regular file (a directory, FIFO or device)"
+            )
+            raise RefuseToStartError(f"{path}: {why}")
         try:
             parsed = read_archive_file(path)
         except MalformedDataError as exc:

@@ -107,6 +107,21 @@ def test_an_out_that_is_a_file_is_refused(
     assert (tmp_path / "out").read_text() == "mine\n"
 
 
+def test_a_source_that_is_missing_a_directory_or_a_device_is_refused_saying_which(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "folder.csv").mkdir()
+    for source, said in (
+        (tmp_path / "missing.csv", "no such file"),
+        (tmp_path / "folder.csv", "not a regular file (a directory, FIFO or device)"),
+        (Path("/dev/null"), "not a regular file (a directory, FIFO or device)"),
+    ):
+        code = main(["data", "import", str(source), "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err
+        assert code == 78 and f"{source}: {said}" in err, err
+    assert not (tmp_path / "out").exists()
+
+
 TIMES = st.one_of(
     st.integers(0, 30).map(lambda i: str(T0_MS + i * BAR_MS)),
     st.integers(0, 30).map(lambda i: str((T0_MS + i * BAR_MS) * 1000)),  # microseconds
