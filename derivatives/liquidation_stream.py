@@ -19,7 +19,7 @@ import websockets
 from core.backoff import Backoff
 from core.clock import Clock
 from derivatives.cache import SourceFailedError
-from derivatives.liquidations import LiquidationWindow, parse_force_order
+from derivatives.liquidations import MAX_FUTURE_MS, LiquidationWindow, parse_force_order
 from market.timeframes import to_binance_symbol
 
 log = logging.getLogger(__name__)
@@ -69,7 +69,11 @@ class LiquidationStream:
 
     def on_frame(self, raw: str | bytes) -> None:
         try:
-            self._window.add(parse_force_order(raw))
+            liquidation = parse_force_order(raw)
+            ahead_ms = liquidation.at_ms - self._clock.now_ms()
+            if ahead_ms > MAX_FUTURE_MS:
+                raise SourceFailedError(f"a forceOrder time {ahead_ms} ms ahead of the clock")
+            self._window.add(liquidation)
         except SourceFailedError as exc:
             self.rejected += 1
             if self.rejected == 1 or self.rejected % 100 == 0:

@@ -3,6 +3,11 @@
 Binance pushes at most one liquidation per symbol per second on ``<symbol>@forceOrder`` (the
 latest in that second), so totals are a lower bound; they are labelled as such. The simulator does
 not serve this stream (liquidations are not recorded): with no window attached the source says so.
+
+A frame is a number of USD only if it is one: a price or quantity that is not a finite positive
+number, a notional beyond ``MAX_NOTIONAL_USD``, or (``LiquidationStream``) a time more than
+``MAX_FUTURE_MS`` ahead of the daemon's clock is refused. One frame of "Infinity" or of a
+far-future time would otherwise have flagged a cascade for good.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from market.timeframes import from_binance_symbol
 
 WINDOW_MS: Final = 3_600_000
 CASCADE_WINDOW_MS: Final = 300_000
+#: no single liquidation comes near this (Binance's largest days total a few US$ billion)
+MAX_NOTIONAL_USD: Final = 1e11
+#: a frame's time may run this far ahead of the daemon's clock (as the kline frames' skew)
+MAX_FUTURE_MS: Final = 300_000
 NOT_CONNECTED: Final = "no forceOrder stream connected (liquidations are not in the recorded data the simulator serves)"
 
 
@@ -35,9 +44,9 @@ class _Order(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
     s: str
     S: Literal["BUY", "SELL"]
-    ap: float = Field(gt=0)
-    z: float = Field(gt=0)
-    T: int
+    ap: float = Field(gt=0, allow_inf_nan=False)
+    z: float = Field(gt=0, allow_inf_nan=False)
+    T: int = Field(ge=0)
 
 
 class _Frame(BaseModel):
@@ -56,6 +65,10 @@ def parse_force_order(raw: bytes | str) -> Liquidation:
         ticker = from_binance_symbol(order.s)
     except (orjson.JSONDecodeError, ValidationError, ValueError) as exc:
         raise SourceFailedError(f"malformed forceOrder frame: {type(exc).__name__}") from None
+    if not order.ap * order.z <= MAX_NOTIONAL_USD:
+        raise SourceFailedError(
+            f"malformed forceOrder frame: a notional of {order.ap * order.z:.3g} USD is no liquidation"
+        )
     return Liquidation(
         ticker=ticker,
         side="long" if order.S == "SELL" else "short",  # a SELL liquidation closes a long
@@ -77,8 +90,8 @@ class LiquidationWindow:
         self._events.append(liquidation)
 
     def summary(self, now_ms: int) -> dict[str, Any]:
-        while self._events and self._events[0].at_ms <= now_ms - WINDOW_MS:
-            self._events.popleft()
+        # by time, not arrival order: a late frame of an older liquidation ages out all the same
+        self._events = deque(e for e in self._events if e.at_ms > now_ms - WINDOW_MS)
         recent = [e for e in self._events if e.at_ms > now_ms - CASCADE_WINDOW_MS]
         burst = sum(e.notional_usd for e in recent)
         return {
@@ -98,4 +111,11 @@ async def fetch_liquidations(window: LiquidationWindow | None, now_ms: int) -> d
     return window.summary(now_ms)
 
 
-__all__ = ["Liquidation", "LiquidationWindow", "fetch_liquidations", "parse_force_order"]
+__all__ = [
+    "MAX_FUTURE_MS",
+    "MAX_NOTIONAL_USD",
+    "Liquidation",
+    "LiquidationWindow",
+    "fetch_liquidations",
+    "parse_force_order",
+]

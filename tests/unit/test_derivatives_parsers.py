@@ -9,9 +9,11 @@ from fakes.etf_page import farside_page
 from hypothesis import given
 from hypothesis import strategies as st
 
+from core.clock import VirtualClock
 from derivatives.binance import zscore
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.etf_flow import etf_flow_from_html, fetch_etf_flow
+from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import (
     NOT_CONNECTED,
     LiquidationWindow,
@@ -47,6 +49,11 @@ def test_combined_stream_frame_is_unwrapped() -> None:
         b"not json",
         b'{"e":"kline"}',
         orjson.dumps({**DOC_FRAME, "o": {**DOC_ORDER, "ap": "-1"}}),
+        frame("SELL", "Infinity", "1", 0),
+        frame("SELL", "100", "NaN", 0),
+        frame("SELL", "1e400", "1", 0),
+        frame("BUY", "1e9", "1000", 0),  # a notional of a trillion USD
+        frame("BUY", "100", "1", -5),
     ],
 )
 def test_malformed_force_order_is_refused(raw: bytes) -> None:
@@ -111,3 +118,24 @@ def test_zscore_needs_history_and_spread() -> None:
     assert zscore([1.0, 2.0]) is None
     assert zscore([1.0] * 10) is None
     assert zscore([1.0, 1.0, 1.0, 1.0, 3.0]) == pytest.approx(2.0)  # mean 1.4, pstdev 0.8
+
+
+def test_a_late_frame_of_an_older_liquidation_ages_out_by_its_time() -> None:
+    window = LiquidationWindow(cascade_usd=1e12)
+    hour, t0 = 3_600_000, 1_740_787_200_000
+    window.add(parse_force_order(frame("SELL", "100", "1", t0 + hour)))
+    window.add(parse_force_order(frame("SELL", "100", "2", t0)))  # arrived late, behind it
+    assert window.summary(t0 + hour + 1)["count_1h"] == 1
+    assert window.summary(t0 + hour + 1)["long_usd_1h"] == pytest.approx(100.0)
+
+
+def test_a_frame_from_the_future_is_refused_and_counted() -> None:
+    now_ms = 1_740_787_200_000
+    window = LiquidationWindow(cascade_usd=1.0)
+    stream = LiquidationStream(
+        VirtualClock(epoch_ms=now_ms), window, base_url="ws://127.0.0.1:9", tickers=["BTC/USDT"]
+    )
+    stream.on_frame(frame("SELL", "100", "1", now_ms + 10 * 86_400_000))  # flagged for ten days
+    stream.on_frame(frame("SELL", "100", "1", now_ms + 60_000))  # skew within the allowance
+    assert (stream.rejected, stream.received) == (1, 1)
+    assert window.summary(now_ms)["count_1h"] == 1
