@@ -55,7 +55,8 @@ OptionalFloat = Annotated[float | None, BeforeValidator(_blank_is_none)]
 
 
 class _Row(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # "NaN" and "Infinity" are strings pydantic's float would take: Binance never means them
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
 
 
 class PremiumIndexRow(_Row):

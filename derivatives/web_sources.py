@@ -31,7 +31,8 @@ _ALLOWED_PUNCTUATION: Final = frozenset(" -._()&'")
 
 
 class _Lenient(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
+    # "NaN" and "Infinity" are strings pydantic's float would take: no provider means them
+    model_config = ConfigDict(frozen=True, extra="ignore", allow_inf_nan=False)
 
 
 # -- alternative.me Fear & Greed -------------------------------------------------------------

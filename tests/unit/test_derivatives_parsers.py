@@ -2,17 +2,38 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import orjson
 import pytest
-from fakes.context_bodies import FORCE_ORDER_DOC_FRAME, FORCE_ORDER_DOC_ORDER
+from fakes.context_bodies import (
+    FORCE_ORDER_DOC_FRAME,
+    FORCE_ORDER_DOC_ORDER,
+    basis,
+    open_interest_hist,
+    premium_index,
+    stablecoins,
+    taker_ratio,
+    top_long_short,
+)
 from fakes.etf_page import farside_page
 from hypothesis import given
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 from core.clock import VirtualClock
-from derivatives.binance import zscore
+from derivatives.binance import (
+    BasisRow,
+    LongShortRow,
+    OpenInterestRow,
+    PremiumIndexRow,
+    TakerRow,
+    zscore,
+)
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.etf_flow import etf_flow_from_html, fetch_etf_flow
+from derivatives.http import parse_body
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import (
     NOT_CONNECTED,
@@ -20,7 +41,7 @@ from derivatives.liquidations import (
     fetch_liquidations,
     parse_force_order,
 )
-from derivatives.web_sources import clean_text
+from derivatives.web_sources import _StablecoinsBody, clean_text
 
 DOC_ORDER = FORCE_ORDER_DOC_ORDER
 DOC_FRAME = FORCE_ORDER_DOC_FRAME
@@ -139,3 +160,30 @@ def test_a_frame_from_the_future_is_refused_and_counted() -> None:
     stream.on_frame(frame("SELL", "100", "1", now_ms + 60_000))  # skew within the allowance
     assert (stream.rejected, stream.received) == (1, 1)
     assert window.summary(now_ms)["count_1h"] == 1
+
+
+def _stablecoins_with(bad: str) -> dict[str, Any]:
+    body = stablecoins()
+    first = {**body["peggedAssets"][0], "circulating": {"peggedUSD": bad}}
+    return {**body, "peggedAssets": [first, *body["peggedAssets"][1:]]}
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-inf"])
+@pytest.mark.parametrize(
+    ("model", "body"),
+    [
+        (PremiumIndexRow, lambda bad: {**premium_index("BTCUSDT"), "lastFundingRate": bad}),
+        (PremiumIndexRow, lambda bad: {**premium_index("BTCUSDT"), "markPrice": bad}),
+        (OpenInterestRow, lambda bad: {**open_interest_hist("BTCUSDT")[0], "sumOpenInterest": bad}),
+        (TakerRow, lambda bad: {**taker_ratio()[0], "buySellRatio": bad}),
+        (LongShortRow, lambda bad: {**top_long_short("BTCUSDT")[0], "longShortRatio": bad}),
+        (BasisRow, lambda bad: {**basis("BTCUSD")[0], "basisRate": bad}),
+        (_StablecoinsBody, _stablecoins_with),
+    ],
+)
+def test_a_number_that_is_not_finite_is_a_malformed_body(
+    model: type[BaseModel], body: Callable[[str], Any], bad: str
+) -> None:
+    """pydantic's float reads "NaN" and "Infinity": a funding rate of NaN was a value."""
+    with pytest.raises(SourceFailedError, match="malformed body"):
+        parse_body(model, body(bad), what="a source")
