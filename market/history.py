@@ -63,7 +63,8 @@ def empty_ohlcv_frame() -> pd.DataFrame:
 
 
 def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
-    """ccxt OHLCV rows ``[open_ms, o, h, l, c, v]`` -> a frame (rows with a missing value dropped)."""
+    """ccxt OHLCV rows ``[open_ms, o, h, l, c, v]`` -> a frame; rows with a missing value, or that
+    cannot be a candle (``candle_defects``), are dropped with a warning."""
     rows = list(rows)
     if not rows:
         return empty_ohlcv_frame()

@@ -9,9 +9,10 @@ series whose stored file already covers the span is skipped. Rate limiting is cc
 transient failures are retried by ``market.ccxt_client.call_with_retries`` on the clock.
 
 Only closed candles are stored: the span is clamped to what has closed by the exchange's now. A row
-the exchange garbled (a time that is not a whole number; a candle that cannot have traded:
-``market.recorded.candle_defects``; a funding rate that is not a finite number) is dropped with a
-warning and counted in the result, never stored: ``vigil data check`` then shows the gap it leaves.
+the exchange garbled (a time that is not a whole number; a candle with a missing value or that
+cannot have traded, as ``market.history.rows_to_frame`` drops them; a funding rate that is not a
+finite number) is dropped with a warning and counted in the result, never stored: ``vigil data
+check`` then shows the gap it leaves.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import numpy as np
 import pandas as pd
 
 from core.clock import Clock
@@ -36,13 +36,8 @@ from market.ccxt_client import (
     retry_after_secs,
     to_ccxt_symbol,
 )
-from market.recorded import (
-    OHLCV_COLUMNS,
-    candle_defects,
-    funding_path,
-    interval_ms,
-    kline_path,
-)
+from market.history import rows_to_frame
+from market.recorded import OHLCV_COLUMNS, funding_path, interval_ms, kline_path
 from runner.data.layout import read_existing, store_funding, store_klines
 
 log = logging.getLogger(__name__)
@@ -178,9 +173,16 @@ class Fetcher:
             dropped += len(page) - len(timed)
             if not rows:
                 break
-            candles = _candle_rows(rows, f"{ticker} {request.interval}")
+            candles = rows_to_frame(rows)  # those that can be candles; the others logged
             dropped += len(rows) - len(candles)
-            partial.append(candles)
+            partial.append(
+                [
+                    [at, *values]
+                    for at, values in zip(
+                        candles.index.tolist(), candles.to_numpy().tolist(), strict=True
+                    )
+                ]
+            )
             fetched += len(candles)
             since = int(rows[-1][0]) + step_ms
             self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
@@ -260,29 +262,6 @@ def _rate(item: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
-
-
-def _candle_rows(rows: list[list[Any]], what: str) -> list[list[Any]]:
-    """The rows that can be candles; the others logged, by reason."""
-    try:
-        values = np.array([row[1:6] for row in rows], dtype=np.float64).reshape(-1, 5)
-    except (TypeError, ValueError):  # a value ccxt could not read and a None beside numbers
-        values = np.array(
-            [[v if isinstance(v, int | float) else np.nan for v in row[1:6]] for row in rows],
-            dtype=np.float64,
-        ).reshape(-1, 5)
-    defects = candle_defects(values)
-    if not defects:
-        return rows
-    bad = np.logical_or.reduce([mask for _, mask in defects])
-    log.warning(
-        "%s: dropped %d row(s) that cannot be candles (%s), the first at open time %d",
-        what,
-        int(bad.sum()),
-        "; ".join(f"{int(mask.sum())} with {reason}" for reason, mask in defects),
-        rows[int(np.argmax(bad))][0],
-    )
-    return [row for row, drop in zip(rows, bad, strict=True) if not drop]
 
 
 def _partial_path(final: Path) -> Path:
