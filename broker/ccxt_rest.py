@@ -127,11 +127,11 @@ class BinanceRest:
         average = answer.number(order, "avgPrice", what, above=0.0) if filled > 0 else None
         fee, estimated = 0.0, False
         if average is not None:
-            order_id = answer.whole_number(order, "orderId", what, default=-1)
-            if order_id < 0:
-                raise answer.MalformedAnswerError(f"the exchange's answer to {what} has no orderId")
             fee, estimated = await self._fee_usd(
-                symbol, order_id, filled * average, is_maker=order.get("type") == "LIMIT"
+                symbol,
+                answer.whole_number(order, "orderId", what),
+                filled * average,
+                is_maker=order.get("type") == "LIMIT",
             )
         requested = (
             intent.requested_notional_usd
@@ -157,13 +157,11 @@ class BinanceRest:
     ) -> tuple[float, bool]:
         """The fee the exchange charged, and whether it is an estimate: a fill is never held
         back (nor its decision's journaling aborted) because its fee cannot be read."""
+        what = f"fills of order {order_id}"
         try:
             trades = await self.request(
-                "fapiPrivateGetUserTrades",
-                {"symbol": symbol, "orderId": order_id},
-                what=f"fills of order {order_id}",
+                "fapiPrivateGetUserTrades", {"symbol": symbol, "orderId": order_id}, what=what
             )
-            what = f"fills of order {order_id}"
             fills = answer.rows(trades, what)
             assets = [answer.text(t, "commissionAsset", what) for t in fills]
             other = {asset for asset in assets if asset != "USDT"}

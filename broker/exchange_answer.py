@@ -93,10 +93,15 @@ def number(
     return parsed
 
 
-def whole_number(answer: Mapping[str, Any], key: str, what: str, *, default: int) -> int:
-    """A non-negative integer field (an id, a time in ms), ``default`` when absent."""
+def whole_number(
+    answer: Mapping[str, Any], key: str, what: str, *, default: int | None = None
+) -> int:
+    """A non-negative integer field (an id, a time in ms); ``default`` when the key is absent,
+    null or ``""`` (None: it must be there)."""
     value = answer.get(key)
     if value is None or value == "":
+        if default is None:
+            raise MalformedAnswerError(f"the exchange's answer to {what} has no {key}")
         return default
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
         return int(value)

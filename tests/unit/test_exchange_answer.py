@@ -87,6 +87,8 @@ def test_bounds_and_missing_fields_say_which() -> None:
         number({"entryPrice": "0"}, "entryPrice", "positions", above=0.0)
     with pytest.raises(MalformedAnswerError, match="has no availableBalance"):
         number({}, "availableBalance", "account")
+    with pytest.raises(MalformedAnswerError, match="answer to order 7 has no orderId"):
+        whole_number({"orderId": ""}, "orderId", "order 7")
     with pytest.raises(MalformedAnswerError, match="symbol is not a non-empty string: ''"):
         text({"symbol": ""}, "symbol", "positions")
     with pytest.raises(MalformedAnswerError, match="is not an object: 'x"):
