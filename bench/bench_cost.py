@@ -79,11 +79,7 @@ async def run_cost_replay(options: ReplayOptions, settings: Settings) -> list[di
         api.now_ms = replay.clock.now_ms  # cache TTLs on the replay's clock
         outcome = await run_replay(replay)
     if not outcome.passed:
-        raise SystemExit(
-            "the cost replay did not finish"
-            if not outcome.finished
-            else f"the cost replay is not faithful: {outcome.loop_failures_text()}"
-        )
+        raise SystemExit(f"the cost replay did not pass: {outcome.failure}")
     journal = options.out_dir / "logs" / "decisions.jsonl"
     return [orjson.loads(line) for line in journal.read_bytes().splitlines()]
 

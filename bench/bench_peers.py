@@ -129,9 +129,7 @@ def vigil_replay(bars: pd.DataFrame) -> dict[str, float]:
             replay = build_replay(replay_settings(load_settings(), options), options)
             outcome = await run_replay(replay)
             if not outcome.passed:  # a time of a broken run would flatter vigil
-                raise RuntimeError(
-                    f"vigil's replay is not faithful: {outcome.loop_failures_text() or 'stopped'}"
-                )
+                raise RuntimeError(f"vigil's replay did not pass: {outcome.failure}")
             return outcome.wall_secs
 
         secs = asyncio.run(run())

@@ -55,7 +55,14 @@ class ReplayOutcome:
     @property
     def passed(self) -> bool:
         """Reached its end with every loop up throughout."""
-        return self.finished and not self.loop_failures
+        return not self.failure
+
+    @property
+    def failure(self) -> str:
+        """Why the replay did not pass ("" when it did)."""
+        if not self.finished:
+            return "the replay stopped before its end"
+        return self.loop_failures_text()
 
     def loop_failures_text(self) -> str:
         return "; ".join(

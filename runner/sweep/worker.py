@@ -84,9 +84,7 @@ def _replay(spec: RunSpec, settings: Settings, runs_dir: Path) -> dict[str, Any]
         replay = build_replay(replay_settings(settings, options), options)
         outcome = await run_replay(replay)
         write_replay_json(replay, outcome)
-        if not outcome.finished:
-            return {"failure": "the replay stopped before its end"}
-        return {"failure": outcome.loop_failures_text()}
+        return {"failure": outcome.failure}
 
     result = asyncio.run(run())
     write_report(options.out_dir)
