@@ -116,15 +116,19 @@ def test_a_killed_sweep_resumes_and_equals_the_runs_one_by_one(tmp_path: Path) -
     assert experiment["done"] == RUNS and experiment["failed"] == []
     assert (out / "experiment.html").is_file()
 
-    # the same 8 runs one by one, in this process: identical files
+    assert_runs_equal_one_by_one(grid, out, tmp_path)
+
+
+def assert_runs_equal_one_by_one(grid: Path, out: Path, tmp_path: Path) -> None:
+    """Each run of the sweep in ``out`` equals the same replay run alone in this process, file
+    for file and byte for byte."""
     settings = default_settings(tmp_path)
     with isolated_environment(tmp_path):
         variants = variant_settings({}, load_grid(grid))
     assert variants["base"].digest() == settings.digest()
     for spec in expand(load_grid(grid), variants, default_data_dir()):
         alone = spec.options(tmp_path / "alone")
-        outcome = replay_in_process(settings, alone)
-        assert outcome.finished
+        assert replay_in_process(settings, alone).passed
         assert (out / "runs" / spec.key / "logs" / "decisions.jsonl").stat().st_size > 0
         for name in DETERMINISTIC_FILES:  # the learner's file exists only once a trade closed
             swept, single = out / "runs" / spec.key / name, alone.out_dir / name

@@ -15,16 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from replay_support import (
-    DETERMINISTIC_FILES,
-    default_settings,
-    isolated_environment,
-    replay_in_process,
-)
-from test_sweep import REPO, environment
-
-from market.recorded import default_data_dir
-from runner.sweep.grid import expand, load_grid, variant_settings
+from test_sweep import REPO, assert_runs_equal_one_by_one, environment
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -113,15 +104,4 @@ def test_a_sweep_on_a_dask_scheduler_equals_the_runs_one_by_one(
     assert again.returncode == 0, again.stderr
     assert "2 already done, 0 to run" in again.stderr
 
-    settings = default_settings(tmp_path)
-    with isolated_environment(tmp_path):
-        variants = variant_settings({}, load_grid(grid))
-    for spec in expand(load_grid(grid), variants, default_data_dir()):
-        alone = spec.options(tmp_path / "alone")
-        assert replay_in_process(settings, alone).passed
-        assert (out / "runs" / spec.key / "logs" / "decisions.jsonl").stat().st_size > 0
-        for name in DETERMINISTIC_FILES:
-            swept, single = out / "runs" / spec.key / name, alone.out_dir / name
-            assert swept.is_file() == single.is_file(), (spec.key, name)
-            if swept.is_file():
-                assert swept.read_bytes() == single.read_bytes(), (spec.key, name)
+    assert_runs_equal_one_by_one(grid, out, tmp_path)
