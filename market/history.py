@@ -62,9 +62,10 @@ def empty_ohlcv_frame() -> pd.DataFrame:
     return frame
 
 
-def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
+def rows_to_frame(rows: Iterable[Sequence[Any]], what: str = "OHLCV") -> pd.DataFrame:
     """ccxt OHLCV rows ``[open_ms, o, h, l, c, v]`` -> a frame; rows with a missing value, or that
-    cannot be a candle (``candle_defects``), are dropped with a warning."""
+    cannot be a candle (``candle_defects``), are dropped with a warning naming ``what`` (the
+    series: "BTC/USDT 4h")."""
     rows = list(rows)
     if not rows:
         return empty_ohlcv_frame()
@@ -76,14 +77,15 @@ def rows_to_frame(rows: Iterable[Sequence[Any]]) -> pd.DataFrame:
     )
     incomplete = frame.isna().any(axis=1)
     if incomplete.any():
-        log.warning("dropping %d OHLCV rows with missing values", int(incomplete.sum()))
+        log.warning("dropping %d %s rows with missing values", int(incomplete.sum()), what)
         frame = frame[~incomplete]
     defects = candle_defects(frame.to_numpy())
     if defects:  # an exchange's garbled answer: regime fits and backfills must not see it
         impossible = np.logical_or.reduce([mask for _, mask in defects])
         log.warning(
-            "dropping %d OHLCV rows that cannot be candles (%s), the first at open time %d",
+            "dropping %d %s rows that cannot be candles (%s), the first at open time %d",
             int(impossible.sum()),
+            what,
             "; ".join(f"{int(mask.sum())} with {reason}" for reason, mask in defects),
             int(frame.index[impossible][0]),
         )
@@ -284,7 +286,7 @@ class OhlcvHistory:
             merged = extended(cached, rows, window_start_ms)
             fetched = len(rows)
             if merged is None:
-                fresh = rows_to_frame(rows)
+                fresh = rows_to_frame(rows, f"{ticker} {self.timeframe}")
                 fetched = len(fresh)
                 merged = pd.concat([cached, fresh]) if not cached.empty else fresh
                 merged = merged[~merged.index.duplicated(keep="last")].sort_index()
@@ -337,7 +339,7 @@ class CcxtCandleBackfill:
         if last_open_ms < first_open_ms:
             return []
         rows = await self._pages.fetch(ticker, timeframe, first_open_ms, last_open_ms)
-        frame = rows_to_frame(rows)
+        frame = rows_to_frame(rows, f"{ticker} {timeframe}")
         values = frame[list(OHLCV_COLUMNS)].to_numpy(dtype=np.float64).tolist()
         return [
             Candle(open_time_ms=int(open_ms), open=o, high=h, low=lo, close=c, volume=v)

@@ -173,7 +173,8 @@ class Fetcher:
             dropped += len(page) - len(timed)
             if not rows:
                 break
-            candles = rows_to_frame(rows)  # those that can be candles; the others logged
+            # those that can be candles; the others logged
+            candles = rows_to_frame(rows, f"{ticker} {request.interval}")
             dropped += len(rows) - len(candles)
             partial.append(
                 [
