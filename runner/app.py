@@ -7,6 +7,7 @@ at import time. Tests build the same graph against loopback servers.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import sys
 from collections.abc import Callable
@@ -28,7 +29,7 @@ from runner.heartbeat import Heartbeat
 from runner.journals import Journals, open_journals
 from runner.logging_setup import configure_logging, show_clock_time
 from runner.market_wiring import MarketPath, build_market_path, websocket_ports
-from runner.sim_boot import WsFront, daemon_clock, market_endpoints
+from runner.sim_boot import DaemonClock, WsFront, daemon_clock, market_endpoints
 from runner.stop_signals import on_stop_signals
 from runner.supervision import supervise
 from runner.supervisor import LoopSpec, ShutdownHook, Supervisor
@@ -77,6 +78,26 @@ async def build_daemon(
     journals = open_journals(settings, clock, bus)
     failpoints = Failpoints(settings.failpoints)
     closers: list[tuple[str, ShutdownHook]] = []
+    try:
+        return await _wire(settings, time, bus, journals, failpoints, closers, live, ws_front)
+    except BaseException:
+        # a refusal after the simulator started left its servers and stall watch running until
+        # the process exited: nothing else holds them to stop
+        await _close_unstarted(closers)
+        raise
+
+
+async def _wire(
+    settings: Settings,
+    time: DaemonClock,
+    bus: EventBus,
+    journals: Journals,
+    failpoints: Failpoints,
+    closers: list[tuple[str, ShutdownHook]],
+    live: bool,
+    ws_front: WsFront | None,
+) -> Daemon:
+    clock = time.clock
     ends = await market_endpoints(settings, time, closers, ws_front)
     fit_pool = _fit_pool(settings, closers)
     ports = websocket_ports(
@@ -125,6 +146,18 @@ async def build_daemon(
         ends.sim,
         operator,
     )
+
+
+async def _close_unstarted(closers: list[tuple[str, ShutdownHook]]) -> None:
+    """The shutdown hooks of a daemon that never started, newest first; each one's failure is
+    logged so that the error that stopped the build is the one raised."""
+    for name, hook in reversed(closers):
+        try:
+            result = hook()
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            log.exception("start-up refused: %s failed", name)
 
 
 def _state_watch(

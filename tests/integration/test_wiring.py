@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import re
 from pathlib import Path
 
+import pytest
+
+from core.errors import RefuseToStartError
 from core.scaled_clock import ScaledClock
 from market.listener import MarketListener
+from memory.context_config import ContextConfig
 from runner.app import build_daemon
 from runner.config import MarketConfig, Settings
 
@@ -63,6 +69,38 @@ async def test_sim_daemon_has_no_liquidation_stream(tmp_path: Path) -> None:
     finally:
         await daemon.market.exchange.close()
         await daemon.sim.stop()
+
+
+async def _refuses_connections(url: str) -> bool:
+    host, port = re.fullmatch(r"\w+://([\d.]+):(\d+).*", url).groups()  # type: ignore[union-attr]
+    try:
+        _, writer = await asyncio.open_connection(host, int(port))
+    except ConnectionRefusedError:
+        return True
+    writer.close()
+    return False
+
+
+async def test_a_refused_start_stops_the_simulator_it_had_started(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The organisation policy is read after the simulator is up; its refusal used to leave the
+    simulator's servers listening and its stall watch running until the process exited."""
+    settings = Settings(
+        state_dir=tmp_path / "state",
+        market=MarketConfig(source="sim"),
+        context=ContextConfig(organisation_path=tmp_path / "no-such-folder"),
+    )
+    with (
+        caplog.at_level(logging.INFO, logger="runner.sim_boot"),
+        pytest.raises(RefuseToStartError, match="organisation_path"),
+    ):
+        await build_daemon(settings)
+    started = next(r for r in caplog.records if r.getMessage().startswith("simulator on "))
+    assert isinstance(started.args, tuple)
+    ws_url, rest_url = str(started.args[0]), str(started.args[1])
+    assert await _refuses_connections(ws_url) and await _refuses_connections(rest_url)
+    assert not [t for t in asyncio.all_tasks() if t.get_name() == "sim clock stalls"]
 
 
 async def test_sim_daemon_leaves_process_stalls_out_of_simulated_time(tmp_path: Path) -> None:
