@@ -80,6 +80,11 @@ def render_prompt(
     ``role``: what that debate role would be sent instead (``vigil prompt --role bull``).
     """
     say = note or _to_stderr
+    if not settings.state_dir.is_dir():  # a mistyped --state-dir would pass for a fresh start
+        say(
+            f"vigil prompt: no state dir at {settings.state_dir}: nothing is remembered there, "
+            "so this is the prompt of a fresh start"
+        )
     found = latest_journal_snapshot(settings.logs_dir / "decisions.jsonl")
     if found is not None:
         snapshot = found.snapshot

@@ -123,9 +123,10 @@ def test_latest_journal_snapshot_is_none_without_a_usable_decision(tmp_path: Pat
 
 @pytest.fixture(scope="module")
 def offline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Settings, str, list[str]]:
-    """One offline render (it fits the regime models, a few seconds) shared by the tests below."""
+    """One offline render (it fits the regime models, a few seconds) shared by the tests below,
+    for a state dir not made yet (a fresh clone before its first run, or a mistyped path)."""
     settings = Settings(
-        state_dir=tmp_path_factory.mktemp("empty-state"),
+        state_dir=tmp_path_factory.mktemp("empty-state") / "not-made-yet",
         sim={"start": OFFLINE_START},
         anthropic_api_key=SECRET,
     )
@@ -162,7 +163,10 @@ def test_without_state_the_snapshot_is_built_from_the_bundled_data(
     assert snap["fear_greed"] is not None
     for field in CONTEXT_FIELDS:  # a null with its reason is left out of the prompt
         assert snap.get(field) is not None or snap["unavailable"][field]
-    assert len(notes) == 1 and "bundled data" in notes[0] and "2025-04-07T00:10:00Z" in notes[0]
+    missing, built = notes
+    assert missing.startswith(f"vigil prompt: no state dir at {settings.state_dir}: nothing is")
+    assert "bundled data" in built and "2025-04-07T00:10:00Z" in built
+    assert not settings.state_dir.exists()  # a read-only command: nothing made there
 
 
 def test_no_secret_anywhere_in_the_output(offline: tuple[Settings, str, list[str]]) -> None:
