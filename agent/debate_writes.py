@@ -2,8 +2,9 @@
 
 After a decision: bull, bear and trader outputs unless ``memory_store_manager_only``, the manager's
 always; every ``rollup_count`` manager reports one roll-up. After an exit: the reflection, with
-salience ``memory_reflection_role_weight``. A role that fell back writes nothing (a stub is no
-memory), and text shaped like an instruction to a model is never written (it is counted).
+salience ``memory_reflection_role_weight``. A role that fell back or answered only blanks writes
+nothing (a stub is no memory), and text shaped like an instruction to a model is never written (it
+is counted).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class MemoryWriter:
             "written": 0,
             "skipped_policy": 0,
             "skipped_fallback": 0,
+            "skipped_empty": 0,
             "skipped_injection": 0,
             "rollups": 0,
             "failed": 0,
@@ -62,7 +64,13 @@ class MemoryWriter:
         return counts
 
     async def reflection(self, result: RoleResult, event: PositionExit) -> dict[str, Any]:
-        counts = {"written": 0, "skipped_fallback": 0, "skipped_injection": 0, "failed": 0}
+        counts = {
+            "written": 0,
+            "skipped_fallback": 0,
+            "skipped_empty": 0,
+            "skipped_injection": 0,
+            "failed": 0,
+        }
         if self._memory is not None:
             await self._write(result, event.at_ms, counts, ticker=event.ticker)
         return {"text": result.text, "fell_back": result.fell_back, **counts}
@@ -72,6 +80,9 @@ class MemoryWriter:
     ) -> MemoryEntry | None:
         if result.fell_back:
             counts["skipped_fallback"] += 1
+            return None
+        if not result.text:  # a valid answer of blanks: nothing to remember
+            counts["skipped_empty"] += 1
             return None
         if self._hygiene.injection_shaped(result.text):
             counts["skipped_injection"] += 1
