@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Unpack
 
 import numpy as np
-import orjson
 
 from core.clock import Clock
 from memory.model import Insight, NeighbourSummary, NeighbourTrade, RegimeStats, Trade
@@ -34,13 +33,13 @@ from memory.port import (
     StoreUnavailableError,
 )
 from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
+from memory.sqlite_rows import embedding_of, index_row, read_insight, read_trade, trade_stats_row
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
     INSERT_TRADE,
     INSIGHT_COLUMNS,
     SCHEMA_VERSION,
     connect,
-    insight_from_row,
     insight_row,
     schema_version,
     trade_row,
@@ -137,7 +136,7 @@ class SqliteMemoryStore:
 
     async def get_trade(self, trade_id: str) -> Trade | None:
         row = self._db.execute("SELECT body FROM trades WHERE trade_id=?", (trade_id,)).fetchone()
-        return Trade.model_validate_json(row[0]) if row else None
+        return None if row is None else read_trade(row[0], trade_id)
 
     # ---- insights
 
@@ -187,7 +186,7 @@ class SqliteMemoryStore:
         row = self._db.execute(
             f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
         ).fetchone()
-        return insight_from_row(row) if row else None
+        return read_insight(row, insight_id) if row else None
 
     async def forget(self, item_id: str) -> bool:
         changed = self._write(
@@ -213,23 +212,25 @@ class SqliteMemoryStore:
         if not f.include_archived:
             clauses.append("archived=0")
         rows = self._db.execute(
-            f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE {' AND '.join(clauses)} "
+            f"SELECT {INSIGHT_COLUMNS}, insight_id FROM insights WHERE {' AND '.join(clauses)} "
             "ORDER BY created_ms DESC, insight_id LIMIT ?",
             (*params, f.limit),
         ).fetchall()
-        return [insight_from_row(r) for r in rows]
+        return [i for r in rows if (i := read_insight(r, r[3])) is not None]
 
     def _trade_groups(self) -> dict[tuple[str, str], TradeGroup]:
         self._refresh()
         if self._trades is None:
             groups: dict[tuple[str, str], TradeGroup] = {}
-            for trade_id, ticker, regime, pnl, holding, blob in self._db.execute(
+            for row in self._db.execute(
                 "SELECT trade_id, ticker, regime, pnl_pct, holding_secs, vector FROM trades "
                 "ORDER BY exit_ms, trade_id"
             ):
-                group = groups.setdefault((ticker, regime), TradeGroup())
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                group.add(trade_id, pnl, holding, vector)
+                read = trade_stats_row(row)
+                if read is not None:
+                    trade_id, ticker, regime, pnl, holding, array = read
+                    group = groups.setdefault((ticker, regime), TradeGroup())
+                    group.add(trade_id, pnl, holding, array)
             self._trades = groups
             self._stats.clear()
         return self._trades
@@ -240,12 +241,13 @@ class SqliteMemoryStore:
             index = InsightIndex()
             self._parsed.clear()
             # the indexed columns only: parsing 100k JSON bodies would take seconds
-            for insight_id, ticker, regime, kind, created, blob in self._db.execute(
+            for row in self._db.execute(
                 "SELECT insight_id, ticker, regime, kind, created_ms, vector FROM insights "
                 "WHERE archived=0 ORDER BY created_ms, insight_id"
             ):
-                vector = None if blob is None else np.frombuffer(blob, dtype=np.float32)
-                index.append_row(insight_id, ticker, regime, kind, created, vector)
+                read = index_row(row)
+                if read is not None:
+                    index.append_row(*read)
             self._index = index
         return self._index
 
@@ -277,17 +279,28 @@ class SqliteMemoryStore:
             where.append("(regime=? OR regime IS NULL)")
             params.append(query.regime)
         rows = self._db.execute(
-            f"SELECT {INSIGHT_COLUMNS}, kind FROM insights WHERE {' AND '.join(where)}", params
+            f"SELECT {INSIGHT_COLUMNS}, kind, insight_id FROM insights WHERE {' AND '.join(where)}",
+            params,
         ).fetchall()
-        rows = [r for r in rows if not query.kinds or r[3] in query.kinds]
-        if not rows:
-            return []
         q = np.asarray(query.embedding, dtype=np.float32)
-        matrix = np.vstack([np.frombuffer(r[2], dtype=np.float32) for r in rows])
+        rows = [r for r in rows if not query.kinds or r[3] in query.kinds]
+        embedded = [(r, e) for r in rows if (e := embedding_of(r, len(q))) is not None]
+        if not embedded:
+            return []
+        matrix = np.vstack([e for _r, e in embedded])
         norms = np.linalg.norm(matrix, axis=1) * max(float(np.linalg.norm(q)), 1e-12)
         sims = (matrix @ q) / np.where(norms > 0, norms, 1.0)
-        top = top_positions(sims, query.limit)
-        return [(insight_from_row(rows[i]), float(sims[i])) for i in top]
+        wanted = query.limit
+        while True:  # more than ``limit`` only past rows that cannot be read (rare: one pass)
+            out = []
+            for i in top_positions(sims, wanted):
+                row = embedded[i][0]
+                insight = read_insight(row, row[4])
+                if insight is not None:
+                    out.append((insight, float(sims[i])))
+            if len(out) >= query.limit or wanted >= len(embedded):
+                return out[: query.limit]
+            wanted *= 2
 
     # ---- statistics
 
@@ -367,12 +380,18 @@ class SqliteMemoryStore:
 
     async def export(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for (body,) in self._db.execute("SELECT body FROM trades ORDER BY exit_ms, trade_id"):
-            out.append({"type": "trade", **orjson.loads(body)})
-        for row in self._db.execute(
-            f"SELECT {INSIGHT_COLUMNS} FROM insights ORDER BY created_ms, insight_id"
+        for trade_id, body in self._db.execute(
+            "SELECT trade_id, body FROM trades ORDER BY exit_ms, trade_id"
         ):
-            out.append({"type": "insight", **insight_from_row(row).model_dump(mode="json")})
+            trade = read_trade(body, trade_id)
+            if trade is not None:
+                out.append({"type": "trade", **trade.model_dump(mode="json")})
+        for row in self._db.execute(
+            f"SELECT {INSIGHT_COLUMNS}, insight_id FROM insights ORDER BY created_ms, insight_id"
+        ):
+            insight = read_insight(row, row[3])
+            if insight is not None:
+                out.append({"type": "insight", **insight.model_dump(mode="json")})
         return out
 
     async def close(self) -> None:

@@ -1,0 +1,148 @@
+"""memory.db's rows as a person may have left them: SQLite keeps any value in any column (a text
+in ``pnl_pct``, three bytes in ``vector``, a body that is not JSON), so each row read is checked.
+
+A row that cannot be read is left out of every read (it stays in the file, as the person left it)
+with one warning naming it and why: one broken row must not stop every decision, nor a command.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from memory.model import VECTOR_DIM, Insight, Trade
+from memory.sqlite_schema import insight_from_row
+
+log = logging.getLogger(__name__)
+
+#: the rows warned about already (a row left out of an index is asked for again and again)
+_warned: set[tuple[str, str]] = set()
+_WARNED_MAX = 10_000
+
+
+class Unreadable(ValueError):
+    """One column of a row holds what the row's model cannot be."""
+
+
+def left_out(table: str, row_id: object, why: object) -> None:
+    key = (table, str(row_id)[:100])
+    if key in _warned:
+        return
+    if len(_warned) >= _WARNED_MAX:
+        _warned.clear()
+    _warned.add(key)
+    log.warning(
+        "memory.db: %s row %s cannot be read, left out (kept in the file): %s",
+        table,
+        key[1],
+        str(why)[:300],
+    )
+
+
+def text_or_none(value: object, column: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    raise Unreadable(f"{column} is {type(value).__name__} {value!r:.40}, not text")
+
+
+def finite(value: object, column: str) -> float:
+    if isinstance(value, int | float) and math.isfinite(value):
+        return float(value)
+    raise Unreadable(f"{column} is {value!r:.40}, not a finite number")
+
+
+def vector(blob: object, column: str, dim: int | None = VECTOR_DIM) -> np.ndarray | None:
+    """A float32 blob of ``dim`` values (any number of them with ``dim`` None)."""
+    if blob is None:
+        return None
+    if not isinstance(blob, bytes) or len(blob) % 4 or (dim is not None and len(blob) != 4 * dim):
+        size = len(blob) if isinstance(blob, bytes | str) else "?"
+        want = "float32 values" if dim is None else f"{dim} float32 values"
+        raise Unreadable(f"{column} is {type(blob).__name__} of {size} bytes, not {want}")
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def trade_stats_row(
+    row: Sequence[Any],
+) -> tuple[str, str, str, float, float, np.ndarray | None] | None:
+    """(trade_id, ticker, regime, pnl_pct, holding_secs, vector) of a trade, None if unreadable."""
+    trade_id, ticker, regime, pnl, holding, blob = row
+    try:
+        return (
+            str(trade_id),
+            _text(ticker, "ticker"),
+            _text(regime, "regime"),
+            finite(pnl, "pnl_pct"),
+            finite(holding, "holding_secs"),
+            vector(blob, "vector"),
+        )
+    except Unreadable as exc:
+        left_out("trades", trade_id, exc)
+        return None
+
+
+def index_row(
+    row: Sequence[Any],
+) -> tuple[str, str | None, str | None, str, int, np.ndarray | None] | None:
+    """(insight_id, ticker, regime, kind, created_ms, vector) of an insight's indexed columns,
+    None if unreadable. A vector of another length stays, as before: the index reads it as none."""
+    insight_id, ticker, regime, kind, created, blob = row
+    try:
+        if not isinstance(created, int):
+            raise Unreadable(f"created_ms is {created!r:.40}, not a whole number")
+        return (
+            str(insight_id),
+            text_or_none(ticker, "ticker"),
+            text_or_none(regime, "regime"),
+            _text(kind, "kind"),
+            created,
+            vector(blob, "vector", dim=None),
+        )
+    except Unreadable as exc:
+        left_out("insights", insight_id, exc)
+        return None
+
+
+def read_insight(row: Sequence[Any], insight_id: object) -> Insight | None:
+    """``insight_from_row`` of (body, vector, embedding), None if the row cannot be one."""
+    try:
+        vector(row[1], "vector", dim=None)
+        vector(row[2], "embedding", dim=None)
+        return insight_from_row(row)
+    except (ValueError, TypeError) as exc:  # not JSON, not an object, outside Insight's bounds
+        left_out("insights", insight_id, exc)
+        return None
+
+
+def embedding_of(row: Sequence[Any], dim: int) -> np.ndarray | None:
+    """The text embedding of a (body, vector, embedding, kind, insight_id) row, None if it is
+    not ``dim`` float32 values: unreadable (left out, warned) or another embedder's (not
+    comparable: a store kept across a change of ``memory.embeddings``)."""
+    try:
+        found = vector(row[2], "embedding", dim=None)
+    except Unreadable as exc:
+        left_out("insights", row[4], exc)
+        return None
+    return found if found is not None and len(found) == dim else None
+
+
+def read_trade(body: object, trade_id: object) -> Trade | None:
+    """The trade of a ``body`` column, None if it cannot be one."""
+    try:
+        if not isinstance(body, str | bytes):
+            raise Unreadable(f"body is {type(body).__name__}, not text")
+        return Trade.model_validate_json(body)
+    except ValueError as exc:  # not JSON, or outside Trade's fields
+        left_out("trades", trade_id, exc)
+        return None
+
+
+def _text(value: object, column: str) -> str:
+    found = text_or_none(value, column)
+    if found is None:
+        raise Unreadable(f"{column} is NULL")
+    return found
