@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sqlite3
 import sys
 from datetime import UTC, datetime
 from typing import Any, get_args
@@ -21,7 +22,7 @@ from core.clock import WallClock
 from memory.config import InsightKind
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
-from memory.port import MemoryStore
+from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
@@ -76,11 +77,18 @@ def run_graph_command(args: argparse.Namespace, settings: Settings) -> int:
 
 
 async def _run(args: argparse.Namespace, settings: Settings) -> int:
-    store = open_store(settings)
     try:
-        return await _COMMANDS[args.memory_command](args, store, build_embedder(settings), settings)
-    finally:
-        await store.close()
+        store = open_store(settings)
+        try:
+            command = _COMMANDS[args.memory_command]
+            return await command(args, store, build_embedder(settings), settings)
+        finally:
+            await store.close()
+    # a file that is no database (or a page of it that is not): the daemon turns memory off with
+    # this reason; the file is left for the person to move away
+    except (StoreUnavailableError, sqlite3.DatabaseError) as exc:
+        print(f"vigil memory: memory store unavailable: {exc}", file=sys.stderr)
+        return 1
 
 
 def _line(insight: Insight, extra: str = "") -> str:

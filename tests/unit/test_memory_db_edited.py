@@ -197,3 +197,35 @@ def test_any_value_in_any_column_of_one_row_is_read_past(
             await store.close()
 
     asyncio.run(read())
+
+
+@pytest.mark.parametrize("damage", ["not a database", "truncated"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["list"],
+        ["search", "SOL"],
+        ["show", "x"],
+        ["add", "A lesson long enough."],
+        ["stats"],
+        ["export"],
+    ],
+)
+def test_memory_commands_on_a_damaged_file_say_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str, command: list[str]
+) -> None:
+    """As the daemon turns memory off with the reason, the commands print it (exit 1), and the
+    file is left as it is; a StoreUnavailableError traceback before."""
+    state = tmp_path / "state"
+    state.mkdir()
+    path = state / "memory.db"
+    asyncio.run(fill(path))
+    whole = path.read_bytes()
+    damaged = b"these bytes are no database " * 200 if damage == "not a database" else whole[:5000]
+    for leftover in state.glob("memory.db-*"):
+        leftover.unlink()
+    path.write_bytes(damaged)
+    assert main(["--state-dir", str(state), "memory", *command]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vigil memory: memory store unavailable: ") and str(path) in err
+    assert path.read_bytes() == damaged
