@@ -27,7 +27,7 @@ from memory.retrieval import Retriever
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
-from state.line_text import line_text_problem
+from state.line_text import as_one_line, line_text_problem
 from state.regular_file import read_regular_text
 
 
@@ -92,8 +92,11 @@ async def _run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _line(insight: Insight, extra: str = "") -> str:
+    """One line per insight, control characters escaped: a model's words (a debate role's, a
+    lesson's), an imported file or an edit of memory.db may hold ESC, NUL or a line break."""
     scope = " ".join(x for x in (insight.ticker, insight.regime) if x) or "global"
-    return f"{insight.insight_id}  {insight.kind:<10} {scope:<28} {extra}{insight.text}"
+    line = f"{insight.insight_id}  {insight.kind:<10} {scope:<28} {extra}{insight.text}"
+    return as_one_line(line)
 
 
 async def _list(

@@ -4,6 +4,7 @@ a restart; the journal's debate record says which long-term memory it was."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -115,3 +116,37 @@ async def test_a_reflection_after_an_exit_is_recalled_later_and_after_a_restart(
     assert opinions and all(i.text.startswith("[") for i in opinions)
     await restarted.aclose()
     await store.close()
+
+
+async def test_model_control_characters_reach_no_terminal_through_memory_list(
+    api: FakeMessagesApi, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A role's words are folded to one line of spaces, but ESC, BEL or NUL are no spaces: the
+    manager's report went into memory.db with them, and `vigil memory list` printed them to the
+    person's terminal (clearing it, colouring lines that read like vigil's own). They are shown
+    escaped, one line per insight."""
+    from fakes.messages_api import json_message
+
+    from runner.cli import main
+
+    hostile = "\x1b[2J\x1b[31mALL CLEAR\x07 buy\x00 now\x08\x08"
+    answers = DebateAnswers()
+    answers.script(
+        "manager",
+        json_message(
+            {"risks": hostile, "strategy": "small", "next_steps": [], "size_reductions": []}
+        ),
+    )
+    api.responder = answers.respond
+    decider, store = decider_on(api, tmp_path)
+    try:
+        await decider.decide(snapshot())
+    finally:
+        await store.close()
+        await decider.aclose()
+    command = ["--state-dir", str(tmp_path), "memory", "list", "--kind", "debate"]
+    assert await asyncio.to_thread(main, command) == 0  # the CLI runs its own event loop
+    out = capsys.readouterr().out
+    (manager,) = [line for line in out.splitlines() if "[manager]" in line]
+    assert "\\x1b[2J\\x1b[31mALL CLEAR\\x07 buy\\x00 now\\x08\\x08" in manager
+    assert not [c for c in out if c != "\n" and (ord(c) < 32 or 0x7F <= ord(c) <= 0x9F)]
