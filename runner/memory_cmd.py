@@ -3,7 +3,9 @@ version by version, and a person's way back to one of them. The trading memory g
 (list, search, show, add, forget, export, import, stats) are in ``runner.memory_graph_cmd``.
 
 Works on ``runner_state.json`` like any person's edit: with the daemon running, it notices the
-changed note, merges it and keeps it as a version written by a person.
+changed note, merges it and keeps it as a version written by a person. A note is a model's words
+or a person's edit, so it is printed with its control characters escaped (``\\x1b``, ``\\n``): one
+line, never a terminal's command.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from core.clock import WallClock
 from core.redact import Redactor
 from runner.config import Settings
 from runner.memory_graph_cmd import GRAPH_COMMANDS, add_graph_commands, run_graph_command
+from state.line_text import as_one_line
 from state.store import RunnerStateStore
 
 
@@ -47,8 +50,8 @@ def run_memory(args: argparse.Namespace, settings: Settings) -> int:
                     f", {v.note}" if v.note else "",
                 ]
             )
-            print(f"{v.version:>4}  {at}  {v.author}{extra}\n      {v.text}")
-        print(f"current: {store.current.agent_memory}")
+            print(f"{v.version:>4}  {at}  {v.author}{extra}\n      {as_one_line(v.text)}")
+        print(f"current: {as_one_line(store.current.agent_memory)}")
         return 0
     try:
         restored = store.rollback_memory(args.version)
@@ -56,7 +59,7 @@ def run_memory(args: argparse.Namespace, settings: Settings) -> int:
         print(f"vigil: {exc.args[0]}", file=sys.stderr)
         return 2
     store.save()
-    print(f"restored version {args.version}: {restored}")
+    print(f"restored version {args.version}: {as_one_line(restored)}")
     return 0
 
 
