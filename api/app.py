@@ -9,6 +9,7 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 # them uses the configured page size
 import asyncio
 import json
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -113,8 +114,20 @@ def _error(detail: object, code: int, headers: Mapping[str, str] | None = None) 
     """``{"detail": ...}`` as ASCII JSON. FastAPI's handlers encode it as UTF-8, which fails
     on half of a surrogate pair that a JSON body escaped and the reason echoes: a 500 for a bad
     request. ASCII JSON escapes it again."""
-    body = json.dumps({"detail": detail}).encode()
+    body = json.dumps({"detail": _finite(detail)}).encode()
     return Response(body, code, headers, media_type="application/json")
+
+
+def _finite(value: object) -> object:
+    """A validation error echoes its input, and json writes a NaN the body held as the literal
+    ``NaN``, which JSON has not (a client's parser refused the whole answer): its name instead."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # "NaN", "Infinity", "-Infinity": what the client sent
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
