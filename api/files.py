@@ -3,6 +3,7 @@ runner_state.json, the paper account and the heartbeat. Used with and without a 
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,6 +11,8 @@ from pathlib import Path
 import orjson
 
 from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBody
+from broker.ledger import LedgerError
+from broker.orders import Mark
 from broker.paper_store import InvalidPaperStateError, read_document
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
@@ -132,24 +135,30 @@ class StateDirFiles:
         if document is None:
             return _no_account(f"no paper account at {path} (the ccxt broker keeps none)")
         ledger = document.ledger
+        try:
+            ledger.check_consistent()  # what the daemon refuses to load is not shown as true
+        except LedgerError as exc:
+            return _no_account(f"{path} cannot be trusted: {exc}")
+        except ArithmeticError:  # decimal's InvalidOperation: 1E+400 has no cents to round to
+            return _no_account(f"{path} cannot be trusted: an amount too large to be money")
         positions: list[PositionBody] = []
         marked_value = 0.0
         unmarked: list[str] = []
         for ticker, pos in sorted(ledger.positions.items()):
-            mark = document.marks.get(ticker)
+            mark, problem = _mark_price(ticker, document.marks.get(ticker))
             quantity = float(pos.quantity)
             entry = float(pos.average_entry_price)
-            body = position_body(
-                ticker, quantity, entry, mark.price if mark else None, pos.opened_at_ms
-            )
+            if not (quantity > 0 and math.isfinite(quantity) and math.isfinite(entry)):
+                return _no_account(f"{path}: {ticker} holds {pos.quantity}, not a quantity")
+            body = position_body(ticker, quantity, entry, mark, pos.opened_at_ms)
             positions.append(body)
             marked_value += body.notional_usd
-            if mark is None:
-                unmarked.append(ticker)
+            if problem is not None:
+                unmarked.append(problem)
         cash = float(ledger.cash_usd + ledger.reserved_usd)
         unavailable = {}
         if unmarked:
-            unavailable["equity_usd"] = f"no saved price for {', '.join(unmarked)}"
+            unavailable["equity_usd"] = "; ".join(unmarked)
         return AccountBody(
             equity_usd=None if unmarked else round(cash + marked_value, 2),
             cash_usd=float(ledger.cash_usd),
@@ -157,6 +166,16 @@ class StateDirFiles:
             positions=positions,
             unavailable=unavailable,
         )
+
+
+def _mark_price(ticker: str, mark: Mark | None) -> tuple[float | None, str | None]:
+    """The saved price to mark ``ticker`` at, or None and why not. json reads NaN and Infinity
+    as floats: a hand-damaged mark was a NaN equity served as null with no reason."""
+    if mark is None:
+        return None, f"no saved price for {ticker}"
+    if not (math.isfinite(mark.price) and mark.price > 0):
+        return None, f"the saved price of {ticker} is {mark.price!r}, not a price"
+    return mark.price, None
 
 
 def position_body(
@@ -170,7 +189,10 @@ def position_body(
         mark_price=mark,
         notional_usd=quantity * (mark if mark is not None else entry_price),
         unrealised_pnl_usd=None if pnl is None else round(pnl, 2),
-        unrealised_pnl_pct=None if mark is None else round((mark / entry_price - 1) * 100, 4),
+        # an entry price of 0 (a position of no cost basis) has no percentage: it was a 500
+        unrealised_pnl_pct=(
+            None if mark is None or entry_price <= 0 else round((mark / entry_price - 1) * 100, 4)
+        ),
         opened_at_ms=opened_at_ms,
     )
 

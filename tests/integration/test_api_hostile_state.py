@@ -5,7 +5,9 @@ answer naming it (409, or the figure null with its reason), never a 500."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes.api_support import serve_api, write_state_dir
@@ -44,3 +46,85 @@ async def test_a_422_quoting_a_non_finite_number_is_strict_json(
                 (issue,) = strict_json(await r.text())["detail"]  # type: ignore[index]
             assert issue["loc"] == ["body", name]
             assert issue["input"] in {"NaN", "Infinity", "-Infinity"}
+
+
+def edit_paper_account(state_dir: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    path = state_dir / "paper_broker.json"
+    document = json.loads(path.read_text())
+    edit(document)
+    path.write_text(json.dumps(document))
+
+
+def set_mark(price: float) -> Callable[[dict[str, Any]], None]:
+    return lambda document: document["marks"]["ETH/USDT"].__setitem__(0, price)
+
+
+@pytest.mark.parametrize("price", [float("nan"), float("inf"), 0.0, -2200.0])
+async def test_a_saved_mark_that_is_not_a_price_makes_equity_unavailable_with_why(
+    state_dir: Path, price: float
+) -> None:
+    """json reads NaN and Infinity in paper_broker.json as floats: the equity was served as null
+    with no reason (NaN serialised), and a mark of 0 or below as a -100 % or worse position."""
+    edit_paper_account(state_dir, set_mark(price))
+    async with serve_api(state_dir) as api:
+        for route in ("/api/positions", "/api/status"):
+            async with api.session.get(api.url + route, headers=api.auth) as r:
+                assert r.status == 200, route
+                body = strict_json(await r.text())
+            assert isinstance(body, dict)
+            assert body["equity_usd"] is None, route
+            assert "ETH/USDT" in body["unavailable"]["equity_usd"], route
+            if route == "/api/positions":
+                (eth,) = body["positions"]
+                assert eth["mark_price"] is None and eth["unrealised_pnl_pct"] is None
+                assert eth["notional_usd"] == pytest.approx(840.0)  # at cost, as unmarked
+
+
+async def test_a_position_of_no_cost_is_not_a_500(state_dir: Path) -> None:
+    """A cost basis of 0 is an entry price of 0: the PnL percentage divided by it, a 500 on
+    /api/positions and /api/status."""
+
+    def no_cost(document: dict[str, Any]) -> None:
+        ledger = document["ledger"]
+        ledger["positions"]["ETH/USDT"]["cost_basis_usd"] = "0.00"
+        ledger["starting_cash_usd"] = ledger["cash_usd"]  # still balanced
+
+    edit_paper_account(state_dir, no_cost)
+    async with serve_api(state_dir) as api:
+        code, status = await api.get("/api/status")
+        assert code == 200 and isinstance(status, dict) and status["equity_usd"] == 10040.0
+        code, body = await api.get("/api/positions")
+    assert code == 200 and isinstance(body, dict)
+    (eth,) = body["positions"]
+    assert eth["entry_price"] == 0.0 and eth["unrealised_pnl_pct"] is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("cost_basis_usd", "0.00", "does not balance"),  # the cost gone from the books
+        ("quantity", "1e400", "not a quantity"),  # float: inf
+        ("quantity", "1e-400", "not a quantity"),  # float: 0, an entry price of inf
+        ("cash_usd", "1e400", "too large to be money"),  # decimal's InvalidOperation
+    ],
+)
+async def test_a_paper_account_the_daemon_would_refuse_is_unavailable_with_why(
+    state_dir: Path, field: str, value: str, reason: str
+) -> None:
+    """The API showed what the daemon refuses to load (a ledger that does not balance), an
+    unbalanced zero cost as a 500, and quantities past a float's range as null figures."""
+
+    def damage(document: dict[str, Any]) -> None:
+        ledger = document["ledger"]
+        target = ledger if field == "cash_usd" else ledger["positions"]["ETH/USDT"]
+        target[field] = value
+
+    edit_paper_account(state_dir, damage)
+    async with serve_api(state_dir) as api:
+        for route in ("/api/positions", "/api/status"):
+            async with api.session.get(api.url + route, headers=api.auth) as r:
+                assert r.status == 200, route
+                body = strict_json(await r.text())
+            assert isinstance(body, dict) and body["equity_usd"] is None
+            why = body["unavailable"]["account" if route == "/api/positions" else "equity_usd"]
+            assert "paper_broker.json" in why and reason in why, route
