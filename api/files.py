@@ -105,6 +105,8 @@ class StateDirFiles:
             rows = read_trades(self.trades_path) if self.trades_path.exists() else []
         except TradesFileError as exc:
             raise StateFileError(str(exc)) from None
+        except OSError as exc:  # a folder in its place, no permission: was a 500
+            raise StateFileError(f"{self.trades_path} cannot be read: {exc.strerror}") from None
         if since_ms is not None:
             return [r for r in rows if r.at_ms > since_ms][:limit]
         return rows[-limit:]

@@ -9,6 +9,8 @@ agent's raw answer) stay plain JSON objects here; their own models live with the
 
 from __future__ import annotations
 
+import csv
+import math
 import types
 from collections.abc import Iterator
 from pathlib import Path
@@ -304,16 +306,29 @@ class TradesFileError(ValueError):
 
 
 def read_trades(path: Path) -> list[TradeRow]:
-    """Every row of a trades.csv as ``TradeRow``, in file order."""
+    """Every row of a trades.csv as ``TradeRow``, in file order. ``TradesFileError`` for a file
+    that is not UTF-8 CSV or a row that is not a fill; ``OSError`` for one that cannot be opened."""
     rows: list[TradeRow] = []
-    for number, row in enumerate(read_csv_rows(path), start=2):
+    try:
+        text_rows = read_csv_rows(path)
+    except UnicodeDecodeError as exc:
+        raise TradesFileError(f"{path} is not UTF-8 text (bad byte at {exc.start})") from None
+    except csv.Error as exc:
+        raise TradesFileError(f"{path} is not CSV: {exc}") from None
+    for number, row in enumerate(text_rows, start=2):
         cells: dict[str, Any] = {k: (v if v != "" else None) for k, v in row.items()}
         if isinstance(cells.get("side"), str):
             cells["side"] = cells["side"].lower()
         try:
-            rows.append(TradeRow.model_validate(cells))
+            trade = TradeRow.model_validate(cells)
         except ValueError as exc:
             raise TradesFileError(f"{path} line {number}: {exc}") from None
+        # the writer refuses NaN and inf (state.journal): one here is damage, not a fill
+        for name in ("quantity", "price", "fee_usd"):
+            value = getattr(trade, name)
+            if value is not None and not math.isfinite(value):
+                raise TradesFileError(f"{path} line {number}: {name} is {value}, not a number")
+        rows.append(trade)
     return rows
 
 

@@ -128,3 +128,28 @@ async def test_a_paper_account_the_daemon_would_refuse_is_unavailable_with_why(
             assert isinstance(body, dict) and body["equity_usd"] is None
             why = body["unavailable"]["account" if route == "/api/positions" else "equity_usd"]
             assert "paper_broker.json" in why and reason in why, route
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        (lambda p: p.write_bytes(b"\xff\xfe garbage\n"), "not UTF-8"),
+        (lambda p: (p.unlink(), p.mkdir()), "cannot be read"),
+        (lambda p: p.write_text(p.read_text().replace("84000.0", "nan")), "line 2: price"),
+        (lambda p: p.write_text(p.read_text().replace("0.425", "-inf")), "line 3: fee_usd"),
+    ],
+)
+async def test_a_trades_file_that_cannot_be_read_is_a_409_naming_it(
+    state_dir: Path, damage: Callable[[Path], object], reason: str
+) -> None:
+    """Bytes that are not UTF-8 and a folder in its place were 500s; a NaN price (the writer
+    refuses one: only damage puts it there) was served as a price of null."""
+    path = state_dir / "logs" / "trades.csv"
+    damage(path)
+    async with (
+        serve_api(state_dir) as api,
+        api.session.get(api.url + "/api/trades", headers=api.auth) as r,
+    ):
+        assert r.status == 409
+        detail = strict_json(await r.text())["detail"]  # type: ignore[index]
+    assert "trades.csv" in detail and reason in detail
