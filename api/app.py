@@ -31,7 +31,7 @@ from api.config import ApiConfig
 from api.cost import JournalCost
 from api.dashboard import add_dashboard
 from api.docs import add_docs
-from api.files import StateDirFiles, StateFileError
+from api.files import StateDirFiles, StateFileError, journal_error
 from api.metrics import DaemonMetrics
 from api.models import (
     TOO_LARGE_BODY,
@@ -167,10 +167,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         Live figures are at most ``[api] live_cache_ms`` old; a new decision shows at once."""
 
         async def compute() -> bytes:
-            status = await _status(ctx)
-            # a rotated journal is re-read: off the event loop
-            body = await asyncio.to_thread(cost.body, status.now_ms)
-            return _json(status.model_copy(update={"cost": body}))
+            return _json(await _status_with_cost(ctx, cost))
 
         version = journal_version()
         return _answer(await cache.get("status", compute, version=version, max_age_secs=live_secs))
@@ -330,6 +327,17 @@ def _trading(ctx: ApiContext) -> TradingControl:
     return ctx.trading
 
 
+async def _status_with_cost(ctx: ApiContext, cost: JournalCost) -> StatusBody:
+    status = await _status(ctx)
+    try:
+        # a rotated journal is re-read: off the event loop
+        body = await asyncio.to_thread(cost.body, status.now_ms)
+    except OSError as exc:  # a torn segment: the other figures are still worth giving
+        why = {**status.unavailable, "cost": str(journal_error(exc))}
+        return status.model_copy(update={"unavailable": why})
+    return status.model_copy(update={"cost": body})
+
+
 async def _status(ctx: ApiContext) -> StatusBody:
     files, daemon = ctx.files, ctx.daemon
     unavailable: dict[str, str] = {}
@@ -357,6 +365,10 @@ async def _status(ctx: ApiContext) -> StatusBody:
         )
     if account.equity_usd is None:
         unavailable["equity_usd"] = "; ".join(account.unavailable.values()) or "unknown"
+    try:
+        last_decision = files.last_decision()
+    except StateFileError as exc:
+        last_decision, unavailable["last_decision"] = None, str(exc)
     return StatusBody(
         source="state_dir" if daemon is None else "daemon",
         now_ms=now_ms,
@@ -368,7 +380,7 @@ async def _status(ctx: ApiContext) -> StatusBody:
         gate=gate,
         equity_usd=account.equity_usd,
         open_positions=len(account.positions) if "account" not in account.unavailable else None,
-        last_decision=files.last_decision(),
+        last_decision=last_decision,
         unavailable=unavailable,
     )
 

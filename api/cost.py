@@ -108,7 +108,8 @@ class JournalCost:
                 self._cursor = _Cursor(inode, self._fold_from(path, 0))
                 continue
             match = pattern.match(path.name)
-            if match is not None and _closed_ms(match.group(1)) < oldest_ms:
+            closed_ms = None if match is None else _closed_ms(match.group(1))
+            if closed_ms is not None and closed_ms < oldest_ms:
                 continue  # closed before the first day shown: none of its lines is shown
             for line in open_segment(path):
                 self._fold_line(line)
@@ -134,8 +135,14 @@ class JournalCost:
             self._book.add(record)
 
 
-def _closed_ms(stamp: str) -> int:
-    moment = datetime.strptime(stamp.split("-", 1)[0], STAMP_FORMAT).replace(tzinfo=UTC)
+def _closed_ms(stamp: str) -> int | None:
+    """The instant a segment was closed; None when its name's digits are no instant (month 13,
+    a hand-made name): it is read then, as the other readers read it (strptime's error was a
+    500 on every status)."""
+    try:
+        moment = datetime.strptime(stamp.split("-", 1)[0], STAMP_FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        return None
     return int(moment.timestamp() * 1000)
 
 

@@ -21,6 +21,7 @@ from fastapi.staticfiles import StaticFiles
 from api.auth import BearerAuth
 from api.cache import ResponseCache
 from api.equity import EquityBody, EquityReader, equity_body
+from api.files import journal_error
 
 STATIC_DIR: Final = Path(__file__).resolve().parent / "static"
 PAGE: Final = STATIC_DIR / "dashboard.html"
@@ -58,7 +59,11 @@ def add_dashboard(
         """Equity (the portfolio value at each decision) and drawdown, across journal segments."""
 
         def compute() -> bytes:
-            return equity_body(reader.read(), max_points).model_dump_json().encode()
+            try:
+                series = reader.read()
+            except OSError as exc:
+                raise journal_error(exc) from None
+            return equity_body(series, max_points).model_dump_json().encode()
 
         async def off_loop() -> bytes:
             # the first read of a long journal must not stall the daemon's event loop

@@ -17,7 +17,7 @@ from broker.paper_store import InvalidPaperStateError, read_document
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
 from state.regular_file import read_bytes_or_none
-from state.segments import iter_lines, segments, tail_lines
+from state.segments import UnreadableSegmentError, iter_lines, segments, tail_lines
 
 
 class StateFileError(ValueError):
@@ -49,16 +49,22 @@ class StateDirFiles:
     def decisions(self, since_ms: int | None, limit: int) -> DecisionsPage:
         """Decisions after ``since_ms`` (oldest first, at most ``limit``); without ``since_ms``
         the newest ``limit``."""
-        if since_ms is None:
-            found = self._latest(limit)
-            read = 1
-        else:
-            found, read = self._after(since_ms, limit)
+        try:
+            if since_ms is None:
+                found = self._latest(limit)
+                read = 1
+            else:
+                found, read = self._after(since_ms, limit)
+        except OSError as exc:
+            raise journal_error(exc) from None
         next_since = found[-1].at_ms if found else since_ms
         return DecisionsPage(decisions=found, next_since=next_since, segments_read=read)
 
     def last_decision(self) -> LastDecisionBody | None:
-        latest = self._latest(1)
+        try:
+            latest = self._latest(1)
+        except OSError as exc:
+            raise journal_error(exc) from None
         if not latest:
             return None
         d = latest[0]
@@ -199,6 +205,14 @@ def position_body(
     )
 
 
+def journal_error(exc: OSError) -> StateFileError:
+    """A journal read's OSError (a torn segment, a folder in the live file's place) as the
+    API's error naming the file: they were 500s."""
+    if isinstance(exc, UnreadableSegmentError):
+        return StateFileError(str(exc))
+    return StateFileError(f"{exc.filename} cannot be read: {exc.strerror or exc}")
+
+
 def _no_account(reason: str) -> AccountBody:
     return AccountBody(
         equity_usd=None,
@@ -220,4 +234,4 @@ def _decision(line: bytes) -> DecisionRecord | None:
     return record if isinstance(record, DecisionRecord) else None
 
 
-__all__ = ["StateDirFiles", "StateFileError", "position_body"]
+__all__ = ["StateDirFiles", "StateFileError", "journal_error", "position_body"]

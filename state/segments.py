@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
@@ -48,14 +49,24 @@ def segments(live: Path) -> list[Path]:
     return ordered
 
 
+class UnreadableSegmentError(OSError):
+    """A segment that cannot be read to its end; the message names it and says why."""
+
+
 def open_segment(path: Path) -> Iterator[bytes]:
-    """The lines of one segment (gzipped or not), with their newlines."""
-    if path.name.endswith(".gz"):
-        with gzip.open(path, "rb") as lines:
-            yield from lines
-    else:
-        with path.open("rb", buffering=_READ_BUFFER) as lines:
-            yield from lines
+    """The lines of one segment (gzipped or not), with their newlines. ``UnreadableSegmentError``
+    when it cannot be read: gzip's EOFError of a cut-short file and zlib's error of a garbled one
+    name neither the file nor an OSError a reader would catch."""
+    try:
+        if path.name.endswith(".gz"):
+            with gzip.open(path, "rb") as lines:
+                yield from lines
+        else:
+            with path.open("rb", buffering=_READ_BUFFER) as lines:
+                yield from lines
+    except (OSError, EOFError, zlib.error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UnreadableSegmentError(f"{path} cannot be read: {why}") from exc
 
 
 def iter_lines(live: Path) -> Iterator[bytes]:
@@ -129,6 +140,7 @@ def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
 
 
 __all__ = [
+    "UnreadableSegmentError",
     "iter_lines",
     "open_segment",
     "recent_lines",

@@ -1,0 +1,70 @@
+"""The API on loopback over a decisions journal it cannot read whole: a torn gzipped segment, a
+segment whose name is not a time, a folder where the live file should be. The journal's routes
+answer 409 naming the file, and the status answers with the figures it can read and says which
+it cannot, never a 500."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+from fakes.api_support import T0_MS, IdleDaemon, decision_line, serve_api, write_state_dir
+
+SEGMENT = "decisions.20250228T235959Z.jsonl"
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    write_state_dir(tmp_path / "state")
+    return tmp_path / "state"
+
+
+def old_lines() -> bytes:
+    return b"".join(decision_line(100 + n, T0_MS - 86_400_000 + n, 9000.0) for n in range(50))
+
+
+def torn_segment(logs: Path) -> Path:
+    """A gzipped segment cut short (a copy or a disk that lost its end)."""
+    path = logs / (SEGMENT + ".gz")
+    whole = gzip.compress(old_lines())
+    path.write_bytes(whole[: len(whole) // 2])
+    return path
+
+
+def folder_for_live_file(logs: Path) -> Path:
+    path = logs / "decisions.jsonl"
+    path.unlink()
+    path.mkdir()
+    return path
+
+
+@pytest.mark.parametrize("broken", [torn_segment, folder_for_live_file])
+async def test_a_journal_that_cannot_be_read_is_a_409_naming_the_file(
+    state_dir: Path, broken: object
+) -> None:
+    assert callable(broken)
+    path: Path = broken(state_dir / "logs")
+    # the daemon's clock is the day after the segment closed: the cost reader reads it too
+    async with serve_api(state_dir, daemon=IdleDaemon()) as api:
+        for route, params in (("/api/decisions", {"since": "0"}), ("/api/equity", {})):
+            async with api.session.get(api.url + route, headers=api.auth, params=params) as r:
+                assert r.status == 409, route
+                assert path.name in (await r.json())["detail"], route
+        code, status = await api.get("/api/status")
+    assert code == 200 and isinstance(status, dict)
+    assert status["cost"] is None and path.name in status["unavailable"]["cost"]
+    assert status["equity_usd"] is not None  # the other figures are still given
+    if broken is folder_for_live_file:
+        assert path.name in status["unavailable"]["last_decision"]
+
+
+async def test_a_segment_whose_name_is_not_a_time_is_read(state_dir: Path) -> None:
+    """Its name matches the pattern's digits but is no instant (month 13): the cost reader's
+    strptime raised, a 500 on every /api/status."""
+    (state_dir / "logs" / "decisions.20251399T999999Z.jsonl").write_bytes(old_lines())
+    async with serve_api(state_dir) as api:
+        code, status = await api.get("/api/status")
+        _, page = await api.get("/api/decisions", since=0, limit=100)
+    assert code == 200 and isinstance(status, dict) and status["cost"] is not None
+    assert isinstance(page, dict) and len(page["decisions"]) == 55
