@@ -22,6 +22,7 @@ from core.events import Event, OrderFilled, PositionExit
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_CAP_SECS = 300.0
+ERROR_TEXT_BYTES = 200  # of an error answer, quoted in the log line
 
 
 class SendError(Exception):
@@ -151,14 +152,22 @@ class Notifier:
 
 async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) -> None:
     try:
-        async with http.post(hook.url.get_secret_value(), json=body) as response:
+        # a redirect is not followed: a 301/302 was followed as a GET without the body, and its
+        # 200 counted a notification the hook never got as sent
+        url = hook.url.get_secret_value()
+        async with http.post(url, json=body, allow_redirects=False) as response:
             if response.status < 300:
                 return
-            text = (await response.text())[:200]
+            # the head of the answer is enough to say why; text() read it whole and raised
+            # UnicodeDecodeError (ending the loop) on an error page that was not UTF-8
+            head = await response.content.read(ERROR_TEXT_BYTES)
             retry_after = _retry_after(response.headers.get("Retry-After"))
     except (aiohttp.ClientError, TimeoutError) as exc:
         # the exception's text may hold the URL; its type is enough to say what happened
         raise SendError(f"{type(exc).__name__}", retryable=True) from None
+    text = head.decode("utf-8", errors="replace")
+    if response.status < 400:
+        text = "a redirect, not followed (set the webhook's url to where it leads)"
     retryable = response.status == 429 or response.status >= 500
     raise SendError(
         f"HTTP {response.status}: {text}", retryable=retryable, retry_after_secs=retry_after
