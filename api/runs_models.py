@@ -55,7 +55,10 @@ class RunAccepted(_Body):
 
 class RunSummary(_Body):
     """The head figures of the run's ``report.json`` (and ``replay.json``); the full report is
-    ``report.html`` / ``report.json`` in the run's folder."""
+    ``report.html`` / ``report.json`` in the run's folder. A NaN or Infinity figure (json reads
+    them) is not a report vigil wrote: it was kept, and served as null with no reason."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
 
     finished: bool | None  # the replay reached its ``to`` (false: stopped early)
     decisions: int

@@ -9,8 +9,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from api.runs_models import RunSummary
 from core.jsonread import loads_json
 
@@ -39,8 +37,10 @@ def read_summary(run_dir: Path) -> tuple[RunSummary | None, str]:
         replay = {}
     try:
         return _summary(report, replay), ""
-    except (KeyError, TypeError, ValidationError) as exc:
-        return None, f"{REPORT_FILE} is not a report vigil wrote: {exc}"
+    # any shape but the report's: int('x'), inf's int, a list's .items() (which escaped the
+    # runs worker's own handler and ended its loop); ValidationError is a ValueError
+    except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+        return None, f"{REPORT_FILE} is not a report vigil wrote: {exc!r}"
 
 
 def _summary(report: dict[str, Any], replay: dict[str, Any]) -> RunSummary:

@@ -210,3 +210,48 @@ def test_a_job_left_running_by_a_dead_process_is_listed_failed(settings: Setting
     assert reloaded is not None and reloaded.status == "failed"
     assert reloaded.reason == INTERRUPTED and reloaded.started_at_ms == 1
     assert json.loads(job_file.read_text())["status"] == "failed"
+
+
+class ReportLauncher:
+    """A child that writes ``report`` as its run's report.json and exits 0."""
+
+    def __init__(self, report: str) -> None:
+        self.report = report
+
+    def argv(self, request: RunRequest, out_dir: Path) -> Sequence[str]:
+        code = (
+            "import pathlib, sys; pathlib.Path(sys.argv[1], 'report.json').write_text(sys.argv[2])"
+        )
+        return [sys.executable, "-c", code, str(out_dir), self.report]
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        '{"metrics": {}, "deciders": [{"decided_by": "fallback", "decisions": "x"}]}',
+        '{"metrics": {}, "deciders": [{"decided_by": "fallback", "decisions": 1e400}]}',
+        '{"metrics": [], "deciders": []}',
+        '{"metrics": {}, "deciders": [], "buy_and_hold_figures": [1]}',
+        '{"metrics": {}, "deciders": [], "buy_and_hold_figures": {"BTC/USDT": 5}}',
+        '{"metrics": {"sharpe": NaN}, "deciders": []}',
+    ],
+)
+async def test_a_report_not_of_the_reports_shape_leaves_the_summary_unavailable(
+    settings: Settings, report: str
+) -> None:
+    """The summary's reader caught KeyError and TypeError only: int('x') and a list's .items()
+    escaped _finish, then the worker's own _finish, ending the runs loop with the job left
+    'running'; a job left running with such a report stopped the next API process's start.
+    A NaN figure was kept as a number (null in job.json, with no reason)."""
+    queue = RunQueue(settings.state_dir, ReportLauncher(report), RunLimits())
+    async with serving(queue, settings.state_dir) as api:
+        _, accepted = await post(api, {"from": DAY, "to": DAY})
+        job = await until_finished(api, accepted["run_id"])
+    assert job["status"] == "done" and job["summary"] is None
+    assert "not a report vigil wrote" in job["unavailable"]["summary"]
+    job_file = Path(job["out_dir"]) / JOB_FILE_NAME
+    job_file.write_text(json.dumps(job | {"status": "running", "finished_at_ms": None}))
+    reloaded = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+    again = reloaded.get(accepted["run_id"])
+    assert again is not None and again.status == "failed" and again.reason == INTERRUPTED
+    assert "not a report vigil wrote" in again.unavailable["summary"]
