@@ -304,7 +304,18 @@ class DecisionRoutine:
     def _remember(self, decision: AgentDecision, record: dict[str, Any]) -> None:
         if decision.memory_update:
             record["memory_saved"] = self._store.set_agent_memory(decision.memory_update)
-        self._store.save()
+        try:
+            self._store.save()
+        except OSError as exc:
+            # the orders went out already: the decision goes on (write-back, decision.made); the
+            # state stays in memory for the next save, but a crash now would lose what the
+            # tracker keeps of each position there, so nothing new opens until a person looks
+            why = f"runner state could not be saved: {type(exc).__name__}: {exc}"
+            record["state_error"] = why
+            log.error("decision %s: %s", record["decision_id"], why)
+            if self._trading is not None:
+                self._trading.halt(f"decision {record['decision_id']}: {why}")
+                record["trading"] = self._trading.state.mode
 
     async def _write(self, record: dict[str, Any], started: float) -> None:
         log.debug(

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
 from test_decision_routine import FakeBroker, Rig
 from test_tracker_support import BTC, make_rig
 
@@ -200,3 +201,34 @@ def test_the_daemons_own_reason_is_written_as_one_line_and_cut_never_refused(
     assert reason.startswith("loop market: HaltTradingError: first\\nsecond\\x00xxx")
     assert len(reason) == 2000 and "\n" not in reason
     assert _on_disk(tmp_path)["reason"] == reason == journal.trading_lines()[-1]["reason"]
+
+
+@pytest.mark.parametrize("blocked", ["runner_state.json", "runner_state.last-good.json"])
+async def test_a_runner_state_that_cannot_be_saved_halts_trading_and_the_decision_completes(
+    tmp_path: Path, blocked: str
+) -> None:
+    """The decision's save of runner_state.json fails (a folder stands in the file's place, or in
+    its copy's, which fails the write as a full disk does): the orders already went out, so the
+    decision is not a failure; it reaches the memory write-back and ``decision.made`` as ever,
+    and trading halts, since what the tracker keeps of each position there could be lost. The
+    state is saved once the path is a file's again."""
+    rig = Rig(BUY_AND_SELL.model_copy(update={"memory_update": "SOL looked strong."}))
+    switch, _ = _switch(tmp_path)
+    rig.routine._trading = switch
+    rig.routine._store = switch._store  # type: ignore[assignment]
+    switch._store.save()
+    (tmp_path / blocked).unlink()
+    (tmp_path / blocked).mkdir()
+
+    record = await rig.routine.decide_once(["agent_timer"])
+
+    assert "error" not in record and "IsADirectoryError" in record["state_error"]
+    assert [d.decision_id for d in rig.made] == [record["decision_id"]]
+    assert switch.halted and "could not be saved" in switch.state.reason
+    assert record["trading"] == "halted"
+
+    (tmp_path / blocked).rmdir()
+    await rig.routine.decide_once(["agent_timer"])
+    assert _on_disk(tmp_path)["mode"] == "halted"
+    saved = json.loads((tmp_path / "runner_state.json").read_text())
+    assert saved["agent_memory"] == "SOL looked strong."
