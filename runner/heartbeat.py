@@ -54,6 +54,7 @@ class Heartbeat:
         self._on_beat = on_beat
         self._facts = facts
         self._started_ms: int | None = None
+        self._failing = False
         self.beats = 0
 
     def beat(self) -> None:
@@ -73,9 +74,24 @@ class Heartbeat:
             overwrite_bytes(self._path, data)
         self.beats += 1
 
+    def _beat_or_say_why(self) -> None:
+        """A beat that cannot be written (a full disk) must not end the loop: the status line
+        rides on it, and a restarting loop would log a traceback every beat. The stale file is
+        what ``vigil health`` reports meanwhile; the log says why, once, and when it ends."""
+        try:
+            self.beat()
+        except OSError as exc:
+            if not self._failing:
+                log.error("cannot write the heartbeat %s: %s; retrying every beat", self._path, exc)
+            self._failing = True
+            return
+        if self._failing:
+            self._failing = False
+            log.warning("the heartbeat %s is written again", self._path)
+
     async def run(self) -> None:
         while True:
-            self.beat()
+            self._beat_or_say_why()
             if self._on_beat is not None:
                 self._on_beat()
             await self._clock.sleep(self._interval_secs)

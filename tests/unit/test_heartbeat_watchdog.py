@@ -35,6 +35,33 @@ async def test_heartbeat_touches_the_file_every_interval(tmp_path: Path) -> None
     task.cancel()
 
 
+@pytest.mark.parametrize("atomic", [True, False])
+async def test_a_beat_that_cannot_be_written_keeps_the_loop_and_its_status_line_going(
+    tmp_path: Path, atomic: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk (``/dev/full``: every write is ENOSPC) fails the beat: logged when it starts
+    and when it ends, the loop and its status line go on, and the beats resume by themselves.
+    The stale file is what ``vigil health`` reports meanwhile."""
+    clock = VirtualClock(epoch_ms=1_700_000_000_000)
+    path = tmp_path / "heartbeat"
+    blocked = path.with_name(path.name + ".tmp") if atomic else path
+    blocked.symlink_to("/dev/full")
+    reports: list[int] = []
+    hb = Heartbeat(clock, path, 30.0, on_beat=lambda: reports.append(1), atomic=atomic)
+    task = asyncio.create_task(hb.run())
+    await clock.advance(0)
+    await clock.advance(90.0)
+    assert not task.done() and len(reports) == 4 and hb.beats == 0
+    failures = [r for r in caplog.records if "heartbeat" in r.getMessage()]
+    assert len(failures) == 1 and "No space left" in failures[0].getMessage()
+
+    blocked.unlink()
+    await clock.advance(30.0)
+    assert hb.beats == 1 and json.loads(path.read_text())["at_ms"] == 1_700_000_120_000
+    assert "written again" in caplog.records[-1].getMessage()
+    task.cancel()
+
+
 def test_a_beat_written_in_place_holds_the_same_bytes_as_an_atomic_one(tmp_path: Path) -> None:
     clock = VirtualClock(epoch_ms=1_700_000_000_000)
     facts = {"market": {"BTC/USDT 5m": {"last_frame_ms": 1, "silent_real_secs": 0.0}}}
