@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from broker.port import PositionDetail
 from tracker.positions import (
@@ -28,10 +28,19 @@ log = logging.getLogger("tracker.tracker")
 
 
 class TrackedBook:
-    def __init__(self, store: StateStore, *, momentum_samples: int) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        *,
+        momentum_samples: int,
+        on_save_failed: Callable[[str], None] = lambda _why: None,
+    ) -> None:
         """``store`` must be loaded; the positions it holds are tracked again (a restart), with
-        the exit orders that were in flight."""
+        the exit orders that were in flight. ``on_save_failed(why)``: a save that could not be
+        written (the tracker halts trading)."""
         self._store = store
+        self._on_save_failed = on_save_failed
+        self._save_failures = 0
         self._momentum_samples = momentum_samples
         self.positions: dict[str, TrackedPosition] = positions_from_state(store.current)
         self.samples: dict[str, deque[float]] = {}
@@ -175,5 +184,18 @@ class TrackedBook:
         self._store.replace(**state_fields(self._store.current, self.positions, pending))
         try:
             self._store.save()
+        except OSError as exc:
+            # a full disk fails every save: one traceback and a halt, not one per safety check
+            self._save_failures += 1
+            if self._save_failures == 1:
+                log.exception("tracker: could not save runner state; kept in memory")
+                self._on_save_failed(f"runner state could not be saved: {exc}")
+            return
         except Exception:
             log.exception("tracker: could not save runner state; kept in memory")
+            return
+        if self._save_failures:
+            log.warning(
+                "tracker: runner state saved again after %d failed saves", self._save_failures
+            )
+            self._save_failures = 0

@@ -85,7 +85,9 @@ class PositionTracker:
             jitter_fraction=self.config.retry_jitter_fraction,
         )
         self._rng = random.Random()
-        self._book = TrackedBook(store, momentum_samples=self.config.momentum_samples)
+        self._book = TrackedBook(
+            store, momentum_samples=self.config.momentum_samples, on_save_failed=self._halt
+        )
         self._market = MarketView(price, regime, btc_change_1h_pct)
         self._exits = ExitPath(
             clock,
@@ -354,6 +356,10 @@ class PositionTracker:
     @property
     def trading_halted(self) -> bool:
         return self._trading is not None and self._trading.halted
+
+    def _halt(self, why: str) -> None:
+        if self._trading is not None:
+            self._trading.halt(f"tracker: {why}")
 
     def _halt_on(self, exc: Exception, where: str) -> None:
         if isinstance(exc, HaltTradingError) and self._trading is not None:

@@ -232,3 +232,33 @@ async def test_a_runner_state_that_cannot_be_saved_halts_trading_and_the_decisio
     assert _on_disk(tmp_path)["mode"] == "halted"
     saved = json.loads((tmp_path / "runner_state.json").read_text())
     assert saved["agent_memory"] == "SOL looked strong."
+
+
+async def test_tracker_state_that_cannot_be_saved_halts_trading_with_one_traceback(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each new trailing high is saved at once; while runner_state.json cannot be written (a
+    folder in its place, as a full disk) the first failure is logged with its traceback and
+    halts trading (a crash would lose the trailing high and any exit in flight), the later ones
+    add no traceback per check, and the save works again by itself once the path is free."""
+    rig = make_rig(tmp_path)
+    switch = TradingSwitch(rig.clock, rig.store, _Journal().append)
+    rig.tracker._trading = switch
+    await rig.open_position(BTC, 100.0)
+    rig.state_path.unlink()
+    rig.state_path.mkdir()
+
+    for price in (101.0, 102.0, 103.0, 104.0):
+        rig.set_price(BTC, price)
+        await rig.tracker.check_safety()
+
+    assert switch.halted and "runner_state.json" in switch.state.reason
+    tracebacks = [r for r in caplog.records if r.exc_info and r.name == "tracker.tracker"]
+    assert len(tracebacks) == 1
+
+    rig.state_path.rmdir()
+    rig.set_price(BTC, 105.0)
+    await rig.tracker.check_safety()
+    saved = json.loads(rig.state_path.read_text())
+    assert saved["trailing_highs"] == {BTC: 105.0} and saved["trading"]["mode"] == "halted"
+    assert "saved again" in caplog.records[-1].getMessage()
