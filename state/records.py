@@ -57,6 +57,8 @@ class DecisionRecord(_Record):
     #: the assembled prompt: hash, part sizes, trims, tiers loaded (agent.prompt_assembly)
     prompt: dict[str, Any] | None = None
     context_error: str | None = None
+    #: runner_state.json could not be saved after the orders went out (trading halted)
+    state_error: str | None = None
     error: str | None = None
 
     @property
