@@ -24,6 +24,12 @@ from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
 #: milliseconds in a UTC day (Unix time has no leap seconds)
 DAY_MS: Final = 86_400_000
+#: times vigil's data and journals can hold (2010-01-01 .. 2100-01-01 UTC): anything outside is a
+#: unit slip (seconds, or microseconds read as ms) or a corrupt cell, and would be read as 1970 or
+#: a year that has no date
+EARLIEST_TIME_MS: Final = 1_262_304_000_000
+LATEST_TIME_MS: Final = 4_102_444_800_000
+RECORDING_YEARS: Final = "2010 .. 2100"
 
 
 def utc_minute(at_ms: int) -> str:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from core.events import Candle
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
 
@@ -30,11 +31,6 @@ OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
 BASE_INTERVAL_MS: dict[str, int] = {"1m": 60_000, "3m": 180_000, "5m": 300_000, "15m": 900_000}
 RECORDED_INTERVALS = (*BASE_INTERVAL_MS, "1h")
 KLINES_FOLDER = "binance-usdm"
-#: open times a recording may hold (2010-01-01 .. 2100-01-01 UTC): anything outside is a unit slip
-#: (seconds, or microseconds read as ms) or a corrupt cell, and would replay as 1970 or year 9999
-EARLIEST_TIME_MS = 1_262_304_000_000
-LATEST_TIME_MS = 4_102_444_800_000
-RECORDING_YEARS = "2010 .. 2100"
 
 
 def default_data_dir() -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from report.learning import projected_learning
 from report.memory_section import projected_memory
 from report.metrics import Fill
@@ -39,7 +40,20 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
         records = [projected_fields(model, fields) for model, fields in reader.fields()]
     except JournalLineError as exc:
         raise RunFolderError(str(exc)) from None
+    for record in records:
+        if "at_ms" in record:
+            _check_time(path, record["at_ms"], f"a {record['type'] or 'journal'} line")
     return records, reader.torn_bytes
+
+
+def _check_time(path: Path, at_ms: int, what: str) -> None:
+    """A time outside ``RECORDING_YEARS`` is a corrupt or hand-edited value: the report would
+    date it (the year 11476 has no date) and span the run over it, so it is refused, named."""
+    if not EARLIEST_TIME_MS <= at_ms < LATEST_TIME_MS:
+        raise RunFolderError(
+            f"{path}: {what} has at_ms {at_ms}, not a time within {RECORDING_YEARS} "
+            "(milliseconds since the epoch)"
+        )
 
 
 @contextmanager
@@ -121,6 +135,8 @@ def read_fills(path: Path) -> list[Fill]:
         )
         for row in rows
     ]
+    for fill in fills:
+        _check_time(path, fill.at_ms, f"the fill of {fill.ticker}")
     return sorted(fills, key=lambda f: f.at_ms)
 
 

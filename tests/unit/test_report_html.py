@@ -118,7 +118,7 @@ def test_empty_run_page_says_nothing_to_report(tmp_path: Path) -> None:
 def test_long_runs_draw_the_downsampled_series(tmp_path: Path) -> None:
     lines = [
         decision_line(
-            i * 300_000, 100.0 + i % 7, 10.0, False, ["agent_timer"], "fallback", "x", None
+            T0 + i * 300_000, 100.0 + i % 7, 10.0, False, ["agent_timer"], "fallback", "x", None
         )
         for i in range(5000)
     ]
