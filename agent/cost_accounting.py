@@ -11,6 +11,7 @@ one billed both). ``cache_share`` is cached (read) input tokens over all input t
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -21,6 +22,34 @@ from pydantic import BaseModel, ConfigDict, computed_field
 MS_PER_DAY: Final = 86_400_000
 
 LAYER_ORDER: Final = ("wake", "anomaly", "watchdog", "agent_timer", "candle_close")
+USAGE_TOKEN_FIELDS: Final = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+#: more than any call is billed (a 1M-token context costs dollars): a larger figure is corrupt
+_MAX_TOKENS: Final = 10**12
+_MAX_COST_USD: Final = 1e9
+
+
+def usage_problem(usage: object) -> str | None:
+    """Why ``usage`` (a journal line's or a try's) cannot be summed, or None: each token count a
+    whole number 0 .. 10^12 and ``cost_usd`` a finite 0 .. 1e9 (each may be missing or null).
+    Checked where a journal is read, so the sums here are never handed a string, a list or 1e308."""
+    if not isinstance(usage, Mapping):
+        return f"usage {usage!r} is not an object"
+    for key in (*USAGE_TOKEN_FIELDS, "cost_usd"):
+        value = usage.get(key)
+        if value is None:
+            continue
+        tokens = key != "cost_usd"
+        number = type(value) is int or (type(value) is float and not tokens)
+        limit = _MAX_TOKENS if tokens else _MAX_COST_USD
+        if not number or not (math.isfinite(value) and 0 <= value <= limit):
+            what = "a whole number of tokens" if tokens else "a dollar amount"
+            return f"usage.{key} {value!r} is not {what} within 0 .. {limit:g}"
+    return None
 
 
 class _Frozen(BaseModel):
@@ -95,7 +124,8 @@ def layer_of(trigger: Iterable[str]) -> str:
     return next((layer for layer in LAYER_ORDER if layer in found), "other")
 
 
-def _attempt_usages(record: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def attempt_usages(record: Mapping[str, Any]) -> list[Any]:
+    """The usage of each of a decision's or review's tries that has one."""
     attempts = record.get("attempts")
     if attempts is None:
         attempts = (record.get("raw_decision") or {}).get("attempts")
@@ -126,7 +156,7 @@ class _Groups:
             acc.calls += called
             if isinstance(usage, Mapping):
                 acc.add_usage(usage)
-        for one in _attempt_usages(record):
+        for one in attempt_usages(record):
             model = self.models[str(one.get("model") or "unknown")]
             model.calls += 1
             model.add_usage(one)

@@ -12,6 +12,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.cost_accounting import USAGE_TOKEN_FIELDS
 from report.metrics import MS_PER_DAY, Series
 
 
@@ -69,14 +70,6 @@ def _day_name(day_number: int) -> str:
 _DAY_FIELDS: Final = ("decisions", "reviews", "agent_calls", "agent_failures", "tokens", "cost_usd")
 
 
-_TOKEN_FIELDS: Final = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-)
-
-
 def day_activity(records: list[dict[str, Any]]) -> list[DayActivity]:
     """Per UTC day: decisions, Claude calls (decisions and position reviews), tokens, cost."""
     rows: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(_DAY_FIELDS, 0.0))
@@ -93,7 +86,7 @@ def day_activity(records: list[dict[str, Any]]) -> list[DayActivity]:
         usage = record.get("usage")
         row["agent_calls"] += _model_calls(record)
         if isinstance(usage, dict):
-            row["tokens"] += sum(int(usage.get(k) or 0) for k in _TOKEN_FIELDS)
+            row["tokens"] += sum(int(usage.get(k) or 0) for k in USAGE_TOKEN_FIELDS)
             row["cost_usd"] += float(usage.get("cost_usd") or 0.0)
     return [
         DayActivity(

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from agent.cost_accounting import attempt_usages, usage_problem
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from report.learning import projected_learning
@@ -41,8 +42,17 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
     except JournalLineError as exc:
         raise RunFolderError(str(exc)) from None
     for record in records:
+        what = f"a {record['type'] or 'journal'} line"
         if "at_ms" in record:
-            _check_time(path, record["at_ms"], f"a {record['type'] or 'journal'} line")
+            _check_time(path, record["at_ms"], what)
+        usages = attempt_usages(record)
+        if record.get("usage") is not None:
+            usages.append(record["usage"])
+        for usage in usages:
+            problem = usage_problem(usage)
+            if problem is not None:
+                where = f" at_ms {record['at_ms']}" if "at_ms" in record else ""
+                raise RunFolderError(f"{path}: {what}{where}: {problem}")
     return records, reader.torn_bytes
 
 

@@ -47,3 +47,37 @@ def test_a_fill_time_outside_the_recording_years_is_refused_naming_it(
     assert code == EXIT_USAGE
     assert f"trades.csv: the fill of BTC/USDT has at_ms {2**62}" in err
     assert not (run / "report.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("usage", "said"),
+    [
+        ({"input_tokens": "abc"}, "usage.input_tokens 'abc' is not a whole number of tokens"),
+        ({"output_tokens": [1]}, "usage.output_tokens [1] is not a whole number of tokens"),
+        ({"cache_read_input_tokens": 1e308}, "is not a whole number of tokens"),
+        ({"input_tokens": 10**13}, "is not a whole number of tokens within 0 .. 1e+12"),
+        ({"input_tokens": -5}, "is not a whole number of tokens"),
+        ({"input_tokens": True}, "is not a whole number of tokens"),
+        ({"cost_usd": "x"}, "usage.cost_usd 'x' is not a dollar amount"),
+        ({"cost_usd": 1e300}, "usage.cost_usd 1e+300 is not a dollar amount"),
+    ],
+)
+def test_a_usage_that_cannot_be_summed_is_refused_naming_the_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], usage: dict[str, Any], said: str
+) -> None:
+    run = write_run(tmp_path, lines_with(0, lambda line: line.update(usage=usage)))
+    code, err = report(run, capsys)
+    assert code == EXIT_USAGE
+    assert f"decisions.jsonl: a decision line at_ms {T0}: usage." in err and said in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "attempts", [[{"usage": "x"}], [{"model": "m", "usage": {"cost_usd": "1"}}]]
+)
+def test_a_try_whose_usage_cannot_be_summed_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], attempts: list[Any]
+) -> None:
+    lines = lines_with(0, lambda line: line.update(raw_decision={"attempts": attempts}))
+    code, err = report(write_run(tmp_path, lines), capsys)
+    assert code == EXIT_USAGE and "usage" in err and "Traceback" not in err
