@@ -3,7 +3,9 @@ the fills of trades.csv, the paper ledger. A file that cannot be read is a ``Run
 
 from __future__ import annotations
 
+import csv
 import gc
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,6 +27,7 @@ from state.records import (
     decision_attempts,
     read_trades,
 )
+from state.segments import segments
 
 
 class RunFolderError(ValueError):
@@ -35,12 +38,16 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The report's fields of each record of a journal (``projected_fields``), and the byte
     length of a torn last line it skipped (a report reads a possibly live or crashed run: it says
     so instead of failing; the daemon repairs the tail when it opens the journal)."""
+    for segment in segments(path):
+        _check_regular(segment)
     reader = JournalReader(path)
     try:
         # the records' fields, not their models (validation would change nothing for most)
         records = [projected_fields(model, fields) for model, fields in reader.fields()]
     except JournalLineError as exc:
         raise RunFolderError(str(exc)) from None
+    except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut-off gzipped segment
+        raise RunFolderError(f"{path}: a segment cannot be read: {exc}") from None
     for record in records:
         what = f"a {record['type'] or 'journal'} line"
         if "at_ms" in record:
@@ -129,11 +136,21 @@ def projected_fields(model: type[_Record], fields: dict[str, Any]) -> dict[str, 
     return kept
 
 
+def _check_regular(path: Path) -> None:
+    """Refuse a directory, FIFO or device where a journal file belongs: reading a FIFO waits for
+    a writer for ever, and a directory ended the report in an IsADirectoryError traceback."""
+    if path.exists() and not path.is_file():
+        raise RunFolderError(f"{path}: not a regular file")
+
+
 def read_fills(path: Path) -> list[Fill]:
+    _check_regular(path)
     try:
         rows = read_trades(path)
     except TradesFileError as exc:
         raise RunFolderError(str(exc)) from None
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise RunFolderError(f"{path}: cannot be read as UTF-8 CSV: {exc}") from None
     fills = [
         Fill(
             at_ms=row.at_ms,

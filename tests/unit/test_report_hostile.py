@@ -4,11 +4,15 @@ the file and what is wrong (exit 2), or reported with the bad value left out; ne
 from __future__ import annotations
 
 import copy
+import gzip
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from fakes.fifo import outcome_beside_fifo
 from fakes.report_support import DECISIONS, FILLS, T0, decision_line, write_run
 
 from runner.cli import EXIT_USAGE, main
@@ -81,3 +85,52 @@ def test_a_try_whose_usage_cannot_be_summed_is_refused(
     lines = lines_with(0, lambda line: line.update(raw_decision={"attempts": attempts}))
     code, err = report(write_run(tmp_path, lines), capsys)
     assert code == EXIT_USAGE and "usage" in err and "Traceback" not in err
+
+
+def _gzipped_segment(run: Path, data: bytes) -> None:
+    (run / "logs" / "decisions.20241231T000000Z.jsonl.gz").write_bytes(data)
+
+
+_WHOLE = gzip.compress(orjson.dumps(decision_line(*DECISIONS[0])) + b"\n")
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda run: _gzipped_segment(run, b"not gzip"), "a segment cannot be read"),
+        (lambda run: _gzipped_segment(run, _WHOLE[:-12]), "a segment cannot be read"),
+        (lambda run: (run / "logs/decisions.20241231T000000Z.jsonl.gz").mkdir(), "not a regular"),
+        (lambda run: _replace(run / "logs/decisions.jsonl", Path.mkdir), "not a regular file"),
+        (lambda run: _replace(run / "logs/trades.csv", Path.mkdir), "not a regular file"),
+        (lambda run: (run / "logs/trades.csv").write_bytes(b"\xff\xfe,"), "not UTF-8"),
+        (lambda run: (run / "logs/trades.csv").write_bytes(b'"' + b"x" * 200_000), "UTF-8 CSV"),
+    ],
+    ids=["gz garbage", "gz cut off", "gz dir", "journal dir", "trades dir", "latin", "huge cell"],
+)
+def test_a_journal_file_that_cannot_be_read_is_refused_naming_it(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    edit: Callable[[Path], object],
+    said: str,
+) -> None:
+    run = write_run(tmp_path)
+    edit(run)
+    code, err = report(run, capsys)
+    assert code == EXIT_USAGE and str(run / "logs") in err, err
+    assert said.replace("not UTF-8", "UTF-8") in err and "Traceback" not in err
+
+
+def _replace(path: Path, make: Callable[[Path], object]) -> None:
+    path.unlink()
+    make(path)
+
+
+@pytest.mark.parametrize("name", ["decisions.jsonl", "trades.csv"])
+def test_a_fifo_in_place_of_a_journal_is_refused_not_waited_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    run = write_run(tmp_path)
+    fifo = run / "logs" / name
+    _replace(fifo, os.mkfifo)
+    assert outcome_beside_fifo(lambda: main(["report", str(run)]), fifo) == EXIT_USAGE
+    assert f"{fifo}: not a regular file" in capsys.readouterr().err
