@@ -286,9 +286,10 @@ class TradeRow(BaseModel):
     client_order_id: str
     ticker: str
     side: Literal["buy", "sell"]
-    quantity: float
-    price: float
-    fee_usd: float | None = None
+    # the writer refuses a non-finite cell (state.journal): one read back is corrupt, not a fill
+    quantity: float = Field(gt=0, allow_inf_nan=False)
+    price: float = Field(gt=0, allow_inf_nan=False)
+    fee_usd: float | None = Field(None, allow_inf_nan=False)
     #: true when the exchange's fee was unreadable and ``fee_usd`` is the configured rate x
     #: notional; empty in rows written before the column existed
     fee_estimated: bool | None = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import gzip
+import math
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -134,3 +135,25 @@ def test_a_fifo_in_place_of_a_journal_is_refused_not_waited_on(
     _replace(fifo, os.mkfifo)
     assert outcome_beside_fifo(lambda: main(["report", str(run)]), fifo) == EXIT_USAGE
     assert f"{fifo}: not a regular file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("quantity", "price", "fee"),
+    [
+        (math.nan, 50_000.0, 1.0),
+        (0.1, math.inf, 1.0),
+        (0.1, 50_000.0, -math.inf),
+        (0.1, 50_000.0, math.nan),
+        (-1.0, 50_000.0, 1.0),
+        (0.1, 0.0, 1.0),
+    ],
+)
+def test_a_fill_that_is_not_a_trade_is_refused_naming_its_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], quantity: float, price: float, fee: float
+) -> None:
+    run = write_run(
+        tmp_path, fills=[FILLS[0], (T0 + 5000, "BTC/USDT", "buy", quantity, price, fee)]
+    )
+    code, err = report(run, capsys)
+    assert code == EXIT_USAGE and "trades.csv line 3:" in err and "Traceback" not in err
+    assert not (run / "report.json").exists()
