@@ -8,11 +8,14 @@ shows (said so in ``source``), and the rest is None with the reason in ``unavail
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
+
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 
 REPLAY_FILE: Final = "replay.json"
 NOT_RECORDED_LIVE: Final = "not recorded: a live state dir has no replay.json saying what was asked"
@@ -63,10 +66,41 @@ def run_parameters(run_dir: Path, decisions: list[dict[str, Any]]) -> RunParamet
     unavailable: dict[str, str] = {}
     for field, key in _FIELDS:
         value = document.get(key)
+        fits, what = _CHECKS[field]
         if value is None:
             unavailable[field] = NOT_IN_FILE
+        elif not fits(value):
+            # a hand-edited or foreign file: said, never taken (a string of tickers read as
+            # its letters, a time that cannot be dated)
+            unavailable[field] = f"{REPLAY_FILE}'s {key} {_shown(value)} is not {what}"
+            value = None
         values[field] = tuple(value) if field == "tickers" and value is not None else value
     return RunParameters(source=REPLAY_FILE, unavailable=unavailable, **values)
+
+
+def _is_time(value: object) -> bool:
+    return type(value) is int and EARLIEST_TIME_MS <= value <= LATEST_TIME_MS
+
+
+def _is_tickers(value: object) -> bool:
+    return type(value) is list and all(type(t) is str for t in value)
+
+
+_CHECKS: Final[dict[str, tuple[Callable[[object], bool], str]]] = {
+    "from_ms": (_is_time, f"a time within {RECORDING_YEARS} in milliseconds"),
+    "to_ms": (_is_time, f"a time within {RECORDING_YEARS} in milliseconds"),
+    "tickers": (_is_tickers, "a list of tickers"),
+    "decider": (lambda v: type(v) is str, "a decider's name"),
+    "seed": (lambda v: type(v) is int, "a whole number"),
+    "data_dir": (lambda v: type(v) is str, "a path"),
+    "memory": (lambda v: type(v) is bool, "true or false"),
+    "config_digest": (lambda v: type(v) is str, "a digest"),
+}
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _from_journal(decisions: list[dict[str, Any]]) -> RunParameters:

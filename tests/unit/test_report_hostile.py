@@ -157,3 +157,39 @@ def test_a_fill_that_is_not_a_trade_is_refused_naming_its_line(
     code, err = report(run, capsys)
     assert code == EXIT_USAGE and "trades.csv line 3:" in err and "Traceback" not in err
     assert not (run / "report.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("replay", "field", "said"),
+    [
+        ({"tickers": "BTC/USDT"}, "tickers", "replay.json's tickers 'BTC/USDT' is not a list"),
+        ({"tickers": 5}, "tickers", "is not a list of tickers"),
+        ({"tickers": ["BTC/USDT", 7]}, "tickers", "is not a list of tickers"),
+        ({"from_ms": "x"}, "from_ms", "replay.json's from_ms 'x' is not a time"),
+        ({"from_ms": 2**62}, "from_ms", "within 2010 .. 2100"),
+        ({"to_ms": -1}, "to_ms", "within 2010 .. 2100"),
+        ({"to_ms": 1.7e12}, "to_ms", "is not a time"),
+        ({"seed": "42"}, "seed", "is not a whole number"),
+        ({"seed": True}, "seed", "is not a whole number"),
+        ({"memory": "yes"}, "memory", "is not true or false"),
+        ({"decider": ["claude"]}, "decider", "is not a decider's name"),
+        ({"data_dir": {"a": 1}}, "data_dir", "is not a path"),
+        ({"config_digest": 5}, "config_digest", "is not a digest"),
+    ],
+)
+def test_a_replay_json_field_of_the_wrong_kind_is_unavailable_with_the_reason(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    replay: dict[str, Any],
+    field: str,
+    said: str,
+) -> None:
+    run = write_run(tmp_path)
+    (run / "replay.json").write_bytes(orjson.dumps({"seed": 7, **replay}))
+    assert main(["report", str(run)]) == 0
+    parameters = orjson.loads((run / "report.json").read_bytes())["parameters"]
+    assert parameters[field] is None and said in parameters["unavailable"][field]
+    assert parameters["seed"] == (None if field == "seed" else 7)
+    other = write_run(tmp_path / "other")
+    assert main(["report", "--compare", str(run), str(other)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
