@@ -68,12 +68,14 @@ def _mean_by_signal(snapshot: object) -> dict[str, float] | None:
     sums: dict[str, list[float]] = {}
     for view in tickers.values():
         signals = view.get("signals") if isinstance(view, dict) else None
-        for name, entry in (signals or {}).items():
+        for name, entry in signals.items() if isinstance(signals, dict) else ():
             mean = entry.get("mean") if isinstance(entry, dict) else None
             if type(mean) is not float:  # the journal's case, taken without a call
                 if not isinstance(mean, _NUMBERS):
                     continue
                 mean = float(mean)
+            if not 0.0 <= mean <= 1.0:  # not a Beta posterior's mean: corrupt, and 1e308 + 1e308
+                continue  # would be an infinite point no chart can draw
             found = sums.get(name)
             if found is None:
                 sums[name] = [mean]

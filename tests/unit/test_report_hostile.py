@@ -193,3 +193,28 @@ def test_a_replay_json_field_of_the_wrong_kind_is_unavailable_with_the_reason(
     other = write_run(tmp_path / "other")
     assert main(["report", "--compare", str(run), str(other)]) == 0
     assert "Traceback" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [[1, 2], "x", {"trend": {"mean": 1e308}}, {"trend": {"mean": -0.5}}, {"trend": {"mean": 2}}],
+    ids=["list", "string", "1e308", "negative", "above one"],
+)
+def test_learned_weights_that_are_not_posterior_means_are_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], signals: object
+) -> None:
+    posteriors = {
+        "tickers": {
+            "BTC/USDT": {"signals": signals},
+            "ETH/USDT": {
+                "signals": {"trend": {"mean": 0.25}} if isinstance(signals, dict) else signals
+            },
+        }
+    }
+    lines = lines_with(0, lambda line: line["snapshot"].update(ts_posteriors=posteriors))
+    run = write_run(tmp_path, lines)
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    weights = orjson.loads((run / "report.json").read_bytes())["learned_weights"]
+    assert weights == (
+        {"trend": [{"at_ms": T0, "value": 0.25}]} if isinstance(signals, dict) else {}
+    )
