@@ -67,6 +67,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from broker.paper_store import PaperBookDocument
+from market.guard import DEFAULT_MAX_PRICE
 from report.activity import (
     DayActivity,
     DeciderCount,
@@ -104,6 +105,8 @@ from report.run_files import (
 from state.segments import segments
 
 MAX_SERIES_POINTS: Final = 2000
+#: more than all the money there is: a portfolio value above it is a corrupt journal value
+MAX_EQUITY_USD: Final = 1e15
 EQUITY_SAMPLING_NOTE: Final = (
     "Equity is sampled at decisions (plus the final ledger value): moves between two decisions "
     "are not seen, so drawdown may be deeper than shown."
@@ -265,10 +268,19 @@ def _equity_series(
 ) -> _Series:
     """From decisions sorted by time."""
     points = []
+    corrupt = 0
     for record in decisions:
         value = (record.get("snapshot") or {}).get("portfolio_value")
         if isinstance(value, (int, float)) and math.isfinite(value):
-            points.append((int(record["at_ms"]), float(value)))
+            if 0 <= value <= MAX_EQUITY_USD:
+                points.append((int(record["at_ms"]), float(value)))
+            else:
+                corrupt += 1
+    if corrupt:
+        notes.append(
+            f"left out {corrupt} portfolio value(s) outside 0 .. {MAX_EQUITY_USD:g} USD "
+            "(not an equity: a corrupt journal value)"
+        )
     if ledger_doc is None:
         return points
     final = ledger_value(ledger_doc)
@@ -294,12 +306,14 @@ def _buy_and_hold(decisions: list[dict[str, Any]], equity: _Series) -> dict[str,
         # each ticker's line only takes its own points: no order among a record's tickers needed
         for ticker, view in tickers.items():
             price = (view or {}).get("price")
-            if not isinstance(price, (int, float)) or price <= 0:
-                continue
+            if not isinstance(price, (int, float)) or not 0 < price <= DEFAULT_MAX_PRICE:
+                continue  # the market guard's bound: a price past it never reached a decision
             base = first_price.get(ticker)
             if base is None:
                 base = first_price[ticker] = float(price)
-            lines[ticker].append((at_ms, start * price / base))
+            value = start * price / base
+            if math.isfinite(value):  # a first price of ~1e-300 makes later points overflow
+                lines[ticker].append((at_ms, value))
     return dict(sorted(lines.items()))
 
 

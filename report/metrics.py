@@ -118,9 +118,16 @@ def compute_metrics(
     total_return = None
     if first is not None and last is not None and first > 0:
         total_return = (last / first - 1.0) * 100.0
+        if not math.isfinite(total_return):
+            total_return = None
+            unavailable["total_return_pct"] = f"the first equity value {first!r} is ~0: no return"
     else:
         unavailable["total_return_pct"] = "no equity recorded (no decision had a portfolio value)"
-    cagr = _cagr(first, last, span_days, unavailable) if total_return is not None else None
+    cagr = None
+    if total_return is not None:
+        cagr = _cagr(first, last, span_days, unavailable)
+    else:
+        unavailable["cagr_pct"] = unavailable["total_return_pct"]
     sharpe, sortino = risk_ratios(daily_returns(equity), unavailable)
     notional = sum(f.quantity * f.price for f in fills)
     mean_equity = statistics.fmean(value for _, value in equity) if equity else 0.0
@@ -175,6 +182,12 @@ def risk_ratios(
 ) -> tuple[float | None, float | None]:
     if len(returns) < 2:
         reason = f"{len(returns)} daily return(s): need at least 2 (a run on >= 2 UTC days)"
+        unavailable["sharpe"] = unavailable["sortino"] = reason
+        return None, None
+    if not all(math.isfinite(r) for r in returns):
+        # a point of ~0 or ~1e308 (a corrupt journal value) overflows a return: statistics would
+        # fail on it, and no ratio of it means anything
+        reason = "a daily return is not finite (a value of ~0 or ~1e308 in the series)"
         unavailable["sharpe"] = unavailable["sortino"] = reason
         return None, None
     mean = statistics.fmean(returns)

@@ -218,3 +218,42 @@ def test_learned_weights_that_are_not_posterior_means_are_left_out(
     assert weights == (
         {"trend": [{"at_ms": T0, "value": 0.25}]} if isinstance(signals, dict) else {}
     )
+
+
+def _equity(value: float) -> Callable[[dict[str, Any]], None]:
+    return lambda line: line["snapshot"].update(portfolio_value=value)
+
+
+def _btc(price: float) -> Callable[[dict[str, Any]], None]:
+    return lambda line: line["snapshot"]["tickers"]["BTC/USDT"].update(price=price)
+
+
+@pytest.mark.parametrize(
+    ("index", "edit"),
+    [
+        (0, _equity(1e308)),
+        (2, _equity(1e308)),
+        (0, _equity(1e-308)),
+        (2, _btc(1e308)),
+        (0, _btc(5e-324)),
+        (0, _btc(1e-300)),
+    ],
+    ids=["first 1e308", "later 1e308", "first 1e-308", "price 1e308", "price 5e-324", "1e-300"],
+)
+def test_an_equity_or_price_of_absurd_size_never_ends_the_report(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    index: int,
+    edit: Callable[[dict[str, Any]], None],
+) -> None:
+    run = write_run(tmp_path, lines_with(index, edit))
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    document = orjson.loads((run / "report.json").read_bytes())
+    metrics, unavailable = document["metrics"], document["unavailable"]
+    for name, value in metrics.items():  # every figure is a number a person can read, or says why
+        assert (value is None and name in unavailable) or math.isfinite(value), name
+    assert metrics["start_equity_usd"] <= 1e15 and metrics["end_equity_usd"] == 11_025.0
+    for figures in document["buy_and_hold_figures"].values():
+        assert all(
+            v is None or math.isfinite(v) for v in figures.values() if not isinstance(v, dict)
+        )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import math
 from collections import defaultdict
 from typing import Any
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from market.guard import DEFAULT_MAX_PRICE
 from report.figures import _buy_and_hold
 from report.metrics import drawdown_series
 from report.run_files import cycles_not_collected
@@ -45,7 +47,8 @@ def test_buy_and_hold_is_its_sorted_formula(records: list[dict[str, Any]], start
 def _hold_reference(
     decisions: list[dict[str, Any]], equity: list[tuple[int, float]]
 ) -> dict[str, list[tuple[int, float]]]:
-    """``_buy_and_hold`` as written before (each record's tickers in sorted order)."""
+    """``_buy_and_hold`` as written before (each record's tickers in sorted order), with its
+    later rule: a price past the market guard's bound, and a point that overflows, are left out."""
     start = equity[0][1]
     first_price: dict[str, float] = {}
     lines: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -53,10 +56,11 @@ def _hold_reference(
         tickers = (record.get("snapshot") or {}).get("tickers") or {}
         for ticker, view in sorted(tickers.items()):
             price = (view or {}).get("price")
-            if not isinstance(price, (int, float)) or price <= 0:
+            if not isinstance(price, (int, float)) or not 0 < price <= DEFAULT_MAX_PRICE:
                 continue
             base = first_price.setdefault(ticker, float(price))
-            lines[ticker].append((int(record["at_ms"]), start * price / base))
+            if math.isfinite(start * price / base):
+                lines[ticker].append((int(record["at_ms"]), start * price / base))
     return dict(sorted(lines.items()))
 
 
