@@ -13,6 +13,7 @@ difference is attributed to the rule that its reasoning names on either side:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -33,17 +34,27 @@ def _choices(path: Path) -> dict[str, dict[str, _Choice]]:
     for line in iter_lines(path):  # every rotated segment, oldest first
         if b'"raw_decision"' not in line or not line.endswith(b"\n"):
             continue
-        record: dict[str, Any] = orjson.loads(line)
-        raw = record.get("raw_decision") or {}
+        record: dict[str, Any] = orjson.loads(line)  # the report read every line already
+        raw = record.get("raw_decision")
+        decisions = raw.get("decisions") if isinstance(raw, dict) else None
         out[str(record.get("decision_id"))] = {
             str(d.get("ticker")): (
                 str(d.get("action")),
-                round(float(d.get("position_pct") or 0.0) * 100, 2),
+                _percent(d.get("position_pct")),
                 str(d.get("reasoning", "")),
             )
-            for d in raw.get("decisions", [])
+            for d in (decisions if isinstance(decisions, list) else ())
+            if isinstance(d, dict)  # the agent's answer as it came: any shape is possible
         }
     return out
+
+
+def _percent(fraction: object) -> float:
+    """A ticker decision's position as a percentage; 0 when it holds no finite number."""
+    if type(fraction) not in (int, float):
+        return 0.0
+    percent = round(float(fraction) * 100, 2)  # type: ignore[arg-type]
+    return percent if math.isfinite(percent) else 0.0
 
 
 def _why(a: _Choice | None, b: _Choice | None) -> str:

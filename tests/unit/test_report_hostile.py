@@ -257,3 +257,24 @@ def test_an_equity_or_price_of_absurd_size_never_ends_the_report(
         assert all(
             v is None or math.isfinite(v) for v in figures.values() if not isinstance(v, dict)
         )
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"decisions": ["x", 5, None]},
+        {"decisions": "x"},
+        {"decisions": [{"ticker": "BTC/USDT", "action": "buy", "position_pct": "abc"}]},
+        {"decisions": [{"ticker": "BTC/USDT", "action": "buy", "position_pct": [1]}]},
+        {"decisions": [{"ticker": "BTC/USDT", "action": "buy", "position_pct": 1e308}]},
+    ],
+)
+def test_compare_reads_any_shape_of_agent_answer(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], raw: dict[str, Any]
+) -> None:
+    a = write_run(tmp_path / "a", lines_with(0, lambda line: line.update(raw_decision=raw)))
+    b = write_run(tmp_path / "b")
+    (b / "logs" / "decisions.jsonl").write_bytes((a / "logs" / "decisions.jsonl").read_bytes())
+    assert main(["report", "--compare", str(a), str(b)]) == 0
+    out, err = capsys.readouterr()
+    assert "decisions decided differently: 0 of 1 paired" in out and "Traceback" not in err
