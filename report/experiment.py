@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from core.jsonread import loads_json
 from state.atomic import atomic_write_bytes
 
 BOOTSTRAP_RESAMPLES: Final = 2000
@@ -56,32 +57,76 @@ class RunEntry:
 
 
 def run_figures(run_dir: Path) -> dict[str, float | None]:
-    """The table's figures of one finished run, from its report.json."""
-    return _figures(json.loads((run_dir / "report.json").read_text()))
+    """The table's figures of one finished run, from its report.json (``report_figures``)."""
+    figures = report_figures(_read_report(run_dir))
+    if figures is None:  # the sweep counts a run done only when this reads (``is_done``)
+        raise ValueError(f"{run_dir / 'report.json'} is not a run report")
+    return figures
 
 
 def run_unavailable(run_dir: Path) -> dict[str, str]:
     """Why the run's report could not compute a figure (metric -> reason)."""
-    reasons: dict[str, str] = json.loads((run_dir / "report.json").read_text())["unavailable"]
-    return reasons
+    reasons = (_read_report(run_dir) or {}).get("unavailable")
+    if not isinstance(reasons, dict):
+        return {}
+    return {k: v for k, v in reasons.items() if isinstance(v, str)}
 
 
-def _figures(report: dict[str, Any]) -> dict[str, float | None]:
-    metrics = report["metrics"]
+def _read_report(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        report = loads_json((run_dir / "report.json").read_bytes())
+    except (OSError, ValueError):
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | None:
+    """The table's figures of a report.json, or None when it is not a run report: a figure that
+    is not a finite number or null, or a section of the wrong kind (a hand edit, a truncated
+    copy, another tool's file). Such a run is redone by the sweep, never averaged in."""
+    if report is None:
+        return None
+    metrics = report.get("metrics")
+    holds = report.get("buy_and_hold_figures", {})
+    months = report.get("months", [])
+    if not (
+        isinstance(metrics, dict)
+        and isinstance(report.get("unavailable"), dict)
+        and isinstance(holds, dict)
+        and isinstance(months, list)
+        and all(isinstance(part, dict) for part in (*holds.values(), *months))
+    ):
+        return None
+    numbers = [
+        *(metrics.get(name) for name in _REPORT_METRICS),
+        *(f.get("total_return_pct") for f in holds.values()),
+        *(m.get(name) for m in months for name in ("agent_calls", "cost_usd")),
+    ]
+    if not all(value is None or _is_number(value) for value in numbers):
+        return None
+    return _figures(metrics, holds, months)
+
+
+_REPORT_METRICS: Final = ("total_return_pct", "cagr_pct", "sharpe", "max_drawdown_pct", "turnover")
+
+
+def _is_number(value: object) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+
+
+def _figures(
+    metrics: dict[str, Any], holds_by_ticker: dict[str, Any], months: list[dict[str, Any]]
+) -> dict[str, float | None]:
     holds = [
         f["total_return_pct"]
-        for f in report.get("buy_and_hold_figures", {}).values()
+        for f in holds_by_ticker.values()
         if f.get("total_return_pct") is not None
     ]
-    months = report.get("months", [])
+    figures: dict[str, float | None] = {name: metrics.get(name) for name in _REPORT_METRICS}
     return {
-        "total_return_pct": metrics.get("total_return_pct"),
-        "cagr_pct": metrics.get("cagr_pct"),
-        "sharpe": metrics.get("sharpe"),
-        "max_drawdown_pct": metrics.get("max_drawdown_pct"),
-        "turnover": metrics.get("turnover"),
-        "agent_calls": float(sum(m.get("agent_calls", 0) for m in months)),
-        "cost_usd": float(sum(m.get("cost_usd", 0.0) for m in months)),
+        **figures,
+        "agent_calls": float(sum(m.get("agent_calls") or 0 for m in months)),
+        "cost_usd": float(sum(m.get("cost_usd") or 0.0 for m in months)),
         "buy_hold_return_pct": float(np.mean(holds)) if holds else None,
     }
 
@@ -267,6 +312,7 @@ __all__ = [
     "RunEntry",
     "bootstrap_mean",
     "build_experiment",
+    "report_figures",
     "run_figures",
     "run_unavailable",
     "write_experiment",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from core.jsonread import loads_json
+from report.experiment import report_figures
 from runner.config import Settings
 from runner.sweep.grid import RunSpec
 
@@ -23,14 +24,15 @@ FAILED_FILE = "failed.json"
 
 
 def is_done(run_dir: Path) -> bool:
-    """A finished replay, every loop up throughout, whose report was written: nothing to redo."""
+    """A finished replay, every loop up throughout, whose report was written and reads as one
+    (``report_figures``): nothing to redo. A garbled report.json is redone, not averaged in."""
     facts = read_object(run_dir / "replay.json")
     report = read_object(run_dir / "report.json")
     return (
         facts is not None
         and bool(facts.get("finished"))
         and not facts.get("loop_failures")
-        and report is not None
+        and report_figures(report) is not None
     )
 
 

@@ -1,0 +1,86 @@
+"""A sweep folder whose recorded results were garbled (a hand edit, a truncated copy, a disk
+fault) on resume: a run whose report.json is not a run report is not done; it is redone, never
+skipped and then averaged into (or crashing) the experiment report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fakes.report_support import write_run
+from test_sweep_grid_report import fake_run
+
+from report.experiment import RunEntry, build_experiment
+from report.html import write_report
+from runner.sweep.worker import is_done
+
+
+def _report(tmp_path: Path) -> dict[str, Any]:
+    run = Path(fake_run(tmp_path, "good", 2.0, 4.0))
+    report: dict[str, Any] = json.loads((run / "report.json").read_text())
+    return report
+
+
+def _finished(run: Path, report: str) -> Path:
+    run.mkdir(parents=True, exist_ok=True)
+    (run / "replay.json").write_text('{"finished": true}')
+    (run / "report.json").write_text(report)
+    return run
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: {},
+        lambda r: {**r, "metrics": []},
+        lambda r: {**r, "unavailable": ["x"]},
+        lambda r: {**r, "metrics": {**r["metrics"], "total_return_pct": "12"}},
+        lambda r: {**r, "metrics": {**r["metrics"], "sharpe": True}},
+        lambda r: {**r, "months": [1]},
+        lambda r: {**r, "months": [{"agent_calls": 3, "cost_usd": "x"}]},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": 5}},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {"total_return_pct": [1]}}},
+        "NaN",
+        "Infinity",
+    ],
+    ids=[
+        "empty",
+        "metrics list",
+        "unavailable list",
+        "figure string",
+        "figure bool",
+        "month number",
+        "cost string",
+        "hold number",
+        "hold list",
+        "NaN",
+        "Infinity",
+    ],
+)
+def test_a_run_whose_report_is_not_a_run_report_is_not_done(tmp_path: Path, edit: Any) -> None:
+    good = _report(tmp_path)
+    if isinstance(edit, str):  # json.loads reads these words as numbers
+        text = json.dumps(good).replace('"total_return_pct": 2.0', f'"total_return_pct": {edit}')
+        assert edit in text
+    else:
+        text = json.dumps(edit(good))
+    assert is_done(_finished(tmp_path / "garbled", json.dumps(good)))
+    assert not is_done(_finished(tmp_path / "garbled", text))
+
+
+def test_the_experiment_of_done_runs_reads_their_reports(tmp_path: Path) -> None:
+    run = _finished(tmp_path / "run", json.dumps(_report(tmp_path)))
+    assert is_done(run)
+    entry = RunEntry("k", str(run), "p", "BTC/USDT", "fallback", True, 1, "base", "done")
+    [on, _off] = build_experiment([entry])["table"]
+    assert on["total_return_pct"] == 2.0 and on["buy_hold_return_pct"] == 5.0
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_a_report_vigil_wrote_is_done(tmp_path: Path, empty: bool) -> None:
+    run = write_run(tmp_path, *([[], []] if empty else []))
+    write_report(run)
+    (run / "replay.json").write_text('{"finished": true}')
+    assert is_done(run)
