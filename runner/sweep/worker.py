@@ -30,7 +30,7 @@ def is_done(run_dir: Path) -> bool:
     report = read_object(run_dir / "report.json")
     return (
         facts is not None
-        and bool(facts.get("finished"))
+        and facts.get("finished") is True  # "false" or 1 is a hand edit, not a finished run
         and not facts.get("loop_failures")
         and report_figures(report) is not None
     )

@@ -84,3 +84,12 @@ def test_a_report_vigil_wrote_is_done(tmp_path: Path, empty: bool) -> None:
     write_report(run)
     (run / "replay.json").write_text('{"finished": true}')
     assert is_done(run)
+
+
+@pytest.mark.parametrize("finished", ['"false"', '"no"', "1", "[0]", '{"x": 1}'])
+def test_a_replay_json_that_does_not_say_finished_true_is_not_done(
+    tmp_path: Path, finished: str
+) -> None:
+    run = _finished(tmp_path / "run", json.dumps(_report(tmp_path)))
+    (run / "replay.json").write_text(f'{{"finished": {finished}}}')
+    assert not is_done(run)
