@@ -24,6 +24,7 @@ import pandas as pd
 
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from core.events import Candle
+from market.guard import DEFAULT_MAX_PRICE
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
 
 OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
@@ -255,7 +256,8 @@ def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.n
 def candle_defects(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """``(reason, row mask)`` for each way rows of OHLCV ``values`` (the columns in order) cannot
     be a candle that traded: a bar whose high is under its low, or whose open or close lies
-    outside them, or a price <= 0, would otherwise be used as if it had traded."""
+    outside them, a price <= 0 or past the market guard's bound, or a volume no market trades,
+    would otherwise be used as if it had traded."""
     return [(reason, mask) for reason, mask in _candle_checks(values) if mask.any()]
 
 
@@ -268,8 +270,18 @@ def _candle_checks(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
             ("high below low, open or close", (highs < lows) | (highs < opens) | (highs < closes)),
             ("low above open or close", (lows > opens) | (lows > closes)),
             ("a negative volume", volumes < 0),
+            (_PRICE_TOO_HIGH, (values[:, :4] > DEFAULT_MAX_PRICE).any(axis=1)),
+            (_VOLUME_TOO_HIGH, volumes > MAX_CANDLE_VOLUME),
         ]
     return checks
+
+
+#: the market guard's bound on a price: a candle past it would replay as ticks the live daemon
+#: never lets through, its overflowing indicators leaving the ticker out of every snapshot
+_PRICE_TOO_HIGH = f"a price above {DEFAULT_MAX_PRICE:g} (the market guard's bound)"
+#: far more than any market trades in a bar; 1e308 summed into a 15m bar overflowed to infinity
+MAX_CANDLE_VOLUME = 1e18
+_VOLUME_TOO_HIGH = f"a volume above {MAX_CANDLE_VOLUME:g}"
 
 
 def _refuse_defects(times: np.ndarray, defects: list[tuple[str, np.ndarray]], path: Path) -> None:

@@ -45,6 +45,9 @@ def only_check(data_dir: Path) -> FileCheck:
         (f"{T0_MS},100,90,110,100,10\n", "high below low"),
         (f"{T0_MS},nan,101,99,100,10\n", "non-finite"),
         (f"{T0_MS},abc,101,99,100,10\n", "not numbers"),
+        (f"{T0_MS},1e300,1e300,1e300,1e300,10\n", "a price above 1e+09"),
+        (f"{T0_MS},100,1e10,99,100,10\n", "a price above 1e+09"),
+        (f"{T0_MS},100,101,99,100,1e308\n", "a volume above 1e+18"),
     ],
 )
 def test_a_kline_file_replay_refuses_is_never_ok(tmp_path: Path, rows: str, said: str) -> None:

@@ -48,6 +48,8 @@ def import_text(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str]) -
         (row(T0_MS, h=90.0, lo=110.0), "high below low"),
         (row(T0_MS, o=200.0), "high below low"),
         (row(T0_MS, 0.0, 0.0, 0.0, 0.0), "price <= 0"),
+        (row(T0_MS, 1e300, 1e300, 1e300, 1e300), "a price above 1e+09"),
+        (row(T0_MS).replace(",10.0,", ",1e308,"), "a volume above 1e+18"),
         ("open_time,open,high,low,close,volume\n", "no kline rows"),
         ("0x10,100,101,99,100.5,10\n", "no kline rows"),  # read as a header, leaving nothing
     ],
