@@ -67,6 +67,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from broker.paper_store import PaperBookDocument
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from market.guard import DEFAULT_MAX_PRICE
 from report.activity import (
     DayActivity,
@@ -284,9 +285,20 @@ def _equity_series(
     if ledger_doc is None:
         return points
     final = ledger_value(ledger_doc)
+    saved_at_ms = ledger_doc.saved_at_ms
     if final is None:
-        notes.append("final ledger value left out: an open position has no mark price")
-    elif points and ledger_doc.saved_at_ms < points[-1][0]:
+        notes.append("final ledger value left out: an open position has no usable mark price")
+    elif not EARLIEST_TIME_MS <= saved_at_ms < LATEST_TIME_MS:
+        notes.append(
+            f"final ledger value left out: paper_broker.json's saved_at_ms {saved_at_ms} is not "
+            f"a time within {RECORDING_YEARS}"
+        )
+    elif not 0 <= final <= MAX_EQUITY_USD:  # also NaN: cash or a quantity of 1e400 and the like
+        notes.append(
+            f"final ledger value left out: {final!r} USD is not an equity (paper_broker.json "
+            "holds a corrupt amount)"
+        )
+    elif points and saved_at_ms < points[-1][0]:
         notes.append("final ledger value left out: paper_broker.json predates the last decision")
     else:
         points.append((ledger_doc.saved_at_ms, final))

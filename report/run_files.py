@@ -14,6 +14,7 @@ from typing import Any
 from agent.cost_accounting import attempt_usages, usage_problem
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
+from market.guard import DEFAULT_MAX_PRICE
 from report.learning import projected_learning
 from report.memory_section import projected_memory
 from report.metrics import Fill
@@ -177,12 +178,13 @@ def read_ledger(path: Path) -> PaperBookDocument | None:
 
 
 def ledger_value(doc: PaperBookDocument) -> float | None:
-    """Cash + reserved + each position at its last mark; None if a position has no mark."""
+    """Cash + reserved + each position at its last mark; None if a position has no mark, or one
+    that is not a price (NaN, <= 0, past the market guard's bound: a damaged file)."""
     ledger = doc.ledger
     value = float(ledger.cash_usd + ledger.reserved_usd)
     for ticker, position in ledger.positions.items():
         mark = doc.marks.get(ticker)
-        if mark is None:
+        if mark is None or not 0 < mark.price <= DEFAULT_MAX_PRICE:
             return None
         value += float(position.quantity) * mark.price
     return value

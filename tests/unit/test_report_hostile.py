@@ -16,6 +16,9 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 from fakes.report_support import DECISIONS, FILLS, T0, decision_line, write_run
 
+from broker.ledger import Ledger
+from broker.orders import Mark
+from broker.paper_store import PaperBookDocument, render_document
 from runner.cli import EXIT_USAGE, main
 
 
@@ -278,3 +281,66 @@ def test_compare_reads_any_shape_of_agent_answer(
     assert main(["report", "--compare", str(a), str(b)]) == 0
     out, err = capsys.readouterr()
     assert "decisions decided differently: 0 of 1 paired" in out and "Traceback" not in err
+
+
+def _ledger(run: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+    position = {
+        "ticker": "BTC/USDT",
+        "quantity": "0.1",
+        "cost_basis_usd": "5000",
+        "opened_at_ms": T0,
+    }
+    ledger = {
+        "starting_cash_usd": "10000",
+        "cash_usd": "5000",
+        "reserved_usd": "0",
+        "positions": {"BTC/USDT": position},
+    }
+    book = PaperBookDocument(
+        saved_at_ms=T0 + 5 * 86_400_000,
+        ledger=Ledger.model_validate(ledger),
+        marks={"BTC/USDT": Mark(price=60_000.0, at_ms=T0)},
+    )
+    document = orjson.loads(render_document(book))
+    edit(document)
+    (run / "paper_broker.json").write_bytes(orjson.dumps(document))
+
+
+def _mark(price: float) -> Callable[[dict[str, Any]], None]:
+    return lambda document: document["marks"]["BTC/USDT"].__setitem__(0, price)
+
+
+@pytest.mark.parametrize(
+    ("edit", "said"),
+    [
+        (lambda d: d.update(saved_at_ms=2**62), f"saved_at_ms {2**62} is not a time"),
+        (lambda d: d.update(saved_at_ms=32_503_680_000_000), "is not a time within 2010 .. 2100"),
+        (_mark(1e308), "no usable mark price"),
+        (_mark(-5.0), "no usable mark price"),
+        (_mark(0.0), "no usable mark price"),
+        (lambda d: d["ledger"].update(cash_usd="1e400"), "inf USD is not an equity"),
+        (lambda d: d["ledger"]["positions"]["BTC/USDT"].update(quantity="1e300"), "not an equity"),
+    ],
+)
+def test_a_final_ledger_value_that_cannot_be_is_left_out_with_the_reason(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    edit: Callable[[dict[str, Any]], None],
+    said: str,
+) -> None:
+    run = write_run(tmp_path)
+    _ledger(run, edit)
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    document = orjson.loads((run / "report.json").read_bytes())
+    assert document["metrics"]["end_equity_usd"] == 11_025.0  # the journal's last value
+    [note] = [n for n in document["notes"] if n.startswith("final ledger value left out")]
+    assert said in note
+
+
+def test_a_usable_final_ledger_value_still_ends_the_series(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path)
+    _ledger(run, lambda document: None)
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    assert orjson.loads((run / "report.json").read_bytes())["metrics"]["end_equity_usd"] == 11_000.0
