@@ -99,6 +99,9 @@ def _from_store(db: Path) -> dict[str, Any]:
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
             one = conn.execute
+            wrong = one(_WRONG_TYPES).fetchone()[0]
+            if wrong:
+                return {"store": None, "unavailable": {"store": _wrong_types(wrong)}}
             trades = one("SELECT COUNT(*) FROM trades").fetchone()[0]
             kinds = dict(one("SELECT kind, COUNT(*) FROM insights GROUP BY kind").fetchall())
             per_regime = [
@@ -122,6 +125,22 @@ def _from_store(db: Path) -> dict[str, Any]:
         "insights_written": kinds,
         "per_regime": per_regime,
     }
+
+
+#: rows the schema's NOT NULL and REAL columns rule out, yet SQLite stores (a damaged file, or
+#: another program's): a NULL holding time or a blob kind would end the report in a traceback
+_WRONG_TYPES = """SELECT
+    (SELECT COUNT(*) FROM trades WHERE typeof(regime) != 'text'
+        OR typeof(pnl_pct) NOT IN ('real', 'integer')
+        OR typeof(holding_secs) NOT IN ('real', 'integer'))
+    + (SELECT COUNT(*) FROM insights WHERE typeof(kind) != 'text')"""
+
+
+def _wrong_types(count: int) -> str:
+    return (
+        f"memory.db unreadable: {count} trade or insight row(s) hold a value of the wrong type "
+        "(a null, text or blob where the schema has a number or text)"
+    )
 
 
 def memory_compare_lines(a: dict[str, Any] | None, b: dict[str, Any] | None) -> list[str]:

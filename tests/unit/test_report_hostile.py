@@ -7,6 +7,7 @@ import copy
 import gzip
 import math
 import os
+import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -344,3 +345,33 @@ def test_a_usable_final_ledger_value_still_ends_the_series(
     _ledger(run, lambda document: None)
     assert main(["report", str(run)]) == 0, capsys.readouterr().err
     assert orjson.loads((run / "report.json").read_bytes())["metrics"]["end_equity_usd"] == 11_000.0
+
+
+@pytest.mark.parametrize(
+    ("trade", "kind"),
+    [
+        (("calm", None, None), "insight"),
+        (("calm", "abc", 3600.0), "insight"),
+        ((None, 1.0, 3600.0), "insight"),
+        (("calm", 1.0, 3600.0), b"\xff"),
+        (("calm", 1.0, b"\x00"), "insight"),
+    ],
+    ids=["null numbers", "text pnl", "null regime", "blob kind", "blob holding"],
+)
+def test_a_memory_db_row_of_the_wrong_type_makes_the_store_unavailable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], trade: tuple[Any, ...], kind: Any
+) -> None:
+    run = write_run(tmp_path)
+    with sqlite3.connect(run / "memory.db") as db:  # no NOT NULL: another program's, or damaged
+        db.executescript(
+            "CREATE TABLE trades (regime, pnl_pct, holding_secs);CREATE TABLE insights (kind);"
+        )
+        db.execute("INSERT INTO trades VALUES (?, ?, ?)", trade)
+        db.execute("INSERT INTO insights VALUES (?)", (kind,))
+    db.close()
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    memory = orjson.loads((run / "report.json").read_bytes())["memory"]
+    assert memory["store"] is None
+    assert (
+        "1 trade or insight row(s) hold a value of the wrong type" in memory["unavailable"]["store"]
+    )
