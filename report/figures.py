@@ -272,7 +272,7 @@ def _equity_series(
     corrupt = 0
     for record in decisions:
         value = (record.get("snapshot") or {}).get("portfolio_value")
-        if isinstance(value, (int, float)) and math.isfinite(value):
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
             if 0 <= value <= MAX_EQUITY_USD:
                 points.append((int(record["at_ms"]), float(value)))
             else:
@@ -318,7 +318,11 @@ def _buy_and_hold(decisions: list[dict[str, Any]], equity: _Series) -> dict[str,
         # each ticker's line only takes its own points: no order among a record's tickers needed
         for ticker, view in tickers.items():
             price = (view or {}).get("price")
-            if not isinstance(price, (int, float)) or not 0 < price <= DEFAULT_MAX_PRICE:
+            if (
+                not isinstance(price, int | float)
+                or isinstance(price, bool)
+                or not 0 < price <= DEFAULT_MAX_PRICE
+            ):
                 continue  # the market guard's bound: a price past it never reached a decision
             base = first_price.get(ticker)
             if base is None:

@@ -375,3 +375,16 @@ def test_a_memory_db_row_of_the_wrong_type_makes_the_store_unavailable(
     assert (
         "1 trade or insight row(s) hold a value of the wrong type" in memory["unavailable"]["store"]
     )
+
+
+def test_true_is_not_an_equity_or_a_price(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = lines_with(0, lambda line: line["snapshot"].update(portfolio_value=True))
+    lines[1]["snapshot"]["tickers"]["BTC/USDT"]["price"] = True
+    run = write_run(tmp_path, lines)
+    assert main(["report", str(run)]) == 0, capsys.readouterr().err
+    document = orjson.loads((run / "report.json").read_bytes())
+    assert document["metrics"]["start_equity_usd"] == 10_500.0  # the second line's
+    drawn = [point["at_ms"] for point in document["buy_and_hold"]["BTC/USDT"]]
+    assert T0 in drawn and T0 + 12 * 3_600_000 not in drawn

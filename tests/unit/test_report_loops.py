@@ -48,7 +48,8 @@ def _hold_reference(
     decisions: list[dict[str, Any]], equity: list[tuple[int, float]]
 ) -> dict[str, list[tuple[int, float]]]:
     """``_buy_and_hold`` as written before (each record's tickers in sorted order), with its
-    later rule: a price past the market guard's bound, and a point that overflows, are left out."""
+    later rule: true, a price past the market guard's bound, and a point that overflows, are left
+    out."""
     start = equity[0][1]
     first_price: dict[str, float] = {}
     lines: dict[str, list[tuple[int, float]]] = defaultdict(list)
@@ -56,7 +57,9 @@ def _hold_reference(
         tickers = (record.get("snapshot") or {}).get("tickers") or {}
         for ticker, view in sorted(tickers.items()):
             price = (view or {}).get("price")
-            if not isinstance(price, (int, float)) or not 0 < price <= DEFAULT_MAX_PRICE:
+            if not isinstance(price, int | float) or isinstance(price, bool):
+                continue
+            if not 0 < price <= DEFAULT_MAX_PRICE:
                 continue
             base = first_price.setdefault(ticker, float(price))
             if math.isfinite(start * price / base):
