@@ -17,6 +17,11 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 DAYS_PER_YEAR: Final = 365
+#: a daily-return deviation at or under this, or under this fraction of the mean return, is the
+#: float rounding of equal returns, not risk (a real one is 1e-4 or more, and a million times the
+#: mean is an annual Sharpe of 2e7): divided into the mean it made Sharpes of -5e15 and 4e11
+NOISE_DEVIATION: Final = 1e-12
+NOISE_DEVIATION_OF_MEAN: Final = 1e-6
 MS_PER_DAY: Final = 86_400_000
 MIN_CAGR_SPAN_DAYS: Final = 30
 
@@ -193,12 +198,13 @@ def risk_ratios(
     mean = statistics.fmean(returns)
     stdev = statistics.stdev(returns)
     downside = math.sqrt(statistics.fmean(min(r, 0.0) ** 2 for r in returns))
-    sharpe = mean / stdev * math.sqrt(DAYS_PER_YEAR) if stdev > 0 else None
-    sortino = mean / downside * math.sqrt(DAYS_PER_YEAR) if downside > 0 else None
+    noise = max(NOISE_DEVIATION, NOISE_DEVIATION_OF_MEAN * abs(mean))
+    sharpe = mean / stdev * math.sqrt(DAYS_PER_YEAR) if stdev > noise else None
+    sortino = mean / downside * math.sqrt(DAYS_PER_YEAR) if downside > noise else None
     if sharpe is None:
-        unavailable["sharpe"] = "daily returns have zero deviation"
+        unavailable["sharpe"] = "daily returns have no deviation beyond rounding"
     if sortino is None:
-        unavailable["sortino"] = "no losing day: downside deviation is zero"
+        unavailable["sortino"] = "no losing day beyond rounding: downside deviation is zero"
     return sharpe, sortino
 
 
