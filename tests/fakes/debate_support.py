@@ -13,6 +13,8 @@ import orjson
 
 from agent.debate_config import Role
 from agent.debate_roles import role_of_system_prompt
+from core.events import PositionExit
+from fakes.claude_support import AT_MS
 from fakes.messages_api import ScriptedResponse, json_message, usage_body
 
 _BLOCK = re.compile(
@@ -21,6 +23,18 @@ _BLOCK = re.compile(
 
 #: a decision's 15m slot in which the fake trader sells what it holds (exits feed reflections)
 SELL_EVERY_SLOTS = 6
+
+
+def stop_loss_exit() -> PositionExit:
+    """A losing BTC exit a minute before the debate's snapshot: what a reflection is asked about."""
+    return PositionExit(
+        at_ms=AT_MS - 60_000,
+        ticker="BTC/USDT",
+        reason="stop_loss",
+        pnl_pct=-2.5,
+        holding_secs=7200,
+        regime="medium_volatility",
+    )
 
 
 def blocks(body: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from fakes.claude_support import AT_MS, MODEL, fallback, snapshot
-from fakes.debate_support import DebateAnswers, blocks
+from fakes.debate_support import DebateAnswers, blocks, stop_loss_exit
 from fakes.instant_clock import InstantClock
 from fakes.messages_api import FakeMessagesApi, json_message, overloaded, text_message
 
@@ -21,7 +21,6 @@ from agent.debate_config import DebateConfig
 from agent.debate_memory import InProcessMemory
 from broker.port import Action
 from core.backoff import Backoff
-from core.events import PositionExit
 
 CHEAP = "claude-haiku-4-5"
 
@@ -275,16 +274,7 @@ async def test_a_reflection_runs_after_an_exit_and_is_written_with_high_salience
     api.responder = answers.respond
     memory = InProcessMemory()
     decider = make(api, memory=memory, debate=DebateConfig(memory_reflection_role_weight=0.95))
-    decider.on_position_exit(
-        PositionExit(
-            at_ms=AT_MS - 60_000,
-            ticker="BTC/USDT",
-            reason="stop_loss",
-            pnl_pct=-2.5,
-            holding_secs=7200,
-            regime="medium_volatility",
-        )
-    )
+    decider.on_position_exit(stop_loss_exit())
     decision = await decider.decide(snapshot())
     assert answers.calls["reflection"] == 1
     assert blocks(api.requests[0].body)["trade"]["exit_reason"] == "stop_loss"
