@@ -43,7 +43,10 @@ class ExitPath:
         *,
         record_exit: ExitRecorder,
         failpoint: Callable[[str], None],
+        on_record_failed: Callable[[str], None] = lambda _why: None,
     ) -> None:
+        """``on_record_failed(why)``: a filled exit the outbox could not record (the tracker
+        halts trading)."""
         self._clock = clock
         self._bus = bus
         self._broker = broker
@@ -51,6 +54,8 @@ class ExitPath:
         self._market = market
         self._record_exit = record_exit
         self._failpoint = failpoint
+        self._on_record_failed = on_record_failed
+        self._record_failures = 0
         self._lock = asyncio.Lock()
 
     async def exit_position(
@@ -180,11 +185,36 @@ class ExitPath:
             event.pnl_pct,
             event.holding_secs,
         )
-        self._record_exit(result.client_order_id, event)  # durable before it is forgotten
+        if not self._recorded(result.client_order_id, event):
+            return None
         self._failpoint("after_exit_recorded")
         self._book.untrack(ticker)
         self._bus.publish(event)
         return event
+
+    def _recorded(self, key: str, event: PositionExit) -> bool:
+        """Make the exit durable before it is forgotten. An outbox that cannot be written (a full
+        disk) keeps the exit in flight: each check looks the order up and records it again, so
+        it is recorded once the disk frees. Meanwhile the position is sold but still tracked,
+        so trading halts; the first failure is logged with its traceback, not every check's."""
+        try:
+            self._record_exit(key, event)
+        except OSError as exc:
+            self._record_failures += 1
+            if self._record_failures == 1:
+                log.exception(
+                    "tracker: exit %s of %s could not be recorded; each check retries it",
+                    key,
+                    event.ticker,
+                )
+                self._on_record_failed(f"exit of {event.ticker} could not be recorded: {exc}")
+            return False
+        if self._record_failures:
+            log.warning(
+                "tracker: exits recorded again after %d failed tries", self._record_failures
+            )
+            self._record_failures = 0
+        return True
 
     # ---- the decision routine's SELLs
 

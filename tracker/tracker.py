@@ -97,6 +97,7 @@ class PositionTracker:
             self._market,
             record_exit=record_exit or (lambda _key, _event: None),
             failpoint=failpoint,
+            on_record_failed=self._halt,
         )
         self._safety = SafetyPass(self._book, self._market, self._exits, self)
         self._reconciled = False

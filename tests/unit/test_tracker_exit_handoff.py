@@ -6,6 +6,7 @@ built from the files alone (paper account, runner_state.json, outbox, learner mo
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,7 @@ from test_tracker_support import T0_MS
 
 from broker.paper import PaperBroker
 from broker.port import Action, OrderIntent
+from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import VirtualClock
 from core.events import PositionExit, Topic
@@ -25,7 +27,7 @@ from state.store import RunnerStateStore
 from tracker.safety import ExitReason
 from tracker.tracker import PositionTracker
 
-BTC = "BTC/USDT"
+BTC, ETH = "BTC/USDT", "ETH/USDT"
 SIGNALS = {"rsi": 0.5, "momentum": 0.2}
 
 
@@ -88,10 +90,10 @@ def start(tmp_path: Path, point: str | None = None, *, attach: bool = True) -> R
     return Run(clock, broker, store, outbox, learner, tracker)
 
 
-async def open_btc(run: Run, price: float = 100.0) -> None:
+async def open_btc(run: Run, price: float = 100.0, *, ticker: str = BTC) -> None:
     intent = OrderIntent(
-        decision_id="entry",
-        ticker=BTC,
+        decision_id=f"entry-{ticker}",
+        ticker=ticker,
         action=Action.BUY,
         notional_usd=1_000.0,
         reference_price=price,
@@ -101,8 +103,8 @@ async def open_btc(run: Run, price: float = 100.0) -> None:
     )
     await run.broker.execute_decisions([intent])
     await run.clock.advance(1)
-    run.broker.on_market_price(BTC, price * 0.999, at_ms=run.clock.now_ms())
-    assert run.broker.ledger.positions
+    run.broker.on_market_price(ticker, price * 0.999, at_ms=run.clock.now_ms())
+    assert ticker in run.broker.ledger.positions
 
 
 @pytest.mark.parametrize(
@@ -154,3 +156,37 @@ async def test_the_entry_regime_comes_from_the_decision_not_the_fill_time(tmp_pa
     await open_btc(run)
     position = run.tracker.position(BTC)
     assert position is not None and position.regime == "high_volatility"
+
+
+async def test_an_exit_the_outbox_cannot_record_halts_once_and_is_recorded_when_it_frees(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A full disk (``/dev/full`` in the exits outbox's place: every append is ENOSPC) fails the
+    record of a filled exit. The exit stays in flight, so each check looks it up and tries the
+    record again, with no traceback per check; the other positions' stops still run; trading
+    halts (a sold position still tracked must not be bought again meanwhile); and once the disk
+    frees, the exits reach the outbox and the learner, each once."""
+    run = start(tmp_path)
+    run.tracker._trading = switch = TradingSwitch(run.clock, run.store, lambda _line: None)
+    await open_btc(run)
+    await open_btc(run, ticker=ETH)
+    assert set(run.tracker.positions) == {BTC, ETH}
+    run.outbox.path.symlink_to("/dev/full")
+
+    loop = asyncio.create_task(run.tracker.run())
+    run.broker.on_market_price(BTC, 90.0, at_ms=run.clock.now_ms())
+    run.broker.on_market_price(ETH, 90.0, at_ms=run.clock.now_ms())
+    await run.clock.advance(300.0)
+
+    assert not loop.done() and not run.broker.ledger.positions  # both stops sold
+    assert set(run.tracker.positions) == {BTC, ETH} and run.tracker.is_exiting(ETH)
+    assert switch.halted and "could not be recorded" in switch.state.reason
+    assert len([r for r in caplog.records if r.exc_info]) == 1
+
+    run.outbox.path.unlink()
+    await run.clock.advance(30.0)
+    assert run.tracker.positions == {} and not loop.done()
+    assert sorted(e.payload["ticker"] for e in run.outbox.entries()) == [BTC, ETH]
+    assert len(run.learner.recent_trades()) == 2
+    assert "recorded again" in caplog.text
+    loop.cancel()
