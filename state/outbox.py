@@ -61,6 +61,7 @@ class Outbox:
         self._keys: dict[str, OutboxEntry] = {}
         self._consumers: dict[str, Consumer] = {}
         self._cursors: dict[str, int] = {}
+        self._unsaved_cursors: set[str] = set()
         self._loaded = False
 
     @property
@@ -142,13 +143,33 @@ class Outbox:
         return self._entries[self._cursor(name) :]
 
     def ack(self, name: str, seq: int) -> None:
-        """``name`` took every entry up to ``seq`` (durable; a cursor never moves back)."""
+        """``name`` took every entry up to ``seq`` (a cursor never moves back). A cursor that
+        cannot be written (a full disk) moves on in memory and is written by the next ack: the
+        consumer has the entries, and a restart before then delivers them again, which costs
+        nothing (consumers know an entry by its key); failing here would make the caller act
+        on the entry again, or halt, for the sake of a hint."""
         if seq <= self._cursor(name):
             return
         if seq > len(self._entries):
             raise ValueError(f"ack of seq {seq}, but the outbox holds {len(self._entries)}")
-        atomic_write_bytes(self._cursor_path(name), f"{seq}\n".encode())
         self._cursors[name] = seq
+        path = self._cursor_path(name)
+        try:
+            atomic_write_bytes(path, f"{seq}\n".encode())
+        except OSError as exc:
+            if name not in self._unsaved_cursors:
+                log.error(
+                    "outbox: cursor %s could not be saved (%s: %s); kept in memory, a restart "
+                    "before it is saved delivers its entries again",
+                    path,
+                    type(exc).__name__,
+                    exc,
+                )
+            self._unsaved_cursors.add(name)
+            return
+        if name in self._unsaved_cursors:
+            self._unsaved_cursors.discard(name)
+            log.warning("outbox: cursor %s saved again", path)
 
     def entries(self) -> list[OutboxEntry]:
         return list(self._entries)

@@ -190,3 +190,30 @@ async def test_an_exit_the_outbox_cannot_record_halts_once_and_is_recorded_when_
     assert len(run.learner.recent_trades()) == 2
     assert "recorded again" in caplog.text
     loop.cancel()
+
+
+async def test_a_cursor_that_cannot_be_saved_costs_no_exit_and_no_halt(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The learner took the exit, but its cursor cannot be written (a folder in its place, as a
+    full disk). The exit is recorded and learned: the cursor moves on in memory (a restart
+    before it is saved delivers the exit again, which the learner knows by its key), so the
+    position is untracked and trading goes on; one line says so, and the next ack writes it."""
+    run = start(tmp_path)
+    run.tracker._trading = switch = TradingSwitch(run.clock, run.store, lambda _line: None)
+    cursor = run.outbox.path.with_name("exits.jsonl.learner.ack")
+    cursor.mkdir()
+    await open_btc(run)
+    run.broker.on_market_price(BTC, 90.0, at_ms=run.clock.now_ms())
+    assert await run.tracker.exit_position(BTC, ExitReason.STOP_LOSS) is not None
+
+    assert run.tracker.positions == {} and not switch.halted
+    assert len(run.learner.recent_trades()) == 1 and run.outbox.pending("learner") == []
+    (said,) = [r for r in caplog.records if "cursor" in r.getMessage()]
+    assert "IsADirectoryError" in said.getMessage() or "Is a directory" in said.getMessage()
+
+    cursor.rmdir()
+    await open_btc(run, ticker=ETH)
+    run.broker.on_market_price(ETH, 90.0, at_ms=run.clock.now_ms())
+    await run.tracker.exit_position(ETH, ExitReason.STOP_LOSS)
+    assert cursor.read_text() == "2\n" and "saved again" in caplog.records[-1].getMessage()
