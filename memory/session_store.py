@@ -123,7 +123,8 @@ class SessionStore:
         self.l2_reads = 0  # how often L1 missed (for tests and the status)
         self._write_behind = write_behind
         self._held: dict[str, bytes] = {}  # key -> its file's bytes, not yet written
-        self._held_sets = 0  # sets since the last flush (write-behind only)
+        self._held_sets = 0  # sets since the last flush
+        self._failing = False  # a held file could not be written
 
     def _file(self, key: str) -> Path:
         path = self._files.get(key)
@@ -136,17 +137,34 @@ class SessionStore:
         ttl = self.default_ttl_secs if ttl_secs is None else ttl_secs
         entry, data = _entry_and_bytes(key, value, now, now + int(ttl * 1000))
         self._known(key)
-        if self._write_behind:
-            self._held[key] = data
-            self._held_sets += 1
-        else:
-            self._write(self._file(key), data)
+        self._held[key] = data
+        self._held_sets += 1
         self._l1[key] = entry
         if self._l2_keys is not None:
             self._l2_keys.add(key)
-        if self._held_sets >= self._write_behind > 0:
-            self.flush()
+        if self._held_sets >= max(self._write_behind, 1):
+            self._flush_or_say_why()
         return entry
+
+    def _flush_or_say_why(self) -> None:
+        """A file that cannot be written (a full disk) stays held, its entry in L1 for the
+        prompts, and is written by the next set that can: a set must not fail the decision's
+        write-back (its MEMORY.md line, the other tickers' entries) with a traceback each
+        time. Logged when it starts and when it ends; a crash meanwhile loses what is held."""
+        try:
+            self.flush()
+        except OSError as exc:
+            if not self._failing:
+                log.error(
+                    "session: %s; %d entries kept in memory, written when it can",
+                    exc,
+                    len(self._held),
+                )
+            self._failing = True
+            return
+        if self._failing:
+            self._failing = False
+            log.warning("session: files in %s written again", self.directory)
 
     def flush(self) -> None:
         """Write the files of the sets held back (write-behind); a failed write keeps its key

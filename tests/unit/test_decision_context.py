@@ -169,3 +169,40 @@ def test_a_memory_md_that_is_not_utf8_is_left_alone_and_every_ticker_is_still_wr
     assert (tmp_path / "MEMORY.md").read_bytes() == person_bytes
     for ticker, reasoning in (("BTC/USDT", "Breakout."), ("ETH/USDT", "Follows BTC.")):
         assert session.get(session_key(ticker, "analysis", "thesis")) == reasoning
+
+
+async def test_a_session_file_that_cannot_be_written_is_kept_and_written_when_it_can(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A session file that cannot be written (a folder in its place, as a full disk): the entry
+    is kept in memory for the next prompts and written once the path frees, the decision's
+    other entries and its MEMORY.md line are still written, and the log says so once, not
+    with a traceback per decision."""
+    clock = VirtualClock(epoch_ms=1_735_689_600_000)
+    session = SessionStore(tmp_path / "sessions", clock)
+    project = ProjectTier(tmp_path)
+    context = DecisionContext(
+        PromptAssembler(ContextAssembler(project=project, session=session)),
+        session=session,
+        project=project,
+    )
+    blocked = tmp_path / "sessions" / "ticker__btc_usdt__decision.json"
+    blocked.mkdir(parents=True)
+    answers = [_answer(Action.BUY, 0.1), _answer(Action.HOLD), _answer(Action.HOLD)]
+    journal: list[Mapping[str, Any]] = []
+    routine = _routine(clock, PromptDecider(answers), context, journal)
+    for _ in range(3):
+        await routine.decide_once(["agent_timer"])
+        await clock.advance(60)
+
+    thesis = session_key("BTC/USDT", "analysis", "thesis")
+    assert session.get(thesis) == "Breakout with funding flat."
+    assert session.get(session_key("BTC/USDT", "decision"))["action"] == "HOLD"
+    assert "[auto 2025-01-01 BTC/USDT] BUY 10%" in (tmp_path / "MEMORY.md").read_text()
+    assert not [r for r in caplog.records if r.exc_info]
+    (said,) = [r for r in caplog.records if "kept in memory" in r.getMessage()]
+    assert "decision.json" in said.getMessage()
+
+    blocked.rmdir()
+    session.set(thesis, "Still a breakout.")
+    assert b'"HOLD"' in blocked.read_bytes() and "written again" in caplog.records[-1].getMessage()
