@@ -39,6 +39,17 @@ class DecisionContext:
         self.analysts = analysts
         self.session = session
         self.project = project
+        self._analysts_failing: str | None = None  # the error that fails them, said once
+
+    def _analysts_failed(self, exc: Exception) -> None:
+        """A full analysts.db fails every decision's reports the same way: its traceback is
+        logged once, not every decision; another error is logged with its own."""
+        why = f"{type(exc).__name__}: {exc}"
+        if why != self._analysts_failing:
+            log.exception(
+                "analysts failed (%s); the prompts go without them until they work again", why
+            )
+        self._analysts_failing = why
 
     async def prepare(self, snapshot: MarketSnapshot) -> AssembledPrompt:
         sent = snapshot.as_sent()
@@ -46,8 +57,12 @@ class DecisionContext:
             try:
                 await self.analysts.roll(snapshot.at_ms)
                 self.analysts.observe(sent, snapshot.at_ms, snapshot.to_json_bytes)
-            except Exception:
-                log.exception("analysts failed for this decision; the prompt goes without them")
+            except Exception as exc:
+                self._analysts_failed(exc)
+            else:
+                if self._analysts_failing is not None:
+                    self._analysts_failing = None
+                    log.warning("analysts work again; their reports are written again")
         return await self.prompts.assemble(snapshot, sent)
 
     def flush(self) -> None:

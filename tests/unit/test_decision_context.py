@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
+from analyst_support import DAY1_MS, HOUR_MS, sent
 from test_decision_routine import TICKERS, FakeBroker, FakeGate, FakeStore, _snapshot
 
 from agent.decision import AgentDecision, TradeDecision
@@ -18,6 +20,9 @@ from agent.snapshot import MarketSnapshot, TickerSnapshot
 from broker.port import Action
 from core.bus import EventBus
 from core.clock import VirtualClock
+from memory.analyst_model import utc_day
+from memory.analyst_store import AnalystStore
+from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler
 from memory.session_store import SessionStore, session_key
 from memory.tiers import ProjectTier, TierError
@@ -206,3 +211,56 @@ async def test_a_session_file_that_cannot_be_written_is_kept_and_written_when_it
     blocked.rmdir()
     session.set(thesis, "Still a breakout.")
     assert b'"HOLD"' in blocked.read_bytes() and "written again" in caplog.records[-1].getMessage()
+
+
+class _Sent:
+    """A snapshot as the context reads it: its time and its JSON."""
+
+    def __init__(self, at_ms: int, price: float) -> None:
+        self.at_ms = at_ms
+        self._sent = sent(price)
+
+    def as_sent(self) -> dict[str, Any]:
+        return self._sent
+
+    def to_json_bytes(self) -> bytes:
+        return orjson.dumps(self._sent)
+
+
+class _Prompts:
+    def __init__(self) -> None:
+        self.assembled = 0
+
+    async def assemble(self, snapshot: Any, sent: Any) -> Any:
+        self.assembled += 1
+        return None
+
+
+async def test_an_analysts_db_that_is_full_is_said_once_and_written_again_when_it_frees(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """analysts.db full (SQLite's max_page_count reached: "database or disk is full", as on a
+    full disk): each decision goes on without the analysts, the first failure is logged with
+    its traceback and the repeats are not (a decision every few minutes logged one each), and
+    the reports are written again once the database can grow."""
+    store = AnalystStore(tmp_path / "analysts.db")
+    desk = AnalystDesk(store, ["BTC/USDT"])
+    prompts = _Prompts()
+    context = DecisionContext(prompts, analysts=desk)  # type: ignore[arg-type]
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+    hours = iter(range(100))
+    for _ in range(12):  # the pages' free room takes a few reports, then it is full
+        await context.prepare(_Sent(DAY1_MS + next(hours) * HOUR_MS, 86_000.0))  # type: ignore[arg-type]
+
+    assert prompts.assembled == 12
+    assert len([r for r in caplog.records if r.exc_info]) == 1
+    assert "database or disk is full" in caplog.text
+    day = utc_day(DAY1_MS)
+    kept = len(store.reports("market", "BTC/USDT", day, day))
+    assert kept < 12
+
+    store._db.execute("PRAGMA max_page_count = 1073741823")
+    await context.prepare(_Sent(DAY1_MS + next(hours) * HOUR_MS, 87_000.0))  # type: ignore[arg-type]
+    assert len(store.reports("market", "BTC/USDT", day, day)) == kept + 1
+    assert "again" in caplog.records[-1].getMessage()
