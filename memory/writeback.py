@@ -84,6 +84,8 @@ class MemoryWriter:
         self._macro = "unavailable"
         self._decisions: dict[str, dict[str, Any]] = {}
         self._fees: dict[str, float] = {}
+        self._unrecorded: list[Trade] = []  # exits the outbox could not take yet
+        self._record_failing = False
         self.stats = WriteStats()
 
     # ---- inline bus handlers (cheap; the outbox commit is the only I/O)
@@ -133,8 +135,34 @@ class MemoryWriter:
         if not isinstance(event, PositionExit):
             return
         trade = self.trade_from_exit(event, self._outbox.entry(event.ticker))
-        self._outbox.add(trade.trade_id, trade.model_dump(mode="json"))
-        self._outbox.drop_entry(event.ticker)
+        self._unrecorded.append(trade)
+        self._record()
+
+    def _record(self) -> None:
+        """Put the exits seen into the outbox, oldest first. An outbox that cannot be written (a
+        full disk) keeps them in memory, said once, and the next exit or wake-up tries again:
+        raised into the bus, the exit was lost to memory with a traceback."""
+        while self._unrecorded:
+            trade = self._unrecorded[0]
+            try:
+                self._outbox.add(trade.trade_id, trade.model_dump(mode="json"))
+                self._outbox.drop_entry(trade.ticker)
+            except OSError as exc:
+                if not self._record_failing:
+                    log.error(
+                        "memory: exit %s could not be recorded in %s (%s); %d exit(s) kept in "
+                        "memory until it can be written",
+                        trade.trade_id,
+                        self._outbox.path,
+                        exc,
+                        len(self._unrecorded),
+                    )
+                self._record_failing = True
+                return
+            self._unrecorded.pop(0)
+        if self._record_failing:
+            self._record_failing = False
+            log.warning("memory: exits recorded in %s again", self._outbox.path)
 
     def trade_from_exit(self, exit_: PositionExit, entry: Mapping[str, Any] | None) -> Trade:
         unavailable: dict[str, str] = {}
@@ -181,6 +209,7 @@ class MemoryWriter:
     async def flush(self) -> int:
         """Write every pending exit; returns how many were written. Rows whose store write fails
         stay pending for the next wake-up."""
+        self._record()
         written = 0
         for key, body in self._outbox.pending():
             trade = Trade.model_validate(body)

@@ -219,3 +219,33 @@ def test_queued_wakeups_coalesce(tmp_path: Path) -> None:
             )
         )
     assert bus.stats()["position.exit:w"]["queued"] == 1
+
+
+async def test_an_exit_the_outbox_cannot_take_reaches_the_store_when_the_disk_frees(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The memory outbox on a full disk (``/dev/full`` in its place: ENOSPC): the exit is kept
+    in memory and said once, not raised into the bus, and the next wake-up after the disk
+    frees records it and writes it to the store."""
+    writer = make_writer(tmp_path)
+    outbox = tmp_path / "outbox" / "memory.jsonl"
+    outbox.parent.mkdir(parents=True, exist_ok=True)
+    outbox.symlink_to("/dev/full")
+    for hours in (1, 2):
+        writer.on_exit(
+            PositionExit(
+                at_ms=T0 + hours * 3_600_000,
+                ticker="BTC/USDT",
+                reason="trailing_stop",
+                pnl_pct=9.0,
+                holding_secs=3600,
+                regime="low_volatility",
+            )
+        )
+    assert await writer.flush() == 0
+    assert len([r for r in caplog.records if "could not be recorded" in r.getMessage()]) == 1
+
+    outbox.unlink()
+    assert await writer.flush() == 2
+    trades = [r for r in await writer._store.export() if r["type"] == "trade"]
+    assert len(trades) == 2 and writer.pending() == 0
