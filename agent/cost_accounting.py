@@ -52,6 +52,26 @@ def usage_problem(usage: object) -> str | None:
     return None
 
 
+def line_problem(record: Mapping[str, Any]) -> str | None:
+    """Why a decision or review line cannot be summed, or None: its trigger, ``raw_decision``
+    and tries not of the journal's shape, or a usage (the line's or a try's) ``usage_problem``
+    refuses. For readers that take a journal line as it is (the API's), not through its model."""
+    trigger, raw = record.get("trigger"), record.get("raw_decision")
+    if trigger is not None and not isinstance(trigger, list):
+        return f"trigger {trigger!r} is not a list"
+    if raw is not None and not isinstance(raw, Mapping):
+        return f"raw_decision {raw!r} is not an object"
+    attempts = record.get("attempts")
+    if attempts is None and raw is not None:
+        attempts = raw.get("attempts")
+    if attempts is not None and not isinstance(attempts, list):
+        return f"attempts {attempts!r} is not a list"
+    usages = attempt_usages(record)
+    if record.get("usage") is not None:
+        usages.append(record["usage"])
+    return next((p for p in map(usage_problem, usages) if p is not None), None)
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")  # report.json holds computed fields
 
@@ -194,16 +214,21 @@ class CostBook:
     def __init__(self) -> None:
         self._days: dict[int, _Groups] = {}
 
-    def add(self, record: Mapping[str, Any]) -> None:
+    def add(self, record: Mapping[str, Any]) -> str | None:
+        """Why the line is left out of the sums (``line_problem``), or None."""
         kind = _kind(record)
         at_ms = record.get("at_ms")
         if kind is None or not isinstance(at_ms, int):
-            return
+            return None
+        problem = line_problem(record)
+        if problem is not None:
+            return problem
         day = at_ms // MS_PER_DAY
         groups = self._days.get(day)
         if groups is None:
             groups = self._days[day] = _Groups()
         groups.add(record, kind)
+        return None
 
     def day(self, day_number: int) -> CostSummary:
         """One UTC day (counted from the epoch); an empty summary for a day without lines."""

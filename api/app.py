@@ -335,7 +335,11 @@ async def _status_with_cost(ctx: ApiContext, cost: JournalCost) -> StatusBody:
     except OSError as exc:  # a torn segment: the other figures are still worth giving
         why = {**status.unavailable, "cost": str(journal_error(exc))}
         return status.model_copy(update={"unavailable": why})
-    return status.model_copy(update={"cost": body})
+    left_out = cost.left_out()
+    if left_out is None:
+        return status.model_copy(update={"cost": body})
+    why = {**status.unavailable, "cost_lines": f"not summed: {left_out}"}
+    return status.model_copy(update={"cost": body, "unavailable": why})
 
 
 async def _status(ctx: ApiContext) -> StatusBody:

@@ -10,6 +10,7 @@ running daemon (``vigil serve`` reads the same files).
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,6 +23,8 @@ from agent.cost_accounting import MS_PER_DAY, CostBook, CostRow, day_name
 from state.segments import open_segment, rotated_pattern, segments
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+
+log = logging.getLogger(__name__)
 
 
 class CostDayBody(BaseModel):
@@ -60,6 +63,7 @@ class JournalCost:
         self._prices_as_of = prices_as_of
         self._book = CostBook()
         self._cursor: _Cursor | None = None
+        self._left_out: tuple[int, str] | None = None  # lines not summed: how many, the first
         self._lock = threading.Lock()  # status calls may fold from worker threads at once
 
     def body(self, now_ms: int) -> CostBody:
@@ -75,6 +79,14 @@ class JournalCost:
                 prices_as_of=self._prices_as_of,
                 source=f"{self._journal.name} and its rotated segments (usage of each line)",
             )
+
+    def left_out(self) -> str | None:
+        """Which journal lines the figures leave out and why (the first of them), or None."""
+        with self._lock:
+            if self._left_out is None:
+                return None
+            count, first = self._left_out
+            return first + (f" (and {count - 1} more such lines)" if count > 1 else "")
 
     def _day(self, day_number: int) -> CostDayBody:
         summary = self._book.day(day_number)
@@ -100,6 +112,7 @@ class JournalCost:
     def _rebuild(self, now_ms: int) -> None:
         self._book = CostBook()
         self._cursor = None
+        self._left_out = None
         oldest_ms = (now_ms // MS_PER_DAY - self._days_shown + 1) * MS_PER_DAY
         pattern = rotated_pattern(self._journal)
         for path in segments(self._journal):
@@ -112,7 +125,7 @@ class JournalCost:
             if closed_ms is not None and closed_ms < oldest_ms:
                 continue  # closed before the first day shown: none of its lines is shown
             for line in open_segment(path):
-                self._fold_line(line)
+                self._fold_line(path, line)
 
     def _fold_from(self, path: Path, offset: int) -> int:
         """Fold the whole lines after ``offset``; the offset after the last whole line."""
@@ -121,18 +134,25 @@ class JournalCost:
             data = handle.read()
         whole = data[: data.rfind(b"\n") + 1]
         for line in whole.splitlines():
-            self._fold_line(line)
+            self._fold_line(path, line)
         return offset + len(whole)
 
-    def _fold_line(self, line: bytes) -> None:
+    def _fold_line(self, path: Path, line: bytes) -> None:
         if not line.strip():
             return
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
             return  # a line the journal could not finish is not a cost
-        if isinstance(record, dict):
-            self._book.add(record)
+        if not isinstance(record, dict):
+            return
+        # a garbled usage (a person's edit, a damaged copy) was a 500 or a figure of 1e300
+        problem = self._book.add(record)
+        if problem is not None:
+            why = f"{path.name}: the line at_ms {record.get('at_ms')}: {problem}"
+            log.warning("the cost figures leave out %s", why)
+            count, first = self._left_out or (0, why)
+            self._left_out = (count + 1, first)
 
 
 def _closed_ms(stamp: str) -> int | None:
