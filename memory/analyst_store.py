@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from memory.analyst_model import AnalystReport, DaySummary, Session
+from memory.analyst_rows import report_of, summary_of
 from memory.port import StoreUnavailableError
 
 _SCHEMA = """
@@ -208,7 +209,7 @@ class AnalystStore:
         rows = self._db.execute(
             f"SELECT {_REPORT_COLUMNS} FROM analyst_reports {_REPORTS_WHERE}", args
         )
-        found = [_report(row) for row in rows.fetchall()]
+        found = [r for r in map(report_of, rows.fetchall()) if r is not None]
         for report in found:
             self._know(report)
         return found
@@ -220,7 +221,7 @@ class AnalystStore:
             "WHERE ticker = ? AND day = ? ORDER BY at_ms, report_id",
             (ticker, day),
         ).fetchall()
-        return [_report(row) for row in rows]
+        return [r for r in map(report_of, rows) if r is not None]
 
     def latest_report(self, analyst: str, ticker: str) -> AnalystReport | None:
         key = (analyst, ticker)
@@ -230,12 +231,13 @@ class AnalystStore:
         return latest
 
     def _read_latest(self, analyst: str, ticker: str) -> AnalystReport | None:
-        row = self._db.execute(
+        """The newest report that can be read (a row that cannot is passed over, warned)."""
+        rows = self._db.execute(
             f"SELECT {_REPORT_COLUMNS} FROM analyst_reports WHERE analyst = ? AND ticker = ? "
-            "ORDER BY day DESC, at_ms DESC LIMIT 1",
+            "ORDER BY day DESC, at_ms DESC",
             (analyst, ticker),
-        ).fetchone()
-        return None if row is None else _report(row)
+        )
+        return next((r for r in map(report_of, rows) if r is not None), None)
 
     def put_summary(self, summary: DaySummary) -> None:
         """A non-durable store holds it with the reports (``flush``: the desk's roll flushes
@@ -261,12 +263,24 @@ class AnalystStore:
             self._pending += 1
 
     def summary(self, analyst: str, ticker: str, day: str, session: Session) -> DaySummary | None:
+        """None also when the row cannot be read (warned once; ``has_summary`` is still true)."""
+        key = (analyst, ticker, day, session)
         row = self._db.execute(
             "SELECT body FROM analyst_summaries "
             "WHERE analyst = ? AND ticker = ? AND day = ? AND session = ?",
+            key,
+        ).fetchone()
+        return None if row is None else summary_of(row[0], key)
+
+    def has_summary(self, analyst: str, ticker: str, day: str, session: Session) -> bool:
+        """A row is there, readable or not: a roll does not make it again over one a person left
+        unreadable (the row stays as it was left, as memory.db's do)."""
+        row = self._db.execute(
+            "SELECT 1 FROM analyst_summaries "
+            "WHERE analyst = ? AND ticker = ? AND day = ? AND session = ?",
             (analyst, ticker, day, session),
         ).fetchone()
-        return None if row is None else DaySummary.model_validate_json(row[0])
+        return row is not None
 
     def summaries(self, day: str | None = None) -> list[DaySummary]:
         """Every summary (of ``day`` when given), by day, analyst, ticker, session."""
@@ -275,8 +289,10 @@ class AnalystStore:
         if day is not None:
             query += " WHERE day = ?"
             params = (day,)
+        query = query.replace("body", "body, analyst, ticker, day, session", 1)
         rows = self._db.execute(query + " ORDER BY day, analyst, ticker, session", params)
-        return [DaySummary.model_validate_json(row[0]) for row in rows.fetchall()]
+        found = (summary_of(row[0], row[1:]) for row in rows.fetchall())
+        return [summary for summary in found if summary is not None]
 
     def counts(self) -> dict[str, int]:
         reports = self._db.execute("SELECT COUNT(*) FROM analyst_reports").fetchone()[0]
@@ -289,19 +305,3 @@ def _reads_back_equal(report: AnalystReport) -> bool:
     finite is saved as null (JSON has no NaN) and read back as None. The figures' sum is not
     finite when one is not (and, harmlessly, when finite ones overflow)."""
     return math.isfinite(sum(filter(None, report.figures.values())))
-
-
-def _report(row: tuple[Any, ...]) -> AnalystReport:
-    report_id, analyst, ticker, day, at_ms, timescale, confidence, content, figures, labels = row
-    return AnalystReport(
-        report_id=report_id,
-        analyst=analyst,
-        ticker=ticker,
-        day=day,
-        at_ms=at_ms,
-        timescale=timescale,
-        confidence=confidence,
-        content=content,
-        figures=orjson.loads(figures),
-        labels=orjson.loads(labels),
-    )

@@ -255,7 +255,7 @@ class AnalystDesk:
         for controller in self.controllers:
             for ticker in self.tickers:
                 for due_day, session in _due(day):
-                    if self.store.summary(controller.name, ticker, due_day, session) is not None:
+                    if self.store.has_summary(controller.name, ticker, due_day, session):
                         continue
                     reports = self._lookback(controller, ticker, due_day, session, read)
                     if not reports:

@@ -1,4 +1,4 @@
-"""memory.db's rows as a person may have left them: SQLite keeps any value in any column (a text
+"""memory.db's (and analysts.db's) rows as a person may have left them: SQLite keeps any value in any column (a text
 in ``pnl_pct``, three bytes in ``vector``, a body that is not JSON), so each row read is checked.
 
 A row that cannot be read is left out of every read (it stays in the file, as the person left it)
@@ -28,15 +28,16 @@ class Unreadable(ValueError):
     """One column of a row holds what the row's model cannot be."""
 
 
-def left_out(table: str, row_id: object, why: object) -> None:
-    key = (table, str(row_id)[:100])
+def left_out(table: str, row_id: object, why: object, db: str = "memory.db") -> None:
+    key = (f"{db}:{table}", str(row_id)[:100])
     if key in _warned:
         return
     if len(_warned) >= _WARNED_MAX:
         _warned.clear()
     _warned.add(key)
     log.warning(
-        "memory.db: %s row %s cannot be read, left out (kept in the file): %s",
+        "%s: %s row %s cannot be read, left out (kept in the file): %s",
+        db,
         table,
         key[1],
         str(why)[:300],

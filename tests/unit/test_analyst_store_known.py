@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from memory import analyst_store
 from memory.analyst_model import AnalystReport, utc_day
-from memory.analyst_store import _REPORT_COLUMNS, _REPORTS_WHERE, AnalystStore, _report
+from memory.analyst_rows import report_of
+from memory.analyst_store import _REPORT_COLUMNS, _REPORTS_WHERE, AnalystStore
 
 DAY = 24 * HOUR_MS
 DAYS = [utc_day(DAY1_MS + d * DAY) for d in range(3)]
@@ -38,7 +39,7 @@ def _read_again(store: AnalystStore, first: str, last: str) -> list[AnalystRepor
         f"SELECT {_REPORT_COLUMNS} FROM analyst_reports {_REPORTS_WHERE}",
         ("market", "BTC/USDT", first, last),
     )
-    return [_report(row) for row in rows.fetchall()]
+    return [r for r in map(report_of, rows.fetchall()) if r is not None]
 
 
 _ids = st.integers(0, 20)
@@ -138,7 +139,7 @@ def test_a_day_of_saved_reports_is_handed_out_without_building_a_row(tmp_path, m
     for report in saved:
         store.save_report(report)
     built: list[object] = []
-    monkeypatch.setattr(analyst_store, "_report", built.append)
+    monkeypatch.setattr(analyst_store, "report_of", built.append)
     got = store.reports("market", "BTC/USDT", DAYS[0], DAYS[2])
     assert built == []
     assert got == sorted(saved, key=lambda r: (r.at_ms, r.report_id))
