@@ -68,8 +68,8 @@ class GraphDebateMemory:
         found = await self._retriever(query.role_weight).retrieve(
             now_ms=query.now_ms, ticker=query.ticker, text=query.text, k=query.k
         )
-        # a memory from after ``now`` (a replay over a later run's store) is never seen
-        return [_recalled(item) for item in found if item.insight.created_ms <= query.now_ms]
+        # a memory from after ``now`` is left out by the retriever, before the best k are kept
+        return [_recalled(item) for item in found]
 
     async def remember(self, entry: MemoryEntry) -> bool:
         if self._accept is None:

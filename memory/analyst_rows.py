@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from memory.analyst_model import AnalystReport, DaySummary, utc_day
 from memory.sqlite_rows import Unreadable, finite, left_out, text_or_none
 
@@ -61,7 +61,7 @@ def summary_of(body: object, key: tuple[str, ...]) -> DaySummary | None:
 
 def _instant(value: object, column: str) -> None:
     if type(value) is not int or not EARLIEST_TIME_MS <= value < LATEST_TIME_MS:
-        raise Unreadable(f"{column} is {value!r:.40}, not a time within 2010 .. 2100")
+        raise Unreadable(f"{column} is {value!r:.40}, not a time within {RECORDING_YEARS}")
 
 
 def _json(value: object, column: str) -> Any:

@@ -158,6 +158,10 @@ class Retriever:
             if entry is None or entry[0] is not insight:
                 entry = fixed[id(insight)] = _fixed(insight, salience_weight)
             _, insight_id, created_ms, ttl_days, kind, salience_term = entry
+            if created_ms > now_ms:
+                # not written yet at ``now`` (a replay over a later run's store, a person's
+                # date a year ahead): it ranked first with age 0 until its time came
+                continue
             age_days = (now_ms - created_ms) / DAY_MS
             if not age_days > 0.0:  # max(0.0, age_days), without the call
                 age_days = 0.0

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from core.clock import LATEST_TIME_MS, RECORDING_YEARS
 from memory.model import VECTOR_DIM, Insight, Trade
 from memory.sqlite_schema import insight_from_row
 
@@ -95,6 +96,8 @@ def index_row(
     try:
         if not isinstance(created, int):
             raise Unreadable(f"created_ms is {created!r:.40}, not a whole number")
+        if created >= LATEST_TIME_MS:  # a unit slip (us for ms), a year typed wrong: never now
+            raise Unreadable(f"created_ms {created} is past {RECORDING_YEARS}")
         return (
             str(insight_id),
             text_or_none(ticker, "ticker"),

@@ -34,9 +34,12 @@ class _Candidates:
 def _plain_rows(
     found: list[tuple[Insight, float]], config: RetrievalConfig, now_ms: int, k: int
 ) -> list[Row]:
-    """The scoring loop as written before the memo: every value read from the insight."""
+    """The scoring loop as written before the memo: every value read from the insight (one
+    written after ``now_ms`` is not there yet)."""
     kept: list[Row] = []
     for insight, sim in found:
+        if insight.created_ms > now_ms:
+            continue
         age_days = max(0.0, (now_ms - insight.created_ms) / DAY_MS)
         if insight.ttl_days is not None and age_days > insight.ttl_days:
             continue
