@@ -10,14 +10,13 @@ agent's raw answer) stay plain JSON objects here; their own models live with the
 from __future__ import annotations
 
 import csv
-import math
 import types
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal, NamedTuple, get_args, get_origin
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from state.journal import read_csv_rows
 from state.segments import open_segment, segments
@@ -323,16 +322,17 @@ def read_trades(path: Path) -> list[TradeRow]:
         if isinstance(cells.get("side"), str):
             cells["side"] = cells["side"].lower()
         try:
-            trade = TradeRow.model_validate(cells)
-        except ValueError as exc:
-            raise TradesFileError(f"{path} line {number}: {exc}") from None
-        # the writer refuses NaN and inf (state.journal): one here is damage, not a fill
-        for name in ("quantity", "price", "fee_usd"):
-            value = getattr(trade, name)
-            if value is not None and not math.isfinite(value):
-                raise TradesFileError(f"{path} line {number}: {name} is {value}, not a number")
-        rows.append(trade)
+            rows.append(TradeRow.model_validate(cells))
+        except ValidationError as exc:
+            raise TradesFileError(f"{path} line {number}: {_first_problem(exc)}") from None
     return rows
+
+
+def _first_problem(exc: ValidationError) -> str:
+    """``price: Input should be a finite number ('nan')``: one line, not pydantic's page."""
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"]) or "row"
+    return f"{where}: {error['msg']} ({str(error.get('input'))[:40]!r})"
 
 
 __all__ = [

@@ -27,6 +27,8 @@ from state.records import (
     parse_record,
 )
 
+#: a journal time the report reads (2025-03-03 UTC: 2010 .. 2100, core.clock)
+T0_MS = 1_741_000_000_000
 _INTS = st.integers(min_value=-(2**63), max_value=2**64 - 1)  # what orjson writes
 _JSON_LEAF = st.none() | st.booleans() | _INTS | st.floats(allow_nan=False) | st.text()
 _JSON = st.recursive(
@@ -120,17 +122,17 @@ def test_written_lines_are_read_without_their_models(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
     decision = DecisionRecord(
         decision_id="d1-1",
-        at_ms=1,
+        at_ms=T0_MS,
         trigger=["gate:x"],
         snapshot={"portfolio_value": 10.0, "tickers": {"BTC/USDT": {"price": 2.0}}},
         raw_decision={"attempts": [{"model": "m"}], "decisions": []},
         usage={"cost_usd": 0.1},
     )
-    review = ReviewRecord(at_ms=2, tickers=["BTC/USDT"], decided_by="claude")
+    review = ReviewRecord(at_ms=T0_MS + 1, tickers=["BTC/USDT"], decided_by="claude")
     with JsonlJournal(path, fsync=False) as journal:
         journal.append(decision.as_line())
         journal.append(review.as_line())
-        journal.append({"type": "trading_state", "at_ms": 4, "state": "HALTED"})
+        journal.append({"type": "trading_state", "at_ms": T0_MS + 3, "state": "HALTED"})
     fields = list(JournalReader(path).fields())
     assert [model for model, _ in fields] == [type(r) for r in JournalReader(path)]
     with path.open("rb") as lines:
@@ -288,9 +290,9 @@ def _learning_reference(record: dict[str, Any]) -> dict[str, Any]:
         sums: dict[str, list[float]] = defaultdict(list)
         for view in tickers.values():
             signals = view.get("signals") if isinstance(view, dict) else None
-            for name, entry in (signals or {}).items():
+            for name, entry in signals.items() if isinstance(signals, dict) else ():
                 mean = entry.get("mean") if isinstance(entry, dict) else None
-                if isinstance(mean, int | float):
+                if isinstance(mean, int | float) and 0.0 <= mean <= 1.0:  # a Beta mean
                     sums[name].append(float(mean))
         learned = {name: sum(values) / len(values) for name, values in sorted(sums.items())}
     kept: dict[str, Any] = {"learned": learned, "moved": False}

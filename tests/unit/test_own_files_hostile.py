@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_sweep_grid_report import fake_run
 
 from api.server import ENDPOINT_FILE_NAME, read_endpoint
 from runner.heartbeat import check_health
@@ -60,8 +61,8 @@ def test_a_hostile_endpoint_file_is_no_endpoint(tmp_path: Path, body: bytes) -> 
 def test_a_sweep_run_with_a_hostile_record_is_not_done(
     tmp_path: Path, which: str, body: bytes
 ) -> None:
-    (tmp_path / "replay.json").write_text(json.dumps({"finished": True}))
-    (tmp_path / "report.json").write_text(json.dumps({"metrics": {}}))
-    assert is_done(tmp_path)
-    (tmp_path / which).write_bytes(body)
-    assert not is_done(tmp_path)
+    run = Path(fake_run(tmp_path, "run", 2.0, 4.0))  # a report of a run's shape
+    (run / "replay.json").write_text(json.dumps({"finished": True}))
+    assert is_done(run)
+    (run / which).write_bytes(body)
+    assert not is_done(run)

@@ -13,7 +13,7 @@ import math
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 import pytest
@@ -69,28 +69,39 @@ def _noise(mean: float) -> float:
     return max(1e-12, 1e-6 * abs(mean))
 
 
-def _close(got: float | None, expected: float) -> bool:
-    """Two float recomputations of a ratio agree to 1e-9, less as it grows: the deviation's own
-    rounding is about 1e-16 of the mean, so a ratio of 1e6 carries about 1e-10 of error."""
-    return got == pytest.approx(expected, rel=max(1e-9, 1e-12 * abs(expected)), abs=1e-12)
+class _Ratio(NamedTuple):
+    value: float | None
+    rel: float  # how closely another float computation of it must agree
 
 
-def _sharpe(returns: list[float]) -> float | None:
+def _ratio(mean: float, spread: float) -> _Ratio:
+    """``mean / spread`` annualised, None within rounding. Each daily return carries about 1e-16
+    of absolute rounding, computed another way by the report, so the two ratios agree to about
+    1e-15 over the smaller of the mean and the spread (returns of 1e-10 disagree by 1e-6)."""
+    if not spread > _noise(mean):
+        return _Ratio(None, 0.0)
+    smaller = min(abs(mean), spread) or spread
+    return _Ratio(mean / spread * math.sqrt(365), max(1e-9, 1e-14 / smaller))
+
+
+def _sharpe(returns: list[float]) -> _Ratio:
     n = len(returns)
     if n < 2:
-        return None
+        return _Ratio(None, 0.0)
     mean = sum(returns) / n
-    sd = math.sqrt(sum((r - mean) ** 2 for r in returns) / (n - 1))
-    return mean / sd * math.sqrt(365) if sd > _noise(mean) else None
+    return _ratio(mean, math.sqrt(sum((r - mean) ** 2 for r in returns) / (n - 1)))
 
 
-def _sortino(returns: list[float]) -> float | None:
+def _sortino(returns: list[float]) -> _Ratio:
     n = len(returns)
     if n < 2:
-        return None
+        return _Ratio(None, 0.0)
     mean = sum(returns) / n
-    down = math.sqrt(sum(min(r, 0.0) ** 2 for r in returns) / n)
-    return mean / down * math.sqrt(365) if down > _noise(mean) else None
+    return _ratio(mean, math.sqrt(sum(min(r, 0.0) ** 2 for r in returns) / n))
+
+
+def _agrees(got: float | None, expected: _Ratio) -> bool:
+    return got == pytest.approx(expected.value, rel=expected.rel, abs=1e-12)
 
 
 def _max_drawdown_pct(values: list[float]) -> float:
@@ -117,10 +128,10 @@ def _check_equity_figures(report: Report, run: Path) -> None:
     returns = _daily_returns(equity)
     for name, expected in (("sharpe", _sharpe(returns)), ("sortino", _sortino(returns))):
         got = getattr(m, name)
-        if expected is None:
+        if expected.value is None:
             assert got is None and report.unavailable[name]
         else:
-            assert _close(got, expected), (name, got, expected)
+            assert _agrees(got, expected), (name, got, expected)
     fills = _fills(run)
     notional = sum(float(f["quantity"]) * float(f["price"]) for f in fills)
     assert m.trades == len(fills)
@@ -140,10 +151,10 @@ def _check_hold_figures(report: Report, run: Path) -> None:
         assert figures.total_return_pct == pytest.approx((values[-1] / values[0] - 1) * 100)
         assert figures.max_drawdown_pct == pytest.approx(_max_drawdown_pct(values))
         expected = _sharpe(_daily_returns(prices))
-        if expected is None:
+        if expected.value is None:
             assert figures.sharpe is None and figures.unavailable["sharpe"]
         else:
-            assert _close(figures.sharpe, expected), (figures.sharpe, expected)
+            assert _agrees(figures.sharpe, expected), (figures.sharpe, expected)
 
 
 def _five_day_run(run: Path) -> Path:
