@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -64,6 +65,14 @@ class WriteStats(BaseModel):
     by_summary_source: dict[str, int] = Field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """An open position's entry, as ``MemoryOutbox.put_entry`` records it."""
+
+    ticker: str
+    body: dict[str, Any]
+
+
 class MemoryWriter:
     def __init__(
         self,
@@ -84,7 +93,8 @@ class MemoryWriter:
         self._macro = "unavailable"
         self._decisions: dict[str, dict[str, Any]] = {}
         self._fees: dict[str, float] = {}
-        self._unrecorded: list[Trade] = []  # exits the outbox could not take yet
+        # entries and exits the outbox could not take yet, in the order seen
+        self._unrecorded: list[_Entry | Trade] = []
         self._record_failing = False
         self.stats = WriteStats()
 
@@ -109,12 +119,12 @@ class MemoryWriter:
         """Fees of a position: its entry's fills and its exit's (a fill before the entry is
         recorded waits in memory and joins the entry)."""
         if isinstance(event, OrderFilled):
-            entry = self._outbox.entry(event.ticker)
+            entry = self._entry(event.ticker)
             if entry is None:
                 self._fees[event.ticker] = self._fees.get(event.ticker, 0.0) + event.fee
             else:
                 entry["fees_usd"] = (entry.get("fees_usd") or 0.0) + event.fee
-                self._outbox.put_entry(event.ticker, entry)
+                self._put_entry(event.ticker, entry)
 
     def on_opened(self, event: Event) -> None:
         if not isinstance(event, PositionOpened):
@@ -129,30 +139,57 @@ class MemoryWriter:
             "macro": self._macro,
             **self._decisions.get(event.ticker, {}),
         }
-        self._outbox.put_entry(event.ticker, entry)
+        self._put_entry(event.ticker, entry)
 
     def on_exit(self, event: Event) -> None:
         if not isinstance(event, PositionExit):
             return
-        trade = self.trade_from_exit(event, self._outbox.entry(event.ticker))
+        trade = self.trade_from_exit(event, self._entry(event.ticker))
         self._unrecorded.append(trade)
         self._record()
 
+    def _entry(self, ticker: str) -> dict[str, Any] | None:
+        """The open entry of ``ticker``: the last one seen, recorded or not (an exit not yet
+        recorded closed it)."""
+        for record in reversed(self._unrecorded):
+            if record.ticker == ticker:
+                return dict(record.body) if isinstance(record, _Entry) else None
+        return self._outbox.entry(ticker)
+
+    def _put_entry(self, ticker: str, body: dict[str, Any]) -> None:
+        """An entry not yet recorded is replaced (the last one wins, as in the outbox), so a
+        long full disk keeps one per open position."""
+        for i in range(len(self._unrecorded) - 1, -1, -1):
+            if self._unrecorded[i].ticker == ticker:
+                if isinstance(self._unrecorded[i], _Entry):
+                    self._unrecorded[i] = _Entry(ticker, body)
+                    self._record()
+                    return
+                break
+        self._unrecorded.append(_Entry(ticker, body))
+        self._record()
+
     def _record(self) -> None:
-        """Put the exits seen into the outbox, oldest first. An outbox that cannot be written (a
-        full disk) keeps them in memory, said once, and the next exit or wake-up tries again:
-        raised into the bus, the exit was lost to memory with a traceback."""
+        """Put the entries and exits seen into the outbox, oldest first. An outbox that cannot be
+        written (a full disk) keeps them in memory, said once, and the next fill, entry, exit or
+        wake-up tries again: raised into the bus, an entry was lost (its trade then said 'not
+        seen') and an exit never reached memory, each with a traceback."""
         while self._unrecorded:
-            trade = self._unrecorded[0]
+            record = self._unrecorded[0]
             try:
-                self._outbox.add(trade.trade_id, trade.model_dump(mode="json"))
-                self._outbox.drop_entry(trade.ticker)
+                if isinstance(record, _Entry):
+                    self._outbox.put_entry(record.ticker, record.body)
+                else:
+                    self._outbox.add(record.trade_id, record.model_dump(mode="json"))
+                    self._outbox.drop_entry(record.ticker)
             except OSError as exc:
                 if not self._record_failing:
                     log.error(
-                        "memory: exit %s could not be recorded in %s (%s); %d exit(s) kept in "
-                        "memory until it can be written",
-                        trade.trade_id,
+                        "memory: %s could not be recorded in %s (%s); %d entries and exits "
+                        "kept in memory until they can be written",
+                        f"the entry of {record.ticker}"
+                        if isinstance(record, _Entry)
+                        else f"exit {record.trade_id}",
                         self._outbox.path,
                         exc,
                         len(self._unrecorded),
@@ -162,7 +199,7 @@ class MemoryWriter:
             self._unrecorded.pop(0)
         if self._record_failing:
             self._record_failing = False
-            log.warning("memory: exits recorded in %s again", self._outbox.path)
+            log.warning("memory: entries and exits recorded in %s again", self._outbox.path)
 
     def trade_from_exit(self, exit_: PositionExit, entry: Mapping[str, Any] | None) -> Trade:
         unavailable: dict[str, str] = {}

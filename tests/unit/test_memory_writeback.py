@@ -249,3 +249,46 @@ async def test_an_exit_the_outbox_cannot_take_reaches_the_store_when_the_disk_fr
     assert await writer.flush() == 2
     trades = [r for r in await writer._store.export() if r["type"] == "trade"]
     assert len(trades) == 2 and writer.pending() == 0
+
+
+async def test_an_entry_the_outbox_cannot_take_is_kept_for_its_trade(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The memory outbox on a full disk from before the entry until after the exit, the handlers
+    called through the bus as the daemon wires them: the entry (price, fees, situation, decision)
+    is kept in memory with the exit, said once, and the trade written after the disk frees is the
+    whole trade. The OSError went into the bus handler's traceback at each fill and entry, and
+    the trade was written as 'the entry was not seen by this memory'."""
+    writer = make_writer(tmp_path)
+    bus = EventBus()
+    bus.subscribe(Topic.DECISION_MADE, writer.on_decision, name="memory_decisions")
+    bus.subscribe(Topic.ORDER_FILLED, writer.on_fill, name="memory_fees")
+    bus.subscribe(Topic.POSITION_OPENED, writer.on_opened, name="memory_entries")
+    bus.subscribe(Topic.POSITION_EXIT, writer.on_exit, name="memory_outbox")
+    outbox = tmp_path / "outbox" / "memory.jsonl"
+    outbox.parent.mkdir(parents=True, exist_ok=True)
+    outbox.symlink_to("/dev/full")
+
+    class Publishing:
+        """open_and_exit's events, through the bus."""
+
+        def note_situation(self, *args: object) -> None:
+            writer.note_situation(*args)  # type: ignore[arg-type]
+
+        def __getattr__(self, name: str) -> object:
+            return bus.publish
+
+    open_and_exit(Publishing(), 0)  # type: ignore[arg-type]
+    assert not [r for r in caplog.records if r.name == "core.bus"]
+    assert len([r for r in caplog.records if "could not be recorded" in r.getMessage()]) == 1
+    assert await writer.flush() == 0
+
+    outbox.unlink()
+    assert await writer.flush() == 1
+    (trade,) = [r for r in await writer._store.export() if r["type"] == "trade"]
+    assert trade["unavailable"] == {}
+    assert trade["entry_price"] == 150.0 and trade["fees_usd"] == pytest.approx(0.10)
+    assert trade["decision_id"] == "d0" and trade["situation"] is not None
+    assert writer._outbox.entry("SOL/USDT") is None  # closed in the file too
+    reopened = MemoryOutbox(outbox)
+    assert reopened.entry("SOL/USDT") is None and reopened.pending_count() == 0
