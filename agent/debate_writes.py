@@ -37,6 +37,7 @@ class MemoryWriter:
         self._config = config
         self._hygiene = hygiene
         self._rollup = Rollup(config.rollup_count)
+        self._failing: str | None = None  # the error that fails the writes, said once
 
     async def after_decision(self, results: Sequence[RoleResult], at_ms: int) -> dict[str, Any]:
         counts = {
@@ -102,10 +103,23 @@ class MemoryWriter:
         assert self._memory is not None
         try:
             written = await self._memory.remember(entry)
-        except Exception:  # a store that is down never breaks a decision
-            log.exception("debate: could not write a %s memory", entry.role)
+        except Exception as exc:  # a store that is down never breaks a decision
             counts["failed"] += 1
+            # a full memory.db fails every role of every decision the same way: its traceback
+            # is logged once, not four times a decision; another error with its own
+            why = f"{type(exc).__name__}: {exc}"
+            if why != self._failing:
+                log.exception(
+                    "debate: could not write a %s memory (%s); the outputs go unremembered "
+                    "until the long-term memory takes them again",
+                    entry.role,
+                    why,
+                )
+            self._failing = why
             return False
+        if written and self._failing is not None:  # a write refused by the filters says nothing
+            self._failing = None
+            log.warning("debate: the long-term memory takes the outputs again")
         counts["written"] += int(written)
         return written
 

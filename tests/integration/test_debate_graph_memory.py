@@ -150,3 +150,32 @@ async def test_model_control_characters_reach_no_terminal_through_memory_list(
     (manager,) = [line for line in out.splitlines() if "[manager]" in line]
     assert "\\x1b[2J\\x1b[31mALL CLEAR\\x07 buy\\x00 now\\x08\\x08" in manager
     assert not [c for c in out if c != "\n" and (ord(c) < 32 or 0x7F <= ord(c) <= 0x9F)]
+
+
+async def test_a_full_memory_db_is_said_once_and_written_again_when_it_frees(
+    api: FakeMessagesApi, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """memory.db full (SQLite's max_page_count reached: "database or disk is full", as on a full
+    disk): each decision goes on and its record counts the failed writes, the first is logged
+    with its traceback and the repeats are not (each role of each decision logged one), and the
+    roles' outputs are written again once the database can grow."""
+    api.responder = DebateAnswers().respond
+    decider, store = decider_on(api, tmp_path)
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    store._db.execute(f"PRAGMA max_page_count = {pages}")
+    try:
+        for _ in range(3):
+            made = await decider.decide(snapshot())
+            assert made.debate is not None and made.debate["memory_writes"]["failed"] > 0
+        assert len([r for r in caplog.records if r.exc_info]) == 1
+        assert "database or disk is full" in caplog.text
+        kept = len(await store.list_insights(kind="debate"))  # the pages' free room took some
+
+        store._db.execute("PRAGMA max_page_count = 1073741823")
+        made = await decider.decide(snapshot())
+        assert made.debate is not None and made.debate["memory_writes"]["failed"] == 0
+        assert len(await store.list_insights(kind="debate")) > kept
+        assert "again" in caplog.records[-1].getMessage()
+    finally:
+        await decider.aclose()
+        await store.close()
