@@ -11,7 +11,6 @@ Keys are ``ticker:{name}:{phase}[:{sub}]`` with normalised names: ``BTC/USDT``, 
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import re
@@ -206,13 +205,24 @@ class SessionStore:
         return default if entry is None else entry.value
 
     def delete(self, key: str) -> None:
+        error = self._drop(key)
+        if error is not None:
+            log.warning("session entry %s dropped; its file cannot be removed: %s", key, error)
+
+    def _drop(self, key: str) -> OSError | None:
+        """Gone from both levels, even when its file cannot be removed (a folder in its place,
+        left to whoever made it): raised, a read left out every key of the session tier and a
+        sell the rest of its decision's write-back."""
         self._sorted = None
         self._held.pop(key, None)
         self._l1.pop(key, None)
         if self._l2_keys is not None:
             self._l2_keys.discard(key)
-        with contextlib.suppress(FileNotFoundError):
-            self._file(key).unlink()
+        try:
+            self._file(key).unlink(missing_ok=True)
+        except OSError as exc:
+            return exc
+        return None
 
     def _read_l2(self, key: str) -> SessionEntry | None:
         self.l2_reads += 1
@@ -221,8 +231,13 @@ class SessionStore:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:  # a torn or hand-edited file: report, drop it
-            log.warning("session entry %s unreadable, dropped: %s", key, exc)
-            self.delete(key)
+            kept = self._drop(key)
+            log.warning(
+                "session entry %s unreadable, dropped: %s%s",
+                key,
+                exc,
+                "" if kept is None else " (the path is left as it is)",
+            )
             return None
 
     def keys(self, prefix: str = "") -> list[str]:

@@ -282,3 +282,34 @@ async def test_summary_items_built_once_per_view_list_equal_those_built_again() 
             assert got == context_items(ctx)  # the same items when built afresh
             seen.add(tuple(s.text for s in ctx.summaries))
     assert len(seen) == 3  # a new day's summaries replaced the old ones
+
+
+async def test_a_folder_in_place_of_one_session_file_leaves_out_that_key_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """After a restart, a folder where one key's file should be (a person's mistake, a restore
+    gone wrong): that key is left out, said once, and every other key is read at every prompt.
+    Deleting its 'file' raised IsADirectoryError out of the read, which skipped the whole
+    session tier, every ticker's working context."""
+    clock = VirtualClock(epoch_ms=T0)
+    written = SessionStore(tmp_path / "sessions", clock)
+    bad = session_key("BTC/USDT", "review")
+    for name in ("BTC/USDT", "ETH/USDT"):
+        written.set(session_key(name, "decision"), f"{name}: hold")
+    written.set(bad, "was a file")
+    path = tmp_path / "sessions" / (bad.replace(":", "__") + ".json")
+    path.unlink()
+    (path / "inner").mkdir(parents=True)
+    session = SessionStore(tmp_path / "sessions", clock)  # a restart: empty L1
+    assembler = ContextAssembler(session=session)
+    for _ in range(3):
+        await clock.advance(60)
+        ctx = await assembler.assemble(["BTC/USDT", "ETH/USDT"], clock.now_ms())
+        assert ctx.tiers_loaded == ("session",) and not ctx.tier_errors
+        assert ctx.session == {
+            "ticker:btc_usdt:decision": "BTC/USDT: hold",
+            "ticker:eth_usdt:decision": "ETH/USDT: hold",
+        }
+    warned = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and bad in warned[0].getMessage()
+    assert path.is_dir()  # a person's folder is theirs to remove

@@ -213,6 +213,37 @@ async def test_a_session_file_that_cannot_be_written_is_kept_and_written_when_it
     assert b'"HOLD"' in blocked.read_bytes() and "written again" in caplog.records[-1].getMessage()
 
 
+def test_a_sell_whose_thesis_file_is_a_folder_still_writes_the_rest(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A folder where the sold ticker's thesis file should be: the thesis is dropped all the
+    same, said once, and the decision's other tickers and MEMORY.md lines are written. Its
+    IsADirectoryError ended the write-back with a traceback at each sell of that ticker."""
+    clock = VirtualClock(epoch_ms=1_735_689_600_000)
+    session = SessionStore(tmp_path / "sessions", clock)
+    project = ProjectTier(tmp_path)
+    context = DecisionContext(PromptAssembler(None), session=session, project=project)
+    (tmp_path / "sessions" / "ticker__btc_usdt__analysis__thesis.json" / "inner").mkdir(
+        parents=True
+    )
+    decision = AgentDecision(
+        decisions=(
+            TradeDecision(
+                ticker="BTC/USDT", action=Action.SELL, position_pct=0.0, reasoning="Out."
+            ),
+            TradeDecision(ticker="ETH/USDT", action=Action.BUY, position_pct=0.1, reasoning="In."),
+        ),
+        decided_by="claude",
+    )
+    context.after(decision, clock.now_ms())
+    (said,) = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert "thesis" in said.getMessage() and not said.exc_info
+    assert session.get(session_key("BTC/USDT", "analysis", "thesis")) is None
+    assert session.get(session_key("ETH/USDT", "analysis", "thesis")) == "In."
+    memory_md = (tmp_path / "MEMORY.md").read_text()
+    assert "BTC/USDT] SELL" in memory_md and "ETH/USDT] BUY" in memory_md
+
+
 class _Sent:
     """A snapshot as the context reads it: its time and its JSON."""
 
