@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.backoff import Backoff, retrying
 from core.clock import Clock
@@ -249,7 +249,19 @@ class MemoryWriter:
         self._record()
         written = 0
         for key, body in self._outbox.pending():
-            trade = Trade.model_validate(body)
+            try:
+                trade = Trade.model_validate(body)
+            except ValidationError as exc:
+                # a hand edit or another program's line: raised, it stopped every later trade
+                # here at each wake-up; passed, it stays in the file for a person to read
+                log.warning(
+                    "memory: %s in %s is not a trade, passed: %s",
+                    key,
+                    self._outbox.path,
+                    " ".join(str(exc).split())[:300],
+                )
+                self._outbox.ack(key)
+                continue
             try:
                 async for attempt in retrying(
                     STORE_RETRY,

@@ -292,3 +292,26 @@ async def test_an_entry_the_outbox_cannot_take_is_kept_for_its_trade(
     assert writer._outbox.entry("SOL/USDT") is None  # closed in the file too
     reopened = MemoryOutbox(outbox)
     assert reopened.entry("SOL/USDT") is None and reopened.pending_count() == 0
+
+
+async def test_a_trade_row_that_is_not_a_trade_is_passed_and_the_later_ones_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A trade row of the memory outbox that is not a Trade (a hand edit, another program's
+    line): it is left in the file, passed with one warning naming it, and the trades after it
+    reach the store. Its ValidationError ended every wake-up's flush with a traceback, so no
+    later trade was ever written to memory."""
+    import orjson
+
+    outbox = tmp_path / "outbox" / "memory.jsonl"
+    outbox.parent.mkdir(parents=True)
+    row = {"seq": 1, "key": "t-x", "kind": "trade", "at_ms": 1, "payload": {"pnl_pct": "abc"}}
+    outbox.write_bytes(orjson.dumps(row) + b"\n")
+    writer = make_writer(tmp_path)
+    open_and_exit(writer, 0)
+    assert await writer.flush() == 1
+    assert await writer.flush() == 0 and writer.pending() == 0
+    (said,) = [r for r in caplog.records if "t-x" in r.getMessage()]
+    assert said.levelname == "WARNING" and not said.exc_info
+    assert len([r for r in await writer._store.export() if r["type"] == "trade"]) == 1
+    assert outbox.read_bytes().startswith(orjson.dumps(row))
