@@ -61,15 +61,31 @@ def read_lines(path: Path, apply: Callable[[bytes], None], *, what: str, advice:
 
 
 def append_line(path: Path, line: bytes) -> None:
-    """Append one complete line (``line`` ends with a newline) and fsync it before returning."""
+    """Append one complete line (``line`` ends with a newline) and fsync it before returning.
+
+    An append that fails (a disk that fills in the middle of the line) takes back what it wrote:
+    the caller retries it, and the part left behind would have made the retried line, once the
+    disk freed, part of a damaged one (a refusal to start once lines followed it)."""
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        written = 0
-        while written < len(line):
-            written += os.write(fd, line[written:])
-        os.fsync(fd)
+        size = os.fstat(fd).st_size  # one writer appends to each of these files
+        try:
+            written = 0
+            while written < len(line):
+                written += os.write(fd, line[written:])
+            os.fsync(fd)
+        except OSError:
+            _take_back(fd, path, size)
+            raise
     finally:
         os.close(fd)
+
+
+def _take_back(fd: int, path: Path, size: int) -> None:
+    try:
+        os.ftruncate(fd, size)  # shrinking needs no space
+    except OSError as exc:  # the torn tail is then dropped at the next start (read_lines)
+        log.error("%s: the part of a failed append could not be taken back: %s", path, exc)
 
 
 def _truncate(path: Path, size: int) -> None:
