@@ -17,6 +17,7 @@ Trade written after a restart still knows how its position began (price, situati
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from typing import Any
 import orjson
 
 from state.outbox import Outbox
+
+log = logging.getLogger(__name__)
 
 CONSUMER = "store"
 
@@ -44,12 +47,23 @@ class MemoryOutbox:
             _import_legacy_sqlite(legacy_sqlite, self)
 
     def _replay(self, kind: str, key: str, seq: int, payload: dict[str, Any]) -> None:
-        if kind == "entry":
-            self._entries[payload["ticker"]] = payload["body"]
-        elif kind == "closed":
-            self._entries.pop(payload["ticker"], None)
-        elif kind == "trade":
+        if kind == "trade":
             self._seqs[key] = seq
+            return
+        ticker, body = payload.get("ticker"), payload.get("body")
+        if not isinstance(ticker, str) or (kind == "entry" and not isinstance(body, dict)):
+            # a hand edit or another program's line: it ended the start in a KeyError; without
+            # it the trade is written as one whose entry was not seen, which says so
+            log.warning(
+                "memory outbox %s: %s row %s has no ticker or entry: left out (kept in the file)",
+                self.path,
+                kind,
+                key,
+            )
+        elif isinstance(body, dict) and kind == "entry":
+            self._entries[ticker] = body
+        elif kind == "closed":
+            self._entries.pop(ticker, None)
 
     def _append(self, kind: str, key: str, at_ms: int, payload: dict[str, Any]) -> None:
         record = self._outbox.append(key, kind, at_ms, payload)
