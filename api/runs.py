@@ -46,6 +46,11 @@ class RunsFullError(RuntimeError):
     """The queue holds as many unfinished jobs as it may: try again later (429)."""
 
 
+class RunsUnwritableError(RuntimeError):
+    """The job's folder or job.json cannot be written (a full disk, a file where the runs folder
+    should be): nothing was queued (507)."""
+
+
 class RunLauncher(Protocol):
     """How a run is started: the argv of its child process, or ``RunRejectedError``."""
 
@@ -96,7 +101,6 @@ class RunQueue:
         run_id = _new_run_id()
         out_dir = self._root / run_id
         argv = list(self._launcher.argv(request, out_dir))  # may reject: before any file
-        out_dir.mkdir(parents=True)
         job = RunBody(
             run_id=run_id,
             status="queued",
@@ -104,8 +108,21 @@ class RunQueue:
             out_dir=str(out_dir),
             submitted_at_ms=_now_ms(),
         )
+        # held only once written: a job kept before a failed write stayed 'queued', never ran,
+        # and was counted against capacity until the API restarted
+        try:
+            out_dir.mkdir(parents=True)
+            _write(job)
+        except OSError as exc:
+            for leftover in (_tmp(out_dir / JOB_FILE_NAME).unlink, out_dir.rmdir):
+                with contextlib.suppress(OSError):  # an empty folder is no run: leave none
+                    leftover()
+            where = exc.filename or out_dir
+            raise RunsUnwritableError(
+                f"{where} cannot be written ({exc.strerror or exc}): the run was not queued"
+            ) from None
+        self._jobs[run_id] = job
         self._argv[run_id] = argv
-        self._save(job)
         self._waiting.put_nowait(run_id)
         return job
 
@@ -142,7 +159,9 @@ class RunQueue:
     async def _run_job(self, run_id: str) -> None:
         job = self._jobs[run_id]
         out_dir = Path(job.out_dir)
-        self._save(job.model_copy(update={"status": "running", "started_at_ms": _now_ms()}))
+        running = job.model_copy(update={"status": "running", "started_at_ms": _now_ms()})
+        self._jobs[run_id] = running
+        _write(running)  # unwritable: the job fails (the worker's except) without running
         log.info("run %s started: %s", run_id, job.request.model_dump_json(by_alias=True))
         with (out_dir / LOG_FILE_NAME).open("wb") as output:
             child = await asyncio.create_subprocess_exec(
@@ -174,14 +193,16 @@ class RunQueue:
             "summary": summary,
             "unavailable": {} if summary is not None else {"summary": missing},
         }
-        self._save(job.model_copy(update=update))
-
-    def _save(self, job: RunBody) -> None:
-        self._jobs[job.run_id] = job
-        path = Path(job.out_dir) / JOB_FILE_NAME
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(job.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        finished = job.model_copy(update=update)
+        self._jobs[run_id] = finished
+        self._argv.pop(run_id, None)
+        try:
+            _write(finished)
+        except OSError as exc:  # never the loop's end (nor the start's): the API still says it
+            log.warning(
+                "run %s is %s but its %s cannot be written: %s",
+                run_id, state, JOB_FILE_NAME, exc,
+            )  # fmt: skip
 
     def _load(self) -> None:
         """Jobs of earlier API processes; the unfinished ones died with them."""
@@ -210,6 +231,17 @@ async def _stop(child: asyncio.subprocess.Process) -> None:
         await child.wait()
 
 
+def _tmp(path: Path) -> Path:
+    return path.with_suffix(".tmp")
+
+
+def _write(job: RunBody) -> None:
+    path = Path(job.out_dir) / JOB_FILE_NAME
+    tmp = _tmp(path)
+    tmp.write_text(job.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
 def _tail(path: Path) -> str:
     """The last lines the child wrote: the replay's own words for why it stopped."""
     try:
@@ -229,4 +261,5 @@ __all__ = [
     "RunQueue",
     "RunRejectedError",
     "RunsFullError",
+    "RunsUnwritableError",
 ]

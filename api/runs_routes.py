@@ -2,7 +2,8 @@
 
 Bad input is a 422 with the reason (FastAPI's validation of ``RunRequest``, or the launcher's
 ``RunRejectedError``: an unknown ticker, a decider without its key); a submission while the queue
-is full is a 429; an unknown id a 404.
+is full is a 429; one whose files cannot be written (a full disk) a 507 naming the file; an unknown
+id a 404.
 """
 
 # no `from __future__ import annotations`: FastAPI reads the routes' annotations
@@ -12,7 +13,7 @@ from fastapi import Depends, FastAPI, HTTPException, Path, status
 
 from api.auth import BearerAuth
 from api.models import TOO_LARGE_BODY, UNREADABLE_BODY, ErrorBody, InvalidBody
-from api.runs import RunQueue, RunRejectedError, RunsFullError
+from api.runs import RunQueue, RunRejectedError, RunsFullError, RunsUnwritableError
 from api.runs_models import RunAccepted, RunBody, RunRequest, RunsList
 
 RUN_ID_PATTERN = r"^[0-9A-Za-z-]{1,64}$"
@@ -34,6 +35,7 @@ def run_routes(queue: RunQueue) -> Any:
                 413: TOO_LARGE_BODY,
                 422: {"model": InvalidBody, "description": "the request cannot run"},
                 429: {"model": ErrorBody, "description": "the queue is full"},
+                507: {"model": ErrorBody, "description": "the run's files cannot be written"},
             },
         )
         async def submit(request: RunRequest) -> RunAccepted:
@@ -44,6 +46,8 @@ def run_routes(queue: RunQueue) -> Any:
                 raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
             except RunsFullError as exc:
                 raise HTTPException(status.HTTP_429_TOO_MANY_REQUESTS, str(exc)) from None
+            except RunsUnwritableError as exc:
+                raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, str(exc)) from None
             return RunAccepted(run_id=job.run_id, status=job.status)
 
         @app.get("/api/runs", dependencies=authed, tags=["runs"])
