@@ -43,6 +43,9 @@ class MemoryOutbox:
         for record in records:
             self._replay(record.kind, record.key, record.seq, record.payload)
         self._count = len(records)
+        # the store's cursor read now: one that cannot be is a refusal to start, not a failure
+        # at every later wake-up of the writer
+        self._outbox.pending(CONSUMER)
         if legacy_sqlite is not None and legacy_sqlite.exists():
             _import_legacy_sqlite(legacy_sqlite, self)
 

@@ -23,6 +23,7 @@ import orjson
 from pydantic import ValidationError
 
 from core.errors import RefuseToStartError
+from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,13 @@ def read_lines(path: Path, apply: Callable[[bytes], None], *, what: str, advice:
     """Feed every line of ``path`` (if it exists) to ``apply``, oldest first; returns how many
     were applied. ``what`` names the file in messages (``"outbox"``), ``advice`` says what a
     person should do with a damaged one."""
-    lines = path.read_bytes().split(b"\n") if path.exists() else []
+    try:  # not a bare read: a FIFO in its place blocked the start for good
+        data = read_bytes_or_none(path)
+    except OSError as exc:
+        raise RefuseToStartError(
+            f"{what} {path} cannot be read ({exc.strerror or exc}): {advice}"
+        ) from None
+    lines = data.split(b"\n") if data is not None else []
     if lines and lines[-1] == b"":
         lines.pop()
     applied = 0

@@ -33,10 +33,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, fsync_dir, remove_stale_tmp_files
 from state.fsynced_lines import append_line, read_lines
+from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
 
 _CONSUMER_NAME: Final = re.compile(r"^[a-z0-9_-]{1,40}$")
+_SEQ: Final = re.compile(rb"[0-9]{1,18}")
 
 
 class OutboxEntry(BaseModel):
@@ -183,14 +185,19 @@ class Outbox:
             raise ValueError(f"outbox consumer name {name!r} must match {_CONSUMER_NAME.pattern}")
         path = self._cursor_path(name)
         remove_stale_tmp_files(path)
-        try:
-            text = path.read_text(encoding="ascii").strip()
-        except FileNotFoundError:
-            text = "0"
-        if not text.isdigit() or int(text) > len(self._entries):
+        fix = "fix it, or delete it to deliver everything again"
+        try:  # not a bare read: a FIFO there blocked the start for good
+            data = read_bytes_or_none(path)
+        except OSError as exc:
             raise RefuseToStartError(
-                f"outbox cursor {path} holds {text!r}, not a sequence number of {self._path} "
-                f"(1..{len(self._entries)}); fix it, or delete it to deliver everything again"
+                f"outbox cursor {path} cannot be read ({exc.strerror or exc}); {fix}"
+            ) from None
+        text = (data or b"0").strip()
+        # bounded: int() of 5,000 digits is a ValueError, and no outbox holds 10^18 entries
+        if not _SEQ.fullmatch(text) or int(text) > len(self._entries):
+            raise RefuseToStartError(
+                f"outbox cursor {path} holds {text[:40]!r}, not a sequence number of "
+                f"{self._path} (1..{len(self._entries)}); {fix}"
             )
         self._cursors[name] = int(text)
         return self._cursors[name]

@@ -1,0 +1,76 @@
+"""An outbox or an outbox cursor a person (or a damaged disk) left as something the daemon cannot
+read refuses the start (exit 78) naming the file, through the real ``vigil run --sim``. A folder
+in a cursor's place, bytes that are not ASCII or a number of 5,000 digits were a traceback at
+start; a FIFO froze the start for good, before any loop (the watchdog included) ran."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from fakes.daemon import REPO, daemon_env
+
+from core.errors import EXIT_REFUSE_TO_START
+
+pytestmark = pytest.mark.timeout(120)
+
+EXITS = "outbox/exits.jsonl"
+CURSOR = "outbox/exits.jsonl.learner.ack"
+STORE_CURSOR = "outbox/memory.jsonl.store.ack"
+
+
+def _folder(path: Path) -> None:
+    path.mkdir()
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def _bytes(data: bytes) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        path.write_bytes(data)
+
+    return write
+
+
+CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
+    "cursor folder": (CURSOR, _folder, "not a regular file"),
+    "cursor fifo": (CURSOR, _fifo, "not a regular file"),
+    "cursor not ascii": (CURSOR, _bytes(b"\xff\xfe1\n"), "not a sequence number"),
+    "cursor 5000 digits": (CURSOR, _bytes(b"9" * 5000), "not a sequence number"),
+    "cursor negative": (CURSOR, _bytes(b"-1\n"), "not a sequence number"),
+    "cursor past the end": (CURSOR, _bytes(b"3\n"), "not a sequence number"),
+    "outbox folder": (EXITS, _folder, "not a regular file"),
+    "outbox fifo": (EXITS, _fifo, "not a regular file"),
+    "store cursor folder": (STORE_CURSOR, _folder, "not a regular file"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_an_unreadable_outbox_or_cursor_refuses_the_start_naming_it(
+    tmp_path: Path, case: str
+) -> None:
+    name, make, why = CASES[case]
+    state_dir = tmp_path / "state"
+    (state_dir / "outbox").mkdir(parents=True)
+    make(state_dir / name)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "runner.cli", "run", "--sim"],
+            env=daemon_env(state_dir),
+            cwd=REPO,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the start did not end: {exc.stderr!r}"[-2000:])
+    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert str(state_dir / name) in done.stderr and why in done.stderr
