@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from api.app import ApiContext, Extension, create_app
 from api.config import ApiConfig
@@ -22,6 +24,7 @@ from api.server import ApiServer
 from broker.ledger import Ledger, Position
 from broker.orders import Mark
 from broker.paper_store import PaperBookDocument, write_document
+from runner.config import Settings
 from state.edits import StateEditReport
 from state.journal import encode_jsonl_record
 from state.models import RunnerState, render_state
@@ -42,6 +45,23 @@ def decision_line(n: int, at_ms: int, equity_usd: float | None = None) -> bytes:
         raw_decision={"decisions": [{"ticker": "BTC/USDT", "action": "HOLD"}]},
     )
     return encode_jsonl_record(record.as_line())
+
+
+@contextlib.contextmanager
+def default_settings(tmp_path: Path) -> Iterator[Settings]:
+    """The defaults over a written state dir, whatever the caller's shell says; a child process
+    (a replay run through the API) inherits this environment."""
+    config_file = tmp_path / "vigil.toml"
+    config_file.write_text("# empty: the defaults\n")
+    state_dir = tmp_path / "state"
+    write_state_dir(state_dir)
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith("VIGIL_") or name == "ANTHROPIC_API_KEY":
+                patch.delenv(name)
+        patch.setenv("VIGIL_CONFIG_FILE", str(config_file))
+        patch.setenv("VIGIL_STATE_DIR", str(state_dir))
+        yield Settings()
 
 
 def write_state_dir(state_dir: Path, decisions: int = 5) -> None:

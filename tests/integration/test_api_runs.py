@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.api_support import Served, serve_api, write_state_dir
+from fakes.api_support import Served, default_settings, serve_api
 
 from api.runs import INTERRUPTED, JOB_FILE_NAME, RunLimits, RunQueue
 from api.runs_models import RunRequest
@@ -30,18 +30,8 @@ WAIT_SECS = 240.0  # a generous bound on a loaded machine; the waits end on the 
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Iterator[Settings]:
-    """Defaults, whatever the caller's shell says; the child replay inherits this environment."""
-    config_file = tmp_path / "vigil.toml"
-    config_file.write_text("# empty: the defaults\n")
-    state_dir = tmp_path / "state"
-    write_state_dir(state_dir)
-    with pytest.MonkeyPatch.context() as patch:
-        for name in list(os.environ):
-            if name.startswith("VIGIL_") or name == "ANTHROPIC_API_KEY":
-                patch.delenv(name)
-        patch.setenv("VIGIL_CONFIG_FILE", str(config_file))
-        patch.setenv("VIGIL_STATE_DIR", str(state_dir))
-        yield Settings()
+    with default_settings(tmp_path) as defaults:
+        yield defaults
 
 
 class ScriptLauncher:
