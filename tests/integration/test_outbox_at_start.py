@@ -1,7 +1,8 @@
 """An outbox or an outbox cursor a person (or a damaged disk) left as something the daemon cannot
-read refuses the start (exit 78) naming the file, through the real ``vigil run --sim``. A folder
-in a cursor's place, bytes that are not ASCII or a number of 5,000 digits were a traceback at
-start; a FIFO froze the start for good, before any loop (the watchdog included) ran."""
+read refuses the start naming the file: each case through the composition root, one through the
+real ``vigil run --sim`` (exit 78, no traceback). A folder in a cursor's place, bytes that are not
+ASCII or a number of 5,000 digits were a traceback at start; a FIFO froze the start for good,
+before any loop (the watchdog included) ran."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pathlib import Path
 import pytest
 from fakes.daemon import REPO, daemon_env
 
-from core.errors import EXIT_REFUSE_TO_START
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from runner.app import build_daemon
+from runner.config import MarketConfig, Settings
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,14 +54,28 @@ CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_an_unreadable_outbox_or_cursor_refuses_the_start_naming_it(
-    tmp_path: Path, case: str
-) -> None:
-    name, make, why = CASES[case]
+def _state_dir(tmp_path: Path, case: str) -> Path:
+    name, make, _ = CASES[case]
     state_dir = tmp_path / "state"
     (state_dir / "outbox").mkdir(parents=True)
     make(state_dir / name)
+    return state_dir
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_an_unreadable_outbox_or_cursor_refuses_the_start_naming_it(
+    tmp_path: Path, case: str
+) -> None:
+    name, _, why = CASES[case]
+    state_dir = _state_dir(tmp_path, case)
+    settings = Settings(state_dir=state_dir, market=MarketConfig(source="sim"))
+    with pytest.raises(RefuseToStartError) as refused:
+        await build_daemon(settings)
+    assert str(state_dir / name) in str(refused.value) and why in str(refused.value)
+
+
+def test_the_daemon_refuses_with_exit_78_and_no_traceback(tmp_path: Path) -> None:
+    state_dir = _state_dir(tmp_path, "cursor fifo")
     try:
         done = subprocess.run(
             [sys.executable, "-m", "runner.cli", "run", "--sim"],
@@ -73,4 +90,4 @@ def test_an_unreadable_outbox_or_cursor_refuses_the_start_naming_it(
         pytest.fail(f"the start did not end: {exc.stderr!r}"[-2000:])
     assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
     assert "Traceback" not in done.stderr
-    assert str(state_dir / name) in done.stderr and why in done.stderr
+    assert str(state_dir / CURSOR) in done.stderr and "not a regular file" in done.stderr
