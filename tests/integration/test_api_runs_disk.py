@@ -11,10 +11,10 @@ import json
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 import pytest
 from fakes.api_support import Served, default_settings, serve_api
+from test_api_runs import post, until_finished
 
 from api.runs import JOB_FILE_NAME, RunLimits, RunQueue
 from api.runs_models import RunRequest
@@ -55,21 +55,6 @@ async def serving(
         workers.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await workers
-
-
-async def post(api: Served, body: dict[str, Any]) -> tuple[int, Any]:
-    async with api.session.post(api.url + "/api/runs", json=body, headers=api.auth) as r:
-        return r.status, await r.json()
-
-
-async def until_finished(api: Served, run_id: str) -> dict[str, Any]:
-    async with asyncio.timeout(WAIT_SECS):
-        while True:
-            code, body = await api.get(f"/api/runs/{run_id}")
-            assert code == 200 and isinstance(body, dict)
-            if body["status"] in ("done", "failed"):
-                return body
-            await asyncio.sleep(0.05)
 
 
 async def test_a_runs_folder_that_cannot_be_made_is_507_and_counts_nothing(
