@@ -25,6 +25,7 @@ from agent.debate_memory import (
 from agent.debate_prompt import fenced
 from agent.debate_record import RoleResult
 from core.events import PositionExit
+from core.failure_streak import FailureStreak
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ class MemoryWriter:
         self._config = config
         self._hygiene = hygiene
         self._rollup = Rollup(config.rollup_count)
-        self._failing: str | None = None  # the error that fails the writes, said once
+        self._failing = FailureStreak()  # of the writes: said once, and per new error
 
     async def after_decision(self, results: Sequence[RoleResult], at_ms: int) -> dict[str, Any]:
         counts = {
@@ -108,17 +109,15 @@ class MemoryWriter:
             # a full memory.db fails every role of every decision the same way: its traceback
             # is logged once, not four times a decision; another error with its own
             why = f"{type(exc).__name__}: {exc}"
-            if why != self._failing:
+            if self._failing.failed(why):
                 log.exception(
                     "debate: could not write a %s memory (%s); the outputs go unremembered "
                     "until the long-term memory takes them again",
                     entry.role,
                     why,
                 )
-            self._failing = why
             return False
-        if written and self._failing is not None:  # a write refused by the filters says nothing
-            self._failing = None
+        if written and self._failing.ended():  # a write refused by the filters says nothing
             log.warning("debate: the long-term memory takes the outputs again")
         counts["written"] += int(written)
         return written

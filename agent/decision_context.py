@@ -15,6 +15,7 @@ from agent.decision import AgentDecision
 from agent.prompt_assembly import AssembledPrompt, PromptAssembler
 from agent.snapshot import MarketSnapshot
 from broker.port import Action
+from core.failure_streak import FailureStreak
 from memory.analyst_model import utc_day
 from memory.analysts import AnalystDesk
 from memory.session_store import SessionStore, session_key
@@ -39,17 +40,16 @@ class DecisionContext:
         self.analysts = analysts
         self.session = session
         self.project = project
-        self._analysts_failing: str | None = None  # the error that fails them, said once
+        self._analysts_failing = FailureStreak()
 
     def _analysts_failed(self, exc: Exception) -> None:
         """A full analysts.db fails every decision's reports the same way: its traceback is
         logged once, not every decision; another error is logged with its own."""
         why = f"{type(exc).__name__}: {exc}"
-        if why != self._analysts_failing:
+        if self._analysts_failing.failed(why):
             log.exception(
                 "analysts failed (%s); the prompts go without them until they work again", why
             )
-        self._analysts_failing = why
 
     async def prepare(self, snapshot: MarketSnapshot) -> AssembledPrompt:
         sent = snapshot.as_sent()
@@ -60,8 +60,7 @@ class DecisionContext:
             except Exception as exc:
                 self._analysts_failed(exc)
             else:
-                if self._analysts_failing is not None:
-                    self._analysts_failing = None
+                if self._analysts_failing.ended():
                     log.warning("analysts work again; their reports are written again")
         return await self.prompts.assemble(snapshot, sent)
 

@@ -21,6 +21,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from core.clock import Clock
+from core.failure_streak import FailureStreak
 from core.unvalidated import require_plain, unvalidated
 from state.atomic import atomic_write_bytes, overwrite_bytes
 
@@ -123,7 +124,7 @@ class SessionStore:
         self._write_behind = write_behind
         self._held: dict[str, bytes] = {}  # key -> its file's bytes, not yet written
         self._held_sets = 0  # sets since the last flush
-        self._failing = False  # a held file could not be written
+        self._unwritten = FailureStreak()  # held files that could not be written
 
     def _file(self, key: str) -> Path:
         path = self._files.get(key)
@@ -153,16 +154,14 @@ class SessionStore:
         try:
             self.flush()
         except OSError as exc:
-            if not self._failing:
+            if self._unwritten.failed():
                 log.error(
                     "session: %s; %d entries kept in memory, written when it can",
                     exc,
                     len(self._held),
                 )
-            self._failing = True
             return
-        if self._failing:
-            self._failing = False
+        if self._unwritten.ended():
             log.warning("session: files in %s written again", self.directory)
 
     def flush(self) -> None:

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from core.backoff import Backoff, retrying
 from core.clock import Clock
 from core.events import DecisionMade, Event, OrderFilled, PositionExit, PositionOpened
+from core.failure_streak import FailureStreak
 from memory.config import MemoryConfig
 from memory.embeddings import TextEmbedder, cosine
 from memory.insights import (
@@ -95,7 +96,7 @@ class MemoryWriter:
         self._fees: dict[str, float] = {}
         # entries and exits the outbox could not take yet, in the order seen
         self._unrecorded: list[_Entry | Trade] = []
-        self._record_failing = False
+        self._record_failing = FailureStreak()
         self.stats = WriteStats()
 
     # ---- inline bus handlers (cheap; the outbox commit is the only I/O)
@@ -183,7 +184,7 @@ class MemoryWriter:
                     self._outbox.add(record.trade_id, record.model_dump(mode="json"))
                     self._outbox.drop_entry(record.ticker)
             except OSError as exc:
-                if not self._record_failing:
+                if self._record_failing.failed():
                     log.error(
                         "memory: %s could not be recorded in %s (%s); %d entries and exits "
                         "kept in memory until they can be written",
@@ -194,11 +195,9 @@ class MemoryWriter:
                         exc,
                         len(self._unrecorded),
                     )
-                self._record_failing = True
                 return
             self._unrecorded.pop(0)
-        if self._record_failing:
-            self._record_failing = False
+        if self._record_failing.ended():
             log.warning("memory: entries and exits recorded in %s again", self._outbox.path)
 
     def trade_from_exit(self, exit_: PositionExit, entry: Mapping[str, Any] | None) -> Trade:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from core.clock import Clock
+from core.failure_streak import FailureStreak
 from core.jsonread import loads_json
 from state.atomic import overwrite_bytes
 
@@ -54,7 +55,7 @@ class Heartbeat:
         self._on_beat = on_beat
         self._facts = facts
         self._started_ms: int | None = None
-        self._failing = False
+        self._unwritten = FailureStreak()
         self.beats = 0
 
     def beat(self) -> None:
@@ -81,12 +82,10 @@ class Heartbeat:
         try:
             self.beat()
         except OSError as exc:
-            if not self._failing:
+            if self._unwritten.failed():
                 log.error("cannot write the heartbeat %s: %s; retrying every beat", self._path, exc)
-            self._failing = True
             return
-        if self._failing:
-            self._failing = False
+        if self._unwritten.ended():
             log.warning("the heartbeat %s is written again", self._path)
 
     async def run(self) -> None:

@@ -20,6 +20,7 @@ from broker.resting import cancel_resting_buys
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import PositionExit
+from core.failure_streak import FailureStreak
 from tracker.market_view import MarketView
 from tracker.positions import TrackedPosition
 from tracker.safety import ExitReason, pnl_pct
@@ -55,7 +56,7 @@ class ExitPath:
         self._record_exit = record_exit
         self._failpoint = failpoint
         self._on_record_failed = on_record_failed
-        self._record_failures = 0
+        self._unrecorded = FailureStreak()
         self._lock = asyncio.Lock()
 
     async def exit_position(
@@ -200,8 +201,7 @@ class ExitPath:
         try:
             self._record_exit(key, event)
         except OSError as exc:
-            self._record_failures += 1
-            if self._record_failures == 1:
+            if self._unrecorded.failed():
                 log.exception(
                     "tracker: exit %s of %s could not be recorded; each check retries it",
                     key,
@@ -209,11 +209,8 @@ class ExitPath:
                 )
                 self._on_record_failed(f"exit of {event.ticker} could not be recorded: {exc}")
             return False
-        if self._record_failures:
-            log.warning(
-                "tracker: exits recorded again after %d failed tries", self._record_failures
-            )
-            self._record_failures = 0
+        if failures := self._unrecorded.ended():
+            log.warning("tracker: exits recorded again after %d failed tries", failures)
         return True
 
     # ---- the decision routine's SELLs

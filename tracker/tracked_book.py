@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 from broker.port import PositionDetail
+from core.failure_streak import FailureStreak
 from tracker.positions import (
     UNKNOWN_REGIME,
     StateStore,
@@ -40,7 +41,7 @@ class TrackedBook:
         written (the tracker halts trading)."""
         self._store = store
         self._on_save_failed = on_save_failed
-        self._save_failures = 0
+        self._unsaved = FailureStreak()
         self._momentum_samples = momentum_samples
         self.positions: dict[str, TrackedPosition] = positions_from_state(store.current)
         self.samples: dict[str, deque[float]] = {}
@@ -186,16 +187,12 @@ class TrackedBook:
             self._store.save()
         except OSError as exc:
             # a full disk fails every save: one traceback and a halt, not one per safety check
-            self._save_failures += 1
-            if self._save_failures == 1:
+            if self._unsaved.failed():
                 log.exception("tracker: could not save runner state; kept in memory")
                 self._on_save_failed(f"runner state could not be saved: {exc}")
             return
         except Exception:
             log.exception("tracker: could not save runner state; kept in memory")
             return
-        if self._save_failures:
-            log.warning(
-                "tracker: runner state saved again after %d failed saves", self._save_failures
-            )
-            self._save_failures = 0
+        if failures := self._unsaved.ended():
+            log.warning("tracker: runner state saved again after %d failed saves", failures)
