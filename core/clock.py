@@ -32,6 +32,11 @@ LATEST_TIME_MS: Final = 4_102_444_800_000
 RECORDING_YEARS: Final = "2010 .. 2100"
 
 
+def is_recording_time(value: object) -> bool:
+    """A whole number of milliseconds within ``RECORDING_YEARS`` (not a bool: ``True`` is 1)."""
+    return type(value) is int and EARLIEST_TIME_MS <= value < LATEST_TIME_MS
+
+
 def utc_minute(at_ms: int) -> str:
     """``at_ms`` as people read it in messages and status lines: ``2025-03-01 14:05 UTC``."""
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
+from core.clock import RECORDING_YEARS, is_recording_time
 from memory.analyst_model import AnalystReport, DaySummary, utc_day
 from memory.sqlite_rows import Unreadable, finite, left_out, text_or_none
 
@@ -60,7 +60,7 @@ def summary_of(body: object, key: tuple[str, ...]) -> DaySummary | None:
 
 
 def _instant(value: object, column: str) -> None:
-    if type(value) is not int or not EARLIEST_TIME_MS <= value < LATEST_TIME_MS:
+    if not is_recording_time(value):
         raise Unreadable(f"{column} is {value!r:.40}, not a time within {RECORDING_YEARS}")
 
 

@@ -284,12 +284,11 @@ class AnalystStore:
 
     def summaries(self, day: str | None = None) -> list[DaySummary]:
         """Every summary (of ``day`` when given), by day, analyst, ticker, session."""
-        query = "SELECT body FROM analyst_summaries"
+        query = "SELECT body, analyst, ticker, day, session FROM analyst_summaries"
         params: tuple[Any, ...] = ()
         if day is not None:
             query += " WHERE day = ?"
             params = (day,)
-        query = query.replace("body", "body, analyst, ticker, day, session", 1)
         rows = self._db.execute(query + " ORDER BY day, analyst, ticker, session", params)
         found = (summary_of(row[0], row[1:]) for row in rows.fetchall())
         return [summary for summary in found if summary is not None]

@@ -67,7 +67,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from broker.paper_store import PaperBookDocument
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
+from core.clock import RECORDING_YEARS, is_recording_time
 from market.guard import DEFAULT_MAX_PRICE
 from report.activity import (
     DayActivity,
@@ -288,7 +288,7 @@ def _equity_series(
     saved_at_ms = ledger_doc.saved_at_ms
     if final is None:
         notes.append("final ledger value left out: an open position has no usable mark price")
-    elif not EARLIEST_TIME_MS <= saved_at_ms < LATEST_TIME_MS:
+    elif not is_recording_time(saved_at_ms):
         notes.append(
             f"final ledger value left out: paper_broker.json's saved_at_ms {saved_at_ms} is not "
             f"a time within {RECORDING_YEARS}"

@@ -15,7 +15,7 @@ from typing import Any, Final
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
+from core.clock import RECORDING_YEARS, is_recording_time
 
 REPLAY_FILE: Final = "replay.json"
 NOT_RECORDED_LIVE: Final = "not recorded: a live state dir has no replay.json saying what was asked"
@@ -78,17 +78,13 @@ def run_parameters(run_dir: Path, decisions: list[dict[str, Any]]) -> RunParamet
     return RunParameters(source=REPLAY_FILE, unavailable=unavailable, **values)
 
 
-def _is_time(value: object) -> bool:
-    return type(value) is int and EARLIEST_TIME_MS <= value <= LATEST_TIME_MS
-
-
 def _is_tickers(value: object) -> bool:
     return type(value) is list and all(type(t) is str for t in value)
 
 
 _CHECKS: Final[dict[str, tuple[Callable[[object], bool], str]]] = {
-    "from_ms": (_is_time, f"a time within {RECORDING_YEARS} in milliseconds"),
-    "to_ms": (_is_time, f"a time within {RECORDING_YEARS} in milliseconds"),
+    "from_ms": (is_recording_time, f"a time within {RECORDING_YEARS} in milliseconds"),
+    "to_ms": (is_recording_time, f"a time within {RECORDING_YEARS} in milliseconds"),
     "tickers": (_is_tickers, "a list of tickers"),
     "decider": (lambda v: type(v) is str, "a decider's name"),
     "seed": (lambda v: type(v) is int, "a whole number"),

@@ -13,7 +13,7 @@ from typing import Any
 
 from agent.cost_accounting import attempt_usages, usage_problem
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
+from core.clock import RECORDING_YEARS, is_recording_time
 from market.guard import DEFAULT_MAX_PRICE
 from report.learning import projected_learning
 from report.memory_section import projected_memory
@@ -67,7 +67,7 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
 def _check_time(path: Path, at_ms: int, what: str) -> None:
     """A time outside ``RECORDING_YEARS`` is a corrupt or hand-edited value: the report would
     date it (the year 11476 has no date) and span the run over it, so it is refused, named."""
-    if not EARLIEST_TIME_MS <= at_ms < LATEST_TIME_MS:
+    if not is_recording_time(at_ms):
         raise RunFolderError(
             f"{path}: {what} has at_ms {at_ms}, not a time within {RECORDING_YEARS} "
             "(milliseconds since the epoch)"
