@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent.cost_accounting import attempt_usages, usage_problem
+from agent.cost_accounting import line_problem
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
 from core.clock import RECORDING_YEARS, is_recording_time
 from market.guard import DEFAULT_MAX_PRICE
@@ -53,14 +53,10 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
         what = f"a {record['type'] or 'journal'} line"
         if "at_ms" in record:
             _check_time(path, record["at_ms"], what)
-        usages = attempt_usages(record)
-        if record.get("usage") is not None:
-            usages.append(record["usage"])
-        for usage in usages:
-            problem = usage_problem(usage)
-            if problem is not None:
-                where = f" at_ms {record['at_ms']}" if "at_ms" in record else ""
-                raise RunFolderError(f"{path}: {what}{where}: {problem}")
+        problem = line_problem(record)
+        if problem is not None:
+            where = f" at_ms {record['at_ms']}" if "at_ms" in record else ""
+            raise RunFolderError(f"{path}: {what}{where}: {problem}")
     return records, reader.torn_bytes
 
 
