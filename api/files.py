@@ -14,6 +14,7 @@ from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBod
 from broker.ledger import LedgerError
 from broker.orders import Mark
 from broker.paper_store import InvalidPaperStateError, read_document
+from market.guard import is_price
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
 from state.regular_file import read_bytes_or_none
@@ -181,7 +182,7 @@ def _mark_price(ticker: str, mark: Mark | None) -> tuple[float | None, str | Non
     as floats: a hand-damaged mark was a NaN equity served as null with no reason."""
     if mark is None:
         return None, f"no saved price for {ticker}"
-    if not (math.isfinite(mark.price) and mark.price > 0):
+    if not is_price(mark.price):
         return None, f"the saved price of {ticker} is {mark.price!r}, not a price"
     return mark.price, None
 

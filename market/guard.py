@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Callable, Mapping
-from typing import Final
+from typing import Final, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,16 @@ from market.wire import FrameRejected, RejectReason
 #: keeping it would overflow the sums (24 h volume, features) that the snapshot is built from
 DEFAULT_MAX_PRICE: Final = 1e9
 DEFAULT_MAX_VOLUME: Final = 1e15
+
+
+def is_price(value: object) -> TypeGuard[float]:
+    """A number a market could have traded at, as a saved or journaled value is read back: over
+    0 and within ``DEFAULT_MAX_PRICE`` (NaN and infinity fail; a bool is no number)."""
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and 0 < value <= DEFAULT_MAX_PRICE
+    )
 
 
 class FrameGuardConfig(BaseModel):

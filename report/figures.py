@@ -68,7 +68,7 @@ from pydantic import BaseModel, ConfigDict
 
 from broker.paper_store import PaperBookDocument
 from core.clock import RECORDING_YEARS, is_recording_time
-from market.guard import DEFAULT_MAX_PRICE
+from market.guard import is_price
 from report.activity import (
     DayActivity,
     DeciderCount,
@@ -318,11 +318,7 @@ def _buy_and_hold(decisions: list[dict[str, Any]], equity: _Series) -> dict[str,
         # each ticker's line only takes its own points: no order among a record's tickers needed
         for ticker, view in tickers.items():
             price = (view or {}).get("price")
-            if (
-                not isinstance(price, int | float)
-                or isinstance(price, bool)
-                or not 0 < price <= DEFAULT_MAX_PRICE
-            ):
+            if not is_price(price):
                 continue  # the market guard's bound: a price past it never reached a decision
             base = first_price.get(ticker)
             if base is None:

@@ -14,7 +14,7 @@ from typing import Any
 from agent.cost_accounting import line_problem
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
 from core.clock import RECORDING_YEARS, is_recording_time
-from market.guard import DEFAULT_MAX_PRICE
+from market.guard import is_price
 from report.learning import projected_learning
 from report.memory_section import projected_memory
 from report.metrics import Fill
@@ -180,7 +180,7 @@ def ledger_value(doc: PaperBookDocument) -> float | None:
     value = float(ledger.cash_usd + ledger.reserved_usd)
     for ticker, position in ledger.positions.items():
         mark = doc.marks.get(ticker)
-        if mark is None or not 0 < mark.price <= DEFAULT_MAX_PRICE:
+        if mark is None or not is_price(mark.price):
             return None
         value += float(position.quantity) * mark.price
     return value
