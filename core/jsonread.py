@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
@@ -68,4 +69,14 @@ def _int(digits: str) -> int:
         ) from None
 
 
-__all__ = ["UnreadableJsonError", "loads_json"]
+def read_json_object(path: Path) -> dict[str, Any] | None:
+    """The JSON object in ``path``; None when it is missing, cannot be read, or is not an object
+    (a file a run left behind, read by whoever must tell a finished run from one to redo)."""
+    try:
+        body = loads_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
+__all__ = ["UnreadableJsonError", "loads_json", "read_json_object"]

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from core.jsonread import loads_json
+from core.jsonread import read_json_object
 from state.atomic import atomic_write_bytes
 
 BOOTSTRAP_RESAMPLES: Final = 2000
@@ -58,7 +58,7 @@ class RunEntry:
 
 def run_figures(run_dir: Path) -> dict[str, float | None]:
     """The table's figures of one finished run, from its report.json (``report_figures``)."""
-    figures = report_figures(_read_report(run_dir))
+    figures = report_figures(read_json_object(run_dir / "report.json"))
     if figures is None:  # the sweep counts a run done only when this reads (``is_done``)
         raise ValueError(f"{run_dir / 'report.json'} is not a run report")
     return figures
@@ -66,18 +66,10 @@ def run_figures(run_dir: Path) -> dict[str, float | None]:
 
 def run_unavailable(run_dir: Path) -> dict[str, str]:
     """Why the run's report could not compute a figure (metric -> reason)."""
-    reasons = (_read_report(run_dir) or {}).get("unavailable")
+    reasons = (read_json_object(run_dir / "report.json") or {}).get("unavailable")
     if not isinstance(reasons, dict):
         return {}
     return {k: v for k, v in reasons.items() if isinstance(v, str)}
-
-
-def _read_report(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        report = loads_json((run_dir / "report.json").read_bytes())
-    except (OSError, ValueError):
-        return None
-    return report if isinstance(report, dict) else None
 
 
 def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | None:

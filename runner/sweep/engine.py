@@ -24,11 +24,12 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from core.errors import RefuseToStartError
+from core.jsonread import read_json_object
 from market.recorded import default_data_dir
 from report.experiment import RunEntry, write_experiment
 from runner.config import Settings
 from runner.sweep.grid import Grid, RunSpec, check_runs, expand, load_grid, variant_settings
-from runner.sweep.worker import FAILED_FILE, is_done, read_object, run_one
+from runner.sweep.worker import FAILED_FILE, is_done, run_one
 from state.atomic import atomic_write_bytes
 
 
@@ -152,7 +153,7 @@ def _entry(spec: RunSpec, runs_dir: Path, record: Mapping[str, Any]) -> RunEntry
     status = "done" if is_done(run_dir) else "failed" if record else "not run"
     reason = record.get("reason")
     if status != "done" and reason is None and (run_dir / FAILED_FILE).is_file():
-        recorded = (read_object(run_dir / FAILED_FILE) or {}).get("reason")
+        recorded = (read_json_object(run_dir / FAILED_FILE) or {}).get("reason")
         reason = recorded if isinstance(recorded, str) else None
     return RunEntry(
         key=spec.key,

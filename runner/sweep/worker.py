@@ -15,7 +15,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from core.jsonread import loads_json
+from core.jsonread import read_json_object
 from report.experiment import report_figures
 from runner.config import Settings
 from runner.sweep.grid import RunSpec
@@ -26,24 +26,15 @@ FAILED_FILE = "failed.json"
 def is_done(run_dir: Path) -> bool:
     """A finished replay, every loop up throughout, whose report was written and reads as one
     (``report_figures``): nothing to redo. A garbled report.json is redone, not averaged in."""
-    facts = read_object(run_dir / "replay.json")
-    report = read_object(run_dir / "report.json")
+    # a run whose files cannot be read is not done: it is redone, not a crash of the report
+    facts = read_json_object(run_dir / "replay.json")
+    report = read_json_object(run_dir / "report.json")
     return (
         facts is not None
         and facts.get("finished") is True  # "false" or 1 is a hand edit, not a finished run
         and not facts.get("loop_failures")
         and report_figures(report) is not None
     )
-
-
-def read_object(path: Path) -> dict[str, Any] | None:
-    """The JSON object in ``path``; None when it is missing, unreadable or not an object (a run
-    whose report cannot be read is not done: it is redone, not a crash of the sweep's report)."""
-    try:
-        body = loads_json(path.read_bytes())
-    except (OSError, ValueError):
-        return None
-    return body if isinstance(body, dict) else None
 
 
 def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dict[str, Any]:
