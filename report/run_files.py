@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import csv
 import gc
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +46,7 @@ def read_journal(path: Path) -> tuple[list[dict[str, Any]], int]:
         records = [projected_fields(model, fields) for model, fields in reader.fields()]
     except JournalLineError as exc:
         raise RunFolderError(str(exc)) from None
-    except (OSError, EOFError, zlib.error) as exc:  # a damaged or cut-off gzipped segment
+    except OSError as exc:  # a damaged or cut-off gzipped segment (UnreadableSegmentError)
         raise RunFolderError(f"{path}: a segment cannot be read: {exc}") from None
     for record in records:
         what = f"a {record['type'] or 'journal'} line"
