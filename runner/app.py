@@ -7,7 +7,6 @@ at import time. Tests build the same graph against loopback servers.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 import sys
 from collections.abc import Callable
@@ -32,7 +31,7 @@ from runner.market_wiring import MarketPath, build_market_path, websocket_ports
 from runner.sim_boot import DaemonClock, WsFront, daemon_clock, market_endpoints
 from runner.stop_signals import on_stop_signals
 from runner.supervision import supervise
-from runner.supervisor import LoopSpec, ShutdownHook, Supervisor
+from runner.supervisor import LoopSpec, ShutdownHook, Supervisor, run_hooks
 from runner.warmup import warm_up
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath, build_decision_path
@@ -83,7 +82,8 @@ async def build_daemon(
     except BaseException:
         # a refusal after the simulator started left its servers and stall watch running until
         # the process exited: nothing else holds them to stop
-        await _close_unstarted(closers)
+        # newest first; each failure is logged, so the error that stopped the build is raised
+        await run_hooks(reversed(closers), when="start-up refused")
         raise
 
 
@@ -146,18 +146,6 @@ async def _wire(
         ends.sim,
         operator,
     )
-
-
-async def _close_unstarted(closers: list[tuple[str, ShutdownHook]]) -> None:
-    """The shutdown hooks of a daemon that never started, newest first; each one's failure is
-    logged so that the error that stopped the build is the one raised."""
-    for name, hook in reversed(closers):
-        try:
-            result = hook()
-            if inspect.isawaitable(result):
-                await result
-        except Exception:
-            log.exception("start-up refused: %s failed", name)
 
 
 def _state_watch(

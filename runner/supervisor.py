@@ -27,7 +27,7 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.backoff import Backoff
@@ -265,12 +265,20 @@ class Supervisor:
                 )
 
     async def _run_hooks(self, report: ShutdownReport) -> None:
-        for name, hook in self._hooks:
-            try:
-                result = hook()
-                if inspect.isawaitable(result):
-                    await result
-                log.info("shutdown: %s done", name)
-            except Exception:
-                report.hooks_failed.append(name)
-                log.exception("shutdown: %s failed", name)
+        report.hooks_failed.extend(await run_hooks(self._hooks))
+
+
+async def run_hooks(hooks: Iterable[tuple[str, ShutdownHook]], when: str = "shutdown") -> list[str]:
+    """Run each hook in turn (awaiting what it returns); one that fails is logged and the next
+    still runs. The names of those that failed."""
+    failed: list[str] = []
+    for name, hook in hooks:
+        try:
+            result = hook()
+            if inspect.isawaitable(result):
+                await result
+            log.info("%s: %s done", when, name)
+        except Exception:
+            failed.append(name)
+            log.exception("%s: %s failed", when, name)
+    return failed
