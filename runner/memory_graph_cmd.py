@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sqlite3
 import sys
 from datetime import UTC, datetime
@@ -226,8 +227,20 @@ async def _export(
 ) -> int:
     rows = await store.export()
     for row in rows:
-        print(orjson.dumps(row).decode() if args.format == "jsonl" else _cypher(row))
+        print(_jsonl(row) if args.format == "jsonl" else _cypher(row))
     return 0
+
+
+_C1_CONTROLS = re.compile("[\x80-\x9f]")
+
+
+def _jsonl(row: dict[str, Any]) -> str:
+    """The row as one JSON line with U+0080..U+009F escaped: orjson writes them raw, and a
+    terminal shown the export reads U+009B as ESC [. JSON's structure is ASCII, so they can only
+    be inside strings, where ``\\u009b`` is the same text."""
+    return _C1_CONTROLS.sub(
+        lambda found: f"\\u{ord(found.group()):04x}", orjson.dumps(row).decode()
+    )
 
 
 def _cypher(row: dict[str, Any]) -> str:

@@ -131,3 +131,37 @@ def test_memory_add_still_folds_line_breaks_and_tabs_of_the_text(
     state = tmp_path / "state"
     assert run(capsys, state, "add", "a lesson about\n\tthe retest\r\nof support")[0] == 0
     assert run(capsys, state, "list")[1].rstrip().endswith("a lesson about the retest of support")
+
+
+def test_memory_export_escapes_c1_controls_and_keeps_the_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A model's words may hold U+0080..U+009F (U+009B is CSI: a terminal reads it as ESC [).
+    orjson writes them raw, so `vigil memory export` piped to a terminal could clear or colour it;
+    they are written as JSON escapes, and an import reads the very text back."""
+    state = tmp_path / "state"
+    text = "a lesson\x9b2J about the retest\x85 of support\x80"
+
+    async def write() -> None:
+        store = SqliteMemoryStore(state / "memory.db")
+        created = 1_741_564_800_000
+        await store.put_insight(
+            Insight(
+                insight_id=Insight.make_id("reflection", created, "SOL/USDT", text),
+                text=text, kind="reflection", salience=0.5, author="rules",
+                summary_source="rules", created_ms=created, ticker="SOL/USDT",
+            )
+        )  # fmt: skip
+        await store.close()
+
+    asyncio.run(write())
+    code, out = run(capsys, state, "export")
+    assert code == 0
+    assert not any("\x80" <= ch <= "\x9f" for ch in out), repr(out)
+    assert "\\u009b2J" in out
+    assert [json.loads(line)["text"] for line in out.splitlines()] == [text]
+    exported = tmp_path / "export.jsonl"
+    exported.write_text(out)
+    assert run(capsys, tmp_path / "other", "import", str(exported))[0] == 0
+    again = run(capsys, tmp_path / "other", "export")[1]
+    assert [json.loads(line)["text"] for line in again.splitlines()] == [text]
