@@ -214,6 +214,20 @@ class RunQueue:
             except (OSError, ValueError) as exc:
                 log.warning("skipping %s: %s", path, exc)
                 continue
+            # a job is its folder: a copied folder repeats another's run_id, and a state dir
+            # mounted elsewhere (or an edit) leaves out_dir naming a folder that is not this one
+            folder = path.parent
+            if job.run_id != folder.name:
+                log.warning("skipping %s: its run_id %r is not its folder's", path, job.run_id)
+                continue
+            if job.out_dir != str(folder):
+                log.info(
+                    "run %s: its folder is now %s (job.json said %s)",
+                    job.run_id,
+                    folder,
+                    job.out_dir,
+                )
+                job = job.model_copy(update={"out_dir": str(folder)})
             self._jobs[job.run_id] = job
             if job.status not in FINISHED:
                 self._finish(job.run_id, "failed", job.exit_code, INTERRUPTED)

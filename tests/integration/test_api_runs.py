@@ -245,3 +245,32 @@ async def test_a_report_not_of_the_reports_shape_leaves_the_summary_unavailable(
     again = reloaded.get(accepted["run_id"])
     assert again is not None and again.status == "failed" and again.reason == INTERRUPTED
     assert "not a report vigil wrote" in again.unavailable["summary"]
+
+
+def test_a_job_is_read_from_its_own_folder_whatever_its_job_json_says(
+    settings: Settings, tmp_path: Path
+) -> None:
+    """job.json's out_dir and run_id were trusted: a state dir mounted at another path (a Docker
+    volume) or an edited out_dir made the start's fail-marking write, and the summary's read, go
+    to another folder; a copied folder replaced the job whose run_id it repeated. A job is its
+    folder: out_dir is where its job.json was found, and a run_id not the folder's is skipped."""
+    queue = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+    job = queue.submit(RunRequest.model_validate({"from": DAY, "to": DAY}))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    job_file = Path(job.out_dir) / JOB_FILE_NAME
+    job_file.write_text(json.dumps(json.loads(job_file.read_text()) | {"out_dir": str(elsewhere)}))
+    copy = Path(job.out_dir).with_name("20990101T000000Z-copied")
+    copy.mkdir()
+    (copy / JOB_FILE_NAME).write_text(job_file.read_text())
+
+    moved = tmp_path / "moved-state"
+    settings.state_dir.rename(moved)
+    reloaded = RunQueue(moved, ReplayLauncher(settings), RunLimits())
+
+    found = reloaded.get(job.run_id)
+    folder = moved / "runs" / job.run_id
+    assert found is not None and found.status == "failed" and found.out_dir == str(folder)
+    assert json.loads((folder / JOB_FILE_NAME).read_text())["out_dir"] == str(folder)
+    assert list(elsewhere.iterdir()) == []
+    assert [j.run_id for j in reloaded.listing().runs] == [job.run_id]
