@@ -35,6 +35,7 @@ from runner.supervisor import LoopSpec, ShutdownHook, Supervisor, run_hooks
 from runner.warmup import warm_up
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath, build_decision_path
+from state.daemon_lock import DaemonLock
 from state.journal import CsvJournal, JsonlJournal
 from state.state_dir import refuse_package_dir
 from state.store import RunnerStateStore
@@ -221,7 +222,12 @@ EXIT_STUCK = 1
 
 
 async def run_daemon(settings: Settings, *, live: bool = False) -> int:
-    refuse_package_dir(settings.state_dir)  # before the log file is made in it
+    refuse_package_dir(settings.state_dir)  # before the lock file and the log file are made in it
+    with DaemonLock(settings.state_dir):  # one daemon per state dir, until this one has stopped
+        return await _run_locked(settings, live)
+
+
+async def _run_locked(settings: Settings, live: bool) -> int:
     configure_logging(
         settings.log_level,
         settings.secret_values(),

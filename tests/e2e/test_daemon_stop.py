@@ -109,6 +109,16 @@ async def test_a_person_halts_and_resumes_a_running_daemon_and_health_says_so(
         assert code == 1 and "unhealthy: trading: HALTED by cli: audit" in out, out
         assert (await _vigil(env, "trading", "resume"))[0] == 0
         await _wait_for_text(log_path, "trading state changed by cli: active")
+        # a second daemon on the same state dir (a second docker run on the volume) would place
+        # every order twice: it is refused, and the running one goes on
+        second = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "runner.cli", "run", "--sim",
+            env=env, cwd=REPO, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, refusal = await asyncio.wait_for(second.communicate(), timeout=60)
+        assert second.returncode == 78, refusal
+        assert f"another vigil daemon (pid {proc.pid} on " in refusal.decode(), refusal
+        assert proc.returncode is None
         assert await stop(proc) == 0
     lines = journal_text(state_dir / "logs" / "decisions.jsonl").splitlines()
     changes = [json.loads(x) for x in lines if '"trading_state"' in x]

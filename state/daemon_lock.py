@@ -1,0 +1,83 @@
+"""One daemon per state dir: a second ``vigil run`` on the same folder (a second ``docker run`` on
+the same volume, ``make run`` in another terminal) would place every order twice, append to the
+same journals and overwrite the other's ``runner_state.json``.
+
+The daemon holds an exclusive ``flock`` on ``<state dir>/daemon.lock`` while it runs. The kernel
+drops it when the process ends, however it ends (SIGKILL, a crash, an OOM kill), so a stale file
+never blocks a restart; the file stays, holding who took it last, for the refusal to name.
+Commands that run beside the daemon (``vigil trading``, ``memory``, ``status``, the API) do not
+take it: they are meant to.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import socket
+from datetime import UTC, datetime
+from pathlib import Path
+
+from core.errors import RefuseToStartError
+
+LOCK_FILE_NAME = "daemon.lock"
+
+
+class DaemonLock:
+    """The state dir's lock, held from ``acquire`` until ``release`` or the process ends."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self.path = state_dir / LOCK_FILE_NAME
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock, or ``RefuseToStartError`` naming the daemon that holds it."""
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise RefuseToStartError(
+                f"cannot create {self.path} ({exc.strerror or exc}): the state dir must be a "
+                "writable folder"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # BlockingIOError: held; anything else: no lock to be had either
+            holder = _read_holder(fd)
+            os.close(fd)
+            raise RefuseToStartError(
+                f"another vigil daemon ({holder}) is running on the state dir "
+                f"{self.path.parent}: two would place every order twice. Stop it first, or give "
+                "this one its own --state-dir"
+            ) from None
+        self._fd = fd
+        _write_holder(fd)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)  # closing drops the flock
+
+    def __enter__(self) -> DaemonLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.release()
+
+
+def _write_holder(fd: int) -> None:
+    started = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    text = f"pid {os.getpid()} on {socket.gethostname()}, started {started}\n"
+    with contextlib.suppress(OSError):  # only words for a refusal: the lock is what counts
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, text.encode(), 0)
+
+
+def _read_holder(fd: int) -> str:
+    try:
+        text = os.pread(fd, 200, 0).decode("utf-8", "replace").strip()
+    except OSError:
+        text = ""
+    printable = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return printable or "its pid is not recorded"
