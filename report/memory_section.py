@@ -23,7 +23,9 @@ def memory_section(run_dir: Path, records: Sequence[Mapping[str, Any]]) -> dict[
     section.update(_from_journal(records))
     db = run_dir / "memory.db"
     if db.is_file():
-        section.update(_from_store(db))
+        found, unavailable = _from_store(db)
+        section.update(found)
+        section["unavailable"].update(unavailable)
     else:
         section["store"] = None
         section["unavailable"]["store"] = "no memory.db in this run (--no-memory or memory off)"
@@ -95,15 +97,22 @@ def _from_journal(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _from_store(db: Path) -> dict[str, Any]:
+def _from_store(db: Path) -> tuple[dict[str, Any], dict[str, str]]:
+    """The store's figures over the rows it can read, and what it could not: a row of the wrong
+    type is left out of them and counted, as the store itself leaves it out of every read
+    (``memory.sqlite_rows``) and keeps it in the file."""
     try:
         with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
             one = conn.execute
-            wrong = one(_WRONG_TYPES).fetchone()[0]
-            if wrong:
-                return {"store": None, "unavailable": {"store": _wrong_types(wrong)}}
-            trades = one("SELECT COUNT(*) FROM trades").fetchone()[0]
-            kinds = dict(one("SELECT kind, COUNT(*) FROM insights GROUP BY kind").fetchall())
+            trades, left_out_trades = one(
+                f"SELECT SUM({_TRADE_READABLE}), SUM(NOT {_TRADE_READABLE}) FROM trades"
+            ).fetchone()
+            kinds = dict(
+                one(f"SELECT kind, COUNT(*) FROM insights WHERE {_KIND_READABLE} GROUP BY kind")
+            )
+            (left_out_insights,) = one(
+                f"SELECT COUNT(*) FROM insights WHERE NOT {_KIND_READABLE}"
+            ).fetchone()
             per_regime = [
                 {
                     "regime": r[0],
@@ -114,32 +123,39 @@ def _from_store(db: Path) -> dict[str, Any]:
                 }
                 for r in one(
                     "SELECT regime, COUNT(*), SUM(pnl_pct > 0), AVG(pnl_pct), AVG(holding_secs) "
-                    "FROM trades GROUP BY regime ORDER BY regime"
-                ).fetchall()
+                    f"FROM trades WHERE {_TRADE_READABLE} GROUP BY regime ORDER BY regime"
+                )
             ]
     except sqlite3.Error as exc:
-        return {"store": None, "unavailable": {"store": f"memory.db unreadable: {exc}"}}
-    return {
+        return {"store": None}, {"store": f"memory.db unreadable: {exc}"}
+    found = {
         "store": "sqlite",
-        "trades_written": trades,
+        "trades_written": trades or 0,
         "insights_written": kinds,
         "per_regime": per_regime,
     }
+    left_out = (left_out_trades or 0) + left_out_insights
+    return found, {} if not left_out else {"store_rows": _left_out(left_out)}
 
 
-#: rows the schema's NOT NULL and REAL columns rule out, yet SQLite stores (a damaged file, or
-#: another program's): a NULL holding time or a blob kind would end the report in a traceback
-_WRONG_TYPES = """SELECT
-    (SELECT COUNT(*) FROM trades WHERE typeof(regime) != 'text'
-        OR typeof(pnl_pct) NOT IN ('real', 'integer')
-        OR typeof(holding_secs) NOT IN ('real', 'integer'))
-    + (SELECT COUNT(*) FROM insights WHERE typeof(kind) != 'text')"""
+#: a row the store can read: the schema's NOT NULL and REAL columns rule the others out, yet
+#: SQLite stores them (a damaged file, another program's, a person's edit); a NULL holding time
+#: or a blob kind ended the report in a traceback. Infinities are out of the range (``abs`` of
+#: the smallest integer is an error in SQLite, so no ``abs``).
+_FINITE = "{0} BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
+_TRADE_READABLE = (
+    "(typeof(regime) = 'text' AND typeof(pnl_pct) IN ('real', 'integer') "
+    "AND typeof(holding_secs) IN ('real', 'integer') "
+    f"AND {_FINITE.format('pnl_pct')} AND {_FINITE.format('holding_secs')})"
+)
+_KIND_READABLE = "(typeof(kind) = 'text')"
 
 
-def _wrong_types(count: int) -> str:
+def _left_out(count: int) -> str:
     return (
-        f"memory.db unreadable: {count} trade or insight row(s) hold a value of the wrong type "
-        "(a null, text or blob where the schema has a number or text)"
+        f"{count} trade or insight row(s) of memory.db hold a value of the wrong type (a null, "
+        "text, blob or infinity where the schema has a number or text): left out of these "
+        "figures, as the memory store leaves them out of every read; kept in the file"
     )
 
 

@@ -355,25 +355,44 @@ def test_a_usable_final_ledger_value_still_ends_the_series(
         ((None, 1.0, 3600.0), "insight"),
         (("calm", 1.0, 3600.0), b"\xff"),
         (("calm", 1.0, b"\x00"), "insight"),
+        (("calm", float("inf"), 3600.0), "insight"),
+        (("calm", -(2**63), 3600.0), "insight"),  # readable: and no SQLite abs() overflow
     ],
-    ids=["null numbers", "text pnl", "null regime", "blob kind", "blob holding"],
-)
-def test_a_memory_db_row_of_the_wrong_type_makes_the_store_unavailable(
+    ids=[
+        "null numbers", "text pnl", "null regime", "blob kind", "blob holding", "inf pnl",
+        "smallest integer pnl",
+    ],
+)  # fmt: skip
+def test_a_memory_db_row_of_the_wrong_type_is_left_out_of_the_figures_and_counted(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], trade: tuple[Any, ...], kind: Any
 ) -> None:
+    """The store leaves such a row out of every read and keeps it in the file; the report's
+    section called the whole store unavailable for it. Now it leaves it out too, and says so."""
     run = write_run(tmp_path)
     with sqlite3.connect(run / "memory.db") as db:  # no NOT NULL: another program's, or damaged
         db.executescript(
             "CREATE TABLE trades (regime, pnl_pct, holding_secs);CREATE TABLE insights (kind);"
         )
         db.execute("INSERT INTO trades VALUES (?, ?, ?)", trade)
+        db.execute("INSERT INTO trades VALUES ('calm', -2.5, 7200.0)")
         db.execute("INSERT INTO insights VALUES (?)", (kind,))
+        db.execute("INSERT INTO insights VALUES ('reflection')")
     db.close()
     assert main(["report", str(run)]) == 0, capsys.readouterr().err
     memory = orjson.loads((run / "report.json").read_bytes())["memory"]
-    assert memory["store"] is None
-    assert (
-        "1 trade or insight row(s) hold a value of the wrong type" in memory["unavailable"]["store"]
+    readable = trade[1] == -(2**63)
+    good_trade, good_kind = kind == b"\xff" or readable, kind != b"\xff"
+    assert memory["store"] == "sqlite"
+    assert memory["trades_written"] == 1 + good_trade
+    assert memory["insights_written"] == {"reflection": 1} | ({"insight": 1} if good_kind else {})
+    calm = memory["per_regime"][0]
+    pnls = [-2.5, *([trade[1]] if good_trade else [])]
+    assert calm["n"] == len(pnls) and calm["win_rate"] == sum(p > 0 for p in pnls) / len(pnls)
+    if readable:
+        assert "store_rows" not in memory["unavailable"]
+        return
+    assert memory["unavailable"]["store_rows"].startswith(
+        "1 trade or insight row(s) of memory.db hold a value of the wrong type"
     )
 
 
