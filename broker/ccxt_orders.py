@@ -12,8 +12,9 @@ Never two orders for one intent:
 - -4116 (duplicate client id) is answered by looking the order up; -1021 re-syncs time and sends
   again (Binance rejects -1021 before processing, so this cannot duplicate); -2019 (margin) is a
   rejection;
-- an answer that cannot be read (``broker.exchange_answer``: a field missing, not a number, NaN) is
-  taken as no answer: the order is looked up, and nothing is recorded from the unreadable one.
+- an answer that cannot be read (``broker.exchange_answer``: a field missing, not a number, NaN) or
+  is about another order (client order id, symbol or side) is taken as no answer: the order is
+  looked up, and nothing is recorded from the unreadable one.
 
 A finished order is journaled before its fill is announced (``broker.ccxt_fills``).
 """

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Literal
 
 import ccxt.async_support as ccxt_async
@@ -30,6 +30,7 @@ from market.ccxt_client import (
     call_with_retries,
     retry_after_secs,
 )
+from market.timeframes import to_binance_symbol
 
 # the ccxt broker's parts log as one component, under the name operators already filter on
 log = logging.getLogger("broker.ccxt_broker")
@@ -63,6 +64,22 @@ def binance_code(exc: BaseException) -> int | None:
     """The ``code`` of the Binance error body ccxt put in the exception message, if any."""
     found = _CODE_RE.search(str(exc))
     return int(found.group(1)) if found else None
+
+
+def _check_same_order(order: Mapping[str, Any], intent: JournalIntent, what: str) -> None:
+    """An answer about another order (id, symbol or side) would be recorded, and its fill
+    announced, as this one's: it is no answer, and the order is looked up by its own id."""
+    expected = {
+        "clientOrderId": intent.client_order_id,
+        "symbol": to_binance_symbol(intent.ticker),
+        "side": intent.side.upper(),
+    }
+    for key, value in expected.items():
+        if order.get(key) != value:
+            raise answer.MalformedAnswerError(
+                f"the exchange's answer to {what} is about another order: {key} is "
+                f"{order.get(key)!r}, not {value!r}"
+            )
 
 
 def binance_msg(exc: BaseException) -> str:
@@ -123,6 +140,8 @@ class BinanceRest:
             raise answer.MalformedAnswerError(
                 f"the exchange's answer to {what}: side is neither BUY nor SELL: {side!r}"
             )
+        if intent is not None:
+            _check_same_order(order, intent, what)
         filled = answer.number(order, "executedQty", what, default=0.0, at_least=0.0)
         average = answer.number(order, "avgPrice", what, above=0.0) if filled > 0 else None
         fee, estimated = 0.0, False
