@@ -56,6 +56,8 @@ ORDER_STATUS: Final[dict[str, Literal["filled", "open", "rejected", "cancelled"]
     "REJECTED": "rejected",
 }
 FINAL_STATUSES: Final = frozenset({"filled", "cancelled", "rejected"})
+#: relative: how far past its limit the average price of a limit order's fills may be written
+_PRICE_SLACK: Final = 1e-9
 
 Api = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -80,6 +82,16 @@ def _check_same_order(order: Mapping[str, Any], intent: JournalIntent, what: str
                 f"the exchange's answer to {what} is about another order: {key} is "
                 f"{order.get(key)!r}, not {value!r}"
             )
+
+
+def _check_within_limit(side: str, average: float, limit: float, what: str) -> None:
+    """A limit order fills at its limit or better: an average beyond it is no fill the exchange
+    made (a rounding of the average's last digit aside)."""
+    slack = abs(limit) * _PRICE_SLACK
+    if (side == "BUY" and average > limit + slack) or (side == "SELL" and average < limit - slack):
+        raise answer.MalformedAnswerError(
+            f"the exchange's answer to {what}: {side} limit at {limit!r} filled at {average!r}"
+        )
 
 
 def binance_msg(exc: BaseException) -> str:
@@ -142,8 +154,16 @@ class BinanceRest:
             )
         if intent is not None:
             _check_same_order(order, intent, what)
+        ordered = answer.number(order, "origQty", what, at_least=0.0)
         filled = answer.number(order, "executedQty", what, default=0.0, at_least=0.0)
+        if filled > ordered:
+            raise answer.MalformedAnswerError(
+                f"the exchange's answer to {what}: executedQty {filled!r} is more than "
+                f"origQty {ordered!r}"
+            )
         average = answer.number(order, "avgPrice", what, above=0.0) if filled > 0 else None
+        if average is not None and order.get("type") == "LIMIT":
+            _check_within_limit(side, average, answer.number(order, "price", what, above=0.0), what)
         fee, estimated = 0.0, False
         if average is not None:
             fee, estimated = await self._fee_usd(
@@ -155,8 +175,7 @@ class BinanceRest:
         requested = (
             intent.requested_notional_usd
             if intent is not None
-            else answer.number(order, "origQty", what, at_least=0.0)
-            * answer.number(order, "price", what, default=0.0, at_least=0.0)
+            else ordered * answer.number(order, "price", what, default=0.0, at_least=0.0)
         )
         return OrderResult(
             client_order_id=answer.text(order, "clientOrderId", what),
