@@ -94,6 +94,22 @@ def _check_within_limit(side: str, average: float, limit: float, what: str) -> N
         )
 
 
+def _order_trades(
+    fills: list[Mapping[str, Any]], order_id: int, what: str
+) -> list[Mapping[str, Any]]:
+    """Each trade of the order once: a trade answered twice would pay its fee twice, another
+    order's would pay that one's, and a filled order with none has no fee to read."""
+    by_id: dict[int, Mapping[str, Any]] = {}
+    for trade in fills:
+        if answer.whole_number(trade, "orderId", what) != order_id:
+            raise answer.MalformedAnswerError(f"the answer to {what} holds another order's trade")
+        if by_id.setdefault(answer.whole_number(trade, "id", what), trade) != trade:
+            raise answer.MalformedAnswerError(f"the answer to {what} holds two trades of one id")
+    if not by_id:
+        raise answer.MalformedAnswerError(f"the answer to {what} holds no trade")
+    return list(by_id.values())
+
+
 def binance_msg(exc: BaseException) -> str:
     found = _MSG_RE.search(str(exc))
     return found.group(1) if found else type(exc).__name__
@@ -200,7 +216,7 @@ class BinanceRest:
             trades = await self.request(
                 "fapiPrivateGetUserTrades", {"symbol": symbol, "orderId": order_id}, what=what
             )
-            fills = answer.rows(trades, what)
+            fills = _order_trades(answer.rows(trades, what), order_id, what)
             assets = [answer.text(t, "commissionAsset", what) for t in fills]
             other = {asset for asset in assets if asset != "USDT"}
             if not other:
