@@ -292,11 +292,18 @@ class CcxtBroker:
     async def _positions(self) -> list[PositionDetail]:
         raw = await self._rest.request("fapiPrivateV3GetPositionRisk", {}, what="positions")
         details: list[PositionDetail] = []
+        symbols: set[str] = set()
         for row in answer.rows(raw, "positions"):
             amount = answer.number(row, "positionAmt", "positions")
+            symbol = answer.text(row, "symbol", "positions")
+            if symbol in symbols:  # one-way mode has one row a symbol: two would count it twice
+                raise answer.MalformedAnswerError(
+                    f"the exchange's answer to positions has two rows for {symbol}"
+                )
+            symbols.add(symbol)
             if amount == 0.0:
                 continue
-            ticker = self._rest.ticker_of(answer.text(row, "symbol", "positions"))
+            ticker = self._rest.ticker_of(symbol)
             if amount < 0:
                 raise HaltTradingError(
                     f"short position of {amount} {ticker} on the exchange; vigil is long-only"

@@ -62,6 +62,7 @@ HOSTILE_POSITIONS: list[tuple[str, Rewrite, str]] = [
     ("no symbol", in_held_row("symbol", ...), "symbol is not a non-empty string"),
     ("numeric symbol", in_held_row("symbol", 5), "symbol"),
     ("negative time", in_held_row("updateTime", -1), "updateTime is not a whole number"),
+    ("the held row twice", lambda body: body + body, "two rows for BTCUSDT"),
     ("a row that is a list", lambda body: [["BTCUSDT", "0.01"]], "is not an object"),
     ("an object, not a list", lambda body: {"positions": body}, "is not a list"),
     ("a string", lambda body: "BTCUSDT", "is not a list"),
