@@ -140,8 +140,15 @@ class CcxtBroker:
             self._clock, self._ex.load_markets, what="load markets", policy=self._policy
         )
         await self._rest.sync_time()
-        mode = await self._rest.request("fapiPrivateGetPositionSideDual", {}, what="position mode")
-        if mode.get("dualSidePosition") in (True, "true"):
+        raw_mode = await self._rest.request(
+            "fapiPrivateGetPositionSideDual", {}, what="position mode"
+        )
+        hedged = answer.row(raw_mode, "position mode").get("dualSidePosition")
+        if hedged not in (True, False, "true", "false"):  # an unread mode is not one-way
+            raise answer.MalformedAnswerError(
+                f"the exchange's answer to position mode: dualSidePosition is {hedged!r}"
+            )
+        if hedged in (True, "true"):
             raise RefuseToStartError(
                 "the Binance account is in hedge mode (dualSidePosition); vigil trades one-way "
                 "positions: switch the account to one-way mode first"

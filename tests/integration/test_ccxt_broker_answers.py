@@ -19,12 +19,14 @@ from broker.ccxt_broker import CcxtBroker
 from broker.exchange_answer import MalformedAnswerError
 from broker.port import Action
 from contract.broker_harness import make_intent
+from core.errors import RefuseToStartError
 
 BTC = "BTC/USDT"
 POSITIONS = "/fapi/v3/positionRisk"
 ACCOUNT = "/fapi/v3/account"
 ORDER = "/fapi/v1/order"
 FILLS = "/fapi/v1/userTrades"
+POSITION_MODE = "/fapi/v1/positionSide/dual"
 
 Rewrite = Callable[[Any], Any]
 
@@ -152,3 +154,35 @@ async def test_a_garbled_fee_falls_back_to_the_configured_rate(tmp_path: Path) -
         assert sold.fee_usd > 0 and sold.fee_usd == pytest.approx(
             sold.filled_quantity * (sold.average_price or 0.0) * 0.05 / 100
         )
+
+
+@pytest.mark.parametrize(
+    ("rewrite", "says"),
+    [
+        (lambda body: [body], "is not an object"),
+        (lambda body: "one-way", "is not an object"),
+        (lambda body: {}, "dualSidePosition"),
+        (lambda body: {"dualSidePosition": "maybe"}, "dualSidePosition"),
+        (lambda body: {"dualSidePosition": None}, "dualSidePosition"),
+    ],
+    ids=["list", "string", "no-field", "odd-value", "null"],
+)
+async def test_a_garbled_position_mode_is_refused_and_the_next_answer_is_read(
+    tmp_path: Path, rewrite: Rewrite, says: str
+) -> None:
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        sim.server.faults.rewrite_next(rewrite, path=POSITION_MODE)
+        with pytest.raises(MalformedAnswerError, match="answer to position mode") as raised:
+            await broker.reconcile()
+        assert says in str(raised.value)
+        assert (await broker.reconcile()).positions == ()
+
+
+@pytest.mark.parametrize("hedged", [True, "true"])
+async def test_an_account_in_hedge_mode_refuses_to_start(tmp_path: Path, hedged: object) -> None:
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        sim.server.faults.rewrite_next(
+            lambda body: {"dualSidePosition": hedged}, path=POSITION_MODE
+        )
+        with pytest.raises(RefuseToStartError, match="hedge mode"):
+            await broker.reconcile()
