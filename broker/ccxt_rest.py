@@ -58,6 +58,8 @@ ORDER_STATUS: Final[dict[str, Literal["filled", "open", "rejected", "cancelled"]
 FINAL_STATUSES: Final = frozenset({"filled", "cancelled", "rejected"})
 #: relative: how far past its limit the average price of a limit order's fills may be written
 _PRICE_SLACK: Final = 1e-9
+#: an order time this far after the exchange's clock is a garbled answer, not a clock's drift
+_MAX_AHEAD_MS: Final = 24 * 3600 * 1000
 
 Api = Callable[[dict[str, Any]], Awaitable[Any]]
 
@@ -203,8 +205,19 @@ class BinanceRest:
             average_price=average,
             fee_usd=fee,
             fee_estimated=estimated,
-            at_ms=answer.whole_number(order, "updateTime", what, default=0),
+            at_ms=self._time_ms(order, what),
         )
+
+    def _time_ms(self, order: Mapping[str, Any], what: str) -> int:
+        """The order's ``updateTime``, not after the exchange's now (ccxt's ``nonce``: our clock
+        less the offset ``sync_time`` measured) by more than ``_MAX_AHEAD_MS``: a fill dated years
+        ahead would be journaled for good, and a position opened then is never held long."""
+        at_ms = answer.whole_number(order, "updateTime", what, default=0)
+        if at_ms > self._ex.nonce() + _MAX_AHEAD_MS:
+            raise answer.MalformedAnswerError(
+                f"the exchange's answer to {what}: updateTime {at_ms} is after the exchange's now"
+            )
+        return at_ms
 
     async def _fee_usd(
         self, symbol: str, order_id: int, notional_usd: float, *, is_maker: bool

@@ -51,3 +51,24 @@ async def test_a_fill_beyond_the_order_is_looked_up_not_taken(
             placed.client_order_id
         ]
         assert sim.server.requests[ORDER] == 2  # the POST and one lookup
+
+
+YEAR_MS = 365 * 24 * 3600 * 1000
+
+
+@pytest.mark.parametrize("ahead_ms", [YEAR_MS, 100 * YEAR_MS, 2**62])
+async def test_a_fill_dated_after_the_exchanges_now_is_looked_up_not_taken(
+    tmp_path: Path, ahead_ms: int
+) -> None:
+    seen = Announced()
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim, seen.bus) as broker:
+        await broker.reconcile()
+        future = min(2**63 - 1, sim.clock.now_ms() + ahead_ms)
+        rewrite = filled(lambda ordered: ordered, lambda limit: limit)
+        sim.server.faults.rewrite_next(
+            lambda body: {**rewrite(body), "updateTime": future}, path=ORDER
+        )
+        (placed,) = await broker.execute_decisions([buy(sim)])
+        assert placed.status == "open" and placed.at_ms <= sim.clock.now_ms()
+        assert seen.fills == []
+        assert sim.server.requests[ORDER] == 2  # the POST and one lookup
