@@ -4,7 +4,8 @@ Order rules (the broker contract's, the same as the paper broker's): a BUY is a 
 intent's reference price for ``notional / price`` rounded down to the lot step; a SELL is a
 reduce-only MARKET order for the whole long position. One cross-margined USDT account at
 ``leverage`` (1x by default, set per ticker on start), so margin is cash: ``get_cash`` is Binance's
-``availableBalance``, ``get_portfolio_value`` its ``totalMarginBalance`` (wallet + unrealized PnL).
+``availableBalance`` (0 when it is below 0), ``get_portfolio_value`` its ``totalMarginBalance``
+(wallet + unrealized PnL; a negative one is refused as an unreadable answer).
 
 Never two orders for one intent: see ``broker.ccxt_orders`` (placing, journaling, reading back).
 
@@ -245,12 +246,16 @@ class CcxtBroker:
     async def get_portfolio_value(self) -> float:
         await self._ready()
         account = await self._rest.request("fapiPrivateV3GetAccount", {}, what="account")
-        return answer.number(answer.row(account, "account"), "totalMarginBalance", "account")
+        return answer.number(
+            answer.row(account, "account"), "totalMarginBalance", "account", at_least=0.0
+        )
 
     async def get_cash(self) -> float:
         await self._ready()
         account = await self._rest.request("fapiPrivateV3GetAccount", {}, what="account")
-        return answer.number(answer.row(account, "account"), "availableBalance", "account")
+        available = answer.number(answer.row(account, "account"), "availableBalance", "account")
+        # Binance's goes below 0 when losses eat into the margin: then nothing is free to spend
+        return max(0.0, available)
 
     async def get_open_orders(self) -> Sequence[OpenOrder]:
         """vigil's resting orders, oldest first (orders a person placed are reconcile's report).

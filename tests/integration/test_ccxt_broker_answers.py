@@ -15,6 +15,7 @@ import pytest
 from test_ccxt_broker_fills import buy, trade_through
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
+from agent.risk import RiskContext
 from broker.ccxt_broker import CcxtBroker
 from broker.exchange_answer import MalformedAnswerError
 from broker.port import Action
@@ -186,3 +187,27 @@ async def test_an_account_in_hedge_mode_refuses_to_start(tmp_path: Path, hedged:
         )
         with pytest.raises(RefuseToStartError, match="hedge mode"):
             await broker.reconcile()
+
+
+async def test_a_negative_balance_is_no_cash_and_a_negative_equity_is_refused(
+    tmp_path: Path,
+) -> None:
+    """The risk caps take cash and portfolio value as >= 0 (``agent.risk.RiskContext`` refuses a
+    negative one, failing the decision, SELLs too)."""
+    async with ccxt_sim(tmp_path) as sim, running_broker(sim) as broker:
+        equity = await broker.get_portfolio_value()
+        sim.server.faults.rewrite_next(
+            lambda body: {**body, "availableBalance": "-50.5"}, path=ACCOUNT
+        )
+        assert await broker.get_cash() == 0.0
+        sim.server.faults.rewrite_next(
+            lambda body: {**body, "totalMarginBalance": "-50.5"}, path=ACCOUNT
+        )
+        with pytest.raises(MalformedAnswerError, match="totalMarginBalance must be >= 0"):
+            await broker.get_portfolio_value()
+        assert await broker.get_portfolio_value() == equity
+        RiskContext(
+            whitelist=(BTC,),
+            portfolio_value_usd=equity,
+            cash_usd=await broker.get_cash(),
+        )
