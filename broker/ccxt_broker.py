@@ -160,24 +160,27 @@ class CcxtBroker:
                 {"symbol": to_binance_symbol(ticker), "leverage": self._leverage},
                 what=f"set leverage {ticker}",
             )
-        resolved: list[OrderResult] = []
-        never_sent: list[str] = []
-        for entry in self._journal.pending():
-            found = await self._orders.lookup_entry(entry)
-            if found is None:
-                never_sent.append(entry.intent.client_order_id)
-                self._journal.record_final(
-                    self._orders.rejected(
-                        entry.intent, "never reached the exchange (found on restart)"
-                    )
-                )
-            else:
-                resolved.append(found)
         open_raw = await self._rest.request("fapiPrivateGetOpenOrders", {}, what="open orders")
         open_ids = tuple(
             answer.text(o, "clientOrderId", "open orders")
             for o in answer.rows(open_raw, "open orders")
         )
+        resolved: list[OrderResult] = []
+        never_sent: list[str] = []
+        for entry in self._journal.pending():
+            cid = entry.intent.client_order_id
+            found = await self._orders.lookup_entry(entry)
+            if found is not None:
+                resolved.append(found)
+            elif cid in open_ids:  # resting, whatever the lookup said: kept pending, so settled
+                log.warning("order %s is open, but its lookup finds none; kept as resting", cid)
+            else:
+                never_sent.append(cid)
+                self._journal.record_final(
+                    self._orders.rejected(
+                        entry.intent, "never reached the exchange (found on restart)"
+                    )
+                )
         foreign = tuple(cid for cid in open_ids if self._journal.get(cid) is None)
         if foreign:
             log.warning("open orders not placed by vigil (left alone): %s", ", ".join(foreign))

@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 from test_ccxt_broker_faults import BTC, buy_intent
+from test_ccxt_broker_fills import SIGNALS, Announced, buy, trade_through
 from test_ccxt_broker_support import CcxtSim, ccxt_sim, running_broker
 
 from broker.order_journal import OrderJournal
 
 OPEN_ORDERS = "/fapi/v1/openOrders"
+ORDER = "/fapi/v1/order"
+ORDER_GONE = {"code": -2013, "msg": "Order does not exist."}
 
 
 def requests(sim: CcxtSim) -> int:
@@ -82,3 +85,26 @@ async def test_orders_a_person_placed_are_not_vigils(tmp_path: Path) -> None:
             report = await broker.reconcile()
             assert len(report.foreign_open_orders) == 1
             assert await broker.get_open_orders() == []
+
+
+async def test_a_resting_order_a_lookup_misses_on_start_is_kept_resting(tmp_path: Path) -> None:
+    """A lookup answering "does not exist" (-2013) for an order the same start's open orders list
+    made reconcile journal it as never sent: no longer resting for the risk caps, and its fill
+    never announced."""
+    seen = Announced()
+    async with ccxt_sim(tmp_path) as sim:
+        async with running_broker(sim) as before:
+            (placed,) = await before.execute_decisions([buy(sim)])
+        async with running_broker(sim, seen.bus) as after:
+            sim.server.faults.rewrite_next(lambda body: ORDER_GONE, path=ORDER)
+            report = await after.reconcile()
+            assert report.never_sent == () and report.resolved == ()
+            assert report.open_client_order_ids == (placed.client_order_id,)
+            (resting,) = await after.get_open_orders()
+            assert resting.client_order_id == placed.client_order_id
+            await trade_through(sim)
+            (position,) = await after.get_positions_detail()
+            assert position.signals == SIGNALS
+            (fill,) = seen.fills
+            assert fill.client_order_id == placed.client_order_id
+        assert journaled_status(sim, placed.client_order_id) == "filled"
