@@ -101,7 +101,10 @@ class OrderJournal:
         self._append(JournalResult(result=result).model_dump(mode="json"))
         self._entries[result.client_order_id] = entry.model_copy(update={"final": result})
 
-    def _apply(self, raw: dict[str, object]) -> None:
+    def _apply(self, raw: object) -> None:
+        # a list or a number raised TypeError at raw["kind"], which read_lines lets through
+        if not isinstance(raw, dict):
+            raise ValueError(f"not a JSON object: {type(raw).__name__}")
         if raw["kind"] == "intent":
             intent = JournalIntent.model_validate(raw)
             self._entries.setdefault(intent.client_order_id, JournalEntry(intent=intent))

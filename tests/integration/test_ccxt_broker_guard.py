@@ -113,3 +113,22 @@ def test_journal_damaged_in_the_middle_refuses_to_start(tmp_path: Path) -> None:
     path.write_bytes(b"garbage\n" + path.read_bytes())
     with pytest.raises(RefuseToStartError, match="line 1"):
         OrderJournal(path).load()
+
+
+@pytest.mark.parametrize("line", [b"[]", b'["intent"]', b"null", b"5", b'"intent"', b"{}"])
+def test_a_journal_line_that_is_no_json_object_is_a_damaged_line(
+    tmp_path: Path, line: bytes
+) -> None:
+    path = tmp_path / "orders.jsonl"
+    journal = OrderJournal(path)
+    journal.load()
+    journal.record_intent(_intent("a"))
+    good = path.read_bytes()
+    path.write_bytes(line + b"\n" + good)
+    with pytest.raises(RefuseToStartError, match="line 1 is damaged"):
+        OrderJournal(path).load()
+    path.write_bytes(good + line + b"\n")  # last: a torn line, dropped
+    resumed = OrderJournal(path)
+    resumed.load()
+    assert [e.intent.client_order_id for e in resumed.pending()] == ["a"]
+    assert path.read_bytes() == good
