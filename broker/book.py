@@ -71,6 +71,10 @@ class PaperBook:
             document.ledger.check_consistent()
         except LedgerError as exc:
             raise InvalidPaperStateError(str(exc)) from None
+        except ArithmeticError:  # the decimal context's traps: their message names no field
+            raise InvalidPaperStateError(
+                f"an amount of the ledger has more digits than the {WIDE.prec} it keeps exactly"
+            ) from None
         book = cls(terms, document.ledger, document.orders, document.marks)
         book._check_open_orders()
         return book
