@@ -16,7 +16,12 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from broker.fills import PaperTerms, buy_limit_trades_through, check_market_prices
+from broker.fills import (
+    PaperTerms,
+    buy_limit_trades_through,
+    check_market_prices,
+    value_usd,
+)
 from broker.ids import client_order_id
 from broker.ledger import WIDE, Ledger, LedgerError, to_decimal
 from broker.order_outcomes import filled_buy, market_sell, placed_buy
@@ -93,6 +98,12 @@ class PaperBook:
             if order.side != "buy" or order.limit_price is None or order.expires_at_ms is None:
                 raise InvalidPaperStateError(
                     f"open order {order.client_order_id} is not a BUY limit with an expiry"
+                )
+            if not _fills_from_reservation(order, order.limit_price):
+                raise InvalidPaperStateError(
+                    f"open order {order.client_order_id} cannot fill from its reservation: "
+                    f"quantity {order.quantity} (filled {order.filled_quantity}) at "
+                    f"{order.limit_price} for {order.reserved_usd} USD reserved"
                 )
         with_reserved = sum((o.reserved_usd for o in open_orders), Decimal(0))
         if with_reserved != self._ledger.reserved_usd:
@@ -361,3 +372,15 @@ class PaperBook:
     def _trim(self) -> None:
         while len(self._finished) > self.terms.history_limit:
             self._orders.pop(self._finished.popleft(), None)
+
+
+def _fills_from_reservation(order: PaperOrder, limit: Decimal) -> bool:
+    """An open BUY the fill rules can fill: nothing filled yet, a quantity and limit > 0, and
+    its cost within what it reserved (``filled_buy`` pays cost and fee from the reservation).
+    Loaded otherwise, it failed every read of the open orders or every tick through its limit."""
+    if order.filled_quantity != 0 or order.quantity <= 0 or limit <= 0:
+        return False
+    try:
+        return value_usd(order.quantity, limit) <= order.reserved_usd
+    except ArithmeticError:  # more digits than money keeps
+        return False

@@ -46,3 +46,45 @@ async def test_an_amount_beyond_the_ledgers_digits_refuses_to_start(
     await busy_account(path, VirtualClock(EPOCH_MS))
     _edit(path, change)
     _refuses(path, "digits")
+
+
+def in_open_order(field: str, value: str) -> Change:
+    def change(document: dict[str, Any]) -> None:
+        (order,) = [o for o in document["orders"] if o["status"] == "open"]
+        order[field] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        in_open_order("filled_quantity", "1E+100"),
+        in_open_order("filled_quantity", "0.01"),
+        in_open_order("quantity", "0"),
+        in_open_order("quantity", "-0.2"),
+        in_open_order("quantity", "1E+100"),
+        in_open_order("limit_price", "0"),
+        in_open_order("limit_price", "-2217.37"),
+        in_open_order("limit_price", "1E+30"),
+    ],
+    ids=[
+        "overfilled",
+        "part-filled",
+        "no-quantity",
+        "negative-quantity",
+        "huge-quantity",
+        "zero-limit",
+        "negative-limit",
+        "limit-beyond-its-reservation",
+    ],
+)
+async def test_an_open_order_its_reservation_cannot_fill_refuses_to_start(
+    tmp_path: Path, change: Change
+) -> None:
+    """Loaded, each failed every read of the open orders or every tick that traded through it,
+    with its cash reserved until it expired."""
+    path = tmp_path / "paper_broker.json"
+    await busy_account(path, VirtualClock(EPOCH_MS))
+    _edit(path, change)
+    _refuses(path, "open order")
