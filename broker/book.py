@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
+from broker.exchange_answer import MAX_MAGNITUDE
 from broker.fills import (
     PaperTerms,
     buy_limit_trades_through,
@@ -80,6 +81,8 @@ class PaperBook:
             raise InvalidPaperStateError(
                 f"an amount of the ledger has more digits than the {WIDE.prec} it keeps exactly"
             ) from None
+        for ticker, mark in document.marks.items():
+            _check_saved_mark(ticker, mark)
         book = cls(terms, document.ledger, document.orders, document.marks)
         book._check_open_orders()
         return book
@@ -384,3 +387,16 @@ def _fills_from_reservation(order: PaperOrder, limit: Decimal) -> bool:
         return value_usd(order.quantity, limit) <= order.reserved_usd
     except ArithmeticError:  # more digits than money keeps
         return False
+
+
+def _check_saved_mark(ticker: str, mark: Mark) -> None:
+    """A saved mark the fill rules and valuations can use, as a live price must be: NaN or inf
+    failed every BUY and valuation, and 0, < 0 or 1e308 valued the position at it."""
+    try:
+        check_market_prices(ticker, mark.price, None, None)
+    except ValueError as exc:
+        raise InvalidPaperStateError(f"saved mark: {exc}") from None
+    if mark.price > MAX_MAGNITUDE or mark.at_ms < 0:
+        raise InvalidPaperStateError(
+            f"saved mark of {ticker}: price {mark.price!r} at {mark.at_ms} is no market price"
+        )

@@ -88,3 +88,15 @@ async def test_an_open_order_its_reservation_cannot_fill_refuses_to_start(
     await busy_account(path, VirtualClock(EPOCH_MS))
     _edit(path, change)
     _refuses(path, "open order")
+
+
+@pytest.mark.parametrize("price", ["NaN", "Infinity", "-Infinity", -5.0, 0.0, 1e308], ids=str)
+async def test_a_saved_mark_that_is_no_price_refuses_to_start(
+    tmp_path: Path, price: object
+) -> None:
+    """Loaded, a NaN or infinite mark failed every BUY of its ticker (ValueError) until a new
+    price came, and a position was valued at any of them."""
+    path = tmp_path / "paper_broker.json"
+    await busy_account(path, VirtualClock(EPOCH_MS))
+    _edit(path, lambda document: document["marks"].update({"BTC/USDT": [price, EPOCH_MS]}))
+    _refuses(path, "mark")
