@@ -24,7 +24,7 @@ from broker.fills import (
     value_usd,
 )
 from broker.ids import client_order_id
-from broker.ledger import WIDE, Ledger, LedgerError, to_decimal
+from broker.ledger import WIDE, Ledger, LedgerError, Position, to_decimal
 from broker.order_outcomes import filled_buy, market_sell, placed_buy
 from broker.orders import NO_UPDATE, BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
@@ -83,6 +83,8 @@ class PaperBook:
             ) from None
         for ticker, mark in document.marks.items():
             _check_saved_mark(ticker, mark)
+        for position in document.ledger.positions.values():
+            _check_saved_position(position)
         book = cls(terms, document.ledger, document.orders, document.marks)
         book._check_open_orders()
         return book
@@ -399,4 +401,15 @@ def _check_saved_mark(ticker: str, mark: Mark) -> None:
     if mark.price > MAX_MAGNITUDE or mark.at_ms < 0:
         raise InvalidPaperStateError(
             f"saved mark of {ticker}: price {mark.price!r} at {mark.at_ms} is no market price"
+        )
+
+
+def _check_saved_position(position: Position) -> None:
+    """A position of a size and entry price a market has: 1E+100 BTC valued the account at
+    1e102 and its SELL raised decimal.Inexact; 1E-100 BTC had an entry price of 7e102."""
+    entry = position.average_entry_price
+    if position.quantity > MAX_MAGNITUDE or entry > MAX_MAGNITUDE:
+        raise InvalidPaperStateError(
+            f"position {position.ticker}: {position.quantity} at an entry price of {entry} "
+            "is no size a market trades"
         )

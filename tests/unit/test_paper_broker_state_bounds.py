@@ -100,3 +100,15 @@ async def test_a_saved_mark_that_is_no_price_refuses_to_start(
     await busy_account(path, VirtualClock(EPOCH_MS))
     _edit(path, lambda document: document["marks"].update({"BTC/USDT": [price, EPOCH_MS]}))
     _refuses(path, "mark")
+
+
+@pytest.mark.parametrize("quantity", ["1E+100", "1E+16", "1E-100"])
+async def test_a_saved_position_of_no_tradable_size_refuses_to_start(
+    tmp_path: Path, quantity: str
+) -> None:
+    """Loaded, 1E+100 BTC valued the account at 1e102 and its SELL raised decimal.Inexact, and
+    1E-100 BTC for its cost basis was an entry price of 7e102."""
+    path = tmp_path / "paper_broker.json"
+    await busy_account(path, VirtualClock(EPOCH_MS))
+    _edit(path, in_position("quantity", quantity))
+    _refuses(path, "position")
