@@ -16,19 +16,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
-from broker.exchange_answer import MAX_MAGNITUDE
-from broker.fills import (
-    PaperTerms,
-    buy_limit_trades_through,
-    check_market_prices,
-    value_usd,
-)
+from broker.fills import PaperTerms, buy_limit_trades_through, check_market_prices
 from broker.ids import client_order_id
-from broker.ledger import WIDE, Ledger, LedgerError, Position, to_decimal
+from broker.ledger import WIDE, Ledger, LedgerError, to_decimal
 from broker.order_outcomes import filled_buy, market_sell, placed_buy
 from broker.orders import NO_UPDATE, BookUpdate, Fill, Mark, PaperOrder
 from broker.paper_store import InvalidPaperStateError, PaperBookDocument
 from broker.port import Action, OrderIntent
+from broker.saved_book import check_saved_mark, check_saved_position, fills_from_reservation
 
 #: ``Mark(price, at_ms)`` without the named tuple's ``__new__`` (a Python-level call; a mark is
 #: made for every ticker at every instant of a replay)
@@ -82,9 +77,9 @@ class PaperBook:
                 f"an amount of the ledger has more digits than the {WIDE.prec} it keeps exactly"
             ) from None
         for ticker, mark in document.marks.items():
-            _check_saved_mark(ticker, mark)
+            check_saved_mark(ticker, mark)
         for position in document.ledger.positions.values():
-            _check_saved_position(position)
+            check_saved_position(position)
         book = cls(terms, document.ledger, document.orders, document.marks)
         book._check_open_orders()
         return book
@@ -104,7 +99,7 @@ class PaperBook:
                 raise InvalidPaperStateError(
                     f"open order {order.client_order_id} is not a BUY limit with an expiry"
                 )
-            if not _fills_from_reservation(order, order.limit_price):
+            if not fills_from_reservation(order, order.limit_price):
                 raise InvalidPaperStateError(
                     f"open order {order.client_order_id} cannot fill from its reservation: "
                     f"quantity {order.quantity} (filled {order.filled_quantity}) at "
@@ -377,39 +372,3 @@ class PaperBook:
     def _trim(self) -> None:
         while len(self._finished) > self.terms.history_limit:
             self._orders.pop(self._finished.popleft(), None)
-
-
-def _fills_from_reservation(order: PaperOrder, limit: Decimal) -> bool:
-    """An open BUY the fill rules can fill: nothing filled yet, a quantity and limit > 0, and
-    its cost within what it reserved (``filled_buy`` pays cost and fee from the reservation).
-    Loaded otherwise, it failed every read of the open orders or every tick through its limit."""
-    if order.filled_quantity != 0 or order.quantity <= 0 or limit <= 0:
-        return False
-    try:
-        return value_usd(order.quantity, limit) <= order.reserved_usd
-    except ArithmeticError:  # more digits than money keeps
-        return False
-
-
-def _check_saved_mark(ticker: str, mark: Mark) -> None:
-    """A saved mark the fill rules and valuations can use, as a live price must be: NaN or inf
-    failed every BUY and valuation, and 0, < 0 or 1e308 valued the position at it."""
-    try:
-        check_market_prices(ticker, mark.price, None, None)
-    except ValueError as exc:
-        raise InvalidPaperStateError(f"saved mark: {exc}") from None
-    if mark.price > MAX_MAGNITUDE or mark.at_ms < 0:
-        raise InvalidPaperStateError(
-            f"saved mark of {ticker}: price {mark.price!r} at {mark.at_ms} is no market price"
-        )
-
-
-def _check_saved_position(position: Position) -> None:
-    """A position of a size and entry price a market has: 1E+100 BTC valued the account at
-    1e102 and its SELL raised decimal.Inexact; 1E-100 BTC had an entry price of 7e102."""
-    entry = position.average_entry_price
-    if position.quantity > MAX_MAGNITUDE or entry > MAX_MAGNITUDE:
-        raise InvalidPaperStateError(
-            f"position {position.ticker}: {position.quantity} at an entry price of {entry} "
-            "is no size a market trades"
-        )
