@@ -22,8 +22,9 @@ import statistics
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import parse_body, snippet
 from market.ccxt_client import (
@@ -52,6 +53,9 @@ def _blank_is_none(value: Any) -> Any:
 
 #: Binance sends "" for fields that do not apply (``annualizedBasisRate`` of a perpetual)
 OptionalFloat = Annotated[float | None, BeforeValidator(_blank_is_none)]
+#: seconds, microseconds, a negative or a 30-digit "time" is a unit slip or a hostile row, never a
+#: time (an int past 64 bits would even stop the snapshot's JSON being written)
+EpochMs = Annotated[int, Field(ge=EARLIEST_TIME_MS, lt=LATEST_TIME_MS)]
 
 
 class _Row(BaseModel):
@@ -64,22 +68,22 @@ class PremiumIndexRow(_Row):
     markPrice: float
     lastFundingRate: OptionalFloat = None
     indexPrice: OptionalFloat = None
-    nextFundingTime: int | None = None
-    time: int
+    nextFundingTime: Annotated[int, Field(ge=0, lt=LATEST_TIME_MS)] | None = None  # 0: none
+    time: EpochMs
 
 
 class OpenInterestRow(_Row):
     symbol: str
     sumOpenInterest: float
     sumOpenInterestValue: float
-    timestamp: int
+    timestamp: EpochMs
 
 
 class TakerRow(_Row):
     buySellRatio: float
     buyVol: float
     sellVol: float
-    timestamp: int
+    timestamp: EpochMs
 
 
 class LongShortRow(_Row):
@@ -87,7 +91,7 @@ class LongShortRow(_Row):
     longShortRatio: float
     longAccount: float
     shortAccount: float
-    timestamp: int
+    timestamp: EpochMs
 
 
 class BasisRow(_Row):
@@ -98,7 +102,7 @@ class BasisRow(_Row):
     basis: float
     basisRate: float
     annualizedBasisRate: OptionalFloat = None
-    timestamp: int
+    timestamp: EpochMs
 
 
 class BinanceDerivatives:

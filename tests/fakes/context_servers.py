@@ -6,7 +6,8 @@ one base URL serves as Binance's ``fapi`` (through ccxt's re-pointed URLs) and a
 base. The bodies are in ``fakes.context_bodies``, the Farside page in ``fakes.etf_page``. Each path
 can be switched to fail: ``"429"``/``"418"`` (with ``Retry-After``), ``"500"``, ``"html"`` (a 200
 that is not JSON), ``"wrong_shape"`` (valid JSON, wrong fields), ``"hang"`` (never answers until the
-server stops), ``"not_available"`` (the simulator's 404 -1020).
+server stops), ``"not_available"`` (the simulator's 404 -1020). ``answers[path]`` replaces a path's
+200 answer with a body of the test's (a hostile one): bytes or text as they are, anything else as JSON.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class ContextServers:
         self.retry_after_header: str | None = None
         #: the close every PAXG kline is answered with when set (a hostile one: "NaN", "0")
         self.paxg_close: str | None = None
+        self.answers: dict[str, Any] = {}
         self._release = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -117,6 +119,8 @@ class ContextServers:
                 else [{"symbol": "BTCUSDT"}],
                 200,
             )
+        if path in self.answers:
+            return _answer(self.answers[path])
         if path == FARSIDE:
             return web.Response(text=farside_page(), content_type="text/html")
         return _json(self._ok(path, request.query), 200)
@@ -156,6 +160,14 @@ class ContextServers:
                 rows = [[*row[:4], self.paxg_close, *row[5:]] for row in rows]
             return rows
         return trending()
+
+
+def _answer(body: Any) -> web.Response:
+    if isinstance(body, str):
+        return web.Response(text=body, content_type="text/html")
+    if isinstance(body, bytes):
+        return web.Response(body=body, content_type="application/json")
+    return _json(body, 200)
 
 
 def _json(body: Any, status: int, headers: dict[str, str] | None = None) -> web.Response:

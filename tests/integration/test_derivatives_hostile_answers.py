@@ -1,0 +1,100 @@
+"""Hostile answers from the fake providers on loopback, read through ``CachedSource`` as the monitor
+reads them: a value that cannot be true is a reason, never a value in the snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from fakes.context_bodies import (
+    basis,
+    open_interest_hist,
+    premium_index,
+    taker_ratio,
+    top_long_short,
+)
+from fakes.context_servers import (
+    BASIS,
+    OPEN_INTEREST_HIST,
+    PREMIUM_INDEX,
+    TAKER_RATIO,
+    TOP_LONG_SHORT,
+    ContextServers,
+)
+
+from core.clock import VirtualClock
+from derivatives.binance import BinanceDerivatives
+from derivatives.cache import Cached, CachedSource, CachePolicy
+from market.ccxt_client import make_binanceusdm
+
+EPOCH_MS = 1_740_787_200_000
+TICKERS = ("BTC/USDT",)
+Fetch = Callable[[BinanceDerivatives], Callable[[], Awaitable[Any]]]
+
+
+@pytest.fixture
+async def servers() -> AsyncIterator[ContextServers]:
+    async with ContextServers() as servers:
+        yield servers
+
+
+async def read_binance(servers: ContextServers, fetch: Fetch) -> Cached[Any]:
+    exchange = make_binanceusdm(servers.url, timeout_ms=5_000)
+    exchange.timeout_on_exit = 0
+    try:
+        source = CachedSource(
+            "test",
+            fetch(BinanceDerivatives(exchange, TICKERS)),
+            VirtualClock(EPOCH_MS),
+            CachePolicy(ttl_secs=60.0, timeout_secs=5.0),
+            rand=lambda: 0.0,
+        )
+        return await source.read()
+    finally:
+        await exchange.close()
+
+
+#: path, the fetch that reads it, a good answer, the row's time field
+BINANCE: dict[str, tuple[str, Fetch, Callable[[], list[dict[str, Any]]], str]] = {
+    "premiumIndex": (
+        PREMIUM_INDEX,
+        lambda b: b.fetch_funding_rates,
+        lambda: [premium_index("BTCUSDT")],
+        "time",
+    ),
+    "openInterestHist": (
+        OPEN_INTEREST_HIST,
+        lambda b: b.fetch_open_interest,
+        lambda: open_interest_hist("BTCUSDT"),
+        "timestamp",
+    ),
+    "takerlongshortRatio": (TAKER_RATIO, lambda b: b.fetch_taker_delta, taker_ratio, "timestamp"),
+    "topLongShortAccountRatio": (
+        TOP_LONG_SHORT,
+        lambda b: b.fetch_long_short,
+        lambda: top_long_short("BTCUSDT"),
+        "timestamp",
+    ),
+    "basis": (BASIS, lambda b: b.fetch_basis, lambda: basis("BTCUSDT"), "timestamp"),
+}
+
+
+@pytest.mark.parametrize(
+    "time",
+    [
+        "1" + "0" * 30,  # past 64 bits: the snapshot's JSON could not be written
+        "-1",
+        "1597370495",  # seconds
+        "1597370495002000",  # microseconds
+    ],
+)
+@pytest.mark.parametrize("what", sorted(BINANCE))
+async def test_a_binance_row_time_that_is_no_time_is_a_reason(
+    servers: ContextServers, what: str, time: str
+) -> None:
+    path, fetch, rows, field = BINANCE[what]
+    servers.answers[path] = [{**row, field: time} for row in rows()]
+    got = await read_binance(servers, fetch)
+    assert got.value is None and got.reason is not None
+    assert what in got.reason and "malformed" in got.reason, got.reason
