@@ -34,6 +34,7 @@ from market.ccxt_client import (
     call_with_retries,
     retry_after_secs,
 )
+from market.guard import DEFAULT_MAX_PRICE, DEFAULT_MAX_VOLUME
 from market.timeframes import to_binance_symbol
 
 ONE_ATTEMPT: Final = RetryPolicy(max_attempts=1)
@@ -56,6 +57,20 @@ OptionalFloat = Annotated[float | None, BeforeValidator(_blank_is_none)]
 #: seconds, microseconds, a negative or a 30-digit "time" is a unit slip or a hostile row, never a
 #: time (an int past 64 bits would even stop the snapshot's JSON being written)
 EpochMs = Annotated[int, Field(ge=EARLIEST_TIME_MS, lt=LATEST_TIME_MS)]
+# Numbers no market answers with are a malformed body, not a value: a zero or negative price, a
+# negative amount, a funding rate past 10 % an interval (Binance caps a contract's at a few %), a
+# long/short share over 1. The caps keep the sums and the z-score finite (1e300 overflowed them).
+Price = Annotated[float, Field(gt=0, le=DEFAULT_MAX_PRICE)]
+Amount = Annotated[float, Field(ge=0, le=DEFAULT_MAX_VOLUME)]
+Ratio = Annotated[float, Field(ge=0, le=1e6)]
+Share = Annotated[float, Field(ge=0, le=1)]
+# (bounded inside the union: put on OptionalFloat, a bound was compared with the None of a "")
+FundingRate = Annotated[
+    Annotated[float, Field(ge=-0.1, le=0.1)] | None, BeforeValidator(_blank_is_none)
+]
+AnnualizedRate = Annotated[
+    Annotated[float, Field(ge=-1e3, le=1e3)] | None, BeforeValidator(_blank_is_none)
+]
 
 
 class _Row(BaseModel):
@@ -65,8 +80,8 @@ class _Row(BaseModel):
 
 class PremiumIndexRow(_Row):
     symbol: str
-    markPrice: float
-    lastFundingRate: OptionalFloat = None
+    markPrice: Price
+    lastFundingRate: FundingRate = None
     indexPrice: OptionalFloat = None
     nextFundingTime: Annotated[int, Field(ge=0, lt=LATEST_TIME_MS)] | None = None  # 0: none
     time: EpochMs
@@ -74,34 +89,34 @@ class PremiumIndexRow(_Row):
 
 class OpenInterestRow(_Row):
     symbol: str
-    sumOpenInterest: float
-    sumOpenInterestValue: float
+    sumOpenInterest: Amount
+    sumOpenInterestValue: Amount
     timestamp: EpochMs
 
 
 class TakerRow(_Row):
-    buySellRatio: float
-    buyVol: float
-    sellVol: float
+    buySellRatio: Ratio
+    buyVol: Amount
+    sellVol: Amount
     timestamp: EpochMs
 
 
 class LongShortRow(_Row):
     symbol: str
-    longShortRatio: float
-    longAccount: float
-    shortAccount: float
+    longShortRatio: Ratio
+    longAccount: Share
+    shortAccount: Share
     timestamp: EpochMs
 
 
 class BasisRow(_Row):
     pair: str
     contractType: str
-    futuresPrice: float
-    indexPrice: float
-    basis: float
-    basisRate: float
-    annualizedBasisRate: OptionalFloat = None
+    futuresPrice: Price
+    indexPrice: Price
+    basis: Annotated[float, Field(ge=-DEFAULT_MAX_PRICE, le=DEFAULT_MAX_PRICE)]
+    basisRate: Annotated[float, Field(ge=-1, le=1)]  # the future at 0 to 2 times the index
+    annualizedBasisRate: AnnualizedRate = None
     timestamp: EpochMs
 
 

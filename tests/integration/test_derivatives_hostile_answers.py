@@ -98,3 +98,47 @@ async def test_a_binance_row_time_that_is_no_time_is_a_reason(
     got = await read_binance(servers, fetch)
     assert got.value is None and got.reason is not None
     assert what in got.reason and "malformed" in got.reason, got.reason
+
+
+HUGE = "1" + "0" * 300  # a finite float (1e300) written as Binance writes decimals
+
+#: (endpoint, field, value): a number of the right type that no market answers with
+ABSURD = [
+    ("premiumIndex", "lastFundingRate", HUGE),  # a funding of 1e302 % per 8 h
+    ("premiumIndex", "lastFundingRate", "-3.5"),
+    ("premiumIndex", "markPrice", "0"),
+    ("premiumIndex", "markPrice", "-11793.6"),
+    ("openInterestHist", "sumOpenInterestValue", "-150570784.07"),
+    ("openInterestHist", "sumOpenInterestValue", HUGE),
+    ("openInterestHist", "sumOpenInterest", "-20403.637"),
+    ("takerlongshortRatio", "buyVol", "-387.33"),
+    ("takerlongshortRatio", "sellVol", HUGE),  # the 1 h volume delta overflowed to -inf
+    ("takerlongshortRatio", "buySellRatio", "-1.5"),
+    ("topLongShortAccountRatio", "longShortRatio", "-1.8"),
+    ("topLongShortAccountRatio", "longShortRatio", HUGE),  # the z-score's sum overflowed
+    ("topLongShortAccountRatio", "longAccount", "1.7"),
+    ("basis", "futuresPrice", "0"),
+    ("basis", "indexPrice", "-29269.9"),
+    ("basis", "basisRate", HUGE),
+    ("basis", "annualizedBasisRate", HUGE),
+]
+
+
+@pytest.mark.parametrize(("what", "field", "value"), ABSURD)
+async def test_an_absurd_binance_number_is_a_reason_not_a_value(
+    servers: ContextServers, what: str, field: str, value: str
+) -> None:
+    path, fetch, rows, _ = BINANCE[what]
+    servers.answers[path] = [{**row, field: value} for row in rows()]
+    got = await read_binance(servers, fetch)
+    assert got.value is None and got.reason is not None
+    assert what in got.reason and "malformed" in got.reason and field in got.reason, got.reason
+
+
+async def test_a_blank_rate_is_still_absent_not_refused(servers: ContextServers) -> None:
+    """Binance's "" for a rate that does not apply (a perpetual's annualised basis)."""
+    path, fetch, rows, _ = BINANCE["basis"]
+    servers.answers[path] = [{**row, "annualizedBasisRate": ""} for row in rows()]
+    got = await read_binance(servers, fetch)
+    assert got.reason is None and got.value is not None
+    assert got.value["BTC/USDT"]["annualized_basis_rate"] is None
