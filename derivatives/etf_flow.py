@@ -30,6 +30,8 @@ ETF_WHAT: Final = "BTC ETF flow (Farside)"
 SOURCE_NAME: Final = "Farside Investors (farside.co.uk), US$ millions"
 MAX_AGE_DAYS: Final = 7  # a long weekend plus a holiday is 4; a week means the page is stale
 SUM_DAYS: Final = 5
+#: US$ 1 trillion in a day: the largest day of all the funds so far is about US$ 1.4 billion
+MAX_FLOW_USD_MILLIONS: Final = 1e6
 
 
 class _TableCells(HTMLParser):
@@ -61,7 +63,8 @@ class _TableCells(HTMLParser):
 
 
 def _number(text: str) -> float | None:
-    """``123.4`` / ``(95.1)`` (an outflow) / ``-`` or empty (none reported) in US$ millions."""
+    """``123.4`` / ``(95.1)`` (an outflow) / ``-`` or empty (none reported) in US$ millions;
+    ``SourceFailedError`` for a number that is no day's flow (see ``MAX_FLOW_USD_MILLIONS``)."""
     cleaned = text.replace(",", "").replace("$", "").strip()
     if cleaned in ("", "-", "\u2013", "\u2014"):  # a hyphen, or an en / em dash
         return None
@@ -70,6 +73,9 @@ def _number(text: str) -> float | None:
         value = float(cleaned.strip("()"))
     except ValueError:
         return None
+    # float() reads "NaN", "inf" and "1e400" too: a figure like that is a broken page, not a flow
+    if not abs(value) <= MAX_FLOW_USD_MILLIONS:
+        raise SourceFailedError(f"{ETF_WHAT}: malformed page: a figure of {text[:40]!r}")
     return -value if negative else value
 
 

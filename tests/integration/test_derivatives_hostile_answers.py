@@ -16,16 +16,19 @@ from fakes.context_bodies import (
 )
 from fakes.context_servers import (
     BASIS,
+    FARSIDE,
     OPEN_INTEREST_HIST,
     PREMIUM_INDEX,
     TAKER_RATIO,
     TOP_LONG_SHORT,
     ContextServers,
 )
+from fakes.etf_page import farside_page
 
 from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import Cached, CachedSource, CachePolicy
+from derivatives.etf_flow import fetch_etf_flow
 from market.ccxt_client import make_binanceusdm
 
 EPOCH_MS = 1_740_787_200_000
@@ -39,18 +42,16 @@ async def servers() -> AsyncIterator[ContextServers]:
         yield servers
 
 
+def cached(fetch: Callable[[], Awaitable[Any]]) -> CachedSource[Any]:
+    policy = CachePolicy(ttl_secs=60.0, timeout_secs=5.0)
+    return CachedSource("test", fetch, VirtualClock(EPOCH_MS), policy, rand=lambda: 0.0)
+
+
 async def read_binance(servers: ContextServers, fetch: Fetch) -> Cached[Any]:
     exchange = make_binanceusdm(servers.url, timeout_ms=5_000)
     exchange.timeout_on_exit = 0
     try:
-        source = CachedSource(
-            "test",
-            fetch(BinanceDerivatives(exchange, TICKERS)),
-            VirtualClock(EPOCH_MS),
-            CachePolicy(ttl_secs=60.0, timeout_secs=5.0),
-            rand=lambda: 0.0,
-        )
-        return await source.read()
+        return await cached(fetch(BinanceDerivatives(exchange, TICKERS))).read()
     finally:
         await exchange.close()
 
@@ -142,3 +143,21 @@ async def test_a_blank_rate_is_still_absent_not_refused(servers: ContextServers)
     got = await read_binance(servers, fetch)
     assert got.reason is None and got.value is not None
     assert got.value["BTC/USDT"]["annualized_basis_rate"] is None
+
+
+@pytest.mark.parametrize("figure", ["NaN", "inf", "(Infinity)", "1e400", "1e300", "(2e9)"])
+@pytest.mark.parametrize("cell", ["total", "fund"])
+async def test_an_etf_flow_figure_that_is_no_flow_is_a_reason(
+    servers: ContextServers, cell: str, figure: str
+) -> None:
+    """The latest day's total (94.3) or ARKB's flow that day (94.3 too) replaced."""
+    page = farside_page()
+    day = page.index("28 Feb 2025")
+    cells = page[day:].split("94.3")
+    at = 1 if cell == "total" else 0  # ARKB comes before the total in the row
+    servers.answers[FARSIDE] = (
+        page[:day] + "94.3".join(cells[: at + 1]) + figure + "94.3".join(cells[at + 1 :])
+    )
+    got = await cached(lambda: fetch_etf_flow(servers.url + FARSIDE, EPOCH_MS)).read()
+    assert got.value is None and got.reason is not None
+    assert "Farside" in got.reason and "malformed" in got.reason and figure in got.reason
