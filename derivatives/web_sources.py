@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceNotAvailableError
 from derivatives.http import get_json, parse_body
 
@@ -41,7 +42,9 @@ class _Lenient(BaseModel):
 class _FngEntry(_Lenient):
     value: int = Field(ge=0, le=100)
     value_classification: str
-    timestamp: int
+    # in seconds: milliseconds, a negative or a 30-digit one is no day (an int past 64 bits would
+    # even stop the snapshot's JSON being written)
+    timestamp: int = Field(ge=EARLIEST_TIME_MS // 1000, lt=LATEST_TIME_MS // 1000)
 
 
 class _FngBody(_Lenient):

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fakes.context_bodies import (
     basis,
+    fear_greed,
     open_interest_hist,
     premium_index,
     taker_ratio,
@@ -17,6 +18,7 @@ from fakes.context_bodies import (
 from fakes.context_servers import (
     BASIS,
     FARSIDE,
+    FNG,
     OPEN_INTEREST_HIST,
     PREMIUM_INDEX,
     TAKER_RATIO,
@@ -29,6 +31,7 @@ from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import Cached, CachedSource, CachePolicy
 from derivatives.etf_flow import fetch_etf_flow
+from derivatives.web_sources import fetch_fear_greed
 from market.ccxt_client import make_binanceusdm
 
 EPOCH_MS = 1_740_787_200_000
@@ -161,3 +164,15 @@ async def test_an_etf_flow_figure_that_is_no_flow_is_a_reason(
     got = await cached(lambda: fetch_etf_flow(servers.url + FARSIDE, EPOCH_MS)).read()
     assert got.value is None and got.reason is not None
     assert "Farside" in got.reason and "malformed" in got.reason and figure in got.reason
+
+
+@pytest.mark.parametrize("stamp", ["1" + "0" * 30, "-1", "1551157200000"])  # 64 bits, <0, in ms
+async def test_a_fear_greed_time_that_is_no_time_is_a_reason(
+    servers: ContextServers, stamp: str
+) -> None:
+    body = fear_greed()
+    body["data"][0]["timestamp"] = stamp
+    servers.answers[FNG] = body
+    got = await cached(lambda: fetch_fear_greed(servers.url)).read()
+    assert got.value is None and got.reason is not None
+    assert "Fear & Greed" in got.reason and "malformed" in got.reason, got.reason
