@@ -18,13 +18,15 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
-from derivatives.cache import SourceNotAvailableError
+from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import get_json, parse_body
 
 FNG_PATH: Final = "/fng/"
 STABLECOINS_PATH: Final = "/stablecoins"
 TRENDING_PATH: Final = "/api/v3/search/trending"
 STABLECOINS: Final = ("USDT", "USDC")
+#: US$ 10 trillion: USDT, the largest, circulates about US$ 150 billion
+MAX_SUPPLY_USD: Final = 1e13
 NAME_MAX_CHARS: Final = 32
 SYMBOL_MAX_CHARS: Final = 12
 TRENDING_MAX_COINS: Final = 10
@@ -111,6 +113,9 @@ async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
     if missing:
         raise SourceNotAvailableError(f"{what}: no USD circulation for {missing}")
     now = {s: by_symbol[s].circulating["peggedUSD"] for s in STABLECOINS}
+    for symbol, usd in now.items():  # only these are read: another coin's oddity is no reason
+        if not 0 < usd <= MAX_SUPPLY_USD:
+            raise SourceFailedError(f"{what}: malformed body: {symbol} circulates {usd:g} USD")
     out: dict[str, Any] = {f"{s.lower()}_usd": v for s, v in now.items()}
     out["total_usd"] = sum(now.values())
     for label, attr in (
@@ -118,7 +123,7 @@ async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
         ("change_7d_pct", "circulatingPrevWeek"),
     ):
         before = [(getattr(by_symbol[s], attr) or {}).get("peggedUSD") for s in STABLECOINS]
-        if all(b is not None and b > 0 for b in before):
+        if all(b is not None and 0 < b <= MAX_SUPPLY_USD for b in before):
             total_before = sum(b for b in before if b is not None)
             out[label] = (out["total_usd"] / total_before - 1.0) * 100.0
     return out

@@ -12,6 +12,7 @@ from fakes.context_bodies import (
     fear_greed,
     open_interest_hist,
     premium_index,
+    stablecoins,
     taker_ratio,
     top_long_short,
 )
@@ -21,6 +22,7 @@ from fakes.context_servers import (
     FNG,
     OPEN_INTEREST_HIST,
     PREMIUM_INDEX,
+    STABLECOINS,
     TAKER_RATIO,
     TOP_LONG_SHORT,
     ContextServers,
@@ -31,7 +33,7 @@ from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import Cached, CachedSource, CachePolicy
 from derivatives.etf_flow import fetch_etf_flow
-from derivatives.web_sources import fetch_fear_greed
+from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply
 from market.ccxt_client import make_binanceusdm
 
 EPOCH_MS = 1_740_787_200_000
@@ -166,6 +168,20 @@ async def test_an_etf_flow_figure_that_is_no_flow_is_a_reason(
     assert "Farside" in got.reason and "malformed" in got.reason and figure in got.reason
 
 
+@pytest.mark.parametrize("usdt", [1e308, -150e9, 0.0])
+async def test_a_stablecoin_supply_that_is_no_supply_is_a_reason(
+    servers: ContextServers, usdt: float
+) -> None:
+    """1e308 of each coin summed to an infinite total; a negative one was a negative supply."""
+    body = stablecoins()
+    for asset in body["peggedAssets"][:2]:  # USDT and USDC
+        asset["circulating"] = {"peggedUSD": usdt}
+    servers.answers[STABLECOINS] = body
+    got = await cached(lambda: fetch_stablecoin_supply(servers.url)).read()
+    assert got.value is None and got.reason is not None
+    assert "DeFiLlama" in got.reason and "malformed" in got.reason, got.reason
+
+
 @pytest.mark.parametrize("stamp", ["1" + "0" * 30, "-1", "1551157200000"])  # 64 bits, <0, in ms
 async def test_a_fear_greed_time_that_is_no_time_is_a_reason(
     servers: ContextServers, stamp: str
@@ -176,3 +192,16 @@ async def test_a_fear_greed_time_that_is_no_time_is_a_reason(
     got = await cached(lambda: fetch_fear_greed(servers.url)).read()
     assert got.value is None and got.reason is not None
     assert "Fear & Greed" in got.reason and "malformed" in got.reason, got.reason
+
+
+async def test_a_past_supply_that_is_no_supply_leaves_the_change_out(
+    servers: ContextServers,
+) -> None:
+    """1e308 a day before summed to infinity: the day's change was served as -100 %."""
+    body = stablecoins()
+    for asset in body["peggedAssets"][:2]:
+        asset["circulatingPrevDay"] = {"peggedUSD": 1e308}
+    servers.answers[STABLECOINS] = body
+    got = await cached(lambda: fetch_stablecoin_supply(servers.url)).read()
+    assert got.value is not None and "change_1d_pct" not in got.value
+    assert got.value["total_usd"] == 210e9 and "change_7d_pct" in got.value
