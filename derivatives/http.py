@@ -2,7 +2,8 @@
 
 429/418 (rate limit, ban) and 5xx are ``SourceFailedError`` (back off, at least ``Retry-After``);
 other 4xx mean the provider will not answer this request: ``SourceNotAvailableError``. A body that
-is not JSON, or JSON of the wrong shape (``parse_body``), is a failed attempt, never a value.
+is not JSON, or JSON of the wrong shape (``parse_body``), or over ``MAX_BODY_BYTES``, is a failed
+attempt, never a value.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ M = TypeVar("M", bound=BaseModel)
 
 USER_AGENT = "vigil/0.1 (+derivatives context)"
 BODY_SNIPPET_CHARS = 160
+#: no answer of these providers comes near it (DeFiLlama's stablecoins, the largest, is well under
+#: a few MiB); a bigger one would be read into memory whole within the timeout, on loopback GiBs
+MAX_BODY_BYTES = 16 << 20
 
 
 async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
@@ -42,7 +46,7 @@ async def _get(url: str, params: Mapping[str, str], *, what: str) -> bytes:
             aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session,
             session.get(url, params=dict(params)) as response,
         ):
-            body = await response.read()
+            body = await _read_bounded(response, what)
             status = response.status
             retry_after = _seconds(response.headers.get("Retry-After"))
     except aiohttp.ClientError as exc:
@@ -55,6 +59,16 @@ async def _get(url: str, params: Mapping[str, str], *, what: str) -> bytes:
     if status >= 400:
         raise SourceNotAvailableError(f"{what}: refused with HTTP {status}: {snippet(body)}")
     return body
+
+
+async def _read_bounded(response: aiohttp.ClientResponse, what: str) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise SourceFailedError(f"{what}: a body over {MAX_BODY_BYTES >> 20} MiB, not read")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def parse_body(model: type[M], payload: Any, *, what: str) -> M:

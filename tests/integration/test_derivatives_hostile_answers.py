@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import orjson
 import pytest
 from fakes.context_bodies import (
     basis,
@@ -33,6 +34,7 @@ from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import Cached, CachedSource, CachePolicy
 from derivatives.etf_flow import fetch_etf_flow
+from derivatives.http import MAX_BODY_BYTES
 from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply
 from market.ccxt_client import make_binanceusdm
 
@@ -205,3 +207,12 @@ async def test_a_past_supply_that_is_no_supply_leaves_the_change_out(
     got = await cached(lambda: fetch_stablecoin_supply(servers.url)).read()
     assert got.value is not None and "change_1d_pct" not in got.value
     assert got.value["total_usd"] == 210e9 and "change_7d_pct" in got.value
+
+
+async def test_a_huge_body_is_a_reason_not_read_whole(servers: ContextServers) -> None:
+    """A 200 of valid JSON over the cap: it was read into memory whole, however large."""
+    padding = b"x" * MAX_BODY_BYTES
+    servers.answers[FNG] = b'{"pad": "' + padding + b'", ' + orjson.dumps(fear_greed())[1:]
+    got = await cached(lambda: fetch_fear_greed(servers.url)).read()
+    assert got.value is None and got.reason is not None
+    assert "Fear & Greed" in got.reason and "over" in got.reason, got.reason
