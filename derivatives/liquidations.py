@@ -27,6 +27,9 @@ CASCADE_WINDOW_MS: Final = 300_000
 MAX_NOTIONAL_USD: Final = 1e11
 #: a frame's time may run this far ahead of the daemon's clock (as the kline frames' skew)
 MAX_FUTURE_MS: Final = 300_000
+#: an hour of Binance's at most one a symbol a second, for 13 symbols: a frame flood beyond it
+#: pushes out the oldest instead of growing the window until the next poll prunes it
+MAX_EVENTS: Final = 50_000
 NOT_CONNECTED: Final = "no forceOrder stream connected (liquidations are not in the recorded data the simulator serves)"
 
 
@@ -84,14 +87,16 @@ class LiquidationWindow:
 
     def __init__(self, cascade_usd: float = 10_000_000.0) -> None:
         self.cascade_usd = cascade_usd
-        self._events: deque[Liquidation] = deque()
+        self._events: deque[Liquidation] = deque(maxlen=MAX_EVENTS)
 
     def add(self, liquidation: Liquidation) -> None:
         self._events.append(liquidation)
 
     def summary(self, now_ms: int) -> dict[str, Any]:
         # by time, not arrival order: a late frame of an older liquidation ages out all the same
-        self._events = deque(e for e in self._events if e.at_ms > now_ms - WINDOW_MS)
+        self._events = deque(
+            (e for e in self._events if e.at_ms > now_ms - WINDOW_MS), maxlen=MAX_EVENTS
+        )
         recent = [e for e in self._events if e.at_ms > now_ms - CASCADE_WINDOW_MS]
         burst = sum(e.notional_usd for e in recent)
         return {
@@ -112,6 +117,7 @@ async def fetch_liquidations(window: LiquidationWindow | None, now_ms: int) -> d
 
 
 __all__ = [
+    "MAX_EVENTS",
     "MAX_FUTURE_MS",
     "MAX_NOTIONAL_USD",
     "Liquidation",

@@ -36,6 +36,7 @@ from derivatives.etf_flow import etf_flow_from_html, fetch_etf_flow
 from derivatives.http import parse_body
 from derivatives.liquidation_stream import LiquidationStream
 from derivatives.liquidations import (
+    MAX_EVENTS,
     NOT_CONNECTED,
     LiquidationWindow,
     fetch_liquidations,
@@ -187,3 +188,16 @@ def test_a_number_that_is_not_finite_is_a_malformed_body(
     """pydantic's float reads "NaN" and "Infinity": a funding rate of NaN was a value."""
     with pytest.raises(SourceFailedError, match="malformed body"):
         parse_body(model, body(bad), what="a source")
+
+
+def test_a_frame_flood_keeps_the_window_bounded() -> None:
+    """Binance sends at most one a symbol a second; a flood was kept whole until the next poll."""
+    now_ms = 1_740_787_200_000
+    window = LiquidationWindow(cascade_usd=1e12)
+    stream = LiquidationStream(
+        VirtualClock(epoch_ms=now_ms), window, base_url="ws://127.0.0.1:9", tickers=["BTC/USDT"]
+    )
+    flood = frame("SELL", "100", "1", now_ms)
+    for _ in range(MAX_EVENTS + 1_000):
+        stream.on_frame(flood)
+    assert window.summary(now_ms)["count_1h"] == MAX_EVENTS
