@@ -2,8 +2,9 @@
 
 One combined-stream connection for all tickers. Liquidations are sporadic, so silence is normal here
 (no stall detection); a dropped or refused connection is retried with capped, jittered backoff on the
-clock. Malformed frames are counted and dropped. Binance sends at most one liquidation per symbol per
-second on this stream, so the window's totals are a lower bound (the window says so).
+clock. Malformed frames, and frames of a symbol not subscribed, are counted and dropped. Binance
+sends at most one liquidation per symbol per second on this stream, so the window's totals are a
+lower bound (the window says so).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ class LiquidationStream:
         reconnect_cap_secs: float = 60.0,
         rng: random.Random | None = None,
     ) -> None:
-        streams = "/".join(f"{to_binance_symbol(t).lower()}@forceOrder" for t in tickers)
+        symbols = [to_binance_symbol(t) for t in tickers]
+        self._symbols = frozenset(symbols)
+        streams = "/".join(f"{symbol.lower()}@forceOrder" for symbol in symbols)
         self.url = f"{base_url.rstrip('/')}{path}?streams={streams}"
         self._clock = clock
         self._window = window
@@ -70,6 +73,8 @@ class LiquidationStream:
     def on_frame(self, raw: str | bytes) -> None:
         try:
             liquidation = parse_force_order(raw)
+            if to_binance_symbol(liquidation.ticker) not in self._symbols:
+                raise SourceFailedError(f"a forceOrder of {liquidation.ticker}, not subscribed")
             ahead_ms = liquidation.at_ms - self._clock.now_ms()
             if ahead_ms > MAX_FUTURE_MS:
                 raise SourceFailedError(f"a forceOrder time {ahead_ms} ms ahead of the clock")

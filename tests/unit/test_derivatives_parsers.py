@@ -201,3 +201,16 @@ def test_a_frame_flood_keeps_the_window_bounded() -> None:
     for _ in range(MAX_EVENTS + 1_000):
         stream.on_frame(flood)
     assert window.summary(now_ms)["count_1h"] == MAX_EVENTS
+
+
+def test_a_frame_of_a_symbol_not_subscribed_is_refused_and_counted() -> None:
+    """A liquidation of a symbol the stream did not ask for was added to the totals."""
+    now_ms = 1_740_787_200_000
+    window = LiquidationWindow(cascade_usd=1.0)
+    stream = LiquidationStream(
+        VirtualClock(epoch_ms=now_ms), window, base_url="ws://127.0.0.1:9", tickers=["BTC/USDT"]
+    )
+    order = {**DOC_ORDER, "s": "ETHUSDT", "T": now_ms}
+    stream.on_frame(orjson.dumps({**DOC_FRAME, "o": order}))
+    assert (stream.rejected, stream.received) == (1, 0)
+    assert window.summary(now_ms)["count_1h"] == 0
