@@ -165,6 +165,8 @@ class BinanceDerivatives:
             rows = await self._rows(
                 "openInterestHist", self._ex.fapiDataGetOpenInterestHist, params, OpenInterestRow
             )
+            # by time, as the other fetches: rows sent newest first flipped the change's sign
+            rows = sorted(rows, key=lambda r: r.timestamp)
             first, last = rows[0], rows[-1]
             change = (
                 (last.sumOpenInterestValue / first.sumOpenInterestValue - 1.0) * 100.0

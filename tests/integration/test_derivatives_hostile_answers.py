@@ -216,3 +216,18 @@ async def test_a_huge_body_is_a_reason_not_read_whole(servers: ContextServers) -
     got = await cached(lambda: fetch_fear_greed(servers.url)).read()
     assert got.value is None and got.reason is not None
     assert "Fear & Greed" in got.reason and "over" in got.reason, got.reason
+
+
+async def test_open_interest_rows_newest_first_are_read_by_their_time(
+    servers: ContextServers,
+) -> None:
+    """The 24 h change was last row against first as sent: rows newest first flipped its sign."""
+    path, fetch, rows, _ = BINANCE["openInterestHist"]
+    servers.answers[path] = rows()[::-1]
+    got = await read_binance(servers, fetch)
+    assert got.value is not None
+    btc = got.value["BTC/USDT"]
+    assert (btc["contracts"], btc["at_ms"]) == (20401.367, 1583128200000)
+    assert btc["change_24h_pct"] == pytest.approx(
+        (149940752.14464448 / 150570784.07809979 - 1) * 100
+    )
