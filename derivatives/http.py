@@ -77,14 +77,18 @@ def parse_body(model: type[M], payload: Any, *, what: str) -> M:
         return model.model_validate(payload)
     except ValidationError as exc:
         first = exc.errors()[0]
-        where = ".".join(str(part) for part in first["loc"]) or "<body>"
+        where = snippet(".".join(str(part) for part in first["loc"])) or "<body>"  # a dict key
         raise SourceFailedError(f"{what}: malformed body: {where}: {first['msg']}") from None
 
 
 def snippet(body: bytes | str) -> str:
-    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-    text = " ".join(text.split())
-    return text if len(text) <= BODY_SNIPPET_CHARS else text[:BODY_SNIPPET_CHARS] + "..."
+    """A provider's text as a reason may quote it: it reaches logs, people's terminals and the
+    decider's prompt, so it is cut short and control and bidi characters become spaces."""
+    head = body[: BODY_SNIPPET_CHARS * 8]
+    text = head.decode("utf-8", "replace") if isinstance(head, bytes) else head
+    text = " ".join("".join(c if c.isprintable() else " " for c in text).split())
+    cut = len(text) > BODY_SNIPPET_CHARS or len(head) < len(body)
+    return text[:BODY_SNIPPET_CHARS] + "..." if cut else text
 
 
 def _seconds(value: str | None) -> float | None:

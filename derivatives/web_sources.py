@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
-from derivatives.http import get_json, parse_body
+from derivatives.http import get_json, parse_body, snippet
 
 FNG_PATH: Final = "/fng/"
 STABLECOINS_PATH: Final = "/stablecoins"
@@ -73,7 +73,7 @@ def fear_greed_from_payload(payload: Any, *, what: str = FNG_WHAT) -> dict[str, 
     body = parse_body(_FngBody, payload, what=what)
     error = body.metadata.get("error")
     if not body.data:
-        raise SourceNotAvailableError(f"{what}: no value: {str(error or 'empty data')[:160]}")
+        raise SourceNotAvailableError(f"{what}: no value: {snippet(str(error or 'empty data'))}")
     latest = body.data[0]
     return {
         "value": latest.value,
