@@ -17,6 +17,7 @@ a number only) and the sum of the last five reported days. A latest day older th
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any, Final
@@ -131,7 +132,10 @@ async def fetch_etf_flow(url: str | None, now_ms: int) -> dict[str, Any]:
     """GET Farside's page at ``url`` and read its latest reported day."""
     if url is None:
         raise SourceNotAvailableError(f"{ETF_WHAT}: no URL configured (source disabled)")
-    return etf_flow_from_html(await get_text(url, {}, what=ETF_WHAT), now_ms)
+    page = await get_text(url, {}, what=ETF_WHAT)
+    # Python's HTML parser reads ~1 MiB a second: on the loop, a large page (up to the body cap)
+    # would stall every other task for seconds
+    return await asyncio.to_thread(etf_flow_from_html, page, now_ms)
 
 
 __all__ = ["ETF_WHAT", "FARSIDE_BTC_URL", "etf_flow_from_html", "fetch_etf_flow"]
