@@ -2,8 +2,8 @@
 
 429/418 (rate limit, ban) and 5xx are ``SourceFailedError`` (back off, at least ``Retry-After``);
 other 4xx mean the provider will not answer this request: ``SourceNotAvailableError``. A body that
-is not JSON, or JSON of the wrong shape (``parse_body``), or over ``MAX_BODY_BYTES``, is a failed
-attempt, never a value.
+is not JSON, or JSON of the wrong shape (``parse_body``), or over ``MAX_JSON_BYTES`` (a page:
+``MAX_BODY_BYTES``), is a failed attempt, never a value.
 """
 
 from __future__ import annotations
@@ -24,11 +24,15 @@ BODY_SNIPPET_CHARS = 160
 #: no answer of these providers comes near it (DeFiLlama's stablecoins, the largest, is well under
 #: a few MiB); a bigger one would be read into memory whole within the timeout, on loopback GiBs
 MAX_BODY_BYTES = 16 << 20
+#: JSON is decoded on the event loop (orjson holds the GIL, so a thread would not free the loop)
+#: at ~10 MiB a second at worst (many small objects): 4 MiB holds DeFiLlama's stablecoins, the
+#: largest answer, with room, and stalls the loop well under a second
+MAX_JSON_BYTES = 4 << 20
 
 
 async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
     """GET ``url`` and decode its JSON body; raises the errors described in the module docstring."""
-    body = await _get(url, params, what=what)
+    body = await _get(url, params, what=what, max_bytes=MAX_JSON_BYTES)
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError:
@@ -37,16 +41,16 @@ async def get_json(url: str, params: Mapping[str, str], *, what: str) -> Any:
 
 async def get_text(url: str, params: Mapping[str, str], *, what: str) -> str:
     """GET ``url`` and decode its body as text (an HTML page), with ``get_json``'s errors."""
-    return (await _get(url, params, what=what)).decode("utf-8", "replace")
+    return (await _get(url, params, what=what, max_bytes=MAX_BODY_BYTES)).decode("utf-8", "replace")
 
 
-async def _get(url: str, params: Mapping[str, str], *, what: str) -> bytes:
+async def _get(url: str, params: Mapping[str, str], *, what: str, max_bytes: int) -> bytes:
     try:
         async with (
             aiohttp.ClientSession(headers={"User-Agent": USER_AGENT}) as session,
             session.get(url, params=dict(params)) as response,
         ):
-            body = await _read_bounded(response, what)
+            body = await _read_bounded(response, what, max_bytes)
             status = response.status
             retry_after = _seconds(response.headers.get("Retry-After"))
     except aiohttp.ClientError as exc:
@@ -61,12 +65,12 @@ async def _get(url: str, params: Mapping[str, str], *, what: str) -> bytes:
     return body
 
 
-async def _read_bounded(response: aiohttp.ClientResponse, what: str) -> bytes:
+async def _read_bounded(response: aiohttp.ClientResponse, what: str, max_bytes: int) -> bytes:
     chunks, size = [], 0
     async for chunk in response.content.iter_any():
         size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise SourceFailedError(f"{what}: a body over {MAX_BODY_BYTES >> 20} MiB, not read")
+        if size > max_bytes:
+            raise SourceFailedError(f"{what}: a body over {max_bytes >> 20} MiB, not read")
         chunks.append(chunk)
     return b"".join(chunks)
 

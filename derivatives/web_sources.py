@@ -31,6 +31,10 @@ NAME_MAX_CHARS: Final = 32
 SYMBOL_MAX_CHARS: Final = 12
 TRENDING_MAX_COINS: Final = 10
 _ALLOWED_PUNCTUATION: Final = frozenset(" -._()&'")
+# Lists and maps a provider sends are validated on the event loop: each is capped far above any
+# real answer (1 index, ~15 trending coins, ~300 stablecoins of a few pegs), so a hostile one
+# of 300,000 items is refused at once, not read for seconds while nothing else runs.
+MAX_ITEMS: Final = 10_000
 
 
 class _Lenient(BaseModel):
@@ -50,7 +54,7 @@ class _FngEntry(_Lenient):
 
 
 class _FngBody(_Lenient):
-    data: list[_FngEntry]
+    data: list[_FngEntry] = Field(max_length=MAX_ITEMS)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -87,13 +91,13 @@ def fear_greed_from_payload(payload: Any, *, what: str = FNG_WHAT) -> dict[str, 
 
 class _Pegged(_Lenient):
     symbol: str
-    circulating: dict[str, float]
-    circulatingPrevDay: dict[str, float] | None = None
-    circulatingPrevWeek: dict[str, float] | None = None
+    circulating: dict[str, float] = Field(max_length=MAX_ITEMS)
+    circulatingPrevDay: dict[str, float] | None = Field(None, max_length=MAX_ITEMS)
+    circulatingPrevWeek: dict[str, float] | None = Field(None, max_length=MAX_ITEMS)
 
 
 class _StablecoinsBody(_Lenient):
-    peggedAssets: list[_Pegged]
+    peggedAssets: list[_Pegged] = Field(max_length=MAX_ITEMS)
 
 
 async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
@@ -143,7 +147,7 @@ class _TrendingCoin(_Lenient):
 
 
 class _TrendingBody(_Lenient):
-    coins: list[_TrendingCoin]
+    coins: list[_TrendingCoin] = Field(max_length=MAX_ITEMS)
 
 
 async def fetch_trending(base_url: str | None) -> str:
