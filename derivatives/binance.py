@@ -266,8 +266,10 @@ class BinanceDerivatives:
                 policy=ONE_ATTEMPT,
                 retry_after=lambda: retry_after_secs(self._ex),
             )
-        except CcxtRetryableError as exc:
-            raise SourceFailedError(str(exc), retry_after_secs=exc.retry_after_secs) from exc
+        except CcxtRetryableError as exc:  # ccxt quotes a 5xx's or 429's body whole
+            raise SourceFailedError(
+                snippet(str(exc)), retry_after_secs=exc.retry_after_secs
+            ) from exc
         except CcxtRequestRejectedError as exc:
             raise SourceNotAvailableError(snippet(str(exc))) from exc
 

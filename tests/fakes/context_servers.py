@@ -7,7 +7,8 @@ base. The bodies are in ``fakes.context_bodies``, the Farside page in ``fakes.et
 can be switched to fail: ``"429"``/``"418"`` (with ``Retry-After``), ``"500"``, ``"html"`` (a 200
 that is not JSON), ``"wrong_shape"`` (valid JSON, wrong fields), ``"hang"`` (never answers until the
 server stops), ``"not_available"`` (the simulator's 404 -1020). ``answers[path]`` replaces a path's
-200 answer with a body of the test's (a hostile one): bytes or text as they are, anything else as JSON.
+200 answer with a body of the test's (a hostile one): bytes or text as they are, anything else as JSON;
+a ``(status, text)`` pair answers that status with that text.
 """
 
 from __future__ import annotations
@@ -163,6 +164,9 @@ class ContextServers:
 
 
 def _answer(body: Any) -> web.Response:
+    if isinstance(body, tuple):
+        status, text = body
+        return web.Response(text=text, status=status, content_type="text/html")
     if isinstance(body, str):
         return web.Response(text=body, content_type="text/html")
     if isinstance(body, bytes):

@@ -255,6 +255,16 @@ REASON_SOURCES: dict[str, tuple[str, Callable[[], Any], Callable[[ContextServers
         lambda: "<html>" + HOSTILE_TEXT,  # not JSON: quoted by ccxt's BadResponse
         lambda s: read_binance(s, BINANCE["premiumIndex"][1]),
     ),
+    "500": (
+        PREMIUM_INDEX,
+        lambda: (500, HOSTILE_TEXT),  # quoted whole by ccxt's ExchangeNotAvailable
+        lambda s: read_binance(s, BINANCE["premiumIndex"][1]),
+    ),
+    "429": (
+        PREMIUM_INDEX,
+        lambda: (429, HOSTILE_TEXT),
+        lambda s: read_binance(s, BINANCE["premiumIndex"][1]),
+    ),
     "premiumIndex": (
         PREMIUM_INDEX,
         lambda: orjson.dumps(HOSTILE_TEXT),  # a JSON string: quoted as "not a list"
