@@ -40,6 +40,9 @@ from market.timeframes import to_binance_symbol
 ONE_ATTEMPT: Final = RetryPolicy(max_attempts=1)
 OI_PERIOD: Final = "1h"
 OI_ROWS: Final = 25  # 24 h of hourly rows: the change is last vs first
+#: a 100-fold move in a day: beyond it the first row is no market (US$ 1e-321 before US$ 1e12 made
+#: an infinite change, and the gate's open-interest metric with it)
+MAX_OI_CHANGE_PCT: Final = 10_000.0
 TAKER_PERIOD: Final = "5m"
 TAKER_ROWS: Final = 12  # one hour of 5-minute rows for the cumulative volume delta
 LONG_SHORT_PERIOD: Final = "1h"
@@ -173,6 +176,11 @@ class BinanceDerivatives:
                 if first.sumOpenInterestValue > 0 and len(rows) > 1
                 else None
             )
+            if change is not None and not abs(change) <= MAX_OI_CHANGE_PCT:
+                raise SourceFailedError(
+                    f"openInterestHist: malformed body: {symbol} open interest from "
+                    f"{first.sumOpenInterestValue:g} to {last.sumOpenInterestValue:g} USD in 24 h"
+                )
             out[ticker] = {
                 "contracts": last.sumOpenInterest,
                 "value_usd": last.sumOpenInterestValue,

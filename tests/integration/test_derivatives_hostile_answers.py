@@ -353,3 +353,17 @@ async def test_a_huge_json_answer_is_refused_without_stalling_the_loop(
     assert got.value is None and got.reason is not None
     assert "CoinGecko" in got.reason and why in got.reason, got.reason
     assert stall < 2.0
+
+
+@pytest.mark.parametrize("first", ["0." + "0" * 320 + "1", "0.0001"])
+async def test_an_open_interest_change_no_market_makes_is_a_reason(
+    servers: ContextServers, first: str
+) -> None:
+    """US$ 1e-321 a day before US$ 1e12: the change was infinite, and the gate's metric too."""
+    path, fetch, rows, _ = BINANCE["openInterestHist"]
+    answer = rows()
+    answer[0]["sumOpenInterestValue"], answer[1]["sumOpenInterestValue"] = first, "1000000000000"
+    servers.answers[path] = answer
+    got = await read_binance(servers, fetch)
+    assert got.value is None and got.reason is not None
+    assert "openInterestHist" in got.reason and "malformed" in got.reason, got.reason
