@@ -27,6 +27,9 @@ TRENDING_PATH: Final = "/api/v3/search/trending"
 STABLECOINS: Final = ("USDT", "USDC")
 #: US$ 10 trillion: USDT, the largest, circulates about US$ 150 billion
 MAX_SUPPLY_USD: Final = 1e13
+#: USDT and USDC have circulated billions for years: less than a million is no supply of theirs
+#: (a past one of 1e-300 made an infinite change)
+MIN_SUPPLY_USD: Final = 1e6
 NAME_MAX_CHARS: Final = 32
 SYMBOL_MAX_CHARS: Final = 12
 TRENDING_MAX_COINS: Final = 10
@@ -118,7 +121,7 @@ async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
         raise SourceNotAvailableError(f"{what}: no USD circulation for {missing}")
     now = {s: by_symbol[s].circulating["peggedUSD"] for s in STABLECOINS}
     for symbol, usd in now.items():  # only these are read: another coin's oddity is no reason
-        if not 0 < usd <= MAX_SUPPLY_USD:
+        if not MIN_SUPPLY_USD <= usd <= MAX_SUPPLY_USD:
             raise SourceFailedError(f"{what}: malformed body: {symbol} circulates {usd:g} USD")
     out: dict[str, Any] = {f"{s.lower()}_usd": v for s, v in now.items()}
     out["total_usd"] = sum(now.values())
@@ -127,7 +130,7 @@ async def fetch_stablecoin_supply(base_url: str | None) -> dict[str, Any]:
         ("change_7d_pct", "circulatingPrevWeek"),
     ):
         before = [(getattr(by_symbol[s], attr) or {}).get("peggedUSD") for s in STABLECOINS]
-        if all(b is not None and 0 < b <= MAX_SUPPLY_USD for b in before):
+        if all(b is not None and MIN_SUPPLY_USD <= b <= MAX_SUPPLY_USD for b in before):
             total_before = sum(b for b in before if b is not None)
             out[label] = (out["total_usd"] / total_before - 1.0) * 100.0
     return out

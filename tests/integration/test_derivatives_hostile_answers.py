@@ -199,13 +199,15 @@ async def test_a_fear_greed_time_that_is_no_time_is_a_reason(
     assert "Fear & Greed" in got.reason and "malformed" in got.reason, got.reason
 
 
+@pytest.mark.parametrize("before", [1e308, 1e-300])
 async def test_a_past_supply_that_is_no_supply_leaves_the_change_out(
-    servers: ContextServers,
+    servers: ContextServers, before: float
 ) -> None:
-    """1e308 a day before summed to infinity: the day's change was served as -100 %."""
+    """1e308 a day before summed to infinity: the day's change was served as -100 %; 1e-300
+    made it infinite."""
     body = stablecoins()
     for asset in body["peggedAssets"][:2]:
-        asset["circulatingPrevDay"] = {"peggedUSD": 1e308}
+        asset["circulatingPrevDay"] = {"peggedUSD": before}
     servers.answers[STABLECOINS] = body
     got = await cached(lambda: fetch_stablecoin_supply(servers.url)).read()
     assert got.value is not None and "change_1d_pct" not in got.value
