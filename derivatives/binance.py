@@ -27,6 +27,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import parse_body, snippet
+from derivatives.liquidations import MAX_FUTURE_MS
 from market.ccxt_client import (
     CcxtRequestRejectedError,
     CcxtRetryableError,
@@ -124,16 +125,21 @@ class BasisRow(_Row):
 
 
 class BinanceDerivatives:
-    def __init__(self, exchange: Any, tickers: Sequence[str]) -> None:
+    def __init__(
+        self, exchange: Any, tickers: Sequence[str], *, now_ms: Callable[[], int] | None = None
+    ) -> None:
+        """``now_ms``: the daemon's clock, to refuse rows from its future (None: not checked)."""
         self._ex = exchange
         self._tickers = tuple(tickers)
         self._symbols = {to_binance_symbol(t): t for t in self._tickers}
+        self._now_ms = now_ms
 
     async def fetch_premium_index(self) -> dict[str, dict[str, Any]]:
         """``{ticker: {mark_price, funding_rate?, index_price?, next_funding_time_ms?}}``."""
         what = "premiumIndex"
         payload = await self._call(what, self._ex.fapiPublicGetPremiumIndex, {})
         rows = [parse_body(PremiumIndexRow, r, what=what) for r in _as_list(payload, what)]
+        self._not_ahead(what, [row.time for row in rows])
         out: dict[str, dict[str, Any]] = {}
         for row in rows:
             ticker = self._symbols.get(row.symbol)
@@ -261,7 +267,18 @@ class BinanceDerivatives:
             raise SourceNotAvailableError(
                 f"{what}: no rows for {params.get('symbol') or params.get('pair')}"
             )
+        self._not_ahead(what, [row.timestamp for row in rows])
         return rows
+
+    def _not_ahead(self, what: str, times: list[int]) -> None:
+        # a row from the clock's future would be taken as the latest, its time as the value's
+        if self._now_ms is None or not times:
+            return
+        ahead_ms = max(times) - self._now_ms()
+        if ahead_ms > MAX_FUTURE_MS:
+            raise SourceFailedError(
+                f"{what}: malformed body: a row {ahead_ms} ms ahead of the clock"
+            )
 
     async def _call(
         self, what: str, method: Callable[[dict[str, Any]], Awaitable[Any]], params: dict[str, Any]

@@ -74,7 +74,7 @@ def build_context_fields(
     *,
     liquidations: LiquidationWindow | None = None,
 ) -> list[ContextField]:
-    binance = BinanceDerivatives(exchange, tickers)
+    binance = BinanceDerivatives(exchange, tickers, now_ms=clock.now_ms)
     c = config
     fetches: dict[str, Fetch] = {
         "funding_rates": binance.fetch_funding_rates,

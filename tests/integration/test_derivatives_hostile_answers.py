@@ -36,8 +36,10 @@ from fakes.etf_page import farside_page
 from core.clock import VirtualClock
 from derivatives.binance import BinanceDerivatives
 from derivatives.cache import Cached, CachedSource, CachePolicy
+from derivatives.config import DerivativesConfig
 from derivatives.etf_flow import fetch_etf_flow
 from derivatives.http import MAX_BODY_BYTES
+from derivatives.sources import build_context_fields
 from derivatives.web_sources import fetch_fear_greed, fetch_stablecoin_supply, fetch_trending
 from market.ccxt_client import make_binanceusdm
 
@@ -369,3 +371,34 @@ async def test_an_open_interest_change_no_market_makes_is_a_reason(
     got = await read_binance(servers, fetch)
     assert got.value is None and got.reason is not None
     assert "openInterestHist" in got.reason and "malformed" in got.reason, got.reason
+
+
+FIELD_OF = {
+    "premiumIndex": "funding_rates",
+    "openInterestHist": "open_interest",
+    "takerlongshortRatio": "taker_delta",
+    "topLongShortAccountRatio": "long_short_ratio",
+    "basis": "basis",
+}
+
+
+@pytest.mark.parametrize("what", sorted(BINANCE))
+async def test_a_binance_row_from_the_future_is_a_reason(
+    servers: ContextServers, what: str
+) -> None:
+    """A row a day ahead of the daemon's clock was taken as the latest (its time the at_ms), read
+    through the fields the daemon builds."""
+    path, _, rows, field = BINANCE[what]
+    servers.answers[path] = [{**row, field: str(EPOCH_MS + 86_400_000)} for row in rows()]
+    exchange = make_binanceusdm(servers.url, timeout_ms=5_000)
+    exchange.timeout_on_exit = 0
+    try:
+        fields = build_context_fields(
+            DerivativesConfig(), VirtualClock(EPOCH_MS), TICKERS, exchange
+        )
+        (source,) = [f.source for f in fields if f.field == FIELD_OF[what]]
+        got = await source.read()
+    finally:
+        await exchange.close()
+    assert got.value is None and got.reason is not None
+    assert what in got.reason and "ahead" in got.reason, got.reason
