@@ -84,7 +84,7 @@ def build_context_fields(
         "basis": binance.fetch_basis,
         "liquidations": lambda: fetch_liquidations(liquidations, clock.now_ms()),
         "stablecoin_supply": lambda: fetch_stablecoin_supply(c.defillama_base_url),
-        "fear_greed": lambda: fetch_fear_greed(c.fng_base_url),
+        "fear_greed": lambda: fetch_fear_greed(c.fng_base_url, clock.now_ms()),
         "news_summary": lambda: fetch_trending(c.coingecko_base_url),
         "etf_flow": lambda: fetch_etf_flow(c.etf_flow_url, clock.now_ms()),
         "paxg": lambda: fetch_paxg(c.binance_spot_url, clock.now_ms()),

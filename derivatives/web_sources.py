@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import get_json, parse_body, snippet
+from derivatives.liquidations import MAX_FUTURE_MS
 
 FNG_PATH: Final = "/fng/"
 STABLECOINS_PATH: Final = "/stablecoins"
@@ -64,11 +65,16 @@ class _FngBody(_Lenient):
 FNG_WHAT: Final = "Fear & Greed (alternative.me)"
 
 
-async def fetch_fear_greed(base_url: str | None) -> dict[str, Any]:
-    """``{value, classification, timestamp_ms}`` of the latest daily index."""
+async def fetch_fear_greed(base_url: str | None, now_ms: int | None = None) -> dict[str, Any]:
+    """``{value, classification, timestamp_ms}`` of the latest daily index; one dated after
+    ``now_ms`` (with a few minutes' skew) is a malformed body, not today's."""
     base_url = _configured(base_url, FNG_WHAT)
     payload = await get_json(_url(base_url, FNG_PATH), {"limit": "1"}, what=FNG_WHAT)
-    return fear_greed_from_payload(payload)
+    value = fear_greed_from_payload(payload)
+    ahead_ms = value["timestamp_ms"] - now_ms if now_ms is not None else 0
+    if ahead_ms > MAX_FUTURE_MS:
+        raise SourceFailedError(f"{FNG_WHAT}: malformed body: an index {ahead_ms} ms ahead")
+    return value
 
 
 def fear_greed_from_payload(payload: Any, *, what: str = FNG_WHAT) -> dict[str, Any]:

@@ -402,3 +402,16 @@ async def test_a_binance_row_from_the_future_is_a_reason(
         await exchange.close()
     assert got.value is None and got.reason is not None
     assert what in got.reason and "ahead" in got.reason, got.reason
+
+
+async def test_a_fear_greed_day_from_the_future_is_a_reason(servers: ContextServers) -> None:
+    """An index dated a day ahead of the daemon's clock was served as today's."""
+    body = fear_greed()
+    body["data"][0]["timestamp"] = str(EPOCH_MS // 1000 + 86_400)
+    servers.answers[FNG] = body
+    config = DerivativesConfig(fng_base_url=servers.url)
+    fields = build_context_fields(config, VirtualClock(EPOCH_MS), TICKERS, exchange=None)
+    (source,) = [f.source for f in fields if f.field == "fear_greed"]
+    got = await source.read()
+    assert got.value is None and got.reason is not None
+    assert "Fear & Greed" in got.reason and "ahead" in got.reason, got.reason
