@@ -20,7 +20,12 @@ import websockets
 from core.backoff import Backoff
 from core.clock import Clock
 from derivatives.cache import SourceFailedError
-from derivatives.liquidations import MAX_FUTURE_MS, LiquidationWindow, parse_force_order
+from derivatives.liquidations import (
+    MAX_FUTURE_MS,
+    WINDOW_MS,
+    LiquidationWindow,
+    parse_force_order,
+)
 from market.timeframes import to_binance_symbol
 
 log = logging.getLogger(__name__)
@@ -78,6 +83,8 @@ class LiquidationStream:
             ahead_ms = liquidation.at_ms - self._clock.now_ms()
             if ahead_ms > MAX_FUTURE_MS:
                 raise SourceFailedError(f"a forceOrder time {ahead_ms} ms ahead of the clock")
+            if -ahead_ms >= WINDOW_MS:  # kept, a flood of these would push out the last hour
+                raise SourceFailedError(f"a forceOrder time {-ahead_ms} ms old, before the window")
             self._window.add(liquidation)
         except SourceFailedError as exc:
             self.rejected += 1

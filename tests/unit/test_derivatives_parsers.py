@@ -214,3 +214,19 @@ def test_a_frame_of_a_symbol_not_subscribed_is_refused_and_counted() -> None:
     stream.on_frame(orjson.dumps({**DOC_FRAME, "o": order}))
     assert (stream.rejected, stream.received) == (1, 0)
     assert window.summary(now_ms)["count_1h"] == 0
+
+
+def test_a_flood_of_old_frames_cannot_push_out_the_last_hour() -> None:
+    """Frames older than the window were kept until a poll pruned them: 50,000 of them pushed the
+    hour's real liquidations out of the capped window."""
+    now_ms = 1_740_787_200_000
+    window = LiquidationWindow(cascade_usd=1e12)
+    stream = LiquidationStream(
+        VirtualClock(epoch_ms=now_ms), window, base_url="ws://127.0.0.1:9", tickers=["BTC/USDT"]
+    )
+    stream.on_frame(frame("SELL", "100", "1", now_ms - 60_000))
+    old = frame("SELL", "100", "1", now_ms - 2 * 3_600_000)
+    for _ in range(MAX_EVENTS):
+        stream.on_frame(old)
+    assert window.summary(now_ms)["count_1h"] == 1
+    assert (stream.received, stream.rejected) == (1, MAX_EVENTS)
