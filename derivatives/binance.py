@@ -138,7 +138,10 @@ class BinanceDerivatives:
         """``{ticker: {mark_price, funding_rate?, index_price?, next_funding_time_ms?}}``."""
         what = "premiumIndex"
         payload = await self._call(what, self._ex.fapiPublicGetPremiumIndex, {})
-        rows = [parse_body(PremiumIndexRow, r, what=what) for r in _as_list(payload, what)]
+        # every contract is listed: only the traded ones are read, so an odd row of another
+        # (a NaN or a zero) does not make the traded ones' funding unavailable
+        mine = [r for r in _as_list(payload, what) if not self._of_another(r)]
+        rows = [parse_body(PremiumIndexRow, r, what=what) for r in mine]
         self._not_ahead(what, [row.time for row in rows])
         out: dict[str, dict[str, Any]] = {}
         for row in rows:
@@ -269,6 +272,11 @@ class BinanceDerivatives:
             )
         self._not_ahead(what, [row.timestamp for row in rows])
         return rows
+
+    def _of_another(self, row: Any) -> bool:
+        """A row that names a contract not traded (one without a name is read, and refused)."""
+        symbol = row.get("symbol") if isinstance(row, dict) else None
+        return isinstance(symbol, str) and symbol not in self._symbols
 
     def _not_ahead(self, what: str, times: list[int]) -> None:
         # a row from the clock's future would be taken as the latest, its time as the value's

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from fakes.context_bodies import premium_index
 from fakes.context_servers import (
     ContextServers,
 )
@@ -150,3 +151,15 @@ async def test_a_binance_row_from_the_future_is_a_reason(
         await exchange.close()
     assert got.value is None and got.reason is not None
     assert what in got.reason and "ahead" in got.reason, got.reason
+
+
+async def test_another_symbols_broken_row_leaves_the_funding_rates_alone(
+    servers: ContextServers,
+) -> None:
+    """premiumIndex lists every contract: one odd row of a symbol not traded (a mark price of 0)
+    made the funding of the traded ones unavailable."""
+    path, fetch, rows, _ = BINANCE["premiumIndex"]
+    odd = {**premium_index("XYZUSDT"), "markPrice": "0", "lastFundingRate": "NaN"}
+    servers.answers[path] = [*rows(), odd]
+    got = await read_binance(servers, fetch)
+    assert (got.value, got.reason) == ({"BTC/USDT": 0.00038246}, None)
