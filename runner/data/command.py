@@ -144,9 +144,11 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
     from core.clock import WallClock
     from market.ccxt_client import CcxtRequestRejectedError, CcxtRetryableError
     from runner.data.fetch import FetchRequest
+    from runner.replay.args import parse_day
 
     try:
-        first, last = _day(args.fetch_from, "--from"), _day(args.fetch_to, "--to")
+        # replay's days: a recording lies in them, and the day after --to is still a date
+        first, last = parse_day(args.fetch_from, "--from"), parse_day(args.fetch_to, "--to")
     except ValueError as exc:
         print(f"vigil data fetch: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -199,13 +201,6 @@ async def fetch_into(
         return await fetcher.run(request)
     finally:
         await exchange.close()
-
-
-def _day(text: str, flag: str) -> date:
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"{flag} {text!r} is not a day like 2025-03-01") from None
 
 
 def _day_ms(day: date) -> int:
