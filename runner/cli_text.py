@@ -74,15 +74,19 @@ def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str]
     )
 
 
-def finite_number(what: str, low: float, *, low_allowed: bool) -> Callable[[str], float]:
+def finite_number(
+    what: str, low: float, *, low_allowed: bool, high: float = math.inf
+) -> Callable[[str], float]:
     """An argparse ``type``: a finite number of ``what`` above ``low`` (or at it when
-    ``low_allowed``); else a clear refusal. nan is refused everywhere: no value is over it, so a
-    nan limit or age silently meant "never"."""
+    ``low_allowed``), at most ``high``; else a clear refusal. nan is refused everywhere: no value
+    is over it, so a nan limit or age silently meant "never"."""
 
     def fits(number: float) -> bool:
-        return math.isfinite(number) and (number >= low if low_allowed else number > low)
+        above = number >= low if low_allowed else number > low
+        return math.isfinite(number) and above and number <= high
 
     span = f"finite, {low:g} or more" if low_allowed else f"finite, above {low:g}"
+    span += f", at most {high:g}" if math.isfinite(high) else ""
     return _number_type(float, "a number", what, fits, span)
 
 
@@ -108,6 +112,10 @@ port_number = whole_number("port", 0, 65535)
 #: a limit in seconds (``vigil health --stale-secs``): unchecked, nan called a long-dead daemon
 #: healthy. 0 is a limit every heartbeat is over: a way to see a daemon's check fail.
 seconds_limit = finite_number("seconds", 0.0, low_allowed=True)
+
+#: a pause between requests (``vigil data fetch --min-interval-secs``): unchecked, inf or 1e300
+#: slept for ever after the first page, and nan or a negative one was taken as no pause unsaid
+pause_secs = finite_number("seconds", 0.0, low_allowed=True, high=3600.0)
 
 
 def _shown(char: str) -> str:

@@ -20,7 +20,7 @@ import pandas as pd
 from core.errors import RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
-from runner.cli_text import path_argument
+from runner.cli_text import path_argument, pause_secs
 from runner.data.layout import store_klines
 
 EXIT_PROBLEMS = 1
@@ -46,9 +46,9 @@ def add_data_parser(sub: Any) -> None:
     )
     fetch.add_argument(
         "--min-interval-secs",
-        type=float,
+        type=pause_secs,
         default=0.0,
-        help="pause between pages on top of ccxt's rate limiter",
+        help="pause between pages on top of ccxt's rate limiter (0 .. 3600)",
     )
 
     imp = data_sub.add_parser(

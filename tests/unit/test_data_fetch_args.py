@@ -39,3 +39,14 @@ def test_a_day_outside_the_recording_years_is_a_usage_error(
     assert fetch(tmp_path, first=first, last=last) == 2
     assert said in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("pause", ["inf", "nan", "-1", "1e300"])
+def test_a_pause_between_pages_that_is_not_a_finite_wait_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pause: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        fetch(tmp_path, "--min-interval-secs", pause)
+    assert info.value.code == 2
+    assert "--min-interval-secs" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
