@@ -18,6 +18,7 @@ import pandas as pd
 
 from core.clock import DAY_MS
 from market.recorded import (
+    CSV_READ_ERRORS,
     OHLCV_COLUMNS,
     RECORDING_YEARS,
     interval_ms,
@@ -133,7 +134,7 @@ def _read(path: Path) -> pd.DataFrame:
         raise _Unreadable("not a regular file (a directory, a FIFO or a dangling link?)")
     try:
         return pd.read_csv(path)
-    except (ValueError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
+    except CSV_READ_ERRORS as exc:
         raise _Unreadable(f"unreadable: {type(exc).__name__}: {exc}") from None
 
 

@@ -15,6 +15,7 @@ only when every constituent candle is present, so a gap never fabricates a candl
 from __future__ import annotations
 
 import warnings
+import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -45,6 +46,11 @@ class DataUnavailableError(LookupError):
 
 class MalformedDataError(ValueError):
     """A recorded file exists but is not in the documented format (the message names the file)."""
+
+
+#: what reading a (gzip) CSV that is not as documented raises: pandas' parse errors are ValueErrors,
+#: gzip names a bad header or CRC as an OSError, but a damaged deflate block is zlib's own error
+CSV_READ_ERRORS = (ValueError, KeyError, OSError, EOFError, OverflowError, zlib.error)
 
 
 def kline_path(ticker: str, interval: str, data_dir: Path | None = None) -> Path:
@@ -129,7 +135,7 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
     try:
         frame = _typed_csv(path, {"timestamp_s": np.int64, "value": np.int64})
         frame = frame.set_index("timestamp_s").sort_index()
-    except (ValueError, KeyError, OSError, EOFError, OverflowError) as exc:
+    except CSV_READ_ERRORS as exc:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
     if "classification" not in frame.columns or frame.empty:
         raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
@@ -140,7 +146,7 @@ def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
     """``index`` + float ``columns`` from a (gzip) CSV; anything unreadable is MalformedDataError."""
     try:
         frame = _typed_csv(path, {index: np.int64, **dict.fromkeys(columns, np.float64)})
-    except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
+    except CSV_READ_ERRORS as exc:
         raise MalformedDataError(f"{path}: unreadable ({_short(exc)})") from None
     missing = [name for name in (index, *columns) if name not in frame.columns]
     if missing:
@@ -300,6 +306,7 @@ def _iso(at_ms: int) -> str:
 
 __all__ = [
     "BASE_INTERVAL_MS",
+    "CSV_READ_ERRORS",
     "EARLIEST_TIME_MS",
     "KLINES_FOLDER",
     "LATEST_TIME_MS",

@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from market.recorded import (
+    CSV_READ_ERRORS,
     OHLCV_COLUMNS,
     MalformedDataError,
     funding_path,
@@ -51,7 +52,7 @@ def read_existing(path: Path, index: str) -> pd.DataFrame | None:
         return read_kline_file(path)
     try:
         return pd.read_csv(path, dtype={index: "int64"}).set_index(index)
-    except (ValueError, KeyError, OSError, EOFError, OverflowError, pd.errors.ParserError) as exc:
+    except CSV_READ_ERRORS as exc:
         raise MalformedDataError(
             f"{path}: the stored file cannot be read to merge into ({type(exc).__name__}: {exc})"
         ) from None
