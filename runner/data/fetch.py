@@ -187,8 +187,8 @@ class Fetcher:
             fetched += len(candles)
             since = int(rows[-1][0]) + step_ms
             self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
-            if len(page) < OHLCV_PAGE_LIMIT:
-                break
+            # a page shorter than asked is not the end (an exchange may cap its pages lower): only
+            # an empty one is. Every page with a row moves ``since`` a bar on, so this ends
             await self._pause(request)
         if partial.rows:
             store_klines(partial.frame("open_time_ms"), ticker, request.interval, request.out_dir)

@@ -1,0 +1,52 @@
+"""``vigil data fetch`` against a simulator that pages oddly, and over a partial file a killed
+fetch or a person left: the span asked for is stored whole, or the fetch is refused naming the
+file (exit 78); never a traceback, never a row stored other than the exchange sent it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from test_sim_rest_support import running_server, utc_ms
+
+from core.scaled_clock import ScaledClock
+from market.recorded import load_klines
+from runner.data.command import fetch_into
+from runner.data.fetch import FetchRequest
+
+FIRST_MS = utc_ms(2025, 3, 1)
+END_MS = utc_ms(2025, 3, 6)  # 1,440 5m bars
+KLINES = "/fapi/v1/klines"
+
+
+def request(out: Path) -> FetchRequest:
+    return FetchRequest(
+        tickers=("BTC/USDT",),
+        interval="5m",
+        start_ms=FIRST_MS,
+        end_ms=END_MS,
+        out_dir=out,
+        funding=False,
+    )
+
+
+def recorded() -> pd.DataFrame:
+    return load_klines("BTC/USDT", "5m").loc[FIRST_MS : END_MS - 1]
+
+
+def at_most_500(body: Any) -> Any:
+    return body[:500]
+
+
+async def test_an_exchange_that_pages_shorter_than_asked_is_read_to_the_end(
+    tmp_path: Path,
+) -> None:
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    out = tmp_path / "data"
+    async with running_server(clock) as server:
+        server.faults.rewrite_next(at_most_500, 100, path=KLINES)  # of the 1,000 asked
+        [klines] = await fetch_into(request(out), server.url, clock, io.StringIO())
+    assert klines.rows == 1440
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), recorded())
