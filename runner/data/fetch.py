@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import csv
 import functools
+import io
 import logging
 import math
+import os
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +30,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from core.clock import Clock
+from core.clock import Clock, is_recording_time
 from market.ccxt_client import (
     OHLCV_PAGE_LIMIT,
     RetryPolicy,
@@ -37,7 +39,13 @@ from market.ccxt_client import (
     to_ccxt_symbol,
 )
 from market.history import rows_to_frame
-from market.recorded import OHLCV_COLUMNS, funding_path, interval_ms, kline_path
+from market.recorded import (
+    OHLCV_COLUMNS,
+    MalformedDataError,
+    funding_path,
+    interval_ms,
+    kline_path,
+)
 from runner.data.layout import read_existing, store_funding, store_klines
 
 log = logging.getLogger(__name__)
@@ -73,12 +81,7 @@ class _Partial:
     def __init__(self, path: Path, header: Sequence[str]) -> None:
         self.path = path
         self.header = list(header)
-        self.rows: list[list[str]] = []
-        if path.is_file():
-            with path.open(newline="") as handle:
-                reader = csv.reader(handle)
-                next(reader, None)
-                self.rows = [row for row in reader if len(row) == len(self.header)]
+        self.rows = _read_partial(path, self.header)
         self._handle: TextIO | None = None
 
     @property
@@ -263,6 +266,43 @@ def _rate(item: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value) if math.isfinite(value) else None
+
+
+def _read_partial(path: Path, header: list[str]) -> list[list[str]]:
+    """The rows of a partial file this module wrote. A last line without its line break is the one
+    a kill cut (left out: fetched again), though it may hold a whole row's count of numbers; any
+    other line that is not a row it writes is a person's edit or another file, refused naming it
+    (``MalformedDataError``) and left as it is."""
+    if not os.path.lexists(path):
+        return []
+    if not path.is_file():
+        raise MalformedDataError(f"{path}: exists but is not a regular file; move it aside")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise MalformedDataError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    whole, _, _cut = text.rpartition("\n")
+    rows = list(csv.reader(io.StringIO(whole)))
+    for number, row in enumerate(rows, start=1):
+        if not (row == header if number == 1 else _fetched_row(row, len(header))):
+            raise MalformedDataError(
+                f"{path}: line {number} is not a row vigil data fetch writes "
+                f"({','.join(header)}); delete the file to fetch the series again"
+            )
+    return rows[1:]
+
+
+def _fetched_row(row: list[str], width: int) -> bool:
+    if len(row) != width or not is_recording_time(_int_or_none(row[0])):
+        return False
+    try:
+        return all(math.isfinite(float(cell)) for cell in row[1:])
+    except ValueError:
+        return False
+
+
+def _int_or_none(text: str) -> int | None:
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _partial_path(final: Path) -> Path:

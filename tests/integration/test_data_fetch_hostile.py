@@ -50,3 +50,35 @@ async def test_an_exchange_that_pages_shorter_than_asked_is_read_to_the_end(
         [klines] = await fetch_into(request(out), server.url, clock, io.StringIO())
     assert klines.rows == 1440
     pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), recorded())
+
+
+PARTIAL_HEADER = "open_time_ms,open,high,low,close,volume\r\n"
+
+
+def partial_lines(rows: pd.DataFrame) -> str:
+    """Rows as ``runner.data.fetch`` appends them (csv's \\r\\n line breaks)."""
+    return "".join(
+        ",".join([str(t), *map(str, values)]) + "\r\n"
+        for t, values in zip(rows.index, rows.to_numpy().tolist(), strict=True)
+    )
+
+
+async def fetch_over(out: Path) -> list[Any]:
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    async with running_server(clock) as server:
+        return await fetch_into(request(out), server.url, clock, io.StringIO())
+
+
+async def test_a_row_a_kill_cut_short_is_fetched_again_not_stored_cut(tmp_path: Path) -> None:
+    out = tmp_path / "data"
+    partial = out / ".partial" / "BTCUSDT-5m.csv"
+    partial.parent.mkdir(parents=True)
+    bars = recorded()
+    cut = partial_lines(bars.iloc[3:4]).removesuffix("\r\n")
+    assert cut.endswith("469.195")
+    # the kill came after "46" of the volume 469.195: a row of six numbers, but not the one sent
+    partial.write_bytes((PARTIAL_HEADER + partial_lines(bars.iloc[:3]) + cut[:-5]).encode())
+    [klines] = await fetch_over(out)
+    assert (klines.resumed_from_rows, klines.rows) == (3, 1437)
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), bars)
+    assert not partial.exists()
