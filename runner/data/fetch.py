@@ -38,6 +38,7 @@ from market.ccxt_client import (
     retry_after_secs,
     to_ccxt_symbol,
 )
+from market.datacheck import FUNDING_STEP_MS
 from market.history import rows_to_frame
 from market.recorded import (
     OHLCV_COLUMNS,
@@ -84,9 +85,14 @@ class _Partial:
         self.rows = _read_partial(path, self.header)
         self._handle: TextIO | None = None
 
-    @property
-    def last_time_ms(self) -> int | None:
-        return int(self.rows[-1][0]) if self.rows else None
+    def resume_ms(self, start_ms: int, step_ms: int, lead_ms: int) -> int:
+        """Where the fetch goes on: after the last row when the rows reach back to the span's
+        start (within ``lead_ms``: funding settles a little after the day starts), else from the
+        start, the rows kept: a killed fetch of a later span left them, and going on after them
+        left the days before them out."""
+        if not self.rows or min(int(row[0]) for row in self.rows) >= start_ms + lead_ms:
+            return start_ms
+        return int(self.rows[-1][0]) + step_ms
 
     def append(self, rows: Sequence[Sequence[Any]]) -> None:
         if self._handle is None:
@@ -156,7 +162,7 @@ class Fetcher:
             return SeriesResult(final.name, 0, 0, skipped=True)
         partial = _Partial(_partial_path(final), ("open_time_ms", *OHLCV_COLUMNS))
         resumed = len(partial.rows)
-        since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + step_ms
+        since = partial.resume_ms(request.start_ms, step_ms, step_ms)
         fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
         while since <= last_open_ms:
@@ -203,7 +209,7 @@ class Fetcher:
         until_ms = min(request.end_ms, self._clock.now_ms()) - 1
         partial = _Partial(_partial_path(final), ("funding_time_ms", "funding_rate"))
         resumed = len(partial.rows)
-        since = request.start_ms if partial.last_time_ms is None else partial.last_time_ms + 1
+        since = partial.resume_ms(request.start_ms, 1, FUNDING_STEP_MS)
         fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
         while since <= until_ms:

@@ -82,3 +82,16 @@ async def test_a_row_a_kill_cut_short_is_fetched_again_not_stored_cut(tmp_path: 
     assert (klines.resumed_from_rows, klines.rows) == (3, 1437)
     pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), bars)
     assert not partial.exists()
+
+
+async def test_a_partial_file_of_a_later_span_is_not_resumed_over_the_days_before_it(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "data"
+    partial = out / ".partial" / "BTCUSDT-5m.csv"
+    partial.parent.mkdir(parents=True)
+    bars = recorded()
+    # a fetch --from 2025-03-03 killed after its first rows; then --from 2025-03-01 is asked
+    partial.write_bytes((PARTIAL_HEADER + partial_lines(bars.iloc[576:580])).encode())
+    await fetch_over(out)
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), bars)
