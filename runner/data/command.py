@@ -170,6 +170,8 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         raise RefuseToStartError(f"the exchange refused: {exc}") from None
     except MalformedDataError as exc:
         raise RefuseToStartError(f"cannot fetch into it: {exc}") from None
+    except OSError as exc:  # ccxt's own network errors are not OSErrors: this is --out's
+        raise RefuseToStartError(f"cannot write into {args.out}: {exc}") from None
     except CcxtRetryableError as exc:
         print(f"vigil data fetch: {exc}; run the same command again to resume", file=sys.stderr)
         return EXIT_PROBLEMS

@@ -4,15 +4,23 @@ file (exit 78); never a traceback, never a row stored other than the exchange se
 
 from __future__ import annotations
 
+import asyncio
 import io
+import queue
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pytest
 from test_sim_rest_support import running_server, utc_ms
 
+from core.errors import EXIT_REFUSE_TO_START
 from core.scaled_clock import ScaledClock
 from market.recorded import load_klines
+from runner.cli import main
 from runner.data.command import fetch_into
 from runner.data.fetch import FetchRequest
 
@@ -95,3 +103,43 @@ async def test_a_partial_file_of_a_later_span_is_not_resumed_over_the_days_befor
     partial.write_bytes((PARTIAL_HEADER + partial_lines(bars.iloc[576:580])).encode())
     await fetch_over(out)
     pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), bars)
+
+
+@contextmanager
+def sim_in_a_thread() -> Iterator[str]:
+    """The simulator's REST on loopback in its own thread and loop, for the CLI's asyncio.run."""
+    urls: queue.Queue[str] = queue.Queue()
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+
+    async def serve() -> None:
+        async with running_server(ScaledClock(utc_ms(2025, 3, 10), speed=600.0)) as server:
+            urls.put(server.url)
+            await stop.wait()
+
+    thread = threading.Thread(target=loop.run_until_complete, args=(serve(),))
+    thread.start()
+    try:
+        yield urls.get(timeout=60)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(timeout=60)
+        loop.close()
+
+
+def test_an_out_that_cannot_be_written_is_refused_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    out.write_text("mine\n")
+    with sim_in_a_thread() as url:
+        code = main(
+            [
+                *("--state-dir", str(tmp_path / "state"), "data", "fetch"),
+                *("--tickers", "BTC/USDT", "--from", "2025-03-01", "--to", "2025-03-01"),
+                *("--out", str(out), "--exchange-url", url, "--no-funding"),
+            ]
+        )
+    assert code == EXIT_REFUSE_TO_START
+    assert f"cannot write into {out}" in capsys.readouterr().err
+    assert out.read_text() == "mine\n"
