@@ -36,7 +36,10 @@ def write_csv_gz(frame: pd.DataFrame, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     try:
-        frame.to_csv(tmp, compression={"method": "gzip", "mtime": 0}, float_format=None)
+        # a stale one, or a link someone left: created afresh ("x"), never written through a link
+        tmp.unlink(missing_ok=True)
+        with tmp.open("xb") as handle:
+            frame.to_csv(handle, compression={"method": "gzip", "mtime": 0}, float_format=None)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
