@@ -281,7 +281,7 @@ def _read_partial(path: Path, header: list[str]) -> list[list[str]]:
     (``MalformedDataError``) and left as it is."""
     if not os.path.lexists(path):
         return []
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():  # rewritten in place: a link is written through
         raise MalformedDataError(f"{path}: exists but is not a regular file; move it aside")
     try:
         text = path.read_bytes().decode("utf-8")

@@ -19,7 +19,7 @@ from test_sim_rest_support import running_server, utc_ms
 
 from core.errors import EXIT_REFUSE_TO_START
 from core.scaled_clock import ScaledClock
-from market.recorded import load_klines
+from market.recorded import MalformedDataError, load_klines
 from runner.cli import main
 from runner.data.command import fetch_into
 from runner.data.fetch import FetchRequest
@@ -143,3 +143,18 @@ def test_an_out_that_cannot_be_written_is_refused_naming_it(
     assert code == EXIT_REFUSE_TO_START
     assert f"cannot write into {out}" in capsys.readouterr().err
     assert out.read_text() == "mine\n"
+
+
+async def test_a_link_in_place_of_the_partial_file_is_refused_not_written_through(
+    tmp_path: Path,
+) -> None:
+    victim = tmp_path / "victim.csv"
+    victim.write_bytes(b"")
+    out = tmp_path / "data"
+    partial = out / ".partial" / "BTCUSDT-5m.csv"
+    partial.parent.mkdir(parents=True)
+    partial.symlink_to(victim)
+    with pytest.raises(MalformedDataError, match="not a regular file"):
+        await fetch_over(out)
+    assert victim.read_bytes() == b""
+    assert partial.is_symlink()
