@@ -22,6 +22,7 @@ from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
 from runner.cli_text import path_argument, pause_secs
 from runner.data.layout import store_klines
+from state.line_text import as_one_line
 
 EXIT_PROBLEMS = 1
 EXIT_USAGE = 2
@@ -80,7 +81,8 @@ def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
         print(json.dumps([c.to_json() for c in checks], indent=2), file=stream)
     else:
         for check in checks:
-            print(_check_line(check, data_dir), file=stream)
+            # a file's header and name are anyone's text: escaped, never a terminal's command
+            print(as_one_line(_check_line(check, data_dir)), file=stream)
         if not checks:
             print(
                 f"{data_dir}: no recorded files (binance-usdm/<SYMBOL>-<interval>.csv.gz)",

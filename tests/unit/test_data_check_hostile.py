@@ -121,3 +121,14 @@ def test_a_data_dir_that_is_not_a_folder_is_named_as_such(
     why = "does not exist" if case == "missing" else "is not a folder"
     assert main(["data", "check", str(path[case])]) == EXIT_REFUSE_TO_START
     assert f"data dir {path[case]} {why}" in capsys.readouterr().err
+
+
+def test_control_characters_in_a_file_are_printed_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a header that would retitle the terminal (OSC 0) and clear it if printed raw
+    write(tmp_path, "BTCUSDT-5m.csv.gz", "\x1b]0;owned\x07time\x1b[2J,open\n1,2\n")
+    assert main(["data", "check", str(tmp_path)]) == 1
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;owned\\x07time\\x1b[2J" in out
