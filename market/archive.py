@@ -61,6 +61,7 @@ _UNREADABLE = (
 )
 #: the largest CSV read (a month of 1m bars is about 4 MiB; a day of 1s bars about 8 MiB)
 MAX_CSV_BYTES = 256 * 1024 * 1024
+_NAMES_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -116,10 +117,15 @@ def _read_zip_member(path: Path) -> bytes:
     with zipfile.ZipFile(path) as archive:
         members = [i for i in archive.infolist() if i.filename.endswith(".csv") and not i.is_dir()]
         if len(members) != 1:
-            names = [i.filename for i in members]
-            raise MalformedDataError(f"{path}: expected one CSV inside, found {names}")
+            # the names are anyone's text, and may be millions: a few, quoted (repr escapes them)
+            names = ", ".join(repr(i.filename) for i in members[:_NAMES_SHOWN])
+            more = ", ..." if len(members) > _NAMES_SHOWN else ""
+            raise MalformedDataError(
+                f"{path}: expected one CSV inside, found {len(members):,} CSV members: "
+                f"[{names}{more}]"
+            )
         member = members[0]
-        too_big = f"{path}: {member.filename} inflates to over {MAX_CSV_BYTES // 2**20} MiB"
+        too_big = f"{path}: {member.filename!r} inflates to over {MAX_CSV_BYTES // 2**20} MiB"
         if member.file_size > MAX_CSV_BYTES:
             raise MalformedDataError(too_big)
         # the declared size may lie: read no more than the limit whatever it says

@@ -188,3 +188,31 @@ def test_a_damaged_zip_is_refused_naming_it(
     assert main(["data", "import", str(source), "--out", str(tmp_path / "out")]) == 78
     err = capsys.readouterr().err
     assert said in err and str(source) in err and "Traceback" not in err
+
+
+def test_a_zip_of_many_csv_members_is_refused_in_a_short_line_of_escaped_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / f"{NAME}.zip"
+    with zipfile.ZipFile(source, "w") as archive:
+        archive.writestr("\x1b]0;owned\x07.csv", row(T0_MS))
+        for i in range(5000):
+            archive.writestr(f"{'x' * 100}-{i}.csv", "")
+    assert main(["data", "import", str(source), "--out", str(tmp_path / "out")]) == 78
+    err = capsys.readouterr().err
+    assert str(source) in err and "5,001 CSV members" in err
+    assert "\x1b" not in err and "\\x1b]0;owned\\x07.csv" in err
+    assert len(err) < 2000
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_oversized_member_is_named_escaped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(market.archive, "MAX_CSV_BYTES", 1000)
+    zipped = tmp_path / f"{NAME}.zip"
+    with zipfile.ZipFile(zipped, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("\x1b[2J.csv", "".join(row(T0_MS + i * BAR_MS) for i in range(40)))
+    with pytest.raises(MalformedDataError, match="inflates to over") as refused:
+        read_archive_file(zipped)
+    assert "\x1b" not in str(refused.value)
