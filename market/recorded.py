@@ -139,6 +139,10 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
     if "classification" not in frame.columns or frame.empty:
         raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
+    # as data check reads it: a unit slip (ms for s) is the year 57,000, not a day to look up
+    _refuse_defects(
+        frame.index.to_numpy(), [(_OUT_OF_RANGE, outside_recording_span(frame.index, 1000))], path
+    )
     return frame
 
 

@@ -83,6 +83,13 @@ def test_funding_and_fear_greed_out_of_range_or_overflowing_are_refused(tmp_path
     fng.write_text("timestamp_s,value,classification\n99999999999999999999,1,Fear\n")
     with pytest.raises(MalformedDataError, match=str(fng)):
         load_fear_greed(tmp_path)
+    # milliseconds taken for seconds: the year 57,000, which data check calls an ERROR
+    fng.write_text("timestamp_s,value,classification\n1740787200000,26,Fear\n")
+    with pytest.raises(MalformedDataError, match="outside 2010"):
+        load_fear_greed(tmp_path)
+    fng.write_text("timestamp_s,value,classification\n-86400,26,Fear\n")
+    with pytest.raises(MalformedDataError, match="outside 2010"):
+        load_fear_greed(tmp_path)
 
 
 PRICES = st.one_of(
