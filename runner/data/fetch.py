@@ -158,7 +158,7 @@ class Fetcher:
         final = kline_path(ticker, request.interval, request.out_dir)
         last_open_ms = min(request.end_ms, self._clock.now_ms()) - step_ms
         last_open_ms -= last_open_ms % step_ms
-        if _covers(final, "open_time_ms", request.start_ms, last_open_ms):
+        if _covers(final, "open_time_ms", request.start_ms, last_open_ms, step_ms):
             return SeriesResult(final.name, 0, 0, skipped=True)
         partial = _Partial(_partial_path(final), ("open_time_ms", *OHLCV_COLUMNS))
         resumed = len(partial.rows)
@@ -315,12 +315,16 @@ def _partial_path(final: Path) -> Path:
     return final.parent.parent / PARTIAL_DIR / final.name.removesuffix(".gz")
 
 
-def _covers(path: Path, index: str, first_ms: int, last_ms: int) -> bool:
+def _covers(path: Path, index: str, first_ms: int, last_ms: int, step_ms: int) -> bool:
+    """Every bar from ``first_ms`` to ``last_ms`` is stored: spanning them is not enough, two
+    fetches of days apart leave the days between them out."""
     stored = read_existing(path, index)
-    if stored is None or stored.empty:
+    if stored is None or stored.empty or not stored.index.is_unique:
         return False
     times = stored.index
-    return bool(times.min() <= first_ms and times.max() >= last_ms and times.is_unique)
+    on_grid = times % step_ms == 0  # an off-grid row must not stand in for a missing bar
+    inside = int(((times >= first_ms) & (times <= last_ms) & on_grid).sum())
+    return inside == (last_ms - first_ms) // step_ms + 1
 
 
 __all__ = ["FetchRequest", "Fetcher", "SeriesResult"]

@@ -158,3 +158,17 @@ async def test_a_link_in_place_of_the_partial_file_is_refused_not_written_throug
         await fetch_over(out)
     assert victim.read_bytes() == b""
     assert partial.is_symlink()
+
+
+async def test_a_stored_file_with_a_hole_in_the_span_is_not_taken_as_complete(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "data"
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    async with running_server(clock) as server:
+        for first, end in ((FIRST_MS, utc_ms(2025, 3, 3)), (utc_ms(2025, 3, 4), END_MS)):
+            part = FetchRequest(("BTC/USDT",), "5m", first, end, out, funding=False)
+            await fetch_into(part, server.url, clock, io.StringIO())
+        [klines] = await fetch_into(request(out), server.url, clock, io.StringIO())
+    assert not klines.skipped  # the stored file spans the request, the 3rd of March missing
+    pd.testing.assert_frame_equal(load_klines("BTC/USDT", "5m", out), recorded())
