@@ -20,6 +20,7 @@ import pandas as pd
 from core.errors import RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
+from market.timeframes import from_binance_symbol, to_binance_symbol
 from runner.cli_text import path_argument, pause_secs
 from runner.data.layout import store_klines
 from state.line_text import as_one_line
@@ -35,7 +36,9 @@ def add_data_parser(sub: Any) -> None:
     fetch = data_sub.add_parser(
         "fetch", help="download klines (and funding) through ccxt into a data dir, resumable"
     )
-    fetch.add_argument("--tickers", nargs="+", required=True, help="e.g. BTC/USDT ETH/USDT")
+    fetch.add_argument(
+        "--tickers", nargs="+", type=_ticker, required=True, help="e.g. BTC/USDT ETH/USDT"
+    )
     fetch.add_argument("--interval", default="5m", choices=RECORDED_INTERVALS)
     fetch.add_argument("--from", dest="fetch_from", required=True, help="first day, UTC")
     fetch.add_argument("--to", dest="fetch_to", required=True, help="last day, inclusive")
@@ -205,6 +208,20 @@ async def fetch_into(
         return await fetcher.run(request)
     finally:
         await exchange.close()
+
+
+def _ticker(value: str) -> str:
+    """An argparse ``type``: a USDⓈ-M perpetual as config takes them, BASE/USDT in capitals. It
+    names the files: unchecked, BTC was a traceback and ../../X/USDT a path out of --out."""
+    try:
+        fits = from_binance_symbol(to_binance_symbol(value)) == value
+    except ValueError:
+        fits = False
+    if not fits:
+        raise argparse.ArgumentTypeError(
+            f"{value[:40]!r} is not BASE/USDT in capitals, e.g. BTC/USDT"
+        )
+    return value
 
 
 def _day_ms(day: date) -> int:

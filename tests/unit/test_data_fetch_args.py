@@ -50,3 +50,20 @@ def test_a_pause_between_pages_that_is_not_a_finite_wait_is_a_usage_error(
     assert info.value.code == 2
     assert "--min-interval-secs" in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("ticker", ["BTC", "../../X/USDT", "btc/usdt", "BTC/USDT:USDT", ""])
+def test_a_ticker_that_is_not_base_usdt_in_capitals_is_a_usage_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], ticker: str
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(
+            [
+                *("--state-dir", str(tmp_path / "state"), "data", "fetch"),
+                *("--tickers", "ETH/USDT", ticker, "--from", "2025-03-01", "--to", "2025-03-01"),
+                *("--out", str(tmp_path / "out"), "--exchange-url", NOWHERE),
+            ]
+        )
+    assert info.value.code == 2
+    assert "--tickers" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) in ([], [tmp_path / "state"])
