@@ -19,8 +19,10 @@ import pandas as pd
 from core.clock import DAY_MS
 from market.recorded import (
     CSV_READ_ERRORS,
+    FEAR_GREED_MAX,
     OHLCV_COLUMNS,
     RECORDING_YEARS,
+    fear_greed_off_scale,
     interval_ms,
     kline_defects,
     outside_recording_span,
@@ -171,10 +173,15 @@ def _is_int64(value: object) -> bool:
 def _bad_rows(frame: pd.DataFrame, times: np.ndarray, kind: str) -> list[str]:
     """What replay would refuse row by row, each reason with its count and first row."""
     if kind == "fear_greed":  # replay reads value as whole numbers beside a classification
-        _whole_numbers(frame, "value")
+        off_scale = fear_greed_off_scale(_whole_numbers(frame, "value"))
         if "classification" not in frame.columns:
             raise _Unreadable("no classification column")
-        return []
+        if not off_scale.any():
+            return []
+        first = _iso(int(times[off_scale][0]))
+        return [
+            f"{int(off_scale.sum())} with a value outside 0 .. {FEAR_GREED_MAX}, the first {first}"
+        ]
     columns = ["funding_rate"] if kind == "funding" else list(OHLCV_COLUMNS)
     missing = [c for c in columns if c not in frame.columns]
     if missing:

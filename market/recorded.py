@@ -141,9 +141,20 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
         raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
     # as data check reads it: a unit slip (ms for s) is the year 57,000, not a day to look up
     _refuse_defects(
-        frame.index.to_numpy(), [(_OUT_OF_RANGE, outside_recording_span(frame.index, 1000))], path
+        frame.index.to_numpy(),
+        [
+            (_OUT_OF_RANGE, outside_recording_span(frame.index, 1000)),
+            (_FEAR_GREED_OFF_SCALE, fear_greed_off_scale(frame["value"].to_numpy())),
+        ],
+        path,
     )
     return frame
+
+
+def fear_greed_off_scale(values: np.ndarray) -> np.ndarray:
+    """Where a Fear & Greed value is off alternative.me's 0 .. 100 scale, which the live reader
+    (``derivatives.web_sources``) refuses: replayed, the day's index was null, no reason said."""
+    return np.asarray((values < 0) | (values > FEAR_GREED_MAX))
 
 
 def _read_csv(path: Path, index: str, columns: Sequence[str]) -> pd.DataFrame:
@@ -244,6 +255,8 @@ def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:
 
 
 _OUT_OF_RANGE = f"a time outside {RECORDING_YEARS} (seconds or microseconds read as ms?)"
+FEAR_GREED_MAX = 100
+_FEAR_GREED_OFF_SCALE = f"a value outside 0 .. {FEAR_GREED_MAX}"
 
 
 def outside_recording_span(stamps: pd.Index | np.ndarray, unit_ms: int = 1) -> np.ndarray:
@@ -323,6 +336,7 @@ __all__ = [
     "base_interval",
     "candle_defects",
     "default_data_dir",
+    "fear_greed_off_scale",
     "fear_greed_path",
     "funding_path",
     "interval_ms",

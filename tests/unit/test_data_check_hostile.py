@@ -132,3 +132,12 @@ def test_control_characters_in_a_file_are_printed_escaped(
     out = capsys.readouterr().out
     assert "\x1b" not in out and "\x07" not in out
     assert "\\x1b]0;owned\\x07time\\x1b[2J" in out
+
+
+def test_a_fear_greed_value_replay_refuses_is_a_bad_row(tmp_path: Path) -> None:
+    fng = tmp_path / "alternative-me" / "fear-greed-daily.csv"
+    fng.parent.mkdir()
+    fng.write_text("timestamp_s,value,classification\n1740787200,26,Fear\n1740873600,500,Fear\n")
+    [check] = check_data_dir(tmp_path)
+    assert check.bad_rows == ["1 with a value outside 0 .. 100, the first 2025-03-02 00:00"]
+    assert not check.ok

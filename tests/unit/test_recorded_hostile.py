@@ -90,6 +90,12 @@ def test_funding_and_fear_greed_out_of_range_or_overflowing_are_refused(tmp_path
     fng.write_text("timestamp_s,value,classification\n-86400,26,Fear\n")
     with pytest.raises(MalformedDataError, match="outside 2010"):
         load_fear_greed(tmp_path)
+    # alternative.me's index is 0 .. 100, as the live reader takes it: 500 left every replayed
+    # snapshot's fear_greed null, with no reason given
+    for value in (500, -1):
+        fng.write_text(f"timestamp_s,value,classification\n1740787200,{value},Fear\n")
+        with pytest.raises(MalformedDataError, match=r"a value outside 0 \.\. 100"):
+            load_fear_greed(tmp_path)
 
 
 PRICES = st.one_of(
