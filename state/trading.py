@@ -35,10 +35,16 @@ class TradingState(BaseModel):
         """One line for a person: ``active`` or ``HALTED since <time> by <who>: <reason>``."""
         if not self.halted:
             return ACTIVE
-        since = (
-            f" since {datetime.fromtimestamp(self.since_ms / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}Z"
-            if self.since_ms
-            else ""
-        )
+        since = f" since {_when(self.since_ms)}" if self.since_ms else ""
         by = f" by {self.by}" if self.by else ""
         return f"HALTED{since}{by}: {self.reason or 'no reason given'}"
+
+
+def _when(ms: int) -> str:
+    """``ms`` as a UTC time, or as it is when no calendar holds it (a hand edit of ``since_ms``
+    past year 9999: ``datetime`` raised, and `vigil trading status`, a start and the daemon's
+    journaling of the edit each ended in a traceback)."""
+    try:
+        return f"{datetime.fromtimestamp(ms / 1000, tz=UTC):%Y-%m-%d %H:%M:%S}Z"
+    except (ValueError, OverflowError, OSError):
+        return f"{ms} ms (no calendar date)"
