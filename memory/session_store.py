@@ -24,6 +24,7 @@ from core.clock import Clock
 from core.failure_streak import FailureStreak
 from core.unvalidated import require_plain, unvalidated
 from state.atomic import atomic_write_bytes, overwrite_bytes
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,10 @@ class SessionStore:
     def _read_l2(self, key: str) -> SessionEntry | None:
         self.l2_reads += 1
         try:
-            return SessionEntry.model_validate(orjson.loads(self._file(key).read_bytes()))
+            # a FIFO blocked read_bytes (the event loop with it), a link to /dev/zero read on
+            # until memory ran out: only a regular file is read
+            _, data = read_regular_file(self._file(key))
+            return SessionEntry.model_validate(orjson.loads(data))
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:  # a torn or hand-edited file: report, drop it

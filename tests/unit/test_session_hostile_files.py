@@ -1,0 +1,51 @@
+"""Something other than a session file where one belongs in ``sessions/``: that key is left out,
+the other keys and the decision go on, and nothing blocks the event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import pytest
+from fakes.fifo import outcome_beside_fifo
+
+from core.clock import VirtualClock
+from memory.context import AssembledContext, ContextAssembler
+from memory.session_store import SessionStore, session_key
+
+T0 = 1_741_564_800_000
+
+
+def _written(tmp_path: Path, clock: VirtualClock) -> Path:
+    written = SessionStore(tmp_path / "sessions", clock)
+    for name in ("BTC/USDT", "ETH/USDT"):
+        written.set(session_key(name, "decision"), f"{name}: hold")
+    return tmp_path / "sessions" / "ticker__btc_usdt__decision.json"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_fifo_or_a_device_as_a_session_file_leaves_out_that_key_without_blocking(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO blocked ``read_bytes`` until someone wrote to it: the prompt's assembly, on the
+    daemon's event loop, froze every loop. A link to a device was read as one (``/dev/zero``:
+    until memory ran out)."""
+    clock = VirtualClock(epoch_ms=T0)
+    path = _written(tmp_path, clock)
+    path.unlink()
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path.symlink_to("/dev/null")
+    assembler = ContextAssembler(session=SessionStore(tmp_path / "sessions", clock))
+
+    def assemble() -> AssembledContext:
+        return asyncio.run(assembler.assemble(["BTC/USDT", "ETH/USDT"], clock.now_ms()))
+
+    ctx = outcome_beside_fifo(assemble, path if kind == "fifo" else fifo)
+    assert isinstance(ctx, AssembledContext), ctx
+    assert ctx.tiers_loaded == ("session",) and not ctx.tier_errors
+    assert ctx.session == {"ticker:eth_usdt:decision": "ETH/USDT: hold"}
