@@ -14,6 +14,7 @@ from pathlib import Path
 
 from state.atomic import atomic_write_bytes
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes, render_state
+from state.regular_file import read_regular_file
 from state.trading import ACTIVE, HALTED, TradingState
 
 EXIT_HALTED = 1
@@ -48,7 +49,7 @@ def trading_command(state_path: Path, command: str, args: argparse.Namespace) ->
 
 def _read(path: Path) -> RunnerState:
     try:
-        data = path.read_bytes()
+        _, data = read_regular_file(path)  # a FIFO there blocked read_bytes: the command hung
     except FileNotFoundError:
         path.parent.mkdir(parents=True, exist_ok=True)
         return RunnerState()
