@@ -51,6 +51,7 @@ from runner.replay.ports import replay_ports
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.records import DecisionRecord, parse_record
+from state.regular_file import read_regular_file
 from state.segments import open_segment, segments
 
 #: what the offline snapshot says triggered it
@@ -157,8 +158,8 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
 
 
 def _person_notes(path: Path) -> str:
-    try:
-        notes = orjson.loads(path.read_bytes()).get("notes", "")
+    try:  # a FIFO there blocked read_bytes until someone wrote to it: the command hung
+        notes = orjson.loads(read_regular_file(path)[1]).get("notes", "")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return ""
     return notes if isinstance(notes, str) else ""
