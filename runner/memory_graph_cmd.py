@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import sqlite3
 import sys
 from datetime import UTC, datetime
@@ -28,7 +27,7 @@ from memory.retrieval import Retriever
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
-from state.line_text import as_one_line, line_text_problem
+from state.line_text import as_one_line, line_text_problem, terminal_safe_json
 from state.regular_file import read_regular_text
 
 
@@ -231,16 +230,9 @@ async def _export(
     return 0
 
 
-_C1_CONTROLS = re.compile("[\x80-\x9f]")
-
-
 def _jsonl(row: dict[str, Any]) -> str:
-    """The row as one JSON line with U+0080..U+009F escaped: orjson writes them raw, and a
-    terminal shown the export reads U+009B as ESC [. JSON's structure is ASCII, so they can only
-    be inside strings, where ``\\u009b`` is the same text."""
-    return _C1_CONTROLS.sub(
-        lambda found: f"\\u{ord(found.group()):04x}", orjson.dumps(row).decode()
-    )
+    """The row as one JSON line, U+0080..U+009F escaped (``state.line_text``)."""
+    return terminal_safe_json(orjson.dumps(row).decode())
 
 
 def _cypher(row: dict[str, Any]) -> str:

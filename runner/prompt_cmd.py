@@ -50,6 +50,7 @@ from runner.market_wiring import build_market_path
 from runner.replay.ports import replay_ports
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
+from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.records import DecisionRecord, parse_record
 from state.regular_file import read_regular_file
 from state.segments import open_segment, segments
@@ -106,7 +107,12 @@ def render_prompt(
             raise SystemExit("vigil prompt --parts: context.enabled is false (no parts to show)")
         return request_json(render_request(settings.agent, snapshot))
     prompt = asyncio.run(offline_prompt_assembler(settings, snapshot.at_ms).assemble(snapshot))
-    return describe_parts(prompt) if parts else request_json(prompt.request(settings.agent))
+    # the tiers' texts are a person's and a model's words: ESC or CSI in them drove the terminal
+    return (
+        terminal_safe_lines(describe_parts(prompt))
+        if parts
+        else request_json(prompt.request(settings.agent))
+    )
 
 
 def _role_request(
@@ -166,7 +172,8 @@ def _person_notes(path: Path) -> str:
 
 
 def request_json(request: Mapping[str, Any]) -> str:
-    return orjson.dumps(dict(request), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    text = orjson.dumps(dict(request), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS)
+    return terminal_safe_json(text.decode())  # orjson writes U+009B (CSI) raw
 
 
 def latest_journal_snapshot(path: Path) -> JournalSnapshot | None:

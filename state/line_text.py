@@ -45,3 +45,21 @@ def as_one_line(text: str) -> str:
     if _NOT_IN_A_LINE.search(text) is None:
         return text
     return _NOT_IN_A_LINE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
+#: DEL and C1 (U+007F-U+009F): JSON may hold them raw, and orjson writes them so
+_RAW_IN_JSON: Final = re.compile("[\x7f-\x9f]")
+
+
+def terminal_safe_json(text: str) -> str:
+    """JSON text with DEL and U+0080..U+009F written as ``\\u`` escapes: a terminal shown it
+    reads U+009B as ESC [. JSON's structure is ASCII, so they can only be inside strings, where
+    the escape is the same text (orjson already escapes U+0000..U+001F)."""
+    return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def terminal_safe_lines(text: str) -> str:
+    """``text`` line by line, each as ``as_one_line`` writes it: its line breaks kept, every
+    other control character escaped, for several lines of a model's or a person's text printed
+    to a terminal."""
+    return "\n".join(as_one_line(line) for line in text.split("\n"))

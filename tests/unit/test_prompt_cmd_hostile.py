@@ -3,6 +3,7 @@ prints what would be sent, never blocks, and never drives the terminal it prints
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,9 @@ from fakes.claude_support import snapshot
 from fakes.fifo import outcome_beside_fifo
 
 from runner.cli import main
+
+#: ESC, CSI (U+009B: ESC [ to a terminal that takes C1 codes) and NUL
+HOSTILE = "watch\x1b[2J the \x9b2J weekend now\x00"
 
 
 def _state_dir(tmp_path: Path, notes: str) -> Path:
@@ -35,6 +39,28 @@ def _prompt(capsys: Any, state: Path, *extra: str) -> str:
     assert main(["--state-dir", str(state), "prompt", *extra]) == 0
     out: str = capsys.readouterr().out
     return out
+
+
+def _drives_a_terminal(text: str) -> list[str]:
+    return [ch for ch in text if (ch < " " and ch not in "\n\t") or "\x7f" <= ch <= "\x9f"]
+
+
+def test_the_json_keeps_the_notes_text_and_escapes_every_control_character(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """orjson escapes U+0000..U+001F but writes U+0080..U+009F raw: a CSI in MEMORY.md (or a
+    model's reasoning in its ``[auto]`` line) reached the terminal `vigil prompt` prints to."""
+    out = _prompt(capsys, _state_dir(tmp_path, HOSTILE))
+    assert not _drives_a_terminal(out), repr(_drives_a_terminal(out))
+    blocks = json.loads(out)["messages"][0]["content"]
+    assert any(HOSTILE in block["text"] for block in blocks)  # the very text is sent
+
+
+def test_the_parts_print_control_characters_escaped(tmp_path: Path, capsys: Any) -> None:
+    """``--parts`` printed the tiers' texts as they are: ESC [2J cleared the person's screen."""
+    out = _prompt(capsys, _state_dir(tmp_path, HOSTILE), "--parts")
+    assert not _drives_a_terminal(out), repr(_drives_a_terminal(out))
+    assert "watch\\x1b[2J the \\x9b2J weekend now\\x00" in out
 
 
 @pytest.mark.parametrize("what", ["fifo", "folder"])

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import unicodedata
 
+import orjson
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from state.line_text import as_one_line, first_line_break, line_text_problem
+from state.line_text import (
+    as_one_line,
+    first_line_break,
+    line_text_problem,
+    terminal_safe_json,
+    terminal_safe_lines,
+)
 
 
 def _breaks_a_line(char: str) -> bool:
@@ -41,3 +49,20 @@ def test_as_one_line_writes_the_escape(text: str, shown: str) -> None:
 def test_the_problem_names_the_character_and_where() -> None:
     problem = line_text_problem("stop\r\nnow")
     assert problem is not None and "U+000D at position 4" in problem
+
+
+def _drives_a_terminal(char: str) -> bool:
+    return char not in "\n\t" and unicodedata.category(char) == "Cc"
+
+
+@example("\x9b2J")
+@given(st.text(st.characters(codec="utf-8")))
+def test_json_and_lines_for_a_terminal_hold_no_control_character_and_keep_the_text(
+    text: str,
+) -> None:
+    shown = terminal_safe_json(orjson.dumps({"text": text}, option=orjson.OPT_INDENT_2).decode())
+    assert not any(map(_drives_a_terminal, shown))
+    assert json.loads(shown) == {"text": text}
+    lines = terminal_safe_lines(text)
+    assert not any(map(_drives_a_terminal, lines))
+    assert lines.count("\n") == text.count("\n")
