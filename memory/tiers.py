@@ -5,9 +5,10 @@ folder (``policy.toml`` + ``*.md`` rubric files) or one file (``.toml`` policy o
 Its caps can only tighten the instance's (``tighten``); its banned tickers are never traded. Re-read
 only when a file changed (mtime and size), so a decision costs a few ``stat`` calls.
 
-Project (this deployment, in the state dir): ``MEMORY.md`` - the first 200 lines are loaded; people
-write anything, the daemon writes ``- [auto DAY TICKER] text`` lines under its own heading, newest
-first, one per day and ticker, at most 50 - and ``rules/*.md`` whose front matter
+Project (this deployment, in the state dir): ``MEMORY.md`` - the first 200 lines are loaded (at
+most 1 MiB of text); people write anything, the daemon writes ``- [auto DAY TICKER] text`` lines
+under its own heading, newest first, one per day and ticker, at most 50 - and ``rules/*.md`` whose
+front matter
 ``tickers: ["SOL/*", "*"]`` (glob patterns) says which tickers a rule applies to (none: all).
 """
 
@@ -27,6 +28,8 @@ from state.regular_file import open_regular_text, read_regular_text
 from state.toml_file import read_toml
 
 MEMORY_READ_LINES = 200
+#: of those lines, at most this much text is read: one line of a sparse file was read whole
+MEMORY_READ_CHARS = 1 << 20
 AUTO_ENTRIES_KEPT = 50
 AUTO_HEADING = "## vigil (auto: newest first, one per day and ticker, 50 kept)"
 _AUTO_LINE = re.compile(r"^- \[auto (\d{4}-\d{2}-\d{2}) ([^\]]+)\] ")
@@ -242,7 +245,14 @@ class ProjectTier:
     def _read_notes(self) -> str:
         try:
             with open_regular_text(self.memory_path) as fh:
-                lines = [line for _, line in zip(range(MEMORY_READ_LINES), fh, strict=False)]
+                lines: list[str] = []
+                left = MEMORY_READ_CHARS
+                while len(lines) < MEMORY_READ_LINES and left > 0:
+                    line = fh.readline(left)  # never more than what is left: a line may not end
+                    if not line:
+                        break
+                    lines.append(line)
+                    left -= len(line)
         except FileNotFoundError:
             return ""
         except (OSError, UnicodeDecodeError) as exc:
