@@ -7,9 +7,9 @@ only when a file changed (mtime and size), so a decision costs a few ``stat`` ca
 
 Project (this deployment, in the state dir): ``MEMORY.md`` - the first 200 lines are loaded (at
 most 1 MiB of text); people write anything, the daemon writes ``- [auto DAY TICKER] text`` lines
-under its own heading, newest first, one per day and ticker, at most 50 - and ``rules/*.md`` whose
-front matter
-``tickers: ["SOL/*", "*"]`` (glob patterns) says which tickers a rule applies to (none: all).
+under its own heading, newest first, one per day and ticker, at most 50, in a file of up to 8 MiB -
+and ``rules/*.md`` whose front matter ``tickers: ["SOL/*", "*"]`` (glob patterns) says which
+tickers a rule applies to (none: all).
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from state.toml_file import read_toml
 MEMORY_READ_LINES = 200
 #: of those lines, at most this much text is read: one line of a sparse file was read whole
 MEMORY_READ_CHARS = 1 << 20
+#: a larger MEMORY.md gets no [auto] line: each line read it whole and wrote it all again
+MEMORY_WRITE_MAX_BYTES = 8 << 20
 AUTO_ENTRIES_KEPT = 50
 AUTO_HEADING = "## vigil (auto: newest first, one per day and ticker, 50 kept)"
 _AUTO_LINE = re.compile(r"^- \[auto (\d{4}-\d{2}-\d{2}) ([^\]]+)\] ")
@@ -287,6 +289,7 @@ class ProjectTier:
         again, ``state.merge_write``). A file that cannot be read or written: ``TierError``."""
         line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
         self._notes = None  # the next ``notes`` looks at the file, however lately it looked
+        self._check_size()
         merge = functools.partial(_with_auto_line, day=day, ticker=ticker, line=line)
         try:
             merge_write(self.memory_path, merge)
@@ -296,6 +299,19 @@ class ProjectTier:
             ) from exc
         except (OSError, MergeConflictError) as exc:
             raise TierError(f"{self.memory_path}: its [auto] line not written: {exc}") from exc
+
+    def _check_size(self) -> None:
+        try:
+            size = self.memory_path.stat().st_size
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise TierError(f"{self.memory_path}: its [auto] line not written: {exc}") from exc
+        if size > MEMORY_WRITE_MAX_BYTES:
+            raise TierError(
+                f"{self.memory_path}: {size:,} bytes, over the {MEMORY_WRITE_MAX_BYTES:,} the "
+                "write-back rewrites; left as it is, its [auto] line not written"
+            )
 
 
 def _with_auto_line(raw: bytes | None, *, day: str, ticker: str, line: str) -> bytes:
