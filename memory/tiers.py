@@ -32,6 +32,8 @@ MEMORY_READ_LINES = 200
 MEMORY_READ_CHARS = 1 << 20
 #: a larger MEMORY.md gets no [auto] line: each line read it whole and wrote it all again
 MEMORY_WRITE_MAX_BYTES = 8 << 20
+#: the largest rule or organisation file read: a rule or a policy is a page, not a log
+TIER_FILE_MAX_BYTES = 1 << 20
 AUTO_ENTRIES_KEPT = 50
 AUTO_HEADING = "## vigil (auto: newest first, one per day and ticker, 50 kept)"
 _AUTO_LINE = re.compile(r"^- \[auto (\d{4}-\d{2}-\d{2}) ([^\]]+)\] ")
@@ -122,12 +124,12 @@ def _read_policy(files: Sequence[Path]) -> OrganisationPolicy:
     rubric = []
     for path in files:
         if path.suffix == ".toml":
-            data = read_toml(path, "policy file")
+            data = read_toml(path, "policy file", max_bytes=TIER_FILE_MAX_BYTES)
             text = data.pop("text", "")
             fields.update(data)
             fields["text"] = str(text)
         else:
-            rubric.append(read_regular_text(path).strip())
+            rubric.append(read_regular_text(path, max_bytes=TIER_FILE_MAX_BYTES).strip())
     return OrganisationPolicy.model_validate({**fields, "rubric": "\n\n".join(rubric)})
 
 
@@ -172,6 +174,10 @@ def parse_rule(name: str, raw: str) -> Rule:
                 )
             tickers = _patterns(name, value.strip())
     return Rule(name=name, tickers=tickers, text=body.strip())
+
+
+def _read_rule(path: Path) -> Rule:
+    return parse_rule(path.stem, read_regular_text(path, max_bytes=TIER_FILE_MAX_BYTES))
 
 
 def _patterns(name: str, value: str) -> tuple[str, ...]:
@@ -273,7 +279,7 @@ class ProjectTier:
             paths = _listing(self.rules_dir, "*.md", (".md",))
             stamp = _stamp(paths)
             if known is None or known[0] != stamp:
-                known = (stamp, [parse_rule(p.stem, read_regular_text(p)) for p in paths])
+                known = (stamp, [_read_rule(p) for p in paths])
         except (OSError, UnicodeDecodeError) as exc:
             raise TierError(f"{self.rules_dir}: {exc}") from exc
         self._rules = known

@@ -35,16 +35,33 @@ def open_regular_text(path: Path | str, *, encoding: str = "utf-8") -> TextIOWra
     return TextIOWrapper(open_regular_file(path), encoding=encoding)
 
 
-def read_regular_file(path: Path | str) -> tuple[os.stat_result, bytes]:
-    """``path``'s stat and bytes, both from one open file (see ``open_regular_file``)."""
+class FileTooLargeError(OSError):
+    """The file holds more than its reader takes; the message says how much."""
+
+
+def read_regular_file(
+    path: Path | str, *, max_bytes: int | None = None
+) -> tuple[os.stat_result, bytes]:
+    """``path``'s stat and bytes, both from one open file (see ``open_regular_file``);
+    ``FileTooLargeError`` when it holds more than ``max_bytes`` (only that much more is read, so
+    a sparse file of gigabytes, or one growing while read, costs no more)."""
     with open_regular_file(path) as handle:
         st = os.fstat(handle.fileno())
-        return st, handle.read()
+        if max_bytes is None:
+            return st, handle.read()
+        data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise FileTooLargeError(
+                f"{path} is {max(st.st_size, len(data)):,} bytes, over the {max_bytes:,} read"
+            )
+        return st, data
 
 
-def read_regular_text(path: Path | str, *, encoding: str = "utf-8") -> str:
-    """``path``'s text (see ``open_regular_file``)."""
-    return read_regular_file(path)[1].decode(encoding)
+def read_regular_text(
+    path: Path | str, *, encoding: str = "utf-8", max_bytes: int | None = None
+) -> str:
+    """``path``'s text (see ``read_regular_file``)."""
+    return read_regular_file(path, max_bytes=max_bytes)[1].decode(encoding)
 
 
 def read_bytes_or_none(path: Path | str) -> bytes | None:
@@ -56,6 +73,7 @@ def read_bytes_or_none(path: Path | str) -> bytes | None:
 
 
 __all__ = [
+    "FileTooLargeError",
     "open_regular_file",
     "open_regular_text",
     "read_bytes_or_none",

@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from state.regular_file import read_regular_file
+from state.regular_file import FileTooLargeError, read_regular_file
 
 _BOM = "\ufeff"
 
@@ -23,11 +23,14 @@ class UnreadableTomlError(ValueError):
     """The file cannot be read as TOML; the message names it and says why."""
 
 
-def read_toml(path: Path, what: str) -> dict[str, Any]:
-    """The file's tables, or ``UnreadableTomlError`` naming it as ``what`` ("config file")."""
+def read_toml(path: Path, what: str, *, max_bytes: int | None = None) -> dict[str, Any]:
+    """The file's tables, or ``UnreadableTomlError`` naming it as ``what`` ("config file");
+    ``max_bytes``: the most it may hold (``state.regular_file.read_regular_file``)."""
     named = f"{what} {path}"
     try:
-        _, raw = read_regular_file(path)
+        _, raw = read_regular_file(path, max_bytes=max_bytes)
+    except FileTooLargeError as exc:
+        raise UnreadableTomlError(f"{what} {exc}") from None
     except FileNotFoundError:
         raise UnreadableTomlError(f"{named} does not exist") from None
     except IsADirectoryError:  # what read_regular_file raises for anything but a regular file
