@@ -34,6 +34,8 @@ _QUOTES = ("USDT", "USDC", "BUSD", "USD")
 _NAME_PART = re.compile(r"[^a-z0-9]+")
 #: sets a non-durable store (replay) holds back at most before writing their files
 SESSION_WRITE_BEHIND = 256
+#: the largest session file read: an entry is a few hundred bytes
+SESSION_FILE_MAX_BYTES = 1 << 20
 
 
 @functools.lru_cache(maxsize=1024)  # every decision names its tickers again
@@ -228,8 +230,8 @@ class SessionStore:
         self.l2_reads += 1
         try:
             # a FIFO blocked read_bytes (the event loop with it), a link to /dev/zero read on
-            # until memory ran out: only a regular file is read
-            _, data = read_regular_file(self._file(key))
+            # until memory ran out: only a regular file is read, and only so much of it
+            _, data = read_regular_file(self._file(key), max_bytes=SESSION_FILE_MAX_BYTES)
             return SessionEntry.model_validate(orjson.loads(data))
         except FileNotFoundError:
             return None

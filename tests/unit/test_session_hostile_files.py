@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from fakes.fifo import outcome_beside_fifo
 
 from core.clock import VirtualClock
 from memory.context import AssembledContext, ContextAssembler
-from memory.session_store import SessionStore, session_key
+from memory.session_store import SESSION_FILE_MAX_BYTES, SessionStore, session_key
 
 T0 = 1_741_564_800_000
 
@@ -49,3 +50,21 @@ def test_a_fifo_or_a_device_as_a_session_file_leaves_out_that_key_without_blocki
     assert isinstance(ctx, AssembledContext), ctx
     assert ctx.tiers_loaded == ("session",) and not ctx.tier_errors
     assert ctx.session == {"ticker:eth_usdt:decision": "ETH/USDT: hold"}
+
+
+def test_a_huge_session_file_is_dropped_without_being_read_whole(tmp_path: Path) -> None:
+    """A session file is a few hundred bytes; a sparse one of gigabytes was read whole on the
+    event loop (and into memory) before it was found not to be an entry."""
+    clock = VirtualClock(epoch_ms=T0)
+    path = _written(tmp_path, clock)
+    with path.open("r+b") as fh:
+        fh.truncate(SESSION_FILE_MAX_BYTES * 64)
+    session = SessionStore(tmp_path / "sessions", clock)
+    tracemalloc.start()
+    try:
+        found = session.live("ticker:")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [e.key for e in found] == ["ticker:eth_usdt:decision"]
+    assert peak < 4 * SESSION_FILE_MAX_BYTES
