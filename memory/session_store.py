@@ -232,7 +232,10 @@ class SessionStore:
             # a FIFO blocked read_bytes (the event loop with it), a link to /dev/zero read on
             # until memory ran out: only a regular file is read, and only so much of it
             _, data = read_regular_file(self._file(key), max_bytes=SESSION_FILE_MAX_BYTES)
-            return SessionEntry.model_validate(orjson.loads(data))
+            entry = SessionEntry.model_validate(orjson.loads(data))
+            if entry.key != key:  # taken as true, "policy" replaced the organisation's text
+                raise ValueError(f"it holds the entry of another key, {entry.key[:80]!r}")
+            return entry
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:  # a torn or hand-edited file: report, drop it
