@@ -252,7 +252,7 @@ class ProjectTier:
 
     def _read_notes(self) -> str:
         try:
-            with open_regular_text(self.memory_path) as fh:
+            with open_regular_text(self.memory_path, encoding="utf-8-sig") as fh:
                 lines: list[str] = []
                 left = MEMORY_READ_CHARS
                 while len(lines) < MEMORY_READ_LINES and left > 0:
@@ -323,11 +323,14 @@ class ProjectTier:
 def _with_auto_line(raw: bytes | None, *, day: str, ticker: str, line: str) -> bytes:
     """MEMORY.md (``raw``; None: no file yet) with ``line`` as the day's and ticker's ``[auto]``
     line; ``UnicodeDecodeError`` when it is not UTF-8."""
-    newline = "\n"
+    newline, mark = "\n", ""
     if raw is None:
         existing = ["# MEMORY", ""]
     else:
         text = raw.decode("utf-8")
+        # an editor's byte order mark hid the title behind it; the mark is put back first
+        mark = "\ufeff" if text.startswith("\ufeff") else ""
+        text = text.removeprefix(mark)
         newline = "\r\n" if "\r\n" in text else "\n"  # a file edited on Windows stays so
         # split at line ends only: splitlines() also splits at form feeds, U+2028 and the
         # like, and the rewrite dropped them from a person's lines
@@ -339,7 +342,7 @@ def _with_auto_line(raw: bytes | None, *, day: str, ticker: str, line: str) -> b
     title = people[:1] if people and people[0].startswith("# ") else []
     rest = people[len(title) :]
     lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
-    return (newline.join(_squeeze(lines)).strip() + newline).encode()
+    return (mark + newline.join(_squeeze(lines)).strip() + newline).encode()
 
 
 def _auto_day(line: str) -> str:
