@@ -12,6 +12,8 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from state.line_text import as_one_line
+
 ACTIVE: Literal["active"] = "active"
 HALTED: Literal["halted"] = "halted"
 #: the longest reason stored, and so the longest one the CLI, the API and a file edit take
@@ -37,7 +39,9 @@ class TradingState(BaseModel):
             return ACTIVE
         since = f" since {_when(self.since_ms)}" if self.since_ms else ""
         by = f" by {self.by}" if self.by else ""
-        return f"HALTED{since}{by}: {self.reason or 'no reason given'}"
+        # escaped: a reason already in the file is loaded as it is, and its ESC drove the
+        # terminal of `vigil trading status` and of a person tailing the log
+        return as_one_line(f"HALTED{since}{by}: {self.reason or 'no reason given'}")
 
 
 def _when(ms: int) -> str:

@@ -1,4 +1,4 @@
-"""A ``trading.since_ms`` no calendar holds (a hand edit, a unit slip) in ``runner_state.json``."""
+"""What a person or a mistake leaves in the ``trading`` field of ``runner_state.json``."""
 
 from __future__ import annotations
 
@@ -51,3 +51,22 @@ def test_vigil_trading_status_and_the_daemon_take_an_edit_dated_past_any_calenda
     restarted = RunnerStateStore(path, clock)
     restarted.load()
     assert TradingSwitch(clock, restarted, lines.append).halted
+
+
+def test_vigil_trading_status_prints_a_reason_from_the_file_with_its_escapes(
+    tmp_path: Path, capsys: Any
+) -> None:
+    """A reason or ``by`` already in the file (written by hand while the daemon was stopped, or
+    before the one-line rule) is loaded as it is; `vigil trading status` printed it raw, and its
+    ESC [2J, CSI or OSC drove the terminal (the daemon's log line of it too)."""
+    trading = {
+        "mode": "halted",
+        "reason": "audit\x1b[2J\x9b31m\u2028done",
+        "since_ms": T0_MS,
+        "by": "me\x1b]0;title\x07",
+    }
+    (tmp_path / "runner_state.json").write_text(json.dumps({"trading": trading}))
+    assert main(["--state-dir", str(tmp_path), "trading", "status"]) == 1
+    out = capsys.readouterr().out
+    assert not [ch for ch in out if (ch < " " and ch != "\n") or "\x7f" <= ch <= "\x9f"]
+    assert "by me\\x1b]0;title\\x07: audit\\x1b[2J\\x9b31m\\u2028done" in out
