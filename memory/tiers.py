@@ -17,7 +17,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -120,17 +120,29 @@ class OrganisationTier:
 
 
 def _read_policy(files: Sequence[Path]) -> OrganisationPolicy:
-    fields: dict[str, object] = {}
+    """The policy of every file: each ``.toml`` checked alone, then the smallest of their caps,
+    all their banned tickers and all their texts (merged key by key, the last file's cap or
+    banned list replaced the others': a second file loosened the first's cap, lifted its ban)."""
+    parts: list[OrganisationPolicy] = []
     rubric = []
     for path in files:
         if path.suffix == ".toml":
             data = read_toml(path, "policy file", max_bytes=TIER_FILE_MAX_BYTES)
-            text = data.pop("text", "")
-            fields.update(data)
-            fields["text"] = str(text)
+            data["text"] = str(data.get("text", ""))
+            parts.append(OrganisationPolicy.model_validate(data))
         else:
             rubric.append(read_regular_text(path, max_bytes=TIER_FILE_MAX_BYTES).strip())
-    return OrganisationPolicy.model_validate({**fields, "rubric": "\n\n".join(rubric)})
+    return OrganisationPolicy(
+        max_position_pct=_smallest(p.max_position_pct for p in parts),
+        max_total_exposure_pct=_smallest(p.max_total_exposure_pct for p in parts),
+        banned_tickers=tuple(dict.fromkeys(t for p in parts for t in p.banned_tickers)),
+        rubric="\n\n".join(rubric),
+        text="\n\n".join(p.text for p in parts if p.text),
+    )
+
+
+def _smallest(caps: Iterable[float | None]) -> float | None:
+    return min((cap for cap in caps if cap is not None), default=None)
 
 
 class Rule(_Frozen):
