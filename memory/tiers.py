@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.jsonread import UnreadableJsonError, loads_json
+from state.line_text import as_one_line
 from state.merge_write import MergeConflictError, merge_write
 from state.regular_file import open_regular_text, read_regular_text
 from state.toml_file import read_toml
@@ -305,7 +306,8 @@ class ProjectTier:
         it), newest first under the daemon's heading, the oldest dropped beyond 50. Lines people
         wrote are kept as they are, and so is a save of theirs landing while this writes (merged
         again, ``state.merge_write``). A file that cannot be read or written: ``TierError``."""
-        line = f"- [auto {day} {ticker}] {' '.join(text.split())[:300]}"
+        # a model's words: its ESC or NUL ran on the terminal of a person reading the file
+        line = f"- [auto {day} {ticker}] {as_one_line(' '.join(text.split()))[:300]}"
         self._notes = None  # the next ``notes`` looks at the file, however lately it looked
         self._check_size()
         merge = functools.partial(_with_auto_line, day=day, ticker=ticker, line=line)
