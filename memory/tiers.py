@@ -79,11 +79,15 @@ _LISTINGS: dict[tuple[Path, str], tuple[int, list[Path]]] = {}
 
 def _listing(folder: Path, pattern: str, suffixes: tuple[str, ...]) -> list[Path]:
     """The folder's files with these suffixes, sorted; listed again only when the folder's mtime
-    moved (a file added, removed or renamed), so a decision costs one ``stat`` here."""
+    moved (a file added, removed or renamed), so a decision costs one ``stat`` here. Hidden
+    names are an editor's (Emacs locks ``x.md`` with a dangling symlink ``.#x.md``): listed,
+    they left the tier out, or refused the start, while a person edited a file."""
     mtime = folder.stat().st_mtime_ns
     found = _LISTINGS.get((folder, pattern))
     if found is None or found[0] != mtime:
-        paths = sorted(p for p in folder.glob(pattern) if p.suffix in suffixes)
+        paths = sorted(
+            p for p in folder.glob(pattern) if p.suffix in suffixes and not p.name.startswith(".")
+        )
         found = _LISTINGS[(folder, pattern)] = (mtime, paths)
     return found[1]
 
