@@ -102,6 +102,11 @@ class OrganisationTier:
         if self.source.is_dir():
             return _listing(self.source, "*", (".toml", ".md"))
         if self.source.is_file():
+            if self.source.suffix not in (".toml", ".md"):
+                # read as a rubric, a policy.TOML or policy.txt had its caps and bans unapplied
+                raise TierError(
+                    f"organisation policy {self.source} is neither a .toml policy nor a .md rubric"
+                )
             return [self.source]
         raise TierError(f"organisation policy {self.source} does not exist")
 

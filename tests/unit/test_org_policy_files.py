@@ -38,3 +38,13 @@ def test_a_broken_file_among_several_is_a_tier_error_naming_it(tmp_path: Path) -
     (tmp_path / "b_desk.toml").write_text('max_position_pct = "half"\n')
     with pytest.raises(TierError, match="max_position_pct"):
         OrganisationTier(tmp_path).load()
+
+
+@pytest.mark.parametrize("name", ["policy.TOML", "policy.txt", "policy"])
+def test_one_file_neither_toml_nor_md_is_a_tier_error(tmp_path: Path, name: str) -> None:
+    """Anything but ``.toml`` was read as a rubric: a policy saved as ``policy.TOML`` or
+    ``policy.txt`` loaded without error, its caps and bans as text in the prompt, none applied."""
+    path = tmp_path / name
+    path.write_text('max_position_pct = 0.05\nbanned_tickers = ["DOGE/USDT"]\n')
+    with pytest.raises(TierError, match=r"neither a \.toml policy nor a \.md rubric"):
+        OrganisationTier(path).load()
