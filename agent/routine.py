@@ -28,6 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
+from memory.tiers import TierError
 from state.decision_line import decision_line
 from state.journal import PlainJson, plain_or_as_is
 from state.records import DecisionRecord
@@ -232,6 +233,11 @@ class DecisionRoutine:
         if self._context is not None:
             try:
                 self._context.after(decision, snapshot.at_ms)
+            except TierError as exc:
+                # a file it leaves alone (MEMORY.md not UTF-8, too large) says so at every
+                # decision that trades, until a person fixes it: its reason, not a traceback
+                log.warning("context write-back for %s: %s", decision_id, exc)
+                record["context_error"] = f"{type(exc).__name__}: {exc}"
             except Exception as exc:
                 log.exception("context write-back failed for %s", decision_id)
                 record["context_error"] = f"{type(exc).__name__}: {exc}"
