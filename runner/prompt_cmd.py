@@ -53,7 +53,7 @@ from sim.feed import SimFeed
 from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.records import DecisionRecord, parse_record
 from state.regular_file import read_regular_file
-from state.segments import open_segment, segments
+from state.segments import UnreadableSegmentError, open_segment, segments
 
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
@@ -87,7 +87,10 @@ def render_prompt(
             f"vigil prompt: no state dir at {settings.state_dir}: nothing is remembered there, "
             "so this is the prompt of a fresh start"
         )
-    found = latest_journal_snapshot(settings.logs_dir / "decisions.jsonl")
+    try:
+        found = latest_journal_snapshot(settings.logs_dir / "decisions.jsonl")
+    except UnreadableSegmentError as exc:  # was a traceback (a FIFO: a hang)
+        raise SystemExit(f"vigil prompt: {exc}; move it aside to see an older snapshot") from None
     if found is not None:
         snapshot = found.snapshot
         say(

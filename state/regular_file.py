@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 
-def open_regular_file(path: Path | str) -> BinaryIO:
+def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
     """``path`` opened for reading in binary; ``IsADirectoryError`` for anything but a regular
     file (a directory, a device, a FIFO, a socket), ``FileNotFoundError`` when there is none."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise IsADirectoryError(f"{path} is not a regular file")
-        return os.fdopen(fd, "rb")
+        return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise

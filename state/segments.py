@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
+from state.regular_file import open_regular_file
+
 #: ``decisions.20250301T000000Z.jsonl`` or ``....jsonl.gz``; an optional ``-N`` for two in a second
 _STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"
 #: a plain segment's read buffer: a decision line is ~16 kB, and iterating lines through the
@@ -56,13 +58,14 @@ class UnreadableSegmentError(OSError):
 def open_segment(path: Path) -> Iterator[bytes]:
     """The lines of one segment (gzipped or not), with their newlines. ``UnreadableSegmentError``
     when it cannot be read: gzip's EOFError of a cut-short file and zlib's error of a garbled one
-    name neither the file nor an OSError a reader would catch."""
+    name neither the file nor an OSError a reader would catch. Only a regular file is opened: a
+    FIFO in place of one blocked its reader until someone wrote to it."""
     try:
         if path.name.endswith(".gz"):
-            with gzip.open(path, "rb") as lines:
+            with open_regular_file(path) as raw, gzip.open(raw, "rb") as lines:
                 yield from lines
         else:
-            with path.open("rb", buffering=_READ_BUFFER) as lines:
+            with open_regular_file(path, buffering=_READ_BUFFER) as lines:
                 yield from lines
     except (OSError, EOFError, zlib.error) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)

@@ -3,6 +3,7 @@ prints what would be sent, never blocks, and never drives the terminal it prints
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 from pathlib import Path
@@ -78,3 +79,38 @@ def test_runner_state_that_is_not_a_file_leaves_out_the_persons_notes_without_bl
     assert code == 0
     out = capsys.readouterr().out
     assert "weekends are thin" in out
+
+
+def _journal_at(state: Path, what: str) -> Path:
+    logs = state / "logs"
+    logs.mkdir(parents=True)
+    if what == "folder":
+        path = logs / "decisions.jsonl"
+        path.mkdir()
+    elif what == "fifo":
+        path = logs / "decisions.jsonl"
+        os.mkfifo(path)
+    else:  # a gzipped segment cut short (a copy that stopped, a full disk at rotation)
+        path = logs / "decisions.20250102T000000Z.jsonl.gz"
+        path.write_bytes(gzip.compress(b'{"type": "decision"}\n' * 100)[:40])
+    return path
+
+
+@pytest.mark.parametrize("what", ["folder", "fifo", "cut gzip"])
+def test_a_journal_segment_that_cannot_be_read_is_named_not_a_traceback_or_a_hang(
+    tmp_path: Path, capsys: Any, what: str
+) -> None:
+    """A folder or a cut-short gzipped segment ended `vigil prompt` in an UnreadableSegmentError
+    traceback; a FIFO in place of decisions.jsonl blocked its open until someone wrote to it."""
+    path = _journal_at(tmp_path, what)
+
+    def prompt() -> object:
+        try:
+            return main(["--state-dir", str(tmp_path), "prompt"])
+        except SystemExit as exc:
+            return exc
+
+    exited = outcome_beside_fifo(prompt, path if what == "fifo" else tmp_path / "fifo")
+    assert isinstance(exited, SystemExit), exited
+    assert str(path) in str(exited.code) and "cannot be read" in str(exited.code)
+    assert capsys.readouterr().out == ""
