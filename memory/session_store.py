@@ -109,12 +109,16 @@ class SessionStore:
         default_ttl_secs: float = 86_400.0,
         durable: bool = True,
         write_behind: int = 0,
+        remove_files: bool = True,
     ) -> None:
         """``write_behind``: at most this many sets held back before their files are written
         (0: each set writes its file). Each decision sets every ticker's key with new bytes
         (the time is in them), and a file write was most of a set; held back, a key set again
         is written once. ``flush`` writes what is held back; another process sees a set only
-        then (replay: at most ``write_behind`` sets late, and at shutdown), a crash loses it."""
+        then (replay: at most ``write_behind`` sets late, and at shutdown), a crash loses it.
+        ``remove_files`` False: an expired or unreadable entry is left out, its file left in
+        place (a reader that changes nothing: `vigil prompt`)."""
+        self._remove_files = remove_files
         self.directory = directory
         self._clock = clock
         self.default_ttl_secs = default_ttl_secs
@@ -220,6 +224,8 @@ class SessionStore:
         self._l1.pop(key, None)
         if self._l2_keys is not None:
             self._l2_keys.discard(key)
+        if not self._remove_files:
+            return None
         try:
             self._file(key).unlink(missing_ok=True)
         except OSError as exc:

@@ -156,7 +156,9 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
     assembler = ContextAssembler(
         organisation=OrganisationTier(settings.context.organisation_path),
         project=ProjectTier(state_dir),
-        session=SessionStore(state_dir / "sessions", clock),
+        # its instant is the snapshot's: reading evicted, and deleted the files of the daemon's
+        # entries expired by then
+        session=SessionStore(state_dir / "sessions", clock, remove_files=False),
         analysts=desk,
         person_notes=lambda: _person_notes(settings.runner_state_path),
         insights_per_ticker=settings.context.insights_per_ticker,

@@ -14,6 +14,8 @@ import pytest
 from fakes.claude_support import snapshot
 from fakes.fifo import outcome_beside_fifo
 
+from core.clock import VirtualClock
+from memory.session_store import SessionStore, session_key
 from runner.cli import main
 
 #: ESC, CSI (U+009B: ESC [ to a terminal that takes C1 codes) and NUL
@@ -114,3 +116,27 @@ def test_a_journal_segment_that_cannot_be_read_is_named_not_a_traceback_or_a_han
     assert isinstance(exited, SystemExit), exited
     assert str(path) in str(exited.code) and "cannot be read" in str(exited.code)
     assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("later_ms", [2 * 86_400_000])
+def test_vigil_prompt_leaves_the_session_files_as_they_are(
+    tmp_path: Path, capsys: Any, later_ms: int
+) -> None:
+    """`vigil prompt` reads the session tier at the snapshot's instant, and reading evicted: an
+    entry expired by then, or a file it could not read, was deleted from the state dir by a
+    command that changes nothing. A journaled snapshot dated far ahead (a damaged line) would
+    have deleted every entry, the open positions' theses too."""
+    snap = snapshot()
+    written = SessionStore(tmp_path / "sessions", VirtualClock(epoch_ms=snap.at_ms))
+    written.set(session_key("BTC/USDT", "decision"), "BTC: hold", ttl_secs=86_400)
+    (tmp_path / "sessions" / "ticker__btc_usdt__review.json").write_bytes(b'{"torn')
+    before = sorted(p.name for p in (tmp_path / "sessions").iterdir())
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    dumped = snap.model_dump(mode="json")
+    dumped["at_ms"] = snap.at_ms + later_ms
+    line = {"type": "decision", "decision_id": "d1", "at_ms": 1, "trigger": ["t"]}
+    (logs / "decisions.jsonl").write_bytes(orjson.dumps({**line, "snapshot": dumped}) + b"\n")
+    assert main(["--state-dir", str(tmp_path), "prompt", "--parts"]) == 0
+    assert "snapshot" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "sessions").iterdir()) == before
