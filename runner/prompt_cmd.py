@@ -300,7 +300,10 @@ def _current_15m_tick(ticker: str, five: pd.DataFrame, at_ms: int) -> MarketTick
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+    try:
+        return datetime.fromtimestamp(ms / 1000, UTC).isoformat().replace("+00:00", "Z")
+    except (ValueError, OverflowError, OSError):  # a journaled time past year 9999: a traceback
+        return f"{ms} ms (no calendar date)"
 
 
 def _to_stderr(line: str) -> None:

@@ -118,7 +118,7 @@ def test_a_journal_segment_that_cannot_be_read_is_named_not_a_traceback_or_a_han
     assert capsys.readouterr().out == ""
 
 
-@pytest.mark.parametrize("later_ms", [2 * 86_400_000])
+@pytest.mark.parametrize("later_ms", [2 * 86_400_000, 10**17 - 1_741_564_800_000])
 def test_vigil_prompt_leaves_the_session_files_as_they_are(
     tmp_path: Path, capsys: Any, later_ms: int
 ) -> None:
