@@ -172,12 +172,19 @@ class SessionStore:
             log.warning("session: files in %s written again", self.directory)
 
     def flush(self) -> None:
-        """Write the files of the sets held back (write-behind); a failed write keeps its key
-        and those after it held."""
-        while self._held:
-            key = next(iter(self._held))
-            self._write(self._file(key), self._held[key])
+        """Write the files of the sets held back (write-behind); a file that cannot be written
+        keeps its key held, the others are written all the same (stopped at it, a folder in
+        place of one key's file kept every later key in memory only), and its error is raised."""
+        failed: OSError | None = None
+        for key in list(self._held):
+            try:
+                self._write(self._file(key), self._held[key])
+            except OSError as exc:
+                failed = failed or exc
+                continue
             del self._held[key]
+        if failed is not None:
+            raise failed
         self._held_sets = 0
 
     def _write(self, path: Path, data: bytes) -> None:

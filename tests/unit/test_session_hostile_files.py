@@ -85,3 +85,22 @@ async def test_a_session_file_naming_another_key_is_dropped_not_merged_under_it(
     ctx = await assembler.assemble(["BTC/USDT", "ETH/USDT"], clock.now_ms())
     assert "policy" not in ctx.values and "policy" not in ctx.session
     assert ctx.session == {"ticker:eth_usdt:decision": "ETH/USDT: hold"}
+
+
+def test_a_folder_in_place_of_one_key_file_does_not_hold_back_the_others(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A set whose file cannot be written stays held, and ``flush`` stopped at the first held key
+    it could not write: a folder where BTC's decision file belongs kept every later key of every
+    ticker in memory only, lost at the next restart."""
+    clock = VirtualClock(epoch_ms=T0)
+    session = SessionStore(tmp_path / "sessions", clock)
+    (tmp_path / "sessions" / "ticker__btc_usdt__decision.json" / "inner").mkdir(parents=True)
+    for name in ("BTC/USDT", "ETH/USDT", "SOL/USDT"):
+        session.set(session_key(name, "decision"), f"{name}: buy")
+    restarted = SessionStore(tmp_path / "sessions", clock)
+    assert restarted.get(session_key("ETH/USDT", "decision")) == "ETH/USDT: buy"
+    assert restarted.get(session_key("SOL/USDT", "decision")) == "SOL/USDT: buy"
+    assert session.get(session_key("BTC/USDT", "decision")) == "BTC/USDT: buy"  # held
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and not errors[0].exc_info
