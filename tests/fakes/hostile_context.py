@@ -4,8 +4,6 @@ endpoint with its good answer, and how long a read held the event loop."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -71,26 +69,6 @@ BINANCE: dict[str, tuple[str, Fetch, Callable[[], list[dict[str, Any]]], str]] =
     ),
     "basis": (BASIS, lambda b: b.fetch_basis, lambda: basis("BTCUSDT"), "timestamp"),
 }
-
-
-async def longest_stall(read: Callable[[], Awaitable[Cached[Any]]]) -> tuple[Cached[Any], float]:
-    """``read()``'s answer and the longest the event loop went without running a 10 ms beat."""
-    gaps: list[float] = []
-    done = asyncio.Event()
-
-    async def beat() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            await asyncio.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    beating = asyncio.create_task(beat())
-    got = await read()
-    done.set()
-    await beating
-    return got, max(gaps)
 
 
 def patient(fetch: Callable[[], Awaitable[Any]]) -> CachedSource[Any]:
