@@ -260,6 +260,10 @@ class ClaudeClient:
         message = await self._send(request)
         usage = self._usage(message, str(request.get("model", "")))
         stop = message.stop_reason
+        if stop is not None and not isinstance(stop, str):
+            raise _TryFailed(
+                "bad_response", f"stop_reason {stop!r:.40} is not text", retryable=True, usage=usage
+            )
         if stop == "refusal":
             raise _TryFailed(
                 "refusal", "the model refused", retryable=False, usage=usage, stop_reason=stop
@@ -272,7 +276,15 @@ class ClaudeClient:
                 usage=usage,
                 stop_reason=stop,
             )
-        text = "".join(block.text for block in message.content if block.type == "text")
+        text = _answer_text(message.content)
+        if text is None:
+            raise _TryFailed(
+                "bad_response",
+                "content is not a list of blocks whose text blocks hold text",
+                retryable=True,
+                usage=usage,
+                stop_reason=stop,
+            )
         try:
             return parse(text), usage, stop
         except AnswerInvalid as exc:
@@ -328,6 +340,24 @@ class ClaudeClient:
             cache_creation_1h_input_tokens=int(one_hour) if type(one_hour) is int else 0,
             model=model or None,
         )
+
+
+def _answer_text(content: object) -> str | None:
+    """The text of the answer's text blocks, or None when the content is not of the API's shape:
+    the SDK builds a message without validating it, so a block may be anything the body held."""
+    if not isinstance(content, list):
+        return None
+    parts: list[str] = []
+    for block in content:
+        kind = getattr(block, "type", None)
+        if not isinstance(kind, str):
+            return None
+        if kind == "text":
+            text = getattr(block, "text", None)
+            if not isinstance(text, str):
+                return None
+            parts.append(text)
+    return "".join(parts)
 
 
 def _with_model(attempts: Sequence[Attempt], model: str) -> list[Attempt]:

@@ -1,0 +1,66 @@
+"""A 200 Messages API answer whose usage is plausible but whose content or stop_reason is not of
+the API's shape (a proxy, a broken gateway, an SDK built without strict validation hands it over
+as is): a ``bad_response`` failure that keeps the billed usage, never an unexpected error that
+drops it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from fakes.claude_support import Make, answer, snapshot
+from fakes.instant_clock import InstantClock
+from fakes.messages_api import FakeMessagesApi, ScriptedResponse, usage_body
+
+from agent.budget import AgentPricing
+
+_TEXT = json.dumps(answer())
+_BILLED = AgentPricing().cost_usd(input_tokens=1200, output_tokens=300)  # usage_body()
+
+
+def _message(content: Any, stop_reason: Any = "end_turn") -> ScriptedResponse:
+    body = {
+        "id": "msg_malformed",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage_body(),
+    }
+    return ScriptedResponse(body=json.dumps(body).encode())
+
+
+MALFORMED = {
+    "content-a-string": _message(_TEXT),
+    "content-an-object": _message({"type": "text", "text": _TEXT}),
+    "content-a-number": _message(5),
+    "block-null": _message([None]),
+    "block-a-string": _message(["hello"]),
+    "text-missing": _message([{"type": "text"}]),
+    "text-a-number": _message([{"type": "text", "text": 5}]),
+    "text-a-list": _message([{"type": "text", "text": [_TEXT]}]),
+    "stop-reason-a-number": _message([{"type": "text", "text": _TEXT}], stop_reason=7),
+    "stop-reason-a-list": _message([{"type": "text", "text": _TEXT}], stop_reason=["end"]),
+}
+
+
+@pytest.mark.parametrize("response", MALFORMED.values(), ids=MALFORMED.keys())
+async def test_a_malformed_message_is_a_bad_response_whose_tokens_are_billed(
+    api: FakeMessagesApi, clock: InstantClock, make: Make, response: ScriptedResponse
+) -> None:
+    api.script(response, response)
+    decider = make(budget_usd=5.0)
+
+    decision = await decider.decide(snapshot())
+
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason == "claude_failed: bad_response"
+    assert [a["kind"] for a in decision.attempts] == ["bad_response", "bad_response"]
+    assert all(a["usage"]["cost_usd"] == pytest.approx(_BILLED) for a in decision.attempts)
+    status = decider.status()
+    assert status["cost_total_usd"] == pytest.approx(2 * _BILLED)
+    assert status["cost_today_usd"] == pytest.approx(2 * _BILLED)
+    assert status["failed_calls"] == 1 and decider.breaker.consecutive_failures == 1
