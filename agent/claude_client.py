@@ -9,6 +9,7 @@ with its usage whenever the API billed tokens (an answer that fails validation s
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -296,8 +297,16 @@ class ClaudeClient:
         import anthropic  # loaded by now (the client was built from it): a dict lookup
         from anthropic.types import Message
 
+        deadline = _whole_call_secs(self._sdk)
         try:
-            message: Message = await self._sdk.messages.create(**request)
+            # the SDK's timeout bounds each socket read: a body trickled a byte at a time within
+            # it would hold the decision for as long as the peer likes
+            async with asyncio.timeout(deadline):
+                message: Message = await self._sdk.messages.create(**request)
+        except TimeoutError:
+            raise _TryFailed(
+                "timeout", f"no whole answer within {deadline} s", retryable=True
+            ) from None
         except anthropic.APITimeoutError as exc:
             raise _TryFailed("timeout", str(exc), retryable=True) from None
         except anthropic.APIConnectionError as exc:
@@ -340,6 +349,15 @@ class ClaudeClient:
             cache_creation_1h_input_tokens=int(one_hour) if type(one_hour) is int else 0,
             model=model or None,
         )
+
+
+def _whole_call_secs(sdk: anthropic.AsyncAnthropic) -> float | None:
+    """The SDK client's timeout (``AgentConfig.timeout_secs``) as a bound on the whole call; None
+    when it was built with a per-phase ``httpx.Timeout`` (then its read bound only)."""
+    timeout = sdk.timeout
+    if isinstance(timeout, int | float):
+        return float(timeout)
+    return getattr(timeout, "read", None)
 
 
 def _answer_text(content: object) -> str | None:

@@ -38,6 +38,7 @@ ErrorType = Literal[
 ]
 
 _ids = itertools.count(1)
+TRICKLE_CHUNK_BYTES = 64
 _JSON = {"content-type": "application/json", "request-id": "req_fake"}
 
 
@@ -47,6 +48,9 @@ class ScriptedResponse:
     body: dict[str, Any] | bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay_secs: float = 0.0  # real seconds before answering (to trip client timeouts)
+    #: real seconds between the body's chunks of ``TRICKLE_CHUNK_BYTES``: every read gets bytes
+    #: in time, the whole answer does not
+    trickle_secs: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -219,7 +223,31 @@ class FakeMessagesApi:
             body = self._with_realistic_usage(recorded.body, body)
         payload = body if isinstance(body, bytes) else _encode(body)
         headers = {"content-type": "application/json", "request-id": "req_fake", **scripted.headers}
+        if scripted.trickle_secs > 0:
+            return await self._trickle(request, scripted, payload, headers)
         return web.Response(status=scripted.status, body=payload, headers=headers)
+
+    async def _trickle(
+        self,
+        request: web.Request,
+        scripted: ScriptedResponse,
+        payload: bytes,
+        headers: dict[str, str],
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(status=scripted.status, headers=headers)
+        response.content_length = len(payload)
+        await response.prepare(request)
+        for start in range(0, len(payload), TRICKLE_CHUNK_BYTES):
+            try:
+                await response.write(payload[start : start + TRICKLE_CHUNK_BYTES])
+            except ConnectionError:  # the client gave up: what the trickle is there to cause
+                return response
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), scripted.trickle_secs)
+            if self._closing.is_set():
+                return response
+        await response.write_eof()
+        return response
 
     def _next(self, request: dict[str, Any]) -> ScriptedResponse:
         if self._queue:

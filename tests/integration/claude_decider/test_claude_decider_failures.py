@@ -221,3 +221,15 @@ async def test_a_key_rotated_while_the_breaker_is_open_is_read_at_the_trial(
     sent = api.requests[-1].headers
     assert (sent.get("x-api-key") or sent["authorization"]).endswith("sk-ant-new-key-rotated-111")
     assert breaker.state.value == "closed"
+
+
+async def test_an_answer_trickled_past_the_timeout_fails_though_every_read_gets_bytes(
+    api: FakeMessagesApi, clock: InstantClock, make: Make
+) -> None:
+    # ~1.5 KB at 64 bytes per 0.1 s: several seconds in all, each read well within 0.3 s
+    trickled = ScriptedResponse(body=json_message(answer()).body, trickle_secs=0.1)
+    api.script(trickled, trickled)
+    decision = await make(timeout_secs=0.3).decide(snapshot())
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason == "claude_failed: timeout"
+    assert [a["kind"] for a in decision.attempts] == ["timeout", "timeout"]
