@@ -132,16 +132,17 @@ TOKEN_FIELDS = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
-_OPTIONAL_FIELDS = frozenset({"cache_creation_input_tokens", "cache_read_input_tokens"})
+_REQUIRED_FIELDS = frozenset({"input_tokens", "output_tokens"})
 
 
 def usage_problems(counts: dict[str, object]) -> list[str]:
-    """Why a usage block reported by the API cannot be billed: each count must be an integer in
-    [0, MAX_TOKENS_PER_CALL] (None only for the optional cache counts). Empty when it can."""
+    """Why a usage block reported by the API cannot be billed: each count (``TOKEN_FIELDS`` and
+    any other given, e.g. the 1-hour part of the cache writes) must be an integer in
+    [0, MAX_TOKENS_PER_CALL] (None only for the optional ones). Empty when it can."""
     problems = []
-    for name in TOKEN_FIELDS:
+    for name in dict.fromkeys((*TOKEN_FIELDS, *counts)):
         value = counts.get(name)
-        if value is None and name in _OPTIONAL_FIELDS:
+        if value is None and name not in _REQUIRED_FIELDS:
             continue
         if type(value) is not int or not 0 <= value <= MAX_TOKENS_PER_CALL:
             problems.append(f"{name}={repr(value)[:40]}")

@@ -74,6 +74,9 @@ class Attempt(BaseModel):
     model: str = ""  # the model this try asked (the failover chain may change it)
 
 
+#: the 1-hour part of the cache writes, billed at its own price (``AgentPricing.cost_usd``)
+_ONE_HOUR = "cache_creation.ephemeral_1h_input_tokens"
+
 #: failures that fail over to the next model of the chain: the model is overloaded or the
 #: service is failing, not the request
 FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error"})
@@ -334,7 +337,9 @@ class ClaudeClient:
         """The billed usage, or a non-retryable ``usage_anomaly`` when the counts make no sense
         (negative, not integers, or past any real call): never a cost computed from nonsense."""
         counts = {name: getattr(message.usage, name, None) for name in TOKEN_FIELDS}
-        problems = usage_problems(counts)
+        creation = getattr(message.usage, "cache_creation", None)
+        one_hour = getattr(creation, "ephemeral_1h_input_tokens", None)
+        problems = usage_problems({**counts, _ONE_HOUR: one_hour})
         if problems:
             raise _TryFailed(
                 "usage_anomaly",
@@ -342,11 +347,9 @@ class ClaudeClient:
                 retryable=False,
                 stop_reason=message.stop_reason if isinstance(message.stop_reason, str) else None,
             )
-        creation = getattr(message.usage, "cache_creation", None)
-        one_hour = getattr(creation, "ephemeral_1h_input_tokens", None) or 0
         return self._pricing.for_model(model).usage(
             **{name: int(counts[name] or 0) for name in TOKEN_FIELDS},
-            cache_creation_1h_input_tokens=int(one_hour) if type(one_hour) is int else 0,
+            cache_creation_1h_input_tokens=int(one_hour or 0),
             model=model or None,
         )
 

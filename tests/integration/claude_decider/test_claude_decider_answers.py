@@ -235,3 +235,24 @@ async def test_an_absurd_usage_block_is_a_reported_anomaly_never_a_cost(
     orjson.dumps(decision.model_dump(mode="json"))  # the journal can encode it
     await bus.drain()
     assert [getattr(f, "kind", "") for f in failures] == ["usage_anomaly"]
+
+
+@pytest.mark.parametrize("one_hour", [-5, -(10**7), 1.5e300, "soon", 2**64], ids=repr)
+async def test_an_absurd_one_hour_cache_write_count_is_an_anomaly_never_a_cost(
+    api: FakeMessagesApi, clock: InstantClock, make: Make, one_hour: object
+) -> None:
+    # the 1-hour writes are a part of cache_creation_input_tokens billed at their own price: a
+    # negative part made the cost smaller (or below 0, which no Usage may hold)
+    usage = {
+        **usage_body(cache_creation_input_tokens=400),
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": one_hour},
+    }
+    api.script(json_message(answer(), usage=usage))
+    decider = make(budget_usd=5.0)
+
+    decision = await decider.decide(snapshot())
+
+    assert decision.decider_reason == "claude_failed: usage_anomaly"
+    (attempt,) = decision.attempts
+    assert attempt["usage"] is None and "ephemeral_1h_input_tokens" in attempt["detail"]
+    assert decider.status()["cost_total_usd"] == 0.0
