@@ -241,8 +241,9 @@ def _trade_decision(
 
 def _given_weights(raw: object, ticker: str, notes: list[Note]) -> dict[str, float]:
     """The answer's ``signal_weights`` under the canonical names (``agent.signal_names``): a
-    synonym counts for its signal (two spellings of one signal add up); an unknown name or a
-    weight that is not a finite number is dropped and noted, never the whole decision."""
+    synonym counts for its signal (two spellings of one signal add up); an unknown name, or a
+    weight that is not a finite number or takes its signal's sum past one, is dropped and noted,
+    never the whole decision."""
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
@@ -255,10 +256,11 @@ def _given_weights(raw: object, ticker: str, notes: list[Note]) -> dict[str, flo
         if value is None:
             continue
         number = value if isinstance(value, int | float) and not isinstance(value, bool) else None
-        if signal is None or number is None or not math.isfinite(number):
+        total = math.nan if signal is None or number is None else weights.get(signal, 0.0) + number
+        if signal is None or not math.isfinite(total):  # a sum of spellings may overflow too
             dropped.append(str(name)[:40])
             continue
-        weights[signal] = weights.get(signal, 0.0) + float(number)
+        weights[signal] = total
     if dropped:
         notes.append(
             Note(

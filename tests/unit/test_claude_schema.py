@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import orjson
@@ -21,6 +22,7 @@ from agent.claude_schema import (
     parse_answer_json,
 )
 from agent.config import AgentConfig
+from agent.signal_names import SIGNAL_NAMES, SYNONYMS, canonical_signal
 
 
 def _objects(node: Any) -> list[dict[str, Any]]:
@@ -165,3 +167,20 @@ def test_the_prompt_sends_a_compact_snapshot_and_the_journal_keeps_the_whole_one
     assert '"news_summary"' not in compact.split('"unavailable"')[0]  # explained null: absent
     assert "schema_version" not in compact and "schema_version" in whole
     assert len(compact) < len(whole)
+
+
+_weight_names = st.sampled_from([*SIGNAL_NAMES, *SYNONYMS]) | st.text(max_size=12)
+_json_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e308, -1e308])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.dictionaries(_weight_names, _json_floats, max_size=8))
+@example({"momentum": 1e308, "trend": 1e308})  # two spellings overflowed to inf: a crash
+def test_any_finite_signal_weights_convert_to_finite_weights(weights: dict[str, float]) -> None:
+    """Weights are summed per signal over its spellings: a sum past the float range is dropped and
+    noted like a weight that is not a number, never an error out of the conversion."""
+    decision, notes = convert_answer(decision_with(signal_weights=weights), prices=PRICES)
+    (trade,) = decision.decisions
+    assert all(math.isfinite(w) for w in trade.signal_weights.values())
+    if len(trade.signal_weights) < len({canonical_signal(n) for n in weights} - {None}):
+        assert any(n.what == "signal_weights" for n in notes)

@@ -256,3 +256,19 @@ async def test_an_absurd_one_hour_cache_write_count_is_an_anomaly_never_a_cost(
     (attempt,) = decision.attempts
     assert attempt["usage"] is None and "ephemeral_1h_input_tokens" in attempt["detail"]
     assert decider.status()["cost_total_usd"] == 0.0
+
+
+async def test_two_spellings_of_a_signal_past_the_float_range_drop_that_weight_only(
+    api: FakeMessagesApi, clock: InstantClock, make: Make
+) -> None:
+    weights = {"momentum": 1e308, "trend": 1e308, "funding": 0.5}  # "trend" is momentum too
+    api.script(json_message(decision_with(signal_weights=weights)))
+    decider = make()
+
+    decision = await decider.decide(snapshot())
+
+    assert decision.decided_by == "claude"
+    assert decision.decisions[0].signal_weights == {"momentum": 1e308, "funding": 0.5}
+    notes = decision.attempts[-1]["notes"]
+    assert any(n["what"] == "signal_weights" and "trend" in n["reason"] for n in notes)
+    assert decider.status()["cost_total_usd"] > 0.0
