@@ -80,7 +80,7 @@ TICKERS = (
 )
 
 
-def _body(content: list[dict[str, Any]], *, stop: Any = "end_turn", usage: Any = None) -> bytes:
+def _body(content: Any, *, stop: Any = "end_turn", usage: Any = None) -> bytes:
     message = {
         "id": "msg_fuzz",
         "type": "message",
@@ -236,6 +236,24 @@ def _empty(rng: random.Random) -> ScriptedResponse:
     return ScriptedResponse(body=_body(rng.choice(contents)))
 
 
+def _malformed(rng: random.Random) -> ScriptedResponse:
+    """A message of plausible usage whose content is not of the API's shape (the SDK builds it
+    without validation)."""
+    text = _answer_text(rng)
+    content = rng.choice(
+        [
+            text,
+            {"type": "text", "text": text},
+            [None],
+            ["text"],
+            [{"type": "text"}],
+            [{"type": "text", "text": [text]}],
+            [{"text": text}],
+        ]
+    )
+    return ScriptedResponse(body=_body(content))
+
+
 CATEGORIES: Mapping[str, Callable[[random.Random], ScriptedResponse]] = {
     "wrong_schema": _wrong_schema,
     "huge": _huge,
@@ -248,6 +266,7 @@ CATEGORIES: Mapping[str, Callable[[random.Random], ScriptedResponse]] = {
     "absurd_usage": _absurd_usage,
     "stop_reason": _stop_reason,
     "empty": _empty,
+    "malformed": _malformed,
 }
 
 
@@ -351,6 +370,14 @@ async def run_corpus(corpus: Sequence[tuple[str, ScriptedResponse]], workdir: Pa
                 report.answers += 1
                 if "error" in record:
                     report.violations.append(f"#{number} {category}: {record['error']}")
+                # an answer's shape is anticipated: an unexpected error means it escaped the
+                # client's checks, with the tokens it was billed
+                unexpected = [
+                    a["detail"]
+                    for a in record["raw_decision"]["attempts"]
+                    if a.get("kind") == "unexpected_error"
+                ]
+                report.violations += [f"#{number} {category}: {d}" for d in unexpected]
                 new = broker.executed[before:]
                 report.intents += len(new)
                 report.violations += _check_caps(new, caps, f"#{number} {category}")
