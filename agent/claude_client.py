@@ -163,10 +163,17 @@ class ClaudeClient:
             return False
         try:
             key = self._credentials.read_key()
-        except OSError as exc:  # a secret file mid-rotation: keep the old key, say so
+        except (OSError, UnicodeDecodeError) as exc:  # a secret file mid-rotation: keep the old
             log.warning("could not re-read the Anthropic API key: %s", exc)
             return False
         if not key or key == self._sdk.api_key:
+            return False
+        if not _usable_key(key):  # a header value only, or every call after this one fails
+            log.warning(
+                "the Anthropic API key file holds no usable key (%d characters with a space, a "
+                "line break or a non-ASCII character): the current key is kept",
+                len(key),
+            )
             return False
         old, self._sdk = self._sdk, self._credentials.build(key)
         await old.close()
@@ -352,6 +359,11 @@ class ClaudeClient:
             cache_creation_1h_input_tokens=int(one_hour or 0),
             model=model or None,
         )
+
+
+def _usable_key(key: str) -> bool:
+    """Printable ASCII without spaces, as every Anthropic key is."""
+    return key.isascii() and key.isprintable() and not any(c.isspace() for c in key)
 
 
 def _whole_call_secs(sdk: anthropic.AsyncAnthropic) -> float | None:
