@@ -168,7 +168,7 @@ class ClaudeClient:
             return False
         if not key or key == self._sdk.api_key:
             return False
-        if not _usable_key(key):  # a header value only, or every call after this one fails
+        if not usable_key(key):  # a header value only, or every call after this one fails
             log.warning(
                 "the Anthropic API key file holds no usable key (%d characters with a space, a "
                 "line break or a non-ASCII character): the current key is kept",
@@ -361,7 +361,7 @@ class ClaudeClient:
         )
 
 
-def _usable_key(key: str) -> bool:
+def usable_key(key: str) -> bool:
     """Printable ASCII without spaces, as every Anthropic key is."""
     return key.isascii() and key.isprintable() and not any(c.isspace() for c in key)
 

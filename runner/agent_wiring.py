@@ -21,6 +21,7 @@ from agent.claude_client import (
     Credentials,
     RetryPolicy,
     build_anthropic_client,
+    usable_key,
 )
 from agent.claude_review import ClaudePositionReviewer
 from agent.config import AgentConfig
@@ -30,6 +31,7 @@ from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider, HistorySource
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import RefuseToStartError
 from core.redact import Redactor
 from runner.config import Settings, secrets_dir_now
 
@@ -50,14 +52,15 @@ def anthropic_key_reader(configured: str) -> Callable[[], str | None]:
 
     def read() -> str | None:
         named = os.environ.get("ANTHROPIC_API_KEY_FILE")
-        if named:
-            return Path(named).read_text(encoding="utf-8").strip() or None
+        if named:  # utf-8-sig: an editor's byte order mark is no part of the key
+            return Path(named).read_text(encoding="utf-8-sig").strip() or None
         from_env = os.environ.get("ANTHROPIC_API_KEY")
         if from_env:
             return from_env.strip()
         secrets_dir = secrets_dir_now()
         if secrets_dir is not None and (secrets_dir / "anthropic_api_key").is_file():
-            return (secrets_dir / "anthropic_api_key").read_text(encoding="utf-8").strip() or None
+            key_file = secrets_dir / "anthropic_api_key"
+            return key_file.read_text(encoding="utf-8-sig").strip() or None
         return configured
 
     return read
@@ -121,8 +124,19 @@ def build_agents(
 
 def _configured_key(settings: Settings) -> SecretStr | None:
     key = settings.anthropic_api_key
-    if key is None and os.environ.get("ANTHROPIC_API_KEY_FILE"):  # a key only in a secret file
-        from_file = anthropic_key_reader("")()
+    named = os.environ.get("ANTHROPIC_API_KEY_FILE")
+    if key is None and named:  # a key only in a secret file
+        try:
+            from_file = anthropic_key_reader("")()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RefuseToStartError(
+                f"ANTHROPIC_API_KEY_FILE={named}: the Anthropic API key cannot be read: {exc}"
+            ) from None
+        if from_file is not None and not usable_key(from_file):
+            raise RefuseToStartError(
+                f"ANTHROPIC_API_KEY_FILE={named}: holds no usable Anthropic API key (one line "
+                "of printable ASCII without spaces)"
+            )
         key = SecretStr(from_file) if from_file else None
     return key
 

@@ -1,0 +1,67 @@
+"""``ANTHROPIC_API_KEY_FILE`` naming a file that holds no usable key refuses the start (exit 78)
+with the setting named: it raised a traceback out of the wiring (a missing file, bytes that are
+not UTF-8), or made every Claude call fail (two lines, a space). A key saved with a UTF-8 BOM is
+read without it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from fakes.daemon import REPO, daemon_env
+
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from runner.agent_wiring import anthropic_key_reader, build_client
+from runner.config import Settings
+
+pytestmark = pytest.mark.timeout(120)
+
+KEY = "sk-ant-api03-file-key-444"
+
+
+@pytest.mark.parametrize(
+    "content",
+    [None, b"\xff\xfe\x00s\x00k", f"{KEY}\nsk-ant-api03-next-555\n".encode()],
+    ids=["missing", "not-utf8", "two-lines"],
+)
+def test_a_key_file_without_a_usable_key_refuses_naming_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None
+) -> None:
+    key_file = tmp_path / "anthropic_api_key"
+    if content is not None:
+        key_file.write_bytes(content)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
+    with pytest.raises(RefuseToStartError, match="ANTHROPIC_API_KEY_FILE") as refused:
+        build_client(Settings(), clock=None)  # type: ignore[arg-type]
+    assert KEY not in str(refused.value)
+
+
+def test_a_key_saved_with_a_byte_order_mark_is_read_without_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file = tmp_path / "anthropic_api_key"
+    key_file.write_bytes(b"\xef\xbb\xbf" + KEY.encode() + b"\r\n")
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
+    assert anthropic_key_reader("")() == KEY
+
+
+@pytest.mark.parametrize("content", [None, b"\xff\xfe\x00s\x00k"], ids=["missing", "not-utf8"])
+def test_the_daemon_refuses_with_exit_78(tmp_path: Path, content: bytes | None) -> None:
+    key_file = tmp_path / "anthropic_api_key"
+    if content is not None:
+        key_file.write_bytes(content)
+    env = daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file))
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "run", "--sim"],
+        env=env,
+        cwd=REPO,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr
+    assert "ANTHROPIC_API_KEY_FILE" in done.stderr and "Traceback" not in done.stderr
