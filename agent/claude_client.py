@@ -269,7 +269,7 @@ class ClaudeClient:
         self, request: dict[str, Any], parse: Callable[[str], T]
     ) -> tuple[T, Usage, str | None]:
         message = await self._send(request)
-        usage = self._usage(message, str(request.get("model", "")))
+        usage = self._usage(message, request)
         stop = message.stop_reason
         if stop is not None and not isinstance(stop, str):
             raise _TryFailed(
@@ -340,13 +340,18 @@ class ClaudeClient:
             )
         return message
 
-    def _usage(self, message: Message, model: str) -> Usage:
+    def _usage(self, message: Message, request: dict[str, Any]) -> Usage:
         """The billed usage, or a non-retryable ``usage_anomaly`` when the counts make no sense
-        (negative, not integers, or past any real call): never a cost computed from nonsense."""
+        (negative, not integers, past any real call, or more output than the request's
+        ``max_tokens`` let the model write): never a cost computed from nonsense."""
+        model = str(request.get("model", ""))
         counts = {name: getattr(message.usage, name, None) for name in TOKEN_FIELDS}
         creation = getattr(message.usage, "cache_creation", None)
         one_hour = getattr(creation, "ephemeral_1h_input_tokens", None)
         problems = usage_problems({**counts, _ONE_HOUR: one_hour})
+        output, limit = counts["output_tokens"], request.get("max_tokens")
+        if not problems and type(output) is int and type(limit) is int and output > limit:
+            problems.append(f"output_tokens={output} > the request's max_tokens {limit}")
         if problems:
             raise _TryFailed(
                 "usage_anomaly",

@@ -272,3 +272,21 @@ async def test_two_spellings_of_a_signal_past_the_float_range_drop_that_weight_o
     notes = decision.attempts[-1]["notes"]
     assert any(n["what"] == "signal_weights" and "trend" in n["reason"] for n in notes)
     assert decider.status()["cost_total_usd"] > 0.0
+
+
+async def test_more_output_tokens_than_the_request_allowed_is_an_anomaly_not_a_days_budget(
+    api: FakeMessagesApi, clock: InstantClock, make: Make
+) -> None:
+    # max_tokens caps what a call can bill as output: 5M output tokens ($75) came from no call
+    api.script(json_message(answer(), usage=usage_body(output_tokens=5_000_000)))
+    api.script(json_message(answer()))
+    decider = make(budget_usd=5.0)
+
+    first = await decider.decide(snapshot())
+
+    assert first.decider_reason == "claude_failed: usage_anomaly"
+    (attempt,) = first.attempts
+    assert attempt["usage"] is None and "output_tokens=5000000" in attempt["detail"]
+    assert "max_tokens 2048" in attempt["detail"]
+    assert decider.status()["cost_total_usd"] == 0.0
+    assert (await decider.decide(snapshot())).decided_by == "claude"  # the budget is not spent
