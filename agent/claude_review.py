@@ -97,7 +97,8 @@ class ClaudePositionReviewer:
         if kept:  # nothing moved for these since the last review: no call, the journal says so
             unchanged = [p for p in positions if p not in changed]
             self._write(unchanged, (), kept, context, decided_by=UNCHANGED)
-        if not changed:
+        if not changed:  # no call: a half-open trial slot gate_reason took goes to the next one
+            self.breaker.release_trial()
             return kept
         positions = changed
         asked = [p.ticker for p in positions]

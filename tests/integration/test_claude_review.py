@@ -186,3 +186,43 @@ async def test_a_review_kept_without_a_call_is_journaled_with_what_it_saw() -> N
     assert kept["context"] == {"cash_usd": 2.0}
     assert asked["decided_by"] == "claude" and asked["tickers"] == ["BTC/USDT"]
     assert asked["positions"][0]["mark_price"] == 110.0
+
+
+async def test_a_half_open_review_of_unchanged_positions_leaves_the_trial_to_the_next_call() -> (
+    None
+):
+    """A review that needs no call (every position kept by delta gating) while the breaker is
+    half-open took the trial slot and never gave it back: every later call, the decider's too,
+    was refused with 'breaker_open: next trial in 0 s' until a restart."""
+    async with FakeMessagesApi() as api:
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=UsageLedger(DailyBudget(clock, None)),
+        )
+        hold = [{"ticker": "SOL/USDT", "action": "HOLD", "reason": "trend intact"}]
+        api.script(json_message({"reviews": hold}), *[overloaded() for _ in range(6)])
+        await claude.review([_position("SOL/USDT")], {})  # SOL/USDT reviewed: kept from now on
+        both = [_position("SOL/USDT"), _position("BTC/USDT")]
+        for _ in range(3):  # three failed reviews of the new position open the breaker
+            with pytest.raises(ClaudeUnavailable):
+                await claude.review(both, {})
+        clock.advance(claude.breaker.open_secs)
+
+        kept = await claude.review([_position("SOL/USDT")], {})
+        btc = [{"ticker": "BTC/USDT", "action": "HOLD", "reason": "fine"}]
+        api.script(json_message({"reviews": btc}))
+        trial = await claude.review(both, {})
+        await client.aclose()
+
+    assert [v.decided_by for v in kept] == ["unchanged"]
+    assert [(v.ticker, v.decided_by) for v in trial] == [
+        ("BTC/USDT", "claude"),
+        ("SOL/USDT", "unchanged"),
+    ]
+    assert claude.breaker.state.value == "closed"
