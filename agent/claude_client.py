@@ -331,8 +331,9 @@ class ClaudeClient:
             raise _TryFailed(
                 kind, _status_detail(exc), retryable=retryable, wait_secs=_retry_after(exc)
             ) from None
-        except (anthropic.APIResponseValidationError, ValueError) as exc:
-            # ValueError: the SDK hands a 200 whose body is not JSON (a proxy page) to json.loads
+        except (anthropic.APIResponseValidationError, ValueError, RecursionError) as exc:
+            # ValueError: the SDK hands a 200 whose body is not JSON (a proxy page) to json.loads;
+            # RecursionError: one nested deeper than the parser's recursion limit
             raise _TryFailed("bad_response", repr(exc)[:300], retryable=True) from None
         if not isinstance(message, Message) or message.usage is None or message.content is None:
             raise _TryFailed(

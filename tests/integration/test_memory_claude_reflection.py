@@ -7,7 +7,13 @@ from typing import Any
 
 from fakes.claude_support import API_KEY, MODEL
 from fakes.memory_support import T0, open_and_exit
-from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
+from fakes.messages_api import (
+    FakeMessagesApi,
+    ScriptedResponse,
+    json_message,
+    overloaded,
+    usage_body,
+)
 
 from agent.budget import AgentPricing, DailyBudget
 from agent.claude import UsageLedger
@@ -84,3 +90,20 @@ async def test_the_daily_cap_keeps_the_rules_lesson(tmp_path: Path) -> None:
         assert api.requests == []
     (insight,) = await writer._store.list_insights()
     assert insight.author == "rules" and writer.stats.by_summary_source == {"rules": 1}
+
+
+async def test_a_200_nested_past_the_recursion_limit_keeps_the_rules_lesson(
+    tmp_path: Path,
+) -> None:
+    journal: list[dict[str, Any]] = []
+    deep = b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    async with FakeMessagesApi() as api:
+        api.script(ScriptedResponse(body=deep))
+        writer = _writer(tmp_path, api.base_url, journal)
+        open_and_exit(writer, 0)
+        await writer.flush()
+    (insight,) = await writer._store.list_insights()
+    assert insight.author == "rules"
+    assert [(line["outcome"], line["attempts"][0]["kind"]) for line in journal] == [
+        ("failed", "bad_response")
+    ]

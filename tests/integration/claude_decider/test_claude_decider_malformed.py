@@ -1,7 +1,7 @@
 """A 200 Messages API answer whose usage is plausible but whose content or stop_reason is not of
 the API's shape (a proxy, a broken gateway, an SDK built without strict validation hands it over
 as is): a ``bad_response`` failure that keeps the billed usage, never an unexpected error that
-drops it."""
+drops it. A body the SDK cannot parse at all is a ``bad_response`` too."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ MALFORMED = {
     "stop-reason-a-number": _message([{"type": "text", "text": _TEXT}], stop_reason=7),
     "stop-reason-a-list": _message([{"type": "text", "text": _TEXT}], stop_reason=["end"]),
 }
+#: JSON the stdlib parser (the SDK's) gives up on with a RecursionError, not a ValueError
+_DEEP = b'{"a":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
 
 
 @pytest.mark.parametrize("response", MALFORMED.values(), ids=MALFORMED.keys())
@@ -64,3 +66,12 @@ async def test_a_malformed_message_is_a_bad_response_whose_tokens_are_billed(
     assert status["cost_total_usd"] == pytest.approx(2 * _BILLED)
     assert status["cost_today_usd"] == pytest.approx(2 * _BILLED)
     assert status["failed_calls"] == 1 and decider.breaker.consecutive_failures == 1
+
+
+async def test_a_200_nested_past_the_recursion_limit_is_a_bad_response(
+    api: FakeMessagesApi, clock: InstantClock, make: Make
+) -> None:
+    api.script(ScriptedResponse(body=_DEEP), ScriptedResponse(body=_DEEP))
+    decision = await make().decide(snapshot())
+    assert decision.decider_reason == "claude_failed: bad_response"
+    assert [a["kind"] for a in decision.attempts] == ["bad_response", "bad_response"]
