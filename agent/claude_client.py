@@ -20,6 +20,14 @@ from pydantic import BaseModel, ConfigDict
 
 from agent.budget import TOKEN_FIELDS, PriceSource, usage_problems
 from agent.claude_schema import AnswerInvalid
+from agent.claude_wire import (
+    answer_text,
+    retry_after,
+    status_detail,
+    status_kind,
+    usable_key,
+    whole_call_secs,
+)
 from agent.config import AgentConfig
 from agent.decision import Usage
 from core.backoff import Backoff, retrying
@@ -287,7 +295,7 @@ class ClaudeClient:
                 usage=usage,
                 stop_reason=stop,
             )
-        text = _answer_text(message.content)
+        text = answer_text(message.content)
         if text is None:
             raise _TryFailed(
                 "bad_response",
@@ -307,7 +315,7 @@ class ClaudeClient:
         import anthropic  # loaded by now (the client was built from it): a dict lookup
         from anthropic.types import Message
 
-        deadline = _whole_call_secs(self._sdk)
+        deadline = whole_call_secs(self._sdk)
         try:
             # the SDK's timeout bounds each socket read: a body trickled a byte at a time within
             # it would hold the decision for as long as the peer likes
@@ -323,13 +331,13 @@ class ClaudeClient:
             raise _TryFailed("connection_error", str(exc), retryable=True) from None
         except anthropic.RateLimitError as exc:
             raise _TryFailed(
-                "rate_limited", _status_detail(exc), retryable=True, wait_secs=_retry_after(exc)
+                "rate_limited", status_detail(exc), retryable=True, wait_secs=retry_after(exc)
             ) from None
         except anthropic.APIStatusError as exc:
-            kind = _status_kind(exc.status_code)
+            kind = status_kind(exc.status_code)
             retryable = exc.status_code >= 500 or exc.status_code == 408
             raise _TryFailed(
-                kind, _status_detail(exc), retryable=retryable, wait_secs=_retry_after(exc)
+                kind, status_detail(exc), retryable=retryable, wait_secs=retry_after(exc)
             ) from None
         except (anthropic.APIResponseValidationError, ValueError, RecursionError) as exc:
             # ValueError: the SDK hands a 200 whose body is not JSON (a proxy page) to json.loads;
@@ -367,38 +375,6 @@ class ClaudeClient:
         )
 
 
-def usable_key(key: str) -> bool:
-    """Printable ASCII without spaces, as every Anthropic key is."""
-    return key.isascii() and key.isprintable() and not any(c.isspace() for c in key)
-
-
-def _whole_call_secs(sdk: anthropic.AsyncAnthropic) -> float | None:
-    """The SDK client's timeout (``AgentConfig.timeout_secs``) as a bound on the whole call; None
-    when it was built with a per-phase ``httpx.Timeout`` (then its read bound only)."""
-    timeout = sdk.timeout
-    if isinstance(timeout, int | float):
-        return float(timeout)
-    return getattr(timeout, "read", None)
-
-
-def _answer_text(content: object) -> str | None:
-    """The text of the answer's text blocks, or None when the content is not of the API's shape:
-    the SDK builds a message without validating it, so a block may be anything the body held."""
-    if not isinstance(content, list):
-        return None
-    parts: list[str] = []
-    for block in content:
-        kind = getattr(block, "type", None)
-        if not isinstance(kind, str):
-            return None
-        if kind == "text":
-            text = getattr(block, "text", None)
-            if not isinstance(text, str):
-                return None
-            parts.append(text)
-    return "".join(parts)
-
-
 def _with_model(attempts: Sequence[Attempt], model: str) -> list[Attempt]:
     return [a.model_copy(update={"model": model}) for a in attempts]
 
@@ -417,32 +393,3 @@ def _failed_attempt(number: int, failure: _TryFailed) -> Attempt:
 def _wait_hint(exc: BaseException) -> float | None:
     """The server's own wait (retry-after), which the backoff never undercuts."""
     return exc.wait_secs if isinstance(exc, _TryFailed) else None
-
-
-def _status_kind(status: int) -> str:
-    return {
-        529: "overloaded",
-        500: "server_error",
-        401: "authentication_error",
-        403: "permission_error",
-        400: "bad_request",
-        404: "not_found",
-    }.get(status, f"http_{status}")
-
-
-def _status_detail(exc: anthropic.APIStatusError) -> str:
-    return f"HTTP {exc.status_code}: {exc.message}"[:300]
-
-
-def _retry_after(exc: anthropic.APIStatusError) -> float | None:
-    headers = exc.response.headers
-    raw_ms = headers.get("retry-after-ms")
-    raw = headers.get("retry-after")
-    try:
-        if raw_ms is not None:
-            return float(raw_ms) / 1000.0
-        if raw is not None:
-            return float(raw)
-    except ValueError:
-        return None  # an HTTP date: treat as "no hint" and back off as usual
-    return None

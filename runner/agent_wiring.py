@@ -21,9 +21,9 @@ from agent.claude_client import (
     Credentials,
     RetryPolicy,
     build_anthropic_client,
-    usable_key,
 )
 from agent.claude_review import ClaudePositionReviewer
+from agent.claude_wire import usable_key
 from agent.config import AgentConfig
 from agent.debate import DebateDecider
 from agent.debate_memory import InProcessMemory, LongTermMemory
