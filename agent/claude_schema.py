@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    create_model,
+)
 
 from agent.decision import AgentDecision, TradeDecision, Usage
 from agent.risk import TickerError, normalize_ticker
@@ -87,7 +95,9 @@ class _Envelope(_Strict):
     regime_agreement: bool | str  # a string (the old free text) is kept as the reason
     regime_agreement_reason: str = Field("", max_length=1000)
     learning_note: str = Field(max_length=2000)
-    next_check_seconds: int
+    # any JSON number, clamped on arrival: an int field refused one past 2**63 (1e19, 1e308) or
+    # with a fraction, failing the whole answer, and read true or "60" as seconds
+    next_check_seconds: StrictInt | StrictFloat
     wake_conditions: list[Any]
     memory_update: str | None
 
@@ -296,10 +306,10 @@ def _agreement(envelope: _Envelope, notes: list[Note]) -> tuple[bool | None, str
     return None, text[:1000]
 
 
-def _clamped_next_check(secs: int, notes: list[Note]) -> int:
-    clamped = min(max(secs, NEXT_CHECK_MIN_SECS), NEXT_CHECK_MAX_SECS)
+def _clamped_next_check(secs: float, notes: list[Note]) -> int:
+    clamped = round(min(max(secs, NEXT_CHECK_MIN_SECS), NEXT_CHECK_MAX_SECS))
     if clamped != secs:
-        notes.append(Note(what="next_check_seconds", reason=f"clamped {secs} -> {clamped}"))
+        notes.append(Note(what="next_check_seconds", reason=f"clamped {secs:g} -> {clamped}"))
     return clamped
 
 

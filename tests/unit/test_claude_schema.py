@@ -92,6 +92,8 @@ def test_any_text_is_an_answer_or_invalid(valid: bool, cut: int, inserted: str) 
     [
         answer(decisions="BUY everything"),
         answer(next_check_seconds="soon"),
+        answer(next_check_seconds="60"),  # a string is not the number asked for
+        answer(next_check_seconds=True),  # nor is true (it was read as 1 s)
         answer(decisions=["BTC/USDT"]),
         {k: v for k, v in answer().items() if k != "memory_update"},
     ],
@@ -122,10 +124,15 @@ def test_position_pct_is_never_above_the_cap_whatever_the_model_says(pct: float)
     assert all(0.0 <= d.position_pct <= 0.20 for d in decision.decisions)
 
 
-@given(st.integers(min_value=-(10**12), max_value=10**12))
-def test_next_check_seconds_always_lands_in_60_3600(secs: int) -> None:
-    decision, _ = convert_answer(answer(next_check_seconds=secs), prices=PRICES)
+@given(st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False))
+@example(1e19)  # past what an int field parses: the whole answer failed, not clamped
+def test_next_check_seconds_always_lands_in_60_3600(secs: float) -> None:
+    data = orjson.loads(json.dumps(answer(next_check_seconds=secs)))  # as the model's text reads
+    decision, notes = convert_answer(data, prices=PRICES)
     assert 60 <= decision.next_check_seconds <= 3600
+    assert type(decision.next_check_seconds) is int
+    if not 60 <= secs <= 3600:
+        assert [n.what for n in notes] == ["next_check_seconds"]
 
 
 def test_keyword_extraction_matches_word_starts_and_sums_to_one() -> None:

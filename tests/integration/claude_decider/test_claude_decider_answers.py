@@ -168,9 +168,12 @@ async def test_a_perpetual_ticker_is_normalised_and_weights_come_from_the_reason
     assert trade.signal_weights == {"rsi": 0.5, "funding": 0.5}  # funding is its own source
 
 
-@pytest.mark.parametrize(("asked", "clamped"), [(0, 60), (10**9, 3600)])
+@pytest.mark.parametrize(
+    ("asked", "clamped"),
+    [(0, 60), (10**9, 3600), (1e19, 3600), (1e308, 3600), (-1e308, 60), (90.4, 90)],
+)
 async def test_next_check_seconds_out_of_range_is_clamped(
-    api: FakeMessagesApi, clock: InstantClock, make: Make, asked: int, clamped: int
+    api: FakeMessagesApi, clock: InstantClock, make: Make, asked: float, clamped: int
 ) -> None:
     api.script(json_message(answer(next_check_seconds=asked)))
     decision = await make().decide(snapshot())
