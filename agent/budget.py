@@ -187,8 +187,9 @@ class DailyBudget:
 
     ``monthly_usd`` set (``daily_budget_usd = "auto"``): each day's limit is what is left of the
     month's cap divided over the days left in the month, today included, fixed at the day's
-    start; so a cheap day leaves more for the next ones. The month's spending counts from the
-    daemon's start (``spent_this_month_usd`` seeds what was spent before it)."""
+    start; so a cheap day leaves more for the next ones. What was spent before the daemon
+    started (its journal's) seeds them: ``spent_today_usd`` today's, ``spent_this_month_usd``
+    the month's before today, so a restart does not hand out the day's budget again."""
 
     def __init__(
         self,
@@ -197,6 +198,7 @@ class DailyBudget:
         *,
         monthly_usd: float | None = None,
         spent_this_month_usd: float = 0.0,
+        spent_today_usd: float = 0.0,
     ) -> None:
         if limit_usd is not None and limit_usd < 0:
             raise ValueError(f"limit_usd must be >= 0, got {limit_usd}")
@@ -206,7 +208,7 @@ class DailyBudget:
         now = clock.now_ms()
         self._day = utc_day(now)
         self._month = _month(now)
-        self._spent_usd = 0.0
+        self._spent_usd = spent_today_usd
         self._month_before_today_usd = spent_this_month_usd
         self._limit_usd = self._today_limit(now)
 

@@ -155,6 +155,19 @@ class JournalCost:
             self._left_out = (count + 1, first)
 
 
+def spent_usd(journal: Path, now_ms: int) -> tuple[float, float]:
+    """What the journal says the models cost today and earlier this month (UTC days of
+    ``now_ms``): a daily budget that outlives a restart starts from these, not from 0."""
+    today = now_ms // MS_PER_DAY
+    first_of_month = datetime.fromtimestamp(now_ms / 1000, tz=UTC).replace(
+        day=1, hour=0, minute=0, second=0, microsecond=0
+    )
+    days = today - int(first_of_month.timestamp()) // 86_400 + 1
+    body = JournalCost(journal, days, None).body(now_ms)
+    before = sum(d.total.cost_usd for d in body.days if d.day != body.today.day)
+    return body.today.total.cost_usd, before
+
+
 def _closed_ms(stamp: str) -> int | None:
     """The instant a segment was closed; None when its name's digits are no instant (month 13,
     a hand-made name): it is read then, as the other readers read it (strptime's error was a
@@ -166,4 +179,4 @@ def _closed_ms(stamp: str) -> int | None:
     return int(moment.timestamp() * 1000)
 
 
-__all__ = ["CostBody", "CostDayBody", "JournalCost"]
+__all__ = ["CostBody", "CostDayBody", "JournalCost", "spent_usd"]

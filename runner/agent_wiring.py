@@ -29,6 +29,7 @@ from agent.debate import DebateDecider
 from agent.debate_memory import InProcessMemory, LongTermMemory
 from agent.fallback import FallbackPipeline
 from agent.fallback_decider import FallbackDecider, HistorySource
+from api.cost import spent_usd
 from core.bus import EventBus
 from core.clock import Clock
 from core.errors import RefuseToStartError
@@ -83,7 +84,7 @@ def build_agents(
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
     client = build_client(settings, clock)
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
-    ledger = _ledger(config, clock)
+    ledger = _ledger(config, clock, settings.logs_dir / "decisions.jsonl", client is not None)
     redactor = Redactor(settings.secret_values())
     decider: ClaudeDecider | DebateDecider
     if config.decider == "debate":
@@ -172,13 +173,36 @@ def build_client(settings: Settings, clock: Clock) -> ClaudeClient | None:
     return client
 
 
-def _ledger(config: AgentConfig, clock: Clock) -> UsageLedger:
-    """The cost ledger over the daily budget (``auto``: what is left of the month, per day)."""
+def _ledger(config: AgentConfig, clock: Clock, journal: Path, calls_models: bool) -> UsageLedger:
+    """The cost ledger over the daily budget (``auto``: what is left of the month, per day),
+    counting what the journal says was spent today and this month before the start: a daemon
+    restarted (or crash-looping) used to get the whole day's budget again at each start."""
     auto = config.daily_budget_usd == "auto"
+    today_usd, month_before_usd = _spent_before_start(journal, clock) if calls_models else (0, 0)
+    if today_usd or month_before_usd:
+        log.info(
+            "Claude spend already journaled: US$ %.4f today, US$ %.4f earlier this month; the "
+            "budget counts it",
+            today_usd,
+            month_before_usd,
+        )
     return UsageLedger(
         DailyBudget(
             clock,
             None if auto or config.daily_budget_usd == "auto" else config.daily_budget_usd,
             monthly_usd=config.monthly_budget_usd if auto else None,
+            spent_this_month_usd=month_before_usd,
+            spent_today_usd=today_usd,
         )
     )
+
+
+def _spent_before_start(journal: Path, clock: Clock) -> tuple[float, float]:
+    try:
+        return spent_usd(journal, clock.now_ms())
+    except OSError as exc:  # a damaged segment: the API's figures say 409 for it, a start goes on
+        log.warning(
+            "the journal's spend cannot be read (%s): the daily budget counts from 0 this start",
+            exc,
+        )
+        return 0.0, 0.0
