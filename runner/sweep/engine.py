@@ -29,6 +29,7 @@ from market.recorded import default_data_dir
 from report.experiment import RunEntry, write_experiment
 from runner.config import Settings
 from runner.sweep.grid import Grid, RunSpec, check_runs, expand, load_grid, variant_settings
+from runner.sweep.scheduler import check_scheduler
 from runner.sweep.worker import FAILED_FILE, is_done, run_one
 from state.atomic import atomic_write_bytes
 
@@ -48,6 +49,8 @@ def run_sweep(
     specs = expand(grid, variants, default_data_dir())
     runs_dir = out_dir / "runs"
     check_runs(specs, variants, runs_dir)
+    if scheduler is not None:
+        check_scheduler(scheduler)
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
