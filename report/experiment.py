@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -103,7 +104,13 @@ _REPORT_METRICS: Final = ("total_return_pct", "cagr_pct", "sharpe", "max_drawdow
 
 
 def _is_number(value: object) -> bool:
-    return type(value) in (int, float) and math.isfinite(value)  # type: ignore[arg-type]
+    # compared, not math.isfinite: json reads a 400-digit figure as an int no float can hold, and
+    # isfinite raised OverflowError for it (NaN fails a comparison, infinity the bound)
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and -sys.float_info.max <= value <= sys.float_info.max
+    )
 
 
 def _figures(

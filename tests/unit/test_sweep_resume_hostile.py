@@ -93,3 +93,18 @@ def test_a_replay_json_that_does_not_say_finished_true_is_not_done(
     run = _finished(tmp_path / "run", json.dumps(_report(tmp_path)))
     (run / "replay.json").write_text(f'{{"finished": {finished}}}')
     assert not is_done(run)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda r: {**r, "metrics": {**r["metrics"], "sharpe": 10**400}},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {"total_return_pct": -(10**400)}}},
+        lambda r: {**r, "months": [{"agent_calls": 3, "cost_usd": 10**400}]},
+    ],
+    ids=["metric", "hold", "cost"],
+)
+def test_a_figure_too_long_for_a_float_is_not_done(tmp_path: Path, edit: Any) -> None:
+    """json reads a 400-digit figure as an int no float holds: the done check raised
+    OverflowError, which ended the sweep in a traceback before its report."""
+    assert not is_done(_finished(tmp_path / "run", json.dumps(edit(_report(tmp_path)))))
