@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 import numpy as np
 
@@ -74,14 +74,16 @@ def run_unavailable(run_dir: Path) -> dict[str, str]:
 
 
 def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | None:
-    """The table's figures of a report.json, or None when it is not a run report: a figure that
-    is not a finite number or null, or a section of the wrong kind (a hand edit, a truncated
-    copy, another tool's file). Such a run is redone by the sweep, never averaged in."""
+    """The table's figures of a report.json, or None when it is not a run report as
+    ``report.figures.Report`` writes one: a section missing or of the wrong kind, a metric missing
+    or neither a finite number nor null, a month's calls that are not a count or dollars not a
+    finite amount of 0 or more, a ticker's buy-and-hold return that is not a finite number, or sums past the
+    largest float (a hand edit, a truncated copy, another tool's file). Such a run is redone by
+    the sweep, never averaged in: a missing month was 0 calls and $0, and a null buy-and-hold
+    left the cell's equal-weight figure to the other tickers."""
     if report is None:
         return None
-    metrics = report.get("metrics")
-    holds = report.get("buy_and_hold_figures", {})
-    months = report.get("months", [])
+    metrics, holds, months = (report.get(k) for k in ("metrics", "buy_and_hold_figures", "months"))
     if not (
         isinstance(metrics, dict)
         and isinstance(report.get("unavailable"), dict)
@@ -90,20 +92,22 @@ def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | N
         and all(isinstance(part, dict) for part in (*holds.values(), *months))
     ):
         return None
-    numbers = [
-        *(metrics.get(name) for name in _REPORT_METRICS),
-        *(f.get("total_return_pct") for f in holds.values()),
-        *(m.get(name) for m in months for name in ("agent_calls", "cost_usd")),
-    ]
-    if not all(value is None or _is_number(value) for value in numbers):
+    if not (
+        all(
+            n in metrics and (metrics[n] is None or _is_number(metrics[n])) for n in _REPORT_METRICS
+        )
+        and all(_is_number(f.get("total_return_pct")) for f in holds.values())
+        and all(_is_count(m.get("agent_calls")) and _is_amount(m.get("cost_usd")) for m in months)
+    ):
         return None
-    return _figures(metrics, holds, months)
+    figures = _figures(metrics, holds, months)
+    return figures if all(v is None or math.isfinite(v) for v in figures.values()) else None
 
 
 _REPORT_METRICS: Final = ("total_return_pct", "cagr_pct", "sharpe", "max_drawdown_pct", "turnover")
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     # compared, not math.isfinite: json reads a 400-digit figure as an int no float can hold, and
     # isfinite raised OverflowError for it (NaN fails a comparison, infinity the bound)
     return (
@@ -113,21 +117,26 @@ def _is_number(value: object) -> bool:
     )
 
 
+def _is_count(value: object) -> bool:
+    return type(value) is int and 0 <= value <= sys.float_info.max
+
+
+def _is_amount(value: object) -> bool:
+    return _is_number(value) and value >= 0
+
+
 def _figures(
     metrics: dict[str, Any], holds_by_ticker: dict[str, Any], months: list[dict[str, Any]]
 ) -> dict[str, float | None]:
-    holds = [
-        f["total_return_pct"]
-        for f in holds_by_ticker.values()
-        if f.get("total_return_pct") is not None
-    ]
-    figures: dict[str, float | None] = {name: metrics.get(name) for name in _REPORT_METRICS}
-    return {
-        **figures,
-        "agent_calls": float(sum(m.get("agent_calls") or 0 for m in months)),
-        "cost_usd": float(sum(m.get("cost_usd") or 0.0 for m in months)),
-        "buy_hold_return_pct": float(np.mean(holds)) if holds else None,
-    }
+    holds = [float(f["total_return_pct"]) for f in holds_by_ticker.values()]
+    with np.errstate(over="ignore"):  # a sum past the largest float is refused by the caller
+        hold = float(np.mean(holds)) if holds else None
+        return {
+            **{name: metrics[name] for name in _REPORT_METRICS},
+            "agent_calls": sum(float(m["agent_calls"]) for m in months),
+            "cost_usd": sum(float(m["cost_usd"]) for m in months),
+            "buy_hold_return_pct": hold,
+        }
 
 
 def build_experiment(entries: Sequence[RunEntry]) -> dict[str, Any]:

@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 from fakes.report_support import write_run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from test_sweep_grid_report import fake_run
 
-from report.experiment import RunEntry, build_experiment
+from report.experiment import RunEntry, build_experiment, report_figures
 from report.html import write_report
 from runner.sweep.worker import is_done
 
@@ -44,6 +46,19 @@ def _finished(run: Path, report: str) -> Path:
         lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {"total_return_pct": [1]}}},
         "NaN",
         "Infinity",
+        lambda r: {k: v for k, v in r.items() if k != "months"},
+        lambda r: {**r, "months": [{"cost_usd": 0.25}]},
+        lambda r: {**r, "months": [{"agent_calls": None, "cost_usd": None}]},
+        lambda r: {**r, "months": [{"agent_calls": -30, "cost_usd": 0.25}]},
+        lambda r: {**r, "months": [{"agent_calls": 1.5, "cost_usd": 0.25}]},
+        lambda r: {**r, "months": [{"agent_calls": 3, "cost_usd": -5.0}]},
+        lambda r: {**r, "months": [{"agent_calls": 3, "cost_usd": 1e308}] * 2},
+        lambda r: {**r, "months": [{"agent_calls": 10**308, "cost_usd": 0.25}] * 2},
+        lambda r: {k: v for k, v in r.items() if k != "buy_and_hold_figures"},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {"total_return_pct": None}}},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {}}},
+        lambda r: {**r, "buy_and_hold_figures": {t: {"total_return_pct": 1e308} for t in "AB"}},
+        lambda r: {**r, "metrics": {"cagr_pct": None}},
     ],
     ids=[
         "empty",
@@ -57,6 +72,19 @@ def _finished(run: Path, report: str) -> Path:
         "hold list",
         "NaN",
         "Infinity",
+        "no months",
+        "month without calls",
+        "month of nulls",
+        "negative calls",
+        "fractional calls",
+        "negative cost",
+        "cost sum overflows",
+        "calls sum overflows",
+        "no buy and hold",
+        "hold null",
+        "hold without return",
+        "hold mean overflows",
+        "metrics missing",
     ],
 )
 def test_a_run_whose_report_is_not_a_run_report_is_not_done(tmp_path: Path, edit: Any) -> None:
@@ -108,3 +136,32 @@ def test_a_figure_too_long_for_a_float_is_not_done(tmp_path: Path, edit: Any) ->
     """json reads a 400-digit figure as an int no float holds: the done check raised
     OverflowError, which ended the sweep in a traceback before its report."""
     assert not is_done(_finished(tmp_path / "run", json.dumps(edit(_report(tmp_path)))))
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+_FIELD = st.sampled_from(("total_return_pct", "sharpe", "agent_calls", "cost_usd", "months"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "metrics": st.dictionaries(_FIELD, _JSON, max_size=5),
+            "unavailable": st.just({}),
+            "buy_and_hold_figures": st.dictionaries(st.text(max_size=2), _JSON, max_size=3),
+            "months": st.lists(st.dictionaries(_FIELD, _JSON, max_size=3), max_size=3),
+        },
+    )
+)
+def test_any_report_reads_as_finite_figures_or_not_a_run_report(report: dict[str, Any]) -> None:
+    figures = report_figures(report)
+    assert figures is None or all(
+        v is None or (type(v) in (int, float) and abs(v) <= 1.8e308) for v in figures.values()
+    )
