@@ -39,6 +39,7 @@ from pydantic import (
     ConfigDict,
     Field,
     StrictBool,
+    StrictFloat,
     StrictInt,
     ValidationError,
     field_validator,
@@ -78,7 +79,7 @@ class Grid(BaseModel):
     memory: tuple[StrictBool, ...] = Field((True, False), min_length=1)
     seeds: tuple[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)], ...] = Field((42,), min_length=1)
     data_dir: Path | None = None
-    update_secs: float | None = None
+    update_secs: StrictFloat | None = None  # true was 1 s and "75" 75 s
     overrides: dict[str, dict[str, Any]] = Field(default_factory=_no_override, min_length=1)
 
     @field_validator("periods")
