@@ -46,6 +46,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.config_path import ConfigPath
 from core.errors import RefuseToStartError
 from market.recorded import (
     DataUnavailableError,
@@ -78,7 +79,7 @@ class Grid(BaseModel):
     deciders: tuple[Decider, ...] = Field(("fallback",), min_length=1)
     memory: tuple[StrictBool, ...] = Field((True, False), min_length=1)
     seeds: tuple[Annotated[StrictInt, Field(ge=0, le=SEED_MAX)], ...] = Field((42,), min_length=1)
-    data_dir: Path | None = None
+    data_dir: ConfigPath | None = None  # "" was Path("."): the working directory
     update_secs: StrictFloat | None = None  # true was 1 s and "75" 75 s
     overrides: dict[str, dict[str, Any]] = Field(default_factory=_no_override, min_length=1)
 

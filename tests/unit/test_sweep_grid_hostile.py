@@ -51,6 +51,7 @@ def write(tmp_path: Path, data: bytes | str) -> Path:
         (BASE + "update_secs = 7", "update_secs 7 must divide 300"),
         (BASE + "update_secs = true", "update_secs: Input should be a valid number"),
         (BASE + 'update_secs = "75"', "update_secs: Input should be a valid number"),
+        (BASE + 'data_dir = ""', "data_dir: an empty path (write '.' for the working directory)"),
         (BASE + f"seeds = [{', '.join(map(str, range(10_001)))}]", "20,002 runs; at most 10,000"),
         (BASE + "seeds = [" + "9" * 4301 + "]", "4301 digits"),
         (BASE + "x = " + "[" * 100_000 + "]" * 100_000, "nested too deeply"),
