@@ -51,6 +51,7 @@ def run_sweep(
     check_runs(specs, variants, runs_dir)
     if scheduler is not None:
         check_scheduler(scheduler)
+    _refuse_folders_in_place(out_dir)
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -82,6 +83,18 @@ def run_sweep(
         file=stream,
     )
     return 0 if not failed else 1
+
+
+#: what a sweep rewrites in --out: a folder in one's place failed its rename with a traceback,
+#: sweep.json's before the first run and the report's after the last
+_OWN_FILES = ("sweep.json", "experiment.json", "experiment.html")
+
+
+def _refuse_folders_in_place(out_dir: Path) -> None:
+    for name in _OWN_FILES:
+        path = out_dir / name
+        if path.is_dir() and not path.is_symlink():  # a link is replaced, not followed
+            raise RefuseToStartError(f"--out {out_dir}: {path} is a folder; move it away")
 
 
 def _run_on_dask(
