@@ -43,8 +43,13 @@ def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dic
     run_dir = Path(runs_dir) / spec.key
     if is_done(run_dir):
         return {"key": spec.key, "status": "done", "skipped": True}
-    if run_dir.exists():  # a killed or failed attempt: replay refuses a folder holding a run
-        shutil.rmtree(run_dir)
+    # a killed or failed attempt's folder is cleared: replay refuses a folder holding a run
+    if run_dir.exists() or run_dir.is_symlink():
+        try:
+            shutil.rmtree(run_dir)
+        except OSError as exc:  # a file or a link in its place is someone's: kept, not followed
+            reason = f"cannot clear {run_dir} for the run: {type(exc).__name__}: {exc}"
+            return {"key": spec.key, "status": "failed", "reason": reason}
     started = time.monotonic()
     try:
         outcome = _replay(spec, settings, Path(runs_dir))

@@ -1,0 +1,42 @@
+"""A sweep run's folder that is not a folder the worker can clear (a file or a link in its place,
+a person's or another program's): the run fails with that reason and what is there is kept. The
+task raised instead, so the sweep recorded the run as 'worker lost'."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from market.recorded import default_data_dir
+from runner.config import Settings
+from runner.sweep.grid import Grid, expand
+from runner.sweep.worker import run_one
+
+
+@pytest.mark.parametrize("kind", ["file", "link", "dangling link"])
+def test_a_run_folder_that_cannot_be_cleared_fails_the_run_and_is_kept(
+    tmp_path: Path, kind: str
+) -> None:
+    grid = Grid.model_validate(
+        {"periods": [["2025-03-01", "2025-03-01"]], "tickers": [["BTC/USDT"]]}
+    )
+    settings = Settings()
+    [spec, *_] = expand(grid, {"base": settings}, default_data_dir())
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep\n")
+    if kind == "file":
+        (runs / spec.key).write_text("keep\n")
+    else:
+        (runs / spec.key).symlink_to(mine if kind == "link" else tmp_path / "gone")
+    record = run_one(spec.model_dump(mode="json"), settings, str(runs))
+    assert record["status"] == "failed" and record["key"] == spec.key
+    assert f"{runs / spec.key}" in record["reason"]
+    assert (mine / "notes.txt").read_text() == "keep\n"
+    if kind == "file":
+        assert (runs / spec.key).read_text() == "keep\n"
+    else:
+        assert (runs / spec.key).is_symlink()
