@@ -171,6 +171,11 @@ def _entry(spec: RunSpec, runs_dir: Path, record: Mapping[str, Any]) -> RunEntry
     if status != "done" and reason is None and (run_dir / FAILED_FILE).is_file():
         recorded = (read_json_object(run_dir / FAILED_FILE) or {}).get("reason")
         reason = recorded if isinstance(recorded, str) else None
+    if status == "failed" and reason is None:  # the worker said done, or left no failed.json
+        reason = (
+            f"{run_dir} holds no finished replay with its report: removed or changed after its "
+            "run, or --out is not on storage the workers share"
+        )
     return RunEntry(
         key=spec.key,
         run_dir=str(run_dir),
