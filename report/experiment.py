@@ -15,7 +15,6 @@ from __future__ import annotations
 import html
 import json
 import math
-import sys
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -76,9 +75,9 @@ def run_unavailable(run_dir: Path) -> dict[str, str]:
 def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | None:
     """The table's figures of a report.json, or None when it is not a run report as
     ``report.figures.Report`` writes one: a section missing or of the wrong kind, a metric missing
-    or neither a finite number nor null, a month's calls that are not a count or dollars not a
-    finite amount of 0 or more, a ticker's buy-and-hold return that is not a finite number, or sums past the
-    largest float (a hand edit, a truncated copy, another tool's file). Such a run is redone by
+    or neither null nor a number within ``FIGURE_MAX``, a month's calls that are not a count or
+    dollars under 0, a ticker's buy-and-hold return that is not a number, or sums past
+    ``FIGURE_MAX`` (a hand edit, a truncated copy, another tool's file). Such a run is redone by
     the sweep, never averaged in: a missing month was 0 calls and $0, and a null buy-and-hold
     left the cell's equal-weight figure to the other tickers."""
     if report is None:
@@ -101,10 +100,13 @@ def report_figures(report: dict[str, Any] | None) -> dict[str, float | None] | N
     ):
         return None
     figures = _figures(metrics, holds, months)
-    return figures if all(v is None or math.isfinite(v) for v in figures.values()) else None
+    return figures if all(v is None or abs(v) <= FIGURE_MAX for v in figures.values()) else None
 
 
 _REPORT_METRICS: Final = ("total_return_pct", "cagr_pct", "sharpe", "max_drawdown_pct", "turnover")
+#: no run computes a figure near this; under it no mean or ON - OFF difference of a sweep's runs
+#: passes the largest float (1.5e308 and -1.5e308 made experiment.json's Infinity and the page's inf)
+FIGURE_MAX: Final = 1e300
 
 
 def _is_number(value: object) -> TypeGuard[int | float]:
@@ -113,12 +115,12 @@ def _is_number(value: object) -> TypeGuard[int | float]:
     return (
         isinstance(value, int | float)
         and not isinstance(value, bool)
-        and -sys.float_info.max <= value <= sys.float_info.max
+        and -FIGURE_MAX <= value <= FIGURE_MAX
     )
 
 
 def _is_count(value: object) -> bool:
-    return type(value) is int and 0 <= value <= sys.float_info.max
+    return type(value) is int and 0 <= value <= FIGURE_MAX
 
 
 def _is_amount(value: object) -> bool:
@@ -129,7 +131,7 @@ def _figures(
     metrics: dict[str, Any], holds_by_ticker: dict[str, Any], months: list[dict[str, Any]]
 ) -> dict[str, float | None]:
     holds = [float(f["total_return_pct"]) for f in holds_by_ticker.values()]
-    with np.errstate(over="ignore"):  # a sum past the largest float is refused by the caller
+    with np.errstate(over="ignore"):  # a sum past FIGURE_MAX is refused by the caller
         hold = float(np.mean(holds)) if holds else None
         return {
             **{name: metrics[name] for name in _REPORT_METRICS},

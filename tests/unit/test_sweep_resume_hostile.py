@@ -14,7 +14,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sweep_grid_report import fake_run
 
-from report.experiment import RunEntry, build_experiment, report_figures
+from report.experiment import (
+    FIGURE_MAX,
+    RunEntry,
+    build_experiment,
+    report_figures,
+    write_experiment,
+)
 from report.html import write_report
 from runner.sweep.worker import is_done
 
@@ -59,6 +65,8 @@ def _finished(run: Path, report: str) -> Path:
         lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {}}},
         lambda r: {**r, "buy_and_hold_figures": {t: {"total_return_pct": 1e308} for t in "AB"}},
         lambda r: {**r, "metrics": {"cagr_pct": None}},
+        lambda r: {**r, "metrics": {**r["metrics"], "total_return_pct": 1.5e308}},
+        lambda r: {**r, "buy_and_hold_figures": {"BTC/USDT": {"total_return_pct": -1e301}}},
     ],
     ids=[
         "empty",
@@ -85,6 +93,8 @@ def _finished(run: Path, report: str) -> Path:
         "hold without return",
         "hold mean overflows",
         "metrics missing",
+        "figure past 1e300",
+        "hold past 1e300",
     ],
 )
 def test_a_run_whose_report_is_not_a_run_report_is_not_done(tmp_path: Path, edit: Any) -> None:
@@ -163,5 +173,31 @@ _FIELD = st.sampled_from(("total_return_pct", "sharpe", "agent_calls", "cost_usd
 def test_any_report_reads_as_finite_figures_or_not_a_run_report(report: dict[str, Any]) -> None:
     figures = report_figures(report)
     assert figures is None or all(
-        v is None or (type(v) in (int, float) and abs(v) <= 1.8e308) for v in figures.values()
+        v is None or (type(v) in (int, float) and abs(v) <= FIGURE_MAX) for v in figures.values()
     )
+
+
+def test_the_experiment_of_figures_at_their_bound_is_finite_json(tmp_path: Path) -> None:
+    """Figures of 1.5e308 and -1.5e308 made a mean and an ON - OFF difference past the largest
+    float: experiment.json held Infinity (no JSON) and the page 'inf'. Figures are bounded at
+    1e300 in magnitude, under which no mean or difference of a sweep's runs overflows."""
+    report = _report(tmp_path)
+    entries = []
+    for seed, (on, off) in enumerate([(1e300, -1e300), (1e300, -1e300), (1e300, 1e300)]):
+        for memory, total in ((True, on), (False, off)):
+            edited = {**report, "metrics": {**report["metrics"], "total_return_pct": total}}
+            run = _finished(tmp_path / f"{seed}-{memory}", json.dumps(edited))
+            assert is_done(run)
+            entries.append(
+                RunEntry(
+                    f"{seed}{memory}", str(run), "p", "BTC", "fallback", memory, seed, "b", "done"
+                )
+            )
+    write_experiment(tmp_path, entries)
+
+    def refuse(word: str) -> None:
+        raise AssertionError(f"experiment.json holds {word}")
+
+    document = json.loads((tmp_path / "experiment.json").read_text(), parse_constant=refuse)
+    assert document["deltas"][0]["total_return_pct"]["mean"] == pytest.approx(4e300 / 3)
+    assert "inf" not in (tmp_path / "experiment.html").read_text()
