@@ -59,7 +59,7 @@ def run_sweep(
     records: dict[str, dict[str, Any]] = {}
     todo = []
     for spec in specs:
-        if is_done(runs_dir / spec.key):
+        if is_done(runs_dir / spec.key, spec):
             records[spec.key] = {"status": "done", "skipped": True}
         else:
             todo.append(spec)
@@ -166,7 +166,7 @@ def _distributed() -> Any:
 
 def _entry(spec: RunSpec, runs_dir: Path, record: Mapping[str, Any]) -> RunEntry:
     run_dir = runs_dir / spec.key
-    status = "done" if is_done(run_dir) else "failed" if record else "not run"
+    status = "done" if is_done(run_dir, spec) else "failed" if record else "not run"
     reason = record.get("reason")
     if status != "done" and reason is None and (run_dir / FAILED_FILE).is_file():
         recorded = (read_json_object(run_dir / FAILED_FILE) or {}).get("reason")

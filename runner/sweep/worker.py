@@ -23,9 +23,11 @@ from runner.sweep.grid import RunSpec
 FAILED_FILE = "failed.json"
 
 
-def is_done(run_dir: Path) -> bool:
+def is_done(run_dir: Path, spec: RunSpec | None = None) -> bool:
     """A finished replay, every loop up throughout, whose report was written and reads as one
-    (``report_figures``): nothing to redo. A garbled report.json is redone, not averaged in."""
+    (``report_figures``): nothing to redo. A garbled report.json is redone, not averaged in.
+    With ``spec``, the replay must also be the run it asks (``asks``): a folder copied or moved
+    under another run's key was skipped and reported as that run."""
     # a run whose files cannot be read is not done: it is redone, not a crash of the report
     facts = read_json_object(run_dir / "replay.json")
     report = read_json_object(run_dir / "report.json")
@@ -33,15 +35,26 @@ def is_done(run_dir: Path) -> bool:
         facts is not None
         and facts.get("finished") is True  # "false" or 1 is a hand edit, not a finished run
         and not facts.get("loop_failures")
+        and (spec is None or asks(facts, spec))
         and report_figures(report) is not None
     )
+
+
+def asks(facts: dict[str, Any], spec: RunSpec) -> bool:
+    """Whether a replay.json is of ``spec``'s span, tickers, decider, memory and seed. Not its
+    data dir: a worker resolves its own default (a worker image's /app/data), the same data."""
+    options = spec.options(Path())
+    asked = [options.start_ms, options.end_ms, list(spec.tickers), spec.decider, spec.memory]
+    names = ("from_ms", "to_ms", "tickers", "decider", "memory", "seed")
+    # as JSON, so a hand-edited 1 is not the memory true and 7.0 not the seed 7
+    return json.dumps([facts.get(name) for name in names]) == json.dumps([*asked, spec.seed])
 
 
 def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dict[str, Any]:
     """Replay ``spec`` into ``runs_dir/<key>`` (cleared first if an earlier attempt left parts)."""
     spec = RunSpec.model_validate(spec_json)
     run_dir = Path(runs_dir) / spec.key
-    if is_done(run_dir):
+    if is_done(run_dir, spec):
         return {"key": spec.key, "status": "done", "skipped": True}
     # a killed or failed attempt's folder is cleared: replay refuses a folder holding a run
     if run_dir.exists() or run_dir.is_symlink():
@@ -89,4 +102,4 @@ def _replay(spec: RunSpec, settings: Settings, runs_dir: Path) -> dict[str, Any]
     return result
 
 
-__all__ = ["FAILED_FILE", "is_done", "run_one"]
+__all__ = ["FAILED_FILE", "asks", "is_done", "run_one"]
