@@ -76,8 +76,16 @@ def run_sweep(
             todo, variants, runs_dir, records, scheduler, workers, stream, out_dir, grid, specs
         )
     entries = [_entry(spec, runs_dir, records.get(spec.key, {})) for spec in specs]
-    report_path = write_experiment(out_dir, entries)
     failed = [e for e in entries if e.status != "done"]
+    try:
+        report_path = write_experiment(out_dir, entries)
+    except OSError as exc:  # a full disk at the end: the runs are kept, a rerun writes it
+        print(
+            f"sweep: {len(specs) - len(failed)} done, {len(failed)} failed; cannot write the "
+            f"experiment report in {out_dir} ({exc}); run the sweep again to write it",
+            file=stream,
+        )
+        return 1
     print(
         f"sweep: {len(specs) - len(failed)} done, {len(failed)} failed; report: {report_path}",
         file=stream,
