@@ -70,7 +70,11 @@ def run_sweep(
         file=stream,
         flush=True,
     )
-    _write_status(out_dir, grid, specs, records)
+    try:
+        _write_status(out_dir, grid, specs, records)
+    except OSError as exc:  # a full disk: every run would fail to write its folder as well
+        status = out_dir / "sweep.json"
+        raise RefuseToStartError(f"--out {out_dir}: cannot write {status} ({exc})") from None
     if todo:
         _run_on_dask(
             todo, variants, runs_dir, records, scheduler, workers, stream, out_dir, grid, specs

@@ -1,5 +1,6 @@
-"""A sweep whose experiment report cannot be written (a full disk, here a real short write under
-RLIMIT_FSIZE): it says so and exits 1, the runs kept, instead of ending in an OSError traceback."""
+"""A sweep whose sweep.json or experiment report cannot be written (a full disk, here a real short
+write under RLIMIT_FSIZE): refused before any run, or said at the end with exit 1 and the runs
+kept, instead of ending in an OSError traceback."""
 
 from __future__ import annotations
 
@@ -21,9 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
 LIMIT_BYTES = 2048
 
 
-def _limit_file_size() -> None:
+def _limit_file_size(limit: int = LIMIT_BYTES) -> None:
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails, not the process
-    resource.setrlimit(resource.RLIMIT_FSIZE, (LIMIT_BYTES, LIMIT_BYTES))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
 
 @pytest.mark.timeout(120)
@@ -45,3 +46,18 @@ def test_a_report_that_cannot_be_written_is_said_and_the_runs_kept(tmp_path: Pat
     assert json.loads((out / "sweep.json").read_text())["runs"][0]["status"] == "done"
     assert not (out / "experiment.json").exists()
     assert not [p.name for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+@pytest.mark.timeout(120)
+def test_a_sweep_json_that_cannot_be_written_refuses_before_any_run(tmp_path: Path) -> None:
+    grid, out = tmp_path / "grid.toml", tmp_path / "out"
+    grid.write_text(GRID)
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "sweep", str(grid), "--out", str(out)],
+        cwd=REPO, capture_output=True, text=True, timeout=100, check=False,
+        preexec_fn=lambda: _limit_file_size(256),
+    )  # fmt: skip
+    assert done.returncode == 78, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"--out {out}: cannot write {out / 'sweep.json'}" in done.stderr
+    assert not list((out / "runs").iterdir())
