@@ -4,7 +4,8 @@ simulator and replay daemons are supervised by this one function."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from core.backoff import Backoff
@@ -94,7 +95,7 @@ def _daemon_loops(
     """Every loop the supervisor runs, in start order (the watchdog and heartbeat last: they
     report on the others)."""
     return [
-        LoopSpec("market", market.ticks.run),
+        LoopSpec("market", _until_stopped(market.ticks.run)),
         LoopSpec("derivatives", decision.derivatives.run),
         *(
             [LoopSpec("liquidations", decision.liquidations.run)]
@@ -189,3 +190,15 @@ def _bookkeeping(
         atomic=atomic_heartbeat,
     )
     return heartbeat, watchdog
+
+
+def _until_stopped(run: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    """The market loop: a recorded source (replay) returns at its recording's end, which comes
+    before the run's when the data ends with the replayed day; the supervisor restarts a loop
+    that returns as a failure, so it then waits to be stopped, as a quiet feed would."""
+
+    async def market() -> None:
+        await run()
+        await asyncio.Event().wait()
+
+    return market
