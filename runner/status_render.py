@@ -6,11 +6,14 @@ from datetime import UTC, datetime
 
 from core.clock import utc_minute
 from runner.status_cmd import StatusView
+from state.line_text import as_one_line
 
 TRIGGERS_SHOWN = 2
 
 
 def render(view: StatusView) -> str:
+    """The screen, each line with its control characters escaped: a halt reason, a decider's
+    reason or an unavailable's why may come from a file a person or a model wrote."""
     source = "the daemon's API at" if view.source == "api" else "the state dir"
     lines = [f"vigil status from {source} {view.where} (as of {utc_minute(view.now_ms)})"]
     verdict = "healthy" if view.healthy else "UNHEALTHY"
@@ -34,7 +37,7 @@ def render(view: StatusView) -> str:
     if view.unavailable:
         lines.append("unavailable")
         lines += [f"  {name}: {reason}" for name, reason in sorted(view.unavailable.items())]
-    return "\n".join(lines)
+    return "\n".join(as_one_line(line) for line in lines)
 
 
 def _trading(view: StatusView) -> str:

@@ -173,3 +173,18 @@ def test_a_fifo_in_place_of_the_state_file_is_reported_not_read(
     code = outcome_beside_fifo(lambda: main(["--state-dir", str(state_dir), "status"]), fifo)
     assert code == 1  # no heartbeat: unhealthy, and the trading state unavailable with why
     assert "not a regular file" in capsys.readouterr().out
+
+
+def test_a_reason_from_the_state_file_is_printed_escaped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A halt reason already in runner_state.json is loaded as it is (the one-line rule judges
+    edits); `vigil status` printed its ESC, CSI and BEL raw, so it could clear or colour the
+    terminal of whoever looked."""
+    state_dir = _state_dir(tmp_path)
+    halted = TradingState(mode="halted", reason="check\x1b[2J\x9b31m\x07 it", since_ms=T0_MS)
+    (state_dir / "runner_state.json").write_bytes(render_state(RunnerState(trading=halted)))
+    main(["--state-dir", str(state_dir), "status"])
+    screen = capsys.readouterr().out
+    assert not any(ch in screen for ch in "\x1b\x9b\x07"), repr(screen)
+    assert "trading     halted (check\\x1b[2J\\x9b31m\\x07 it)" in screen
