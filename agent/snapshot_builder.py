@@ -31,6 +31,7 @@ from agent.snapshot_portfolio import (
 )
 from broker.port import Broker
 from core.clock import Clock
+from core.errors import HaltTradingError
 from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import CandleArrays
 from market.features import TickFeatures
@@ -244,6 +245,8 @@ class SnapshotBuilder:
             orders = await self._broker.get_open_orders()
             value = await self._broker.get_portfolio_value()
             cash = await self._broker.get_cash()
+        except HaltTradingError:
+            raise  # the broker says stop (a short position): the routine halts, not "unavailable"
         except Exception as exc:
             log.warning("snapshot: broker unavailable: %s", exc)
             reason = f"broker unavailable: {type(exc).__name__}: {exc}"

@@ -13,6 +13,7 @@ from snapshot_support import START_MS, TICKERS, FakeBroker, make_builder, return
 
 from agent.snapshot_builder import NOT_WIRED, SnapshotBuilder
 from core.clock import VirtualClock
+from core.errors import HaltTradingError
 from core.events import MarketTick
 from derivatives.fields import CONTEXT_FIELDS
 from market.aggregator import MultiTFAggregator
@@ -91,6 +92,23 @@ async def test_broker_down_gives_nulls_with_reason(
     snap = await make_builder(*seeded, broker=FakeBroker(fail=True)).build([])
     assert snap.portfolio_value is None and snap.cash is None and snap.open_positions == []
     assert "exchange down" in snap.unavailable["portfolio_value"]
+
+
+class ShortBroker(FakeBroker):
+    async def get_positions_detail(self) -> Any:
+        raise HaltTradingError(
+            "short position of -0.1 SOL/USDT on the exchange; vigil is long-only"
+        )
+
+
+async def test_a_broker_that_says_halt_is_not_taken_for_a_broker_down(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
+) -> None:
+    """A HaltTradingError (a short position on the account) was caught as "broker unavailable":
+    the decision went on without the portfolio and nothing halted until another loop met it.
+    It reaches the routine, which halts trading (``test_trading_state``)."""
+    with pytest.raises(HaltTradingError, match="long-only"):
+        await make_builder(*seeded, broker=ShortBroker()).build([])
 
 
 async def test_regime_sets_exposure_scale(seeded: tuple[MultiTFAggregator, FeatureTracker]) -> None:  # noqa: F811
