@@ -11,6 +11,7 @@ from typing import Final
 
 from core.backoff import Backoff
 from core.clock import Clock
+from core.failure_streak import FailureStreak
 
 # the store's parts log as one component, under the name operators already filter on
 log = logging.getLogger("state.store")
@@ -36,24 +37,30 @@ async def watch_for_edits(
         cap_secs=max(interval_secs, WATCH_BACKOFF_CAP_SECS),
         jitter_fraction=WATCH_BACKOFF_JITTER_FRACTION,
     )
-    failures = 0
+    streak = FailureStreak()
     while True:
         try:
             poll()
             if after_poll is not None:
                 after_poll()
-            failures = 0
+            ended = streak.ended()
+            if ended:
+                log.warning("checking %s for edits works again after %d failures", path, ended)
             delay_secs = interval_secs
         except asyncio.CancelledError:
             raise
-        except Exception:
-            delay_secs = backoff.delay_secs(failures, random.random())
-            failures += 1
-            log.exception(
+        except Exception as exc:
+            delay_secs = backoff.delay_secs(streak.failures, random.random())
+            # the traceback once a streak (a FIFO or a folder left there failed every poll, and
+            # logged one a minute for as long as it stayed); the count at each try
+            news = streak.failed(f"{type(exc).__name__}: {exc}")
+            log.log(
+                logging.ERROR if news else logging.WARNING,
                 "checking %s for edits failed (%d in a row); next try in %.1f s",
                 path,
-                failures,
+                streak.failures,
                 delay_secs,
+                exc_info=news,
             )
         await clock.sleep(delay_secs)
 
