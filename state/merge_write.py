@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -48,7 +49,11 @@ def merge_write(
 ) -> None:
     """Put ``merge(current)`` at ``path`` (``current``: its bytes, None when there is no file),
     merging again into any save someone else made meanwhile. What ``merge`` raises propagates
-    with the file as that writer left it; ``OSError`` when the file cannot be read or written."""
+    with the file as that writer left it; ``OSError`` when the file cannot be read or written.
+    A link is written through: replaced, it became a copy, and the file a person keeps elsewhere
+    (a repository of notes) stopped getting what was written, and being read."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     on_disk = read_bytes_or_none(path)  # what the file holds, as far as this write knows
     base = on_disk  # the other writer's latest save: what the change is merged into
     for _ in range(MERGE_ATTEMPTS):

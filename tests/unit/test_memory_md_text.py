@@ -29,6 +29,26 @@ def test_the_write_back_keeps_the_title_first_and_the_mark_where_it_was(tmp_path
     assert text.index(AUTO_HEADING) > 0 and "weekends are thin\r\n" in text
 
 
+def test_a_memory_md_that_is_a_link_is_written_through(tmp_path: Path) -> None:
+    """A person who keeps the notes elsewhere (a repository) links MEMORY.md to them: the
+    write-back's atomic replace put a copy in the link's place, and from then on the daemon and
+    the person each wrote a file the other no longer read."""
+    kept = tmp_path / "notes-repo" / "trading-notes.md"
+    kept.parent.mkdir()
+    kept.write_text("# MEMORY\nweekends are thin\n")
+    state = tmp_path / "state"
+    state.mkdir()
+    tier = ProjectTier(state)
+    tier.memory_path.symlink_to(kept)
+    tier.remember("2025-03-10", "BTC/USDT", "BUY 10% by claude: breakout")
+    assert tier.memory_path.is_symlink() and tier.memory_path.resolve() == kept.resolve()
+    assert (
+        "[auto 2025-03-10 BTC/USDT]" in kept.read_text() and "weekends are thin" in kept.read_text()
+    )
+    kept.write_text(kept.read_text() + "a person's line after it\n")
+    assert "a person's line after it" in tier.notes()
+
+
 def test_the_notes_sent_hold_no_mark(tmp_path: Path) -> None:
     tier = ProjectTier(tmp_path)
     tier.memory_path.write_bytes("\ufeff# MEMORY\nweekends are thin\n".encode())
