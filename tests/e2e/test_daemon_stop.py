@@ -115,7 +115,12 @@ async def test_a_person_halts_and_resumes_a_running_daemon_and_health_says_so(
             sys.executable, "-m", "runner.cli", "run", "--sim",
             env=env, cwd=REPO, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
-        _, refusal = await asyncio.wait_for(second.communicate(), timeout=60)
+        try:
+            _, refusal = await asyncio.wait_for(second.communicate(), timeout=60)
+        finally:
+            if second.returncode is None:  # it ran beside the first: never left running
+                second.kill()
+                await second.wait()
         assert second.returncode == 78, refusal
         assert f"another vigil daemon (pid {proc.pid} on " in refusal.decode(), refusal
         assert proc.returncode is None
