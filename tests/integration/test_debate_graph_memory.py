@@ -12,6 +12,7 @@ import pytest
 from fakes.claude_support import AT_MS, MODEL, fallback, snapshot
 from fakes.debate_support import DebateAnswers
 from fakes.instant_clock import InstantClock
+from fakes.log_records import tracebacks
 from fakes.messages_api import FakeMessagesApi
 
 from agent.breaker import CircuitBreaker
@@ -167,7 +168,7 @@ async def test_a_full_memory_db_is_said_once_and_written_again_when_it_frees(
         for _ in range(3):
             made = await decider.decide(snapshot())
             assert made.debate is not None and made.debate["memory_writes"]["failed"] > 0
-        assert len([r for r in caplog.records if r.exc_info]) == 1
+        assert len(tracebacks(caplog)) == 1
         assert "database or disk is full" in caplog.text
         kept = len(await store.list_insights(kind="debate"))  # the pages' free room took some
 

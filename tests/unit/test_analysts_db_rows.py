@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS, sent
+from fakes.log_records import tracebacks
 
 from agent.decision_context import DecisionContext
 from agent.prompt_assembly import PromptAssembler
@@ -114,7 +115,7 @@ async def test_a_broken_row_is_left_out_with_one_warning_and_the_analysts_work_o
     assert desk.store._db.execute(daily, ("2025-03-04",)).fetchone()[0] == 1  # the first of day
     made = {s.analyst for s in desk.store.summaries(day="2025-03-04")}
     assert made == {"market", "derivatives", "sentiment", "regime"}
-    assert not [r for r in caplog.records if r.exc_info]  # no traceback at each decision
+    assert not tracebacks(caplog)  # no traceback at each decision
     warned = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
     assert len(warned) == 1 and "analysts.db" in warned[0]
     desk.store.close()

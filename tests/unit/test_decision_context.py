@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 from analyst_support import DAY1_MS, HOUR_MS, sent
+from fakes.log_records import tracebacks
 from test_decision_routine import TICKERS, FakeBroker, FakeGate, FakeStore, _snapshot
 
 from agent.decision import AgentDecision, TradeDecision
@@ -204,7 +205,7 @@ async def test_a_session_file_that_cannot_be_written_is_kept_and_written_when_it
     assert session.get(thesis) == "Breakout with funding flat."
     assert session.get(session_key("BTC/USDT", "decision"))["action"] == "HOLD"
     assert "[auto 2025-01-01 BTC/USDT] BUY 10%" in (tmp_path / "MEMORY.md").read_text()
-    assert not [r for r in caplog.records if r.exc_info]
+    assert not tracebacks(caplog)
     (said,) = [r for r in caplog.records if "kept in memory" in r.getMessage()]
     assert "decision.json" in said.getMessage()
 
@@ -285,7 +286,7 @@ async def test_an_analysts_db_that_is_full_is_said_once_and_written_again_when_i
         await context.prepare(_Sent(DAY1_MS + next(hours) * HOUR_MS, 86_000.0))  # type: ignore[arg-type]
 
     assert prompts.assembled == 12
-    assert len([r for r in caplog.records if r.exc_info]) == 1
+    assert len(tracebacks(caplog)) == 1
     assert "database or disk is full" in caplog.text
     day = utc_day(DAY1_MS)
     kept = len(store.reports("market", "BTC/USDT", day, day))

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes.log_records import tracebacks
 from test_tracker_support import T0_MS
 
 from broker.paper import PaperBroker
@@ -181,7 +182,7 @@ async def test_an_exit_the_outbox_cannot_record_halts_once_and_is_recorded_when_
     assert not loop.done() and not run.broker.ledger.positions  # both stops sold
     assert set(run.tracker.positions) == {BTC, ETH} and run.tracker.is_exiting(ETH)
     assert switch.halted and "could not be recorded" in switch.state.reason
-    assert len([r for r in caplog.records if r.exc_info]) == 1
+    assert len(tracebacks(caplog)) == 1
 
     run.outbox.path.unlink()
     await run.clock.advance(30.0)

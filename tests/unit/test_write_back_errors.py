@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.log_records import tracebacks
 from test_decision_context import PromptDecider, _answer, _routine
 
 from agent.decision_context import DecisionContext
@@ -45,6 +46,6 @@ async def test_a_memory_md_left_alone_is_in_the_journal_line_without_a_traceback
     for line in lines:
         assert "left as it is" in line["context_error"]
         assert "project" in line["prompt"]["tier_errors"]
-    assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records]
+    assert not tracebacks(caplog), [r.getMessage() for r in caplog.records]
     assert any("left as it is" in r.getMessage() for r in caplog.records)
     assert (tmp_path / "MEMORY.md").read_bytes() == person_bytes
