@@ -5,6 +5,7 @@ Through the composition root (``build_agents``) over a state dir's journal, rota
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,8 @@ def write_journal(state_dir: Path) -> None:
 
 def decider(settings: Settings) -> ClaudeDecider:
     agents = build_agents(settings, FixedClock(NOW_MS), EventBus(), None, lambda _r: None)  # type: ignore[arg-type]
+    if agents.client is not None:  # dropped open, the SDK closes it on whatever loop runs later
+        asyncio.run(agents.client.aclose())
     assert isinstance(agents.decider, ClaudeDecider)
     return agents.decider
 
