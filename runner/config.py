@@ -67,6 +67,12 @@ class _Section(BaseModel):
 #: a USDⓈ-M perpetual as vigil names it (``market.timeframes.to_binance_symbol`` and back)
 _TICKER = re.compile(rf"[A-Z0-9]+/{QUOTE}")
 
+
+def is_usdt_perpetual(ticker: str) -> bool:
+    """A ticker as Binance USDⓈ-M names its perpetuals: ``BASE/USDT``, capitals and digits."""
+    return _TICKER.fullmatch(ticker) is not None
+
+
 #: Binance pushes every kline stream every 250 ms
 BINANCE_UPDATE_MS = 250
 
@@ -98,7 +104,7 @@ class MarketConfig(_Section):
         if not value:
             raise ValueError("at least one ticker is needed")
         for ticker in value:
-            if not _TICKER.fullmatch(ticker):
+            if not is_usdt_perpetual(ticker):
                 raise ValueError(f"{ticker!r} is not BASE/{QUOTE} in capitals, e.g. BTC/{QUOTE}")
         repeated = sorted({t for t in value if value.count(t) > 1})
         if repeated:

@@ -20,8 +20,8 @@ import pandas as pd
 from core.errors import RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
-from market.timeframes import from_binance_symbol, to_binance_symbol
 from runner.cli_text import path_argument, pause_secs
+from runner.config import is_usdt_perpetual
 from runner.data.layout import store_klines
 from state.line_text import as_one_line
 
@@ -213,11 +213,7 @@ async def fetch_into(
 def _ticker(value: str) -> str:
     """An argparse ``type``: a USDⓈ-M perpetual as config takes them, BASE/USDT in capitals. It
     names the files: unchecked, BTC was a traceback and ../../X/USDT a path out of --out."""
-    try:
-        fits = from_binance_symbol(to_binance_symbol(value)) == value
-    except ValueError:
-        fits = False
-    if not fits:
+    if not is_usdt_perpetual(value):
         raise argparse.ArgumentTypeError(
             f"{value[:40]!r} is not BASE/USDT in capitals, e.g. BTC/USDT"
         )
