@@ -30,8 +30,9 @@ from core.clock import Clock
 from core.events import Candle
 from gate.gate import GateConfig
 from market.listener import MarketListener
-from runner.app import build_daemon, warm_up_paths
+from runner.app import build_daemon
 from runner.config import MarketConfig, Settings, SimConfig
+from runner.warm_paths import warm_up_paths
 from sim.hostile_proxy import HostileProxy
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "binance-ws"

@@ -10,7 +10,6 @@ import asyncio
 import logging
 import sys
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ from runner.sim_boot import DaemonClock, WsFront, daemon_clock, market_endpoints
 from runner.stop_signals import on_stop_signals
 from runner.supervision import supervise
 from runner.supervisor import LoopSpec, ShutdownHook, Supervisor, run_hooks
-from runner.warmup import warm_up
+from runner.warm_paths import warm_up_paths
 from runner.watchdog import Watchdog
 from runner.wiring import DecisionPath, build_decision_path
 from state.daemon_lock import DaemonLock
@@ -41,8 +40,6 @@ from state.state_dir import refuse_package_dir
 from state.store import RunnerStateStore
 
 log = logging.getLogger(__name__)
-
-WARM_UP_TIMEOUT_SECS = 120.0
 
 
 @dataclass
@@ -186,34 +183,6 @@ def _held_while(clock: ScaledClock, offload: Offload) -> Offload:
             return await offload(fn, *args, **kwargs)
 
     return held
-
-
-async def warm_up_paths(
-    settings: Settings,
-    clock: Clock,
-    market: MarketPath,
-    decision: DecisionPath,
-    *,
-    timeout_secs: float = WARM_UP_TIMEOUT_SECS,
-) -> None:
-    """``runner.warmup.warm_up`` for a wired daemon (live, simulator or replay).
-
-    Against the simulator the scaled clock is held meanwhile: warm-up takes seconds of wall time,
-    hours of simulated time at high speed, and a daemon that started trading that much later (how
-    much later depending on the machine) would meet another market than the one it was started at.
-    (A request retried on the held clock would wait for ``timeout_secs`` of real time.)"""
-    with clock.hold() if isinstance(clock, ScaledClock) else nullcontext():
-        await warm_up(
-            clock,
-            market.backfill,
-            market.aggregator,
-            market.ticks,
-            market.history,
-            decision.regimes,
-            settings.market.tickers,
-            settings.market.timeframes,
-            timeout_secs=timeout_secs,
-        )
 
 
 #: ``run_daemon``'s exit code when a loop ignored its cancellation: state was saved, but the process

@@ -43,11 +43,11 @@ from memory.context import ContextAssembler
 from memory.port import StoreUnavailableError
 from memory.session_store import SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
-from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.journals import open_journals
 from runner.market_wiring import build_market_path
 from runner.replay.ports import replay_ports
+from runner.warm_paths import warm_up_paths
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.line_text import terminal_safe_json, terminal_safe_lines

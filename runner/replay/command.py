@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from report.html import write_report
-from runner.app import warm_up_paths
 from runner.config import Settings
 from runner.cost_projection import projection_text
 from runner.logging_setup import configure_logging, show_clock_time
@@ -29,6 +28,7 @@ from runner.replay.driver import DriveResult
 from runner.replay.estimate import expected_calls_text
 from runner.replay.heap import frozen_start_up_heap
 from runner.stop_signals import on_stop_signals
+from runner.warm_paths import warm_up_paths
 
 log = logging.getLogger(__name__)
 

@@ -27,10 +27,11 @@ from fakes.journal_lines import journal_text
 
 from core.events import CandleClosed, Event, Topic
 from core.scaled_clock import ScaledClock
-from runner.app import Daemon, build_daemon, warm_up_paths
+from runner.app import Daemon, build_daemon
 from runner.config import Settings
 from runner.replay.build import ReplayOptions, build_replay, replay_settings
 from runner.replay.command import run_replay
+from runner.warm_paths import warm_up_paths
 
 CANDLE_MS = 900_000  # the 15m grid every candle close falls on
 CLOSE_PREFIX = "candle_close:"

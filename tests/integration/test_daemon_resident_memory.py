@@ -14,7 +14,8 @@ from fakes.daemon import REPO, daemon_env
 
 _SCRIPT = """
 import asyncio, json, sys
-from runner.app import build_daemon, warm_up_paths
+from runner.app import build_daemon
+from runner.warm_paths import warm_up_paths
 from runner.config import MarketConfig, Settings
 
 async def main(state_dir):
