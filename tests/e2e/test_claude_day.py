@@ -167,7 +167,7 @@ async def _wait_for_day(path: Path, proc: asyncio.subprocess.Process, api: Scrip
         await asyncio.sleep(0.25)  # polling a file written by another process
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_a_day_with_claude_a_529_storm_and_the_breaker(tmp_path: Path) -> None:
     state = tmp_path / "state"
     journal = state / "logs" / "decisions.jsonl"

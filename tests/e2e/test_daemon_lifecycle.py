@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.daemon import daemon_env
+from fakes.daemon import STOP_WAIT_SECS, daemon_env
 
 pytestmark = pytest.mark.e2e
 
@@ -67,7 +67,7 @@ async def _vigil(*args: str, env: dict[str, str]) -> tuple[int, str, str]:
     return proc.returncode, out.decode(), err.decode()
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(
     tmp_path: Path,
 ) -> None:
@@ -100,7 +100,7 @@ async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(
         await daemon.wait_for_line("notes")
 
         proc.send_signal(signal.SIGTERM)
-        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        assert await asyncio.wait_for(proc.wait(), timeout=STOP_WAIT_SECS) == 0
     finally:
         if proc.returncode is None:
             proc.kill()

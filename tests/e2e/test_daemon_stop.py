@@ -11,8 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
-from fakes.daemon import REPO, daemon_env, sim_daemon, stop
+from fakes.daemon import REPO, STOP_WAIT_SECS, daemon_env, sim_daemon, stop
 from fakes.journal_lines import journal_text
+
+from runner.warm_paths import WARM_UP_TIMEOUT_SECS
 
 pytestmark = pytest.mark.e2e
 
@@ -23,7 +25,7 @@ async def _wait_for_text(path: Path, needle: str, timeout_secs: float = 60.0) ->
             await asyncio.sleep(0.02)
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 async def test_a_stop_signal_during_warm_up_stops_promptly_with_state_saved(
     tmp_path: Path, sig: signal.Signals
@@ -38,7 +40,7 @@ async def test_a_stop_signal_during_warm_up_stops_promptly_with_state_saved(
         await _wait_for_text(log_path, "learner: no model")
         sent = time.monotonic()
         proc.send_signal(sig)
-        code = await asyncio.wait_for(proc.wait(), timeout=30)
+        code = await asyncio.wait_for(proc.wait(), timeout=STOP_WAIT_SECS)
         took_secs = time.monotonic() - sent
     log = log_path.read_text()
     assert code == 0, log
@@ -48,7 +50,9 @@ async def test_a_stop_signal_during_warm_up_stops_promptly_with_state_saved(
     assert "shutdown: save runner state done" in log
     assert json.loads((state_dir / "runner_state.json").read_text())["schema_version"] >= 1
     assert "Traceback" not in log, log
-    assert took_secs < 10.0, f"stop took {took_secs:.1f} s"
+    # not a speed bound (an idle host stops in about a second): well under the warm-up's own
+    # timeout (runner.warm_paths), which a stop that waited for warm-up would have taken
+    assert took_secs < WARM_UP_TIMEOUT_SECS / 2, f"stop took {took_secs:.1f} s"
 
 
 def _journal_times(state_dir: Path) -> list[int]:

@@ -11,12 +11,19 @@ Alongside (in a subprocess, while the two weeks run) ``vigil replay`` runs the f
 command line with a clean environment: its exit code, progress lines, summary and run folder are
 checked, and its journals must equal the first day of the two weeks line for line (a different
 process and hash seed, and nothing in the replay may look past its own end).
+
+The two weeks run with memory on (the default); the same two weeks with ``--no-memory`` run once
+more for the module's last tests: the memory ON run writes Trades and Insights that later
+snapshots carry, and it differs from the OFF run for a reason the compare report names.
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections import defaultdict
+from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -25,6 +32,7 @@ from replay_support import (
     DETERMINISTIC_FILES,
     TICKERS,
     daily_sharpe,
+    default_settings,
     exposure_pct,
     holdings_after,
     iso_day,
@@ -33,10 +41,16 @@ from replay_support import (
     read_json,
     read_trades,
     relative_gap,
+    replay_in_process,
+    replay_options,
     round_trip_pnls,
     total_return_pct,
 )
 from two_weeks_run import DAYS, FIRST_DAY, TwoWeeks, run_two_weeks
+
+from memory.outbox import MemoryOutbox
+from report.compare import compare_runs
+from report.html import write_report
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -315,3 +329,76 @@ def test_the_cli_day_equals_the_first_day_of_the_two_weeks(two_weeks: TwoWeeks) 
     day_trades = [t for t in two_weeks.trades if t.at_ms < day_end_ms]
     assert len(day_trades) > 0
     assert cli_trades == long_trades[: 1 + len(day_trades)]
+
+
+# --- memory ON (the two weeks) against memory OFF ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def without_memory(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same two weeks replayed with ``--no-memory``, its report written."""
+    root = tmp_path_factory.mktemp("two_weeks_without_memory")
+    options = replay_options(root / "off", FIRST_DAY, DAYS, memory=False)
+    replay_in_process(default_settings(root), options)
+    write_report(options.out_dir)
+    return options.out_dir
+
+
+def _decisions(run: Path) -> list[dict[str, Any]]:
+    lines = (run / "logs" / "decisions.jsonl").read_bytes().splitlines()
+    return [r for r in map(orjson.loads, lines) if r.get("type", "decision") == "decision"]
+
+
+def test_exits_become_trades_and_insights(two_weeks: TwoWeeks) -> None:
+    with sqlite3.connect(two_weeks.run_dir / "memory.db") as db:
+        trades = db.execute("SELECT COUNT(*) FROM trades").fetchone()[0]
+        insights = db.execute("SELECT COUNT(*) FROM insights").fetchone()[0]
+        situations = db.execute("SELECT COUNT(*) FROM trades WHERE vector IS NOT NULL").fetchone()[
+            0
+        ]
+    sells = sum(
+        1
+        for line in (two_weeks.run_dir / "logs" / "trades.csv").read_text().splitlines()
+        if ",sell," in line
+    )
+    assert trades == sells > 0
+    assert insights >= 1 and situations == trades
+    outbox = MemoryOutbox(two_weeks.run_dir / "outbox" / "memory.jsonl")
+    assert outbox.path.stat().st_size > 0 and outbox.pending_count() == 0  # all written
+
+
+def test_later_snapshots_carry_what_earlier_exits_wrote(
+    two_weeks: TwoWeeks, without_memory: Path
+) -> None:
+    decisions = _decisions(two_weeks.run_dir)
+    first = decisions[0]["snapshot"]
+    assert first["historical_insights"] is None
+    assert first["unavailable"]["historical_insights"].startswith("memory is empty")
+    carrying = [d for d in decisions if d["snapshot"]["historical_insights"]]
+    assert carrying, "no snapshot carried memory"
+    items = carrying[-1]["snapshot"]["historical_insights"]
+    kinds = {item["kind"] for item in items}
+    assert {"posterior", "regime_stats", "insight"} <= kinds
+    insight = next(item for item in items if item["kind"] == "insight")
+    assert {"sim", "role_weight", "age_days", "salience", "score"} <= set(insight)
+    assert sum(len(orjson.dumps(item)) for item in items) <= 1500  # the character budget
+
+
+def test_no_memory_neither_reads_nor_writes(without_memory: Path) -> None:
+    assert not (without_memory / "memory.db").exists()
+    for decision in _decisions(without_memory):
+        assert decision["snapshot"]["historical_insights"] is None
+        assert "memory is off" in decision["snapshot"]["unavailable"]["historical_insights"]
+
+
+def test_compare_says_which_decisions_memory_changed_and_why(
+    two_weeks: TwoWeeks, without_memory: Path
+) -> None:
+    text = compare_runs(two_weeks.run_dir, without_memory)
+    assert "memory rule changes" in text
+    assert "the memory rule changed" in text and "posterior win rate" in text
+    changed = [
+        d for d in _decisions(two_weeks.run_dir)
+        for t in d["raw_decision"]["decisions"] if "memory rule: size x" in t["reasoning"]
+    ]  # fmt: skip
+    assert changed

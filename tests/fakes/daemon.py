@@ -54,7 +54,14 @@ async def sim_daemon(
             await proc.wait()
 
 
-async def stop(proc: asyncio.subprocess.Process, timeout_secs: float = 30.0) -> int:
+#: how long a test waits for a stopped daemon to exit: its own stop has deadlines of seconds
+#: (``runner.supervisor``), so this only bounds a hang. It is generous because on a host loaded
+#: several times over (another suite beside this one) an exit took over 30 s: joining the fit
+#: pool's and the API's processes, flushing journals, all starved of CPU.
+STOP_WAIT_SECS = 120.0
+
+
+async def stop(proc: asyncio.subprocess.Process, timeout_secs: float = STOP_WAIT_SECS) -> int:
     """SIGTERM and the exit code (the daemon stops its loops in order and saves state)."""
     proc.send_signal(signal.SIGTERM)
     return await asyncio.wait_for(proc.wait(), timeout=timeout_secs)

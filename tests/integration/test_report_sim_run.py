@@ -31,7 +31,7 @@ async def _until_traded(state: Path, proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(0.2)  # polling files written by another process
 
 
-@pytest.mark.timeout(180)
+@pytest.mark.timeout(300)
 async def test_report_of_a_real_simulator_run(tmp_path: Path) -> None:
     state = tmp_path / "state"
     # ETH's regime turned medium at the 04:00 close: the fallback buys it at the first closes. The
