@@ -32,7 +32,8 @@ pytest: $(STAMP)
 	./scripts/ensure-chromium
 	$(BIN)/pytest -q -n 3 --dist loadfile
 
-# the property tests (the files with @given) at 1000 examples each (profile "deep", tests/conftest.py): ~8 CPU-minutes
+# the property tests (the files with @given) at 1000 examples each, or a test's own larger count
+# (profile "deep": tests/conftest.py, tests/property_budget.py); make test runs each at most 100
 fuzz: $(STAMP)
 	HYPOTHESIS_PROFILE=deep $(BIN)/pytest -q -p xdist -n 2 --timeout 1800 $$(grep -rl --include='test_*.py' '@given' tests | sort)
 

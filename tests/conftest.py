@@ -26,7 +26,8 @@
   (Not a ``VIGIL_`` name: the daemon refuses an unknown ``VIGIL_`` variable as a mistyped setting.)
 - ``HYPOTHESIS_PROFILE=deep`` (set by ``make fuzz``) is ``vigil`` with 1000 examples per
   property test, to find what the default 100 miss. A test whose own ``@settings`` names
-  ``max_examples`` keeps its number: the decorator wins over the profile.
+  ``max_examples`` names it through ``property_budget.examples``: at most 100 in ``make test``,
+  its own number or 1000, whichever is more, under ``deep`` (the decorator wins over a profile).
 """
 
 import logging
@@ -35,6 +36,7 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
+from property_budget import examples
 
 from runner import logging_setup
 
@@ -45,7 +47,7 @@ os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 # so under ``ci`` a ``deep`` inheriting an unset one would have read derandomized too.
 settings.register_profile("vigil", deadline=None, derandomize=False)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
-settings.register_profile("deep", settings.get_profile("vigil"), max_examples=1000)
+settings.register_profile("deep", settings.get_profile("vigil"), max_examples=examples(1000))
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
 
 

@@ -14,6 +14,7 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_ccxt_broker_support import CcxtSim, ccxt_sim
 
 from sim.order_book import OrderBook, OrderRejected, SimAccountConfig
@@ -157,7 +158,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps)
 def test_money_is_conserved_whatever_the_order_flow(flow: list[tuple[str, float, float]]) -> None:
     price = {"X/USDT": 100.0}

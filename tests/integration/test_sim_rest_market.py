@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_sim_rest_support import (
     get_json,
     running_server,
@@ -213,7 +214,7 @@ def reference_klines(
     return chosen[:limit] if start is not None else chosen[-limit:]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     timeframe=st.sampled_from(["5m", "15m", "1h", "4h"]),
     start_back=st.one_of(st.none(), st.integers(0, 40 * 3_600_000)),

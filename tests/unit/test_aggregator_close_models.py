@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_support import assert_made_as_validated
+from property_budget import examples
 from pydantic import ValidationError
 
 from core.events import Candle, CandleClosed, MarketTick
@@ -52,7 +53,7 @@ def _outcome(make: Any) -> Any:
         return ("refused", exc.errors(include_url=False))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(OPEN_MS, NUMBERS, NUMBERS, NUMBERS, NUMBERS, NUMBERS, TICKERS, TIMEFRAMES)
 def test_close_models_are_the_validated_ones(
     open_ms: Any, o: Any, h: Any, low: Any, c: Any, v: Any, ticker: Any, timeframe: Any

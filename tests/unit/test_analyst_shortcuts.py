@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory import analyst_model
 from memory.analyst_model import DAY_MS, utc_day
@@ -30,7 +31,7 @@ _instants = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(st.lists(_instants, min_size=1, max_size=20))
 def test_the_remembered_day_is_the_day_computed_again(instants: list[int]) -> None:
     for at_ms in instants:
@@ -69,7 +70,7 @@ def test_finite_is_num(value: Any) -> None:
     assert got is None or (type(got) is float and math.isfinite(got))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     price=st.one_of(st.floats(), st.integers(-5, 10**9), st.none(), st.just("1")),
     figure=st.one_of(st.floats(), st.none(), st.integers(-100, 100)),
@@ -112,7 +113,7 @@ _regimes = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(_regimes, st.integers(0, 3 * DAY_MS)), min_size=1, max_size=12))
 def test_regime_reports_asked_by_labels_first_are_those_built(
     steps: list[tuple[Any, int]],

@@ -12,6 +12,7 @@ import pytest
 from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory import analyst_store
 from memory.analyst_model import AnalystReport, utc_day
@@ -62,7 +63,7 @@ _steps = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=_steps, durable=st.booleans(), kept=st.sampled_from([2, 5, 1024]))
 # a report rolled back, then saved again with a figure that reads back as None
 @example(

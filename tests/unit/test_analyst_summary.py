@@ -9,6 +9,7 @@ import pytest
 from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory import analyst_summary
 from memory.analyst_model import AnalystReport
@@ -185,7 +186,7 @@ _close_texts = st.lists(
 ).map(" ".join)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     texts=st.lists(st.one_of(_words, _close_texts), min_size=1, max_size=6),
     kept=st.sampled_from([1, 3, 65536]),
@@ -210,7 +211,7 @@ def _plain_cosine(a: Counter[str], b: Counter[str]) -> float:
     return dot / norm if norm else 0.0
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_words, _close_texts), st.one_of(_words, _close_texts))
 def test_cosine_of_bags_is_the_plain_formula_to_the_bit(one: str, two: str) -> None:
     """The dot product over one side's words (the other's missing as 0), each norm made once,
@@ -242,7 +243,7 @@ def _representatives_oldest_first(reports: list[AnalystReport]) -> list[AnalystR
 _VOCABULARY = ["btc", "up", "down", "rsi", "55", "56", "80,000", "81,000", "flat", "z", "-0.5"]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25),
     st.sampled_from([2, 7, 4096]),
@@ -259,7 +260,7 @@ def test_representatives_compared_newest_first_choose_as_oldest_first(
         assert len(analyst_summary._bags) <= kept
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from(_VOCABULARY), min_size=1, max_size=8), max_size=25),
     st.sets(st.integers(0, 24)),

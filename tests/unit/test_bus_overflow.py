@@ -9,6 +9,7 @@ import pytest
 from bus_support import Ping, key_of, number_of, stop_task, until
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.bus import EventBus, Overflow, QueuedSubscriber
 from core.events import Event
@@ -191,7 +192,7 @@ async def _property_scenario(
     await stop_task(runner)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     ops=_ops,
     overflow=st.sampled_from([Overflow.DROP_OLDEST, Overflow.COALESCE]),

@@ -11,6 +11,7 @@ import pytest
 from fakes.claude_support import PRICES, answer, decision_with, snapshot
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.claude_prompt import render_request, render_review_request
 from agent.claude_schema import (
@@ -67,7 +68,7 @@ _any_char = st.characters(exclude_categories=()) | st.characters(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     valid=st.booleans(),
     cut=st.integers(0, 10_000),
@@ -180,7 +181,7 @@ _weight_names = st.sampled_from([*SIGNAL_NAMES, *SYNONYMS]) | st.text(max_size=1
 _json_floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from([1e308, -1e308])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.dictionaries(_weight_names, _json_floats, max_size=8))
 @example({"momentum": 1e308, "trend": 1e308})  # two spellings overflowed to inf: a crash
 def test_any_finite_signal_weights_convert_to_finite_weights(weights: dict[str, float]) -> None:

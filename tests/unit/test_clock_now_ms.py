@@ -6,6 +6,7 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 
@@ -27,7 +28,7 @@ moves = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.integers(-(2**45), 2**45), moves)
 def test_now_ms_is_the_plain_formula_after_every_move(
     epoch_ms: int, script: list[tuple[str, float]]

@@ -10,6 +10,7 @@ import pytest
 from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.bus import EventBus
 from core.clock import VirtualClock, sleep_passable
@@ -156,7 +157,7 @@ def _tick(at_ms: int) -> MarketTick:
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     gaps=st.lists(st.integers(min_value=1, max_value=400), min_size=0, max_size=30),
     other_secs=st.sampled_from([7.5, 15.0, 30.0, 45.0, 75.0]),

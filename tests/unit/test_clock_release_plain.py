@@ -10,6 +10,7 @@ import heapq
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 
@@ -112,7 +113,7 @@ loops = st.lists(
 limits = st.lists(st.none() | st.integers(min_value=0, max_value=120_000), min_size=1, max_size=12)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(loops=loops, limits=limits)
 def test_release_next_makes_the_plain_definitions_run(
     loops: list[Loop], limits: list[int | None]

@@ -8,6 +8,7 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 from runner.replay.driver import ReplayDriver
@@ -87,7 +88,7 @@ async def _run(
 periods = st.sampled_from([5.0, 7.5, 10.0, 15.0, 30.0])
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     checkers=st.lists(periods, min_size=1, max_size=4),
     writers=st.lists(

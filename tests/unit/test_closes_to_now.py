@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.events import Candle
 from market.closes import CloseSeries, ClosesToNow
@@ -99,7 +100,7 @@ def test_an_unsorted_frame_is_read_in_time_order() -> None:
     assert CloseSeries.from_frame(frame) == CloseSeries((1.5, 1.8), STEP)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     cached=st.lists(st.integers(0, 40), unique=True, max_size=12),
     streamed=st.lists(st.integers(0, 40), unique=True, max_size=12),

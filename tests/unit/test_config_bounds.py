@@ -10,6 +10,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from pydantic import BaseModel
 
 from core.errors import RefuseToStartError
@@ -57,7 +58,9 @@ def test_the_defaults_hold_only_usable_numbers() -> None:
 
 
 @settings(
-    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(120),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(path=st.sampled_from(DURATIONS), value=st.sampled_from(["inf", "1e308", "nan", "1e20"]))
 def test_an_endless_duration_refuses_to_start_naming_it(path: tuple[str, ...], value: str) -> None:
@@ -66,7 +69,9 @@ def test_an_endless_duration_refuses_to_start_naming_it(path: tuple[str, ...], v
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(path=st.sampled_from(FLOATS))
 def test_infinity_refuses_to_start_in_any_number(path: tuple[str, ...]) -> None:

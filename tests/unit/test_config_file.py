@@ -12,6 +12,7 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.cli import main
@@ -86,7 +87,9 @@ def test_a_byte_order_mark_is_not_content(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     content=st.one_of(

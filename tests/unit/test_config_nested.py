@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from pydantic import BaseModel
 
 from runner.config import Settings, load_settings
@@ -45,7 +46,9 @@ def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(200),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(path=st.sampled_from([path for path, _ in NESTED]))
 def test_one_nested_field_set_to_its_default_changes_nothing(path: tuple[str, ...]) -> None:

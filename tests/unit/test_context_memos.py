@@ -12,6 +12,7 @@ from typing import Any
 from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory.context import STALE_AFTER_SECS, Dated, dated
 from memory.session_store import SessionStore, normalise_name
@@ -30,7 +31,7 @@ def _dated_afresh(at_ms: int | None, now_ms: int) -> Dated:
 _instants = st.one_of(st.none(), st.integers(T0 - 10**9, T0 + 10**9))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(st.tuples(_instants, st.integers(T0 - 10**9, T0 + 10**9)), max_size=80))
 def test_dated_remembered_is_dated_afresh(pairs: list[tuple[int | None, int]]) -> None:
     for at_ms, now_ms in [*pairs, *pairs]:  # the second round from the memo
@@ -51,7 +52,7 @@ def _outcome_afresh(name: str) -> tuple[str, str]:
         return "error", str(exc)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.one_of(st.text(max_size=12), st.sampled_from(["BTC/USDT", "btcusdt", "-/-", " "])),
@@ -63,7 +64,7 @@ def test_normalise_name_remembered_is_normalise_name_afresh(names: list[str]) ->
         assert _outcome(name) == _outcome_afresh(name)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.lists(
         st.tuples(
@@ -118,7 +119,7 @@ def _apply(
     return None
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_ops)
 def test_session_keys_remembered_are_the_keys_of_both_levels(
     ops: list[tuple[str, str, int]],

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 from memory.context import ContextAssembler, InsightItem, merge_values
@@ -93,7 +94,7 @@ _person_lines = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(lines=_person_lines, newline=st.sampled_from(["\n", "\r\n"]))
 @example(lines=["a\x0cb"], newline="\n")  # splitlines() split the line at the form feed
 @example(lines=["a\u2028b"], newline="\n")
@@ -124,7 +125,7 @@ def test_rules_selected_by_ticker_glob(tmp_path: Path) -> None:
     assert parse_rule("x", '---\ntickers: "*"\n---\nbody').tickers == ("*",)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(value=st.text(max_size=40).map(lambda v: v.replace("\n", " ")) | st.just("[1]"))
 @example(value="[" + "1" * 5000 + "]")  # json raises a plain ValueError
 @example(value="[" * 100_000)  # and a RecursionError

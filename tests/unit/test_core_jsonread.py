@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.jsonread import UnreadableJsonError, loads_json
 
@@ -80,7 +81,7 @@ def test_a_hooks_own_error_passes_through_unchanged() -> None:
 _JSONISH = st.text(alphabet='[]{}",:0123456789-.eE tnrufalsNIiy\\\n', max_size=60)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(text=_JSONISH | st.text(max_size=40))
 @example(text="[" * 100_000)
 @example(text="-" + "1" * 5000)
@@ -95,7 +96,7 @@ def test_text_reads_as_json_reads_it_or_is_refused_with_the_error(text: str) -> 
         assert json.dumps(loads_json(text)) == json.dumps(expected)  # NaN equal to NaN
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=st.binary(max_size=60) | _JSONISH.map(str.encode))
 @example(data=b"\xef\xbb\xbf[1]")
 def test_bytes_read_as_their_utf8_text_or_are_refused_with_the_error(data: bytes) -> None:

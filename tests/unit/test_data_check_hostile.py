@@ -11,6 +11,7 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.errors import EXIT_REFUSE_TO_START
 from market.datacheck import FileCheck, check_data_dir
@@ -97,7 +98,7 @@ PRICES = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(rows=st.lists(st.tuples(TIMES, PRICES, PRICES, PRICES, PRICES, PRICES), max_size=6))
 def test_check_never_raises_and_never_calls_ok_what_replay_refuses(
     tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, ...]]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 import market.archive
 from market.archive import read_archive_file
@@ -135,7 +136,7 @@ PRICES = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(st.tuples(TIMES, PRICES, PRICES, PRICES, PRICES, PRICES), max_size=6))
 def test_an_archive_is_refused_or_stored_as_replay_loads_it(
     tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, ...]]

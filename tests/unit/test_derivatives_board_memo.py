@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from derivatives.monitor import BoardMemo, board_metrics
 
@@ -58,7 +59,7 @@ polls = st.lists(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(polls=polls)
 def test_the_memo_answers_as_board_metrics_afresh(polls: list[tuple[Any, ...]]) -> None:
     memo = BoardMemo()

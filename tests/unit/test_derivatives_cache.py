@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 from derivatives.cache import (
@@ -266,7 +267,7 @@ async def test_a_never_available_refusal_is_logged_once(caplog: pytest.LogCaptur
     assert lines == ["test unavailable: not recorded (never asked again)"]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     steps=st.lists(
         st.tuples(

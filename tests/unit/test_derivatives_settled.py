@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -90,7 +91,7 @@ async def _run(kinds: list[int | None], polls: int, *, hide: bool) -> list[Any]:
     return trace
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     kinds=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=1, max_size=len(FIELDS)),
     polls=st.integers(1, 3),

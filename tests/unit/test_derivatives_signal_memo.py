@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from derivatives.monitor import SignalMemo, signal_inputs
 from derivatives.signal import derivatives_signal
@@ -42,7 +43,7 @@ polls = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(polls=polls)
 def test_each_signal_is_the_one_computed_afresh(
     polls: list[tuple[str, dict[str, Any], Any, Any]],

@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from snapshot_walks_support import same
 
 from agent.decision import AgentDecision, TradeDecision, dumped_decisions
@@ -31,7 +32,7 @@ def _separately(decision: AgentDecision) -> tuple[Any, ...]:
     return tuple(d.model_dump(mode="json") for d in decision.decisions)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(_trade, max_size=4))
 def test_the_events_decisions_are_each_decisions_own_dump(trades: list[TradeDecision]) -> None:
     decision = AgentDecision(decisions=tuple(trades), decided_by="fallback")

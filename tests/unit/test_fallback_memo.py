@@ -6,6 +6,7 @@ from __future__ import annotations
 import orjson
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_fallback_support import TICKERS, open_position, ticker_at, utc_ms
 
 from agent.decision import AgentDecision
@@ -78,7 +79,7 @@ _ZERO = {
 }
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.lists(_step, min_size=1, max_size=12))
 @example([{**_ZERO, "signal": 0.0, "draw": {}}, {**_ZERO, "signal": -0.0, "draw": {}}])
 def test_one_pipeline_deciding_repeatedly_answers_as_fresh_pipelines(

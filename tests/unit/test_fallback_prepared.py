@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_fallback_support import TICKERS, open_position, ticker_at, utc_ms
 
 from agent.fallback import FallbackPipeline
@@ -164,7 +165,7 @@ def _product(values: list[float]) -> float:
     return out
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     config=st.sampled_from(CONFIGS),
     closes=closes_series,
@@ -273,7 +274,7 @@ def _fixed_scores(assessment: str) -> dict[str, str]:
     return dict(found)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(_decision_state, min_size=1, max_size=4))
 def test_the_learner_note_names_what_the_decision_without_the_draw_does(
     states: list[dict[str, Any]],

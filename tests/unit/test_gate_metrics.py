@@ -8,6 +8,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_gate_support import T0_MS, make_features, make_tick, rig
 
 from gate.conditions import build_metric_registry
@@ -134,7 +135,7 @@ def _write(values: dict[str, float], features: TickFeatures) -> None:
     _put(values, f"{prefix}_volume_ratio", features.volume_ratio)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(pool=FEATURES, ops=st.lists(st.tuples(st.integers(0, 5), NAMES, MAYBE), max_size=40))
 def test_feeding_the_same_features_again_leaves_what_writing_them_would(
     pool: list[TickFeatures], ops: list[tuple[int, str, float | None]]
@@ -206,7 +207,7 @@ def _updates(draw: st.DrawFn) -> list[dict[str, object]]:
     return updates
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     pool=FEATURES,
     updates=_updates(),

@@ -8,6 +8,7 @@ import pytest
 from analyst_support import DAY1_MS, HOUR_MS, market_report
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_analyst_summary import (
     _plain_cosine,
     _representatives_oldest_first,
@@ -54,7 +55,7 @@ def _greedy_from_scratch(ordered: list[AnalystReport]) -> list[int]:
     return positions
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(_SPEC, max_size=20), _PLAN, _OTHERS, st.sampled_from([1, 2, 64]), st.booleans())
 def test_representatives_after_any_walk_ahead_are_the_choice_from_scratch(
     specs: list[tuple[int, int, list[str], int]],

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from market.history import empty_ohlcv_frame, extended, rows_to_frame
 
@@ -38,7 +39,7 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 _prices = st.floats(min_value=0.01, max_value=1e6, allow_nan=False, allow_infinity=False)
 
 
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 @given(
     cached_slots=st.lists(st.integers(0, 60), max_size=40, unique=True),
     new_slots=st.lists(st.integers(0, 80), max_size=6),

@@ -12,6 +12,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_support import assert_made_as_validated
+from property_budget import examples
 
 from agent.indicator_state import IndicatorState
 from agent.indicators import BollingerLast, TimeframeSummary, bollinger_last, timeframe_summary
@@ -26,7 +27,7 @@ _maybe_float = st.one_of(
 )
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     have=st.integers(0, 100),
     trend=st.sampled_from([None, "up", "down", "flat", np.str_("up")]),
@@ -51,7 +52,7 @@ def test_a_summary_made_is_the_summary_validated(
     assert_made_as_validated(got, want, TimeframeSummary)
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     closes=st.lists(st.floats(1e-3, 1e6), min_size=20, max_size=40),
     num_std=st.one_of(st.floats(0.0, 4.0), st.integers(0, 4), st.floats(0.0, 4.0).map(np.float64)),

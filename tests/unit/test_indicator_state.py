@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent import indicators as ind
 from agent.indicator_state import IndicatorState
@@ -34,7 +35,7 @@ def _same(incremental: float | None, batch: float | None) -> None:
         assert incremental == pytest.approx(batch, rel=RTOL, abs=1e-9)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     closes=price_paths,
     rsi_window=st.integers(min_value=1, max_value=30),
@@ -63,7 +64,7 @@ def test_incremental_equals_batch_after_every_close(
     assert state.count == len(closes)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(closes=price_paths)
 def test_summary_equals_the_batch_summary(closes: list[float]) -> None:
     state = IndicatorState.of(closes)
@@ -144,7 +145,7 @@ _any_float = st.one_of(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(_any_float, _any_float)
 def test_the_rsi_of_one_pair_is_the_arrays_rsi_bit_for_bit(gain: float, loss: float) -> None:
     with np.errstate(over="ignore"):  # an overflow is an infinity in both
@@ -157,7 +158,7 @@ def _hex_or_nan(value: float) -> str:
     return "nan" if np.isnan(value) else value.hex()
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     st.lists(_any_float, min_size=1, max_size=200),
     st.integers(min_value=0, max_value=3),

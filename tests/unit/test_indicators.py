@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent import indicators as ind
 
@@ -168,7 +169,7 @@ price_paths = st.lists(
 ).map(lambda moves: (100.0 * np.exp(np.cumsum([0.0, *moves]))).tolist())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=20))
 def test_rsi_matches_the_textbook_recursion(closes: list[float], window: int) -> None:
     series = ref.rsi(pd.Series(closes), window)
@@ -185,7 +186,7 @@ def test_rsi_matches_the_textbook_recursion(closes: list[float], window: int) ->
     assert series.iloc[window:].notna().all()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
 def test_last_value_helpers_agree_with_the_series(closes: list[float], window: int) -> None:
     series = pd.Series(closes)
@@ -204,7 +205,7 @@ def test_last_value_helpers_agree_with_the_series(closes: list[float], window: i
 # fractions): an online rolling std would fail these on a flat window after a volatile stretch.
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
 def test_realised_vol_matches_exact_arithmetic(closes: list[float], window: int) -> None:
     full = ref.realised_vol(pd.Series(closes), window)
@@ -216,7 +217,7 @@ def test_realised_vol_matches_exact_arithmetic(closes: list[float], window: int)
     assert full.iloc[-1] == pytest.approx(exact, rel=1e-9, abs=1e-15)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(closes=price_paths, window=st.integers(min_value=2, max_value=30))
 def test_bollinger_matches_exact_arithmetic(closes: list[float], window: int) -> None:
     last_bands = ind.bollinger_last(closes, window)

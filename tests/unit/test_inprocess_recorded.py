@@ -21,6 +21,7 @@ from ccxt.base import errors as ccxt_errors
 from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -47,7 +48,9 @@ NOW_MS = 1_747_219_020_000 + 12_345  # 2025-05-14T10:37:00.012Z: mid-candle for 
 #: 2025-11-14T10:37:00.012Z: mid-candle, with more than 180 days of recording before it
 LATE_NOW_MS = 1_763_116_620_000 + 12_345
 FAST = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

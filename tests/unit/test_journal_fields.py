@@ -11,6 +11,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from report.learning import MOVED_MARK, projected_learning
 from report.memory_section import projected_memory
@@ -262,7 +263,7 @@ _RAW = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(_SNAPSHOT | _ODD, _RAW | _ODD)
 def test_learning_and_memory_projections_are_their_plain_formulas(snapshot: Any, raw: Any) -> None:
     record = {"snapshot": snapshot, "raw_decision": raw, "decision_id": "d", "at_ms": 1}

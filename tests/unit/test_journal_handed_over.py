@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_snapshot_walks import _Float, _json, _Str, _values
 
 from agent.routine import _typed_line
@@ -29,7 +30,7 @@ def _record(**fields: Any) -> dict[str, Any]:
     return {"type": "decision", "decision_id": "d1-1", "at_ms": 1, "trigger": ["t"], **fields}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.one_of(_values, _json), st.sampled_from(_HANDED_OVER))
 def test_a_value_handed_over_writes_what_it_wrote_as_it_was(value: Any, key: str) -> None:
     assert _written(_record(**{key: plain_or_as_is(value)})) == _written(_record(**{key: value}))

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.snapshot_builder import LearnerView
 from core.bus import EventBus
@@ -141,7 +142,7 @@ trades_strategy = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     trades=trades_strategy,
     seed=st.integers(0, 2**32),
@@ -239,7 +240,7 @@ def _dumped_again(learner: OnlineLearner) -> list[dict[str, Any]]:
     return [t.model_dump(exclude={"trade_id"}) for t in learner._trades]
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     steps=st.lists(
         st.one_of(

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.errors import RefuseToStartError
 from learner.model_file import SCHEMA_VERSION
@@ -162,7 +163,7 @@ def test_unusable_location_is_refused(tmp_path: Path) -> None:
         OnlineLearner(path)
 
 
-@settings(max_examples=20, deadline=None)
+@settings(max_examples=examples(20), deadline=None)
 @given(
     trades=st.lists(
         st.tuples(

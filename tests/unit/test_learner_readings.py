@@ -9,6 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from learner.online import OnlineLearner
 
@@ -43,7 +44,7 @@ def _read(learner: OnlineLearner, regime: str | None, seed: int) -> tuple[Any, .
     )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(steps=st.lists(_STEP, max_size=40), min_regime_trades=st.integers(0, 3))
 def test_kept_readings_equal_a_fresh_learners(
     steps: list[tuple[str, Any]], min_regime_trades: int

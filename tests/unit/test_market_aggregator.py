@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, close_tick, make_tick
+from property_budget import examples
 
 from core.bus import EventBus
 from core.events import Candle, CandleClosed, Event, MarketGap, MarketTick, Topic
@@ -228,7 +229,7 @@ def test_non_tick_events_on_the_topic_are_refused(bus: EventBus) -> None:
         )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     arrivals=st.lists(st.integers(0, 30), min_size=1, max_size=80),
 )
@@ -258,7 +259,7 @@ def _columns(arrays: Any) -> list[list[float]]:
     return [column.tolist() for column in arrays]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     steps=st.lists(st.sampled_from(["close", "read", "correct", "seed"]), min_size=1, max_size=40)
 )
@@ -292,7 +293,7 @@ def test_arrays_extended_close_by_close_equal_a_rebuild_of_the_window(steps: lis
     assert all(_columns(arrays) == kept for arrays, kept in handed_out)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(reads_every=st.integers(min_value=1, max_value=7), closes=st.integers(1, 60))
 def test_arrays_read_every_few_closes_match_a_rebuild_with_the_same_types(
     reads_every: int, closes: int

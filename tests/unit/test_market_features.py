@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
+from property_budget import examples
 
 from core.bus import EventBus
 from core.events import Candle, Timeframe, Topic
@@ -200,7 +201,7 @@ def _reference(candles: list[Candle], at_ms: int, price: float) -> dict[str, flo
     return out
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     present=st.lists(st.booleans(), min_size=2, max_size=200),
     closes=st.lists(st.floats(min_value=1.0, max_value=1e5), min_size=200, max_size=200),
@@ -235,7 +236,7 @@ def _uncached(tracker: FeatureTracker, ticker: str) -> TickFeatures:
     return tracker._compute(ticker, state)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     steps=st.lists(
         st.tuples(
@@ -273,7 +274,7 @@ def test_cached_features_equal_fresh_ones_across_timeframes_of_an_instant(
 TIMEFRAME_MS_BY_NAME: dict[Timeframe, int] = {"15m": STEP, "1h": 4 * STEP, "4h": 16 * STEP}
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     run=st.integers(90, 110),  # consecutive closes first: about the number kept
     events=st.lists(

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
 from model_support import assert_made_as_validated
+from property_budget import examples
 
 import market.features as features_module
 from core.events import Timeframe
@@ -45,7 +46,7 @@ def fresh_validated(
         return tracker._compute(ticker, tracker._tickers[ticker])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     steps=st.lists(
         st.tuples(

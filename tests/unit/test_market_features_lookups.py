@@ -11,6 +11,7 @@ from typing import Any
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from market_test_support import candle_series, make_tick
+from property_budget import examples
 
 from core.events import Timeframe
 from market.features import CHANGE_HORIZONS_MS, FeatureTracker, _Ticker
@@ -57,7 +58,7 @@ prices = st.one_of(
 step_kinds = st.sampled_from(["tick", "tick", "tick", "close", "correct"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     base=st.sampled_from(["15m", "4h", "5m"]),
     history=st.integers(0, 120),

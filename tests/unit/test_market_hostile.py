@@ -15,6 +15,7 @@ from fakes.brokers import IdleBroker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import combined, kline_payload
+from property_budget import examples
 
 from agent.snapshot_builder import SnapshotBuilder
 from core.bus import EventBus
@@ -271,7 +272,7 @@ steps = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps=steps, seed=st.integers(0, 2**32))
 async def test_hostile_frames_are_counted_and_never_cost_a_good_frame(
     steps: list[tuple[str, int, float, list[HostileKind]]], seed: int

@@ -7,6 +7,7 @@ import itertools
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import make_tick
+from property_budget import examples
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -45,7 +46,7 @@ frames = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(frames=frames)
 def test_accepted_ticks_never_go_back_nor_repeat(frames: list[tuple[int, int, bool]]) -> None:
     listener = _listener()

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import combined, kline_frame, kline_payload
+from property_budget import examples
 
 from core.events import MarketTick
 from market import parse
@@ -289,7 +290,7 @@ _decimal = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     o=_decimal,
     h=_decimal,
@@ -349,7 +350,7 @@ def _binance_decimal(min_units: int, max_units: int, decimals: int) -> Any:
 _price = _binance_decimal(1, 10**17, 8)  # 0.00000001 .. 1,000,000,000
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     prices=st.lists(_price, min_size=4, max_size=4),
     v=st.one_of(st.just("0"), st.just("0.000"), _binance_decimal(0, 10**15, 3)),

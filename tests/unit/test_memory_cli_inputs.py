@@ -12,6 +12,7 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from runner.cli import EXIT_USAGE, main
 
@@ -33,7 +34,9 @@ def test_a_ttl_that_is_not_days_above_0_is_refused(tmp_path: Path, days: str) ->
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(limit=st.one_of(st.integers(max_value=0), st.integers(min_value=100_001)))
 def test_a_limit_out_of_range_is_refused(tmp_path: Path, limit: int) -> None:

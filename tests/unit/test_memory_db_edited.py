@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_memory_snapshot import NOW, snapshot, view
 
 from agent.debate_memory import RecallQuery
@@ -164,7 +165,9 @@ _COLUMNS = {
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     table=st.sampled_from(sorted(_COLUMNS)),

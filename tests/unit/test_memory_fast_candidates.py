@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from contract.memory_contract import make_insight
 from memory.model import REGIME_LABELS, VECTOR_DIM, Insight
@@ -92,7 +93,7 @@ queries = st.builds(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), first=st.integers(0, 60), more=st.integers(0, 40),
        query=queries)  # fmt: skip
 def test_fast_candidates_equal_the_straightforward_scoring(

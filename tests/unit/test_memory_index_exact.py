@@ -14,6 +14,7 @@ import math
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory.model import VECTOR_DIM
 from memory.port import CandidateQuery
@@ -112,7 +113,7 @@ queries = st.builds(
 )  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.one_of(st.integers(1, 60), st.integers(SMALL_BLOCK * 4, SMALL_BLOCK * 6)),
@@ -136,7 +137,7 @@ def test_top_equals_the_plain_numpy_search_bit_for_bit(
     assert _bits(index.top(query)) == _bits(_reference_top(index, query))
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(vector=st.lists(signed, min_size=VECTOR_DIM, max_size=VECTOR_DIM).map(tuple))
 def test_query_unit_is_unit_of_the_float32_vector(vector: tuple[float, ...]) -> None:
     expected = unit(np.asarray(vector, dtype=np.float32)).tobytes()
@@ -153,7 +154,7 @@ def test_query_unit_keeps_signed_zeros_apart() -> None:
     assert query_unit(minus).tobytes() == unit(np.asarray(minus, dtype=np.float32)).tobytes()
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 40), k=st.integers(1, 25))
 def test_trade_neighbours_equal_the_plain_search(seed: int, n: int, k: int) -> None:
     rng = np.random.default_rng(seed)
@@ -171,7 +172,7 @@ def test_trade_neighbours_equal_the_plain_search(seed: int, n: int, k: int) -> N
     assert all(math.isfinite(s) for _, _, s in got)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(1, 60),

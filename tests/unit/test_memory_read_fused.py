@@ -21,6 +21,7 @@ from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_look_support import count_looks
+from property_budget import examples
 
 from agent.memory_view import _by_score, _within_budget
 from contract.memory_contract import DAY_MS, make_insight, make_trade
@@ -64,7 +65,7 @@ def test_query_unit_never_remembers_a_list_by_identity() -> None:
     assert query_unit(values).tobytes() != first
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 2**32 - 1), trades=st.integers(0, 30), n=st.integers(1, 25))
 def test_neighbour_summary_is_the_summary_of_the_models(seed: int, trades: int, n: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
@@ -127,7 +128,7 @@ def _row(text: str, score: float, position: int) -> Row:
     return (-score, -insight.created_ms, insight.insight_id, position, insight, sim, 1.0, age)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(
     heads=st.lists(st.text(max_size=120), max_size=5),
     tails=st.lists(st.tuples(st.text(min_size=1, max_size=80), st.floats(-1, 2)), max_size=8),
@@ -215,7 +216,7 @@ def _plain_summary(group: TradeGroup, vector: tuple[float, ...], n: int) -> tupl
     return len(found), sum(1 for _, pnl, _ in found if pnl > 0), float(sum(sims)).hex()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     rows=st.lists(
         st.tuples(

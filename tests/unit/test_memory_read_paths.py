@@ -21,6 +21,7 @@ from fakes.fixed_clock import FixedClock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from memory_look_support import count_looks
+from property_budget import examples
 
 from contract.memory_contract import DAY_MS, make_insight, make_trade
 from core.clock import VirtualClock
@@ -70,7 +71,7 @@ async def _reference_retrieve(
     return scored[:k]
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(0, 40),

@@ -21,6 +21,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_support import assert_made_as_validated
+from property_budget import examples
 
 from core.rounding import scaled_round
 from memory.config import InsightKind
@@ -52,7 +53,7 @@ def near_halves(draw: st.DrawFn) -> tuple[float, int]:
     return x, digits
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     case=st.one_of(
         near_halves(),
@@ -75,7 +76,7 @@ def test_scaled_round_on_the_known_edges() -> None:
 finite32 = st.floats(-1e6, 1e6, width=32)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     values=st.lists(
         st.one_of(finite32, st.sampled_from([0.0, -0.0, 1e-30, 3e38])),
@@ -98,7 +99,7 @@ def test_unit_is_the_vector_over_its_numpy_norm(values: list[float], strided: bo
 few = st.sampled_from([-1.0, -0.5, -0.0, 0.0, 0.25, 0.5, 1.0])  # ties everywhere
 
 
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 @given(
     values=st.lists(st.one_of(few, st.floats(-1.0, 1.0, width=32)), max_size=SMALL_BLOCK),
     n=st.integers(-1, SMALL_BLOCK + 2),
@@ -146,7 +147,7 @@ def _fresh_gather_top(index: InsightIndex, query: CandidateQuery) -> list[tuple[
     return index.top(query)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
     n=st.integers(2, 60),
@@ -196,7 +197,7 @@ _feature_values = st.one_of(
 )
 
 
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 @given(
     features=st.dictionaries(
         st.sampled_from([name for name, _c, _s in SITUATION_FEATURES] + ["other"]),

@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from contract.memory_contract import DAY_MS, make_insight
 from core.rounding import scaled_round
@@ -82,7 +83,7 @@ _INSIGHT = st.builds(
 _WEIGHT = st.sampled_from([0.0, -0.0, 0.5, 1, 1.0, 1.5, 3.0])
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     pool=st.lists(_INSIGHT, min_size=1, max_size=8),
     steps=st.lists(

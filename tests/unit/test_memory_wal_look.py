@@ -22,6 +22,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from contract.memory_contract import make_insight, make_trade
 from memory.port import CandidateQuery
@@ -77,7 +78,7 @@ _step = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(_step, min_size=1, max_size=14))
 def test_looks_answer_as_the_plain_look(steps: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:

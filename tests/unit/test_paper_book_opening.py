@@ -6,6 +6,7 @@ import asyncio
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from broker.paper import PaperBroker
 from broker.port import Action
@@ -71,7 +72,7 @@ async def _run(plan: list[tuple[int, str, float]]) -> None:
             assert details[ticker_].signals == expected
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(steps)
 def test_opening_buy_is_the_scan_after_every_change(plan: list[tuple[int, str, float]]) -> None:
     asyncio.run(_run(plan))

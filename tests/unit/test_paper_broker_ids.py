@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from broker.ids import CLIENT_ORDER_ID_PATTERN, client_order_id, is_valid_client_order_id
 from broker.port import Action
@@ -18,7 +19,7 @@ _order_keys = st.tuples(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     decision_id=st.text(max_size=500),
     ticker=st.text(max_size=60),
@@ -35,7 +36,7 @@ def test_ids_always_match_the_exchange_rule_and_are_deterministic(
     assert client_order_id(decision_id, ticker, str(action).upper(), seq) == made
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(keys=st.lists(_order_keys, min_size=2, max_size=60, unique=True))
 def test_distinct_orders_get_distinct_ids(keys: list[tuple[str, str, str, int]]) -> None:
     ids = [client_order_id(*key) for key in keys]

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+from property_budget import examples
 
 from broker.book import PaperBook
 from broker.fills import PaperTerms
@@ -141,12 +142,12 @@ class PaperBookMachine(RuleBasedStateMachine):
 
 
 PaperBookMachine.TestCase.settings = settings(
-    max_examples=60, stateful_step_count=80, deadline=None
+    max_examples=examples(60), stateful_step_count=80, deadline=None
 )
 TestPaperBookMachine = PaperBookMachine.TestCase
 
 
-@settings(max_examples=6, deadline=None)
+@settings(max_examples=examples(6), deadline=None)
 @given(seed=st.integers(min_value=0, max_value=2**32))
 @example(seed=20250301)
 def test_thousands_of_random_fills_keep_the_identity_exact(seed: int) -> None:

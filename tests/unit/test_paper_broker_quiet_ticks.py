@@ -14,6 +14,7 @@ from typing import NamedTuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import make_tick
+from property_budget import examples
 
 from broker.book import PaperBook
 from broker.fills import PaperTerms
@@ -165,13 +166,13 @@ async def drive(steps: list[Step]) -> None:
         assert [o.client_order_id for o in answered] == [o.client_order_id for o in placed]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(steps=STEPS)
 def test_the_shortcut_leaves_the_broker_as_the_general_path_does(steps: list[Step]) -> None:
     asyncio.run(drive(steps))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     pushes=st.lists(
         st.tuples(
@@ -196,7 +197,7 @@ def test_note_remembers_what_observe_remembers(
             assert repr(noting.observe(tick)) == repr(expected)  # repr: NaN prices compare equal
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     updates=st.lists(
         st.tuples(st.sampled_from(TICKERS), FINE, st.integers(min_value=0, max_value=3)),

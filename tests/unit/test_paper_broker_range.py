@@ -6,6 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import make_tick
+from property_budget import examples
 
 from broker.paper import PaperBroker
 from broker.port import Action
@@ -82,7 +83,7 @@ def pushed_trades(draw: st.DrawFn) -> tuple[list[float], int, list[bool]]:
     return trades, candle_size, pushes
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(case=pushed_trades())
 def test_a_reported_range_only_holds_prices_that_traded_since_the_last_push(
     case: tuple[list[float], int, list[bool]],

@@ -10,6 +10,7 @@ from fractions import Fraction
 
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from broker.book import PaperBook
 from broker.fills import PERCENT_PRICE_REFUSAL, PaperTerms
@@ -50,7 +51,7 @@ def _paper_refuses(mark: float, limit: float) -> str:
     return order.reason if order.status == "rejected" else ""
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_mark_and_limit())
 @example((84_321.5, 84_321.5 * 0.95))
 @example((84_321.5, 1e-300))
@@ -68,7 +69,7 @@ def test_the_paper_book_refuses_exactly_the_limits_outside_the_band(
         assert reason == ""
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_mark_and_limit(), st.sampled_from(["BUY", "SELL"]))
 @example((100.0, 105.0), "BUY")
 @example((100.0, 95.0), "SELL")

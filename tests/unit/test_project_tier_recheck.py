@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory.tiers import ProjectTier, TierError
 
@@ -84,7 +85,7 @@ _steps = st.lists(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(steps=_steps)
 def test_with_no_one_else_writing_the_window_answers_as_a_fresh_look(
     steps: list[tuple[str, float, str]],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from fakes.claude_support import snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.config import AgentConfig
 from agent.prompt_assembly import (
@@ -180,7 +181,7 @@ _items = st.lists(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(items=_items, budget=st.integers(0, 8000))
 def test_trimmer_never_over_budget_never_drops_protected(items: list[Item], budget: int) -> None:
     result = trim(items, budget)
@@ -199,7 +200,7 @@ def test_trimmer_never_over_budget_never_drops_protected(items: list[Item], budg
     assert trim(items, budget) == result  # deterministic
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     snapshot_chars=st.sampled_from([1000, 2500, 16_000]),
     compact_snapshot=st.booleans(),

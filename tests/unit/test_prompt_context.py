@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.prompt_context import (
     RANK_CLASS,
@@ -109,7 +110,7 @@ def _ctx(
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     budgets=_budgets,
     stables=st.lists(_stable, min_size=1, max_size=3),
@@ -160,7 +161,7 @@ def _fields(items: list[Item]) -> list[tuple[object, ...]]:
     return [(i.part, i.key, i.text, i.protected, i.drop_rank) for i in items]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(stables=st.lists(_stable, min_size=1, max_size=2), volatiles=st.lists(_volatile, max_size=4))
 def test_items_remembered_are_the_items_made_afresh(
     stables: list[dict[str, object]],
@@ -213,7 +214,7 @@ def _trimmed_class_by_class(
     return [i for i in items if id(i) not in gone], dropped
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     items=st.lists(_item, max_size=14),
     class_chars=st.dictionaries(

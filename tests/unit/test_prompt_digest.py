@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.claude_prompt import DECISION_SYSTEM_PROMPT
 from agent.prompt_assembly import PromptAssembler
@@ -30,7 +31,7 @@ def _whole(system: list[dict[str, Any]], user: list[dict[str, Any]]) -> str:
     ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.lists(st.tuples(_blocks, _blocks), min_size=1, max_size=6))
 def test_digest_is_the_hash_of_the_whole_dump_whatever_came_before(
     prompts: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]],

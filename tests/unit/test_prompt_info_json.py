@@ -7,6 +7,7 @@ from __future__ import annotations
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from snapshot_walks_support import same
 
 from agent.prompt_assembly import PromptBudgets, PromptInfo
@@ -35,7 +36,7 @@ _info = st.builds(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.lists(_info, min_size=1, max_size=5))
 def test_as_json_is_the_json_dump(infos: list[PromptInfo]) -> None:
     for info in [*infos, *infos]:  # the second round with the budgets' dumps remembered

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fakes.claude_support import snapshot
 from hypothesis import given, settings
+from property_budget import examples
 from pydantic import BaseModel, ValidationError
 from test_prompt_assembly import _ctx
 from test_prompt_info_json import _info
@@ -50,7 +51,7 @@ def test_the_models_made_unvalidated_have_nothing_validation_would_run(
     assert has_nothing_to_run(cls) and cls.model_config.get("frozen")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(_info)
 def test_an_info_made_is_the_info_validated(info: PromptInfo) -> None:
     fields = _fields(info)

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from market.recorded import (
     OHLCV_COLUMNS,
@@ -294,7 +295,7 @@ def _day_of_5m() -> pd.DataFrame:
     return _klines("SOL/USDT", "5m").loc[_utc_ms("2025-08-10 00:00") :].iloc[:288]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     deleted=st.sets(st.integers(min_value=0, max_value=287), max_size=40),
     target=st.sampled_from(["15m", "1h", "4h"]),
@@ -315,7 +316,7 @@ def test_every_output_candle_is_built_from_all_of_its_constituents(
     pd.testing.assert_frame_equal(out, full.loc[expected_buckets])
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(deleted=st.sets(st.integers(min_value=0, max_value=7 * 24 - 1), max_size=30))
 def test_1h_to_4h_never_fabricates_a_candle_either(deleted: set[int]) -> None:
     week = _klines("BTC/USDT", "1h").loc[_utc_ms("2025-02-03 00:00") :].iloc[: 7 * 24]

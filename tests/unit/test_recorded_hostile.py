@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from market.recorded import (
     MalformedDataError,
@@ -104,7 +105,7 @@ PRICES = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(bar=st.tuples(PRICES, PRICES, PRICES, PRICES, st.floats(-5.0, 50.0, allow_nan=False)))
 def test_a_bar_loads_exactly_when_it_is_a_possible_candle(
     tmp_path_factory: pytest.TempPathFactory, bar: tuple[float, float, float, float, float]

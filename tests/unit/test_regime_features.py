@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_regime_support import STEP_4H_MS, candles_from_returns, recorded_4h
 
 import regime.features as features_module
@@ -92,7 +93,7 @@ def test_empty_and_short_frames_give_no_rows() -> None:
     assert segment_lengths(pd.Index([], dtype=np.int64)) == []
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     returns=st.lists(
         st.floats(min_value=-0.2, max_value=0.2, allow_nan=False), min_size=12, max_size=120
@@ -140,7 +141,7 @@ def _pandas_features(frame: pd.DataFrame, rv: int, vov: int) -> pd.DataFrame:
     return features.dropna()
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     returns=st.lists(
         st.one_of(

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from market.recorded import load_klines, resample
 from regime.config import CryptoHmmConfig
@@ -92,7 +93,7 @@ def _selected_bytes(frame: pd.DataFrame) -> bytes:
     return times + np.ascontiguousarray(frame[OHLCV].to_numpy(dtype=np.float64)).tobytes()
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     n_rows=st.integers(min_value=0, max_value=30),
     order=st.permutations(OHLCV),

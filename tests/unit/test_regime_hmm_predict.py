@@ -11,6 +11,7 @@ from hmmlearn.hmm import GaussianHMM
 from hmmlearn.stats import _log_multivariate_normal_density_diag
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_regime_support import last_180_days, two_regime_candles
 
 from regime.config import CryptoHmmConfig
@@ -46,7 +47,7 @@ _WIDE = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False) | st.sampled_f
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     n_rows=st.integers(min_value=1, max_value=9),
     n_states=st.integers(min_value=1, max_value=4),

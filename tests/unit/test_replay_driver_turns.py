@@ -8,6 +8,7 @@ import asyncio
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 from runner.replay.driver import DriveResult, ReplayDriver
@@ -88,7 +89,7 @@ loop_specs = st.tuples(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(loops=st.lists(loop_specs, min_size=1, max_size=4), end_secs=st.integers(1, 20))
 def test_the_callback_driver_runs_the_task_drivers_turns(loops: list[Loop], end_secs: int) -> None:
     stepped, stepped_result = _run(loops, end_secs, task_stepped=True)

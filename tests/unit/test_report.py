@@ -25,6 +25,7 @@ from fakes.report_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from broker.ledger import Ledger
 from broker.orders import Mark
@@ -218,7 +219,7 @@ def test_final_paper_ledger_value_ends_the_equity_series(tmp_path: Path) -> None
     assert report.ledger is not None and report.ledger["open_positions"] == "1"
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=examples(25), deadline=None)
 @given(st.lists(st.floats(min_value=1.0, max_value=1e6), min_size=1, max_size=30))
 def test_max_drawdown_equals_brute_force(values: list[float]) -> None:
     lines = [
@@ -271,7 +272,7 @@ def test_cagr_from_thirty_days_on(tmp_path: Path, span_days: float, expected: fl
         assert metrics.cagr_pct == pytest.approx(expected)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     st.lists(st.floats(min_value=-1e6, max_value=1e6), min_size=0, max_size=400),
     st.integers(min_value=4, max_value=60),

@@ -23,6 +23,7 @@ from fakes.report_support import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from report.charts import (
     EQUITY_COLOUR,
@@ -183,7 +184,7 @@ def test_large_equity_gets_compact_axis_labels_that_fit(tmp_path: Path) -> None:
     assert len(set(equity.y_labels)) == 3
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     st.floats(min_value=-1e12, max_value=1e12),
     st.floats(min_value=1e-3, max_value=1e12),

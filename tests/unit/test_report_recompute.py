@@ -20,6 +20,7 @@ import pytest
 from fakes.report_support import DAY_MS, T0, decision_line, write_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from report.figures import Report, build_report
 
@@ -197,7 +198,7 @@ _walks = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(walk=_walks, start_hour=st.integers(min_value=0, max_value=23))
 def test_random_runs_match_the_recomputation(
     walk: list[tuple[int, float, float]], start_hour: int

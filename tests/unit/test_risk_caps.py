@@ -7,6 +7,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.decision import AgentDecision, TradeDecision
 from agent.risk import (
@@ -251,7 +252,7 @@ _decisions = st.builds(
 _money = st.floats(0.0, 1e7, allow_nan=False)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     decisions=st.lists(_decisions, max_size=8),
     portfolio=_money,

@@ -7,6 +7,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.rounding import _SCALED_LIMIT, scaled_round
 
@@ -39,7 +40,7 @@ def _top_of_range_halves(draw: st.DrawFn) -> tuple[float, int]:
     return draw(st.sampled_from(_around(x, 12))), digits
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(_top_of_range_halves())
 def test_scaled_round_is_round_at_the_top_of_its_range(case: tuple[float, int]) -> None:
     x, digits = case

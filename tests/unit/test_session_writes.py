@@ -13,6 +13,7 @@ import pytest
 from fakes.instant_clock import InstantClock
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.clock import VirtualClock
 from memory.session_store import SessionStore, normalise_name, session_key
@@ -79,7 +80,7 @@ def _files(directory: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in directory.glob("*.json")}
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(ops=_session_ops, behind=st.sampled_from([1, 2, 3, 256]))
 def test_sets_held_back_answer_and_write_as_sets_written_at_once(
     ops: list[tuple[Any, ...]], behind: int
@@ -166,7 +167,7 @@ def _made(make: Any) -> tuple[str, Any]:
         return type(exc).__name__, str(exc)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.one_of(st.text(max_size=6), st.text(max_size=6).map(_Str)), _value, st.integers())
 def test_an_entry_and_its_bytes_are_the_validated_entry_and_its_dump(
     key: str, value: Any, now: int

@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from market.recorded import DataUnavailableError, load_funding, load_klines, resample
 from market.timeframes import TIMEFRAME_MS
@@ -24,7 +25,9 @@ DAY_MS = 86_400_000
 MAR_1_2025_MS = 1_740_787_200_000
 # hypothesis examples here are cheap lookups; keep runs short and deterministic
 FAST = settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 

@@ -7,6 +7,7 @@ import itertools
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from sim.path import MIN_UPDATES_PER_BAR, BarState, price_at, state_at, vertex_indices
 
@@ -33,7 +34,7 @@ def _walk(bar: tuple[float, float, float, float, float], n: int) -> list[BarStat
     return [state_at(open_, high, low, close, volume, i, n) for i in range(n)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(bar=bars(), n=st.integers(min_value=MIN_UPDATES_PER_BAR, max_value=1200))
 @example(bar=(100.0, 100.0, 100.0, 100.0, 0.0), n=4)  # a flat bar with no trades
 @example(bar=(0.1, 0.30000000000000004, 0.1, 0.2, 3.0), n=1200)
@@ -52,7 +53,7 @@ def test_updates_reproduce_the_bar_exactly(
     assert (last.high, last.low, last.volume) == (high, low, volume)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(bar=bars(), n=st.integers(min_value=MIN_UPDATES_PER_BAR, max_value=1200))
 def test_running_extremes_and_volume_only_grow(
     bar: tuple[float, float, float, float, float], n: int

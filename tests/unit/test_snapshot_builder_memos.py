@@ -8,6 +8,7 @@ from fakes.brokers import IdleBroker
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from market_test_support import make_tick
+from property_budget import examples
 
 from agent.snapshot_builder import SnapshotBuilder
 from core.bus import EventBus
@@ -63,7 +64,7 @@ async def _volume(builder: SnapshotBuilder) -> float | None:
 _VOLUMES = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     first=st.integers(min_value=0, max_value=30),
     steps=st.lists(

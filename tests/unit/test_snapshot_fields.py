@@ -13,6 +13,7 @@ import pytest
 from fakes.claude_support import snapshot as plain_snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_snapshot_kept_forms import _lookalikes
 from test_snapshot_walks import _Float, _floats, _Int, _json, _same_outcome, _values
 
@@ -88,7 +89,7 @@ def _fresh() -> tuple[FieldForms, KeptForms]:
     return FieldForms(MarketSnapshot, TickerSnapshot, kept), kept
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_snapshots())
 def test_the_fields_forms_answer_as_the_dumps_walk_whatever_came_before(
     snapshots: list[MarketSnapshot],

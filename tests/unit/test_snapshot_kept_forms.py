@@ -10,6 +10,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from snapshot_walks_support import Model
 from test_snapshot_walks import _Float, _Int, _json, _same_outcome, _Str, _values
 
@@ -52,7 +53,7 @@ _entry = st.one_of(_lookalikes, _json, _values)
 _snapshot = st.dictionaries(_names, _entry, max_size=6)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.lists(_snapshot, min_size=1, max_size=6), st.data())
 def test_kept_forms_answer_as_the_walk_whatever_came_before(
     snapshots: list[dict[str, Any]], data: st.DataObject

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from snapshot_walks_support import (
     Model,
     outcome,
@@ -128,13 +129,13 @@ def _same_outcome(walk: Any, reference: Any, value: Any) -> bool:
 # --- properties -----------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_values, _json))
 def test_is_plain_answers_as_its_reference(value: Any) -> None:
     assert _is_plain(value) is reference_is_plain(value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_values, _json))
 def test_rounded_answers_as_its_reference_twice(value: Any) -> None:
     # twice: the second walk reads the floats the first remembered
@@ -142,7 +143,7 @@ def test_rounded_answers_as_its_reference_twice(value: Any) -> None:
     assert _same_outcome(_rounded, reference_rounded, value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_values, _json))
 def test_compact_answers_as_its_reference_twice(value: Any) -> None:
     # twice: the second walk reads the floats the first remembered
@@ -155,7 +156,7 @@ def _both_references(value: Any) -> tuple[Any, Any]:
     return done, reference_compact(done)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(st.one_of(_values, _json))
 def test_rounded_and_compact_in_one_walk_answer_as_the_two_walks_twice(value: Any) -> None:
     # twice: the second walk reads the floats the first remembered
@@ -186,7 +187,7 @@ _json_object = st.dictionaries(
 ).flatmap(_with_reasons)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(
     base=_json_object,
     replaced=st.dictionaries(
@@ -207,7 +208,7 @@ def test_compact_reusing_the_base_is_compact(
     assert same(compact_reusing(base, base, compact(base)), reference_compact(base))
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(
     st.lists(st.one_of(st.floats(), st.sampled_from([0.0, -0.0, 5e-324, 1.2345675])), max_size=8)
 )
@@ -232,7 +233,7 @@ def _near_decimal_halves(draw: st.DrawFn) -> float:
     return x
 
 
-@settings(max_examples=3000, deadline=None)
+@settings(max_examples=examples(3000), deadline=None)
 @given(
     st.one_of(
         _near_decimal_halves(),
@@ -248,7 +249,7 @@ def test_the_walks_round_a_float_as_round_does_bit_for_bit(value: float) -> None
     assert struct.pack("<d", rounded_and_compact(value)[0]) == want  # remembered, or not
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(st.one_of(_values, _json))
 def test_non_finite_names_what_its_reference_names(value: Any) -> None:
     assert non_finite(value) == reference_non_finite(value)

@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from snapshot_walks_support import (
     hostile_snapshot,
     outcome,
@@ -31,7 +32,7 @@ _finite_json = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5))
 def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) -> None:
     record = {"type": "decision", "snapshot": snapshot, "at_ms": 1}
@@ -40,7 +41,7 @@ def test_plain_json_is_written_as_the_dict_it_holds(snapshot: dict[str, Any]) ->
     assert outcome(encode_jsonl_record, vouched) == outcome(encode_jsonl_record, record)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.dictionaries(st.text(max_size=3), _finite_json, max_size=5), st.text(max_size=3))
 def test_plain_json_with_its_json_is_written_as_the_dict_it_holds(
     snapshot: dict[str, Any], key: str

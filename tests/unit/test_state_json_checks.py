@@ -7,6 +7,7 @@ import json
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from state.json_checks import lone_surrogate
 
@@ -28,7 +29,7 @@ def test_finds_an_escaped_half_of_a_pair(text: str, found: str | None) -> None:
     assert lone_surrogate(text.encode(), raw) == found
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @example(value="\ud800\udc00")  # two halves, read back as one character
 @given(st.text(st.characters(min_codepoint=0xD000, max_codepoint=0xE000, exclude_categories=())))
 def test_none_exactly_when_the_parsed_text_can_be_encoded(value: str) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from pydantic import ValidationError
 
 from state.models import (
@@ -223,7 +224,7 @@ _edited_files = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(data=_edited_files)
 @example(data=b'{"notes": ' + b"7" * 5000 + b"}")  # json raises a plain ValueError
 @example(data=b"[" * 100_000)  # and a RecursionError

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from state_store_support import (
     EDITORS,
     EPOCH_MS,
@@ -319,7 +320,7 @@ async def test_watch_rejects_a_non_positive_interval(
 # --- replay: a store that does not look for edits ---------------------------------------------
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     saves=st.lists(
         st.one_of(

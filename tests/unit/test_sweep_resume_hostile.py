@@ -12,6 +12,7 @@ import pytest
 from fakes.report_support import write_run
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_sweep_grid_report import fake_run
 
 from report.experiment import (
@@ -158,7 +159,7 @@ _JSON = st.recursive(
 _FIELD = st.sampled_from(("total_return_pct", "sharpe", "agent_calls", "cost_usd", "months"))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     st.fixed_dictionaries(
         {},

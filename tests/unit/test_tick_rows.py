@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from model_support import assert_made_as_validated
+from property_budget import examples
 from pydantic import ValidationError
 
 from core.events import MarketTick
@@ -55,7 +56,7 @@ def state(
     return KlineState("BTC/USDT", "15m", open_ms, close_ms, *ohlcv, closed)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     ticker=st.text(max_size=12),
     timeframe=st.sampled_from(TIMEFRAMES),

@@ -6,6 +6,7 @@ import typing
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.indicators import TimeframeSummary
 from agent.snapshot import TickerSnapshot
@@ -36,7 +37,7 @@ _ticker = st.builds(
 )
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=examples(500), deadline=None)
 @given(_ticker)
 def test_ticker_finite_answers_as_the_walk_of_the_dump(snapshot: TickerSnapshot) -> None:
     assert ticker_finite(snapshot) is (not non_finite(snapshot.model_dump()))

@@ -14,6 +14,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_tracker_support import BTC, ETH, T0_MS, make_rig
 
 from broker.port import Action, OrderIntent
@@ -119,7 +120,9 @@ _steps = st.lists(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(40),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     steps=_steps,

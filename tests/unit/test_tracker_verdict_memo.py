@@ -7,6 +7,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from test_tracker_support import BTC, ETH, make_rig
 
 from tracker.config import TrackerConfig
@@ -19,7 +20,9 @@ _highs = st.sampled_from([100.0, 108.0, 110.5, 125.0])
 
 
 @settings(
-    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(60),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     checks=st.lists(

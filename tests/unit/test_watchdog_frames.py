@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from core.bus import EventBus
 from core.clock import Clock, VirtualClock
@@ -124,7 +125,7 @@ def _run(clock: Clock, move: Callable[[str], None], script: list[tuple[str, str,
     assert dog.market_report() == plain.market_report()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(steps)
 def test_frames_on_a_virtual_clock_are_the_plain_ones(script: list[tuple[str, str, str]]) -> None:
     clock = VirtualClock(epoch_ms=1_748_736_000_000)
@@ -138,7 +139,7 @@ def test_frames_on_a_virtual_clock_are_the_plain_ones(script: list[tuple[str, st
     _run(clock, move, script)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 @given(steps)
 def test_frames_on_another_clock_read_its_ms_at_every_frame(
     script: list[tuple[str, str, str]],

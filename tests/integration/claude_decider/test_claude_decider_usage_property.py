@@ -13,6 +13,7 @@ from fakes.instant_clock import InstantClock
 from fakes.messages_api import FakeMessagesApi, json_message
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from agent.budget import AgentPricing
 
@@ -60,7 +61,7 @@ def _plausible(value: object, limit: int) -> bool:
     return type(value) is int and 0 <= value <= limit
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_usages)
 @example(
     {
