@@ -91,6 +91,7 @@ class SimFeed:
         data_dir: Path | None = None,
         update_interval_ms: int = 250,
         base_interval: str = "5m",
+        window: tuple[int, int] | None = None,
     ) -> None:
         if base_interval not in BASE_INTERVAL_MS:
             raise ValueError(f"base bars are {sorted(BASE_INTERVAL_MS)}, not {base_interval!r}")
@@ -112,8 +113,9 @@ class SimFeed:
         self._bar_ms = bar_ms
         self._update_interval_ms = update_interval_ms
         self._updates_per_bar = bar_ms // update_interval_ms
+        self._window = window
         self._series = {
-            ticker: TickerSeries(ticker, data_dir, base_interval)
+            ticker: TickerSeries(ticker, data_dir, base_interval, window)
             for ticker in dict.fromkeys(tickers)
         }
 
@@ -125,6 +127,11 @@ class SimFeed:
     def data_dir(self) -> Path | None:
         """The data dir it was opened on (None: the bundled ``data/``)."""
         return self._data_dir
+
+    @property
+    def window(self) -> tuple[int, int] | None:
+        """The (first ms, end ms) it answers for (None: the whole recording); see ``TickerSeries``."""
+        return self._window
 
     @property
     def update_interval_ms(self) -> int:
@@ -143,7 +150,8 @@ class SimFeed:
         return self._bar_ms
 
     def span_ms(self, ticker: str) -> tuple[int, int]:
-        """(first bar's open, last bar's close time = open + bar - 1): where kline_state answers."""
+        """(first bar's open, last bar's close time = open + bar - 1): where kline_state answers
+        (within the window, when the feed was opened on one)."""
         series = self._get(ticker)
         return series.first_open_ms, series.last_open_ms + self._bar_ms - 1
 
@@ -176,7 +184,7 @@ class SimFeed:
             )
         bar_ms = self._bar_ms
         slot = (now_ms - series.base_ms) // bar_ms
-        if now_ms < series.first_open_ms or slot >= series.slots:
+        if now_ms < series.first_open_ms or not 0 <= slot < series.slots:
             return None
         bar_open = series.open.item(slot)
         if math.isnan(bar_open):
@@ -226,7 +234,7 @@ class SimFeed:
         whether there is a price paid a bar walk for each ticker)."""
         series = self._get(ticker)
         slot = (now_ms - series.base_ms) // self._bar_ms
-        if now_ms < series.first_open_ms or slot >= series.slots:
+        if now_ms < series.first_open_ms or not 0 <= slot < series.slots:
             return False
         prior_high = series.by_timeframe[self._base_interval].prior_high
         return not (math.isnan(series.open.item(slot)) or math.isnan(prior_high.item(slot)))

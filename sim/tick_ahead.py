@@ -52,10 +52,13 @@ class FeedSource(NamedTuple):
     data_dir: Path | None
     update_interval_ms: int
     base_interval: str
+    window: tuple[int, int] | None = None
 
     @classmethod
     def of(cls, feed: SimFeed) -> FeedSource:
-        return cls(feed.tickers, feed.data_dir, feed.update_interval_ms, feed.base_interval)
+        return cls(
+            feed.tickers, feed.data_dir, feed.update_interval_ms, feed.base_interval, feed.window
+        )
 
     def open(self) -> SimFeed:
         return SimFeed(
@@ -63,6 +66,7 @@ class FeedSource(NamedTuple):
             data_dir=self.data_dir,
             update_interval_ms=self.update_interval_ms,
             base_interval=self.base_interval,
+            window=self.window,
         )
 
 

@@ -52,7 +52,7 @@ from runner.config import Settings
 from runner.desk_ahead import open_desk_pool
 from runner.journals import Journals, open_journals
 from runner.market_wiring import MarketPath, build_market_path
-from runner.replay.data import RecordedData, open_recorded_data
+from runner.replay.data import RecordedData, open_recorded_data, replay_window
 from runner.replay.driver import ReplayDriver
 from runner.replay.estimate import expected_calls_text
 from runner.replay.fit_frames import RecordedFutureFrames
@@ -229,7 +229,7 @@ def check_span(feed: SimFeed, options: ReplayOptions) -> None:
 def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     """Wire the daemon for a replay. ``settings`` must come from ``replay_settings``."""
     check_out_dir(options.out_dir)
-    data = open_recorded_data(settings.data_dir, options)
+    data = open_recorded_data(settings.data_dir, options, replay_window(settings, options))
     feed = data.feed
     check_span(feed, options)
     tick_pool = open_tick_pool(feed)

@@ -6,7 +6,8 @@ documented layout (``market.recorded``). The base bar is the finest recorded for
 ``UPDATES_PER_BAR`` updates unless ``--update-secs`` says otherwise. Funding and Fear & Greed are
 optional: without them those snapshot fields are unavailable, with the missing file named. A missing
 base file, a malformed file or bars off the grid refuse the replay (exit 78) naming the file.
-Holes in the base bars are listed as market gaps: no candle is built across them.
+Holes in the base bars are listed as market gaps: no candle is built across them. Only the bars
+of the replay's window (``replay_window``) are kept in memory.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.clock import DAY_MS
 from core.errors import RefuseToStartError
 from market.recorded import (
     BASE_INTERVAL_MS,
@@ -25,6 +27,8 @@ from market.recorded import (
     default_data_dir,
     load_fear_greed,
 )
+from runner.config import Settings
+from runner.warmup import SEED_SECS
 from sim.feed import SimFeed
 from sim.feed_series import Gap
 from sim.rest_payloads import FearGreedBook
@@ -67,8 +71,19 @@ def optional_fear_greed(data_dir: Path | None) -> FearGreedBook | str:
         raise RefuseToStartError(f"malformed recorded data: {exc}") from None
 
 
-def open_recorded_data(data_dir: Path | None, options: ReplayOptions) -> RecordedData:
-    """Open the data dir for ``options``: every failure is a refusal naming the file."""
+def replay_window(settings: Settings, options: ReplayOptions) -> tuple[int, int]:
+    """(first ms, end ms) of the recording a replay can read: its span, and before it what its
+    warm-up fetches (the 4h history's ``history_days``, the seed's ``SEED_SECS``), a day to spare
+    on each side (a candle reaching over the edge)."""
+    look_back_ms = max(settings.market.history_days * DAY_MS, SEED_SECS * 1000) + DAY_MS
+    return options.start_ms - look_back_ms, options.end_ms + DAY_MS
+
+
+def open_recorded_data(
+    data_dir: Path | None, options: ReplayOptions, window: tuple[int, int] | None = None
+) -> RecordedData:
+    """Open the data dir for ``options``, keeping the bars of ``window`` (None: all of them):
+    every failure is a refusal naming the file."""
     folder = data_dir or default_data_dir()
     if not folder.is_dir():
         raise RefuseToStartError(f"data dir {folder} does not exist")
@@ -86,7 +101,11 @@ def open_recorded_data(data_dir: Path | None, options: ReplayOptions) -> Recorde
                 f"({bar_ms // 1000} s) at least 4 times"
             )
         feed = SimFeed(
-            options.tickers, data_dir=data_dir, update_interval_ms=update_ms, base_interval=base
+            options.tickers,
+            data_dir=data_dir,
+            update_interval_ms=update_ms,
+            base_interval=base,
+            window=window,
         )
     except DataUnavailableError as exc:
         raise RefuseToStartError(f"recorded data unavailable: {exc}") from None
@@ -111,4 +130,4 @@ def _iso(at_ms: int) -> str:
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-__all__ = ["RecordedData", "open_recorded_data", "optional_fear_greed"]
+__all__ = ["RecordedData", "open_recorded_data", "optional_fear_greed", "replay_window"]
