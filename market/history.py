@@ -193,8 +193,8 @@ class PagedOhlcv:
                 break
             rows.extend(page)
             since = int(page[-1][0]) + step_ms
-            if len(page) < limit:
-                break
+            # a page shorter than asked is not the end (Binance may page shorter before the
+            # present): only an empty one is, and each page with a row moves ``since`` a candle on
         return rows
 
     async def _call(self, call: Callable[[], Any], what: str) -> list[list[Any]]:
