@@ -52,6 +52,8 @@ from runner.data.layout import read_existing, store_funding, store_klines
 log = logging.getLogger(__name__)
 
 FUNDING_PAGE_LIMIT = 1000
+#: Binance settles funding at most hourly (a few ms late at times): closer rows are garbled
+FUNDING_MIN_GAP_MS = 30 * 60_000
 PARTIAL_DIR = ".partial"
 DEFAULT_RETRY = RetryPolicy(max_attempts=6, base_secs=1.0, cap_secs=60.0, jitter_fraction=0.5)
 
@@ -212,6 +214,7 @@ class Fetcher:
         since = partial.resume_ms(request.start_ms, 1, FUNDING_STEP_MS)
         fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
+        last_ms: int | None = None  # the last settlement kept
         while since <= until_ms:
             page = await self._call(
                 functools.partial(
@@ -227,20 +230,32 @@ class Fetcher:
                 (at, item) for item in page if (at := _whole_ms(item.get("timestamp"))) is not None
             ]
             in_span = [(at, item) for at, item in timed if since <= at <= until_ms]
-            rows = [(at, rate) for at, item in in_span if (rate := _rate(item)) is not None]
-            dropped += len(page) - len(timed) + len(in_span) - len(rows)
             if not in_span:
                 break
-            if len(rows) < len(in_span):
+            settled = _settlements(in_span, last_ms)
+            rows = [(at, rate) for at, item in settled if (rate := _rate(item)) is not None]
+            dropped += len(page) - len(timed) + len(in_span) - len(rows)
+            if len(settled) < len(in_span):
+                log.warning(
+                    "%s funding: dropped %d settlement(s) within %d min of the one before",
+                    ticker,
+                    len(in_span) - len(settled),
+                    FUNDING_MIN_GAP_MS // 60_000,
+                )
+            if len(rows) < len(settled):
                 log.warning(
                     "%s funding: dropped %d rate(s) that are not finite numbers",
                     ticker,
-                    len(in_span) - len(rows),
+                    len(settled) - len(rows),
                 )
             partial.append(rows)
             fetched += len(rows)
-            since = in_span[-1][0] + 1
-            if len(page) < FUNDING_PAGE_LIMIT:
+            last_ms = settled[-1][0] if settled else last_ms
+            since = max(at for at, _ in in_span) + 1
+            # only a page full of settlements goes on: one repeating the requested start, or
+            # rows a millisecond apart, moved ``since`` a few ms a page (a day was 86 million
+            # requests); a full page of settlements moves it on by 1,000 hours at least
+            if len(page) < FUNDING_PAGE_LIMIT or len(settled) < FUNDING_PAGE_LIMIT:
                 break
             await self._pause(request)
         if partial.rows:
@@ -265,6 +280,18 @@ class Fetcher:
 def _whole_ms(value: object) -> int | None:
     """A time as ccxt gives one (an int of ms), or None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _settlements(in_span: Sequence[tuple[int, Any]], last_ms: int | None) -> list[tuple[int, Any]]:
+    """``in_span`` oldest first without the times within ``FUNDING_MIN_GAP_MS`` of the one kept
+    before (or of ``last_ms``): Binance settles funding at most hourly, so such a row is a garbled
+    answer's (a repeat, a millisecond off), not a settlement."""
+    kept: list[tuple[int, Any]] = []
+    for at, item in sorted(in_span, key=lambda row: row[0]):
+        before = kept[-1][0] if kept else last_ms
+        if before is None or at - before >= FUNDING_MIN_GAP_MS:
+            kept.append((at, item))
+    return kept
 
 
 def _rate(item: Any) -> float | None:
