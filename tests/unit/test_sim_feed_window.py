@@ -8,6 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sim.feed import BAR_MS, SimFeed
+from sim.tick_ahead import FeedSource
 
 TICKER = "BTC/USDT"
 DAY_MS = 86_400_000
@@ -72,3 +73,10 @@ def test_a_window_between_the_bars_keeps_none(feeds: tuple[SimFeed, SimFeed]) ->
     assert empty._series[TICKER].slots == 0
     assert empty.kline_state(TICKER, "4h", first_ms) is None
     assert empty.closed_candles(TICKER, "1h", first_ms, first_ms + DAY_MS, 10) == []
+
+
+def test_the_tick_worker_opens_the_same_window(feeds: tuple[SimFeed, SimFeed]) -> None:
+    _, windowed = feeds
+    reopened = FeedSource.of(windowed).open()
+    assert reopened.window == WINDOW
+    assert reopened._series[TICKER].slots == windowed._series[TICKER].slots
