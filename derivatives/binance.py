@@ -36,6 +36,7 @@ from market.ccxt_client import (
     retry_after_secs,
 )
 from market.guard import DEFAULT_MAX_PRICE, DEFAULT_MAX_VOLUME
+from market.recorded import FUNDING_RATE_MAX
 from market.timeframes import to_binance_symbol
 
 ONE_ATTEMPT: Final = RetryPolicy(max_attempts=1)
@@ -70,7 +71,8 @@ Ratio = Annotated[float, Field(ge=0, le=1e6)]
 Share = Annotated[float, Field(ge=0, le=1)]
 # (bounded inside the union: put on OptionalFloat, a bound was compared with the None of a "")
 FundingRate = Annotated[
-    Annotated[float, Field(ge=-0.1, le=0.1)] | None, BeforeValidator(_blank_is_none)
+    Annotated[float, Field(ge=-FUNDING_RATE_MAX, le=FUNDING_RATE_MAX)] | None,
+    BeforeValidator(_blank_is_none),
 ]
 AnnualizedRate = Annotated[
     Annotated[float, Field(ge=-1e3, le=1e3)] | None, BeforeValidator(_blank_is_none)

@@ -20,9 +20,11 @@ from core.clock import DAY_MS
 from market.recorded import (
     CSV_READ_ERRORS,
     FEAR_GREED_MAX,
+    FUNDING_RATE_MAX,
     OHLCV_COLUMNS,
     RECORDING_YEARS,
     fear_greed_off_scale,
+    funding_past_bound,
     interval_ms,
     kline_defects,
     outside_recording_span,
@@ -191,7 +193,11 @@ def _bad_rows(frame: pd.DataFrame, times: np.ndarray, kind: str) -> list[str]:
     except (ValueError, TypeError) as exc:
         raise _Unreadable(f"not numbers in {', '.join(columns)}: {exc}") from None
     if kind == "funding":
-        defects = [("a non-finite rate", ~np.isfinite(values).all(axis=1))]
+        defects = [
+            ("a non-finite rate", ~np.isfinite(values).all(axis=1)),
+            (f"a rate outside {-FUNDING_RATE_MAX:g} .. {FUNDING_RATE_MAX:g}",
+             funding_past_bound(values[:, 0])),
+        ]  # fmt: skip
     else:
         defects = kline_defects(times, values)
     return [

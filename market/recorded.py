@@ -123,9 +123,22 @@ def load_funding(ticker: str, data_dir: Path | None = None) -> pd.DataFrame:
     if not np.isfinite(frame["funding_rate"].to_numpy()).all():
         raise MalformedDataError(f"{path}: non-finite funding rates")
     _refuse_defects(
-        frame.index.to_numpy(), [(_OUT_OF_RANGE, outside_recording_span(frame.index))], path
+        frame.index.to_numpy(),
+        [
+            (_OUT_OF_RANGE, outside_recording_span(frame.index)),
+            (_FUNDING_PAST_BOUND, funding_past_bound(frame["funding_rate"].to_numpy())),
+        ],
+        path,
     )
     return frame
+
+
+def funding_past_bound(rates: np.ndarray) -> np.ndarray:
+    """Where a funding rate is past ``FUNDING_RATE_MAX`` either way, which the live reader
+    (``derivatives.binance``) refuses: replayed, the premiumIndex answer holding it was refused
+    whole, every ticker's funding unavailable until the next settlement, no file named."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.abs(rates) > FUNDING_RATE_MAX)
 
 
 def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
@@ -256,6 +269,10 @@ def _check_ohlcv(frame: pd.DataFrame, path: Path) -> None:
 
 _OUT_OF_RANGE = f"a time outside {RECORDING_YEARS} (seconds or microseconds read as ms?)"
 FEAR_GREED_MAX = 100
+#: a funding rate past 10 % an interval either way is no market's (Binance caps a contract's at a
+#: few %); the live reader refuses it
+FUNDING_RATE_MAX = 0.1
+_FUNDING_PAST_BOUND = f"a rate outside {-FUNDING_RATE_MAX:g} .. {FUNDING_RATE_MAX:g}"
 _FEAR_GREED_OFF_SCALE = f"a value outside 0 .. {FEAR_GREED_MAX}"
 
 
@@ -325,6 +342,7 @@ __all__ = [
     "BASE_INTERVAL_MS",
     "CSV_READ_ERRORS",
     "EARLIEST_TIME_MS",
+    "FUNDING_RATE_MAX",
     "KLINES_FOLDER",
     "LATEST_TIME_MS",
     "OHLCV_COLUMNS",
@@ -338,6 +356,7 @@ __all__ = [
     "default_data_dir",
     "fear_greed_off_scale",
     "fear_greed_path",
+    "funding_past_bound",
     "funding_path",
     "interval_ms",
     "kline_defects",

@@ -41,6 +41,7 @@ from market.ccxt_client import (
 from market.datacheck import FUNDING_STEP_MS
 from market.history import rows_to_frame
 from market.recorded import (
+    FUNDING_RATE_MAX,
     OHLCV_COLUMNS,
     MalformedDataError,
     funding_path,
@@ -244,9 +245,10 @@ class Fetcher:
                 )
             if len(rows) < len(settled):
                 log.warning(
-                    "%s funding: dropped %d rate(s) that are not finite numbers",
+                    "%s funding: dropped %d rate(s) that are not finite numbers within +/- %g",
                     ticker,
                     len(settled) - len(rows),
+                    FUNDING_RATE_MAX,
                 )
             partial.append(rows)
             fetched += len(rows)
@@ -295,10 +297,11 @@ def _settlements(in_span: Sequence[tuple[int, Any]], last_ms: int | None) -> lis
 
 
 def _rate(item: Any) -> float | None:
+    """A rate replay loads: a finite number within ``FUNDING_RATE_MAX`` either way."""
     value = item.get("fundingRate")
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if math.isfinite(value) else None
+    return float(value) if abs(value) <= FUNDING_RATE_MAX else None  # NaN compares False
 
 
 def _read_partial(path: Path, header: list[str]) -> list[list[str]]:

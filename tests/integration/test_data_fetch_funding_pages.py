@@ -11,6 +11,7 @@ import io
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import numpy as np
@@ -89,3 +90,23 @@ async def test_a_server_not_paging_from_the_start_ends_the_funding_series(
     stored = load_funding("BTC/USDT", out).index.to_numpy()
     assert (np.diff(stored) >= FUNDING_MIN_GAP_MS).all()
     assert funding.rows == len(stored)
+
+
+def a_rate_past_the_bound(body: Any) -> Any:
+    items = [dict(item) for item in body]
+    items[2]["fundingRate"] = "0.5"
+    items[3]["fundingRate"] = "-0.10000001"
+    return items
+
+
+async def test_a_rate_replay_would_refuse_is_dropped_not_stored(tmp_path: Path) -> None:
+    clock = ScaledClock(END_MS + 3_600_000, speed=600.0)
+    out = tmp_path / "data"
+    request = FetchRequest(("BTC/USDT",), "1h", FIRST_MS, END_MS, out)
+    async with running_server(clock) as server:
+        server.faults.rewrite_next(a_rate_past_the_bound, path=FUNDING)
+        _, funding = await fetch_into(request, server.url, clock, io.StringIO())
+    recorded = load_funding("BTC/USDT").loc[FIRST_MS : END_MS - 1]
+    stored = load_funding("BTC/USDT", out)  # it loads: nothing replay refuses was stored
+    assert list(stored.index) == [t for i, t in enumerate(recorded.index) if i not in (2, 3)]
+    assert (funding.rows, funding.dropped) == (len(recorded) - 2, 2)
