@@ -142,6 +142,24 @@ def with_newer_closes(frame: pd.DataFrame, closes: Sequence[Candle]) -> pd.DataF
     return pd.concat([frame, rows_to_frame(rows)]) if len(frame) else rows_to_frame(rows)
 
 
+def on_grid(rows: list[list[Any]], ticker: str, timeframe: str) -> list[list[Any]]:
+    """``rows`` without those whose open time is off the timeframe's grid (dropped with a
+    warning): no candle opens 1 ms after the hour, so such a row is a garbled answer's, and cached
+    it stood beside or for the real candle."""
+    step_ms = timeframe_ms(timeframe)
+    kept = [row for row in rows if int(row[0]) % step_ms == 0]
+    if len(kept) < len(rows):
+        first = next(int(row[0]) for row in rows if int(row[0]) % step_ms)
+        log.warning(
+            "dropping %d %s rows off the %s grid, the first at open time %d",
+            len(rows) - len(kept),
+            ticker,
+            timeframe,
+            first,
+        )
+    return kept
+
+
 def page_limit(first_open_ms: int, last_open_ms: int, step_ms: int) -> int:
     """Candles to ask for: the span's count, at most a page. Binance weighs a klines request by
     its ``limit`` (1 below 100, 5 up to 1000) and ccxt's rate limiter waits ``weight x 50 ms``
@@ -191,8 +209,9 @@ class PagedOhlcv:
             page = [row for row in page if since <= int(row[0]) <= last_open_ms]
             if not page:
                 break
-            rows.extend(page)
-            since = int(page[-1][0]) + step_ms
+            rows.extend(on_grid(page, ticker, timeframe))
+            # the candle after the last row's, when that row is off the grid too
+            since = (int(page[-1][0]) // step_ms + 1) * step_ms
             # a page shorter than asked is not the end (Binance may page shorter before the
             # present): only an empty one is, and each page with a row moves ``since`` a candle on
         return rows
@@ -355,6 +374,7 @@ __all__ = [
     "PagedOhlcv",
     "empty_ohlcv_frame",
     "extended",
+    "on_grid",
     "page_limit",
     "rows_to_frame",
 ]
