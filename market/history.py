@@ -142,11 +142,10 @@ def with_newer_closes(frame: pd.DataFrame, closes: Sequence[Candle]) -> pd.DataF
     return pd.concat([frame, rows_to_frame(rows)]) if len(frame) else rows_to_frame(rows)
 
 
-def on_grid(rows: list[list[Any]], ticker: str, timeframe: str) -> list[list[Any]]:
+def on_grid(rows: list[list[Any]], step_ms: int, ticker: str, interval: str) -> list[list[Any]]:
     """``rows`` without those whose open time is off the timeframe's grid (dropped with a
     warning): no candle opens 1 ms after the hour, so such a row is a garbled answer's, and cached
     it stood beside or for the real candle."""
-    step_ms = timeframe_ms(timeframe)
     kept = [row for row in rows if int(row[0]) % step_ms == 0]
     if len(kept) < len(rows):
         first = next(int(row[0]) for row in rows if int(row[0]) % step_ms)
@@ -154,7 +153,7 @@ def on_grid(rows: list[list[Any]], ticker: str, timeframe: str) -> list[list[Any
             "dropping %d %s rows off the %s grid, the first at open time %d",
             len(rows) - len(kept),
             ticker,
-            timeframe,
+            interval,
             first,
         )
     return kept
@@ -209,7 +208,7 @@ class PagedOhlcv:
             page = [row for row in page if since <= int(row[0]) <= last_open_ms]
             if not page:
                 break
-            rows.extend(on_grid(page, ticker, timeframe))
+            rows.extend(on_grid(page, step_ms, ticker, timeframe))
             # the candle after the last row's, when that row is off the grid too
             since = (int(page[-1][0]) // step_ms + 1) * step_ms
             # a page shorter than asked is not the end (Binance may page shorter before the

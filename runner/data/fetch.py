@@ -39,7 +39,7 @@ from market.ccxt_client import (
     to_ccxt_symbol,
 )
 from market.datacheck import FUNDING_STEP_MS
-from market.history import rows_to_frame
+from market.history import on_grid, rows_to_frame
 from market.recorded import (
     FUNDING_RATE_MAX,
     OHLCV_COLUMNS,
@@ -186,7 +186,9 @@ class Fetcher:
             if not rows:
                 break
             # those that can be candles; the others logged
-            candles = rows_to_frame(rows, f"{ticker} {request.interval}")
+            candles = rows_to_frame(
+                on_grid(rows, step_ms, ticker, request.interval), f"{ticker} {request.interval}"
+            )
             dropped += len(rows) - len(candles)
             partial.append(
                 [
@@ -197,7 +199,7 @@ class Fetcher:
                 ]
             )
             fetched += len(candles)
-            since = int(rows[-1][0]) + step_ms
+            since = (int(rows[-1][0]) // step_ms + 1) * step_ms  # after an off-grid row too
             self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
             # a page shorter than asked is not the end (an exchange may cap its pages lower): only
             # an empty one is. Every page with a row moves ``since`` a bar on, so this ends
