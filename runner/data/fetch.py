@@ -256,10 +256,10 @@ class Fetcher:
             fetched += len(rows)
             last_ms = settled[-1][0] if settled else last_ms
             since = max(at for at, _ in in_span) + 1
-            # only a page full of settlements goes on: one repeating the requested start, or
-            # rows a millisecond apart, moved ``since`` a few ms a page (a day was 86 million
-            # requests); a full page of settlements moves it on by 1,000 hours at least
-            if len(page) < FUNDING_PAGE_LIMIT or len(settled) < FUNDING_PAGE_LIMIT:
+            # a full page goes on only when at least half of it are settlements: one repeating
+            # the requested start, or rows a millisecond apart, moved ``since`` a few ms a page (a
+            # day was 86 million requests); 500 settlements move it on by 10 days at least
+            if len(page) < FUNDING_PAGE_LIMIT or 2 * len(settled) < FUNDING_PAGE_LIMIT:
                 break
             await self._pause(request)
         if partial.rows:

@@ -110,3 +110,24 @@ async def test_a_rate_replay_would_refuse_is_dropped_not_stored(tmp_path: Path) 
     stored = load_funding("BTC/USDT", out)  # it loads: nothing replay refuses was stored
     assert list(stored.index) == [t for i, t in enumerate(recorded.index) if i not in (2, 3)]
     assert (funding.rows, funding.dropped) == (len(recorded) - 2, 2)
+
+
+def a_repeated_time(body: Any) -> Any:
+    items = [dict(item) for item in body]
+    items[5]["fundingTime"] = items[4]["fundingTime"]
+    return items
+
+
+async def test_a_full_page_with_one_repeat_goes_on_to_the_end(tmp_path: Path) -> None:
+    first, end = utc_ms(2025, 1, 1), utc_ms(2026, 1, 1)  # 1,095 settlements: two pages
+    clock = ScaledClock(end + 3_600_000, speed=3600.0)
+    out = tmp_path / "data"
+    request = FetchRequest(("BTC/USDT",), "4h", first, end, out)
+    async with running_server(clock) as server:
+        server.faults.rewrite_next(a_repeated_time, path=FUNDING)
+        _, funding = await fetch_into(request, server.url, clock, io.StringIO())
+    recorded = load_funding("BTC/USDT").loc[first : end - 1]
+    assert len(recorded) > 1000
+    stored = load_funding("BTC/USDT", out)
+    assert list(stored.index) == [t for i, t in enumerate(recorded.index) if i != 5]
+    assert (funding.rows, funding.dropped) == (len(recorded) - 1, 1)
