@@ -150,7 +150,7 @@ def load_fear_greed(data_dir: Path | None = None) -> pd.DataFrame:
         frame = frame.set_index("timestamp_s").sort_index()
     except CSV_READ_ERRORS as exc:
         raise MalformedDataError(f"{path}: not a Fear & Greed file ({_short(exc)})") from None
-    if "classification" not in frame.columns or frame.empty:
+    if not {"value", "classification"} <= set(frame.columns) or frame.empty:
         raise MalformedDataError(f"{path}: expected timestamp_s,value,classification rows")
     # as data check reads it: a unit slip (ms for s) is the year 57,000, not a day to look up
     _refuse_defects(
