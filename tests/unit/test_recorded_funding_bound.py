@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 from pydantic import ValidationError
 from test_recorded_hostile import T0_MS, good_rows, write_klines
 
@@ -47,7 +48,9 @@ def test_data_check_lists_it(tmp_path: Path) -> None:
 
 
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(rate=st.floats(-1.0, 1.0) | st.sampled_from([0.1, -0.1, 0.1000001, -0.1000001]))
 def test_a_rate_loads_exactly_when_the_live_reader_takes_it(tmp_path: Path, rate: float) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from sim.feed import BAR_MS, SimFeed
 from sim.tick_ahead import FeedSource
@@ -18,7 +19,9 @@ MAR_1_2025_MS = 1_740_787_200_000
 WINDOW = (MAR_1_2025_MS + 7_300_000, MAR_1_2025_MS + 5 * DAY_MS + 3_100_000)
 TIMEFRAMES = ("5m", "15m", "1h", "4h")
 FAST = settings(
-    max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(80),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 
 
