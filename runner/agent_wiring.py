@@ -35,8 +35,12 @@ from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
 from runner.config import Settings, secrets_dir_now
+from state.regular_file import read_regular_text
 
 log = logging.getLogger(__name__)
+
+#: an API key is about a hundred characters; a key file holding more is not one
+KEY_FILE_MAX_BYTES = 64 * 1024
 
 
 @dataclass
@@ -49,22 +53,30 @@ class Agents:
 def anthropic_key_reader(configured: str) -> Callable[[], str | None]:
     """Reads the key as it is now: the file named by ``ANTHROPIC_API_KEY_FILE``, else the
     environment's ``ANTHROPIC_API_KEY``, else the secrets dir's ``anthropic_api_key``, else the
-    key the daemon started with. Read at each breaker trial, so a rotation needs no restart."""
+    key the daemon started with. Read at each breaker trial, so a rotation needs no restart. A
+    key file is read only as a small regular file (``state.regular_file``): a FIFO there blocked
+    the start (or, at a trial, the event loop) until someone wrote to it, and a huge file was read
+    whole; each is now an ``OSError`` saying what is there."""
 
     def read() -> str | None:
         named = os.environ.get("ANTHROPIC_API_KEY_FILE")
-        if named:  # utf-8-sig: an editor's byte order mark is no part of the key
-            return Path(named).read_text(encoding="utf-8-sig").strip() or None
+        if named:
+            return _read_key_file(Path(named))
         from_env = os.environ.get("ANTHROPIC_API_KEY")
         if from_env:
             return from_env.strip()
         secrets_dir = secrets_dir_now()
         if secrets_dir is not None and (secrets_dir / "anthropic_api_key").is_file():
-            key_file = secrets_dir / "anthropic_api_key"
-            return key_file.read_text(encoding="utf-8-sig").strip() or None
+            return _read_key_file(secrets_dir / "anthropic_api_key")
         return configured
 
     return read
+
+
+def _read_key_file(path: Path) -> str | None:
+    # utf-8-sig: an editor's byte order mark is no part of the key
+    text = read_regular_text(path, encoding="utf-8-sig", max_bytes=KEY_FILE_MAX_BYTES)
+    return text.strip() or None
 
 
 def build_agents(

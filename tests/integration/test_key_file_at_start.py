@@ -5,12 +5,14 @@ read without it."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fakes.daemon import REPO, daemon_env
+from fakes.fifo import outcome_beside_fifo
 
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.agent_wiring import anthropic_key_reader, build_client
@@ -65,3 +67,47 @@ def test_the_daemon_refuses_with_exit_78(tmp_path: Path, content: bytes | None) 
     )
     assert done.returncode == EXIT_REFUSE_TO_START, done.stderr
     assert "ANTHROPIC_API_KEY_FILE" in done.stderr and "Traceback" not in done.stderr
+
+
+def _not_a_key_file(key_file: Path, kind: str) -> None:
+    if kind == "fifo":
+        os.mkfifo(key_file)
+    elif kind == "folder":
+        key_file.mkdir()
+    else:  # sparse: gigabytes that cost no disk
+        with key_file.open("wb") as handle:
+            handle.truncate(2 << 30)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "huge"])
+def test_a_key_path_that_is_not_a_small_file_refuses_naming_the_setting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    """``read_text`` blocked on a FIFO until someone wrote to it, and read a huge file whole."""
+    key_file = tmp_path / "anthropic_api_key"
+    _not_a_key_file(key_file, kind)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
+    outcome = outcome_beside_fifo(lambda: build_client(Settings(), clock=None), key_file)  # type: ignore[arg-type]
+    assert isinstance(outcome, RefuseToStartError), outcome
+    assert "ANTHROPIC_API_KEY_FILE" in str(outcome)
+    assert ("over the" if kind == "huge" else "not a regular file") in str(outcome)
+
+
+def test_the_daemon_refuses_a_fifo_with_exit_78(tmp_path: Path) -> None:
+    """The start hung on the FIFO (a hang guard's timeout here: it does not wait otherwise)."""
+    key_file = tmp_path / "anthropic_api_key"
+    os.mkfifo(key_file)
+    env = daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file))
+    done = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "run", "--sim"],
+        env=env,
+        cwd=REPO,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=100,
+    )
+    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr
+    assert "ANTHROPIC_API_KEY_FILE" in done.stderr and "not a regular file" in done.stderr
+    assert "Traceback" not in done.stderr and key_file.is_fifo()
