@@ -23,11 +23,18 @@ def add_sweep_parser(sub: Any) -> None:
     sweep.add_argument(
         "--scheduler", help="a running Dask scheduler, e.g. tcp://host:8786 (default: local)"
     )
-    sweep.add_argument("--workers", type=_workers, help="local cluster workers (default: cores)")
+    sweep.add_argument(
+        "--workers", type=_workers, help="local cluster workers, 1 to 128 (default: cores)"
+    )
 
+
+#: a local cluster is one machine and a Python process per worker: unbounded, --workers 100000
+#: asked for that many processes. 128 is beyond one machine's useful count (a worker per core);
+#: more is a remote cluster's (--scheduler)
+MAX_LOCAL_WORKERS = 128
 
 #: a local cluster of 0 or fewer workers never runs a task: the sweep would wait for ever
-_workers = whole_number("workers", 1)
+_workers = whole_number("workers", 1, MAX_LOCAL_WORKERS)
 
 
 def run_sweep_command(args: argparse.Namespace, overrides: Mapping[str, Any]) -> int:

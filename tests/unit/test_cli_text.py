@@ -151,7 +151,11 @@ def test_a_finite_number_argument_is_over_its_bound_or_a_usage_error(
         ),
         (
             ["sweep", "grid.toml", "--out", "o", "--workers", "0"],
-            "0 is out of range (workers: 1 or more)",
+            "0 is out of range (workers: 1 to 128)",
+        ),
+        (  # a process each: 100000 were started
+            ["sweep", "grid.toml", "--out", "o", "--workers", "100000"],
+            "100000 is out of range (workers: 1 to 128)",
         ),
         (["--state-dir", "", "status"], "--state-dir: an empty path"),
         (["sweep", "grid.toml", "--out", ""], "--out: an empty path"),
