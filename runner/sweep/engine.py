@@ -79,6 +79,9 @@ def run_sweep(
         _run_on_dask(
             todo, variants, runs_dir, records, scheduler, workers, stream, out_dir, grid, specs
         )
+        unwritten = _status_unwritten(out_dir, grid, specs, records)
+    else:
+        unwritten = None
     entries = [_entry(spec, runs_dir, records.get(spec.key, {})) for spec in specs]
     failed = [e for e in entries if e.status != "done"]
     try:
@@ -94,6 +97,9 @@ def run_sweep(
         f"sweep: {len(specs) - len(failed)} done, {len(failed)} failed; report: {report_path}",
         file=stream,
     )
+    if unwritten is not None:
+        print(f"sweep: {unwritten}; run the sweep again to write it", file=stream)
+        return 1
     return 0 if not failed else 1
 
 
@@ -122,6 +128,7 @@ def _run_on_dask(
     specs: list[RunSpec],
 ) -> None:
     as_completed = _distributed().as_completed
+    said = False
     with _client(scheduler, workers) as client:
         futures = {
             client.submit(
@@ -141,7 +148,10 @@ def _run_on_dask(
             except Exception as exc:  # the worker itself died (run_one never raises)
                 record = {"key": spec.key, "status": "failed", "reason": f"worker lost: {exc}"}
             records[spec.key] = record
-            _write_status(out_dir, grid, specs, records)
+            unwritten = _status_unwritten(out_dir, grid, specs, records)
+            if unwritten is not None and not said:  # once: a full disk fails every rewrite
+                said = True
+                print(f"sweep: {unwritten}; the runs go on, kept in their folders", file=stream)
             print(
                 f"[{count}/{len(todo)}] {_describe(spec)}: {_outcome(record)}",
                 file=stream,
@@ -200,6 +210,18 @@ def _entry(spec: RunSpec, runs_dir: Path, record: Mapping[str, Any]) -> RunEntry
         status=status,
         reason=reason,
     )
+
+
+def _status_unwritten(
+    out_dir: Path, grid: Grid, specs: list[RunSpec], records: Mapping[str, Mapping[str, Any]]
+) -> str | None:
+    """``_write_status``; None when written, else why not. Its OSError (a full disk) mid-sweep
+    was a traceback that stopped the cluster with runs still to go and no report written."""
+    try:
+        _write_status(out_dir, grid, specs, records)
+    except OSError as exc:
+        return f"cannot write {out_dir / 'sweep.json'} ({exc})"
+    return None
 
 
 def _write_status(
