@@ -15,12 +15,10 @@ from pydantic import ValidationError
 
 from core.clock import RECORDING_YEARS, is_recording_time
 from memory.analyst_model import AnalystReport, DaySummary, utc_day
-from memory.sqlite_rows import Unreadable, finite, left_out, text_or_none
-
-DB = "analysts.db"
+from memory.sqlite_rows import LeftOut, Unreadable, finite, text_or_none
 
 
-def report_of(row: tuple[Any, ...]) -> AnalystReport | None:
+def report_of(row: tuple[Any, ...], left_out: LeftOut) -> AnalystReport | None:
     """The report of an ``analyst_reports`` row, None (warned once) if it cannot be one."""
     report_id, analyst, ticker, day, at_ms, timescale, confidence, content, figures, labels = row
     try:
@@ -42,11 +40,11 @@ def report_of(row: tuple[Any, ...]) -> AnalystReport | None:
             labels=_json(labels, "labels"),
         )
     except (Unreadable, ValidationError) as exc:
-        left_out("analyst_reports", report_id, exc, DB)
+        left_out("analyst_reports", report_id, exc)
         return None
 
 
-def summary_of(body: object, key: tuple[str, ...]) -> DaySummary | None:
+def summary_of(body: object, key: tuple[str, ...], left_out: LeftOut) -> DaySummary | None:
     """The summary of an ``analyst_summaries`` body, None (warned once) if it cannot be one."""
     try:
         if not isinstance(body, str):
@@ -54,7 +52,7 @@ def summary_of(body: object, key: tuple[str, ...]) -> DaySummary | None:
         summary = DaySummary.model_validate_json(body)
         _instant(summary.made_at_ms, "made_at_ms")
     except (Unreadable, ValidationError) as exc:
-        left_out("analyst_summaries", "/".join(key), exc, DB)
+        left_out("analyst_summaries", "/".join(key), exc)
         return None
     return summary
 

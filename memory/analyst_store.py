@@ -20,6 +20,7 @@ import orjson
 from memory.analyst_model import AnalystReport, DaySummary, Session
 from memory.analyst_rows import report_of, summary_of
 from memory.port import StoreUnavailableError
+from memory.sqlite_rows import LeftOut
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS analyst_reports (
@@ -97,6 +98,7 @@ class AnalystStore:
         if isinstance(path, Path):
             path.parent.mkdir(parents=True, exist_ok=True)
         self._db = _open(path, durable)
+        self._left_out = LeftOut(path)
         #: (analyst, ticker) -> the newest report, as ``latest_report`` read it (or None: none).
         #: Every decision asks for each analyst's newest report of each ticker, and this store
         #: is its database's one writer (the daemon's event loop); a save that makes the answer
@@ -209,7 +211,9 @@ class AnalystStore:
         rows = self._db.execute(
             f"SELECT {_REPORT_COLUMNS} FROM analyst_reports {_REPORTS_WHERE}", args
         )
-        found = [r for r in map(report_of, rows.fetchall()) if r is not None]
+        found = [
+            r for r in (report_of(row, self._left_out) for row in rows.fetchall()) if r is not None
+        ]
         for report in found:
             self._know(report)
         return found
@@ -221,7 +225,7 @@ class AnalystStore:
             "WHERE ticker = ? AND day = ? ORDER BY at_ms, report_id",
             (ticker, day),
         ).fetchall()
-        return [r for r in map(report_of, rows) if r is not None]
+        return [r for r in (report_of(row, self._left_out) for row in rows) if r is not None]
 
     def latest_report(self, analyst: str, ticker: str) -> AnalystReport | None:
         key = (analyst, ticker)
@@ -237,7 +241,9 @@ class AnalystStore:
             "ORDER BY day DESC, at_ms DESC",
             (analyst, ticker),
         )
-        return next((r for r in map(report_of, rows) if r is not None), None)
+        return next(
+            (r for r in (report_of(row, self._left_out) for row in rows) if r is not None), None
+        )
 
     def put_summary(self, summary: DaySummary) -> None:
         """A non-durable store holds it with the reports (``flush``: the desk's roll flushes
@@ -270,7 +276,7 @@ class AnalystStore:
             "WHERE analyst = ? AND ticker = ? AND day = ? AND session = ?",
             key,
         ).fetchone()
-        return None if row is None else summary_of(row[0], key)
+        return None if row is None else summary_of(row[0], key, self._left_out)
 
     def has_summary(self, analyst: str, ticker: str, day: str, session: Session) -> bool:
         """A row is there, readable or not: a roll does not make it again over one a person left
@@ -290,7 +296,7 @@ class AnalystStore:
             query += " WHERE day = ?"
             params = (day,)
         rows = self._db.execute(query + " ORDER BY day, analyst, ticker, session", params)
-        found = (summary_of(row[0], row[1:]) for row in rows.fetchall())
+        found = (summary_of(row[0], row[1:], self._left_out) for row in rows.fetchall())
         return [summary for summary in found if summary is not None]
 
     def counts(self) -> dict[str, int]:

@@ -20,8 +20,7 @@ from memory.sqlite_schema import insight_from_row
 
 log = logging.getLogger(__name__)
 
-#: the rows warned about already (a row left out of an index is asked for again and again)
-_warned: set[tuple[str, str]] = set()
+#: rows one store warns about before it starts again (a table of broken rows costs no more)
 _WARNED_MAX = 10_000
 
 
@@ -29,20 +28,29 @@ class Unreadable(ValueError):
     """One column of a row holds what the row's model cannot be."""
 
 
-def left_out(table: str, row_id: object, why: object, db: str = "memory.db") -> None:
-    key = (f"{db}:{table}", str(row_id)[:100])
-    if key in _warned:
-        return
-    if len(_warned) >= _WARNED_MAX:
-        _warned.clear()
-    _warned.add(key)
-    log.warning(
-        "%s: %s row %s cannot be read, left out (kept in the file): %s",
-        db,
-        table,
-        key[1],
-        str(why)[:300],
-    )
+class LeftOut:
+    """One store's warnings of the rows it leaves out, each row once (a row left out of an index
+    is asked for again and again). Kept per store: one set for the process kept the same broken
+    row of a second store (the next run of a sweep worker) from being warned about at all."""
+
+    def __init__(self, db: object) -> None:
+        self._db = str(db)
+        self._warned: set[tuple[str, str]] = set()
+
+    def __call__(self, table: str, row_id: object, why: object) -> None:
+        key = (table, str(row_id)[:100])
+        if key in self._warned:
+            return
+        if len(self._warned) >= _WARNED_MAX:
+            self._warned.clear()
+        self._warned.add(key)
+        log.warning(
+            "%s: %s row %s cannot be read, left out (kept in the file): %s",
+            self._db,
+            table,
+            key[1],
+            str(why)[:300],
+        )
 
 
 def text_or_none(value: object, column: str) -> str | None:
@@ -69,7 +77,7 @@ def vector(blob: object, column: str, dim: int | None = VECTOR_DIM) -> np.ndarra
 
 
 def trade_stats_row(
-    row: Sequence[Any],
+    row: Sequence[Any], left_out: LeftOut
 ) -> tuple[str, str, str, float, float, np.ndarray | None] | None:
     """(trade_id, ticker, regime, pnl_pct, holding_secs, vector) of a trade, None if unreadable."""
     trade_id, ticker, regime, pnl, holding, blob = row
@@ -88,7 +96,7 @@ def trade_stats_row(
 
 
 def index_row(
-    row: Sequence[Any],
+    row: Sequence[Any], left_out: LeftOut
 ) -> tuple[str, str | None, str | None, str, int, np.ndarray | None] | None:
     """(insight_id, ticker, regime, kind, created_ms, vector) of an insight's indexed columns,
     None if unreadable. A vector of another length stays, as before: the index reads it as none."""
@@ -111,7 +119,7 @@ def index_row(
         return None
 
 
-def read_insight(row: Sequence[Any], insight_id: object) -> Insight | None:
+def read_insight(row: Sequence[Any], insight_id: object, left_out: LeftOut) -> Insight | None:
     """``insight_from_row`` of (body, vector, embedding), None if the row cannot be one."""
     try:
         vector(row[1], "vector", dim=None)
@@ -122,7 +130,7 @@ def read_insight(row: Sequence[Any], insight_id: object) -> Insight | None:
         return None
 
 
-def embedding_of(row: Sequence[Any], dim: int) -> np.ndarray | None:
+def embedding_of(row: Sequence[Any], dim: int, left_out: LeftOut) -> np.ndarray | None:
     """The text embedding of a (body, vector, embedding, kind, insight_id) row, None if it is
     not ``dim`` float32 values: unreadable (left out, warned) or another embedder's (not
     comparable: a store kept across a change of ``memory.embeddings``)."""
@@ -134,7 +142,7 @@ def embedding_of(row: Sequence[Any], dim: int) -> np.ndarray | None:
     return found if found is not None and len(found) == dim else None
 
 
-def read_trade(body: object, trade_id: object) -> Trade | None:
+def read_trade(body: object, trade_id: object, left_out: LeftOut) -> Trade | None:
     """The trade of a ``body`` column, None if it cannot be one."""
     try:
         if not isinstance(body, str | bytes):

@@ -33,7 +33,14 @@ from memory.port import (
     StoreUnavailableError,
 )
 from memory.sqlite_index import InsightIndex, TradeGroup, top_positions
-from memory.sqlite_rows import embedding_of, index_row, read_insight, read_trade, trade_stats_row
+from memory.sqlite_rows import (
+    LeftOut,
+    embedding_of,
+    index_row,
+    read_insight,
+    read_trade,
+    trade_stats_row,
+)
 from memory.sqlite_schema import (
     INSERT_INSIGHT,
     INSERT_TRADE,
@@ -56,6 +63,7 @@ class SqliteMemoryStore:
     def __init__(self, path: Path, clock: Clock | None = None) -> None:
         self.path = path
         self._clock = clock
+        self._left_out = LeftOut(path)
         self._looked_at_ms: int | None = None
         self._db = connect(path)
         self._index: InsightIndex | None = None
@@ -136,7 +144,7 @@ class SqliteMemoryStore:
 
     async def get_trade(self, trade_id: str) -> Trade | None:
         row = self._db.execute("SELECT body FROM trades WHERE trade_id=?", (trade_id,)).fetchone()
-        return None if row is None else read_trade(row[0], trade_id)
+        return None if row is None else read_trade(row[0], trade_id, self._left_out)
 
     # ---- insights
 
@@ -186,7 +194,7 @@ class SqliteMemoryStore:
         row = self._db.execute(
             f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
         ).fetchone()
-        return read_insight(row, insight_id) if row else None
+        return read_insight(row, insight_id, self._left_out) if row else None
 
     async def forget(self, item_id: str) -> bool:
         changed = self._write(
@@ -216,7 +224,7 @@ class SqliteMemoryStore:
             "ORDER BY created_ms DESC, insight_id LIMIT ?",
             (*params, f.limit),
         ).fetchall()
-        return [i for r in rows if (i := read_insight(r, r[3])) is not None]
+        return [i for r in rows if (i := read_insight(r, r[3], self._left_out)) is not None]
 
     def _trade_groups(self) -> dict[tuple[str, str], TradeGroup]:
         self._refresh()
@@ -226,7 +234,7 @@ class SqliteMemoryStore:
                 "SELECT trade_id, ticker, regime, pnl_pct, holding_secs, vector FROM trades "
                 "ORDER BY exit_ms, trade_id"
             ):
-                read = trade_stats_row(row)
+                read = trade_stats_row(row, self._left_out)
                 if read is not None:
                     trade_id, ticker, regime, pnl, holding, array = read
                     group = groups.setdefault((ticker, regime), TradeGroup())
@@ -245,7 +253,7 @@ class SqliteMemoryStore:
                 "SELECT insight_id, ticker, regime, kind, created_ms, vector FROM insights "
                 "WHERE archived=0 ORDER BY created_ms, insight_id"
             ):
-                read = index_row(row)
+                read = index_row(row, self._left_out)
                 if read is not None:
                     index.append_row(*read)
             self._index = index
@@ -284,7 +292,9 @@ class SqliteMemoryStore:
         ).fetchall()
         q = np.asarray(query.embedding, dtype=np.float32)
         rows = [r for r in rows if not query.kinds or r[3] in query.kinds]
-        embedded = [(r, e) for r in rows if (e := embedding_of(r, len(q))) is not None]
+        embedded = [
+            (r, e) for r in rows if (e := embedding_of(r, len(q), self._left_out)) is not None
+        ]
         if not embedded:
             return []
         matrix = np.vstack([e for _r, e in embedded])
@@ -295,7 +305,7 @@ class SqliteMemoryStore:
             out = []
             for i in top_positions(sims, wanted):
                 row = embedded[i][0]
-                insight = read_insight(row, row[4])
+                insight = read_insight(row, row[4], self._left_out)
                 if insight is not None:
                     out.append((insight, float(sims[i])))
             if len(out) >= query.limit or wanted >= len(embedded):
@@ -383,13 +393,13 @@ class SqliteMemoryStore:
         for trade_id, body in self._db.execute(
             "SELECT trade_id, body FROM trades ORDER BY exit_ms, trade_id"
         ):
-            trade = read_trade(body, trade_id)
+            trade = read_trade(body, trade_id, self._left_out)
             if trade is not None:
                 out.append({"type": "trade", **trade.model_dump(mode="json")})
         for row in self._db.execute(
             f"SELECT {INSIGHT_COLUMNS}, insight_id FROM insights ORDER BY created_ms, insight_id"
         ):
-            insight = read_insight(row, row[3])
+            insight = read_insight(row, row[3], self._left_out)
             if insight is not None:
                 out.append({"type": "insight", **insight.model_dump(mode="json")})
         return out

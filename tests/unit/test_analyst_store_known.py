@@ -18,6 +18,7 @@ from memory import analyst_store
 from memory.analyst_model import AnalystReport, utc_day
 from memory.analyst_rows import report_of
 from memory.analyst_store import _REPORT_COLUMNS, _REPORTS_WHERE, AnalystStore
+from memory.sqlite_rows import LeftOut
 
 DAY = 24 * HOUR_MS
 DAYS = [utc_day(DAY1_MS + d * DAY) for d in range(3)]
@@ -40,7 +41,8 @@ def _read_again(store: AnalystStore, first: str, last: str) -> list[AnalystRepor
         f"SELECT {_REPORT_COLUMNS} FROM analyst_reports {_REPORTS_WHERE}",
         ("market", "BTC/USDT", first, last),
     )
-    return [r for r in map(report_of, rows.fetchall()) if r is not None]
+    left_out = LeftOut("analysts.db")
+    return [r for r in (report_of(row, left_out) for row in rows.fetchall()) if r is not None]
 
 
 _ids = st.integers(0, 20)

@@ -20,15 +20,8 @@ from agent.snapshot import MarketSnapshot
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler
-from memory.sqlite_rows import _warned
 
 DAY = 24 * HOUR_MS
-
-
-@pytest.fixture(autouse=True)
-def _warn_again() -> None:
-    """Each case's row is the same row id: warned once per process, so once per case here."""
-    _warned.clear()
 
 
 TICKER = "BTC/USDT"
