@@ -207,12 +207,14 @@ class Neo4jMemoryStore:
     async def candidates(self, query: CandidateQuery) -> list[tuple[Insight, float]]:
         where = (
             "NOT i.archived AND i.created_ms >= $min_ms "
+            "AND ($max_ms IS NULL OR i.created_ms <= $max_ms) "
             "AND ($ticker IS NULL OR i.ticker IS NULL OR i.ticker = $ticker) "
             "AND ($regime IS NULL OR i.regime IS NULL OR i.regime = $regime) "
             "AND (size($kinds) = 0 OR i.kind IN $kinds)"
         )
         params: dict[str, Any] = {
             "min_ms": query.min_created_ms,
+            "max_ms": query.max_created_ms,
             "ticker": query.ticker,
             "regime": query.regime,
             "kinds": list(query.kinds),

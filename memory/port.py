@@ -22,8 +22,8 @@ class StoreUnavailableError(Exception):
 
 
 class CandidateQuery(NamedTuple):
-    """Insights about ``ticker`` (or about no ticker), not archived by a rollup, created at or
-    after ``min_created_ms``, most similar first: by ``vector`` (situation) when given, else by
+    """Insights about ``ticker`` (or about no ticker), not archived by a rollup, created from
+    ``min_created_ms`` to ``max_created_ms`` (None: no newest), most similar first: by ``vector`` (situation) when given, else by
     ``embedding`` (text); with neither, newest first and ``sim`` 0.
 
     A plain tuple, not a model: every decision builds six, and validating them cost more than
@@ -36,6 +36,9 @@ class CandidateQuery(NamedTuple):
     vector: tuple[float, ...] | None = None
     embedding: tuple[float, ...] | None = None
     min_created_ms: int = 0
+    #: the retriever's now: an insight from after it did not exist then (a replay over a later
+    #: run's store), and dropped only after the query it filled the candidates, leaving none
+    max_created_ms: int | None = None
     limit: int = 15
     #: sim given to an insight without a situation vector (a person's) in a situation query
     unsituated_sim: float = 0.5

@@ -2,8 +2,8 @@
 
 ``score = sim * role_weight[kind] - recency_lambda * age_days + salience_weight * salience``,
 ``sim`` the cosine of the current situation vector to the insight's (or, for a text query, of the
-text embeddings). The store returns ``k * 3`` candidates about this ticker (or about none) most
-similar first; items past their TTL or under ``score_cutoff`` are dropped; the top ``k`` come back
+text embeddings). The store returns ``k * 3`` candidates about this ticker (or about none),
+created by now, most similar first; items past their TTL or under ``score_cutoff`` are dropped; the top ``k`` come back
 with their score parts, so a reader sees why each was chosen.
 """
 
@@ -136,6 +136,7 @@ class Retriever:
                 vector=vector,
                 embedding=embedding,
                 min_created_ms=now_ms - int(cfg.ttl_days * DAY_MS),
+                max_created_ms=now_ms,
                 limit=k * 3,
             )
         )

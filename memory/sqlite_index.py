@@ -10,7 +10,7 @@ Python on the query path.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -88,9 +88,10 @@ class _Filter(NamedTuple):
     #: the rows are in created order); for the Python path only, so empty in a large block
     positions: list[int]
     created: list[int]
-    #: the block's matrix gathered at ``positions[start:]``, by start (the rows past the TTL
-    #: move only when the clock passes a row's created_ms: the same gather decision after decision)
-    gathered: dict[int, np.ndarray]
+    #: the block's matrix gathered at ``positions[start:end]``, by (start, end) (the rows within
+    #: the TTL and by now move only when the clock passes a row's created_ms: the same gather
+    #: decision after decision)
+    gathered: dict[tuple[int, int], np.ndarray]
 
 
 @dataclass
@@ -175,25 +176,32 @@ class _Block:
         caller's sort and cut pick the same best ``limit``). None when a key is not finite:
         ``_best_numpy`` handles NaN its own way."""
         created, ids = self.created, self.ids
-        oldest = query.min_created_ms
+        oldest, newest = query.min_created_ms, query.max_created_ms
         fixed = self._filter(query, codes)
-        start = -1  # rows not a tail of the positions: nothing remembered
+        start = end = -1  # rows not a slice of the positions: nothing remembered
         if self._created_sorted:
             start = bisect_left(fixed.created, oldest)
-            rows = fixed.positions[start:]
+            end = len(fixed.created) if newest is None else bisect_right(fixed.created, newest)
+            rows = fixed.positions[start:end]
         else:
-            rows = [i for i in fixed.positions if created[i] >= oldest]
+            rows = [
+                i
+                for i in fixed.positions
+                if created[i] >= oldest and (newest is None or created[i] <= newest)
+            ]
         if not rows:
             return []
         if q is None:
             return [(-float(created[i]), created[i], ids[i]) for i in rows]
         matrix = self.arrays()["matrix"]
         if len(rows) < len(ids) // 2:  # the rule ``_best_numpy`` gathers by
-            sims = (self._gathered(fixed, start, rows) @ q).tolist()
+            sims = (self._gathered(fixed, start, end, rows) @ q).tolist()
         else:
             every = (matrix @ q).tolist()
-            # no regime or kind filter: the rows are every position from the TTL cut on
-            sims = every[start:] if start >= 0 and fixed.mask is None else [every[i] for i in rows]
+            # no regime or kind filter: the rows are every position from the TTL cut to now
+            sims = (
+                every[start:end] if start >= 0 and fixed.mask is None else [every[i] for i in rows]
+            )
         if not self._all_vectors:
             unsituated, has = float(np.float32(query.unsituated_sim)), self.has_vector
             sims = [sim if has[i] else unsituated for sim, i in zip(sims, rows, strict=True)]
@@ -211,14 +219,14 @@ class _Block:
             ]
         return [(-sim, created[i], ids[i]) for sim, i in zip(sims, rows, strict=True)]
 
-    def _gathered(self, fixed: _Filter, start: int, rows: list[int]) -> np.ndarray:
-        """``matrix[rows]``, remembered when ``rows`` is ``fixed.positions[start:]``: the same
+    def _gathered(self, fixed: _Filter, start: int, end: int, rows: list[int]) -> np.ndarray:
+        """``matrix[rows]``, remembered when ``rows`` is ``fixed.positions[start:end]``: the same
         rows in the same order, so the product over it is the same, bit for bit."""
         if start < 0:
             return self.arrays()["matrix"][rows]
-        found = fixed.gathered.get(start)
+        found = fixed.gathered.get((start, end))
         if found is None:
-            found = fixed.gathered[start] = self.arrays()["matrix"][rows]
+            found = fixed.gathered[(start, end)] = self.arrays()["matrix"][rows]
             found.flags.writeable = False
         return found
 
@@ -229,6 +237,8 @@ class _Block:
         ``limit``."""
         a = self.arrays()
         mask = a["created"] >= query.min_created_ms
+        if query.max_created_ms is not None:
+            mask &= a["created"] <= query.max_created_ms
         fixed = self._filter(query, codes).mask
         if fixed is not None:
             mask &= fixed

@@ -280,6 +280,9 @@ class SqliteMemoryStore:
         assert query.embedding is not None
         where = ["archived=0", "embedding IS NOT NULL", "created_ms>=?"]
         params: list[Any] = [query.min_created_ms]
+        if query.max_created_ms is not None:
+            where.append("created_ms<=?")
+            params.append(query.max_created_ms)
         if query.ticker is not None:
             where.append("(ticker=? OR ticker IS NULL)")
             params.append(query.ticker)

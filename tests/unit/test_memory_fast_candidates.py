@@ -57,6 +57,8 @@ def _reference(
             continue
         if item.created_ms < query.min_created_ms:
             continue
+        if query.max_created_ms is not None and item.created_ms > query.max_created_ms:
+            continue
         if query.ticker is not None and item.ticker not in (None, query.ticker):
             continue
         if query.regime is not None and item.regime not in (None, query.regime):
@@ -88,6 +90,7 @@ queries = st.builds(
     ),
     embedding=st.none(),  # a situation query (a tuple's defaults are drawn unless given)
     min_created_ms=st.integers(T0, T0 + 1000 * 60_000),
+    max_created_ms=st.one_of(st.none(), st.integers(T0, T0 + 1000 * 60_000)),
     limit=st.integers(1, 20),
     unsituated_sim=st.just(CandidateQuery().unsituated_sim),
 )

@@ -73,3 +73,36 @@ async def test_an_insight_dated_past_2100_is_a_row_that_cannot_be(
     await store.close()
     warned = [r.getMessage() for r in caplog.records if "cannot be read" in r.getMessage()]
     assert len(warned) == 1 and f"created_ms {NOW * 1000} is past 2010 .. 2100" in warned[0]
+
+
+COLD = Situation.from_features({"rsi_1h": 20.0}, "medium_volatility").vector
+
+
+@pytest.mark.parametrize("query", ["situation", "text", "newest"])
+async def test_insights_from_after_now_leave_the_k_from_before_it(
+    tmp_path: Path, query: str
+) -> None:
+    """A replay over a later run's store: its k * 3 candidates were all from after the replayed
+    time (most similar, or newest), dropped after the query, so the decision got none."""
+    store = SqliteMemoryStore(tmp_path / "memory.db")
+    embedder = HashedNgramEmbedder()
+    (later_text,) = await embedder.embed([TEXT])
+    (earlier_text,) = await embedder.embed(["funding flipped negative before the drop"])
+    for n in range(40):  # after now, and each more similar to the query than the earlier ones
+        item = make_insight(f"{TEXT} {n}", vector=HOT, created_ms=NOW + (n + 1) * DAY_MS)
+        await store.put_insight(item.model_copy(update={"embedding": later_text}))
+    earlier = set()
+    for n in range(3):
+        item = make_insight(f"earlier {n}", vector=COLD, created_ms=NOW - (n + 1) * DAY_MS)
+        await store.put_insight(item.model_copy(update={"embedding": earlier_text}))
+        earlier.add(item.insight_id)
+    config = RetrievalConfig(recency_lambda=0.0, score_cutoff=-1.0, k=3)
+    retriever = Retriever(store, config, embedder)
+    rows = await retriever.rows(
+        now_ms=NOW,
+        ticker="SOL/USDT",
+        vector=HOT if query == "situation" else None,
+        text=TEXT if query == "text" else None,
+    )
+    await store.close()
+    assert {row_ranked(r).insight.insight_id for r in rows} == earlier

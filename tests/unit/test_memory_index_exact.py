@@ -39,6 +39,8 @@ def _reference_best(
 ) -> list[tuple[float, int, str]]:
     a = block.arrays()
     mask = a["created"] >= query.min_created_ms
+    if query.max_created_ms is not None:
+        mask &= a["created"] <= query.max_created_ms
     if query.regime is not None:
         mask &= (a["regime"] == 0) | (a["regime"] == codes.get(query.regime, -1))
     if query.kinds:
@@ -108,6 +110,7 @@ queries = st.builds(
     vector=st.one_of(st.none(), st.lists(signed, min_size=VECTOR_DIM, max_size=VECTOR_DIM).map(tuple)),
     embedding=st.none(),  # a situation query (a tuple's defaults are drawn unless given)
     min_created_ms=st.integers(T0, T0 + 1000 * 60_000),
+    max_created_ms=st.one_of(st.none(), st.integers(T0, T0 + 1000 * 60_000)),
     limit=st.integers(1, 20),
     unsituated_sim=st.sampled_from([0.5, -0.25]),
 )  # fmt: skip
