@@ -17,6 +17,7 @@ from pathlib import Path
 from state.merge_write import MergeConflictError, merge_write
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes, render_state
 from state.regular_file import read_regular_file
+from state.state_file import STATE_FILE_MAX_BYTES
 from state.trading import ACTIVE, HALTED, TradingState
 
 EXIT_HALTED = 1
@@ -61,13 +62,14 @@ def _switch(state_path: Path, command: str, args: argparse.Namespace) -> Trading
         return render_state(state.model_copy(update={"trading": new}))
 
     state_path.parent.mkdir(parents=True, exist_ok=True)
-    merge_write(state_path, edit)
+    merge_write(state_path, edit, max_bytes=STATE_FILE_MAX_BYTES)
     return new
 
 
 def _read(path: Path) -> RunnerState:
     try:
-        _, data = read_regular_file(path)  # a FIFO there blocked read_bytes: the command hung
+        # a FIFO there blocked read_bytes: the command hung; a sparse file of gigabytes was read
+        _, data = read_regular_file(path, max_bytes=STATE_FILE_MAX_BYTES)
     except FileNotFoundError:
         return RunnerState()
     state, _ = parse_state_bytes(data)

@@ -45,16 +45,23 @@ class MergeConflictError(Exception):
 
 
 def merge_write(
-    path: Path, merge: Callable[[bytes | None], bytes], *, durable: bool = True
+    path: Path,
+    merge: Callable[[bytes | None], bytes],
+    *,
+    durable: bool = True,
+    max_bytes: int | None = None,
 ) -> None:
     """Put ``merge(current)`` at ``path`` (``current``: its bytes, None when there is no file),
     merging again into any save someone else made meanwhile. What ``merge`` raises propagates
     with the file as that writer left it; ``OSError`` when the file cannot be read or written.
     A link is written through: replaced, it became a copy, and the file a person keeps elsewhere
-    (a repository of notes) stopped getting what was written, and being read."""
+    (a repository of notes) stopped getting what was written, and being read. ``max_bytes``:
+    the most a read of the file takes (``FileTooLargeError`` past it, nothing written)."""
     if path.is_symlink():
         path = Path(os.path.realpath(path))
-    on_disk = read_bytes_or_none(path)  # what the file holds, as far as this write knows
+    on_disk = read_bytes_or_none(
+        path, max_bytes=max_bytes
+    )  # what the file holds, as far as this write knows
     base = on_disk  # the other writer's latest save: what the change is merged into
     for _ in range(MERGE_ATTEMPTS):
         try:
@@ -65,7 +72,7 @@ def merge_write(
         try:
             replaced = _replace_if_holds(path, data, on_disk, durable=durable)
         except ChangedWhileSavingError:  # a save since the read; nothing written
-            on_disk = base = read_bytes_or_none(path)
+            on_disk = base = read_bytes_or_none(path, max_bytes=max_bytes)
             continue
         if replaced == on_disk:
             return

@@ -64,10 +64,10 @@ def read_regular_text(
     return read_regular_file(path, max_bytes=max_bytes)[1].decode(encoding)
 
 
-def read_bytes_or_none(path: Path | str) -> bytes | None:
+def read_bytes_or_none(path: Path | str, *, max_bytes: int | None = None) -> bytes | None:
     """``path``'s bytes, None when there is no file (``read_regular_file`` otherwise)."""
     try:
-        return read_regular_file(path)[1]
+        return read_regular_file(path, max_bytes=max_bytes)[1]
     except FileNotFoundError:
         return None
 

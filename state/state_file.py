@@ -32,6 +32,11 @@ STATE_DIR_SETTING = "VIGIL_STATE_DIR or --state-dir (a replay's --out)"
 #: reads of a file that changes while being read are retried this many times
 MAX_READ_ATTEMPTS: Final = 3
 
+#: the most of the file that is read: a state is kilobytes (notes an edit may bring are 1 Mi
+#: characters, ``state.edit_checks``). A sparse file of gigabytes left there was read whole at
+#: every changed poll and held whole; past this it is refused unread (``FileTooLargeError``)
+STATE_FILE_MAX_BYTES: Final = 16 << 20
+
 
 class FileStamp(NamedTuple):
     """What ``poll`` compares: any write, in place or by rename, changes at least one of these."""
@@ -125,14 +130,16 @@ class StateFile:
 
 
 def read_all(path: Path) -> tuple[FileStamp, bytes]:
-    """``read_regular_file`` with the stamp ``poll`` compares."""
-    st, data = read_regular_file(path)
+    """``read_regular_file`` with the stamp ``poll`` compares; ``FileTooLargeError`` past
+    ``STATE_FILE_MAX_BYTES``."""
+    st, data = read_regular_file(path, max_bytes=STATE_FILE_MAX_BYTES)
     return FileStamp.of(st), data
 
 
 __all__ = [
     "MAX_READ_ATTEMPTS",
     "STATE_DIR_SETTING",
+    "STATE_FILE_MAX_BYTES",
     "ChangedWhileSavingError",
     "FileInFluxError",
     "FileStamp",

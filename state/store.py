@@ -54,6 +54,7 @@ from state.models import (
     render_state,
 )
 from state.naming import unused_sibling
+from state.regular_file import FileTooLargeError
 from state.state_file import (
     ChangedWhileSavingError,
     FileInFluxError,
@@ -310,7 +311,10 @@ class RunnerStateStore:
 
     def _examine_file(self) -> StateEditReport | None:
         """Read the file; if it differs from what the store knows, judge it as a person's edit."""
-        stamp_and_data = self._disk.read_settled()
+        try:
+            stamp_and_data = self._disk.read_settled()
+        except FileTooLargeError as exc:
+            return self._too_large(exc)
         if stamp_and_data is None:
             if self._file.data is not None:
                 log.warning("%s was deleted; the next save writes it again", self._path)
@@ -334,6 +338,24 @@ class RunnerStateStore:
         self._rejected = None  # the person replaced any rejected text with a valid edit
         return self._record(self._merge(edited, now_ms))
 
+    def _too_large(self, exc: FileTooLargeError) -> StateEditReport | None:
+        """A file too large to be a state: rejected unread, said once while it stays as it is,
+        and moved aside whole at the next save (copying it meant holding it whole)."""
+        try:
+            stamp = FileStamp.of(os.stat(self._path))
+        except FileNotFoundError:  # gone since: the next look sees no file
+            return None
+        rejected = self._rejected
+        if rejected is not None and rejected.too_large == stamp:
+            return None
+        # no bytes in hand; confirmed, so that a poll costs one stat while it stays
+        self._file = FileView(stamp, None, confirmed=True)
+        report = StateEditReport(
+            path=self._path, detected_at_ms=self._clock.now_ms(), accepted=False, error=str(exc)
+        )
+        self._rejected = RejectedEdit(b"", report, too_large=stamp)
+        return self._record(report)
+
     def _merge(self, edited: RunnerState, now_ms: int) -> StateEditReport:
         current = self.current
         changes, ignored = compare_edit(current, self._baseline, edited)
@@ -355,6 +377,8 @@ class RunnerStateStore:
         rejected = self._rejected
         if rejected is None:
             return None
+        if rejected.too_large is not None:
+            return self._move_aside(rejected)
         if not rejected.data.strip():
             # an emptied file (or one caught between an editor's truncate and write) holds no
             # words to keep; the daemon simply writes the last good state back
@@ -367,6 +391,25 @@ class RunnerStateStore:
         report = rejected.report.model_copy(update={"preserved_as": copy_path})
         log.warning(
             "the rejected edit of %s (%s) was saved as %s before the daemon rewrote the file",
+            self._path,
+            report.error,
+            copy_path,
+        )
+        self._last_report = report
+        return report
+
+    def _move_aside(self, rejected: RejectedEdit) -> StateEditReport | None:
+        """The too large file renamed beside the state, as it is; its report."""
+        self._rejected = None
+        self._file = FileView(None, None)
+        copy_path = unused_sibling(self._path, "rejected", rejected.report.detected_at_ms)
+        try:
+            os.rename(self._path, copy_path)
+        except FileNotFoundError:  # deleted meanwhile: nothing left to keep
+            return None
+        report = rejected.report.model_copy(update={"preserved_as": copy_path})
+        log.warning(
+            "the rejected %s (%s) was moved to %s before the daemon wrote the file",
             self._path,
             report.error,
             copy_path,

@@ -36,10 +36,12 @@ log = logging.getLogger("state.store")
 
 @dataclass(frozen=True)
 class RejectedEdit:
-    """A person's edit that could not be used, with its report; copied aside before a write."""
+    """A person's edit that could not be used, with its report; copied aside before a write.
+    ``too_large``: the stamp of a file too large to read (``data`` empty), moved aside instead."""
 
     data: bytes
     report: StateEditReport
+    too_large: FileStamp | None = None
 
 
 @dataclass(frozen=True)
