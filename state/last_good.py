@@ -19,6 +19,8 @@ from pathlib import Path
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, remove_stale_tmp_files
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
+from state.regular_file import read_regular_file
+from state.state_file import STATE_FILE_MAX_BYTES
 
 
 def last_good_path(state_path: Path) -> Path:
@@ -30,7 +32,8 @@ def read_last_good(path: Path) -> tuple[RunnerState, bytes] | None:
     it cannot be used (only vigil writes it, atomically: damage is not a person's edit)."""
     remove_stale_tmp_files(path)
     try:
-        data = path.read_bytes()
+        # a FIFO there blocked the start in read_bytes; a sparse file of gigabytes was read whole
+        _, data = read_regular_file(path, max_bytes=STATE_FILE_MAX_BYTES)
     except FileNotFoundError:
         return None
     except OSError as exc:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_beside_fifo
 
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
@@ -172,3 +174,25 @@ def test_notes_over_the_cap_stored_before_the_cap_still_load_and_are_kept(tmp_pa
     report = again.poll()
     assert report is not None and report.accepted and report.changed_fields == ("agent_memory",)
     assert again.current.notes == long_notes
+
+
+@pytest.mark.parametrize("kind", ["fifo", "huge"])
+def test_a_daemon_copy_that_is_not_a_small_file_refuses_the_start_unread(
+    tmp_path: Path, kind: str
+) -> None:
+    """A FIFO there blocked the start in ``read_bytes`` until someone wrote to it; a sparse
+    file of gigabytes was read whole."""
+    path = tmp_path / "runner_state.json"
+    running(path)
+    copy = last_good_path(path)
+    copy.unlink()
+    if kind == "fifo":
+        os.mkfifo(copy)
+    else:
+        with copy.open("wb") as handle:
+            handle.truncate(2 << 30)
+    outcome = outcome_beside_fifo(lambda: restarted(path), copy)
+    assert isinstance(outcome, RefuseToStartError), outcome
+    assert str(copy) in str(outcome)
+    assert ("not a regular file" if kind == "fifo" else "over the") in str(outcome)
+    assert copy.is_fifo() if kind == "fifo" else copy.stat().st_size == 2 << 30
