@@ -19,6 +19,7 @@ from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
 from state.regular_file import read_bytes_or_none
 from state.segments import UnreadableSegmentError, iter_lines, segments, tail_lines
+from state.state_file import STATE_FILE_MAX_BYTES
 
 
 class StateFileError(ValueError):
@@ -123,7 +124,7 @@ class StateDirFiles:
         cannot be read: not a regular file (a FIFO would block the read), a state dir that is a
         file, no permission."""
         try:
-            data = read_bytes_or_none(self.runner_state_path)
+            data = read_bytes_or_none(self.runner_state_path, max_bytes=STATE_FILE_MAX_BYTES)
         except OSError as exc:
             why = exc.strerror or str(exc)
             raise StateFileError(f"{self.runner_state_path} cannot be read: {why}") from None

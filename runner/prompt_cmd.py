@@ -54,6 +54,7 @@ from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.records import DecisionRecord, parse_record
 from state.regular_file import read_regular_file
 from state.segments import UnreadableSegmentError, open_segment, segments
+from state.state_file import STATE_FILE_MAX_BYTES
 
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
@@ -169,8 +170,11 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
 
 
 def _person_notes(path: Path) -> str:
-    try:  # a FIFO there blocked read_bytes until someone wrote to it: the command hung
-        notes = orjson.loads(read_regular_file(path)[1]).get("notes", "")
+    # a FIFO there blocked read_bytes until someone wrote to it: the command hung; a sparse file
+    # of gigabytes was read and parsed whole
+    try:
+        _, data = read_regular_file(path, max_bytes=STATE_FILE_MAX_BYTES)
+        notes = orjson.loads(data).get("notes", "")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return ""
     return notes if isinstance(notes, str) else ""

@@ -17,7 +17,9 @@ from core.errors import RefuseToStartError
 from core.jsonread import loads_json
 from sim.feed import SimFeed
 from state.models import InvalidStateFileError, parse_state_bytes
+from state.regular_file import read_regular_file
 from state.segments import recent_lines
+from state.state_file import STATE_FILE_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +57,9 @@ def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:
     is left for the store to refuse with its own message."""
     times: list[int] = []
     try:
-        state, _ = parse_state_bytes(state_path.read_bytes())
+        # a FIFO there blocked the start in read_bytes before the store could refuse it
+        _, data = read_regular_file(state_path, max_bytes=STATE_FILE_MAX_BYTES)
+        state, _ = parse_state_bytes(data)
         times += [state.updated_at_ms, *state.entry_times_ms.values()]
     except (OSError, InvalidStateFileError):
         pass
