@@ -10,6 +10,8 @@ nor kept aside), and each had learned to catch them separately; this is the one 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -71,9 +73,15 @@ def _int(digits: str) -> int:
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, cannot be read, or is not an object
-    (a file a run left behind, read by whoever must tell a finished run from one to redo)."""
+    (a file a run left behind, read by whoever must tell a finished run from one to redo), or
+    is not a regular file: a FIFO there blocked ``read_bytes`` until someone wrote to it, and
+    a sweep's resume with it (``state.regular_file`` does the same above this layer)."""
     try:
-        body = loads_json(path.read_bytes())
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            body = loads_json(handle.read())
     except (OSError, ValueError):
         return None
     return body if isinstance(body, dict) else None

@@ -7,10 +7,12 @@ a traceback. Each now reads through ``core.jsonread`` and takes such a file as u
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_beside_fifo
 from test_sweep_grid_report import fake_run
 
 from api.server import ENDPOINT_FILE_NAME, read_endpoint
@@ -66,3 +68,13 @@ def test_a_sweep_run_with_a_hostile_record_is_not_done(
     assert is_done(run)
     (run / which).write_bytes(body)
     assert not is_done(run)
+
+
+@pytest.mark.parametrize("which", ["replay.json", "report.json"])
+def test_a_sweep_run_with_a_fifo_for_a_record_is_not_done(tmp_path: Path, which: str) -> None:
+    """``read_bytes`` blocked on the FIFO until someone wrote to it: the sweep's resume hung."""
+    run = Path(fake_run(tmp_path, "run", 2.0, 4.0))
+    (run / "replay.json").write_text(json.dumps({"finished": True}))
+    (run / which).unlink()
+    os.mkfifo(run / which)
+    assert outcome_beside_fifo(lambda: is_done(run), run / which) is False
