@@ -16,10 +16,10 @@ from core.errors import RefuseToStartError
 from state.toml_file import UnreadableTomlError, read_toml
 
 
-def read_toml_file(path: Path, what: str) -> dict[str, Any]:
+def read_toml_file(path: Path, what: str, *, max_bytes: int | None = None) -> dict[str, Any]:
     """The file's tables, or ``RefuseToStartError`` naming it as ``what`` ("config file") and
-    saying why it cannot be used (``state.toml_file``)."""
+    saying why it cannot be used (``state.toml_file``); ``max_bytes``: the most it may hold."""
     try:
-        return read_toml(path, what)
+        return read_toml(path, what, max_bytes=max_bytes)
     except UnreadableTomlError as exc:
         raise RefuseToStartError(str(exc)) from None

@@ -159,8 +159,12 @@ class RunSpec(BaseModel):
         )
 
 
+#: a grid is lines of lists: a sparse file of gigabytes given as one was read whole, then decoded
+GRID_FILE_MAX_BYTES = 1 << 20
+
+
 def load_grid(path: Path) -> Grid:
-    raw = read_toml_file(path, "grid file")
+    raw = read_toml_file(path, "grid file", max_bytes=GRID_FILE_MAX_BYTES)
     try:
         return Grid.model_validate(raw)
     except ValidationError as exc:

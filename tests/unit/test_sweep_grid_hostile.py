@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import re
+import tracemalloc
 from pathlib import Path
 
 import pytest
 from fakes.fifo import outcome_beside_fifo
 
 import runner.sweep.engine
-from core.errors import RefuseToStartError
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from market.recorded import default_data_dir
 from runner.cli import main
 from runner.config import Settings
@@ -78,6 +79,24 @@ def test_a_directory_or_fifo_grid_is_refused_without_reading_it(tmp_path: Path) 
     os.mkfifo(fifo)
     caught = outcome_beside_fifo(lambda: load_grid(fifo), fifo)
     assert isinstance(caught, RefuseToStartError) and "not a regular file" in str(caught)
+
+
+def test_a_huge_grid_is_refused_without_reading_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sparse file of gigabytes was read whole, then decoded whole, before TOML refused it."""
+    grid = tmp_path / "grid.toml"
+    with grid.open("wb") as handle:
+        handle.truncate(256 << 20)
+    tracemalloc.start()
+    try:
+        code = main(["sweep", str(grid), "--out", str(tmp_path / "out")])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == EXIT_REFUSE_TO_START
+    assert "over the 1,048,576 read" in capsys.readouterr().err
+    assert peak < 16 << 20 and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(
