@@ -56,8 +56,16 @@ def _frozen_json(value: Mapping[str, Any]) -> Mapping[str, Any]:
     return frozen
 
 
-def _freeze_json_value(value: Any, where: str) -> Any:
+#: how deep ``extra`` may nest: a feature's data is a few levels. A few hundred (under json's own
+#: limit of about a thousand) took this check past the stack, and its RecursionError escaped
+#: every reader of the file: the store's poll and each save, the start, ``vigil trading``
+EXTRA_MAX_DEPTH: Final = 64
+
+
+def _freeze_json_value(value: Any, where: str, depth: int = 0) -> Any:
     """Check that ``value`` is plain JSON data and return a read-only copy of it."""
+    if depth > EXTRA_MAX_DEPTH:
+        raise ValueError(f"{where} is nested deeper than {EXTRA_MAX_DEPTH} levels")
     if value is None or isinstance(value, (bool, int, str)):
         return value
     if isinstance(value, float):
@@ -69,10 +77,12 @@ def _freeze_json_value(value: Any, where: str) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"{where} has a non-string key {key!r}")
-            frozen[key] = _freeze_json_value(item, f"{where}.{key}")
+            frozen[key] = _freeze_json_value(item, f"{where}.{key}", depth + 1)
         return MappingProxyType(frozen)
     if isinstance(value, (list, tuple)):
-        return tuple(_freeze_json_value(item, f"{where}[{i}]") for i, item in enumerate(value))
+        return tuple(
+            _freeze_json_value(item, f"{where}[{i}]", depth + 1) for i, item in enumerate(value)
+        )
     raise ValueError(f"{where} holds a {type(value).__name__}; only JSON values can be stored")
 
 
