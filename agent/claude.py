@@ -2,7 +2,9 @@
 
 Order of checks for each snapshot: no API key -> ``no_api_key``; daily budget spent ->
 ``budget_spent``; breaker open -> ``breaker_open``; otherwise one call (bounded retries, see
-``agent.claude_client``). A failed call counts against the breaker, is published as
+``agent.claude_client``). A routine answer that would enter is asked again of the strong model only
+while the budget, counting the first call, allows it; else the fallback decides with
+``budget_spent``. A failed call counts against the breaker, is published as
 ``agent.failure`` per failed try, and the fallback decides with ``claude_failed: <kind>``: never a
 silent HOLD. The returned decision always lists the tries in ``attempts`` and the billed ``usage``.
 """
@@ -112,16 +114,22 @@ def gate_reason(
     """Why no call may go out now (None: it may; in half-open this takes the trial slot)."""
     if client is None:
         return NO_API_KEY
-    budget = ledger.budget
-    if budget.exhausted():
-        resets = datetime.fromtimestamp(budget.resets_at_ms() / 1000, UTC).isoformat()
-        return (
-            f"budget_spent: ${budget.spent_today_usd:.4f} of ${budget.limit_usd:.2f} today, "
-            f"Claude again from {resets}"
-        )
+    spent = budget_spent_reason(ledger.budget)
+    if spent is not None:
+        return spent
     if not breaker.allow():
         return f"breaker_open: next trial in {breaker.reopens_in_secs():.0f} s"
     return None
+
+
+def budget_spent_reason(budget: DailyBudget, unbilled_usd: float = 0.0) -> str | None:
+    """Why the day's budget allows no call now (None: it does); ``unbilled_usd``: what calls of
+    this decision cost that the ledger has not billed yet."""
+    limit, spent = budget.limit_usd, budget.spent_today_usd + unbilled_usd
+    if limit is None or spent < limit:
+        return None
+    resets = datetime.fromtimestamp(budget.resets_at_ms() / 1000, UTC).isoformat()
+    return f"budget_spent: ${spent:.4f} of ${limit:.2f} today, Claude again from {resets}"
 
 
 class ClaudeDecider:
@@ -199,6 +207,7 @@ class ClaudeDecider:
         # the tier shows in the usage's model ("haiku+sonnet": an entry asked again)
         model, _why = choose_model(self._config.model, self._config.tiers, snapshot)
         attempts: list[Attempt] = []
+        spent: str | None = None  # the first call spent the budget the escalation needed
         with self.breaker.guard():  # every way out of the call gives the breaker a verdict
             try:
                 if trial:  # a key rotated while the breaker was open must not keep Claude off
@@ -214,11 +223,13 @@ class ClaudeDecider:
                 )
                 attempts.extend(result.attempts)
                 if self._escalate(model, result.value[0], snapshot):
-                    model = self._config.model
-                    result = await self._client.call_chain(
-                        request(model), parse, self._config.failover_models
-                    )
-                    attempts.extend(result.attempts)
+                    spent = self._escalation_refused(model, attempts)
+                    if spent is None:
+                        model = self._config.model
+                        result = await self._client.call_chain(
+                            request(model), parse, self._config.failover_models
+                        )
+                        attempts.extend(result.attempts)
             except CallFailed as failure:
                 return self._failed(snapshot, [*attempts, *failure.attempts])
             except Exception as exc:  # a bug or an SDK surprise must still end in a decision
@@ -229,6 +240,11 @@ class ClaudeDecider:
                 return self._failed(snapshot, [*attempts, attempt])
             self.breaker.record_success()
         usage = self.ledger.record(attempts, failed=False)
+        if spent is not None:  # the cheap answer would enter unchecked: the rules decide instead
+            decision = self._fallback.decide_now(snapshot, spent)
+            return decision.model_copy(
+                update={"usage": usage, "attempts": _journal_attempts(attempts, [])}
+            )
         decision, notes = redact_decision(*result.value, self._redactor)
         self.delta.answered(sent, decision)
         return decision.model_copy(
@@ -246,6 +262,15 @@ class ClaudeDecider:
             and model != self._config.model
             and opens_position(decision, snapshot)
         )
+
+    def _escalation_refused(self, model: str, attempts: list[Attempt]) -> str | None:
+        """The budget's refusal of the escalated call, counting what the first call just cost
+        (the ledger bills a decision's calls once it is done): None when the budget allows it."""
+        cost = sum(a.usage.cost_usd for a in attempts if a.usage is not None)
+        spent = budget_spent_reason(self.ledger.budget, cost)
+        if spent is None:
+            return None
+        return f"{spent}; the {model} entry was not asked of {self._config.model}"
 
     def _failed(self, snapshot: MarketSnapshot, attempts: list[Attempt]) -> AgentDecision:
         last = attempts[-1]

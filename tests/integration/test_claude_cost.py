@@ -22,7 +22,9 @@ HOLD = answer(
 )
 
 
-def decider(api: FakeMessagesApi, clock: InstantClock, **config: object) -> ClaudeDecider:
+def decider(
+    api: FakeMessagesApi, clock: InstantClock, budget_usd: float | None = None, **config: object
+) -> ClaudeDecider:
     agent = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0, **config)
     client = ClaudeClient(build_anthropic_client(agent, API_KEY), clock, agent)
     return ClaudeDecider(
@@ -31,7 +33,7 @@ def decider(api: FakeMessagesApi, clock: InstantClock, **config: object) -> Clau
         clock=clock,
         fallback=fallback(),
         breaker=CircuitBreaker(clock),
-        ledger=UsageLedger(DailyBudget(clock, None)),
+        ledger=UsageLedger(DailyBudget(clock, budget_usd)),
     )
 
 
@@ -80,3 +82,27 @@ async def test_routine_passes_use_the_routine_model_and_entries_are_asked_of_the
     # billed at each model's own price: the routine one is cheaper per token
     haiku, sonnet = (AgentConfig().for_model(m) for m in (ROUTINE, MODEL))
     assert haiku.input_per_mtok_usd < sonnet.input_per_mtok_usd
+
+
+async def test_an_entry_is_not_asked_again_once_the_routine_call_spent_the_budget() -> None:
+    clock = InstantClock()
+    async with FakeMessagesApi() as api:
+        api.script(json_message(answer()), json_message(HOLD))
+        claude = decider(
+            api,
+            clock,
+            budget_usd=0.001,  # the routine call's 1200 in / 300 out cost $0.0027 at haiku prices
+            tiers=TierConfig(routine_model=ROUTINE),
+            delta=DeltaConfig(enabled=False),
+        )
+        decision = await claude.decide(snapshot())  # the routine model says BUY
+        await claude.aclose()
+    assert [r.body["model"] for r in api.requests] == [ROUTINE]
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason.startswith("budget_spent: ")
+    # the routine call was billed all the same, to the decision and to the day
+    assert decision.usage is not None and decision.usage.model == ROUTINE
+    assert decision.usage.cost_usd > 0.001
+    assert claude.ledger.budget.spent_today_usd == decision.usage.cost_usd
+    assert claude.status()["calls"] == 1 and claude.status()["failed_calls"] == 0
+    assert len(decision.attempts) == 1
