@@ -23,7 +23,13 @@ from agent.claude_client import (
     ClaudeClient,
 )
 from agent.claude_prompt import render_request
-from agent.claude_schema import Note, convert_answer, parse_answer_json
+from agent.claude_schema import (
+    DEFAULT_WAKE_RULES,
+    Note,
+    WakeRules,
+    convert_answer,
+    parse_answer_json,
+)
 from agent.config import AgentConfig
 from agent.decision import AgentDecision, Usage
 from agent.fallback_decider import FallbackDecider
@@ -146,9 +152,11 @@ class ClaudeDecider:
         ledger: UsageLedger,
         bus: EventBus | None = None,
         redactor: Redactor | None = None,
+        wake: WakeRules = DEFAULT_WAKE_RULES,
     ) -> None:
         self._client = client
         self._redactor = redactor or Redactor()
+        self._wake = wake
         self._config = config
         self._clock = clock
         self._fallback = fallback
@@ -202,7 +210,7 @@ class ClaudeDecider:
         prices = {ticker: view.price for ticker, view in snapshot.tickers.items()}
 
         def parse(text: str) -> tuple[AgentDecision, list[Note]]:
-            return convert_answer(parse_answer_json(text), prices=prices)
+            return convert_answer(parse_answer_json(text), prices=prices, wake=self._wake)
 
         # the tier shows in the usage's model ("haiku+sonnet": an entry asked again)
         model, _why = choose_model(self._config.model, self._config.tiers, snapshot)

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 import orjson
@@ -31,7 +33,13 @@ from agent.decision import AgentDecision, TradeDecision, Usage
 from agent.risk import TickerError, normalize_ticker
 from agent.signal_names import SIGNAL_KEYWORDS, SIGNAL_NAMES, canonical_signal
 from broker.port import Action
-from gate.conditions import validate_conditions
+from gate.conditions import (
+    MAX_WAKE_CONDITIONS,
+    METRICS,
+    MetricSpec,
+    build_metric_registry,
+    validate_conditions,
+)
 from state.memory_clip import clip_memory
 
 MAX_ANSWER_BYTES = 64 * 1024  # a real answer is a few KB; far more is a model gone astray
@@ -43,6 +51,24 @@ __all__ = ["SIGNAL_NAMES"]  # re-exported: the prompt names them
 
 class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+@dataclass(frozen=True)
+class WakeRules:
+    """The wake conditions an answer may set: over the daemon's own metrics (its tickers'), at
+    most its gate's ``max_wake_conditions``. Checked here too, not only by the gate, so the notes
+    journaled with the answer say what the gate will hold."""
+
+    registry: Mapping[str, MetricSpec] = field(default_factory=lambda: METRICS)
+    max_conditions: int = MAX_WAKE_CONDITIONS
+
+    @classmethod
+    def of(cls, tickers: Iterable[str], max_conditions: int) -> WakeRules:
+        return cls(MappingProxyType(build_metric_registry(tickers)), max_conditions)
+
+
+#: the default tickers' metrics and cap (a daemon passes its configured ones)
+DEFAULT_WAKE_RULES = WakeRules()
 
 
 #: the schema's signal_weights object: one optional weight per known signal name (on arrival any
@@ -151,6 +177,7 @@ def convert_answer(
     prices: Mapping[str, float | None],
     usage: Usage | None = None,
     decider_reason: str = "claude",
+    wake: WakeRules = DEFAULT_WAKE_RULES,
 ) -> tuple[AgentDecision, list[Note]]:
     """A validated ``AgentDecision`` (decided_by claude) and the notes on what was changed."""
     try:
@@ -160,7 +187,7 @@ def convert_answer(
     notes: list[Note] = []
     decisions = _decisions(envelope.decisions, prices, notes)
     next_check = _clamped_next_check(envelope.next_check_seconds, notes)
-    wake = _wake_conditions(envelope.wake_conditions, notes)
+    conditions = _wake_conditions(envelope.wake_conditions, wake, notes)
     memory = _memory(envelope.memory_update, notes)
     agreement, agreement_reason = _agreement(envelope, notes)
     decision = AgentDecision(
@@ -170,7 +197,7 @@ def convert_answer(
         regime_agreement_reason=agreement_reason,
         learning_note=envelope.learning_note,
         next_check_seconds=next_check,
-        wake_conditions=tuple(wake),
+        wake_conditions=tuple(conditions),
         memory_update=memory,
         decided_by="claude",
         decider_reason=decider_reason,
@@ -313,8 +340,12 @@ def _clamped_next_check(secs: float, notes: list[Note]) -> int:
     return clamped
 
 
-def _wake_conditions(raw: Sequence[Any], notes: list[Note]) -> list[dict[str, Any]]:
-    accepted, rejected = validate_conditions(list(raw))
+def _wake_conditions(
+    raw: Sequence[Any], wake: WakeRules, notes: list[Note]
+) -> list[dict[str, Any]]:
+    accepted, rejected = validate_conditions(
+        list(raw), registry=wake.registry, max_conditions=wake.max_conditions
+    )
     for rejection in rejected:
         notes.append(
             Note(

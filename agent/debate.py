@@ -26,6 +26,7 @@ from agent.breaker import CircuitBreaker
 from agent.budget import UsageTotals, add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason, model_status
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
 from agent.debate_apply import apply_manager, trader_decision
 from agent.debate_config import Role
@@ -76,10 +77,12 @@ class DebateDecider:
         memory: LongTermMemory | None,
         redactor: Redactor | None = None,
         long_term: str | None = None,
+        wake: WakeRules = DEFAULT_WAKE_RULES,
     ) -> None:
         """``long_term``: what ``memory`` is, for the status and the journal (default: its
         absence or ``in-process``)."""
         self._client = client
+        self._wake = wake
         self._config = config
         self._debate = config.debate
         self._clock = clock
@@ -350,7 +353,7 @@ class DebateDecider:
         assert isinstance(trader.output, TraderOutput)
         assert isinstance(manager.output, ManagerOutput)
         prices = {ticker: view.price for ticker, view in snapshot.tickers.items()}
-        decision, notes = trader_decision(trader.output, prices, self._hygiene)
+        decision, notes = trader_decision(trader.output, prices, self._hygiene, self._wake)
         decision, more = apply_manager(decision, manager.output)
         record["notes"] = [n.model_dump(mode="json") for n in [*notes, *more]]
         return decision.model_copy(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agent.claude_schema import Note, convert_answer
+from agent.claude_schema import DEFAULT_WAKE_RULES, Note, WakeRules, convert_answer
 from agent.debate_memory import Hygiene
 from agent.debate_roles import ManagerOutput, TraderOutput
 from agent.decision import AgentDecision
@@ -19,7 +19,10 @@ from broker.port import Action
 
 
 def trader_decision(
-    trader: TraderOutput, prices: Mapping[str, float | None], hygiene: Hygiene
+    trader: TraderOutput,
+    prices: Mapping[str, float | None],
+    hygiene: Hygiene,
+    wake: WakeRules = DEFAULT_WAKE_RULES,
 ) -> tuple[AgentDecision, list[Note]]:
     data: dict[str, Any] = {
         "decisions": [
@@ -41,7 +44,7 @@ def trader_decision(
         "wake_conditions": [w.model_dump(mode="json") for w in trader.wake_conditions],
         "memory_update": None,
     }
-    decision, notes = convert_answer(data, prices=prices, decider_reason="debated")
+    decision, notes = convert_answer(data, prices=prices, decider_reason="debated", wake=wake)
     decision = decision.model_copy(update={"regime_agreement": None, "decided_by": "debate"})
     return decision, notes
 

@@ -23,6 +23,7 @@ from agent.claude_client import (
     build_anthropic_client,
 )
 from agent.claude_review import ClaudePositionReviewer
+from agent.claude_schema import WakeRules
 from agent.claude_wire import usable_key
 from agent.config import AgentConfig
 from agent.debate import DebateDecider
@@ -98,6 +99,7 @@ def build_agents(
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
     ledger = _ledger(config, clock, settings.logs_dir / "decisions.jsonl", client is not None)
     redactor = Redactor(settings.secret_values())
+    wake = WakeRules.of(settings.market.tickers, settings.gate.max_wake_conditions)
     decider: ClaudeDecider | DebateDecider
     if config.decider == "debate":
         decider = DebateDecider(
@@ -109,6 +111,7 @@ def build_agents(
             ledger=ledger,
             memory=(long_term or InProcessMemory()) if memory else None,
             redactor=redactor,
+            wake=wake,
         )
     else:
         decider = ClaudeDecider(
@@ -120,6 +123,7 @@ def build_agents(
             ledger=ledger,
             bus=bus,
             redactor=redactor,
+            wake=wake,
         )
     reviewer = None
     if client is not None:  # without a key the tracker's fallback score reviews positions
