@@ -11,9 +11,17 @@ from __future__ import annotations
 
 import copy
 import functools
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    WithJsonSchema,
+)
 
 from agent.claude_schema import MAX_POSITION_PCT, AnswerInvalid, RawWakeCondition, parse_answer_json
 from agent.debate_config import Role
@@ -46,7 +54,9 @@ class TraderOutput(_Strict):
     decisions: list[TraderTicker] = Field(max_length=16)
     rationale: str = Field(max_length=MAX_TEXT)
     confidence: float = Field(ge=0.0, le=1.0)
-    next_check_seconds: int
+    #: asked as an integer, taken as any JSON number: ``convert_answer`` clamps it as it does
+    #: Claude's (an int field refused 1e19 or 900.5, failing the whole trader)
+    next_check_seconds: Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "integer"})]
     wake_conditions: list[RawWakeCondition] = Field(max_length=MAX_ITEMS)
 
 

@@ -14,6 +14,7 @@ from test_debate_decider import make
 
 from agent.debate_config import DebateConfig
 from agent.debate_memory import InProcessMemory
+from agent.debate_roles import output_config
 from agent.risk import RiskConfig, apply_risk_caps, risk_context
 from broker.port import Action
 
@@ -176,3 +177,27 @@ async def test_blank_answers_are_no_memory_and_the_debate_decides(api: FakeMessa
     assert decision.debate["reflections"][0]["skipped_empty"] == 1
     assert all(e.text for e in memory.entries)
     assert not [e for e in memory.entries if e.role in ("bull", "reflection")]
+
+
+@pytest.mark.parametrize(
+    ("asked", "clamped"),
+    [("1e19", 3600), ("1e308", 3600), ("900.5", 900), ("-5", 60), ("1" + "0" * 30, 3600)],
+)
+async def test_a_trader_s_absurd_next_check_is_clamped_as_claude_s_is(
+    api: FakeMessagesApi, asked: str, clamped: int
+) -> None:
+    answers = DebateAnswers()
+    raw = orjson.dumps(trader_answer()).decode()
+    raw = raw.replace('"next_check_seconds":900', f'"next_check_seconds":{asked}')
+    answers.script("trader", text_message(raw))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert decision.decided_by == "debate"
+    assert decision.next_check_seconds == clamped
+    assert decision.debate is not None
+    assert answers.calls["trader"] == 1  # taken at once, not refused and asked again
+    notes = [n for n in decision.debate["notes"] if n["what"] == "next_check_seconds"]
+    assert len(notes) == 1 and notes[0]["reason"].startswith("clamped ")
+    # the schema sent to the model is the one it was: an integer
+    sent = output_config("trader")["format"]["schema"]["properties"]["next_check_seconds"]
+    assert sent == {"type": "integer", "title": "Next Check Seconds"}
