@@ -83,7 +83,8 @@ def volatile_items(ctx: AssembledContext) -> list[Item]:
         items.append(_insight_item(n, insight.insight_id, line, insight.score))
     for key, value in sorted(ctx.session.items()):
         written = ctx.freshness.get(f"session:{key}")
-        at = float(written.at_ms or 0) if written else 0.0
+        # undated or dated after now (its age unknown): trimmed first of the session's
+        at = float(written.at_ms or 0) if written and written.age_secs is not None else 0.0
         text = (
             value
             if isinstance(value, str)

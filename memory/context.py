@@ -3,7 +3,8 @@
 Values merge in that order, a later tier's non-empty value overriding an earlier one (caps are the
 exception: the organisation's only tighten, see ``memory.tiers.tighten``). A tier that fails is
 logged and skipped with its reason in ``tier_errors``: context never fails a decision. Every dated
-item says how old it is; older than 3,600 s is marked stale.
+item says how old it is; older than 3,600 s is marked stale, and so is one dated more than a minute
+after now (its age unknown).
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from memory.tiers import OrganisationTier, ProjectTier, TierError
 log = logging.getLogger(__name__)
 
 STALE_AFTER_SECS = 3600.0
+#: how far ahead of now an item may be dated and still count as written now (a clock stepped
+#: back); further ahead, its age is unknown
+FUTURE_SLACK_SECS = 60.0
 TIERS = ("organisation", "project", "session")
 
 
@@ -101,6 +105,10 @@ def dated(at_ms: int | None, now_ms: int) -> Dated:
     ~5 instants: the analysts' views of a day were made together)."""
     if at_ms is None:
         return Dated(at_ms=None, age_secs=None, stale=True)
+    if (at_ms - now_ms) / 1000 > FUTURE_SLACK_SECS:
+        # a date that cannot be true (a clock that ran ahead, a file edited by hand): the item
+        # is kept, but as one of unknown age, never as the freshest there is
+        return Dated(at_ms=at_ms, age_secs=None, stale=True)
     age = max(0.0, (now_ms - at_ms) / 1000)
     fields = {"at_ms": at_ms, "age_secs": round(age, 1), "stale": age > STALE_AFTER_SECS}
     if type(at_ms) is int and type(age) is float:

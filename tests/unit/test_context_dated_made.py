@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from memory.context import STALE_AFTER_SECS, Dated, dated
+from memory.context import FUTURE_SLACK_SECS, STALE_AFTER_SECS, Dated, dated
 
 _plain_dated = dated.__wrapped__  # without the lru_cache (it takes 1, 1.0 and True as one key)
 
@@ -20,6 +20,8 @@ _plain_dated = dated.__wrapped__  # without the lru_cache (it takes 1, 1.0 and T
 def _validated(at_ms: Any, now_ms: Any) -> Dated:
     if at_ms is None:
         return Dated(at_ms=None, age_secs=None, stale=True)
+    if (at_ms - now_ms) / 1000 > FUTURE_SLACK_SECS:
+        return Dated(at_ms=at_ms, age_secs=None, stale=True)
     age = max(0.0, (now_ms - at_ms) / 1000)
     return Dated(at_ms=at_ms, age_secs=round(age, 1), stale=age > STALE_AFTER_SECS)
 

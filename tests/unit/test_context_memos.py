@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
-from memory.context import STALE_AFTER_SECS, Dated, dated
+from memory.context import FUTURE_SLACK_SECS, STALE_AFTER_SECS, Dated, dated
 from memory.session_store import SessionStore, normalise_name
 from memory.tiers import matches_any
 
@@ -24,6 +24,8 @@ T0 = 1_740_787_200_000
 def _dated_afresh(at_ms: int | None, now_ms: int) -> Dated:
     if at_ms is None:
         return Dated(at_ms=None, age_secs=None, stale=True)
+    if (at_ms - now_ms) / 1000 > FUTURE_SLACK_SECS:
+        return Dated(at_ms=at_ms, age_secs=None, stale=True)
     age = max(0.0, (now_ms - at_ms) / 1000)
     return Dated(at_ms=at_ms, age_secs=round(age, 1), stale=age > STALE_AFTER_SECS)
 

@@ -12,6 +12,7 @@ import orjson
 import pytest
 from fakes.fifo import outcome_beside_fifo
 
+from agent.prompt_items import volatile_items
 from core.clock import VirtualClock
 from memory.context import AssembledContext, ContextAssembler
 from memory.session_store import SESSION_FILE_MAX_BYTES, SessionStore, session_key
@@ -104,3 +105,28 @@ def test_a_folder_in_place_of_one_key_file_does_not_hold_back_the_others(
     assert session.get(session_key("BTC/USDT", "decision")) == "BTC/USDT: buy"  # held
     errors = [r for r in caplog.records if r.levelname == "ERROR" and r.name != "asyncio"]
     assert len(errors) == 1 and not errors[0].exc_info
+
+
+async def test_a_session_entry_dated_in_the_future_is_kept_but_of_unknown_age(
+    tmp_path: Path,
+) -> None:
+    """An entry written after "now" (a file from a clock that ran ahead, or edited by hand) was
+    dated as written just now: never stale, and the last session entry a trim drops. It is kept
+    (nothing in it is lost), marked stale with no age, and trimmed as an undated one."""
+    ahead = VirtualClock(epoch_ms=T0 + 86_400_000)
+    SessionStore(tmp_path / "sessions", ahead).set(
+        session_key("BTC/USDT", "decision"), "BTC/USDT: buy"
+    )
+    clock = VirtualClock(epoch_ms=T0)
+    session = SessionStore(tmp_path / "sessions", clock)
+    session.set(session_key("ETH/USDT", "decision"), "ETH/USDT: hold")
+    ctx = await ContextAssembler(session=session).assemble(["BTC/USDT", "ETH/USDT"], T0 + 1000)
+    assert ctx.session["ticker:btc_usdt:decision"] == "BTC/USDT: buy"
+    future = ctx.freshness["session:ticker:btc_usdt:decision"]
+    assert future.stale and future.age_secs is None
+    assert ctx.stale == ["session:ticker:btc_usdt:decision"]
+    ranks = {item.key: item.drop_rank for item in volatile_items(ctx)}
+    assert ranks["session:ticker:btc_usdt:decision"] < ranks["session:ticker:eth_usdt:decision"]
+    # a clock stepped back by a few seconds is not a date to doubt
+    near = await ContextAssembler(session=session).assemble(["ETH/USDT"], T0 - 5_000)
+    assert not near.freshness["session:ticker:eth_usdt:decision"].stale
