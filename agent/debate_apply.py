@@ -41,7 +41,7 @@ def trader_decision(
         "regime_agreement_reason": "",
         "learning_note": "",
         "next_check_seconds": trader.next_check_seconds,
-        "wake_conditions": [w.model_dump(mode="json") for w in trader.wake_conditions],
+        "wake_conditions": list(trader.wake_conditions),
         "memory_update": None,
     }
     decision, notes = convert_answer(data, prices=prices, decider_reason="debated", wake=wake)

@@ -17,6 +17,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    PlainValidator,
     StrictFloat,
     StrictInt,
     ValidationError,
@@ -42,6 +43,15 @@ class ArgumentOutput(_Strict):
     risks: list[str] = Field(max_length=MAX_ITEMS)
 
 
+def _a_list(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise ValueError("wake_conditions must be a list")
+    return value
+
+
+_ASKED_WAKE_CONDITIONS = Annotated[list[RawWakeCondition], Field(max_length=MAX_ITEMS)]
+
+
 class TraderTicker(_Strict):
     ticker: str = Field(max_length=32)
     action: Literal["BUY", "SELL", "HOLD"]
@@ -57,7 +67,13 @@ class TraderOutput(_Strict):
     #: asked as an integer, taken as any JSON number: ``convert_answer`` clamps it as it does
     #: Claude's (an int field refused 1e19 or 900.5, failing the whole trader)
     next_check_seconds: Annotated[StrictInt | StrictFloat, WithJsonSchema({"type": "integer"})]
-    wake_conditions: list[RawWakeCondition] = Field(max_length=MAX_ITEMS)
+    #: asked as at most 8 conditions of the schema's shape, taken as any list: each is checked
+    #: on its own by ``convert_answer`` (a broken one is dropped and noted, as in Claude's answer;
+    #: checked here, one refused the trader's whole answer, its decisions too)
+    wake_conditions: Annotated[
+        list[Any],
+        PlainValidator(_a_list, json_schema_input_type=_ASKED_WAKE_CONDITIONS),
+    ]
 
 
 class SizeReduction(_Strict):

@@ -201,3 +201,53 @@ async def test_a_trader_s_absurd_next_check_is_clamped_as_claude_s_is(
     # the schema sent to the model is the one it was: an integer
     sent = output_config("trader")["format"]["schema"]["properties"]["next_check_seconds"]
     assert sent == {"type": "integer", "title": "Next Check Seconds"}
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param(
+            {"metric": "btc_price", "operator": "eq", "threshold": 1, "reason": ""}, id="op"
+        ),
+        pytest.param(
+            {"metric": "btc_price", "operator": "lt", "threshold": "x", "reason": ""},
+            id="text-threshold",
+        ),
+        pytest.param(
+            {"metric": "doge_price", "operator": "lt", "threshold": 1, "reason": ""}, id="metric"
+        ),
+        pytest.param("btc_price lt 1", id="not-an-object"),
+    ],
+)
+async def test_a_trader_s_broken_wake_condition_is_dropped_not_its_whole_answer(
+    api: FakeMessagesApi, bad: object
+) -> None:
+    """Claude's answer drops a broken wake condition and keeps the rest; the trader's whole answer
+    was refused for one (its decisions too), asked again and then handed to the rules."""
+    answers = DebateAnswers()
+    good = {"metric": "btc_price", "operator": "lt", "threshold": 70000, "reason": "support"}
+    answers.script("trader", json_message({**trader_answer(), "wake_conditions": [bad, good]}))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert answers.calls["trader"] == 1
+    assert decision.decided_by == "debate"
+    assert [(d.ticker, d.action) for d in decision.decisions] == [("BTC/USDT", Action.BUY)]
+    assert [c["metric"] for c in decision.wake_conditions] == ["btc_price"]
+    assert decision.debate is not None
+    assert [n["what"] for n in decision.debate["notes"]].count("wake_condition") == 1
+
+
+async def test_a_trader_s_wake_conditions_past_eight_are_capped_not_refused(
+    api: FakeMessagesApi,
+) -> None:
+    answers = DebateAnswers()
+    wake = [
+        {"metric": "btc_price", "operator": "lt", "threshold": 70000 - i, "reason": "r"}
+        for i in range(12)
+    ]
+    answers.script("trader", json_message({**trader_answer(), "wake_conditions": wake}))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert answers.calls["trader"] == 1
+    assert decision.decided_by == "debate"
+    assert len(decision.wake_conditions) == 10  # the gate's default cap
