@@ -10,7 +10,9 @@ decision (inside the decision, so replay waits for them as for any call).
 Each role call is one ``ClaudeClient.call_chain`` (``llm_max_retries`` tries, then the failover
 models); a role whose call fails answers its fallback stub and the journal says so. A trader or
 manager that fell back hands the decision to the rule-based decider with that reason: never a
-silent HOLD. Every role's usage is billed to the ledger (the daily budget) and shown per role.
+silent HOLD. Every role's usage is billed to the ledger (the daily budget) and shown per role; a
+role is asked only while the budget allows (spent mid-debate: the later roles are not asked, the
+rule-based decider decides with ``budget_spent``, and exits not yet reflected on wait).
 """
 
 from __future__ import annotations
@@ -24,7 +26,13 @@ from pydantic import ValidationError
 
 from agent.breaker import CircuitBreaker
 from agent.budget import UsageTotals, add_usage
-from agent.claude import NO_API_KEY, UsageLedger, gate_reason, model_status
+from agent.claude import (
+    NO_API_KEY,
+    UsageLedger,
+    budget_spent_reason,
+    gate_reason,
+    model_status,
+)
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
@@ -60,6 +68,8 @@ from core.redact import Redactor
 log = logging.getLogger(__name__)
 
 MAX_REFLECTIONS_PER_DECISION = 3
+#: a role's fallback reason when the day's budget kept it from being asked
+BUDGET_SPENT = "budget_spent"
 
 
 class DebateDecider:
@@ -236,26 +246,15 @@ class DebateDecider:
             arguments=arguments,
         )
 
-        def parse(text: str) -> RoleOutput:
-            return parse_role_output(role, text)
-
+        # each role call is one more the day's budget must allow (checked once, a debate that
+        # spent it in its first round asked every later role on top of it)
+        spent = budget_spent_reason(self.ledger.budget) is not None
         output: RoleOutput
-        reason = ""
-        try:
-            result = await self._client.call_chain(request, parse, self._config.failover_models)
-            output, attempts = result.value, result.attempts
-        except CallFailed as failure:
-            output, attempts = fallback_output(role, tickers), failure.attempts
-            reason = failure.kind
-        except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly
-            log.exception("debate: %s call failed unexpectedly", role)
-            output = fallback_output(role, tickers)
-            attempts = [
-                Attempt(
-                    attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:300]
-                )
-            ]
-            reason = "unexpected_error"
+        attempts: list[Attempt]
+        if spent:
+            output, attempts, reason = fallback_output(role, tickers), [], BUDGET_SPENT
+        else:
+            output, attempts, reason = await self._call(role, request, tickers)
         if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
             try:
                 output = type(output).model_validate(
@@ -265,7 +264,7 @@ class DebateDecider:
                 output, reason = fallback_output(role, tickers), "unredactable"
         if reason:
             log.warning("debate: %s fell back (%s)", role, reason)
-        usage = self.ledger.record(attempts, failed=bool(reason))
+        usage = None if spent else self.ledger.record(attempts, failed=bool(reason))
         outcome = RoleResult(
             role=role,
             model=str(request["model"]),
@@ -280,6 +279,27 @@ class DebateDecider:
         if at_ms is not None:
             self._keep(outcome, at_ms, tickers)
         return outcome
+
+    async def _call(
+        self, role: Role, request: dict[str, Any], tickers: list[str]
+    ) -> tuple[RoleOutput, list[Attempt], str]:
+        """The role's output, its tries and why it fell back ("" when it answered)."""
+        assert self._client is not None
+
+        def parse(text: str) -> RoleOutput:
+            return parse_role_output(role, text)
+
+        try:
+            result = await self._client.call_chain(request, parse, self._config.failover_models)
+        except CallFailed as failure:
+            return fallback_output(role, tickers), failure.attempts, failure.kind
+        except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly
+            log.exception("debate: %s call failed unexpectedly", role)
+            attempt = Attempt(
+                attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:300]
+            )
+            return fallback_output(role, tickers), [attempt], "unexpected_error"
+        return result.value, result.attempts, ""
 
     def _keep(self, result: RoleResult, at_ms: int, tickers: list[str]) -> None:
         ticker = tickers[0] if len(tickers) == 1 else None
@@ -314,12 +334,15 @@ class DebateDecider:
             self._exits[MAX_REFLECTIONS_PER_DECISION:],
         )
         written = []
-        for event in exits:
+        for n, event in enumerate(exits):
             context, query = reflection_context(event)
             memories = (await self._recall_all(query, event.at_ms))["manager"]
             result = await self._ask(
                 "reflection", context, memories, {}, [event.ticker], at_ms=None
             )
+            if result.reason == BUDGET_SPENT:  # not asked: reflected on when the budget allows
+                self._exits[:0] = exits[n:]
+                break
             results.append(result)
             written.append({"ticker": event.ticker, **await self._writer.reflection(result, event)})
         return written
@@ -336,19 +359,24 @@ class DebateDecider:
         usage = None
         for result in results:
             usage = add_usage(usage, result.usage)
-        failed_core = [r for r in (trader, manager) if r.fell_back]
+        asked = [r for r in (trader, manager) if r.reason != BUDGET_SPENT]
+        failed_core = [r for r in asked if r.fell_back]
         if failed_core:
             self.breaker.record_failure(failed_core[0].reason)
-        else:
+        elif asked:  # a role the budget kept from asking is no failure of Claude's
             self.breaker.record_success()
         writes = await self._writer.after_decision(results, snapshot.at_ms)
         record = debate_record(
             results, recalled, len(self.working), writes, reflections, self._debate.bb_rounds
         )
         record["long_term_memory"] = self.long_term
-        if failed_core:
-            why = ", ".join(f"{r.role} ({r.reason})" for r in failed_core)
-            decision = self._fallback.decide_now(snapshot, f"debate_failed: {why} fell back")
+        if failed_core or len(asked) < 2:
+            if failed_core:
+                why = ", ".join(f"{r.role} ({r.reason})" for r in failed_core)
+                reason = f"debate_failed: {why} fell back"
+            else:
+                reason = budget_spent_reason(self.ledger.budget) or BUDGET_SPENT
+            decision = self._fallback.decide_now(snapshot, reason)
             return decision.model_copy(update={"usage": usage, "debate": record})
         assert isinstance(trader.output, TraderOutput)
         assert isinstance(manager.output, ManagerOutput)

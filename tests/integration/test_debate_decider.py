@@ -38,8 +38,9 @@ def make(
     debate: DebateConfig | None = None,
     failover: tuple[str, ...] = (),
     budget_usd: float | None = None,
+    clock: InstantClock | None = None,
 ) -> DebateDecider:
-    clock = InstantClock(epoch_ms=AT_MS)
+    clock = clock or InstantClock(epoch_ms=AT_MS)
     config = AgentConfig(
         model=MODEL,
         base_url=api.base_url,
@@ -315,3 +316,48 @@ async def test_the_manager_only_reduces_sizes(api: FakeMessagesApi) -> None:
     }
     assert decision.debate is not None
     assert any("raise" in n["reason"] for n in decision.debate["notes"])
+
+
+async def test_no_role_is_asked_once_the_debate_spent_the_day_s_budget(
+    api: FakeMessagesApi,
+) -> None:
+    """The budget was checked once, before the debate: a debate that spent it in its first round
+    still asked every later role (a second round, the trader, the manager) on top of it."""
+    answers = DebateAnswers()
+    api.responder = answers.respond
+    decider = make(api, memory=InProcessMemory(), budget_usd=0.001)  # one bull call: $0.0015
+    decision = await decider.decide(snapshot())
+    await decider.aclose()
+    assert sorted(roles_in_order(api)) == ["bear", "bull"]
+    assert decision.decided_by == "fallback"
+    assert decision.decider_reason.startswith("budget_spent: ")
+    assert decider.breaker.state.value == "closed"  # the budget is no failure of Claude's
+    status = decider.status()
+    assert status["calls"] == 2 and status["failed_calls"] == 0
+    assert decision.usage is not None
+    assert decision.usage.cost_usd == pytest.approx(decider.ledger.budget.spent_today_usd)
+
+
+async def test_exits_the_budget_kept_from_reflection_wait_for_the_next_day(
+    api: FakeMessagesApi,
+) -> None:
+    answers = DebateAnswers()
+    api.responder = answers.respond
+    clock = InstantClock(epoch_ms=AT_MS)
+    memory = InProcessMemory()
+    decider = make(api, memory=memory, budget_usd=0.001, clock=clock)  # one reflection: $0.0015
+    first, second = stop_loss_exit(), stop_loss_exit().model_copy(update={"ticker": "ETH/USDT"})
+    decider.on_position_exit(first)
+    decider.on_position_exit(second)
+    decision = await decider.decide(snapshot())
+    assert roles_in_order(api) == ["reflection"]
+    assert decision.decider_reason.startswith("budget_spent: ")
+    clock.advance(86_400)  # a new UTC day, a new budget
+    await decider.decide(snapshot().model_copy(update={"at_ms": AT_MS + 86_400_000}))
+    await decider.aclose()
+    reflected = [blocks(r.body)["trade"]["ticker"] for r in api.requests[1:2]]
+    assert reflected == ["ETH/USDT"]
+    assert sorted(e.ticker or "" for e in memory.entries if e.kind == "reflection") == [
+        "BTC/USDT",
+        "ETH/USDT",
+    ]
