@@ -3,8 +3,8 @@
 Same client, breaker, budget and validation rules as the decider. When Claude cannot answer
 (no key, budget spent, breaker open, a failed call) this raises ``ClaudeUnavailable`` with the
 reason: the tracker then gives every position its fallback score's verdict and logs why. Reviews for
-positions that were not asked about, twice, or with an unknown action are dropped (the tracker's
-fallback covers the positions left without a verdict).
+positions that were not asked about, twice, with an unknown action or not of the schema's shape are
+dropped one by one (the tracker's fallback covers the positions left without a verdict).
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.breaker import BreakerState, CircuitBreaker
 from agent.budget import add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
-from agent.claude_prompt import RawReviewAnswer, render_review_request
+from agent.claude_prompt import RawReview, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
 from agent.review_delta import UNCHANGED, ReviewDelta
@@ -28,6 +28,7 @@ from agent.risk import TickerError, normalize_ticker
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
+from gate.conditions import render_raw
 from state.records import ReviewRecord
 from tracker.ports import PositionReview, ReviewAction, ReviewVerdict
 
@@ -38,18 +39,30 @@ class ClaudeUnavailable(RuntimeError):
     """Claude gave no review this time; the message says why (for the tracker's log)."""
 
 
+class _Envelope(BaseModel):
+    """The answer's shape (``RawReviewAnswer``'s) with each review checked on its own: one the
+    schema refuses (a reason past 500 characters, a field missing) failed the whole answer, every
+    position's review with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reviews: list[Any]
+
+
 def parse_reviews(text: str, asked: Sequence[str]) -> list[ReviewVerdict]:
     try:
-        answer = RawReviewAnswer.model_validate(parse_answer_json(text))
+        answer = _Envelope.model_validate(parse_answer_json(text))
     except ValidationError as exc:
         raise AnswerInvalid("schema_mismatch", str(exc)[:300]) from None
     verdicts: dict[str, ReviewVerdict] = {}
-    for raw in answer.reviews:
+    for entry in answer.reviews:
         try:
+            raw = RawReview.model_validate(entry)
             ticker = normalize_ticker(raw.ticker)
             action = ReviewAction(raw.action.strip().upper())
-        except (TickerError, ValueError) as exc:
-            log.warning("claude review dropped (%s): %r", exc, raw.model_dump())
+        except (TickerError, ValueError) as exc:  # a ValidationError is a ValueError
+            why = " ".join(str(exc).split())[:200]
+            log.warning("claude review dropped (%s): %s", why, render_raw(entry))
             continue
         if ticker not in asked or ticker in verdicts:
             log.warning("claude review for %s dropped: not asked, or twice", ticker)

@@ -226,3 +226,28 @@ async def test_a_half_open_review_of_unchanged_positions_leaves_the_trial_to_the
         ("SOL/USDT", "unchanged"),
     ]
     assert claude.breaker.state.value == "closed"
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param({"ticker": "BTC/USDT", "action": "HOLD", "reason": "x" * 501}, id="long"),
+        pytest.param({"ticker": "BTC/USDT", "action": "HOLD"}, id="no-reason"),
+        pytest.param({"ticker": "BTC/USDT", "action": 3, "reason": "r"}, id="action-number"),
+        pytest.param({"ticker": "BTC/USDT", "action": "HOLD", "reason": "r", "x": 1}, id="extra"),
+        pytest.param("BTC/USDT HOLD", id="not-an-object"),
+    ],
+)
+async def test_one_broken_review_is_dropped_not_every_position_s(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer], broken: object
+) -> None:
+    """One review the schema refuses failed the whole answer: asked again, then every position
+    went to the fallback score and the breaker counted a failure. Now that review is dropped, as
+    an unknown action is, and the tracker's fallback covers its position alone."""
+    api, claude = reviewer
+    good = {"ticker": "SOL/USDT", "action": "EXIT", "reason": "regime turned"}
+    api.script(json_message({"reviews": [broken, good]}))
+    verdicts = await claude.review([_position("SOL/USDT"), _position("BTC/USDT")], {"x": 1})
+    assert [(v.ticker, v.action) for v in verdicts] == [("SOL/USDT", ReviewAction.EXIT)]
+    assert len(api.requests) == 1
+    assert claude.breaker.consecutive_failures == 0
