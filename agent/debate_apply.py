@@ -2,7 +2,8 @@
 
 The trader's per-ticker decisions go through Claude's own validation (``convert_answer``: ticker
 whitelist, ranges, position cap, next-check clamp, wake-condition validator). The manager can only
-make a BUY smaller (or cancel it to HOLD): a reduction above the trader's size is ignored and noted.
+make a BUY smaller (or cancel it to HOLD): a reduction above the trader's size is ignored and noted;
+its tickers are read as the trader's are (``BTCUSDT`` is ``BTC/USDT``), two cuts of one: the smaller.
 The routine's risk caps still apply after both.
 """
 
@@ -15,6 +16,7 @@ from agent.claude_schema import DEFAULT_WAKE_RULES, Note, WakeRules, convert_ans
 from agent.debate_memory import Hygiene
 from agent.debate_roles import ManagerOutput, TraderOutput
 from agent.decision import AgentDecision
+from agent.risk import TickerError, normalize_ticker
 from broker.port import Action
 
 
@@ -52,7 +54,13 @@ def trader_decision(
 def apply_manager(
     decision: AgentDecision, manager: ManagerOutput
 ) -> tuple[AgentDecision, list[Note]]:
-    cuts = {r.ticker.upper().replace("-", "/"): r.position_pct for r in manager.size_reductions}
+    cuts: dict[str, float] = {}
+    for reduction in manager.size_reductions:  # the trader's tickers were read the same way
+        try:
+            ticker = normalize_ticker(reduction.ticker.replace("-", "/"))
+        except TickerError:
+            ticker = reduction.ticker
+        cuts[ticker] = min(reduction.position_pct, cuts.get(ticker, reduction.position_pct))
     notes: list[Note] = []
     trades = []
     for trade in decision.decisions:

@@ -251,3 +251,41 @@ async def test_a_trader_s_wake_conditions_past_eight_are_capped_not_refused(
     assert answers.calls["trader"] == 1
     assert decision.decided_by == "debate"
     assert len(decision.wake_conditions) == 10  # the gate's default cap
+
+
+@pytest.mark.parametrize("spelled", ["BTCUSDT", "btc/usdt", "BTC/USDT:USDT", " BTC/USDT "])
+async def test_a_manager_s_cut_is_applied_however_it_spells_the_ticker(
+    api: FakeMessagesApi, spelled: str
+) -> None:
+    """The trader's ticker is read by ``normalize_ticker`` (BTCUSDT, btc/usdt and BTC/USDT:USDT
+    are BTC/USDT); the manager's was only upper-cased with - for /, so its cut of BTCUSDT was
+    ignored as one "for a ticker the trader did not decide", and the BUY went out at full size."""
+    answers = DebateAnswers()
+    answers.script("trader", json_message(trader_answer(position_pct=0.15)))
+    manager = {
+        "risks": "r",
+        "strategy": "s",
+        "next_steps": [],
+        "size_reductions": [{"ticker": spelled, "position_pct": 0.05}],
+    }
+    answers.script("manager", json_message(manager))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert decision.decided_by == "debate"
+    assert [(d.ticker, d.position_pct) for d in decision.decisions if d.action is Action.BUY] == [
+        ("BTC/USDT", 0.05)
+    ]
+
+
+async def test_two_manager_cuts_of_one_ticker_take_the_smaller(api: FakeMessagesApi) -> None:
+    answers = DebateAnswers()
+    answers.script("trader", json_message(trader_answer(position_pct=0.15)))
+    cuts = [
+        {"ticker": "BTC/USDT", "position_pct": 0.05},
+        {"ticker": "BTC/USDT", "position_pct": 0.1},
+    ]
+    manager = {"risks": "r", "strategy": "s", "next_steps": [], "size_reductions": cuts}
+    answers.script("manager", json_message(manager))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert [(d.ticker, d.position_pct) for d in decision.decisions] == [("BTC/USDT", 0.05)]
