@@ -5,11 +5,14 @@ goes out on it."""
 
 from __future__ import annotations
 
+import os
+import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from fakes.claude_support import EVERY_PASS_ONE_MODEL, MODEL, answer, fallback, snapshot
+from fakes.fifo import outcome_beside_fifo
 from fakes.instant_clock import InstantClock
 from fakes.messages_api import FakeMessagesApi, json_message, overloaded
 
@@ -85,3 +88,34 @@ async def test_a_key_file_that_holds_no_usable_key_keeps_the_current_key_at_the_
     assert (trial.decided_by, trial.decider_reason) == ("claude", "answered (breaker trial)")
     assert decider.breaker.state.value == "closed"
     assert "Anthropic API key" in caplog.text
+
+
+def test_a_fifo_as_the_key_file_is_refused_without_blocking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Read at a breaker trial on the event loop: a FIFO at ``ANTHROPIC_API_KEY_FILE`` blocked
+    the read, and every loop of the daemon with it, until someone wrote to it. Now the read fails
+    as an unreadable file does (the trial keeps the current key, a start refuses)."""
+    fifo = tmp_path / "anthropic_api_key"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(fifo))
+    got = outcome_beside_fifo(anthropic_key_reader(KEY), fifo)
+    assert isinstance(got, OSError), got
+
+
+def test_a_huge_key_file_is_refused_without_being_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_file = tmp_path / "anthropic_api_key"
+    with key_file.open("wb") as fh:
+        fh.write(b"sk-ant-next-key-333\n")
+        fh.truncate(64 << 20)  # sparse: a file pointed at by mistake, or growing
+    monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
+    tracemalloc.start()
+    try:
+        with pytest.raises(OSError, match="over the"):
+            anthropic_key_reader(KEY)()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
