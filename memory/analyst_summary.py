@@ -193,12 +193,17 @@ def signal_strength(reports: Sequence[AnalystReport]) -> SignalStrength:
     return "high" if mean >= 0.7 else "medium" if mean >= 0.45 else "low"
 
 
+#: \W+ alone: blanks are \W too, and \W+\s* split a run of them every way there is (time
+#: quadratic in the run: a model's answer padded with blanks froze the loop for seconds)
+_STRENGTH = re.compile(r"signal strength\W+(high|medium|low)", re.IGNORECASE)
+
+
 def check_summary(text: str) -> str:
     """A model's summary as kept: the four sections present, at most 1,000 characters."""
     missing = [s for s in SECTIONS if s.lower() not in text.lower()]
     if missing:
         raise SummaryInvalid(f"summary lacks sections: {', '.join(missing)}")
-    if not re.search(r"signal strength\W+\s*(high|medium|low)", text, re.IGNORECASE):
+    if _STRENGTH.search(text) is None:
         raise SummaryInvalid("signal strength is not high, medium or low")
     return clip_memory(text.strip(), SUMMARY_MAX_CHARS)
 
@@ -346,7 +351,7 @@ async def make_summary(
 
 
 def _strength_in(text: str) -> SignalStrength:
-    found = re.search(r"signal strength\W+\s*(high|medium|low)", text, re.IGNORECASE)
+    found = _STRENGTH.search(text)
     assert found is not None  # check_summary made sure
     value = found.group(1).lower()
     return "high" if value == "high" else "medium" if value == "medium" else "low"

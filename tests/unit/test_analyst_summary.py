@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
@@ -19,7 +21,9 @@ from memory.analyst_summary import (
     MAX_REPRESENTATIVES,
     MIN_REPRESENTATIVES,
     SECTIONS,
+    SummaryInvalid,
     SummaryRequest,
+    check_summary,
     make_summary,
     representatives,
 )
@@ -278,3 +282,35 @@ def test_wording_learnt_ahead_chooses_as_the_plain_formula(
         analyst_summary.learn_wording([r for i, r in enumerate(reports) if i in learnt])
         assert len(analyst_summary._bags) <= kept
         assert analyst_summary._representatives(reports) == _representatives_oldest_first(reports)
+
+
+def test_a_summary_padded_with_blanks_is_checked_without_freezing_the_loop() -> None:
+    """A model gone astray can answer a run of blanks after "Signal strength" (600 tokens hold
+    tens of thousands): the check's pattern took time quadratic in it (8,000 blanks: seconds),
+    on the event loop. Run in a child process so a hang is cut at the guard, not left running;
+    the guard is far above the milliseconds the check takes."""
+    script = (
+        "from memory.analyst_summary import SummaryInvalid, check_summary\n"
+        "text = '**Key trends** **Key events** **Risk factors** **Signal strength**'\n"
+        "try:\n"
+        "    check_summary(text + ' ' * 200_000 + 'x')\n"
+        "except SummaryInvalid as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "signal strength is not high, medium or low"
+
+
+@pytest.mark.parametrize(
+    ("tail", "ok"),
+    [(": high", True), ("**: Medium", True), (" -\n\tlow", True), (" — low", True), (" x", False)],
+)
+def test_the_signal_strength_is_read_as_before(tail: str, ok: bool) -> None:
+    text = "**Key trends** a. **Key events** b. **Risk factors** c. **Signal strength**" + tail
+    if ok:
+        assert check_summary(text) == text
+    else:
+        with pytest.raises(SummaryInvalid):
+            check_summary(text)
