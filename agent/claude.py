@@ -248,6 +248,7 @@ class ClaudeDecider:
                 return self._failed(snapshot, [*attempts, attempt])
             self.breaker.record_success()
         usage = self.ledger.record(attempts, failed=False)
+        attempts = self._redacted(attempts)
         if spent is not None:  # the cheap answer would enter unchecked: the rules decide instead
             decision = self._fallback.decide_now(snapshot, spent)
             return decision.model_copy(
@@ -280,7 +281,17 @@ class ClaudeDecider:
             return None
         return f"{spent}; the {model} entry was not asked of {self._config.model}"
 
+    def _redacted(self, attempts: list[Attempt]) -> list[Attempt]:
+        """The tries with secrets out of their details: a detail quotes the start of an answer
+        that is not JSON, model text like any other, journaled and published."""
+        out = []
+        for attempt in attempts:
+            detail, count = self._redactor.redact(attempt.detail)
+            out.append(attempt.model_copy(update={"detail": detail}) if count else attempt)
+        return out
+
     def _failed(self, snapshot: MarketSnapshot, attempts: list[Attempt]) -> AgentDecision:
+        attempts = self._redacted(attempts)
         last = attempts[-1]
         self.breaker.record_failure(last.kind)
         usage = self.ledger.record(attempts, failed=True)

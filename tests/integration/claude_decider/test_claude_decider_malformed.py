@@ -11,9 +11,17 @@ from typing import Any
 import pytest
 from fakes.claude_support import Make, answer, snapshot
 from fakes.instant_clock import InstantClock
-from fakes.messages_api import FakeMessagesApi, ScriptedResponse, usage_body
+from fakes.messages_api import (
+    FakeMessagesApi,
+    ScriptedResponse,
+    json_message,
+    text_message,
+    usage_body,
+)
 
 from agent.budget import AgentPricing
+from core.bus import EventBus
+from core.events import AgentFailure, Topic
 
 _TEXT = json.dumps(answer())
 _BILLED = AgentPricing().cost_usd(input_tokens=1200, output_tokens=300)  # usage_body()
@@ -75,3 +83,22 @@ async def test_a_200_nested_past_the_recursion_limit_is_a_bad_response(
     decision = await make().decide(snapshot())
     assert decision.decider_reason == "claude_failed: bad_response"
     assert [a["kind"] for a in decision.attempts] == ["bad_response", "bad_response"]
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["then-answered", "failed"])
+async def test_a_secret_in_an_answer_that_is_not_json_stays_out_of_the_tries(
+    api: FakeMessagesApi, make: Make, answered: bool
+) -> None:
+    """A try's detail quotes the start of an answer that is not JSON: model text, journaled with
+    the decision and published as ``agent.failure`` (the notifier's webhooks), without the
+    redaction every other model text passes."""
+    leaked = "sk-ant-api03-hostileSecretValue0123456789abcdef is the key"
+    api.script(text_message(leaked), json_message(answer()) if answered else text_message(leaked))
+    failures: list[AgentFailure] = []
+    bus = EventBus()
+    bus.subscribe(Topic.AGENT_FAILURE, failures.append, name="test")  # type: ignore[arg-type]
+    decision = await make(bus=bus).decide(snapshot())
+    assert decision.decided_by == ("claude" if answered else "fallback")
+    assert len(failures) == (0 if answered else 2)
+    details = [a["detail"] for a in decision.attempts] + [f.detail for f in failures]
+    assert details and not any("hostileSecretValue" in d for d in details)
