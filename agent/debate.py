@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -272,7 +272,11 @@ class DebateDecider:
             fell_back=bool(reason),
             reason=reason,
             usage=usage,
-            attempts=tuple(a.model_dump(mode="json") for a in attempts),
+            # a try's detail quotes the start of an answer that is not JSON: model text too
+            attempts=tuple(
+                cast(dict[str, Any], self._hygiene.redact_value(a.model_dump(mode="json")))
+                for a in attempts
+            ),
             memories=tuple(memories),
             text=self._hygiene.clean(output_text(output)),
         )

@@ -289,3 +289,18 @@ async def test_two_manager_cuts_of_one_ticker_take_the_smaller(api: FakeMessages
     api.responder = answers.respond
     decision = await make(api, memory=InProcessMemory()).decide(snapshot())
     assert [(d.ticker, d.position_pct) for d in decision.decisions] == [("BTC/USDT", 0.05)]
+
+
+async def test_a_secret_in_a_role_s_answer_that_is_not_json_stays_out_of_its_tries(
+    api: FakeMessagesApi,
+) -> None:
+    """A try's detail quotes the start of an answer that is not JSON; the debate journals each
+    role's tries, and that model text skipped the redaction its outputs pass."""
+    answers = DebateAnswers()
+    leaked = text_message(f"{SECRET} is the key")
+    answers.script("bull", leaked, leaked)
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert decision.debate is not None
+    assert "hostileSecretValue" not in orjson.dumps(decision.debate).decode()
+    assert "hostileSecretValue" not in orjson.dumps(decision.model_dump(mode="json")).decode()
