@@ -63,7 +63,7 @@ def connect(path: Path) -> sqlite3.Connection:
 def _migrate(db: sqlite3.Connection, path: Path) -> None:
     db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
     row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    version = int(row[0]) if row else 0
+    version = 0 if row is None else _version_of(row[0], path)
     if version > SCHEMA_VERSION:
         raise StoreUnavailableError(
             f"{path} has memory schema {version}; this vigil knows up to {SCHEMA_VERSION}"
@@ -79,6 +79,14 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
             (str(version),),
         )
         db.execute("COMMIT")
+
+
+def _version_of(value: object, path: Path) -> int:
+    """meta's schema_version as written by a vigil: a person's '-1' asked for a migration that
+    does not exist, and 'x' or 5,000 digits were int()'s ValueError past every caller's catch."""
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 9:
+        return int(value)
+    raise StoreUnavailableError(f"{path} has memory schema {value!r:.40}, not a version number")
 
 
 def schema_version(db: sqlite3.Connection) -> int:

@@ -19,11 +19,15 @@ from test_memory_snapshot import NOW, snapshot, view
 
 from agent.debate_memory import RecallQuery
 from agent.debate_store import GraphDebateMemory
+from agent.memory_view import MemoryOff
 from contract.memory_contract import make_insight, make_trade
+from core.clock import VirtualClock
 from memory.config import MemoryConfig
 from memory.embeddings import HashedNgramEmbedder
 from memory.sqlite_store import SqliteMemoryStore
 from runner.cli import main
+from runner.config import Settings
+from runner.memory_wiring import build_memory
 
 NAN_VECTOR = "x'" + "0000c07f" * 12 + "'"
 
@@ -232,3 +236,24 @@ def test_memory_commands_on_a_damaged_file_say_so(
     err = capsys.readouterr().err
     assert err.startswith("vigil memory: memory store unavailable: ") and str(path) in err
     assert path.read_bytes() == damaged
+
+
+@pytest.mark.parametrize("value", ["x", "1.0", "-1", "", "9" * 5000])
+def test_a_schema_version_that_is_no_version_is_a_store_unavailable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """meta's schema_version edited into what no vigil wrote: the start built no memory at all
+    (int()'s ValueError, or a KeyError for a migration from -1, past build_memory's catch) and
+    every ``vigil memory`` command was a traceback. It is the store unavailable, file kept."""
+    state = tmp_path / "state"
+    state.mkdir()
+    path = state / "memory.db"
+    asyncio.run(fill(path))
+    edit(path, f"UPDATE meta SET value='{value}' WHERE key='schema_version'")
+    before = path.read_bytes()
+    assert main(["--state-dir", str(state), "memory", "stats"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("vigil memory: memory store unavailable: ") and "schema" in err
+    parts = build_memory(Settings(state_dir=state), VirtualClock(), enabled=True)
+    assert isinstance(parts.insights, MemoryOff) and "schema" in parts.insights.reason
+    assert path.read_bytes() == before
