@@ -104,8 +104,7 @@ def index_row(
     try:
         if not isinstance(created, int):
             raise Unreadable(f"created_ms is {created!r:.40}, not a whole number")
-        if created >= LATEST_TIME_MS:  # a unit slip (us for ms), a year typed wrong: never now
-            raise Unreadable(f"created_ms {created} is past {RECORDING_YEARS}")
+        created_time(created)
         return (
             str(insight_id),
             text_or_none(ticker, "ticker"),
@@ -119,12 +118,24 @@ def index_row(
         return None
 
 
+def created_time(created: int) -> None:
+    """A created_ms no run's clock gives: a unit slip (us for ms), a year typed wrong, a time
+    before 1970. Readers take it as a time (the CLI's store clock, a day's name), where past
+    year 9999 or before year 1 it is datetime's ValueError, and as never now."""
+    if created >= LATEST_TIME_MS:
+        raise Unreadable(f"created_ms {created} is past {RECORDING_YEARS}")
+    if created < 0:
+        raise Unreadable(f"created_ms {created} is before 1970")
+
+
 def read_insight(row: Sequence[Any], insight_id: object, left_out: LeftOut) -> Insight | None:
     """``insight_from_row`` of (body, vector, embedding), None if the row cannot be one."""
     try:
         vector(row[1], "vector", dim=None)
         vector(row[2], "embedding", dim=None)
-        return insight_from_row(row)
+        insight = insight_from_row(row)
+        created_time(insight.created_ms)  # the body's time, which readers take
+        return insight
     except (ValueError, TypeError) as exc:  # not JSON, not an object, outside Insight's bounds
         left_out("insights", insight_id, exc)
         return None

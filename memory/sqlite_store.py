@@ -219,12 +219,24 @@ class SqliteMemoryStore:
                 params.append(value)
         if not f.include_archived:
             clauses.append("archived=0")
-        rows = self._db.execute(
+        sql = (
             f"SELECT {INSIGHT_COLUMNS}, insight_id FROM insights WHERE {' AND '.join(clauses)} "
-            "ORDER BY created_ms DESC, insight_id LIMIT ?",
-            (*params, f.limit),
-        ).fetchall()
-        return [i for r in rows if (i := read_insight(r, r[3], self._left_out)) is not None]
+            "ORDER BY created_ms DESC, insight_id LIMIT ? OFFSET ?"
+        )
+        # a row left out must not take a listed row's place: the newest insight of a kind (the
+        # CLI's store clock) was none while an unreadable row was newer
+        found: list[Insight] = []
+        offset = 0
+        while len(found) < f.limit:
+            wanted = f.limit - len(found)
+            rows = self._db.execute(sql, (*params, wanted, offset)).fetchall()
+            found.extend(
+                i for r in rows if (i := read_insight(r, r[3], self._left_out)) is not None
+            )
+            if len(rows) < wanted:
+                break
+            offset += len(rows)
+        return found
 
     def _trade_groups(self) -> dict[tuple[str, str], TradeGroup]:
         self._refresh()

@@ -24,6 +24,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
+from memory.sqlite_rows import created_time
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
@@ -284,7 +285,9 @@ async def _import(
             if kind == "trade":
                 added["trade"] += await store.put_trade(Trade.model_validate(row))
             elif kind == "insight":
-                added["insight"] += await store.put_insight(Insight.model_validate(row))
+                insight = Insight.model_validate(row)
+                created_time(insight.created_ms)  # stored, every read would leave it out
+                added["insight"] += await store.put_insight(insight)
             else:
                 raise ValueError(f"unknown type {kind!r}")
         except ValueError as exc:
