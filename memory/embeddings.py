@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import aiohttp
 import numpy as np
+import orjson
 
 from memory.char_hash import HashedCharNgrams
 from memory.port import StoreUnavailableError
@@ -73,13 +74,41 @@ class OpenAIEmbedder:
                         f"embeddings server answered {response.status}: "
                         f"{(await response.text())[:200]}"
                     )
-                body = await response.json()
+                raw = await response.read()
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StoreUnavailableError(f"embeddings server unreachable: {exc!r}") from exc
-        data = sorted(body.get("data", []), key=lambda item: item.get("index", 0))
-        if len(data) != len(texts):
-            raise StoreUnavailableError(f"asked {len(texts)} embeddings, got {len(data)}")
-        return [tuple(float(v) for v in item["embedding"]) for item in data]
+        try:
+            return _vectors(orjson.loads(raw), len(texts))
+        except ValueError as exc:
+            raise StoreUnavailableError(f"embeddings server answered 200 with {exc}") from exc
+
+
+#: the largest magnitude a float32 blob holds: past it a value is stored as infinity
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _vectors(body: object, count: int) -> list[tuple[float, ...]]:
+    """The answer's vectors in input order. Anything else (another API's JSON, a value that is
+    text, NaN or past float32) is a ValueError naming it: taken as vectors, a NaN made every
+    text recall's scores NaN; read as they came, a missing key or a value of text was a
+    KeyError or ValueError past every caller's StoreUnavailableError catch."""
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list):
+        raise ValueError(f"no data list: {str(body)[:80]!r}")
+    if len(data) != count:
+        raise ValueError(f"{len(data)} embeddings for {count} texts")
+    items: list[tuple[int, tuple[float, ...]]] = []
+    for item in data:
+        index = item.get("index", 0) if isinstance(item, dict) else None
+        values = item.get("embedding") if isinstance(item, dict) else None
+        if type(index) is not int or not isinstance(values, list) or not values:
+            raise ValueError(f"an item that is no embedding: {str(item)[:80]!r}")
+        for v in values:
+            if type(v) not in (int, float) or not abs(v) <= _FLOAT32_MAX:
+                raise ValueError(f"a value {str(v)[:40]!r} that is no float32")
+        items.append((index, tuple(float(v) for v in values)))
+    items.sort(key=lambda pair: pair[0])
+    return [vector for _index, vector in items]
 
 
 def cosine(a: Sequence[float], b: Sequence[float]) -> float:
