@@ -126,7 +126,8 @@ class Insight(_Frozen):
     author: Author
     summary_source: SummarySource
     created_ms: int
-    ttl_days: float | None = None  # None: the retrieval default
+    #: None: the retrieval default; 0 or less was never retrieved (as ``memory add`` refuses)
+    ttl_days: float | None = Field(None, gt=0.0, allow_inf_nan=False)
     ticker: str | None = None  # ABOUT Ticker
     regime: str | None = None  # ABOUT Regime
     trade_id: str | None = None  # the Trade that TAUGHT it
@@ -144,10 +145,15 @@ class Insight(_Frozen):
     @field_validator("situation_vector", "embedding")
     @classmethod
     def _float32(cls, values: tuple[float, ...] | None) -> tuple[float, ...] | None:
-        """Vectors are kept at float32 precision (the stores' blobs), so a round trip is exact."""
+        """Vectors are kept at float32 precision (the stores' blobs), so a round trip is exact.
+        A value past float32 (stored as infinity) or NaN made every cosine with it NaN."""
         if values is None:
             return None
-        return tuple(np.asarray(values, dtype=np.float32).tolist())
+        with np.errstate(over="ignore", invalid="ignore"):
+            kept = np.asarray(values, dtype=np.float32)
+        if not np.isfinite(kept).all():
+            raise ValueError("a vector value is NaN or past float32's range")
+        return tuple(kept.tolist())
 
     @staticmethod
     def make_id(kind: str, created_ms: int, ticker: str | None, text: str) -> str:

@@ -75,3 +75,49 @@ def test_a_fifo_to_import_is_refused_without_blocking(tmp_path: Path) -> None:
     args = ("--state-dir", str(tmp_path / "state"), "memory", "import", str(fifo))
     code = outcome_beside_fifo(lambda: _code(*args), fifo)
     assert code == EXIT_USAGE
+
+
+def _exported_insight(**changes: object) -> bytes:
+    import json
+
+    from memory.embeddings import HashedNgramEmbedder
+    from memory.model import Insight
+
+    (embedding,) = HashedNgramEmbedder().embed_now([TEXT])
+    insight = Insight(
+        insight_id="i-imported",
+        text=TEXT,
+        kind="person",
+        salience=1.0,
+        author="person",
+        summary_source="person",
+        created_ms=1_740_000_000_000,
+        embedding=embedding,
+    )
+    row = {"type": "insight", **json.loads(insight.model_dump_json()), **changes}
+    return json.dumps(row).encode() + b"\n"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"ttl_days": -5},
+        {"ttl_days": 0},
+        {"embedding": [1e39, 0.5]},
+        {"situation_vector": [0.0] * 11 + [-1e39]},
+    ],
+    ids=["ttl -5", "ttl 0", "embedding past float32", "vector past float32"],
+)
+def test_an_imported_insight_it_cannot_use_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], changes: dict[str, object]
+) -> None:
+    """A ttl of 0 or less was stored, the insight never retrieved (as `add --ttl-days 0` was);
+    a vector value past float32's range was stored as infinity, so its cosine, and the text
+    search's score of it, was NaN (`vigil memory search` showed score +nan)."""
+    path = tmp_path / "export.jsonl"
+    path.write_bytes(_exported_insight(**changes))
+    state = tmp_path / "state"
+    assert _code("--state-dir", str(state), "memory", "import", str(path)) == EXIT_USAGE
+    assert f"{path}:1: " in capsys.readouterr().err
+    assert _code("--state-dir", str(state), "memory", "list") == 0
+    assert "i-imported" not in capsys.readouterr().out
