@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from memory.model import Situation
 from state.outbox import Outbox
 
 log = logging.getLogger(__name__)
@@ -54,15 +56,20 @@ class MemoryOutbox:
             self._seqs[key] = seq
             return
         ticker, body = payload.get("ticker"), payload.get("body")
-        if not isinstance(ticker, str) or (kind == "entry" and not isinstance(body, dict)):
-            # a hand edit or another program's line: it ended the start in a KeyError; without
-            # it the trade is written as one whose entry was not seen, which says so
+        problem = _entry_problem(body) if kind == "entry" else None
+        if not isinstance(ticker, str) or problem is not None:
+            # a hand edit or another program's line: it ended the start in a KeyError, and an
+            # entry's field of another type the exit's trade (its handler raised, the exit was
+            # never recorded); without it the trade is written as one whose entry was not seen
             log.warning(
-                "memory outbox %s: %s row %s has no ticker or entry: left out (kept in the file)",
+                "memory outbox %s: %s row %s has no ticker or entry: left out (kept in the file)%s",
                 self.path,
                 kind,
                 key,
+                f": {problem}" if problem else "",
             )
+            if isinstance(ticker, str):
+                self._entries.pop(ticker, None)  # the last entry wins: this one is unknown
         elif isinstance(body, dict) and kind == "entry":
             self._entries[ticker] = body
         elif kind == "closed":
@@ -108,6 +115,36 @@ class MemoryOutbox:
 
     def close(self) -> None:
         """Nothing to release: every append is already durable."""
+
+
+class _EntryBody(BaseModel):
+    """What ``MemoryWriter.on_opened`` and its fills record (fields optional: an older vigil's
+    entries hold fewer), of the types its trade is made from."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    entry_ms: int | None = None
+    entry_price: float | None = Field(None, gt=0.0, allow_inf_nan=False)
+    signals: dict[str, float] | None = None
+    fees_usd: float | None = Field(None, allow_inf_nan=False)  # a maker rebate is < 0
+    situation: dict[str, Any] | None = None
+    macro: str = "unavailable"
+    confidence: float | None = Field(None, allow_inf_nan=False)
+    decided_by: str | None = None
+    decision_id: str | None = None
+
+
+def _entry_problem(body: object) -> str | None:
+    """Why ``body`` is no entry the writer can make a trade of; None: it is one."""
+    if not isinstance(body, dict):
+        return "no entry"
+    try:
+        _EntryBody.model_validate(body)
+        if body.get("situation") is not None:
+            Situation.model_validate(body["situation"])  # as the trade reads it
+    except ValidationError as exc:
+        return " ".join(str(exc).split())[:300]
+    return None
 
 
 def _import_legacy_sqlite(legacy: Path, outbox: MemoryOutbox) -> None:

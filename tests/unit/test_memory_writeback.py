@@ -315,3 +315,76 @@ async def test_a_trade_row_that_is_not_a_trade_is_passed_and_the_later_ones_writ
     assert said.levelname == "WARNING" and not said.exc_info
     assert len([r for r in await writer._store.export() if r["type"] == "trade"]) == 1
     assert outbox.read_bytes().startswith(orjson.dumps(row))
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"entry_price": "abc"},
+        {"fees_usd": "x"},
+        {"fees_usd": "x", "_then": "a good entry before it"},
+        {"signals": 5},
+        {"situation": {"regime": 1}},
+        {"entry_price": -150.0},
+        {"confidence": "high"},
+        {"macro": None},
+    ],
+    ids=[
+        "price text",
+        "fees text",
+        "after a good one",
+        "signals a number",
+        "situation",
+        "price < 0",
+        "conf",
+        "macro",
+    ],
+)
+async def test_an_entry_row_of_fields_it_cannot_be_is_left_out_and_the_exit_written(
+    tmp_path: Path, edit: dict[str, object], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The memory outbox's open entry, read back at start, edited into what no writer records
+    (a hand edit, another program's line): the exit's trade raised from it (TypeError,
+    ValidationError) inside the exit's bus handler, so the exit was never recorded and its
+    trade never reached memory; a fill of the ticker raised at each fee. The entry is left
+    out with a warning (kept in the file) and the trade is written as one whose entry was not
+    seen."""
+    import orjson
+
+    from core.events import OrderFilled, PositionExit
+
+    outbox = tmp_path / "outbox" / "memory.jsonl"
+    if edit.pop("_then", None):  # the last entry wins, even one that cannot be read
+        MemoryOutbox(outbox).put_entry("SOL/USDT", {"entry_ms": T0 - 1, "entry_price": 149.0})
+    MemoryOutbox(outbox).put_entry(
+        "SOL/USDT", {"entry_ms": T0, "entry_price": 150.0, "fees_usd": 0.03, **edit}
+    )
+    writer = make_writer(tmp_path)  # a restart: the entry is read from the file
+    writer.on_fill(
+        OrderFilled(
+            at_ms=T0 + 1,
+            client_order_id="s0",
+            ticker="SOL/USDT",
+            side="sell",
+            quantity=1,
+            price=143.7,
+            fee=0.07,
+        )
+    )
+    writer.on_exit(
+        PositionExit(
+            at_ms=T0 + 9 * 3_600_000,
+            ticker="SOL/USDT",
+            reason="stop_loss",
+            pnl_pct=-4.2,
+            holding_secs=9 * 3600,
+            regime="medium_volatility",
+        )
+    )
+    assert await writer.flush() == 1
+    (trade,) = [r for r in await writer._store.export() if r["type"] == "trade"]
+    assert trade["entry_price"] is None and "entry" in trade["unavailable"]
+    assert any("left out (kept in the file)" in r.getMessage() for r in caplog.records)
+    rows = [orjson.loads(line) for line in outbox.read_bytes().splitlines()]
+    assert [r["payload"]["body"] for r in rows if r["kind"] == "entry"][-1]["entry_ms"] == T0
+    await writer._store.close()
