@@ -294,8 +294,11 @@ class MemoryWriter:
                     answer.insight, answer.summary, budget=MAX_TEXT_CHARS, kind="reflection"
                 )
                 salience, author = answer.salience, "model"
-                if source == "default":
+                # a text the write filter refuses as too short ('ok', a NUL) left the trade
+                # without any lesson: the rules' one is there for an answer without one
+                if source == "default" or len(text) < self._config.write.min_text_chars:
                     text, source, author = numbers, "rules", "rules"
+                    salience = deterministic_salience(trade)
         self.stats.by_summary_source[source] = self.stats.by_summary_source.get(source, 0) + 1
         (embedding,) = await self._embedder.embed([text])
         insight = Insight(

@@ -107,3 +107,23 @@ async def test_a_200_nested_past_the_recursion_limit_keeps_the_rules_lesson(
     assert [(line["outcome"], line["attempts"][0]["kind"]) for line in journal] == [
         ("failed", "bad_response")
     ]
+
+
+async def test_a_lesson_too_short_to_keep_keeps_the_rules_lesson(tmp_path: Path) -> None:
+    """A valid answer whose text the write filter refuses (shorter than min_text_chars: 'ok', a
+    NUL, a summary of one word): nothing was written for the trade, so its lesson was lost (the
+    rules' one exists for exactly that). Now the rules' lesson is written."""
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.script(
+            json_message({"insight": "ok", "salience": 0.9}),
+            json_message({"insight": "A long enough lesson about SOL.", "summary": "\x00"}),
+        )
+        writer = _writer(tmp_path, api.base_url, journal)
+        for n in range(2):
+            open_and_exit(writer, n)
+        await writer.flush()
+    lessons = await writer._store.list_insights()
+    assert len(lessons) == 2
+    assert all(i.author == "rules" and i.text.startswith("[SOL] ") for i in lessons)
+    assert [line["outcome"] for line in journal] == ["ok", "ok"]
