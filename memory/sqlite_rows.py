@@ -65,6 +65,20 @@ def finite(value: object, column: str) -> float:
     raise Unreadable(f"{column} is {value!r:.40}, not a finite number")
 
 
+#: past any trade's: a 10,000-fold gain (or a loss of that size), a century held. Under them no
+#: sum of a store's trades passes the largest float (a regime's mean P&L of 1e308s was inf)
+PNL_PCT_MAX = 1e6
+HOLDING_SECS_MAX = 100 * 365 * 86_400.0
+
+
+def trade_figures(pnl_pct: float, holding_secs: float) -> None:
+    """Unreadable when a trade's P&L or holding time is past any trade's."""
+    if not abs(pnl_pct) <= PNL_PCT_MAX:
+        raise Unreadable(f"pnl_pct {pnl_pct!r} is past ±{PNL_PCT_MAX:g} %")
+    if not abs(holding_secs) <= HOLDING_SECS_MAX:
+        raise Unreadable(f"holding_secs {holding_secs!r} is past a century")
+
+
 def vector(blob: object, column: str, dim: int | None = VECTOR_DIM) -> np.ndarray | None:
     """A float32 blob of ``dim`` values (any number of them with ``dim`` None)."""
     if blob is None:
@@ -82,12 +96,14 @@ def trade_stats_row(
     """(trade_id, ticker, regime, pnl_pct, holding_secs, vector) of a trade, None if unreadable."""
     trade_id, ticker, regime, pnl, holding, blob = row
     try:
+        pnl_pct, holding_secs = finite(pnl, "pnl_pct"), finite(holding, "holding_secs")
+        trade_figures(pnl_pct, holding_secs)
         return (
             str(trade_id),
             _text(ticker, "ticker"),
             _text(regime, "regime"),
-            finite(pnl, "pnl_pct"),
-            finite(holding, "holding_secs"),
+            pnl_pct,
+            holding_secs,
             vector(blob, "vector"),
         )
     except Unreadable as exc:
@@ -158,7 +174,9 @@ def read_trade(body: object, trade_id: object, left_out: LeftOut) -> Trade | Non
     try:
         if not isinstance(body, str | bytes):
             raise Unreadable(f"body is {type(body).__name__}, not text")
-        return Trade.model_validate_json(body)
+        trade = Trade.model_validate_json(body)
+        trade_figures(trade.pnl_pct, trade.holding_secs)
+        return trade
     except ValueError as exc:  # not JSON, or outside Trade's fields
         left_out("trades", trade_id, exc)
         return None

@@ -24,7 +24,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
-from memory.sqlite_rows import created_time
+from memory.sqlite_rows import created_time, trade_figures
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
@@ -283,7 +283,9 @@ async def _import(
                 raise ValueError(f"not a JSON object: {line[:40]!r}")
             kind = row.pop("type", None)
             if kind == "trade":
-                added["trade"] += await store.put_trade(Trade.model_validate(row))
+                trade = Trade.model_validate(row)
+                trade_figures(trade.pnl_pct, trade.holding_secs)  # else every read leaves it out
+                added["trade"] += await store.put_trade(trade)
             elif kind == "insight":
                 insight = Insight.model_validate(row)
                 created_time(insight.created_ms)  # stored, every read would leave it out
