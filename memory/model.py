@@ -43,6 +43,7 @@ _ONE_HOT: dict[str, tuple[float, ...]] = {
     for label in REGIME_LABELS
 }
 _NO_LABEL: tuple[float, ...] = (0.0,) * len(REGIME_LABELS)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
 class _Frozen(BaseModel):
@@ -108,6 +109,19 @@ class Trade(_Frozen):
     macro: str = "unavailable"
     situation: Situation | None = None
     unavailable: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("situation")
+    @classmethod
+    def _comparable(cls, situation: Situation | None) -> Situation | None:
+        """A vector ``Situation.from_features`` makes (Situation stays plain: a snapshot makes
+        one per ticker unvalidated): stored as float32, a value past its range is infinity,
+        every neighbour cosine with it NaN; another length is compared with nothing."""
+        vector = () if situation is None else situation.vector
+        if situation is not None and len(vector) != VECTOR_DIM:
+            raise ValueError(f"a situation vector has {VECTOR_DIM} values, not {len(vector)}")
+        if not all(abs(v) <= _FLOAT32_MAX for v in vector):
+            raise ValueError("a situation vector value is NaN or past float32's range")
+        return situation
 
     @property
     def combined_regime(self) -> str:

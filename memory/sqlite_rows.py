@@ -98,13 +98,16 @@ def trade_stats_row(
     try:
         pnl_pct, holding_secs = finite(pnl, "pnl_pct"), finite(holding, "holding_secs")
         trade_figures(pnl_pct, holding_secs)
+        situation = vector(blob, "vector")
+        if situation is not None and not np.isfinite(situation).all():
+            raise Unreadable("vector holds NaN or infinity")  # every cosine with it NaN
         return (
             str(trade_id),
             _text(ticker, "ticker"),
             _text(regime, "regime"),
             pnl_pct,
             holding_secs,
-            vector(blob, "vector"),
+            situation,
         )
     except Unreadable as exc:
         left_out("trades", trade_id, exc)
