@@ -16,6 +16,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from core.clock import LATEST_TIME_MS, RECORDING_YEARS
 from core.unvalidated import require_plain, unvalidated
 from memory.config import InsightKind
 
@@ -44,6 +45,17 @@ _ONE_HOT: dict[str, tuple[float, ...]] = {
 }
 _NO_LABEL: tuple[float, ...] = (0.0,) * len(REGIME_LABELS)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def time_problem(name: str, at_ms: int) -> str | None:
+    """Why no run's clock gives ``at_ms`` (a unit slip, a year typed wrong, before 1970); None:
+    one may. Readers take an insight's time as a time (a UTC day, the CLI's store clock), where
+    past year 9999 it is datetime's ValueError, and as never now."""
+    if at_ms >= LATEST_TIME_MS:
+        return f"{name} {at_ms} is past {RECORDING_YEARS}"
+    if at_ms < 0:
+        return f"{name} {at_ms} is before 1970"
+    return None
 
 
 class _Frozen(BaseModel):

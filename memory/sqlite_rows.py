@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from core.clock import LATEST_TIME_MS, RECORDING_YEARS
-from memory.model import VECTOR_DIM, Insight, Trade
+from memory.model import VECTOR_DIM, Insight, Trade, time_problem
 from memory.sqlite_schema import insight_from_row
 
 log = logging.getLogger(__name__)
@@ -138,13 +137,10 @@ def index_row(
 
 
 def created_time(created: int) -> None:
-    """A created_ms no run's clock gives: a unit slip (us for ms), a year typed wrong, a time
-    before 1970. Readers take it as a time (the CLI's store clock, a day's name), where past
-    year 9999 or before year 1 it is datetime's ValueError, and as never now."""
-    if created >= LATEST_TIME_MS:
-        raise Unreadable(f"created_ms {created} is past {RECORDING_YEARS}")
-    if created < 0:
-        raise Unreadable(f"created_ms {created} is before 1970")
+    """Unreadable when no run's clock gives ``created`` (``memory.model.time_problem``)."""
+    problem = time_problem("created_ms", created)
+    if problem is not None:
+        raise Unreadable(problem)
 
 
 def read_insight(row: Sequence[Any], insight_id: object, left_out: LeftOut) -> Insight | None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.backoff import Backoff, retrying
 from core.clock import Clock
@@ -30,7 +30,7 @@ from memory.insights import (
     deterministic_rollup,
     deterministic_salience,
 )
-from memory.model import Insight, Situation, Trade
+from memory.model import Insight, Situation, Trade, time_problem
 from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
 
@@ -250,7 +250,12 @@ class MemoryWriter:
         for key, body in self._outbox.pending():
             try:
                 trade = Trade.model_validate(body)
-            except ValidationError as exc:
+                # its lesson is dated at its exit: a day past year 9999 was datetime's
+                # ValueError below, and past 2100 a lesson every read leaves out
+                dated = time_problem("exit_ms", trade.exit_ms)
+                if dated is not None:
+                    raise ValueError(dated)
+            except ValueError as exc:  # a ValidationError too
                 # a hand edit or another program's line: raised, it stopped every later trade
                 # here at each wake-up; passed, it stays in the file for a person to read
                 log.warning(

@@ -388,3 +388,34 @@ async def test_an_entry_row_of_fields_it_cannot_be_is_left_out_and_the_exit_writ
     rows = [orjson.loads(line) for line in outbox.read_bytes().splitlines()]
     assert [r["payload"]["body"] for r in rows if r["kind"] == "entry"][-1]["entry_ms"] == T0
     await writer._store.close()
+
+
+@pytest.mark.parametrize("exit_ms", [10**17, 4_102_444_800_000, -(10**15)])
+async def test_a_trade_row_dated_where_no_clock_is_is_passed_and_the_later_ones_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, exit_ms: int
+) -> None:
+    """A trade row of the memory outbox that is a Trade but dated where no run's clock can be
+    (an exit_ms past 2100 or before 1970: a hand edit, another program's line): its lesson's
+    UTC day was datetime's ValueError ('year is out of range') out of the flush at every
+    wake-up, before the trades after it, so no later trade reached memory; past 2100 and under
+    year 9999 its lesson was stored where every read leaves it out. It is passed like a row
+    that is not a trade, with one warning, and stays in the file."""
+    import orjson
+
+    from contract.memory_contract import make_trade
+
+    outbox = tmp_path / "outbox" / "memory.jsonl"
+    outbox.parent.mkdir(parents=True)
+    body = orjson.loads(make_trade(0).model_dump_json()) | {"exit_ms": exit_ms}
+    row = {"seq": 1, "key": "t-odd", "kind": "trade", "at_ms": 1, "payload": body}
+    outbox.write_bytes(orjson.dumps(row) + b"\n")
+    writer = make_writer(tmp_path)
+    open_and_exit(writer, 0)
+    assert await writer.flush() == 1
+    assert writer.pending() == 0
+    (said,) = [r for r in caplog.records if "t-odd" in r.getMessage()]
+    assert said.levelname == "WARNING" and not said.exc_info
+    trades = [r for r in await writer._store.export() if r["type"] == "trade"]
+    assert [t["exit_ms"] for t in trades] != [exit_ms] and len(trades) == 1
+    assert outbox.read_bytes().startswith(orjson.dumps(row))
+    await writer._store.close()
