@@ -78,6 +78,16 @@ def trade_figures(pnl_pct: float, holding_secs: float) -> None:
         raise Unreadable(f"holding_secs {holding_secs!r} is past a century")
 
 
+def check_trade(trade: Trade) -> None:
+    """Unreadable when a trade's figures or times are past any trade's: a rollup dates its
+    trades, where an entry before year 1 was datetime's ValueError out of the writer's flush."""
+    trade_figures(trade.pnl_pct, trade.holding_secs)
+    for name, at_ms in (("entry_ms", trade.entry_ms), ("exit_ms", trade.exit_ms)):
+        problem = time_problem(name, at_ms)
+        if problem is not None:
+            raise Unreadable(problem)
+
+
 def vector(blob: object, column: str, dim: int | None = VECTOR_DIM) -> np.ndarray | None:
     """A float32 blob of ``dim`` values (any number of them with ``dim`` None)."""
     if blob is None:
@@ -174,7 +184,7 @@ def read_trade(body: object, trade_id: object, left_out: LeftOut) -> Trade | Non
         if not isinstance(body, str | bytes):
             raise Unreadable(f"body is {type(body).__name__}, not text")
         trade = Trade.model_validate_json(body)
-        trade_figures(trade.pnl_pct, trade.holding_secs)
+        check_trade(trade)
         return trade
     except ValueError as exc:  # not JSON, or outside Trade's fields
         left_out("trades", trade_id, exc)

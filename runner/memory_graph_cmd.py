@@ -24,7 +24,7 @@ from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
-from memory.sqlite_rows import created_time, trade_figures
+from memory.sqlite_rows import check_trade, created_time
 from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
@@ -284,7 +284,7 @@ async def _import(
             kind = row.pop("type", None)
             if kind == "trade":
                 trade = Trade.model_validate(row)
-                trade_figures(trade.pnl_pct, trade.holding_secs)  # else every read leaves it out
+                check_trade(trade)  # else every read leaves it out
                 added["trade"] += await store.put_trade(trade)
             elif kind == "insight":
                 insight = Insight.model_validate(row)
