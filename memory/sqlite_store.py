@@ -16,6 +16,7 @@ header (``memory.wal_index``) has changed since the look before: no commit, no n
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -88,7 +89,17 @@ class SqliteMemoryStore:
         return schema_version(self._db)
 
     def _version(self) -> int:
-        return int(self._db.execute("PRAGMA data_version").fetchone()[0])
+        return int(self._rows("PRAGMA data_version")[0][0])
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """A read's rows. A file SQLite cannot read now (a page malformed, a table another
+        program dropped, a lock held past busy_timeout) is the store unavailable, as a write's
+        error is: its sqlite3 error went past every reader's catch (the snapshot's memory view,
+        the write-back's flush), a traceback at each decision and each wake-up."""
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise StoreUnavailableError(f"{self.path}: {exc}") from exc
 
     def _refresh(self) -> None:
         """Drops both caches if another connection committed since the last look."""
@@ -121,7 +132,8 @@ class SqliteMemoryStore:
             return changed
         except sqlite3.Error as exc:
             if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):  # a file gone bad: nothing to undo
+                    self._db.execute("ROLLBACK")
             raise StoreUnavailableError(f"{self.path}: {exc}") from exc
 
     # ---- trades
@@ -143,8 +155,8 @@ class SqliteMemoryStore:
         return changed > 0
 
     async def get_trade(self, trade_id: str) -> Trade | None:
-        row = self._db.execute("SELECT body FROM trades WHERE trade_id=?", (trade_id,)).fetchone()
-        return None if row is None else read_trade(row[0], trade_id, self._left_out)
+        rows = self._rows("SELECT body FROM trades WHERE trade_id=?", (trade_id,))
+        return read_trade(rows[0][0], trade_id, self._left_out) if rows else None
 
     # ---- insights
 
@@ -191,10 +203,10 @@ class SqliteMemoryStore:
         return self._read_insight(insight_id)
 
     def _read_insight(self, insight_id: str) -> Insight | None:
-        row = self._db.execute(
+        rows = self._rows(
             f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE insight_id=?", (insight_id,)
-        ).fetchone()
-        return read_insight(row, insight_id, self._left_out) if row else None
+        )
+        return read_insight(rows[0], insight_id, self._left_out) if rows else None
 
     async def forget(self, item_id: str) -> bool:
         changed = self._write(
@@ -229,7 +241,7 @@ class SqliteMemoryStore:
         offset = 0
         while len(found) < f.limit:
             wanted = f.limit - len(found)
-            rows = self._db.execute(sql, (*params, wanted, offset)).fetchall()
+            rows = self._rows(sql, (*params, wanted, offset))
             found.extend(
                 i for r in rows if (i := read_insight(r, r[3], self._left_out)) is not None
             )
@@ -242,7 +254,7 @@ class SqliteMemoryStore:
         self._refresh()
         if self._trades is None:
             groups: dict[tuple[str, str], TradeGroup] = {}
-            for row in self._db.execute(
+            for row in self._rows(
                 "SELECT trade_id, ticker, regime, pnl_pct, holding_secs, vector FROM trades "
                 "ORDER BY exit_ms, trade_id"
             ):
@@ -261,7 +273,7 @@ class SqliteMemoryStore:
             index = InsightIndex()
             self._parsed.clear()
             # the indexed columns only: parsing 100k JSON bodies would take seconds
-            for row in self._db.execute(
+            for row in self._rows(
                 "SELECT insight_id, ticker, regime, kind, created_ms, vector FROM insights "
                 "WHERE archived=0 ORDER BY created_ms, insight_id"
             ):
@@ -301,10 +313,10 @@ class SqliteMemoryStore:
         if query.regime is not None:
             where.append("(regime=? OR regime IS NULL)")
             params.append(query.regime)
-        rows = self._db.execute(
+        rows = self._rows(
             f"SELECT {INSIGHT_COLUMNS}, kind, insight_id FROM insights WHERE {' AND '.join(where)}",
             params,
-        ).fetchall()
+        )
         q = np.asarray(query.embedding, dtype=np.float32)
         rows = [r for r in rows if not query.kinds or r[3] in query.kinds]
         embedded = [
@@ -385,33 +397,33 @@ class SqliteMemoryStore:
         return NeighbourSummary(*group.nearest_summary(vector, n))
 
     async def counts(self) -> dict[str, int]:
-        one = self._db.execute
+        def one(sql: str) -> int:
+            return int(self._rows(sql)[0][0])
+
         return {
-            "trades": one("SELECT COUNT(*) FROM trades").fetchone()[0],
-            "situations": one("SELECT COUNT(*) FROM trades WHERE vector IS NOT NULL").fetchone()[0],
-            "insights": one("SELECT COUNT(*) FROM insights WHERE archived=0").fetchone()[0],
-            "archived_insights": one("SELECT COUNT(*) FROM insights WHERE archived=1").fetchone()[
-                0
-            ],
+            "trades": one("SELECT COUNT(*) FROM trades"),
+            "situations": one("SELECT COUNT(*) FROM trades WHERE vector IS NOT NULL"),
+            "insights": one("SELECT COUNT(*) FROM insights WHERE archived=0"),
+            "archived_insights": one("SELECT COUNT(*) FROM insights WHERE archived=1"),
             "tickers": one(
                 "SELECT COUNT(*) FROM (SELECT ticker FROM trades UNION "
                 "SELECT ticker FROM insights WHERE ticker IS NOT NULL)"
-            ).fetchone()[0],
+            ),
             "regimes": one(
                 "SELECT COUNT(*) FROM (SELECT regime FROM trades UNION "
                 "SELECT regime FROM insights WHERE regime IS NOT NULL)"
-            ).fetchone()[0],
+            ),
         }
 
     async def export(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for trade_id, body in self._db.execute(
+        for trade_id, body in self._rows(
             "SELECT trade_id, body FROM trades ORDER BY exit_ms, trade_id"
         ):
             trade = read_trade(body, trade_id, self._left_out)
             if trade is not None:
                 out.append({"type": "trade", **trade.model_dump(mode="json")})
-        for row in self._db.execute(
+        for row in self._rows(
             f"SELECT {INSIGHT_COLUMNS}, insight_id FROM insights ORDER BY created_ms, insight_id"
         ):
             insight = read_insight(row, row[3], self._left_out)

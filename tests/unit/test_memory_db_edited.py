@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from contract.memory_contract import make_insight, make_trade
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
 from memory.embeddings import HashedNgramEmbedder
+from memory.port import StoreUnavailableError
 from memory.sqlite_store import SqliteMemoryStore
 from runner.cli import main
 from runner.config import Settings
@@ -257,3 +259,32 @@ def test_a_schema_version_that_is_no_version_is_a_store_unavailable(
     parts = build_memory(Settings(state_dir=state), VirtualClock(), enabled=True)
     assert isinstance(parts.insights, MemoryOff) and "schema" in parts.insights.reason
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize("table", ["trades", "insights"])
+async def test_a_file_gone_bad_under_an_open_store_is_the_store_unavailable(
+    tmp_path: Path, table: str
+) -> None:
+    """memory.db changed under the daemon into one SQLite cannot read as the store's (a table
+    another program dropped): each read's sqlite3 error went past the snapshot's memory view,
+    which lets only StoreUnavailableError through (a traceback at every decision), and past the
+    write-back's flush. The snapshot now says the store is unavailable and why; the file is
+    left as it is."""
+    path = tmp_path / "memory.db"
+    await fill(path)
+    store = SqliteMemoryStore(path)
+    memory = view(store)
+    assert (await memory.attach(snapshot())).historical_insights
+    edit(path, f"DROP TABLE {table}")
+    try:
+        snap = await memory.attach(snapshot())
+        assert snap.historical_insights is None
+        why = snap.unavailable["historical_insights"]
+        assert why.startswith("memory store unavailable: ") and f"no such table: {table}" in why
+        reads: list[Coroutine[Any, Any, object]] = [store.export(), store.counts()]
+        reads.append(store.get_trade("x") if table == "trades" else store.get_insight("x"))
+        for read in reads:
+            with pytest.raises(StoreUnavailableError, match=f"no such table: {table}"):
+                await read
+    finally:
+        await store.close()
