@@ -30,7 +30,7 @@ from memory.insights import (
     deterministic_rollup,
     deterministic_salience,
 )
-from memory.model import Insight, Situation, Trade, time_problem
+from memory.model import VECTOR_DIM, Insight, Situation, Trade, time_problem
 from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
 
@@ -376,7 +376,13 @@ class MemoryWriter:
         text = deterministic_rollup(ticker, regime, trades, len(children))
         (embedding,) = await self._embedder.embed([text])
         created = max(c.created_ms for c in children)
-        vectors = [c.situation_vector for c in children if c.situation_vector is not None]
+        # of the snapshot's features only: another length (an import, another vigil's lesson)
+        # was zip's ValueError out of the flush at every roll, the later trades never written
+        vectors = [
+            c.situation_vector
+            for c in children
+            if c.situation_vector is not None and len(c.situation_vector) == VECTOR_DIM
+        ]
         mean_vector = (
             tuple(sum(col) / len(vectors) for col in zip(*vectors, strict=True))
             if vectors

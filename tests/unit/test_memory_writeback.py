@@ -419,3 +419,27 @@ async def test_a_trade_row_dated_where_no_clock_is_is_passed_and_the_later_ones_
     assert [t["exit_ms"] for t in trades] != [exit_ms] and len(trades) == 1
     assert outbox.read_bytes().startswith(orjson.dumps(row))
     await writer._store.close()
+
+
+async def test_a_rollup_over_a_lesson_of_another_vector_length_is_written(tmp_path: Path) -> None:
+    """A live reflection whose situation vector is not the 12 features' (imported, or written
+    by another vigil): rolling the oldest lessons up averaged the vectors with zip(strict=True),
+    a ValueError out of the writer's flush at every wake-up that rolled, so the trades after it
+    never reached memory. The rollup's vector is the mean of the comparable ones."""
+    from contract.memory_contract import make_insight
+
+    config = MemoryConfig(write=WriteConfig(max_per_ticker_regime=10, rollup_count=5))
+    writer = make_writer(tmp_path, config)
+    odd = make_insight(
+        "SOL: the oldest lesson, of a vector of three values",
+        created_ms=1_700_000_000_000,
+        vector=(0.1, 0.2, 0.3),
+    )
+    await writer._store.put_insight(odd)
+    for n in range(11):
+        open_and_exit(writer, n, pnl=-4.2 if n % 2 else 3.1)
+    assert await writer.flush() == 11
+    (rollup,) = await writer._store.list_insights(kind="rollup")
+    assert odd.insight_id in rollup.summarises
+    assert rollup.situation_vector is not None and len(rollup.situation_vector) == 12
+    await writer._store.close()
