@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from core.errors import RefuseToStartError
 from memory.model import Situation
 from state.outbox import Outbox
 
@@ -150,16 +151,33 @@ def _entry_problem(body: object) -> str | None:
 def _import_legacy_sqlite(legacy: Path, outbox: MemoryOutbox) -> None:
     """A state dir from before this outbox kept its rows in ``memory_outbox.db`` (SQLite): its
     pending trades and open entries move here once (idempotent keys), then the file is renamed
-    ``.migrated`` so nothing is lost and nothing is imported twice."""
-    db = sqlite3.connect(legacy)
+    ``.migrated`` so nothing is lost and nothing is imported twice. One that cannot be read whole
+    refuses the start naming it, before anything is imported: its sqlite3 or JSON error was a
+    traceback at every start."""
     try:
-        pending = db.execute("SELECT key, body FROM pending ORDER BY seq").fetchall()
-        entries = db.execute("SELECT ticker, body FROM entries").fetchall()
-    finally:
-        db.close()
-    for ticker, body in entries:
+        db = sqlite3.connect(legacy)
+        try:
+            pending = db.execute("SELECT key, body FROM pending ORDER BY seq").fetchall()
+            entries = db.execute("SELECT ticker, body FROM entries").fetchall()
+        finally:
+            db.close()
+        entry_bodies = [(str(ticker), _object(body)) for ticker, body in entries]
+        trade_bodies = [(str(key), _object(body)) for key, body in pending]
+    except (sqlite3.Error, ValueError, TypeError) as exc:
+        raise RefuseToStartError(
+            f"the old memory outbox {legacy} cannot be imported ({exc}); move it aside (its "
+            "pending trades then never reach memory)"
+        ) from None
+    for ticker, body in entry_bodies:
         if outbox.entry(ticker) is None:
-            outbox.put_entry(ticker, orjson.loads(body))
-    for key, body in pending:
-        outbox.add(key, orjson.loads(body))
+            outbox.put_entry(ticker, body)
+    for key, body in trade_bodies:
+        outbox.add(key, body)
     legacy.rename(legacy.with_name(legacy.name + ".migrated"))
+
+
+def _object(body: object) -> dict[str, Any]:
+    found = orjson.loads(body)  # type: ignore[arg-type]  # a blob or text; else its TypeError
+    if not isinstance(found, dict):
+        raise ValueError(f"a body is not an object: {str(found)[:40]!r}")
+    return found

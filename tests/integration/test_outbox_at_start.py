@@ -7,6 +7,7 @@ before any loop (the watchdog included) ran."""
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,6 +25,7 @@ pytestmark = pytest.mark.timeout(120)
 EXITS = "outbox/exits.jsonl"
 CURSOR = "outbox/exits.jsonl.learner.ack"
 STORE_CURSOR = "outbox/memory.jsonl.store.ack"
+LEGACY = "memory_outbox.db"
 
 
 def _folder(path: Path) -> None:
@@ -41,6 +43,20 @@ def _bytes(data: bytes) -> Callable[[Path], None]:
     return write
 
 
+def _legacy(body: bytes, *, entry: bool = False) -> Callable[[Path], None]:
+    def write(path: Path) -> None:
+        with sqlite3.connect(path) as db:
+            db.execute("CREATE TABLE pending (key TEXT PRIMARY KEY, seq INTEGER, body BLOB)")
+            db.execute("CREATE TABLE entries (ticker TEXT PRIMARY KEY, body BLOB NOT NULL)")
+            if entry:
+                db.execute("INSERT INTO entries VALUES ('ETH/USDT', ?)", (body,))
+            else:
+                db.execute("INSERT INTO pending VALUES ('t-1', 1, ?)", (body,))
+        db.close()
+
+    return write
+
+
 CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "cursor folder": (CURSOR, _folder, "not a regular file"),
     "cursor fifo": (CURSOR, _fifo, "not a regular file"),
@@ -51,6 +67,12 @@ CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     "outbox folder": (EXITS, _folder, "not a regular file"),
     "outbox fifo": (EXITS, _fifo, "not a regular file"),
     "store cursor folder": (STORE_CURSOR, _folder, "not a regular file"),
+    # an older vigil's SQLite outbox, imported once: sqlite3's DatabaseError or a body's
+    # JSONDecodeError was a traceback at every start
+    "old memory outbox not a database": (LEGACY, _bytes(b"no database " * 100), "not a database"),
+    "old memory outbox folder": (LEGACY, _folder, "unable to open"),
+    "old memory outbox body not JSON": (LEGACY, _legacy(b"{"), "cannot be imported"),
+    "old memory outbox entry a list": (LEGACY, _legacy(b"[1]", entry=True), "not an object"),
 }
 
 
