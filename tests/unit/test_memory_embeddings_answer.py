@@ -8,6 +8,7 @@ import math
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from memory.embeddings import _vectors
 
@@ -27,7 +28,7 @@ _ITEM = st.fixed_dictionaries(
 _ANSWERS = _JSON | st.builds(lambda items: {"data": items}, st.lists(_ITEM | _JSON, max_size=3))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(body=_ANSWERS, count=st.integers(1, 3))
 def test_an_answer_is_vectors_or_a_value_error(body: object, count: int) -> None:
     try:

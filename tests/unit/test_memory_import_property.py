@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from property_budget import examples
 
 from contract.memory_contract import make_insight, make_trade
 from memory.embeddings import HashedNgramEmbedder
@@ -55,7 +56,9 @@ def _code(args: list[str]) -> int:
 
 
 @settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(100),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     base=st.sampled_from([_TRADE, _INSIGHT]),
