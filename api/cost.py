@@ -20,7 +20,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from agent.cost_accounting import MS_PER_DAY, CostBook, CostRow, day_name
-from state.segments import open_segment, rotated_pattern, segments
+from state.segments import open_live, open_segment, rotated_pattern, segments
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
 
@@ -129,7 +129,10 @@ class JournalCost:
 
     def _fold_from(self, path: Path, offset: int) -> int:
         """Fold the whole lines after ``offset``; the offset after the last whole line."""
-        with path.open("rb") as handle:
+        handle = open_live(path)
+        if handle is None:  # rotated away since its stat: the next call rebuilds
+            return offset
+        with handle:
             handle.seek(offset)
             data = handle.read()
         whole = data[: data.rfind(b"\n") + 1]

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from state.segments import open_segment, segments
+from state.segments import open_live, open_segment, segments
 
 Point = tuple[int, float]
 
@@ -109,9 +109,8 @@ class EquityReader:
             return series
 
     def _read_live(self) -> list[Point]:
-        try:
-            handle = self.live.open("rb")
-        except FileNotFoundError:
+        handle = open_live(self.live)
+        if handle is None:
             self._live_inode, self._live_offset, self._live_points = None, 0, []
             return []
         with handle:

@@ -13,7 +13,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Final
+from typing import BinaryIO, Final
 
 from state.regular_file import open_regular_file
 
@@ -72,6 +72,18 @@ def open_segment(path: Path) -> Iterator[bytes]:
         raise UnreadableSegmentError(f"{path} cannot be read: {why}") from exc
 
 
+def open_live(path: Path) -> BinaryIO | None:
+    """An uncompressed segment opened for reading, None when there is none. A FIFO in its place
+    blocked a plain open until someone wrote to it (the API's status did so on the event loop,
+    freezing every route): anything but a regular file is ``UnreadableSegmentError``."""
+    try:
+        return open_regular_file(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UnreadableSegmentError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+
+
 def iter_lines(live: Path) -> Iterator[bytes]:
     """Every line of every segment, oldest first. A torn last line of a closed segment cannot
     exist (rotation closes a segment after a whole line); the live file's torn tail is yielded
@@ -84,9 +96,8 @@ def tail_lines(path: Path, count: int, block_bytes: int = 64 * 1024) -> list[byt
     """The last ``count`` complete lines of an uncompressed file, read from its end."""
     if count <= 0:
         return []
-    try:
-        handle = path.open("rb")
-    except FileNotFoundError:
+    handle = open_live(path)
+    if handle is None:
         return []
     with handle:
         end = handle.seek(0, 2)
@@ -129,14 +140,14 @@ def recent_lines(live: Path, max_bytes: int) -> list[bytes]:
 
 def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
     """The complete lines within the last ``max_bytes`` of an uncompressed file."""
-    try:
-        with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            data = handle.read()
-    except FileNotFoundError:
+    handle = open_live(path)
+    if handle is None:
         return []
+    with handle:
+        size = handle.seek(0, 2)
+        start = max(0, size - max_bytes)
+        handle.seek(start)
+        data = handle.read()
     data = data[: data.rfind(b"\n") + 1]  # a torn tail is not a line yet
     lines = data.splitlines(keepends=True)
     return lines[1:] if start > 0 and lines else lines  # the first may be cut
@@ -145,6 +156,7 @@ def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
 __all__ = [
     "UnreadableSegmentError",
     "iter_lines",
+    "open_live",
     "open_segment",
     "recent_lines",
     "rotated_pattern",

@@ -5,9 +5,10 @@ microseconds) the FIFO is opened for writing, which releases it, and the test fa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -33,3 +34,30 @@ def outcome_beside_fifo(call: Callable[[], object], fifo: Path) -> object:
         worker.join(HANG_GUARD_SECS)
         pytest.fail(f"blocked on the FIFO at {fifo}")
     return got[0]
+
+
+@contextlib.contextmanager
+def released_fifo(fifo: Path) -> Iterator[Callable[[], bool]]:
+    """For code that may block the test's own event loop on ``fifo`` (a server in the test's
+    loop: ``outcome_beside_fifo`` cannot run it in a thread). After ``HANG_GUARD_SECS`` a thread
+    opens the FIFO for writing whenever a reader waits on it, so the test ends; it yields
+    whether that was ever needed (the test asserts it was not)."""
+    stop = threading.Event()
+    released: list[bool] = []
+
+    def watch() -> None:
+        if stop.wait(HANG_GUARD_SECS):
+            return
+        while not stop.is_set():
+            with contextlib.suppress(OSError):  # ENXIO: no reader waits now
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                released.append(True)
+            stop.wait(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        yield lambda: bool(released)
+    finally:
+        stop.set()
+        watcher.join()

@@ -6,10 +6,12 @@ it cannot, never a 500."""
 from __future__ import annotations
 
 import gzip
+import os
 from pathlib import Path
 
 import pytest
 from fakes.api_support import T0_MS, IdleDaemon, decision_line, serve_api, write_state_dir
+from fakes.fifo import released_fifo
 
 SEGMENT = "decisions.20250228T235959Z.jsonl"
 
@@ -68,3 +70,25 @@ async def test_a_segment_whose_name_is_not_a_time_is_read(state_dir: Path) -> No
         _, page = await api.get("/api/decisions", since=0, limit=100)
     assert code == 200 and isinstance(status, dict) and status["cost"] is not None
     assert isinstance(page, dict) and len(page["decisions"]) == 55
+
+
+async def test_a_fifo_in_place_of_the_live_journal_is_a_409_not_a_frozen_api(
+    state_dir: Path,
+) -> None:
+    """The live file's tail (the status's last decision, a page of the newest decisions), the
+    equity reader and the cost reader opened it with a plain open, which waits on a FIFO until
+    someone writes to it: the status read it on the event loop, so every route, /healthz and
+    the daemon's own loops (isolation = "inline") froze."""
+    live = state_dir / "logs" / "decisions.jsonl"
+    live.unlink()
+    os.mkfifo(live)
+    with released_fifo(live) as released:
+        async with serve_api(state_dir, daemon=IdleDaemon()) as api:
+            code, status = await api.get("/api/status")
+            pages = [await api.get(route) for route in ("/api/decisions", "/api/equity")]
+    assert not released(), "the API blocked on the FIFO"
+    assert code == 200 and isinstance(status, dict) and status["equity_usd"] is not None
+    assert live.name in status["unavailable"]["last_decision"]
+    assert live.name in status["unavailable"]["cost"]
+    for code, body in pages:
+        assert code == 409 and isinstance(body, dict) and live.name in body["detail"]
