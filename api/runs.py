@@ -24,6 +24,7 @@ from typing import Protocol
 
 from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
 from api.runs_summary import read_summary
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,8 @@ class RunQueue:
             return
         for path in sorted(self._root.glob(f"*/{JOB_FILE_NAME}")):
             try:
-                job = RunBody.model_validate_json(path.read_bytes())
+                # a FIFO there waited for a writer: the API never started
+                job = RunBody.model_validate_json(read_regular_file(path)[1])
             except (OSError, ValueError) as exc:
                 log.warning("skipping %s: %s", path, exc)
                 continue

@@ -11,13 +11,15 @@ from typing import Any
 
 from api.runs_models import RunSummary
 from core.jsonread import loads_json
+from state.regular_file import read_regular_file
 
 REPORT_FILE = "report.json"
 REPLAY_FILE = "replay.json"
 
 
 def _read(path: Path) -> dict[str, Any]:
-    body = loads_json(path.read_bytes())
+    # a FIFO there waited for a writer: the runs loop, on the API's event loop, froze
+    body = loads_json(read_regular_file(path)[1])
     if not isinstance(body, dict):
         raise ValueError(f"{path.name} is not a JSON object")
     return body

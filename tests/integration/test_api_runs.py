@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from fakes.api_support import Served, default_settings, serve_api
+from fakes.fifo import outcome_beside_fifo
 
 from api.runs import INTERRUPTED, JOB_FILE_NAME, RunLimits, RunQueue
 from api.runs_models import RunRequest
@@ -274,3 +275,35 @@ def test_a_job_is_read_from_its_own_folder_whatever_its_job_json_says(
     assert json.loads((folder / JOB_FILE_NAME).read_text())["out_dir"] == str(folder)
     assert list(elsewhere.iterdir()) == []
     assert [j.run_id for j in reloaded.listing().runs] == [job.run_id]
+
+
+@pytest.mark.parametrize("which", [JOB_FILE_NAME, "report.json", "replay.json"])
+def test_a_fifo_in_a_run_folder_does_not_block_the_start(settings: Settings, which: str) -> None:
+    """job.json (every run's, read at the start) and the report and replay files (read for the
+    summary of a job left running, then of every job as it ends, on the event loop) were read
+    with a plain open, which waits on a FIFO for a writer: the API never started, or froze. A
+    job.json that is no file is skipped; a report that is none leaves the summary unavailable."""
+    queue = RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+    job = queue.submit(RunRequest.model_validate({"from": DAY, "to": DAY}))
+    folder = Path(job.out_dir)
+    job_file = folder / JOB_FILE_NAME
+    job_file.write_text(json.dumps(json.loads(job_file.read_text()) | {"status": "running"}))
+    if which != JOB_FILE_NAME:
+        (folder / "report.json").write_text('{"metrics": {}, "deciders": []}')
+    (folder / which).unlink(missing_ok=True)
+    os.mkfifo(folder / which)
+
+    def start() -> RunQueue:
+        return RunQueue(settings.state_dir, ReplayLauncher(settings), RunLimits())
+
+    reloaded = outcome_beside_fifo(start, folder / which)
+    assert isinstance(reloaded, RunQueue), reloaded
+    found = reloaded.get(job.run_id)
+    if which == JOB_FILE_NAME:
+        assert found is None
+        return
+    assert found is not None and found.status == "failed" and found.reason == INTERRUPTED
+    if which == "report.json":
+        assert found.summary is None and "not a regular file" in found.unavailable["summary"]
+    else:
+        assert found.summary is not None and "replay.json" in found.summary.unavailable["finished"]
