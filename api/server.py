@@ -21,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from core.jsonread import loads_json
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -101,10 +102,14 @@ class ApiServer:
 
 def read_endpoint(state_dir: Path) -> str | None:
     """The URL of the API a daemon on ``state_dir`` published, if its process still lives."""
-    try:
-        body = loads_json((state_dir / ENDPOINT_FILE_NAME).read_bytes())
-        pid, url = int(body["pid"]), str(body["url"])
-    except (OSError, ValueError, KeyError, TypeError):
+    try:  # a regular file only: a FIFO there waited for a writer (serve and status hung)
+        body = loads_json(read_regular_file(state_dir / ENDPOINT_FILE_NAME)[1])
+    except (OSError, ValueError):
+        return None
+    pid, url = (body.get("pid"), body.get("url")) if isinstance(body, dict) else (None, None)
+    # what _publish writes: a pid of 0 or -1 signals a group or every process (always "alive"),
+    # and one past pid_t was an OverflowError; a bool or a text was taken for a number
+    if type(pid) is not int or not 0 < pid < 2**31 or not isinstance(url, str):
         return None
     try:
         os.kill(pid, 0)
