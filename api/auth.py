@@ -19,6 +19,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.config import is_loopback
 from core.errors import RefuseToStartError
+from state.regular_file import read_regular_text
 
 TOKEN_FILE_NAME = "api_token"
 _SCHEME = HTTPBearer(
@@ -35,10 +36,17 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
             "file vigil_api_token), or keep VIGIL_API__HOST on 127.0.0.1"
         )
     path = state_dir / TOKEN_FILE_NAME
-    try:
-        existing = path.read_text(encoding="utf-8").strip()
+    try:  # a regular file only: a FIFO there waited for a writer, and the start hung
+        existing = read_regular_text(path).strip()
     except FileNotFoundError:
         existing = ""
+    except (OSError, UnicodeDecodeError) as exc:  # were tracebacks; someone's file: kept
+        # the only OSError without a strerror is read_regular_file's own refusal
+        why = (exc.strerror or "not a regular file") if isinstance(exc, OSError) else "not UTF-8"
+        raise RefuseToStartError(
+            f"{path} cannot be read as the API token ({why}): remove it (a new token is made) "
+            "or set VIGIL_API_TOKEN"
+        ) from None
     if existing:
         return existing
     token = secrets.token_urlsafe(32)
@@ -50,8 +58,8 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
 
 def read_token_file(state_dir: Path) -> str | None:
     try:
-        return (state_dir / TOKEN_FILE_NAME).read_text(encoding="utf-8").strip() or None
-    except OSError:
+        return read_regular_text(state_dir / TOKEN_FILE_NAME).strip() or None
+    except (OSError, UnicodeDecodeError):
         return None
 
 
