@@ -92,3 +92,24 @@ async def test_a_fifo_in_place_of_the_live_journal_is_a_409_not_a_frozen_api(
     assert live.name in status["unavailable"]["cost"]
     for code, body in pages:
         assert code == 409 and isinstance(body, dict) and live.name in body["detail"]
+
+
+@pytest.mark.timeout(60)  # a hang guard only: the fixed reader takes well under a second
+async def test_a_live_journal_ending_in_a_gigabyte_of_nuls_answers_the_last_decision(
+    state_dir: Path,
+) -> None:
+    """A crash can leave a file's tail as zeros (the size was written, the data not): the tail
+    reader re-joined and re-counted everything read so far at each 64 kB step back, so a tail
+    with no newline cost time quadratic in its size (64 MB: 81 s), on the event loop of
+    /api/status. It now keeps nothing before the last newline and counts each block once."""
+    live = state_dir / "logs" / "decisions.jsonl"
+    last = decision_line(9, T0_MS + 3_600_000)
+    with live.open("ab") as out:
+        out.write(last)
+    os.truncate(live, live.stat().st_size + (1 << 30))
+    async with serve_api(state_dir, daemon=IdleDaemon()) as api:
+        code, status = await api.get("/api/status")
+        _, page = await api.get("/api/decisions", limit=2)
+    assert code == 200 and isinstance(status, dict) and isinstance(page, dict)
+    assert status["last_decision"]["decision_id"] == f"d{T0_MS + 3_600_000}-9"
+    assert [d["at_ms"] for d in page["decisions"]] == [T0_MS + 4 * 60_000, T0_MS + 3_600_000]
