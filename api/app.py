@@ -48,7 +48,7 @@ from api.models import (
     TradesPage,
     TradingBody,
 )
-from api.notes import NotesRejectedError, apply_notes_edit
+from api.notes import NotesRejectedError, NotesUnwritableError, apply_notes_edit
 from api.ports import LiveDaemon, TradingControl
 from api.proxy import LiveProxy, Upstream
 from api.ratelimit import RateLimit, TokenBucket
@@ -232,6 +232,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
             400: UNREADABLE_BODY,
             413: TOO_LARGE_BODY,
             422: {"model": InvalidBody, "description": "the edit is not valid"},
+            507: {"model": ErrorBody, "description": "runner_state.json cannot be written"},
         },
     )
     async def put_notes(edit: NotesEdit) -> NotesEditResult:
@@ -240,6 +241,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
             return apply_notes_edit(ctx.files, edit, ctx.daemon)
         except NotesRejectedError as exc:
             raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+        except NotesUnwritableError as exc:
+            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, str(exc)) from None
 
     @app.post(
         "/api/trading/halt",

@@ -18,6 +18,10 @@ class NotesRejectedError(ValueError):
     """The edit is not valid; the message says why (the file is left as it was)."""
 
 
+class NotesUnwritableError(RuntimeError):
+    """The edit is valid but runner_state.json cannot be written (a full disk): not saved."""
+
+
 def apply_notes_edit(
     files: StateDirFiles, edit: NotesEdit, daemon: LiveDaemon | None
 ) -> NotesEditResult:
@@ -37,7 +41,13 @@ def apply_notes_edit(
         return NotesEditResult(
             accepted=True, changed=[], merged_by_daemon=False, detail="no change"
         )
-    atomic_write_bytes(files.runner_state_path, render_state(edited))
+    try:
+        atomic_write_bytes(files.runner_state_path, render_state(edited))
+    except OSError as exc:  # was a 500 with no reason; the old file stays whole
+        raise NotesUnwritableError(
+            f"{files.runner_state_path} cannot be written ({exc.strerror or exc}): "
+            "the edit was not saved"
+        ) from None
     if daemon is None:
         return NotesEditResult(
             accepted=True,
@@ -56,4 +66,4 @@ def apply_notes_edit(
     )
 
 
-__all__ = ["NotesRejectedError", "apply_notes_edit"]
+__all__ = ["NotesRejectedError", "NotesUnwritableError", "apply_notes_edit"]
