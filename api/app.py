@@ -31,7 +31,7 @@ from api.config import ApiConfig
 from api.cost import JournalCost
 from api.dashboard import add_dashboard
 from api.docs import add_docs
-from api.files import StateDirFiles, StateFileError, journal_error
+from api.files import StateDirFiles, StateFileError, journal_error, no_account
 from api.metrics import DaemonMetrics
 from api.models import (
     TOO_LARGE_BODY,
@@ -52,6 +52,7 @@ from api.notes import NotesRejectedError, NotesUnwritableError, apply_notes_edit
 from api.ports import LiveDaemon, TradingControl
 from api.proxy import LiveProxy, Upstream
 from api.ratelimit import RateLimit, TokenBucket
+from core.errors import VigilError
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
 from state.memory_history import memory_history
 
@@ -179,7 +180,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
 
         async def compute() -> bytes:
             if ctx.daemon is not None:
-                return _json(await ctx.daemon.account())
+                return _json(await _live_account(ctx.daemon))
             return await asyncio.to_thread(lambda: _json(files.paper_account()))
 
         return _answer(await cache.get("positions", compute, max_age_secs=live_secs))
@@ -272,7 +273,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         daemon, registry = ctx.daemon, ctx.metrics
 
         async def compute() -> bytes:
-            return registry.render(daemon.counts(), daemon.agent(), await daemon.account())
+            return registry.render(daemon.counts(), daemon.agent(), await _live_account(daemon))
 
         body = await cache.get("metrics", compute, max_age_secs=live_secs)
         return Response(body, media_type=CONTENT_TYPE_LATEST)
@@ -322,6 +323,15 @@ def _off_loop(work: Callable[[], bytes]) -> Callable[[], Awaitable[bytes]]:
     return lambda: asyncio.to_thread(work)
 
 
+async def _live_account(daemon: LiveDaemon) -> AccountBody:
+    """The broker's account, or none and why: an exchange that is down or disagrees (its typed
+    errors) was a 500 on every route showing the account; the routine meets the error itself."""
+    try:
+        return await daemon.account()
+    except VigilError as exc:
+        return no_account(f"the broker cannot say: {exc}")
+
+
 def _trading(ctx: ApiContext) -> TradingControl:
     if ctx.daemon is None:
         raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, NO_DAEMON)
@@ -362,7 +372,7 @@ async def _status(ctx: ApiContext) -> StatusBody:
         now_ms = int(time.time() * 1000)
         loops = streams = agent = gate = None
     else:
-        account = await daemon.account()
+        account = await _live_account(daemon)
         now_ms, loops, streams, agent, gate = (
             daemon.now_ms(),
             daemon.loops(),

@@ -141,16 +141,16 @@ class StateDirFiles:
         try:
             document = read_document(path)
         except (InvalidPaperStateError, OSError) as exc:
-            return _no_account(f"{path} cannot be read: {exc}")
+            return no_account(f"{path} cannot be read: {exc}")
         if document is None:
-            return _no_account(f"no paper account at {path} (the ccxt broker keeps none)")
+            return no_account(f"no paper account at {path} (the ccxt broker keeps none)")
         ledger = document.ledger
         try:
             ledger.check_consistent()  # what the daemon refuses to load is not shown as true
         except LedgerError as exc:
-            return _no_account(f"{path} cannot be trusted: {exc}")
+            return no_account(f"{path} cannot be trusted: {exc}")
         except ArithmeticError:  # decimal's InvalidOperation: 1E+400 has no cents to round to
-            return _no_account(f"{path} cannot be trusted: an amount too large to be money")
+            return no_account(f"{path} cannot be trusted: an amount too large to be money")
         positions: list[PositionBody] = []
         marked_value = 0.0
         unmarked: list[str] = []
@@ -159,7 +159,7 @@ class StateDirFiles:
             quantity = float(pos.quantity)
             entry = float(pos.average_entry_price)
             if not (quantity > 0 and math.isfinite(quantity) and math.isfinite(entry)):
-                return _no_account(f"{path}: {ticker} holds {pos.quantity}, not a quantity")
+                return no_account(f"{path}: {ticker} holds {pos.quantity}, not a quantity")
             body = position_body(ticker, quantity, entry, mark, pos.opened_at_ms)
             positions.append(body)
             marked_value += body.notional_usd
@@ -215,7 +215,7 @@ def journal_error(exc: OSError) -> StateFileError:
     return StateFileError(f"{exc.filename} cannot be read: {exc.strerror or exc}")
 
 
-def _no_account(reason: str) -> AccountBody:
+def no_account(reason: str) -> AccountBody:
     return AccountBody(
         equity_usd=None,
         cash_usd=None,
@@ -236,4 +236,4 @@ def _decision(line: bytes) -> DecisionRecord | None:
     return record if isinstance(record, DecisionRecord) else None
 
 
-__all__ = ["StateDirFiles", "StateFileError", "journal_error", "position_body"]
+__all__ = ["StateDirFiles", "StateFileError", "journal_error", "no_account", "position_body"]

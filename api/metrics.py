@@ -128,8 +128,8 @@ class _ScrapeState(Collector):
             yield from _count_families(self.counts)
         if self.agent is not None:
             yield from _agent_families(self.agent)
-        if self.account is not None:
-            yield from _account_families(self.account)
+        if self.account is not None and "account" not in self.account.unavailable:
+            yield from _account_families(self.account)  # unknown: not 0 positions
 
 
 def _counter(name: str, doc: str, value: float) -> CounterMetricFamily:

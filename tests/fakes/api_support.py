@@ -17,7 +17,7 @@ import pytest
 from api.app import ApiContext, Extension, create_app
 from api.config import ApiConfig
 from api.files import StateDirFiles
-from api.metrics import DaemonCounts
+from api.metrics import DaemonCounts, DaemonMetrics
 from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody
 from api.ports import LiveDaemon, TradingControl
 from api.server import ApiServer
@@ -122,6 +122,7 @@ async def serve_api(
     trading: TradingControl | None = None,
     extensions: list[Extension] | None = None,
     config: ApiConfig | None = None,
+    metrics: DaemonMetrics | None = None,
 ) -> AsyncIterator[Served]:
     ctx = ApiContext(
         files=StateDirFiles(state_dir),
@@ -130,6 +131,7 @@ async def serve_api(
         daemon=daemon,
         trading=trading,
         extensions=extensions or [],
+        metrics=metrics,
     )
     server = ApiServer(create_app(ctx), "127.0.0.1", 0, state_dir)
     task = asyncio.create_task(server.run())
