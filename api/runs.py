@@ -24,7 +24,7 @@ from typing import Protocol
 
 from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
 from api.runs_summary import read_summary
-from state.regular_file import read_regular_file
+from state.regular_file import open_regular_file, read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,7 @@ RUNS_DIR_NAME = "runs"
 #: a cancelled job's replay gets this long to stop in order (journals flushed, report written)
 TERMINATE_GRACE_SECS = 5.0  # within the supervisor's shutdown deadline (8 s)
 REASON_LINES = 3
+TAIL_BYTES = 64 * 1024  # of replay.log, for its last lines
 INTERRUPTED = "interrupted: the API process running it stopped before it finished"
 #: what `vigil replay` exit codes mean (1: see the log's last lines, given with it)
 EXIT_REASONS = {1: "stopped early or a loop failed", 78: "refused to start"}
@@ -259,11 +260,17 @@ def _write(job: RunBody) -> None:
 
 
 def _tail(path: Path) -> str:
-    """The last lines the child wrote: the replay's own words for why it stopped."""
+    """The last lines the child wrote: the replay's own words for why it stopped. Only the log's
+    end is read: read whole, a log of 2 GB took all of the machine's memory, on the event loop."""
     try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        with open_regular_file(path) as log_file:
+            start = max(0, log_file.seek(0, os.SEEK_END) - TAIL_BYTES)
+            log_file.seek(start)
+            lines = log_file.read().decode("utf-8", errors="replace").splitlines()
     except OSError as exc:
         return f"its output cannot be read: {exc}"
+    if start > 0:
+        lines = lines[1:]  # the first may be cut
     kept = [line.strip() for line in lines if line.strip()][-REASON_LINES:]
     return " | ".join(kept) or "it wrote nothing"
 
