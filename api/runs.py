@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Protocol
 
 from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
-from api.runs_summary import read_summary
+from api.runs_summary import FILE_MAX_BYTES, read_summary
 from state.regular_file import open_regular_file, read_regular_file
 
 log = logging.getLogger(__name__)
@@ -212,8 +212,9 @@ class RunQueue:
             return
         for path in sorted(self._root.glob(f"*/{JOB_FILE_NAME}")):
             try:
-                # a FIFO there waited for a writer: the API never started
-                job = RunBody.model_validate_json(read_regular_file(path)[1])
+                # a FIFO there waited for a writer (the API never started); a huge one was read whole
+                data = read_regular_file(path, max_bytes=FILE_MAX_BYTES)[1]
+                job = RunBody.model_validate_json(data)
             except (OSError, ValueError) as exc:
                 log.warning("skipping %s: %s", path, exc)
                 continue

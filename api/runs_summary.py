@@ -15,11 +15,13 @@ from state.regular_file import read_regular_file
 
 REPORT_FILE = "report.json"
 REPLAY_FILE = "replay.json"
+#: a run's JSON files are kilobytes: one past this is no file vigil wrote, and is not read whole
+FILE_MAX_BYTES = 64 << 20
 
 
 def _read(path: Path) -> dict[str, Any]:
-    # a FIFO there waited for a writer: the runs loop, on the API's event loop, froze
-    body = loads_json(read_regular_file(path)[1])
+    # a FIFO there waited for a writer (the API froze); a huge one was read whole
+    body = loads_json(read_regular_file(path, max_bytes=FILE_MAX_BYTES)[1])
     if not isinstance(body, dict):
         raise ValueError(f"{path.name} is not a JSON object")
     return body
@@ -73,4 +75,4 @@ def _summary(report: dict[str, Any], replay: dict[str, Any]) -> RunSummary:
     )
 
 
-__all__ = ["read_summary"]
+__all__ = ["FILE_MAX_BYTES", "read_summary"]
