@@ -23,6 +23,9 @@ from agent.cost_accounting import MS_PER_DAY, CostBook, CostRow, day_name
 from state.segments import open_live, open_segment, rotated_pattern, segments
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
+_BLOCK_BYTES = 1 << 20
+#: far past any journal line (a decision's is ~16 kB)
+LINE_MAX_BYTES = 16 << 20
 
 log = logging.getLogger(__name__)
 
@@ -128,17 +131,30 @@ class JournalCost:
                 self._fold_line(path, line)
 
     def _fold_from(self, path: Path, offset: int) -> int:
-        """Fold the whole lines after ``offset``; the offset after the last whole line."""
+        """Fold the whole lines after ``offset``; the offset after the last whole line. Read in
+        blocks: what follows the last newline was read whole at every status, and a crash can
+        leave gigabytes of zeros there. A run of ``LINE_MAX_BYTES`` without a newline is no
+        line: passed over for good."""
         handle = open_live(path)
         if handle is None:  # rotated away since its stat: the next call rebuilds
             return offset
+        done, pending, pending_bytes = offset, list[bytes](), 0
         with handle:
             handle.seek(offset)
-            data = handle.read()
-        whole = data[: data.rfind(b"\n") + 1]
-        for line in whole.splitlines():
-            self._fold_line(path, line)
-        return offset + len(whole)
+            while block := handle.read(_BLOCK_BYTES):
+                cut = block.rfind(b"\n") + 1
+                if cut == 0:
+                    pending.append(block)
+                    pending_bytes += len(block)
+                    if pending_bytes > LINE_MAX_BYTES:
+                        done, pending, pending_bytes = done + pending_bytes, [], 0
+                    continue
+                whole = b"".join([*pending, block[:cut]])
+                for line in whole.splitlines():
+                    self._fold_line(path, line)
+                done += len(whole)
+                pending, pending_bytes = [block[cut:]], len(block) - cut
+        return done
 
     def _fold_line(self, path: Path, line: bytes) -> None:
         if not line.strip():

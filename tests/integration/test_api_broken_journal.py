@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,23 @@ async def test_a_live_journal_ending_in_a_gigabyte_of_nuls_answers_the_last_deci
     assert code == 200 and isinstance(status, dict) and isinstance(page, dict)
     assert status["last_decision"]["decision_id"] == f"d{T0_MS + 3_600_000}-9"
     assert [d["at_ms"] for d in page["decisions"]] == [T0_MS + 4 * 60_000, T0_MS + 3_600_000]
+
+
+async def test_the_cost_of_a_live_journal_ending_in_zeros_is_read_in_bounded_memory(
+    state_dir: Path,
+) -> None:
+    """The cost reader read all of the live file after its last whole line at each status: a
+    tail of 512 MB of zeros (a crash's) was 512 MB allocated at every /api/status, for a torn
+    line that never ends. It reads in blocks, and a run of 16 MB without a newline is no line."""
+    live = state_dir / "logs" / "decisions.jsonl"
+    os.truncate(live, live.stat().st_size + (512 << 20))
+    async with serve_api(state_dir, daemon=IdleDaemon()) as api:
+        tracemalloc.start()
+        try:
+            code, status = await api.get("/api/status")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert code == 200 and isinstance(status, dict) and status["cost"] is not None
+    assert status["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
+    assert peak < 128 << 20
