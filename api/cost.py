@@ -20,12 +20,9 @@ import orjson
 from pydantic import BaseModel, ConfigDict
 
 from agent.cost_accounting import MS_PER_DAY, CostBook, CostRow, day_name
-from state.segments import open_live, open_segment, rotated_pattern, segments
+from state.segments import open_live, open_segment, rotated_pattern, segments, whole_lines
 
 STAMP_FORMAT = "%Y%m%dT%H%M%SZ"
-_BLOCK_BYTES = 1 << 20
-#: far past any journal line (a decision's is ~16 kB)
-LINE_MAX_BYTES = 16 << 20
 
 log = logging.getLogger(__name__)
 
@@ -132,28 +129,17 @@ class JournalCost:
 
     def _fold_from(self, path: Path, offset: int) -> int:
         """Fold the whole lines after ``offset``; the offset after the last whole line. Read in
-        blocks: what follows the last newline was read whole at every status, and a crash can
-        leave gigabytes of zeros there. A run of ``LINE_MAX_BYTES`` without a newline is no
-        line: passed over for good."""
+        blocks (``whole_lines``): what follows the last newline was read at once at every
+        status, and a crash can leave gigabytes of zeros there."""
         handle = open_live(path)
         if handle is None:  # rotated away since its stat: the next call rebuilds
             return offset
-        done, pending, pending_bytes = offset, list[bytes](), 0
+        done = offset
         with handle:
             handle.seek(offset)
-            while block := handle.read(_BLOCK_BYTES):
-                cut = block.rfind(b"\n") + 1
-                if cut == 0:
-                    pending.append(block)
-                    pending_bytes += len(block)
-                    if pending_bytes > LINE_MAX_BYTES:
-                        done, pending, pending_bytes = done + pending_bytes, [], 0
-                    continue
-                whole = b"".join([*pending, block[:cut]])
-                for line in whole.splitlines():
-                    self._fold_line(path, line)
-                done += len(whole)
-                pending, pending_bytes = [block[cut:]], len(block) - cut
+            for line, end in whole_lines(handle):
+                self._fold_line(path, line)
+                done = offset + end
         return done
 
     def _fold_line(self, path: Path, line: bytes) -> None:

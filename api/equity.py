@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from state.segments import open_live, open_segment, segments
+from state.segments import open_live, open_segment, segments, whole_lines
 
 Point = tuple[int, float]
 
@@ -118,11 +118,11 @@ class EquityReader:
             size = handle.seek(0, 2)
             if inode != self._live_inode or size < self._live_offset:
                 self._live_inode, self._live_offset, self._live_points = inode, 0, []
-            handle.seek(self._live_offset)
-            for line in handle:
-                if not line.endswith(b"\n"):
-                    break  # a line being written: read it next time
-                self._live_offset += len(line)
+            start = handle.seek(self._live_offset)
+            # whole lines only (a line being written is read next time), in blocks: iterated
+            # lines, a crash's zeros after the last one were read as one line, whole
+            for line, end in whole_lines(handle):
+                self._live_offset = start + end
                 point = equity_of(line)
                 if point is not None:
                     self._live_points.append(point)

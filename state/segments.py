@@ -22,6 +22,8 @@ _STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"
 #: a plain segment's read buffer: a decision line is ~16 kB, and iterating lines through the
 #: default 8 kB buffer grows and copies each one piecewise (a year's 1 GB journal: 0.51 -> 0.08 s)
 _READ_BUFFER: Final = 1 << 20
+#: far past any journal line (a decision's is ~16 kB): a longer run without a newline is no line
+LINE_MAX_BYTES: Final = 16 << 20
 
 
 def rotated_pattern(live: Path) -> re.Pattern[str]:
@@ -82,6 +84,27 @@ def open_live(path: Path) -> BinaryIO | None:
         return None
     except OSError as exc:
         raise UnreadableSegmentError(f"{path} cannot be read: {exc.strerror or exc}") from exc
+
+
+def whole_lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """The complete lines from ``handle``'s position on (with their newlines), each with how far
+    past that position it ends, read in blocks. What follows the last newline (a line being
+    written) is not yielded; a run of ``LINE_MAX_BYTES`` without a newline (the zeros a crash can
+    leave) is passed over as it is read, yielded as an empty line, never held whole."""
+    consumed, pending, pending_bytes = 0, list[bytes](), 0
+    while block := handle.read(_READ_BUFFER):
+        cut = block.rfind(b"\n") + 1
+        if cut == 0:
+            pending.append(block)
+            pending_bytes += len(block)
+            if pending_bytes > LINE_MAX_BYTES:
+                consumed, pending, pending_bytes = consumed + pending_bytes, [], 0
+                yield b"", consumed
+            continue
+        for line in b"".join([*pending, block[:cut]]).splitlines(keepends=True):
+            consumed += len(line)
+            yield line, consumed
+        pending, pending_bytes = [block[cut:]], len(block) - cut
 
 
 def iter_lines(live: Path) -> Iterator[bytes]:
@@ -161,6 +184,7 @@ def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
 
 
 __all__ = [
+    "LINE_MAX_BYTES",
     "UnreadableSegmentError",
     "iter_lines",
     "open_live",
@@ -169,4 +193,5 @@ __all__ = [
     "rotated_pattern",
     "segments",
     "tail_lines",
+    "whole_lines",
 ]

@@ -5,6 +5,8 @@ gzipped segments, growing with the live file, bounded points, bad input a 422)."
 from __future__ import annotations
 
 import gzip
+import os
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -89,3 +91,21 @@ async def test_equity_of_an_empty_journal_says_why(state_dir: Path) -> None:
     assert isinstance(body, dict)
     assert body["points"] == 0 and body["max_drawdown_pct"] is None
     assert "no decision" in body["unavailable"]["equity"]
+
+
+async def test_equity_of_a_live_journal_ending_in_zeros_is_read_in_bounded_memory(
+    state_dir: Path,
+) -> None:
+    """The equity reader iterated the live file's lines, so the zeros a crash can leave after
+    the last whole line (512 MB here) were read as one line, whole, at each read."""
+    live = state_dir / "logs" / "decisions.jsonl"
+    os.truncate(live, live.stat().st_size + (512 << 20))
+    async with serve_api(state_dir) as api:
+        tracemalloc.start()
+        try:
+            code, body = await api.get("/api/equity")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert code == 200 and isinstance(body, dict)
+    assert peak < 128 << 20
