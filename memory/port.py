@@ -23,8 +23,9 @@ class StoreUnavailableError(Exception):
 
 class CandidateQuery(NamedTuple):
     """Insights about ``ticker`` (or about no ticker), not archived by a rollup, created from
-    ``min_created_ms`` to ``max_created_ms`` (None: no newest), most similar first: by ``vector`` (situation) when given, else by
-    ``embedding`` (text); with neither, newest first and ``sim`` 0.
+    ``min_created_ms`` to ``max_created_ms`` (None: no newest), most similar first: by
+    ``vector`` (situation) when given, else by ``embedding`` (text); with neither, newest first
+    and ``sim`` 0.
 
     A plain tuple, not a model: every decision builds six, and validating them cost more than
     the search; a ``vector`` tuple reaches the index as the very object (``query_unit`` knows it
