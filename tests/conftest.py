@@ -36,7 +36,7 @@ from collections.abc import Iterator
 
 import pytest
 from hypothesis import settings
-from property_budget import examples
+from property_budget import DEEP_MIN
 
 from runner import logging_setup
 
@@ -47,7 +47,7 @@ os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 # so under ``ci`` a ``deep`` inheriting an unset one would have read derandomized too.
 settings.register_profile("vigil", deadline=None, derandomize=False)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
-settings.register_profile("deep", settings.get_profile("vigil"), max_examples=examples(1000))
+settings.register_profile("deep", settings.get_profile("vigil"), max_examples=DEEP_MIN)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
 
 
