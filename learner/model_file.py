@@ -19,7 +19,10 @@ from state.atomic import atomic_write_bytes
 
 SCHEMA_VERSION = 1
 
-PositiveFinite = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+#: above about 9e307, ``random.betavariate`` never returns (``2 * alpha`` overflows and its
+#: rejection test compares NaN); the learner's own updates stay near ``1 / (1 - discount)``
+MAX_EVIDENCE = 1e12
+Evidence = Annotated[float, Field(gt=0, le=MAX_EVIDENCE, allow_inf_nan=False)]
 Finite = Annotated[float, Field(allow_inf_nan=False)]
 
 
@@ -32,8 +35,8 @@ class _Frozen(BaseModel):
 
 
 class PosteriorRecord(_Frozen):
-    alpha: PositiveFinite
-    beta: PositiveFinite
+    alpha: Evidence
+    beta: Evidence
     trades: int = Field(ge=0)
 
 

@@ -129,6 +129,38 @@ def test_invalid_file_is_refused_and_left_untouched(
     assert path.read_bytes() == data
 
 
+@pytest.mark.parametrize("field", ["alpha", "beta"])
+def test_a_posterior_too_large_to_draw_from_is_refused(tmp_path: Path, field: str) -> None:
+    # finite and positive, but random.betavariate loops forever on it (2 * alpha overflows):
+    # the first decision's draw would have blocked the event loop for good
+    path = tmp_path / "online_learner.json"
+    data = broken(
+        {"global_posteriors": {"rsi": {"alpha": 1, "beta": 1, "trades": 0, field: 1e308}}}
+    )
+    path.write_bytes(data)
+    with pytest.raises(RefuseToStartError, match=f"global_posteriors.rsi.{field}"):
+        OnlineLearner(path)
+    assert path.read_bytes() == data
+
+
+@settings(max_examples=examples(50), deadline=None)
+@given(
+    alpha=st.floats(min_value=5e-324, max_value=1e308),
+    beta=st.floats(min_value=5e-324, max_value=1e308),
+)
+def test_any_posterior_the_file_may_hold_can_be_drawn_from(
+    tmp_path_factory: pytest.TempPathFactory, alpha: float, beta: float
+) -> None:
+    path = tmp_path_factory.mktemp("learner") / "online_learner.json"
+    path.write_text(json.dumps(valid_file() | {"global_posteriors": {"rsi": {
+        "alpha": alpha, "beta": beta, "trades": 1}}}))  # fmt: skip
+    try:
+        learner = OnlineLearner(path)
+    except RefuseToStartError:
+        return
+    assert 0.0 <= learner.draw(None, random.Random(1))["rsi"] <= 1.0
+
+
 def test_valid_hand_written_file_loads(tmp_path: Path) -> None:
     path = tmp_path / "online_learner.json"
     path.write_text(json.dumps(valid_file()))
