@@ -385,7 +385,10 @@ def _ambiguous_spellings() -> list[str]:
     return lines
 
 
-_SECRET_NAME = re.compile(r"(^|[_.])(key|secret|token|password)$")
+# a webhook's url carries its bot token or key (api.notify.config)
+_SECRET_NAME = re.compile(
+    r"(^|[_.])(key|secret|token|password)$|webhooks\.\d+\.url$|notify__webhooks$"
+)
 
 
 def _is_secret_name(name: str) -> bool:
@@ -394,7 +397,15 @@ def _is_secret_name(name: str) -> bool:
 
 
 def _shown(name: str, value: object) -> str:
-    return "<secret>" if _is_secret_name(name) else repr(value)
+    if _is_secret_name(name):
+        return "<secret>"
+    # a table or list refused whole (a webhook without its chat_id) holds its secrets too
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{k!r}: {_shown(f'{name}.{k}', v)}" for k, v in value.items())
+        return f"{{{inner}}}"
+    if isinstance(value, list | tuple):
+        return f"[{', '.join(_shown(f'{name}.{i}', v) for i, v in enumerate(value))}]"
+    return repr(value)
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:

@@ -384,3 +384,32 @@ def test_a_variable_read_by_its_exact_name_is_refused_in_another_case(
     _write_toml(clean_env, "[sim]\nspeed = 3\n", "elsewhere.toml")
     monkeypatch.setenv(name, str(clean_env / "elsewhere.toml"))
     assert f"{name}: read only as {name.upper()}" in _refusal()
+
+
+@pytest.mark.parametrize(
+    "hook",
+    [
+        {"url": f"https://api.telegram.org/bot{SECRET}/sendMessage", "kind": "telegram"},
+        {"url": f"ftp://hooks.example/{SECRET}"},
+        {"url": f"https://hooks.example/{SECRET}", "kind": "slack", "events": ["fills"]},
+        {"url": f"https://hooks.example/{SECRET}", "kind": "teams"},
+        {"url": f"https://hooks.example/{SECRET}", "chat": "-100"},
+    ],
+)
+def test_a_refused_webhook_never_quotes_its_url(
+    monkeypatch: pytest.MonkeyPatch, hook: dict[str, str]
+) -> None:
+    # the url holds the hook's secret; a refusal of the whole webhook showed it whole
+    monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", json.dumps([hook]))
+    message = _refusal()
+    assert "notify.webhooks.0" in message
+    assert SECRET not in message
+
+
+def test_webhooks_the_environment_cannot_parse_are_not_quoted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", f'[{{"url": "https://hooks.example/{SECRET}"}}')
+    message = _refusal()
+    assert "VIGIL_NOTIFY__WEBHOOKS" in message
+    assert SECRET not in message
