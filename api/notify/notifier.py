@@ -165,6 +165,10 @@ async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) 
     except (aiohttp.ClientError, TimeoutError) as exc:
         # the exception's text may hold the URL; its type is enough to say what happened
         raise SendError(f"{type(exc).__name__}", retryable=True) from None
+    except UnicodeError:
+        # the resolver's idna encoding refuses the host (an empty or over-long label): the url
+        # is the person's to fix, and asking again gets the same answer
+        raise SendError("the url's host name cannot be looked up", retryable=False) from None
     text = head.decode("utf-8", errors="replace")
     if response.status < 400:
         text = "a redirect, not followed (set the webhook's url to where it leads)"

@@ -46,9 +46,10 @@ async def hostile_receiver(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-async def notify_twice(url: str, path: str) -> Notifier:
-    """Two notifications to ``path`` then one to a good hook; the loop must deliver the last."""
-    bad = WebhookConfig(url=SecretStr(url + path), events=("health",))
+async def notify_twice(url: str, path: str, bad_url: str | None = None) -> Notifier:
+    """Two notifications to ``path`` (or ``bad_url``) then one to a good hook; the loop must
+    deliver the last."""
+    bad = WebhookConfig(url=SecretStr(bad_url or url + path), events=("health",))
     good = WebhookConfig(url=SecretStr(url + "/good"), events=("fill",))
     notifier = Notifier(NotifyConfig(webhooks=(bad, good), retry=FAST_RETRY), WallClock())
     task = asyncio.create_task(notifier.run())
@@ -87,3 +88,20 @@ async def test_a_redirect_is_not_followed_and_not_counted_sent(path: str) -> Non
     assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
     assert ("GET", "/elsewhere") not in seen and ("POST", "/elsewhere") not in seen
     assert seen.count(("POST", path)) == 2  # a redirect does not get better by asking again
+
+
+@pytest.mark.parametrize(
+    "bad_url", ["http://hooks..example.com/x", f"https://{'a' * 64}.example.com/x"]
+)
+async def test_a_host_name_that_cannot_be_looked_up_costs_its_notification_only(
+    bad_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An empty or over-long label (a typo in the url) failed in the resolver's idna encoding
+    with a UnicodeError, which no handler took: the notify loop ended with a traceback."""
+    seen: list[tuple[str, str]] = []
+    async with hostile_receiver(seen) as url:
+        notifier = await notify_twice(url, "", bad_url=bad_url)
+    assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
+    assert notifier.stats.retried == 0  # the name does not get better by asking again
+    assert "not sent" in caplog.text
+    assert bad_url.split("/")[2] not in caplog.text  # the url holds the hook's secret
