@@ -156,7 +156,7 @@ async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) 
         # 200 counted a notification the hook never got as sent
         url = hook.url.get_secret_value()
         async with http.post(url, json=body, allow_redirects=False) as response:
-            if response.status < 300:
+            if 200 <= response.status < 300:
                 return
             # the head of the answer is enough to say why; text() read it whole and raised
             # UnicodeDecodeError (ending the loop) on an error page that was not UTF-8
@@ -170,7 +170,9 @@ async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) 
         # is the person's to fix, and asking again gets the same answer
         raise SendError("the url's host name cannot be looked up", retryable=False) from None
     text = head.decode("utf-8", errors="replace")
-    if response.status < 400:
+    if response.status < 200:
+        text = "not an answer to a POST (the receiver switched protocols)"
+    elif response.status < 400:
         text = "a redirect, not followed (set the webhook's url to where it leads)"
     retryable = response.status == 429 or response.status >= 500
     raise SendError(

@@ -32,6 +32,8 @@ async def hostile_receiver(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
             raise web.HTTPFound("/elsewhere")  # a POST followed as a GET, without its body
         if request.path == "/permanent":
             raise web.HTTPPermanentRedirect("/elsewhere")
+        if request.path == "/switch":  # a final 1xx: not a 2xx, whatever the body went to
+            return web.Response(status=101, headers={"Upgrade": "x", "Connection": "upgrade"})
         return web.json_response({"ok": True})
 
     app = web.Application()
@@ -105,3 +107,12 @@ async def test_a_host_name_that_cannot_be_looked_up_costs_its_notification_only(
     assert notifier.stats.retried == 0  # the name does not get better by asking again
     assert "not sent" in caplog.text
     assert bad_url.split("/")[2] not in caplog.text  # the url holds the hook's secret
+
+
+async def test_a_switching_protocols_answer_is_not_counted_sent() -> None:
+    """Any status under 300 counted as sent, so a 101 (the receiver switched protocols instead
+    of taking the POST) counted a notification no hook accepted."""
+    seen: list[tuple[str, str]] = []
+    async with hostile_receiver(seen) as url:
+        notifier = await notify_twice(url, "/switch")
+    assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
