@@ -24,6 +24,7 @@ from broker.port import Broker
 from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
+from core.errors import VigilError
 from core.events import Topic
 from gate.gate import AdaptiveGate
 from market.ports import TickSource
@@ -300,6 +301,10 @@ class OperatorSurface:
         loops = ports.loops()
         ages = [s.age_secs for s in ports.streams() if s.age_secs is not None]
         state = trading.trading()
+        try:
+            equity: float | None = (await ports.account()).equity_usd
+        except VigilError:  # the exchange down: unknown equity, and the halt it may bring is news
+            equity = None
         return Sample(
             at_ms=now_ms,
             trading=state.state,
@@ -309,7 +314,7 @@ class OperatorSurface:
             loop_errors={loop.name: loop.last_error for loop in loops},
             journal_failed_writes=ports.journal_health.failed_writes,
             market_silent_secs=min(ages) if ages else None,
-            equity_usd=(await ports.account()).equity_usd,
+            equity_usd=equity,
         )
 
     async def _serve(self) -> None:
