@@ -86,7 +86,9 @@ def payload(hook: WebhookConfig, n: Notification) -> dict[str, Any]:
     if hook.kind == "discord":
         return {"content": text[:DISCORD_MAX_CHARS], "allowed_mentions": {"parse": []}}
     if hook.kind == "slack":
-        return {"text": text}
+        # Slack reads <!channel>, <@user> and <url|label> as commands: the text may quote an
+        # exchange's or a loop's error, so its three control characters are escaped
+        return {"text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")}
     return {"source": "vigil", "message": text, **n.model_dump(mode="json")}
 
 

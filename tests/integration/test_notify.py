@@ -68,6 +68,23 @@ async def test_each_hook_gets_its_shape() -> None:
     assert notifier.stats.sent == 3 and notifier.stats.failed == 0
 
 
+async def test_text_from_elsewhere_cannot_ping_or_link_in_slack() -> None:
+    """A halt's reason may quote an exchange's or a loop's error text; Slack reads <!channel>,
+    <@user> and <url|label> in a message's text as commands, so it pinged everyone or showed a
+    link the text had made up. Discord's mentions were already turned off."""
+    reason = "decision d1: exchange said <!channel> <@U0123|ops> & <https://evil.example|docs>"
+    async with webhook_receiver() as rx:
+        config = NotifyConfig(webhooks=(hook(rx, "/slack", kind="slack"),), retry=FAST_RETRY)
+        async with running(Notifier(config, WallClock())) as notifier:
+            notifier.publish(Notification(event="trading_halted", at_ms=AT_MS, text=reason))
+            await rx.wait_until(lambda: "/slack" in rx.received, 10)
+    text = rx.received["/slack"][0]["text"]
+    assert "<" not in text and ">" not in text
+    assert text.endswith(
+        "exchange said &lt;!channel&gt; &lt;@U0123|ops&gt; &amp; &lt;https://evil.example|docs&gt;"
+    )
+
+
 async def test_a_refusal_is_retried_and_a_bad_request_is_not() -> None:
     async with webhook_receiver() as rx:
         rx.script["/flaky"] = [(503, {}), (429, {"Retry-After": "0.05"})]
