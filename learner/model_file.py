@@ -16,8 +16,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.jsonread import UnreadableJsonError, loads_json
 from state.atomic import atomic_write_bytes
+from state.regular_file import read_bytes_or_none
 
 SCHEMA_VERSION = 1
+#: a model is kilobytes (50 trades, a posterior per signal and regime); a damaged file of
+#: gigabytes was read whole at start
+LEARNER_FILE_MAX_BYTES = 64 * 1024 * 1024
 
 #: above about 9e307, ``random.betavariate`` never returns (``2 * alpha`` overflows and its
 #: rejection test compares NaN); the learner's own updates stay near ``1 / (1 - discount)``
@@ -83,12 +87,11 @@ def parse_learner_bytes(data: bytes) -> LearnerFile:
 
 
 def read_learner_file(path: Path) -> LearnerFile | None:
-    """The model at ``path``, or ``None`` when there is no file yet (a fresh learner)."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse_learner_bytes(data)
+    """The model at ``path``, or ``None`` when there is no file yet (a fresh learner). Raises
+    ``OSError`` for anything but a regular file (a FIFO blocked the start for good) and for a
+    file over ``LEARNER_FILE_MAX_BYTES``, which is not read."""
+    data = read_bytes_or_none(path, max_bytes=LEARNER_FILE_MAX_BYTES)
+    return None if data is None else parse_learner_bytes(data)
 
 
 def render_learner_file(model: LearnerFile) -> bytes:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_beside_fifo
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
 from core.errors import RefuseToStartError
-from learner.model_file import SCHEMA_VERSION
+from learner.model_file import LEARNER_FILE_MAX_BYTES, SCHEMA_VERSION
 from learner.online import OnlineLearner
 
 
@@ -159,6 +161,25 @@ def test_any_posterior_the_file_may_hold_can_be_drawn_from(
     except RefuseToStartError:
         return
     assert 0.0 <= learner.draw(None, random.Random(1))["rsi"] <= 1.0
+
+
+def test_a_fifo_in_place_of_the_file_is_refused_not_waited_on(tmp_path: Path) -> None:
+    # read_bytes blocked in open() until someone wrote to it: the start hung for good
+    path = tmp_path / "online_learner.json"
+    os.mkfifo(path)
+    got = outcome_beside_fifo(lambda: OnlineLearner(path), path)
+    assert isinstance(got, RefuseToStartError)
+    assert str(path) in str(got) and "not a regular file" in str(got)
+
+
+def test_a_file_far_larger_than_a_model_is_refused_unread(tmp_path: Path) -> None:
+    # a model is kilobytes; a damaged file of gigabytes was read whole at start
+    path = tmp_path / "online_learner.json"
+    with path.open("wb") as sparse:
+        sparse.truncate(LEARNER_FILE_MAX_BYTES + 1)
+    with pytest.raises(RefuseToStartError, match="bytes, over the"):
+        OnlineLearner(path)
+    assert path.stat().st_size == LEARNER_FILE_MAX_BYTES + 1
 
 
 def test_valid_hand_written_file_loads(tmp_path: Path) -> None:
