@@ -205,7 +205,13 @@ def exits_outbox(settings: Settings, learner: OnlineLearner) -> Outbox:
     outbox.load()
 
     def learn(entry: OutboxEntry) -> None:
-        learner.on_position_exit(PositionExit.model_validate(entry.payload), trade_id=entry.key)
+        try:
+            event = PositionExit.model_validate(entry.payload)
+            learner.on_position_exit(event, trade_id=entry.key)
+        except ValueError as exc:
+            # a damaged or edited exit (a non-finite pnl, a field of the wrong kind) is refused
+            # the same way at every delivery: raised, it held every later exit back for good
+            log.error("exits outbox: exit %s cannot be learned, passed over (%s)", entry.key, exc)
 
     outbox.subscribe("learner", learn)
     delivered = outbox.deliver()
