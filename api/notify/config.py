@@ -52,7 +52,7 @@ class NotifyConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     webhooks: tuple[WebhookConfig, ...] = ()  # none: no notifications, no notify loop
-    queue_size: int = Field(256, ge=1)  # waiting notifications; beyond it the oldest go (counted)
+    queue_size: int = Field(256, ge=1)  # waiting notifications per hook; beyond, the oldest go
     max_per_minute: float = Field(20.0, gt=0)  # per hook, on the daemon's clock (a token bucket)
     burst: int = Field(5, ge=1)
     timeout_secs: float = Field(10.0, gt=0)  # one POST

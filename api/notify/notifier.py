@@ -1,9 +1,9 @@
-"""The notifier: ``publish`` never waits (a bounded queue; when full the oldest notification goes,
-counted and told in the next one), and ``run`` (a supervised loop) posts each notification to
-every webhook that wants it, under a token bucket per hook, retrying a refused or failed POST with
-the one retry policy (``core.backoff``) on the daemon's clock. A hook that stays down costs its
-notification, never the daemon: the failure is logged (without the URL, which holds a secret)
-and counted."""
+"""The notifier: ``publish`` never waits (a bounded queue per hook; when full the oldest
+notification goes, counted and told in the next one), and ``run`` (a supervised loop) posts each
+notification to every webhook that wants it, each hook on its own under its own token bucket,
+retrying a refused or failed POST with the one retry policy (``core.backoff``) on the daemon's
+clock. A hook that stays down costs its notifications, never the daemon nor the other hooks: the
+failure is logged (without the URL, which holds a secret) and counted."""
 
 from __future__ import annotations
 
@@ -59,16 +59,27 @@ class TokenBucket:
         return 0.0 if self._tokens >= 0 else -self._tokens / self._rate
 
 
+@dataclass
+class _Lane:
+    """One hook's own queue and bucket: a hook that asks to wait (Retry-After) or never answers
+    holds back its own notifications only."""
+
+    hook: WebhookConfig
+    queue: asyncio.Queue[Notification]
+    bucket: TokenBucket
+    dropped_since_sent: int = 0
+
+
 class Notifier:
     def __init__(self, config: NotifyConfig, clock: Clock) -> None:
         self._config = config
         self._clock = clock
-        self._queue: asyncio.Queue[Notification] = asyncio.Queue(config.queue_size)
-        self._dropped_since_sent = 0
         now = clock.monotonic_secs()
-        self._buckets = [
-            TokenBucket(config.max_per_minute, config.burst, now) for _ in config.webhooks
-        ]
+        self._lanes = [
+            _Lane(hook, asyncio.Queue(config.queue_size),
+                  TokenBucket(config.max_per_minute, config.burst, now))
+            for hook in config.webhooks
+        ]  # fmt: skip
         self.stats = NotifyStats()
 
     @property
@@ -77,18 +88,22 @@ class Notifier:
 
     @property
     def queued(self) -> int:
-        return self._queue.qsize()
+        return sum(lane.queue.qsize() for lane in self._lanes)
 
     def publish(self, notification: Notification) -> None:
-        """Queue a notification without waiting (safe on the decision and tick paths)."""
+        """Queue a notification for each hook that wants it, without waiting (safe on the
+        decision and tick paths)."""
         if not self.enabled:
             return
         self.stats.published += 1
-        if self._queue.full():
-            self._queue.get_nowait()
-            self.stats.dropped += 1
-            self._dropped_since_sent += 1
-        self._queue.put_nowait(notification)
+        for lane in self._lanes:
+            if notification.event not in lane.hook.events:
+                continue
+            if lane.queue.full():
+                lane.queue.get_nowait()
+                self.stats.dropped += 1
+                lane.dropped_since_sent += 1
+            lane.queue.put_nowait(notification)
 
     def on_event(self, event: Event) -> None:
         """A bus subscriber: fills and exits."""
@@ -99,17 +114,19 @@ class Notifier:
 
     async def run(self) -> None:
         timeout = aiohttp.ClientTimeout(total=self._config.timeout_secs)
-        async with aiohttp.ClientSession(timeout=timeout) as http:
-            while True:
-                notification = await self._queue.get()
-                if self._dropped_since_sent:
-                    notification = notification.model_copy(
-                        update={"dropped_before": self._dropped_since_sent}
-                    )
-                    self._dropped_since_sent = 0
-                for hook, bucket in zip(self._config.webhooks, self._buckets, strict=True):
-                    if notification.event in hook.events:
-                        await self._send(http, hook, bucket, notification)
+        async with aiohttp.ClientSession(timeout=timeout) as http, asyncio.TaskGroup() as lanes:
+            for lane in self._lanes:
+                lanes.create_task(self._drain(http, lane))
+
+    async def _drain(self, http: aiohttp.ClientSession, lane: _Lane) -> None:
+        while True:
+            notification = await lane.queue.get()
+            if lane.dropped_since_sent:
+                notification = notification.model_copy(
+                    update={"dropped_before": lane.dropped_since_sent}
+                )
+                lane.dropped_since_sent = 0
+            await self._send(http, lane.hook, lane.bucket, notification)
 
     async def _send(
         self,

@@ -112,6 +112,24 @@ async def test_a_hook_that_stays_down_costs_its_notifications_only() -> None:
     assert rx.attempts["/down"] == 2 * FAST_RETRY.max_attempts
 
 
+async def test_a_hook_that_asks_to_wait_does_not_hold_back_the_others() -> None:
+    """The hooks were posted to one after the other from one queue: a receiver answering 429
+    with Retry-After: 300 held every other hook's notifications for up to 15 minutes each (and
+    the queue, full meanwhile, dropped them)."""
+    async with webhook_receiver() as rx:
+        rx.script["/busy"] = [(429, {"Retry-After": "300"})] * 100
+        config = NotifyConfig(
+            webhooks=(hook(rx, "/busy"), hook(rx, "/generic")),
+            retry=Backoff(base_secs=0.01, cap_secs=0.05, max_attempts=4),
+        )
+        async with running(Notifier(config, WallClock())) as notifier:
+            for n in range(3):
+                notifier.publish(Notification(event="health", at_ms=AT_MS + n, text=f"n{n}"))
+            await rx.wait_until(lambda: len(rx.received["/generic"]) == 3, 10)
+            assert rx.attempts["/busy"] == 1  # still waiting as asked
+    assert [body["text"] for body in rx.received["/generic"]] == ["n0", "n1", "n2"]
+
+
 async def test_a_full_queue_drops_the_oldest_and_says_so() -> None:
     async with webhook_receiver() as rx:
         config = NotifyConfig(webhooks=(hook(rx, "/generic"),), queue_size=2, retry=FAST_RETRY)
