@@ -390,6 +390,8 @@ _SECRET_NAME = re.compile(
     r"(^|[_.])(key|secret|token|password)$|webhooks\.\d+\.url$|notify__webhooks$"
 )
 
+_WEBHOOKS = re.compile(r"webhooks(\.\d+)?$")
+
 
 def _is_secret_name(name: str) -> bool:
     """``anthropic_api_key``, ``VIGIL_FOO_SECRET``: yes; ``agent.max_tokens``: no."""
@@ -405,6 +407,8 @@ def _shown(name: str, value: object) -> str:
         return f"{{{inner}}}"
     if isinstance(value, list | tuple):
         return f"[{', '.join(_shown(f'{name}.{i}', v) for i, v in enumerate(value))}]"
+    if _WEBHOOKS.search(name.lower()):
+        return "<secret>"  # a url alone where the webhooks or a webhook's table should be
     return repr(value)
 
 

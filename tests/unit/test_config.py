@@ -394,10 +394,11 @@ def test_a_variable_read_by_its_exact_name_is_refused_in_another_case(
         {"url": f"https://hooks.example/{SECRET}", "kind": "slack", "events": ["fills"]},
         {"url": f"https://hooks.example/{SECRET}", "kind": "teams"},
         {"url": f"https://hooks.example/{SECRET}", "chat": "-100"},
+        f"https://hooks.example/{SECRET}",  # the url alone where its table should be
     ],
 )
 def test_a_refused_webhook_never_quotes_its_url(
-    monkeypatch: pytest.MonkeyPatch, hook: dict[str, str]
+    monkeypatch: pytest.MonkeyPatch, hook: object
 ) -> None:
     # the url holds the hook's secret; a refusal of the whole webhook showed it whole
     monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", json.dumps([hook]))
@@ -412,4 +413,11 @@ def test_webhooks_the_environment_cannot_parse_are_not_quoted(
     monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", f'[{{"url": "https://hooks.example/{SECRET}"}}')
     message = _refusal()
     assert "VIGIL_NOTIFY__WEBHOOKS" in message
+    assert SECRET not in message
+
+
+def test_webhooks_given_as_a_url_alone_are_not_quoted(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", json.dumps(f"https://hooks.example/{SECRET}"))
+    message = _refusal()
+    assert "notify.webhooks" in message
     assert SECRET not in message
