@@ -193,7 +193,7 @@ class ClaudeDecider:
 
     def render_request(self, snapshot: MarketSnapshot) -> dict[str, Any]:
         """Exactly what ``messages.create`` would get for ``snapshot`` (no secrets in it)."""
-        return render_request(self._config, snapshot)
+        return render_request(self._config, snapshot, wake=self._wake)
 
     async def decide(
         self, snapshot: MarketSnapshot, prompt: AssembledPrompt | None = None
@@ -223,7 +223,7 @@ class ClaudeDecider:
 
                 def request(model: str) -> dict[str, Any]:
                     if prompt is None:
-                        return render_request(self._config, snapshot, model)
+                        return render_request(self._config, snapshot, model, self._wake)
                     return prompt.request(self._config, model)
 
                 result = await self._client.call_chain(

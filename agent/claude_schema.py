@@ -38,6 +38,7 @@ from gate.conditions import (
     METRICS,
     MetricSpec,
     build_metric_registry,
+    describe_metrics,
     validate_conditions,
 )
 from state.memory_clip import clip_memory
@@ -65,6 +66,10 @@ class WakeRules:
     @classmethod
     def of(cls, tickers: Iterable[str], max_conditions: int) -> WakeRules:
         return cls(MappingProxyType(build_metric_registry(tickers)), max_conditions)
+
+    def describe(self) -> str:
+        """The metrics as the prompts list them, one per line."""
+        return describe_metrics(self.registry)
 
 
 #: the default tickers' metrics and cap (a daemon passes its configured ones)

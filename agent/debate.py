@@ -244,6 +244,7 @@ class DebateDecider:
             memories=memories,
             working=self.working.items(),
             arguments=arguments,
+            wake=self._wake,
         )
 
         # each role call is one more the day's budget must allow (checked once, a debate that

@@ -14,10 +14,11 @@ from typing import Any
 import orjson
 
 from agent.claude_prompt import model_notes_block
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
 from agent.debate_config import Role
 from agent.debate_memory import Recalled, WorkingItem
-from agent.debate_roles import SYSTEM_PROMPTS, output_config
+from agent.debate_roles import output_config, system_prompt
 from agent.prompt_assembly import AssembledPrompt
 from agent.snapshot import MarketSnapshot, sent_json_bytes
 
@@ -65,8 +66,10 @@ def role_request(
     memories: Sequence[Recalled],
     working: Sequence[WorkingItem],
     arguments: Mapping[str, object],
+    wake: WakeRules = DEFAULT_WAKE_RULES,
 ) -> dict[str, Any]:
-    """``context``: the snapshot block (decisions) or the trade's numbers (reflection)."""
+    """``context``: the snapshot block (decisions) or the trade's numbers (reflection);
+    ``wake``: the daemon's wake metrics and cap, which the trader's prompt lists."""
     role_config = config.debate.role(role)
     content = "\n".join(
         [
@@ -80,7 +83,9 @@ def role_request(
         "model": role_config.model or config.model,
         "max_tokens": min(role_config.max_tokens, config.max_tokens),
         # identical on every call of the role: cached, later calls read it at 10 % price
-        "system": [{"type": "text", "text": SYSTEM_PROMPTS[role], "cache_control": _cache(config)}],
+        "system": [
+            {"type": "text", "text": system_prompt(role, wake), "cache_control": _cache(config)}
+        ],
         "messages": [{"role": "user", "content": content}],
         "output_config": output_config(role),
     }

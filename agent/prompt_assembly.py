@@ -30,8 +30,8 @@ from typing import Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT, model_notes_block
-from agent.claude_schema import output_config
+from agent.claude_prompt import decision_system_prompt, model_notes_block
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules, output_config
 from agent.config import AgentConfig
 from agent.memo import IdentityMemo
 from agent.prompt_context import ContextMemo, PromptBudgets
@@ -183,9 +183,12 @@ class PromptAssembler:
         budgets: PromptBudgets | None = None,
         *,
         compact_snapshot: bool = False,
+        wake: WakeRules = DEFAULT_WAKE_RULES,
     ) -> None:
-        """``compact_snapshot``: the snapshot part as ``claude_prompt.compact`` sends it."""
+        """``compact_snapshot``: the snapshot part as ``claude_prompt.compact`` sends it;
+        ``wake``: the daemon's tickers' metrics and cap, which the instructions list."""
         self.context = context
+        self._instructions = decision_system_prompt(wake)
         self.budgets = budgets or PromptBudgets()
         self._compact = compact_snapshot
         self._parts = ContextMemo(self.budgets)
@@ -235,7 +238,7 @@ class PromptAssembler:
                 f"context {context.classed_chars} chars > warning level {b.context_warn_chars}"
             )
         texts = {part: context.texts[part] for part in ("policy", "memory", "session")}
-        texts["instructions"] = DECISION_SYSTEM_PROMPT
+        texts["instructions"] = self._instructions
         # the model's own note goes fenced after the snapshot, as render_request sends it
         notes = str(snapshot.pop("agent_memory", "") or "")
         texts["snapshot"] = sent_json_bytes(self._sent_form(snapshot, forms)).decode()
@@ -287,7 +290,7 @@ def _blocks(
     texts: dict[str, str], context: Mapping[str, str], notes_block: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The system and user blocks, stable first (cache markers on those that change rarely)."""
-    system = [_cached(DECISION_SYSTEM_PROMPT)]
+    system = [_cached(texts["instructions"])]
     if texts["policy"]:
         system.append(
             _cached(f"Policy and rules for this deployment (binding):\n{texts['policy']}")

@@ -80,6 +80,12 @@ def _read_key_file(path: Path) -> str | None:
     return text.strip() or None
 
 
+def wake_rules(settings: Settings) -> WakeRules:
+    """The wake conditions this daemon's gate holds: its tickers' metrics, its cap. The answers
+    are checked against them and the prompts list them."""
+    return WakeRules.of(settings.market.tickers, settings.gate.max_wake_conditions)
+
+
 def build_agents(
     settings: Settings,
     clock: Clock,
@@ -99,7 +105,7 @@ def build_agents(
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
     ledger = _ledger(config, clock, settings.logs_dir / "decisions.jsonl", client is not None)
     redactor = Redactor(settings.secret_values())
-    wake = WakeRules.of(settings.market.tickers, settings.gate.max_wake_conditions)
+    wake = wake_rules(settings)
     decider: ClaudeDecider | DebateDecider
     if config.decider == "debate":
         decider = DebateDecider(

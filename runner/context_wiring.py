@@ -21,7 +21,7 @@ from memory.context import ContextAssembler, InsightSource
 from memory.port import StoreUnavailableError
 from memory.session_store import SESSION_WRITE_BEHIND, SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
-from runner.agent_wiring import Agents
+from runner.agent_wiring import Agents, wake_rules
 from runner.config import Settings
 from runner.desk_ahead import DeskAhead
 
@@ -49,7 +49,12 @@ def build_decision_context(
         return None
     if not memory:
         return DecisionContext(
-            PromptAssembler(None, settings.prompt, compact_snapshot=settings.agent.compact_snapshot)
+            PromptAssembler(
+                None,
+                settings.prompt,
+                compact_snapshot=settings.agent.compact_snapshot,
+                wake=wake_rules(settings),
+            )
         )
     state_dir = settings.state_dir
     desk: AnalystDesk | None = None
@@ -94,7 +99,10 @@ def build_decision_context(
     )
     return DecisionContext(
         PromptAssembler(
-            assembler, settings.prompt, compact_snapshot=settings.agent.compact_snapshot
+            assembler,
+            settings.prompt,
+            compact_snapshot=settings.agent.compact_snapshot,
+            wake=wake_rules(settings),
         ),
         analysts=desk,
         session=session,

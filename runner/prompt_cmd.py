@@ -43,6 +43,7 @@ from memory.context import ContextAssembler
 from memory.port import StoreUnavailableError
 from memory.session_store import SessionStore
 from memory.tiers import OrganisationTier, ProjectTier
+from runner.agent_wiring import wake_rules
 from runner.config import Settings
 from runner.journals import open_journals
 from runner.market_wiring import build_market_path
@@ -109,7 +110,7 @@ def render_prompt(
     if not settings.context.enabled:
         if parts:
             raise SystemExit("vigil prompt --parts: context.enabled is false (no parts to show)")
-        return request_json(render_request(settings.agent, snapshot))
+        return request_json(render_request(settings.agent, snapshot, wake=wake_rules(settings)))
     prompt = asyncio.run(offline_prompt_assembler(settings, snapshot.at_ms).assemble(snapshot))
     # the tiers' texts are a person's and a model's words: ESC or CSI in them drove the terminal
     return (
@@ -139,6 +140,7 @@ def _role_request(
         memories=(),
         working=(),
         arguments={},
+        wake=wake_rules(settings),
     )
 
 
@@ -165,7 +167,10 @@ def offline_prompt_assembler(settings: Settings, at_ms: int) -> PromptAssembler:
         insights_per_ticker=settings.context.insights_per_ticker,
     )
     return PromptAssembler(
-        assembler, settings.prompt, compact_snapshot=settings.agent.compact_snapshot
+        assembler,
+        settings.prompt,
+        compact_snapshot=settings.agent.compact_snapshot,
+        wake=wake_rules(settings),
     )
 
 

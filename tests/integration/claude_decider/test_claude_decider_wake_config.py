@@ -22,6 +22,7 @@ from gate.gate import GateConfig
 from market.closes import CloseSeries
 from runner.agent_wiring import build_agents
 from runner.config import MarketConfig, Settings
+from runner.context_wiring import build_decision_context
 
 TICKERS = ("DOGE/USDT", "BTC/USDT")
 
@@ -116,3 +117,59 @@ async def test_the_debate_trader_s_wake_conditions_are_checked_against_the_confi
         await agents.decider.aclose()
     assert decision.decided_by == "debate"
     assert [c["metric"] for c in decision.wake_conditions] == ["doge_price"] * 3
+
+
+def _system_text(body: dict[str, object]) -> str:
+    system = body["system"]
+    assert isinstance(system, list)
+    return str(system[0]["text"])
+
+
+async def test_the_prompt_names_the_configured_tickers_metrics_and_cap(
+    api: FakeMessagesApi, clock: InstantClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The system prompt listed the default tickers' metrics: a DOGE daemon was never told of
+    doge_price, then had eth_price refused. Two calls send the very same system prompt (cache)."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY_FILE", raising=False)
+    api.script(json_message(answer()), json_message(answer()))
+    agents = build_agents(
+        settings(api, tmp_path, 3), clock, EventBus(), no_history, lambda _r: None
+    )
+    context = build_decision_context(
+        settings(api, tmp_path, 3), clock, agents, memory=False, person_notes=lambda: ""
+    )
+    assert context is not None
+    try:
+        await agents.decider.decide(snapshot())
+        await agents.decider.decide(snapshot(), await context.prompts.assemble(snapshot()))
+    finally:
+        await agents.decider.aclose()
+    first, second = (_system_text(r.body) for r in api.requests)
+    assert first == second
+    assert "doge_price (" in first and "doge_funding_rate (" in first
+    assert "eth_price" not in first and "sol_funding" not in first
+    assert "at most 3 wake conditions" in first.lower()
+    assert "eth_price" not in str(api.requests[0].body["output_config"])
+
+
+async def test_the_debate_trader_s_prompt_names_the_configured_tickers_metrics(
+    api: FakeMessagesApi, clock: InstantClock, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY_FILE", raising=False)
+    answers = DebateAnswers()
+    api.responder = answers.respond
+    agents = build_agents(
+        settings(api, tmp_path, 3, decider="debate"), clock, EventBus(), no_history, lambda _r: None
+    )
+    try:
+        await agents.decider.decide(snapshot())
+    finally:
+        await agents.decider.aclose()
+    trader = [
+        _system_text(r.body)
+        for r in api.requests
+        if _system_text(r.body).startswith("ROLE: trader")
+    ]
+    assert trader
+    assert "doge_price (" in trader[0] and "eth_price" not in trader[0]
+    assert "at most 3" in trader[0]
