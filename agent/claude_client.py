@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict
 from agent.budget import TOKEN_FIELDS, PriceSource, usage_problems
 from agent.claude_schema import AnswerInvalid
 from agent.claude_wire import (
+    MODEL_NOT_FOUND,
     answer_text,
     retry_after,
     status_detail,
-    status_kind,
+    status_kind_of,
     usable_key,
     whole_call_secs,
 )
@@ -85,9 +86,9 @@ class Attempt(BaseModel):
 #: the 1-hour part of the cache writes, billed at its own price (``AgentPricing.cost_usd``)
 _ONE_HOUR = "cache_creation.ephemeral_1h_input_tokens"
 
-#: failures that fail over to the next model of the chain: the model is overloaded or the
-#: service is failing, not the request
-FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error"})
+#: failures that fail over to the next model of the chain: the model is overloaded, gone
+#: (retired: a 404 naming it) or the service is failing, not the request
+FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error", MODEL_NOT_FOUND})
 
 
 def fails_over(kind: str) -> bool:
@@ -160,6 +161,7 @@ class ClaudeClient:
         self._pricing = pricing
         self.policy = policy or RetryPolicy()
         self._rng = rng or random.Random()
+        self._gone: set[str] = set()  # models the API said it does not serve (logged once)
 
     async def aclose(self) -> None:
         await self._sdk.close()
@@ -192,8 +194,8 @@ class ClaudeClient:
         self, request: dict[str, Any], parse: Callable[[str], T], failover: Sequence[str] = ()
     ) -> CallResult[T]:
         """``call`` on the request's model, then on each model of ``failover`` in turn while the
-        failure is an overload or a server error (``fails_over``): primary -> secondary before
-        anyone falls back to rules. One chain is one call for the breaker and the ledger; every
+        failure is an overload, a server error or a model the API no longer serves (``fails_over``):
+        primary -> secondary before anyone falls back to rules. One chain is one call for the breaker and the ledger; every
         try of every model is in the attempts, with its model."""
         primary = str(request.get("model", ""))
         chain = [primary, *(m for m in failover if m != primary)]
@@ -203,18 +205,39 @@ class ClaudeClient:
                 result = await self.call({**request, "model": model}, parse)
             except CallFailed as failure:
                 attempts.extend(_with_model(failure.attempts, model))
-                if index + 1 < len(chain) and fails_over(failure.kind):
+                following = chain[index + 1] if index + 1 < len(chain) else None
+                if following is None or not fails_over(failure.kind):
+                    if failure.kind == MODEL_NOT_FOUND:
+                        self._say_gone(model, None)
+                    raise CallFailed(attempts) from None
+                if failure.kind == MODEL_NOT_FOUND:
+                    self._say_gone(model, following)
+                else:
                     log.warning(
-                        "model %s failed (%s): failing over to %s",
-                        model,
-                        failure.kind,
-                        chain[index + 1],
+                        "model %s failed (%s): failing over to %s", model, failure.kind, following
                     )
-                    continue
-                raise CallFailed(attempts) from None
+                continue
             attempts.extend(_with_model(result.attempts, model))
             return CallResult(value=result.value, attempts=attempts)
         raise CallFailed(attempts)  # pragma: no cover - the loop returns or raises
+
+    def _say_gone(self, model: str, instead: str | None) -> None:
+        """A retired model is said once, with what is used instead: every decision asks it
+        first until the config names another, and the journal's tries show each 404."""
+        if model in self._gone:
+            return
+        self._gone.add(model)
+        then = (
+            f"asking {instead} (agent.failover_models) instead"
+            if instead is not None
+            else "no failover model is left to ask"
+        )
+        log.warning(
+            "model %s is not served by the Messages API (404 not_found_error: retired, or not a "
+            "model id): %s; name a current model in agent.model",
+            model,
+            then,
+        )
 
     async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
         """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or
@@ -244,7 +267,14 @@ class ClaudeClient:
                     except _TryFailed as failure:
                         self._note_long_retry_after(failure)
                         attempts.append(_failed_attempt(number, failure))
-                        log.warning("claude call try %d failed: %s", number, failure)
+                        # a retired model is said once, by the chain, not at every decision
+                        quiet = failure.kind == MODEL_NOT_FOUND
+                        log.log(
+                            logging.DEBUG if quiet else logging.WARNING,
+                            "claude call try %d failed: %s",
+                            number,
+                            failure,
+                        )
                         raise
                     attempts.append(
                         Attempt(attempt=number, outcome="ok", stop_reason=stop, usage=usage)
@@ -334,7 +364,7 @@ class ClaudeClient:
                 "rate_limited", status_detail(exc), retryable=True, wait_secs=retry_after(exc)
             ) from None
         except anthropic.APIStatusError as exc:
-            kind = status_kind(exc.status_code)
+            kind = status_kind_of(exc)
             retryable = exc.status_code >= 500 or exc.status_code == 408
             raise _TryFailed(
                 kind, status_detail(exc), retryable=retryable, wait_secs=retry_after(exc)

@@ -53,6 +53,27 @@ def status_kind(status: int) -> str:
     }.get(status, f"http_{status}")
 
 
+#: a 404 whose error says the requested model is not served (retired, or not a model id)
+MODEL_NOT_FOUND = "model_not_found"
+
+
+def status_kind_of(exc: anthropic.APIStatusError) -> str:
+    """The kind of a status error; a 404 ``not_found_error`` whose message names a model
+    (``model: claude-sonnet-4-5``, as the API says of a retired one) is ``model_not_found``."""
+    body = exc.body
+    error = body.get("error") if isinstance(body, dict) else None
+    kind = error.get("type") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if (
+        exc.status_code == 404
+        and kind == "not_found_error"
+        and isinstance(message, str)
+        and message.startswith("model:")
+    ):
+        return MODEL_NOT_FOUND
+    return status_kind(exc.status_code)
+
+
 def status_detail(exc: anthropic.APIStatusError) -> str:
     return f"HTTP {exc.status_code}: {exc.message}"[:300]
 

@@ -22,7 +22,8 @@ class AgentConfig(_Section):
     #: "claude": one call per decision; "debate": bull/bear/trader/manager roles (agent.debate)
     decider: Literal["claude", "debate"] = "claude"
     model: str = "claude-sonnet-4-6"
-    #: tried in order after ``model`` (or a role's model) is overloaded (429/529) or failing (5xx)
+    #: tried in order after ``model`` (or a role's model) is overloaded (429/529), failing (5xx)
+    #: or gone (a 404 naming it: retired)
     failover_models: tuple[str, ...] = ()
     debate: DebateConfig = DebateConfig()
     max_tokens: int = Field(2048, ge=256, le=64_000)

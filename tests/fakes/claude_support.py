@@ -129,9 +129,15 @@ def make_decider(
     bus: EventBus | None = None,
     policy: RetryPolicy | None = None,
     api_key: str | None = API_KEY,
+    model: str = MODEL,
+    failover_models: tuple[str, ...] = (),
 ) -> ClaudeDecider:
     config = AgentConfig(
-        model=MODEL, base_url=base_url, timeout_secs=timeout_secs, **EVERY_PASS_ONE_MODEL
+        model=model,
+        failover_models=failover_models,
+        base_url=base_url,
+        timeout_secs=timeout_secs,
+        **EVERY_PASS_ONE_MODEL,
     )
     client = (
         ClaudeClient(

@@ -35,6 +35,7 @@ ErrorType = Literal[
     "api_error",
     "invalid_request_error",
     "authentication_error",
+    "not_found_error",
 ]
 
 _ids = itertools.count(1)
