@@ -282,13 +282,7 @@ class ClaudeDecider:
         return f"{spent}; the {model} entry was not asked of {self._config.model}"
 
     def _redacted(self, attempts: list[Attempt]) -> list[Attempt]:
-        """The tries with secrets out of their details: a detail quotes the start of an answer
-        that is not JSON, model text like any other, journaled and published."""
-        out = []
-        for attempt in attempts:
-            detail, count = self._redactor.redact(attempt.detail)
-            out.append(attempt.model_copy(update={"detail": detail}) if count else attempt)
-        return out
+        return redact_attempts(attempts, self._redactor)
 
     def _failed(self, snapshot: MarketSnapshot, attempts: list[Attempt]) -> AgentDecision:
         attempts = self._redacted(attempts)
@@ -312,6 +306,16 @@ class ClaudeDecider:
             self._bus.publish(
                 AgentFailure(at_ms=self._clock.now_ms(), kind=attempt.kind, detail=attempt.detail)
             )
+
+
+def redact_attempts(attempts: list[Attempt], redactor: Redactor) -> list[Attempt]:
+    """The tries with secrets out of their details: a detail quotes the start of an answer that
+    is not JSON, model text like any other, journaled and published."""
+    out = []
+    for attempt in attempts:
+        detail, count = redactor.redact(attempt.detail)
+        out.append(attempt.model_copy(update={"detail": detail}) if count else attempt)
+    return out
 
 
 def redact_decision(

@@ -19,11 +19,12 @@ import orjson
 from pydantic import ValidationError
 
 from agent.budget import add_usage, utc_day
-from agent.claude import UsageLedger
+from agent.claude import UsageLedger, redact_attempts
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
 from core.clock import Clock
+from core.redact import Redactor
 from memory.model import Trade
 from memory.writeback import ModelReflection
 
@@ -57,8 +58,10 @@ class ClaudeReflector:
         ledger: UsageLedger,
         max_per_day: int,
         journal: Callable[[Mapping[str, Any]], None] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._client = client
+        self._redactor = redactor or Redactor()
         self._config = config
         self._clock = clock
         self._ledger = ledger
@@ -103,6 +106,8 @@ class ClaudeReflector:
         usage = None
         for attempt in attempts:
             usage = add_usage(usage, attempt.usage)
+        # a try's detail may quote the start of an answer that is not JSON: model text
+        attempts = redact_attempts(attempts, self._redactor)
         line: dict[str, Any] = {
             "type": "reflection",
             "at_ms": self._clock.now_ms(),

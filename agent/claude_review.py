@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.breaker import BreakerState, CircuitBreaker
 from agent.budget import add_usage
-from agent.claude import NO_API_KEY, UsageLedger, gate_reason
+from agent.claude import NO_API_KEY, UsageLedger, gate_reason, redact_attempts
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_prompt import RawReview, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
@@ -28,6 +28,7 @@ from agent.risk import TickerError, normalize_ticker
 from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
+from core.redact import Redactor
 from gate.conditions import render_raw
 from state.records import ReviewRecord
 from tracker.ports import PositionReview, ReviewAction, ReviewVerdict
@@ -86,8 +87,10 @@ class ClaudePositionReviewer:
         ledger: UsageLedger,
         bus: EventBus | None = None,
         journal: Callable[[Mapping[str, Any]], None] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self._journal = journal  # one line per review call: its usage joins the running totals
+        self._redactor = redactor or Redactor()
         self._client = client
         self._config = config
         self._clock = clock
@@ -127,13 +130,17 @@ class ClaudePositionReviewer:
                     self._config.failover_models,
                 )
             except CallFailed as failure:
-                self._failed(failure.attempts)
-                self._write(positions, failure.attempts, (), context)
+                # a try's detail may quote model text: journaled and published, so redacted
+                attempts = redact_attempts(failure.attempts, self._redactor)
+                self._failed(attempts)
+                self._write(positions, attempts, (), context)
                 raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
             self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
         self.delta.reviewed(positions, now_secs)
-        self._write(positions, result.attempts, result.value, context)
+        self._write(
+            positions, redact_attempts(result.attempts, self._redactor), result.value, context
+        )
         return [*result.value, *kept]
 
     def _write(

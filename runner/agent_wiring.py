@@ -141,6 +141,7 @@ def build_agents(
             ledger=ledger,
             bus=bus,
             journal=journal,
+            redactor=redactor,
         )
     return Agents(decider=decider, reviewer=reviewer, client=client)
 

@@ -21,6 +21,7 @@ from agent.debate_store import GraphDebateMemory
 from agent.memory_view import MemoryInsights, MemoryOff
 from agent.snapshot_builder import InsightsView
 from core.clock import Clock
+from core.redact import Redactor
 from memory.context import InsightSource
 from memory.embeddings import HashedNgramEmbedder, OpenAIEmbedder, TextEmbedder
 from memory.insight_source import RetrieverInsights
@@ -84,6 +85,7 @@ def build_reflector(
         ledger=ledger,
         max_per_day=settings.memory.model_reflections_per_day,
         journal=journal,
+        redactor=Redactor(settings.secret_values()),
     )
 
 

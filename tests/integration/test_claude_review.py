@@ -8,7 +8,13 @@ from typing import Any
 import pytest
 from fakes.claude_support import API_KEY, AT_MS, EVERY_PASS_ONE_MODEL, MODEL
 from fakes.instant_clock import InstantClock
-from fakes.messages_api import FakeMessagesApi, json_message, overloaded, usage_body
+from fakes.messages_api import (
+    FakeMessagesApi,
+    json_message,
+    overloaded,
+    text_message,
+    usage_body,
+)
 
 from agent.breaker import CircuitBreaker
 from agent.budget import AgentPricing, DailyBudget
@@ -16,6 +22,8 @@ from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, build_anthropic_client
 from agent.claude_review import ClaudePositionReviewer, ClaudeUnavailable
 from agent.config import AgentConfig
+from core.bus import EventBus
+from core.events import AgentFailure, Topic
 from tracker.ports import PositionReview, ReviewAction
 
 
@@ -251,3 +259,42 @@ async def test_one_broken_review_is_dropped_not_every_position_s(
     assert [(v.ticker, v.action) for v in verdicts] == [("SOL/USDT", ReviewAction.EXIT)]
     assert len(api.requests) == 1
     assert claude.breaker.consecutive_failures == 0
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["then-answered", "failed"])
+async def test_a_secret_in_a_review_answer_that_is_not_json_stays_out_of_the_tries(
+    answered: bool,
+) -> None:
+    """A try's detail quotes the start of an answer that is not JSON: model text, journaled with
+    the review line and published as ``agent.failure``; it went out as the model wrote it."""
+    leaked = "sk-ant-api03-hostileSecretValue0123456789abcdef is the key"
+    hold = {"reviews": [{"ticker": "SOL/USDT", "action": "HOLD", "reason": "fine"}]}
+    lines: list[Mapping[str, Any]] = []
+    failures: list[AgentFailure] = []
+    bus = EventBus()
+    bus.subscribe(Topic.AGENT_FAILURE, failures.append, name="test")  # type: ignore[arg-type]
+    async with FakeMessagesApi() as api:
+        api.script(text_message(leaked), json_message(hold) if answered else text_message(leaked))
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(
+            model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+        )
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=UsageLedger(DailyBudget(clock, None)),
+            bus=bus,
+            journal=lines.append,
+        )
+        try:
+            await claude.review([_position("SOL/USDT")], {})
+        except ClaudeUnavailable:
+            assert not answered
+        await client.aclose()
+    (line,) = lines
+    details = [a["detail"] for a in line["attempts"]] + [f.detail for f in failures]
+    assert len(details) == (2 if answered else 4)
+    assert not any("hostileSecretValue" in d for d in details), details

@@ -12,6 +12,7 @@ from fakes.messages_api import (
     ScriptedResponse,
     json_message,
     overloaded,
+    text_message,
     usage_body,
 )
 
@@ -127,3 +128,20 @@ async def test_a_lesson_too_short_to_keep_keeps_the_rules_lesson(tmp_path: Path)
     assert len(lessons) == 2
     assert all(i.author == "rules" and i.text.startswith("[SOL] ") for i in lessons)
     assert [line["outcome"] for line in journal] == ["ok", "ok"]
+
+
+async def test_a_secret_in_a_reflection_answer_that_is_not_json_stays_out_of_the_journal(
+    tmp_path: Path,
+) -> None:
+    """A try's detail quotes the start of an answer that is not JSON: model text, journaled on
+    the reflection line as the model wrote it."""
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.script(text_message("sk-ant-api03-hostileSecretValue0123456789abcdef is the key"))
+        writer = _writer(tmp_path, api.base_url, journal)
+        open_and_exit(writer, 0)
+        await writer.flush()
+    (line,) = journal
+    assert line["outcome"] == "failed"
+    details = [a["detail"] for a in line["attempts"]]
+    assert details and not any("hostileSecretValue" in d for d in details), details
