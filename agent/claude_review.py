@@ -138,10 +138,14 @@ class ClaudePositionReviewer:
             self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
         self.delta.reviewed(positions, now_secs)
-        self._write(
-            positions, redact_attempts(result.attempts, self._redactor), result.value, context
-        )
-        return [*result.value, *kept]
+        verdicts = [self._redacted(v) for v in result.value]
+        self._write(positions, redact_attempts(result.attempts, self._redactor), verdicts, context)
+        return [*verdicts, *kept]
+
+    def _redacted(self, verdict: ReviewVerdict) -> ReviewVerdict:
+        """A verdict's reason is model text the tracker logs and the journal keeps: no secret."""
+        reason, count = self._redactor.redact(verdict.reason)
+        return verdict.model_copy(update={"reason": reason}) if count else verdict
 
     def _write(
         self,

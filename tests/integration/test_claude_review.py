@@ -298,3 +298,32 @@ async def test_a_secret_in_a_review_answer_that_is_not_json_stays_out_of_the_tri
     details = [a["detail"] for a in line["attempts"]] + [f.detail for f in failures]
     assert len(details) == (2 if answered else 4)
     assert not any("hostileSecretValue" in d for d in details), details
+
+
+async def test_a_secret_in_a_review_s_reason_is_redacted() -> None:
+    """A verdict's reason is model text: the tracker acts on it and the review line journals it;
+    a key-shaped string in it went out as the model wrote it."""
+    lines: list[Mapping[str, Any]] = []
+    leaked = "exit: sk-ant-api03-hostileSecretValue0123456789abcdef"
+    async with FakeMessagesApi() as api:
+        api.script(
+            json_message({"reviews": [{"ticker": "SOL/USDT", "action": "EXIT", "reason": leaked}]})
+        )
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(
+            model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+        )
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=UsageLedger(DailyBudget(clock, None)),
+            journal=lines.append,
+        )
+        (verdict,) = await claude.review([_position("SOL/USDT")], {})
+        await client.aclose()
+    assert verdict.action is ReviewAction.EXIT
+    assert "hostileSecretValue" not in verdict.reason and verdict.reason.startswith("exit: ")
+    assert "hostileSecretValue" not in str(lines[0]["verdicts"])
