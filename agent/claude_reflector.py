@@ -98,7 +98,14 @@ class ClaudeReflector:
             return None
         self._ledger.record(result.attempts, failed=False)
         self._write(trade, result.attempts, ok=True)
-        return result.value
+        return self._redacted(result.value)
+
+    def _redacted(self, answer: ModelReflection) -> ModelReflection:
+        """The lesson is model text kept in memory and sent in later prompts: no secret."""
+        summary = None if answer.summary is None else self._redactor.redact(answer.summary)[0]
+        return answer.model_copy(
+            update={"insight": self._redactor.redact(answer.insight)[0], "summary": summary}
+        )
 
     def _write(self, trade: Trade, attempts: list[Attempt], *, ok: bool) -> None:
         if self._journal is None:

@@ -145,3 +145,24 @@ async def test_a_secret_in_a_reflection_answer_that_is_not_json_stays_out_of_the
     assert line["outcome"] == "failed"
     details = [a["detail"] for a in line["attempts"]]
     assert details and not any("hostileSecretValue" in d for d in details), details
+
+
+async def test_a_secret_in_claude_s_lesson_stays_out_of_memory(tmp_path: Path) -> None:
+    """The lesson is model text stored in memory.db and sent again in later prompts; a
+    key-shaped string in it was stored as the model wrote it (the debate's and the decision's
+    model text is redacted before it is kept)."""
+    journal: list[dict[str, Any]] = []
+    leaked = "sk-ant-api03-hostileSecretValue0123456789abcdef"
+    async with FakeMessagesApi() as api:
+        api.script(
+            json_message(
+                {"insight": f"Overbought SOL entries lost; the key is {leaked}.",
+                 "summary": f"Wait for RSI < 65 ({leaked}).", "salience": 0.8}
+            )
+        )  # fmt: skip
+        writer = _writer(tmp_path, api.base_url, journal)
+        open_and_exit(writer, 0)
+        await writer.flush()
+    (insight,) = [i for i in await writer._store.list_insights() if i.kind == "reflection"]
+    assert insight.author == "model"
+    assert "hostileSecretValue" not in insight.text and "Wait for RSI < 65" in insight.text
