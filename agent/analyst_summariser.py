@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from agent.claude import UsageLedger
+from agent.claude import UsageLedger, spend_check
 from agent.claude_client import ClaudeClient
 from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
@@ -85,7 +85,9 @@ class ClaudeSummariser:
         if self._ledger.budget.exhausted():
             raise RuntimeError("daily budget spent")
         try:
-            result = await self._client.call(self.request(request), _parse)
+            result = await self._client.call(
+                self.request(request), _parse, spend=spend_check(self._ledger)
+            )
         except Exception as exc:
             attempts = getattr(exc, "attempts", [])
             self._ledger.record(attempts, failed=True)

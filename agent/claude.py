@@ -12,6 +12,7 @@ silent HOLD. The returned decision always lists the tries in ``attempts`` and th
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,8 @@ from agent.claude_client import (
     Attempt,
     CallFailed,
     ClaudeClient,
+    SpendCheck,
+    billed_usd,
 )
 from agent.claude_prompt import render_request
 from agent.claude_schema import (
@@ -128,6 +131,12 @@ def gate_reason(
     return None
 
 
+def spend_check(ledger: UsageLedger, unbilled: Callable[[], float] = lambda: 0.0) -> SpendCheck:
+    """A call's budget check before each retry (``ClaudeClient.call``): what its tries cost,
+    plus ``unbilled()`` (earlier calls of the same decision), on top of what the ledger billed."""
+    return lambda cost: budget_spent_reason(ledger.budget, cost + unbilled())
+
+
 def budget_spent_reason(budget: DailyBudget, unbilled_usd: float = 0.0) -> str | None:
     """Why the day's budget allows no call now (None: it does); ``unbilled_usd``: what calls of
     this decision cost that the ledger has not billed yet."""
@@ -216,6 +225,7 @@ class ClaudeDecider:
         model, _why = choose_model(self._config.model, self._config.tiers, snapshot)
         attempts: list[Attempt] = []
         spent: str | None = None  # the first call spent the budget the escalation needed
+        spend = spend_check(self.ledger, lambda: billed_usd(attempts))
         with self.breaker.guard():  # every way out of the call gives the breaker a verdict
             try:
                 if trial:  # a key rotated while the breaker was open must not keep Claude off
@@ -227,7 +237,7 @@ class ClaudeDecider:
                     return prompt.request(self._config, model)
 
                 result = await self._client.call_chain(
-                    request(model), parse, self._config.failover_models
+                    request(model), parse, self._config.failover_models, spend=spend
                 )
                 attempts.extend(result.attempts)
                 if self._escalate(model, result.value[0], snapshot):
@@ -235,7 +245,7 @@ class ClaudeDecider:
                     if spent is None:
                         model = self._config.model
                         result = await self._client.call_chain(
-                            request(model), parse, self._config.failover_models
+                            request(model), parse, self._config.failover_models, spend=spend
                         )
                         attempts.extend(result.attempts)
             except CallFailed as failure:
@@ -275,8 +285,7 @@ class ClaudeDecider:
     def _escalation_refused(self, model: str, attempts: list[Attempt]) -> str | None:
         """The budget's refusal of the escalated call, counting what the first call just cost
         (the ledger bills a decision's calls once it is done): None when the budget allows it."""
-        cost = sum(a.usage.cost_usd for a in attempts if a.usage is not None)
-        spent = budget_spent_reason(self.ledger.budget, cost)
+        spent = budget_spent_reason(self.ledger.budget, billed_usd(attempts))
         if spent is None:
             return None
         return f"{spent}; the {model} entry was not asked of {self._config.model}"

@@ -91,6 +91,16 @@ _ONE_HOUR = "cache_creation.ephemeral_1h_input_tokens"
 FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error", MODEL_NOT_FOUND})
 
 
+#: why the day's budget allows no further try, given what this call's tries have cost so far
+#: (USD); None when it allows one
+SpendCheck = Callable[[float], str | None]
+
+
+def billed_usd(attempts: Sequence[Attempt]) -> float:
+    """What the tries cost (a failed one is billed too when the API counted tokens)."""
+    return sum(a.usage.cost_usd for a in attempts if a.usage is not None)
+
+
 def fails_over(kind: str) -> bool:
     return kind in FAILOVER_KINDS or kind.startswith("http_5")
 
@@ -191,18 +201,28 @@ class ClaudeClient:
         return True
 
     async def call_chain(
-        self, request: dict[str, Any], parse: Callable[[str], T], failover: Sequence[str] = ()
+        self,
+        request: dict[str, Any],
+        parse: Callable[[str], T],
+        failover: Sequence[str] = (),
+        *,
+        spend: SpendCheck | None = None,
     ) -> CallResult[T]:
         """``call`` on the request's model, then on each model of ``failover`` in turn while the
         failure is an overload, a server error or a model the API no longer serves (``fails_over``):
         primary -> secondary before anyone falls back to rules. One chain is one call for the breaker and the ledger; every
-        try of every model is in the attempts, with its model."""
+        try of every model is in the attempts, with its model. ``spend``: see ``call``, counting
+        every model's tries."""
         primary = str(request.get("model", ""))
         chain = [primary, *(m for m in failover if m != primary)]
         attempts: list[Attempt] = []
+
+        def spent(cost: float) -> str | None:
+            return None if spend is None else spend(cost + billed_usd(attempts))
+
         for index, model in enumerate(chain):
             try:
-                result = await self.call({**request, "model": model}, parse)
+                result = await self.call({**request, "model": model}, parse, spend=spent)
             except CallFailed as failure:
                 attempts.extend(_with_model(failure.attempts, model))
                 following = chain[index + 1] if index + 1 < len(chain) else None
@@ -239,9 +259,17 @@ class ClaudeClient:
             then,
         )
 
-    async def call(self, request: dict[str, Any], parse: Callable[[str], T]) -> CallResult[T]:
+    async def call(
+        self,
+        request: dict[str, Any],
+        parse: Callable[[str], T],
+        *,
+        spend: SpendCheck | None = None,
+    ) -> CallResult[T]:
         """Send ``request`` (``messages.create`` kwargs); ``parse`` turns the text into ``T`` or
         raises ``AnswerInvalid``. Raises ``CallFailed`` when no try produced a usable answer.
+        ``spend``: asked before each retry with what the tries so far cost; a reason ends the
+        call (an invalid answer is billed, and one may cost past the budget on its own).
 
         The tries run under ``core.backoff.retrying`` (tenacity sleeping on the injected clock):
         a retryable failure waits the backoff, or the server's retry-after when it is longer and
@@ -250,7 +278,15 @@ class ClaudeClient:
         attempts: list[Attempt] = []
 
         def worth_retrying(exc: BaseException) -> bool:
-            return isinstance(exc, _TryFailed) and self._worth_retrying(exc, len(attempts))
+            if not isinstance(exc, _TryFailed) or not self._worth_retrying(exc, len(attempts)):
+                return False
+            why = None if spend is None else spend(billed_usd(attempts))
+            if why is not None:
+                last = attempts[-1]
+                attempts[-1] = last.model_copy(
+                    update={"detail": f"{last.detail} (not retried: {why})"}
+                )
+            return why is None
 
         try:
             async for trying in retrying(

@@ -19,7 +19,7 @@ import orjson
 from pydantic import ValidationError
 
 from agent.budget import add_usage, utc_day
-from agent.claude import UsageLedger, redact_attempts
+from agent.claude import UsageLedger, redact_attempts, spend_check
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
@@ -90,7 +90,9 @@ class ClaudeReflector:
             "messages": [{"role": "user", "content": orjson.dumps(facts).decode()}],
         }
         try:
-            result = await self._client.call(request, parse_reflection)
+            result = await self._client.call(
+                request, parse_reflection, spend=spend_check(self._ledger)
+            )
         except CallFailed as failure:
             self._ledger.record(failure.attempts, failed=True)
             self._write(trade, failure.attempts, ok=False)

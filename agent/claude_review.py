@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from agent.breaker import BreakerState, CircuitBreaker
 from agent.budget import add_usage
-from agent.claude import NO_API_KEY, UsageLedger, gate_reason, redact_attempts
+from agent.claude import NO_API_KEY, UsageLedger, gate_reason, redact_attempts, spend_check
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_prompt import RawReview, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
@@ -128,6 +128,7 @@ class ClaudePositionReviewer:
                     request,
                     lambda text: parse_reviews(text, asked),
                     self._config.failover_models,
+                    spend=spend_check(self.ledger),
                 )
             except CallFailed as failure:
                 # a try's detail may quote model text: journaled and published, so redacted

@@ -32,6 +32,7 @@ from agent.claude import (
     budget_spent_reason,
     gate_reason,
     model_status,
+    spend_check,
 )
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
 from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
@@ -295,7 +296,9 @@ class DebateDecider:
             return parse_role_output(role, text)
 
         try:
-            result = await self._client.call_chain(request, parse, self._config.failover_models)
+            result = await self._client.call_chain(
+                request, parse, self._config.failover_models, spend=spend_check(self.ledger)
+            )
         except CallFailed as failure:
             return fallback_output(role, tickers), failure.attempts, failure.kind
         except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly

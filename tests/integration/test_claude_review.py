@@ -327,3 +327,24 @@ async def test_a_secret_in_a_review_s_reason_is_redacted() -> None:
     assert verdict.action is ReviewAction.EXIT
     assert "hostileSecretValue" not in verdict.reason and verdict.reason.startswith("exit: ")
     assert "hostileSecretValue" not in str(lines[0]["verdicts"])
+
+
+async def test_an_invalid_review_answer_that_spent_the_budget_is_not_retried() -> None:
+    big = usage_body(input_tokens=400_000, output_tokens=100)  # 1.20 USD: past 1 USD alone
+    hold = {"reviews": [{"ticker": "SOL/USDT", "action": "HOLD", "reason": "fine"}]}
+    async with FakeMessagesApi() as api:
+        api.script(text_message("not json", usage=big), json_message(hold, usage=big))
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(
+            model=MODEL, base_url=api.base_url, timeout_secs=5.0, **EVERY_PASS_ONE_MODEL
+        )
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        ledger = UsageLedger(DailyBudget(clock, 1.0))
+        claude = ClaudePositionReviewer(
+            client=client, config=config, clock=clock, breaker=CircuitBreaker(clock), ledger=ledger
+        )
+        with pytest.raises(ClaudeUnavailable, match="invalid_json"):
+            await claude.review([_position("SOL/USDT")], {})
+        await client.aclose()
+    assert len(api.requests) == 1
+    assert ledger.budget.spent_today_usd == pytest.approx(1.2015)
