@@ -16,6 +16,7 @@ from agent.claude_client import ClaudeClient
 from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
+from core.redact import Redactor
 from memory.analyst_summary import (
     SUMMARY_MAX_CHARS,
     SummaryInvalid,
@@ -51,10 +52,17 @@ def _parse(text: str) -> str:
 
 
 class ClaudeSummariser:
-    def __init__(self, client: ClaudeClient, config: AgentConfig, ledger: UsageLedger) -> None:
+    def __init__(
+        self,
+        client: ClaudeClient,
+        config: AgentConfig,
+        ledger: UsageLedger,
+        redactor: Redactor | None = None,
+    ) -> None:
         self._client = client
         self._config = config
         self._ledger = ledger
+        self._redactor = redactor or Redactor()
 
     def request(self, request: SummaryRequest) -> dict[str, object]:
         reports = [
@@ -86,7 +94,7 @@ class ClaudeSummariser:
             raise RuntimeError("daily budget spent")
         try:
             result = await self._client.call(
-                self.request(request), _parse, spend=spend_check(self._ledger)
+                self.request(request), self._parse, spend=spend_check(self._ledger)
             )
         except Exception as exc:
             attempts = getattr(exc, "attempts", [])
@@ -94,3 +102,8 @@ class ClaudeSummariser:
             raise
         self._ledger.record(result.attempts, failed=False)
         return result.value
+
+    def _parse(self, text: str) -> str:
+        # model text kept in analysts.db and sent in every later prompt: no secret in it (taken
+        # out before the summary is checked and cut to its length)
+        return _parse(self._redactor.redact(text)[0])

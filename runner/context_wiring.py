@@ -15,6 +15,7 @@ from agent.analyst_summariser import ClaudeSummariser
 from agent.decision_context import DecisionContext
 from agent.prompt_assembly import PromptAssembler
 from core.clock import Clock
+from core.redact import Redactor
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
 from memory.context import ContextAssembler, InsightSource
@@ -61,7 +62,12 @@ def build_decision_context(
     if config.analysts:
         model = None
         if config.model_summaries and agents.client is not None:
-            model = ClaudeSummariser(agents.client, settings.agent, agents.decider.ledger)
+            model = ClaudeSummariser(
+                agents.client,
+                settings.agent,
+                agents.decider.ledger,
+                Redactor(settings.secret_values()),
+            )
         path = state_dir / "analysts.db"
         durable = settings.state.fsync_journals
         try:

@@ -120,3 +120,23 @@ async def test_stable_parts_are_read_from_the_cache_on_the_next_call() -> None:
     assert one["cache_read_input_tokens"] == 0 and one["cache_creation_input_tokens"] > 0
     assert two["cache_read_input_tokens"] == one["cache_creation_input_tokens"]
     assert two["cache_creation_input_tokens"] == 0
+
+
+async def test_a_secret_in_a_model_summary_is_redacted() -> None:
+    """A day summary is model text kept in analysts.db and sent in every later decision prompt;
+    a key-shaped string in it was kept as the model wrote it (the decision's and the debate's
+    model text is redacted before it is kept)."""
+    leaked = "sk-ant-api03-hostileSecretValue0123456789abcdef"
+    async with FakeMessagesApi() as api:
+        api.script(text_message(GOOD.replace("breakout.", f"breakout, key {leaked}.")))
+        summariser, _ledger = _summariser(api)
+        request = SummaryRequest(
+            analyst="market",
+            ticker="BTC/USDT",
+            day=utc_day(T0),
+            session="post_close",
+            reports=_reports("market"),
+        )
+        summary = await make_summary(request, now_ms=T0, model=summariser)
+    assert summary.path == "model"
+    assert "hostileSecretValue" not in summary.text and "breakout, key" in summary.text
