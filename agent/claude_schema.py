@@ -217,7 +217,10 @@ def _decisions(
     out: list[TradeDecision] = []
     seen: set[str] = set()
     for index, entry in enumerate(raw):
-        label = str(entry.get("ticker", f"#{index}"))[:32]
+        # only a text ticker names the entry: str() of a list nested 1,000 deep (as deep as
+        # orjson parses) is a RecursionError, and any other value is no ticker anyway
+        named = entry.get("ticker")
+        label = named[:32] if isinstance(named, str) else f"#{index}"
         try:
             fields = dict(entry)
             given = fields.pop("signal_weights", None)  # any known spelling: read on its own

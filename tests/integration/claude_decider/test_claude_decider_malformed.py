@@ -102,3 +102,20 @@ async def test_a_secret_in_an_answer_that_is_not_json_stays_out_of_the_tries(
     assert len(failures) == (0 if answered else 2)
     details = [a["detail"] for a in decision.attempts] + [f.detail for f in failures]
     assert details and not any("hostileSecretValue" in d for d in details)
+
+
+@pytest.mark.parametrize("depth", [600, 1000])
+async def test_a_ticker_nested_deep_drops_that_decision_only(
+    api: FakeMessagesApi, make: Make, caplog: pytest.LogCaptureFixture, depth: int
+) -> None:
+    """A decision whose ticker is a list nested as deep as the JSON parser allows: its label was
+    made with ``str()``, a RecursionError out of the answer's check, so the whole answer was an
+    ``unexpected_error`` with a traceback in the log, the other decisions lost with it."""
+    text = json.dumps(answer()).replace('"BTC/USDT"', "[" * depth + "]" * depth, 1)
+    api.script(text_message(text))
+    decision = await make().decide(snapshot())
+    assert decision.decided_by == "claude", decision.decider_reason
+    assert [d.ticker for d in decision.decisions] == ["ETH/USDT"]
+    notes = decision.attempts[-1]["notes"]
+    assert any(n["what"] == "decision" and n["reason"].startswith("dropped") for n in notes)
+    assert not any(r.exc_info for r in caplog.records)
