@@ -44,6 +44,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.events import AgentFailure
 from core.redact import Redactor
+from gate.conditions import clean_reason
 
 log = logging.getLogger(__name__)
 
@@ -348,9 +349,20 @@ def redact_decision(
         "market_assessment": clean(decision.market_assessment),
         "regime_agreement_reason": clean(decision.regime_agreement_reason),
         "learning_note": clean(decision.learning_note),
+        # kept by the gate and named in the next prompt: one line within its cap once redacted
+        "wake_conditions": tuple(
+            {**c, "reason": clean_reason(clean(c["reason"]))}
+            if isinstance(c.get("reason"), str)
+            else c
+            for c in decision.wake_conditions
+        ),
     }
     if decision.memory_update is not None:
         update["memory_update"] = clean(decision.memory_update)
+    # a note quotes what it dropped (a rejected wake condition, a ticker as written)
+    notes = [
+        n.model_copy(update={"ticker": clean(n.ticker), "reason": clean(n.reason)}) for n in notes
+    ]
     if not total:
         return decision, notes
     note = Note(what="redaction", reason=f"{total} secret(s) taken out of the model's text")

@@ -119,3 +119,22 @@ async def test_a_ticker_nested_deep_drops_that_decision_only(
     notes = decision.attempts[-1]["notes"]
     assert any(n["what"] == "decision" and n["reason"].startswith("dropped") for n in notes)
     assert not any(r.exc_info for r in caplog.records)
+
+
+async def test_a_secret_in_a_wake_condition_s_reason_is_redacted(
+    api: FakeMessagesApi, make: Make
+) -> None:
+    """A wake condition's reason is model text: kept by the gate, journaled, named in the wake
+    reason and sent in the next prompt; a rejected one is quoted in a note. A key-shaped string
+    in either went out as the model wrote it, past the redaction the answer's other text passes."""
+    leaked = "sk-ant-api03-hostileSecretValue0123456789abcdef"
+    wake = [
+        {"metric": "btc_price", "operator": "lt", "threshold": 1.0, "reason": f"key {leaked}"},
+        {"metric": "no_such", "operator": "lt", "threshold": 1.0, "reason": f"key {leaked}"},
+    ]
+    api.script(json_message(answer(wake_conditions=wake)))
+    decision = await make().decide(snapshot())
+    assert decision.decided_by == "claude"
+    (kept,) = decision.wake_conditions
+    assert kept["reason"].startswith("key ")
+    assert "hostileSecretValue" not in json.dumps([decision.wake_conditions, decision.attempts])
