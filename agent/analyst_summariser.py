@@ -93,8 +93,11 @@ class ClaudeSummariser:
         if self._ledger.budget.exhausted():
             raise RuntimeError("daily budget spent")
         try:
-            result = await self._client.call(
-                self.request(request), self._parse, spend=spend_check(self._ledger)
+            result = await self._client.call_chain(
+                self.request(request),
+                self._parse,
+                self._config.failover_models,  # a retired model fails over as a decision does
+                spend=spend_check(self._ledger),
             )
         except Exception as exc:
             attempts = getattr(exc, "attempts", [])

@@ -90,8 +90,11 @@ class ClaudeReflector:
             "messages": [{"role": "user", "content": orjson.dumps(facts).decode()}],
         }
         try:
-            result = await self._client.call(
-                request, parse_reflection, spend=spend_check(self._ledger)
+            result = await self._client.call_chain(
+                request,
+                parse_reflection,
+                self._config.failover_models,  # a retired model fails over as a decision does
+                spend=spend_check(self._ledger),
             )
         except CallFailed as failure:
             self._ledger.record(failure.attempts, failed=True)

@@ -4,9 +4,11 @@ decision prompt reads its stable parts from the prompt cache on the next call.""
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 from fakes.claude_support import API_KEY, MODEL, snapshot
-from fakes.messages_api import FakeMessagesApi, text_message
+from fakes.messages_api import FakeMessagesApi, ScriptedResponse, error_response, text_message
 from fakes.token_counts import CacheCounter
 
 from agent.analyst_summariser import ClaudeSummariser
@@ -140,3 +142,37 @@ async def test_a_secret_in_a_model_summary_is_redacted() -> None:
         summary = await make_summary(request, now_ms=T0, model=summariser)
     assert summary.path == "model"
     assert "hostileSecretValue" not in summary.text and "breakout, key" in summary.text
+
+
+async def test_a_retired_model_s_summary_fails_over() -> None:
+    """A 404 naming the configured model (retired) is asked of ``failover_models`` as a
+    decision is; the summariser called the one model, so every summary fell back to the numbers."""
+
+    def respond(body: dict[str, Any]) -> ScriptedResponse:
+        if body.get("model") == "claude-sonnet-4-5":
+            return error_response(404, "not_found_error", "model: claude-sonnet-4-5")
+        return text_message(GOOD)
+
+    async with FakeMessagesApi() as api:
+        api.responder = respond
+        config = AgentConfig(
+            model="claude-sonnet-4-5", failover_models=(MODEL,), base_url=api.base_url
+        )
+        clock = VirtualClock(epoch_ms=T0)
+        client = ClaudeClient(
+            build_anthropic_client(config, API_KEY),
+            clock,
+            config.pricing,
+            RetryPolicy(backoff=Backoff(max_attempts=1)),
+        )
+        summariser = ClaudeSummariser(client, config, UsageLedger(DailyBudget(clock, 5.0)))
+        request = SummaryRequest(
+            analyst="market",
+            ticker="BTC/USDT",
+            day=utc_day(T0),
+            session="post_close",
+            reports=_reports("market"),
+        )
+        summary = await make_summary(request, now_ms=T0, model=summariser)
+    assert summary.path == "model", summary.detail
+    assert [r.body["model"] for r in api.requests] == ["claude-sonnet-4-5", MODEL]

@@ -10,6 +10,7 @@ from fakes.memory_support import T0, open_and_exit
 from fakes.messages_api import (
     FakeMessagesApi,
     ScriptedResponse,
+    error_response,
     json_message,
     overloaded,
     text_message,
@@ -31,10 +32,15 @@ from memory.writeback import MemoryWriter
 
 
 def _writer(
-    tmp_path: Path, base_url: str, journal: list[dict[str, Any]], per_day: int = 5
+    tmp_path: Path,
+    base_url: str,
+    journal: list[dict[str, Any]],
+    per_day: int = 5,
+    model: str = MODEL,
+    failover: tuple[str, ...] = (),
 ) -> MemoryWriter:
     clock = VirtualClock(T0)
-    config = AgentConfig(model=MODEL, base_url=base_url, timeout_secs=5)
+    config = AgentConfig(model=model, failover_models=failover, base_url=base_url, timeout_secs=5)
     client = ClaudeClient(
         build_anthropic_client(config, API_KEY),
         clock,
@@ -166,3 +172,27 @@ async def test_a_secret_in_claude_s_lesson_stays_out_of_memory(tmp_path: Path) -
     (insight,) = [i for i in await writer._store.list_insights() if i.kind == "reflection"]
     assert insight.author == "model"
     assert "hostileSecretValue" not in insight.text and "Wait for RSI < 65" in insight.text
+
+
+async def test_a_retired_model_s_reflection_fails_over(tmp_path: Path) -> None:
+    """A 404 naming the configured model (retired) is asked of ``failover_models`` as a
+    decision is; the reflection called the one model, so every lesson fell back to the rules."""
+
+    def respond(body: dict[str, Any]) -> ScriptedResponse:
+        if body.get("model") == "claude-sonnet-4-5":
+            return error_response(404, "not_found_error", "model: claude-sonnet-4-5")
+        return json_message({"insight": "Overbought SOL entries lost; wait for RSI < 65."})
+
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.responder = respond
+        writer = _writer(
+            tmp_path, api.base_url, journal, model="claude-sonnet-4-5", failover=(MODEL,)
+        )
+        open_and_exit(writer, 0)
+        await writer.flush()
+    (line,) = journal
+    assert line["outcome"] == "ok"
+    assert [a["model"] for a in line["attempts"]] == ["claude-sonnet-4-5", MODEL]
+    (insight,) = [i for i in await writer._store.list_insights() if i.kind == "reflection"]
+    assert insight.author == "model"
