@@ -138,7 +138,10 @@ class ClaudePositionReviewer:
                 raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
             self.breaker.record_success()
         self.ledger.record(result.attempts, failed=False)
-        self.delta.reviewed(positions, now_secs)
+        # only what Claude gave a verdict on is the reference: a position the answer left out
+        # (or whose review was dropped) is asked again, not kept as if reviewed
+        judged = {v.ticker for v in result.value}
+        self.delta.reviewed([p for p in positions if p.ticker in judged], now_secs)
         verdicts = [self._redacted(v) for v in result.value]
         self._write(positions, redact_attempts(result.attempts, self._redactor), verdicts, context)
         return [*verdicts, *kept]

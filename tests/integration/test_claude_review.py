@@ -348,3 +348,39 @@ async def test_an_invalid_review_answer_that_spent_the_budget_is_not_retried() -
         await client.aclose()
     assert len(api.requests) == 1
     assert ledger.budget.spent_today_usd == pytest.approx(1.2015)
+
+
+async def test_a_position_the_answer_left_out_is_asked_again() -> None:
+    """Delta gating kept a position "unchanged since Claude's review" though the answer had no
+    valid review of it (left out, or dropped as malformed): the next reviews made no call for it
+    and HOLD was its verdict, without Claude's or the fallback score's judgement, for 30 min."""
+    lines: list[Mapping[str, Any]] = []
+    answered = {"reviews": [{"ticker": "BTC/USDT", "action": "HOLD", "reason": "fine"}]}
+    both = {
+        "reviews": [
+            {"ticker": t, "action": "HOLD", "reason": "fine"} for t in ("SOL/USDT", "BTC/USDT")
+        ]
+    }
+    async with FakeMessagesApi() as api:
+        api.script(json_message(answered), json_message(both))
+        clock = InstantClock(AT_MS)
+        config = AgentConfig(model=MODEL, base_url=api.base_url, timeout_secs=5.0)
+        client = ClaudeClient(build_anthropic_client(config, API_KEY), clock, AgentPricing())
+        claude = ClaudePositionReviewer(
+            client=client,
+            config=config,
+            clock=clock,
+            breaker=CircuitBreaker(clock),
+            ledger=UsageLedger(DailyBudget(clock, None)),
+            journal=lines.append,
+        )
+        positions = [_position("SOL/USDT"), _position("BTC/USDT")]
+        first = await claude.review(positions, {})
+        second = await claude.review(positions, {})
+        await client.aclose()
+    assert [v.ticker for v in first] == ["BTC/USDT"]
+    assert {(v.ticker, v.decided_by) for v in second} == {
+        ("SOL/USDT", "claude"),
+        ("BTC/USDT", "unchanged"),
+    }
+    assert len(api.requests) == 2
