@@ -4,7 +4,8 @@ gate layer, from the journal's decision and review lines. The one cost accountin
 
 A decision line is attributed to one gate layer, the most demanding of its trigger reasons (a
 candle close coalesced with an anomaly counts as an anomaly): ``wake`` > ``anomaly`` >
-``watchdog`` > ``agent_timer`` > ``candle_close``. Reviews are their own layer (``review``).
+``watchdog`` > ``agent_timer`` > ``candle_close``. Reviews and reflections are their own layers
+(``review``, ``reflection``).
 Per model figures come from each try's usage (a decision escalated from a cheap model to a strong
 one billed both). ``cache_share`` is cached (read) input tokens over all input tokens.
 """
@@ -28,6 +29,9 @@ USAGE_TOKEN_FIELDS: Final = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
+#: lines that are a layer of their own: a position review, and a trade's reflection (billed to the
+#: same budget, so a restart that left them out forgot what they spent)
+_OWN_LAYER: Final = ("review", "reflection")
 #: more than any call is billed (a 1M-token context costs dollars): a larger figure is corrupt
 _MAX_TOKENS: Final = 10**12
 _MAX_COST_USD: Final = 1e9
@@ -162,14 +166,14 @@ class _Groups:
         self.deciders: dict[str, _Acc] = defaultdict(_Acc)
 
     def add(self, record: Mapping[str, Any], kind: str) -> None:
-        layer = "review" if kind == "review" else layer_of(record.get("trigger") or [])
+        layer = kind if kind in _OWN_LAYER else layer_of(record.get("trigger") or [])
         decider = str(record.get("decided_by") or "unknown")
         usage = record.get("usage")
         called = isinstance(usage, Mapping)
         groups = (
             self.total,
             self.layers[layer],
-            self.deciders[decider if kind == "decision" else "review"],
+            self.deciders[decider if kind == "decision" else kind],
         )
         for acc in groups:
             acc.decisions += 1
@@ -182,7 +186,7 @@ class _Groups:
             model.add_usage(one)
 
     def summary(self, days: float) -> CostSummary:
-        ordered = [*LAYER_ORDER, "other", "review"]
+        ordered = [*LAYER_ORDER, "other", *_OWN_LAYER]
         return CostSummary(
             days=days,
             total=self.total.row("total"),
@@ -194,7 +198,7 @@ class _Groups:
 
 def _kind(record: Mapping[str, Any]) -> str | None:
     kind = record.get("type", "decision")
-    return kind if kind in {"decision", "review"} else None
+    return kind if kind == "decision" or kind in _OWN_LAYER else None
 
 
 def cost_summary(records: Iterable[Mapping[str, Any]], days: float) -> CostSummary:

@@ -94,3 +94,19 @@ def test_a_journal_that_cannot_be_read_is_said_and_the_budget_counts_from_0(
     settings = Settings(state_dir=tmp_path / "state", anthropic_api_key="sk-ant-api03-test-111")
     assert decider(settings).ledger.budget.spent_today_usd == 0.0
     assert "the journal's spend cannot be read" in caplog.text
+
+
+def test_a_restart_keeps_what_today_s_reflections_spent(settings: Settings) -> None:
+    """A trade's reflection by Claude is billed to the same budget and journaled as its own line
+    (``{"type": "reflection", ...}``, as ``ClaudeReflector`` writes it); the journal's cost
+    figures read only decision and review lines, so a restart forgot what reflections spent."""
+    used = {"model": "claude-sonnet-4-6", "input_tokens": 1000, "output_tokens": 200,
+            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "cost_usd": 2.0}  # fmt: skip
+    reflection = {"type": "reflection", "at_ms": TODAY_MS + 180_000, "trade_id": "t1",
+                  "outcome": "ok", "attempts": [{"attempt": 1, "outcome": "ok", "usage": used}],
+                  "usage": used}  # fmt: skip
+    journal = settings.state_dir / "logs" / "decisions.jsonl"
+    with journal.open("ab") as out:
+        out.write(orjson.dumps(reflection) + b"\n")
+    budget = decider(settings).ledger.budget
+    assert budget.spent_today_usd == pytest.approx(4.5 + 2.0)
