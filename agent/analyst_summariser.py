@@ -9,13 +9,18 @@ the deterministic summary and records why.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import orjson
 
-from agent.claude import UsageLedger, spend_check
-from agent.claude_client import ClaudeClient
+from agent.budget import add_usage
+from agent.claude import UsageLedger, redact_attempts, spend_check
+from agent.claude_client import Attempt, ClaudeClient
 from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
+from core.clock import Clock
 from core.redact import Redactor
 from memory.analyst_summary import (
     SUMMARY_MAX_CHARS,
@@ -58,11 +63,18 @@ class ClaudeSummariser:
         config: AgentConfig,
         ledger: UsageLedger,
         redactor: Redactor | None = None,
+        *,
+        clock: Clock | None = None,
+        journal: Callable[[Mapping[str, Any]], None] | None = None,
     ) -> None:
+        """``journal`` (with ``clock``): one line per call, ``{"type": "summary", ...}``, so the
+        journal's cost figures (and a restarted daemon's budget) count what summaries spent."""
         self._client = client
         self._config = config
         self._ledger = ledger
         self._redactor = redactor or Redactor()
+        self._clock = clock
+        self._journal = journal
 
     def request(self, request: SummaryRequest) -> dict[str, object]:
         reports = [
@@ -102,9 +114,32 @@ class ClaudeSummariser:
         except Exception as exc:
             attempts = getattr(exc, "attempts", [])
             self._ledger.record(attempts, failed=True)
+            self._write(request, attempts, ok=False)
             raise
         self._ledger.record(result.attempts, failed=False)
+        self._write(request, result.attempts, ok=True)
         return result.value
+
+    def _write(self, request: SummaryRequest, attempts: list[Attempt], *, ok: bool) -> None:
+        if self._journal is None or self._clock is None:
+            return
+        usage = None
+        for attempt in attempts:
+            usage = add_usage(usage, attempt.usage)
+        line: dict[str, Any] = {
+            "type": "summary",
+            "at_ms": self._clock.now_ms(),
+            "analyst": request.analyst,
+            "ticker": request.ticker,
+            "session": request.session,
+            "outcome": "ok" if ok else "failed",
+            "attempts": [
+                a.model_dump(mode="json") for a in redact_attempts(attempts, self._redactor)
+            ],
+        }
+        if usage is not None:
+            line["usage"] = usage.model_dump(mode="json")
+        self._journal(line)
 
     def _parse(self, text: str) -> str:
         # model text kept in analysts.db and sent in every later prompt: no secret in it (taken

@@ -4,8 +4,8 @@ gate layer, from the journal's decision and review lines. The one cost accountin
 
 A decision line is attributed to one gate layer, the most demanding of its trigger reasons (a
 candle close coalesced with an anomaly counts as an anomaly): ``wake`` > ``anomaly`` >
-``watchdog`` > ``agent_timer`` > ``candle_close``. Reviews and reflections are their own layers
-(``review``, ``reflection``).
+``watchdog`` > ``agent_timer`` > ``candle_close``. Reviews, reflections and analyst summaries are
+their own layers (``review``, ``reflection``, ``summary``).
 Per model figures come from each try's usage (a decision escalated from a cheap model to a strong
 one billed both). ``cache_share`` is cached (read) input tokens over all input tokens.
 """
@@ -29,9 +29,9 @@ USAGE_TOKEN_FIELDS: Final = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
 )
-#: lines that are a layer of their own: a position review, and a trade's reflection (billed to the
-#: same budget, so a restart that left them out forgot what they spent)
-_OWN_LAYER: Final = ("review", "reflection")
+#: lines that are a layer of their own: a position review, a trade's reflection and an analyst's
+#: day summary (billed to the same budget, so a restart that left them out forgot what they spent)
+_OWN_LAYER: Final = ("review", "reflection", "summary")
 #: more than any call is billed (a 1M-token context costs dollars): a larger figure is corrupt
 _MAX_TOKENS: Final = 10**12
 _MAX_COST_USD: Final = 1e9

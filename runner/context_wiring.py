@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
+from typing import Any
 
 from agent.analyst_summariser import ClaudeSummariser
 from agent.decision_context import DecisionContext
@@ -42,9 +43,11 @@ def build_decision_context(
     person_notes: Callable[[], str],
     insights: InsightSource | None = None,
     analysts_pool: Executor | None = None,
+    journal: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> DecisionContext | None:
     """``analysts_pool``: replay's process for the analysts (``runner.desk_ahead``), used when
-    the store is not durable and no model summarises (a model's summaries stay here)."""
+    the store is not durable and no model summarises (a model's summaries stay here).
+    ``journal``: the decisions journal, where each model summary's call is a line."""
     config = settings.context
     if not config.enabled:
         return None
@@ -67,6 +70,8 @@ def build_decision_context(
                 settings.agent,
                 agents.decider.ledger,
                 Redactor(settings.secret_values()),
+                clock=clock,
+                journal=journal,
             )
         path = state_dir / "analysts.db"
         durable = settings.state.fsync_journals

@@ -119,6 +119,7 @@ def build_decision_path(
     context = build_decision_context(
         settings, clock, agents, memory=ports.memory, person_notes=lambda: store.current.notes,
         insights=memory.insight_source(clock), analysts_pool=ports.analysts_pool,
+        journal=decisions_journal.append,
     )  # fmt: skip
     routine = _routine(
         settings, clock, bus, snapshots, agents, broker, gate, decisions_journal, store, tracker,

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+import pytest
 from fakes.claude_support import API_KEY, MODEL, snapshot
 from fakes.messages_api import FakeMessagesApi, ScriptedResponse, error_response, text_message
 from fakes.token_counts import CacheCounter
@@ -16,6 +17,7 @@ from agent.budget import DailyBudget
 from agent.claude import UsageLedger
 from agent.claude_client import ClaudeClient, RetryPolicy, build_anthropic_client
 from agent.config import AgentConfig
+from agent.cost_accounting import MS_PER_DAY, CostBook
 from agent.prompt_assembly import PromptAssembler
 from core.backoff import Backoff
 from core.clock import VirtualClock
@@ -176,3 +178,41 @@ async def test_a_retired_model_s_summary_fails_over() -> None:
         summary = await make_summary(request, now_ms=T0, model=summariser)
     assert summary.path == "model", summary.detail
     assert [r.body["model"] for r in api.requests] == ["claude-sonnet-4-5", MODEL]
+
+
+async def test_every_summary_call_is_journaled_and_counted_in_the_cost() -> None:
+    """A summary call is billed to the daily budget; without a journal line its dollars were in
+    no cost figure, and a restart (whose budget starts from the journal's) spent them again."""
+    lines: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.script(text_message(GOOD), text_message("Looks bullish to me."))
+        config = AgentConfig(model=MODEL, base_url=api.base_url)
+        clock = VirtualClock(epoch_ms=T0)
+        client = ClaudeClient(
+            build_anthropic_client(config, API_KEY),
+            clock,
+            config.pricing,
+            RetryPolicy(backoff=Backoff(max_attempts=1)),
+        )
+        ledger = UsageLedger(DailyBudget(clock, 5.0))
+        summariser = ClaudeSummariser(
+            client, config, ledger, clock=clock, journal=lambda line: lines.append(dict(line))
+        )
+        for session in ("pre_open", "post_close"):
+            request = SummaryRequest(
+                analyst="market",
+                ticker="BTC/USDT",
+                day=utc_day(T0),
+                session=session,
+                reports=_reports("market"),
+            )
+            await make_summary(request, now_ms=T0, model=summariser)
+    assert [(line["type"], line["outcome"]) for line in lines] == [
+        ("summary", "ok"),
+        ("summary", "failed"),
+    ]
+    book = CostBook()
+    assert [book.add(line) for line in lines] == [None, None]
+    assert book.day(T0 // MS_PER_DAY).total.cost_usd == pytest.approx(
+        ledger.totals().cost_total_usd
+    )
