@@ -159,7 +159,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
         """Liveness without a token: is the API up, and how old is the heartbeat."""
-        return {"ok": True, "heartbeat_age_secs": ctx.files.heartbeat_age_secs()}
+        return _healthz(ctx.files)
 
     @app.get("/api/status", dependencies=authed, tags=["daemon"], response_model=StatusBody)
     async def get_status() -> Response:
@@ -355,6 +355,13 @@ async def _status_with_cost(ctx: ApiContext, cost: JournalCost) -> StatusBody:
     return status.model_copy(update={"cost": body, "unavailable": why})
 
 
+def _healthz(files: StateDirFiles) -> dict[str, Any]:
+    age, problem = files.heartbeat()
+    if problem is None:
+        return {"ok": True, "heartbeat_age_secs": age}
+    return {"ok": True, "heartbeat_age_secs": age, "heartbeat_unavailable": problem}
+
+
 async def _status(ctx: ApiContext) -> StatusBody:
     files, daemon = ctx.files, ctx.daemon
     unavailable: dict[str, str] = {}
@@ -386,10 +393,13 @@ async def _status(ctx: ApiContext) -> StatusBody:
         last_decision = files.last_decision()
     except StateFileError as exc:
         last_decision, unavailable["last_decision"] = None, str(exc)
+    heartbeat_age, problem = files.heartbeat()
+    if problem is not None:
+        unavailable["heartbeat"] = problem
     return StatusBody(
         source="state_dir" if daemon is None else "daemon",
         now_ms=now_ms,
-        heartbeat_age_secs=files.heartbeat_age_secs(),
+        heartbeat_age_secs=heartbeat_age,
         loops=loops,
         streams=streams,
         trading=trading,

@@ -15,6 +15,7 @@ from broker.ledger import LedgerError
 from broker.orders import Mark
 from broker.paper_store import InvalidPaperStateError, read_document
 from market.guard import is_price
+from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
 from state.regular_file import read_bytes_or_none
@@ -42,11 +43,17 @@ class StateDirFiles:
     def runner_state_path(self) -> Path:
         return self.state_dir / "runner_state.json"
 
-    def heartbeat_age_secs(self) -> float | None:
+    def heartbeat(self) -> tuple[float | None, str | None]:
+        """The heartbeat's age in real seconds (None: no file, or one dated in the future), and
+        why it has none when it is dated in the future."""
         try:
-            return max(0.0, time.time() - (self.state_dir / "heartbeat").stat().st_mtime)
+            mtime_secs = (self.state_dir / "heartbeat").stat().st_mtime
         except OSError:
-            return None
+            return None, None
+        try:
+            return heartbeat_age_secs(mtime_secs, time.time()), None
+        except FutureHeartbeatError as exc:
+            return None, str(exc)
 
     def decisions(self, since_ms: int | None, limit: int) -> DecisionsPage:
         """Decisions after ``since_ms`` (oldest first, at most ``limit``); without ``since_ms``

@@ -4,7 +4,8 @@ The loop rewrites ``<state>/heartbeat`` every ``interval_secs`` of the daemon's 
 JSON object: the daemon's instant (``at_ms``), its pid, when watching started, the last valid market
 frame per stream, the trading state and the journal's write fault. ``check_health`` judges it:
 
-- the file's modification time against real time (Docker judges liveness in real seconds);
+- the file's modification time against real time (Docker judges liveness in real seconds); one
+  dated in the future is not fresh (``state.heartbeat_age``);
 - some stream must have had a valid frame within ``market_stale_secs`` real seconds (a cut network
   or a feed that only sends garbage leaves the daemon alive but blind);
 - the journal must be writable; trading must not be HALTED.
@@ -26,6 +27,7 @@ from core.clock import Clock
 from core.failure_streak import FailureStreak
 from core.jsonread import loads_json
 from state.atomic import overwrite_bytes
+from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +122,10 @@ def check_health(
         return _unhealthy(f"no heartbeat file at {path}", None)
     except OSError as exc:
         return _unhealthy(f"cannot read heartbeat {path}: {exc}", None)
-    age_secs = now_wall_secs - mtime_secs
+    try:
+        age_secs = heartbeat_age_secs(mtime_secs, now_wall_secs)
+    except FutureHeartbeatError as exc:
+        return _unhealthy(f"{exc} ({path})", None)
     if age_secs > stale_secs:
         return _unhealthy(
             f"heartbeat is stale: {age_secs:.0f} s old (limit {stale_secs:.0f} s)", age_secs

@@ -16,6 +16,7 @@ from core.events import DecisionRequested, MarketTick, Topic
 from runner.cli import main
 from runner.heartbeat import Heartbeat, check_health
 from runner.watchdog import WATCHDOG_REASON, Watchdog
+from state.heartbeat_age import FUTURE_TOLERANCE_SECS
 
 
 async def test_heartbeat_touches_the_file_every_interval(tmp_path: Path) -> None:
@@ -251,3 +252,15 @@ def test_the_watchdog_records_the_last_valid_frame_per_stream() -> None:
     report = dog.market_report()
     assert report["BTC/USDT 15m"]["last_frame_ms"] == 1_000_000
     assert report["ETH/USDT 15m"]["last_frame_ms"] is None
+
+
+def test_a_heartbeat_dated_in_the_future_is_not_fresh(tmp_path: Path) -> None:
+    """Its negative age read as fresh: a dead daemon looked alive until that time came."""
+    path = tmp_path / "heartbeat"
+    path.write_text("{}")
+    os.utime(path, (1000.0, 1000.0))
+    ahead = check_health(path, stale_secs=90, now_wall_secs=1000.0 - FUTURE_TOLERANCE_SECS - 1)
+    assert not ahead.healthy and ahead.age_secs is None
+    assert "heartbeat dated in the future: 6 s ahead" in ahead.reason
+    jitter = check_health(path, stale_secs=90, now_wall_secs=1000.0 - FUTURE_TOLERANCE_SECS)
+    assert jitter.healthy and jitter.age_secs == 0.0
