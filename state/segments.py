@@ -61,17 +61,37 @@ def open_segment(path: Path) -> Iterator[bytes]:
     """The lines of one segment (gzipped or not), with their newlines. ``UnreadableSegmentError``
     when it cannot be read: gzip's EOFError of a cut-short file and zlib's error of a garbled one
     name neither the file nor an OSError a reader would catch. Only a regular file is opened: a
-    FIFO in place of one blocked its reader until someone wrote to it."""
+    FIFO in place of one blocked its reader until someone wrote to it. A line longer than
+    ``LINE_MAX_BYTES`` is passed over as it is read (``_bounded_lines``)."""
     try:
         if path.name.endswith(".gz"):
             with open_regular_file(path) as raw, gzip.open(raw, "rb") as lines:
-                yield from lines
+                yield from _bounded_lines(lines)
         else:
             with open_regular_file(path, buffering=_READ_BUFFER) as lines:
-                yield from lines
+                yield from _bounded_lines(lines)
     except (OSError, EOFError, zlib.error) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UnreadableSegmentError(f"{path} cannot be read: {why}") from exc
+
+
+#: what stands for a line past ``LINE_MAX_BYTES``: not JSON and not blank, so a reader skips it
+#: or names it as it would any garbled line, and the lines after it keep their numbers
+OVERLONG_LINE: Final = b"\x00"
+
+
+def _bounded_lines(stream: BinaryIO | gzip.GzipFile) -> Iterator[bytes]:
+    """``stream``'s lines, as iterating it gives them, except that a run of ``LINE_MAX_BYTES``
+    without a newline (the zeros a crash can leave: the file extended, not written) is passed
+    over as it is read and yielded as ``OVERLONG_LINE`` (with the newline that ends it, if one
+    does). Iterated, such a run was held whole: 512 MB of zeros, a 512 MB line."""
+    while line := stream.readline(LINE_MAX_BYTES):
+        if len(line) < LINE_MAX_BYTES or line.endswith(b"\n"):
+            yield line
+            continue
+        while (rest := stream.readline(LINE_MAX_BYTES)) and not rest.endswith(b"\n"):
+            pass
+        yield OVERLONG_LINE + (b"\n" if rest else b"")
 
 
 def open_live(path: Path) -> BinaryIO | None:
@@ -185,6 +205,7 @@ def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
 
 __all__ = [
     "LINE_MAX_BYTES",
+    "OVERLONG_LINE",
     "UnreadableSegmentError",
     "iter_lines",
     "open_live",

@@ -134,3 +134,46 @@ async def test_the_cost_of_a_live_journal_ending_in_zeros_is_read_in_bounded_mem
     assert code == 200 and isinstance(status, dict) and status["cost"] is not None
     assert status["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
     assert peak < 128 << 20
+
+
+async def _decisions_peak(state_dir: Path, **params: str | int) -> tuple[int, object, int]:
+    async with serve_api(state_dir) as api:
+        tracemalloc.start()
+        try:
+            code, page = await api.get("/api/decisions", **params)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    return code, page, peak
+
+
+async def test_decisions_since_across_zeros_in_the_live_journal_are_read_in_bounded_memory(
+    state_dir: Path,
+) -> None:
+    """/api/decisions?since= iterated the segments' lines, so a run of zeros a crash left (512 MB
+    here: the file extended, not written; the daemon appended after it on restart) was read as
+    one line, whole. A run of 16 MB without a newline is now passed over as no line."""
+    live = state_dir / "logs" / "decisions.jsonl"
+    os.truncate(live, live.stat().st_size + (512 << 20))
+    with live.open("ab") as out:
+        out.write(b"\n" + decision_line(9, T0_MS + 3_600_000))
+    code, page, peak = await _decisions_peak(state_dir, since=T0_MS, limit=100)
+    assert code == 200 and isinstance(page, dict)
+    assert [d["at_ms"] for d in page["decisions"]][-2:] == [T0_MS + 4 * 60_000, T0_MS + 3_600_000]
+    assert peak < 128 << 20
+
+
+async def test_the_newest_decisions_across_a_rotated_segment_of_zeros_in_bounded_memory(
+    state_dir: Path,
+) -> None:
+    """With too few decisions in the live file the newest are read across every segment
+    (``iter_lines``), which read a rotated segment's run of zeros as one line, whole."""
+    segment = state_dir / "logs" / SEGMENT
+    segment.write_bytes(old_lines())
+    os.truncate(segment, segment.stat().st_size + (512 << 20))
+    with segment.open("ab") as out:
+        out.write(b"\n")
+    code, page, peak = await _decisions_peak(state_dir, limit=60)
+    assert code == 200 and isinstance(page, dict)
+    assert len(page["decisions"]) == 55 and page["segments_read"] == 1
+    assert peak < 128 << 20
