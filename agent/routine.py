@@ -28,6 +28,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError
 from core.events import DecisionMade
+from core.failure_streak import FailureStreak
 from memory.tiers import TierError
 from state.decision_line import decision_line
 from state.journal import PlainJson, plain_or_as_is
@@ -113,6 +114,7 @@ class DecisionRoutine:
         self._failpoint = failpoint
         self._after_execution = after_execution
         self._trading = trading
+        self._unsaved = FailureStreak()
         self._pending: dict[str, None] = {}  # ordered set of reasons waiting for the next run
         self._wake = asyncio.Event()
         self._seq = 0
@@ -318,10 +320,15 @@ class DecisionRoutine:
             # tracker keeps of each position there, so nothing new opens until a person looks
             why = f"runner state could not be saved: {type(exc).__name__}: {exc}"
             record["state_error"] = why
-            log.error("decision %s: %s", record["decision_id"], why)
+            if self._unsaved.failed(str(exc)):  # said when it starts: not at every decision
+                log.error("decision %s: %s; kept in memory", record["decision_id"], why)
             if self._trading is not None:
-                self._trading.halt(f"decision {record['decision_id']}: {why}")
+                if not self._trading.halted:
+                    self._trading.halt(f"decision {record['decision_id']}: {why}")
                 record["trading"] = self._trading.state.mode
+            return
+        if failures := self._unsaved.ended():
+            log.warning("runner state saved again after %d failed saves", failures)
 
     async def _write(self, record: dict[str, Any], started: float) -> None:
         log.debug(

@@ -99,6 +99,10 @@ class TradingSwitch:
         self._store.set_trading(new)
         try:
             self._store.save()
+        except OSError as exc:  # the file's own condition (a full disk, a FIFO): no traceback
+            log.error(
+                "could not save the trading state (%s); kept in memory for the next save", exc
+            )
         except Exception:
             log.exception("could not save the trading state; kept in memory for the next save")
         self._record(new)

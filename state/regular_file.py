@@ -22,12 +22,25 @@ def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
     file (a directory, a device, a FIFO, a socket), ``FileNotFoundError`` when there is none."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise IsADirectoryError(f"{path} is not a regular file")
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise IsADirectoryError(f"{path} is not a regular file ({_kind(mode)})")
         return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
+
+
+def _kind(mode: int) -> str:
+    """What stands where a file was expected: its message called a FIFO a directory (the
+    error's type), and a person looked for a folder that was not there."""
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def open_regular_text(path: Path | str, *, encoding: str = "utf-8") -> TextIOWrapper:

@@ -113,6 +113,7 @@ class RunnerStateStore:
         self._last_good_path = last_good_path(self._path)
         self._last_good_data: bytes | None = None
         self._rendered: tuple[RunnerState, bytes] | None = None
+        self._not_a_file: FileStamp | None = None  # what poll last found there, said once
 
     @property
     def path(self) -> Path:
@@ -231,11 +232,25 @@ class RunnerStateStore:
             stamp = None
         if stamp == self._file.stamp and (self._file.confirmed or stamp is None):
             return None
+        if stamp is not None and stamp == self._not_a_file:
+            return None
         try:
-            return self._examine_file()
+            report = self._examine_file()
         except FileInFluxError:
             log.debug("%s is being written; looking again on the next poll", self._path)
             return None
+        except IsADirectoryError as exc:
+            # a FIFO or a folder put there: a condition to say once, not a failed look to retry
+            # and log at every poll for as long as it stays (saves fail meanwhile: see save)
+            self._not_a_file = stamp
+            log.error(
+                "%s: the daemon keeps its state in memory and cannot save it until that is "
+                "removed (its next save writes the file)",
+                exc,
+            )
+            return None
+        self._not_a_file = None
+        return report
 
     def save(self) -> tuple[StateEditReport, ...]:
         """Write the current state atomically, after merging (or keeping aside) any pending edit.
