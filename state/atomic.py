@@ -24,11 +24,12 @@ import errno
 import functools
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from state.regular_file import read_bytes_or_none
+from state.regular_file import not_a_regular_file, read_bytes_or_none
 
 #: temporary files are ``.<target name>.<random hex>.tmp`` in the target's directory
 _TMP_PREFIX = "."
@@ -158,7 +159,14 @@ def _swap_into_place(tmp: Path, target: Path) -> bytes | None:
     except BaseException:
         tmp.unlink()  # nothing was swapped: tmp still holds our data
         raise
-    # tmp now names the previous file
+    # tmp now names the previous file. Only a regular file is read: reading a FIFO swapped out
+    # blocked for ever (the daemon's loop with it), and a folder was left under tmp's hidden
+    # name; either is exchanged back, untouched, and named
+    mode = os.stat(tmp).st_mode
+    if not stat.S_ISREG(mode):
+        _renameat2(tmp, target, _RENAME_EXCHANGE)
+        tmp.unlink()
+        raise not_a_regular_file(target, mode)
     previous = tmp.read_bytes()
     tmp.unlink()
     return previous

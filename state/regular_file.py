@@ -24,11 +24,16 @@ def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise IsADirectoryError(f"{path} is not a regular file ({_kind(mode)})")
+            raise not_a_regular_file(path, mode)
         return os.fdopen(fd, "rb", buffering=buffering)
     except BaseException:
         os.close(fd)
         raise
+
+
+def not_a_regular_file(path: Path | str, mode: int) -> IsADirectoryError:
+    """The error for ``path``, found to be of ``mode`` (a ``st_mode``), saying what it is."""
+    return IsADirectoryError(f"{path} is not a regular file ({_kind(mode)})")
 
 
 def _kind(mode: int) -> str:
@@ -87,6 +92,7 @@ def read_bytes_or_none(path: Path | str, *, max_bytes: int | None = None) -> byt
 
 __all__ = [
     "FileTooLargeError",
+    "not_a_regular_file",
     "open_regular_file",
     "open_regular_text",
     "read_bytes_or_none",
