@@ -21,15 +21,19 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from core.clock import Clock
 from core.failure_streak import FailureStreak
 from core.jsonread import loads_json
 from state.atomic import overwrite_bytes
 from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
+
+#: the most of the heartbeat file that is read: a beat is about a kilobyte
+HEARTBEAT_MAX_BYTES: Final = 1 << 20
 
 #: what the daemon adds to each beat: {"market": {stream: {"last_frame_ms": ms | None,
 #: "silent_real_secs": s}}, "trading": {...}, "journal_error": str | None}
@@ -116,8 +120,10 @@ def check_health(
     """Healthy when the heartbeat is fresh and (if it carries them) the market, the journal and
     trading are fine. ``market_stale_secs=None`` skips the market check."""
     try:
-        mtime_secs = path.stat().st_mtime
-        raw = path.read_bytes()
+        # a FIFO there hung the check (the HEALTHCHECK, vigil status); a sparse file of gigabytes
+        # was read whole. A beat is a kilobyte or so
+        st, raw = read_regular_file(path, max_bytes=HEARTBEAT_MAX_BYTES)
+        mtime_secs = st.st_mtime
     except FileNotFoundError:
         return _unhealthy(f"no heartbeat file at {path}", None)
     except OSError as exc:
