@@ -17,10 +17,13 @@ from broker.orders import Mark, PaperOrder
 from core.jsonread import UnreadableJsonError, loads_json
 from state.atomic import atomic_write_bytes
 from state.json_checks import lone_surrogate
+from state.regular_file import read_bytes_or_none
 
 #: the version this code writes and reads; any other version is refused
 SCHEMA_VERSION: Final = 1
 DOCUMENT_KIND: Final = "vigil.paper_broker"
+#: the most of the file that is read: an account with its recent orders is kilobytes
+PAPER_STATE_MAX_BYTES: Final = 16 << 20
 
 
 class InvalidPaperStateError(ValueError):
@@ -73,12 +76,11 @@ def parse_document(data: bytes) -> PaperBookDocument:
 
 
 def read_document(path: Path) -> PaperBookDocument | None:
-    """The document at ``path``; None when there is no file. ``OSError`` for unreadable files."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return parse_document(data)
+    """The document at ``path``; None when there is no file. ``OSError`` for unreadable files:
+    anything but a regular file (a FIFO hung the start, ``vigil status`` and the API's event
+    loop), or one over ``PAPER_STATE_MAX_BYTES`` (a sparse file of gigabytes was read whole)."""
+    data = read_bytes_or_none(path, max_bytes=PAPER_STATE_MAX_BYTES)
+    return None if data is None else parse_document(data)
 
 
 def write_document(path: Path, document: PaperBookDocument, *, durable: bool = True) -> None:
