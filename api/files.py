@@ -121,7 +121,8 @@ class StateDirFiles:
         except TradesFileError as exc:
             raise StateFileError(str(exc)) from None
         except OSError as exc:  # a folder in its place, no permission: was a 500
-            raise StateFileError(f"{self.trades_path} cannot be read: {exc.strerror}") from None
+            why = exc.strerror or str(exc)  # "None" for an error raised with a message only
+            raise StateFileError(f"{self.trades_path} cannot be read: {why}") from None
         if since_ms is not None:
             return [r for r in rows if r.at_ms > since_ms][:limit]
         return rows[-limit:]

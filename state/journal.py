@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
@@ -27,6 +27,7 @@ from core.clock import Clock, WallClock
 from core.errors import RefuseToStartError
 from state.append_file import AppendOnlyFile, JournalClosedError, repair_torn_tail
 from state.journal_health import JournalHealth, degraded_record
+from state.regular_file import open_regular_file
 from state.rotation import JournalRotationConfig
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
@@ -329,9 +330,23 @@ class CsvJournal(_Journal):
 
 
 def read_csv_rows(path: Path | str) -> list[dict[str, str]]:
-    """Every row of a CSV journal as column -> text (for tests and reports)."""
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    """Every row of a CSV journal as column -> text (for tests and reports). Only a regular file
+    is opened (``IsADirectoryError`` otherwise: a FIFO blocked the open until someone wrote to
+    it), and a line over ``CSV_LINE_MAX_CHARS`` is ``csv.Error`` as it is read: the zeros a crash
+    can leave after the last row were read as one line, whole, before csv refused them."""
+    with open_regular_file(path) as raw, io.TextIOWrapper(raw, "utf-8", newline="") as fh:
+        return list(csv.DictReader(_bounded_lines(fh, path)))
+
+
+#: far past any row vigil writes (about 100 characters)
+CSV_LINE_MAX_CHARS: Final = 1 << 20
+
+
+def _bounded_lines(fh: io.TextIOWrapper, path: Path | str) -> Iterator[str]:
+    while line := fh.readline(CSV_LINE_MAX_CHARS):
+        if len(line) == CSV_LINE_MAX_CHARS and not line.endswith("\n"):
+            raise csv.Error(f"{path}: a line over {CSV_LINE_MAX_CHARS:,} characters")
+        yield line
 
 
 def _checked_columns(columns: Sequence[str]) -> tuple[str, ...]:

@@ -5,12 +5,15 @@ answer naming it (409, or the figure null with its reason), never a 500."""
 from __future__ import annotations
 
 import json
+import os
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.api_support import serve_api, write_state_dir
+from fakes.fifo import released_fifo
 
 
 @pytest.fixture
@@ -153,3 +156,35 @@ async def test_a_trades_file_that_cannot_be_read_is_a_409_naming_it(
         assert r.status == 409
         detail = strict_json(await r.text())["detail"]  # type: ignore[index]
     assert "trades.csv" in detail and reason in detail
+
+
+async def test_a_fifo_at_the_trades_file_is_a_409_not_a_request_that_never_ends(
+    state_dir: Path,
+) -> None:
+    """trades.csv was opened with a plain open, which waits on a FIFO for a writer: the request
+    never answered, and each one held a worker thread for ever."""
+    path = state_dir / "logs" / "trades.csv"
+    path.unlink()
+    os.mkfifo(path)
+    with released_fifo(path) as released:
+        async with serve_api(state_dir) as api:
+            code, body = await api.get("/api/trades")
+    assert not released(), "the API blocked on the FIFO"
+    assert code == 409 and isinstance(body, dict)
+    assert f"{path} cannot be read" in body["detail"] and "(a FIFO)" in body["detail"]
+
+
+async def test_a_trades_file_ending_in_zeros_is_a_409_in_bounded_memory(state_dir: Path) -> None:
+    """The zeros a crash can leave after the last row (512 MB here) were read as one line, whole,
+    then decoded, before csv refused the NUL in it."""
+    path = state_dir / "logs" / "trades.csv"
+    os.truncate(path, path.stat().st_size + (512 << 20))
+    async with serve_api(state_dir) as api:
+        tracemalloc.start()
+        try:
+            code, body = await api.get("/api/trades")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert code == 409 and isinstance(body, dict) and "trades.csv" in body["detail"]
+    assert peak < 128 << 20
