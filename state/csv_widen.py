@@ -13,7 +13,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -29,9 +31,11 @@ def widen_csv_columns(path: Path, older: Sequence[str], columns: Sequence[str]) 
     if columns[: len(older)] != older or len(columns) == len(older):
         raise ValueError(f"{older} is not a strict prefix of {columns}")
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)[1]
     except FileNotFoundError:
         return False
+    except IsADirectoryError as exc:  # a FIFO's read hung the start, past SIGTERM
+        raise RefuseToStartError(f"{exc}: move it away and start again") from None
     header = _line(older)
     if not data.startswith(header):
         return False
