@@ -18,10 +18,7 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/vigil --state-dir $(STATE_DIR) run --sim
 
-# lint and mypy run beside pytest: on a fresh clone mypy alone takes about a minute before pytest
-# would start. A failure of any of the three fails make test (after the others end).
-test: $(STAMP)
-	$(MAKE) --no-print-directory -j3 lint typecheck pytest
+test: $(STAMP) lint typecheck pytest
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
