@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	./scripts/ensure-chromium
-	$(BIN)/pytest -q -n 3 --dist loadgroup
+	$(BIN)/pytest -q -n 3 --dist loadfile
 
 # the property tests (the files with @given) at 1000 examples each, or a test's own larger count
 # (profile "deep": tests/conftest.py, tests/property_budget.py); make test runs each at most 100

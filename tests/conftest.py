@@ -20,11 +20,6 @@
 - Hypothesis has no per-example deadline: its default (200 ms) fails a correct test on a loaded
   machine, and the suite must pass with another ``make test`` running beside it. Examples stay
   bounded by pytest-timeout.
-- Tests are spread over the xdist workers one by one (``--dist loadgroup``, Makefile), except
-  those that must share a worker with the rest of their file: every file outside ``tests/unit``
-  (a replay, a daemon or a server made once for the module) and a unit file with a fixture wider
-  than a test of its own (``_shares_its_file``). Spread file by file (``loadfile``), a file of
-  slow property tests that came last ran alone for minutes while the other workers idled.
 - ``HYPOTHESIS_PROFILE=ci`` (set by ``.ci/run``) derandomizes Hypothesis: each property
   test draws the same examples on every run, so a CI result follows from the commit alone and
   a red run is reproducible. A plain ``make test`` draws fresh examples each time, to explore.
@@ -38,7 +33,6 @@
 import logging
 import os
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -55,30 +49,6 @@ settings.register_profile("vigil", deadline=None, derandomize=False)
 settings.register_profile("ci", settings.get_profile("vigil"), derandomize=True)
 settings.register_profile("deep", settings.get_profile("vigil"), max_examples=DEEP_MIN)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "vigil"))
-
-
-TESTS = Path(__file__).resolve().parent
-UNIT = TESTS / "unit"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if _shares_its_file(item):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
-
-
-def _shares_its_file(item: pytest.Item) -> bool:
-    if not item.path.is_relative_to(UNIT):
-        return True
-    info = getattr(item, "_fixtureinfo", None)  # pytest's, on every test function
-    if info is None:
-        return True
-    for defs in info.name2fixturedefs.values():
-        for fixturedef in defs:
-            ours = fixturedef.baseid.startswith("tests/") and fixturedef.baseid != "tests"
-            if ours and fixturedef.scope != "function":
-                return True
-    return False
 
 
 def _pytests(handler: logging.Handler) -> bool:
