@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,18 @@ HANG_GUARD_SECS = 60.0
 
 def outcome_beside_fifo(call: Callable[[], object], fifo: Path) -> object:
     """What ``call`` returned, or the exception it raised (for the test to judge)."""
+    return outcome_unless_blocked(call, [fifo], f"the FIFO at {fifo}")
+
+
+def outcome_unless_blocked(
+    call: Callable[[], object],
+    fifos: Callable[[], Iterable[Path]] | Iterable[Path],
+    where: str,
+    guard_secs: float = HANG_GUARD_SECS,
+) -> object:
+    """What ``call`` returned or raised; if it is still blocked after ``guard_secs``, a writer
+    opens each of ``fifos`` (a callable: asked again each round, for a FIFO that moved) until it
+    is released, and the test fails naming ``where``."""
     got: list[object] = []
 
     def run() -> None:
@@ -28,11 +40,14 @@ def outcome_beside_fifo(call: Callable[[], object], fifo: Path) -> object:
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
-    worker.join(HANG_GUARD_SECS)
+    worker.join(guard_secs)
     if worker.is_alive():
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))  # the writer that releases it
-        worker.join(HANG_GUARD_SECS)
-        pytest.fail(f"blocked on the FIFO at {fifo}")
+        while worker.is_alive():
+            for fifo in fifos() if callable(fifos) else fifos:
+                with contextlib.suppress(OSError):  # ENXIO: no reader waits on this one
+                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            worker.join(0.05)
+        pytest.fail(f"blocked on {where}")
     return got[0]
 
 

@@ -8,13 +8,12 @@ write is left, and the error says what stands there."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes.fifo import outcome_unless_blocked
 
 from core.clock import VirtualClock
 from state.atomic import replace_if_holds
@@ -26,25 +25,9 @@ HANG_GUARD_SECS = 30.0  # a guard against a hang only: a save that does not bloc
 def _outcome(call: Callable[[], object], folder: Path) -> object:
     """What ``call()`` returned or raised; if it blocks on a FIFO anywhere in ``folder`` (the
     exchange moves it to a hidden name) past the guard, a writer releases it and the test fails."""
-    got: list[object] = []
-
-    def run() -> None:
-        try:
-            got.append(call())
-        except BaseException as exc:  # handed to the test
-            got.append(exc)
-
-    worker = threading.Thread(target=run, daemon=True)
-    worker.start()
-    worker.join(HANG_GUARD_SECS)
-    if worker.is_alive():
-        while worker.is_alive():
-            for entry in folder.iterdir():
-                with contextlib.suppress(OSError):  # ENXIO: no reader waits on this one
-                    os.close(os.open(entry, os.O_WRONLY | os.O_NONBLOCK))
-            worker.join(0.05)
-        pytest.fail(f"blocked on a FIFO in {folder}")
-    return got[0]
+    return outcome_unless_blocked(
+        call, lambda: list(folder.iterdir()), f"a FIFO in {folder}", HANG_GUARD_SECS
+    )
 
 
 @pytest.mark.parametrize("kind", ["fifo", "folder"])
