@@ -11,26 +11,11 @@ from pathlib import Path
 
 import pytest
 from fakes.api_support import serve_api, write_state_dir
+from fakes.save_race import save_after_tmp_written
 
 import state.atomic
 from state.models import parse_state_bytes, render_state
 from state.trading import HALTED, TradingState
-
-
-def _save_after_tmp_written(
-    monkeypatch: pytest.MonkeyPatch, path: Path, save: bytes
-) -> list[bytes]:
-    real = state.atomic._write_durable_tmp
-    landed: list[bytes] = []
-
-    def step(target: Path, data: bytes, *, durable: bool = True) -> tuple[Path, object]:
-        if target == path and not landed:
-            path.write_bytes(save)  # in place, as many editors save
-            landed.append(save)
-        return real(target, data, durable=durable)
-
-    monkeypatch.setattr(state.atomic, "_write_durable_tmp", step)
-    return landed
 
 
 async def test_a_halt_saved_during_a_notes_edit_is_kept(
@@ -45,7 +30,7 @@ async def test_a_halt_saved_during_a_notes_edit_is_kept(
     halted = TradingState(mode=HALTED, reason="audit", since_ms=1, by="cli")
     saved = render_state(before.model_copy(update={"trading": halted, "agent_memory": "mine"}))
     async with serve_api(state_dir) as api:
-        landed = _save_after_tmp_written(monkeypatch, path, saved)
+        landed = save_after_tmp_written(monkeypatch, path, saved)
         url = api.url + "/api/memory/notes"
         async with api.session.put(url, headers=api.auth, json={"notes": "flat until CPI"}) as r:
             code, body = r.status, await r.json()

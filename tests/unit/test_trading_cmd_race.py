@@ -10,27 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes.save_race import save_after_tmp_written
 
-import state.atomic
 from runner.cli import main
 from state.models import RunnerState, parse_state_bytes, render_state
 from state.trading import HALTED, TradingState
-
-
-def _save_after_tmp_written(
-    monkeypatch: pytest.MonkeyPatch, path: Path, save: bytes
-) -> list[bytes]:
-    real = state.atomic._write_durable_tmp
-    landed: list[bytes] = []
-
-    def step(target: Path, data: bytes, *, durable: bool = True) -> tuple[Path, object]:
-        if target == path and not landed:
-            path.write_bytes(save)  # in place, as many editors save
-            landed.append(save)
-        return real(target, data, durable=durable)
-
-    monkeypatch.setattr(state.atomic, "_write_durable_tmp", step)
-    return landed
 
 
 @pytest.mark.parametrize("command", ["halt", "resume"])
@@ -42,7 +26,7 @@ def test_a_person_s_save_during_the_write_is_merged_not_overwritten(
     before = RunnerState(notes="first", trading=halted if command == "resume" else TradingState())
     path.write_bytes(render_state(before))
     saved = render_state(before.model_copy(update={"notes": "first, then a second thought"}))
-    landed = _save_after_tmp_written(monkeypatch, path, saved)
+    landed = save_after_tmp_written(monkeypatch, path, saved)
     argv = ["--state-dir", str(tmp_path), "trading", command]
     assert main([*argv, "--reason", "audit"] if command == "halt" else argv) == 0
     assert landed  # the save did land between the read and the replace
