@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.cost_accounting import line_problem
-from broker.paper_store import InvalidPaperStateError, PaperBookDocument, parse_document
+from broker.paper_store import InvalidPaperStateError, PaperBookDocument, read_document
 from core.clock import RECORDING_YEARS, is_recording_time
 from market.guard import is_price
 from report.learning import projected_learning
@@ -164,12 +164,15 @@ def read_fills(path: Path) -> list[Fill]:
 
 
 def read_ledger(path: Path) -> PaperBookDocument | None:
-    if not path.is_file():
-        return None
+    """The paper ledger, None when the run has none. Read as the broker reads it: a sparse or
+    padded file of gigabytes was read whole, and a FIFO or directory passed as "no ledger"."""
     try:
-        return parse_document(path.read_bytes())
+        return read_document(path)
     except InvalidPaperStateError as exc:
         raise RunFolderError(f"{path}: {exc}") from None
+    except OSError as exc:  # not a regular file, over PAPER_STATE_MAX_BYTES, unreadable
+        said = str(exc)  # the reader's own errors name the file already
+        raise RunFolderError(said if str(path) in said else f"{path}: {said}") from None
 
 
 def ledger_value(doc: PaperBookDocument) -> float | None:

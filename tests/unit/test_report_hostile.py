@@ -19,7 +19,7 @@ from fakes.report_support import DECISIONS, FILLS, T0, decision_line, write_run
 
 from broker.ledger import Ledger
 from broker.orders import Mark
-from broker.paper_store import PaperBookDocument, render_document
+from broker.paper_store import PAPER_STATE_MAX_BYTES, PaperBookDocument, render_document
 from runner.cli import EXIT_USAGE, main
 
 
@@ -407,3 +407,37 @@ def test_true_is_not_an_equity_or_a_price(
     assert document["metrics"]["start_equity_usd"] == 10_500.0  # the second line's
     drawn = [point["at_ms"] for point in document["buy_and_hold"]["BTC/USDT"]]
     assert T0 in drawn and T0 + 12 * 3_600_000 not in drawn
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (os.mkfifo, "is not a regular file (a FIFO)"),
+        (os.mkdir, "is not a regular file (a directory)"),
+    ],
+    ids=["fifo", "directory"],
+)
+def test_a_ledger_that_is_not_a_file_is_refused_not_taken_as_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Callable[[Path], object], said: str
+) -> None:
+    run = write_run(tmp_path)
+    ledger = run / "paper_broker.json"
+    make(ledger)
+    assert outcome_beside_fifo(lambda: main(["report", str(run)]), ledger) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{ledger} {said}" in err and "Traceback" not in err
+    assert not (run / "report.json").exists()
+
+
+def test_a_ledger_over_the_brokers_bound_is_refused_unread(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = write_run(tmp_path)
+    _ledger(run, lambda document: None)
+    ledger = run / "paper_broker.json"
+    with ledger.open("ab") as fh:  # still valid JSON: padded with spaces past the bound
+        fh.write(b" " * PAPER_STATE_MAX_BYTES)
+    assert main(["report", str(run)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"{ledger} is " in err and f"over the {PAPER_STATE_MAX_BYTES:,} read" in err
+    assert not (run / "report.json").exists()
