@@ -77,7 +77,8 @@
       $("gate-layers").textContent = s.unavailable.gate || "";
     }
     const age = s.heartbeat_age_secs;
-    show("heartbeat", age === null ? "none" : `${num(age, 0)} s ago`, age);
+    // no age is no file, or one dated in the future: the API says which, as vigil status does
+    show("heartbeat", age === null ? s.unavailable.heartbeat || "none" : `${num(age, 0)} s ago`, age);
     const loops = s.loops || [];
     const down = loops.filter((l) => l.state !== "running");
     $("loops").textContent = loops.length ? (down.length ? `not running: ${down.map((l) => l.name).join(", ")}` : `${loops.length} loops running`) : "";
