@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from yarl import URL
 
 from core.backoff import Backoff
 
@@ -42,10 +43,25 @@ class WebhookConfig(BaseModel):
     def _telegram_needs_a_chat(self) -> WebhookConfig:
         if self.kind == "telegram" and not self.chat_id:
             raise ValueError("a telegram webhook needs chat_id")
-        scheme = self.url.get_secret_value().split("://", 1)[0]
-        if scheme not in {"http", "https"}:
-            raise ValueError(f"a webhook url must be http(s), not {scheme!r}")
+        _check_url(self.url.get_secret_value())
         return self
+
+
+def _check_url(url: str) -> None:
+    """Refuse a url no POST can reach: each notification to it was retried as if the hook were
+    down. The url is never quoted (it holds the hook's secret; with no ``://`` the whole of it
+    was quoted as its scheme)."""
+    try:
+        parsed = URL(url)
+        host, port = parsed.host, parsed.port
+    except ValueError:  # a port that is not a number or past 65535, an unclosed [
+        raise ValueError("a webhook url that cannot be read (its port, host or brackets)") from None
+    if parsed.scheme not in {"http", "https"}:
+        raise ValueError("a webhook url must be http(s)://host/...")
+    if not host:
+        raise ValueError("a webhook url with no host")
+    if not port:
+        raise ValueError("a webhook url with port 0")
 
 
 class NotifyConfig(BaseModel):

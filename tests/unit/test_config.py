@@ -407,6 +407,32 @@ def test_a_refused_webhook_never_quotes_its_url(
     assert SECRET not in message
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (f"https://hooks.example:99999/{SECRET}", "port"),
+        (f"https://hooks.example:0/{SECRET}", "port"),
+        (f"https://hooks.example:abc/{SECRET}", "port"),
+        (f"https:///{SECRET}", "no host"),
+        (f"https://:443/{SECRET}", "host"),
+        (f"https://[::1/{SECRET}", "cannot be read"),
+        (f"hooks.example/{SECRET}", "http(s)"),
+        (f"https//hooks.example/{SECRET}", "http(s)"),
+    ],
+    ids=["port 99999", "port 0", "port abc", "no host", "port only", "bracket", "no scheme",
+         "no colon"],
+)  # fmt: skip
+def test_a_webhook_url_no_post_can_reach_is_refused_at_start_unquoted(
+    monkeypatch: pytest.MonkeyPatch, url: str, said: str
+) -> None:
+    # each was accepted and every notification to it retried as if the hook were down, or (no
+    # "://") the whole url, secret and all, was quoted as the scheme it lacked
+    monkeypatch.setenv("VIGIL_NOTIFY__WEBHOOKS", json.dumps([{"url": url}]))
+    message = _refusal()
+    assert "notify.webhooks.0" in message and said in message
+    assert SECRET not in message
+
+
 def test_webhooks_the_environment_cannot_parse_are_not_quoted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
