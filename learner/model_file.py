@@ -23,6 +23,12 @@ SCHEMA_VERSION = 1
 #: gigabytes was read whole at start
 LEARNER_FILE_MAX_BYTES = 64 * 1024 * 1024
 
+#: the most signals (arms) and regimes a model holds: a run learns one arm per signal name
+#: (``agent.signal_names``, ~20) and a regime per volatility level or custom label; thousands,
+#: each drawn and shown in every decision's snapshot, are a damaged or hand-made file
+MAX_SIGNALS = 256
+MAX_REGIMES = 256
+
 #: above about 9e307, ``random.betavariate`` never returns (``2 * alpha`` overflows and its
 #: rejection test compares NaN); the learner's own updates stay near ``1 / (1 - discount)``
 MAX_EVIDENCE = 1e12
@@ -57,11 +63,16 @@ class TradeRecord(_Frozen):
     trade_id: str | None = None
 
 
+Posteriors = Annotated[dict[str, PosteriorRecord], Field(max_length=MAX_SIGNALS)]
+
+
 class LearnerFile(_Frozen):
     schema_version: int = SCHEMA_VERSION
-    global_posteriors: dict[str, PosteriorRecord] = Field(default_factory=dict)
-    regime_posteriors: dict[str, dict[str, PosteriorRecord]] = Field(default_factory=dict)
-    regime_counts: dict[str, Annotated[int, Field(ge=0)]] = Field(default_factory=dict)
+    global_posteriors: Posteriors = Field(default_factory=dict)
+    regime_posteriors: dict[str, Posteriors] = Field(default_factory=dict, max_length=MAX_REGIMES)
+    regime_counts: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=dict, max_length=MAX_REGIMES
+    )
     recent_trades: list[TradeRecord] = Field(default_factory=list)
 
 

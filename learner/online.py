@@ -41,6 +41,8 @@ from typing import Any, Literal, NamedTuple
 from core.errors import RefuseToStartError
 from core.events import Event, PositionExit
 from learner.model_file import (
+    MAX_REGIMES,
+    MAX_SIGNALS,
     InvalidLearnerFileError,
     LearnerFile,
     PosteriorRecord,
@@ -140,6 +142,9 @@ class OnlineLearner:
         )
         pnl_fraction = pnl_pct / 100.0
         outcomes = {name: outcome_for(value, pnl_fraction) for name, value in signals.items()}
+        self._check_room(
+            regime, [name for name, outcome in outcomes.items() if outcome is not None]
+        )
         regime_table = self._regimes.setdefault(regime, {}) if regime is not None else None
         for name, outcome in outcomes.items():
             if outcome is None:
@@ -159,6 +164,18 @@ class OnlineLearner:
         self._unsaved = True
         self._save_or_log()
         return True
+
+    def _check_room(self, regime: str | None, names: list[str]) -> None:
+        """``ValueError`` when learning ``names`` in ``regime`` would grow the model past what
+        ``read_learner_file`` loads: entry signals come from a state file a person may edit, and
+        a model saved past the bound would refuse the next start."""
+        new = sum(name not in self._global for name in names)
+        if len(self._global) + new > MAX_SIGNALS:
+            raise ValueError(
+                f"learning {new} new signal(s) would make more than {MAX_SIGNALS} signals"
+            )
+        if regime is not None and regime not in self._regimes and len(self._regimes) >= MAX_REGIMES:
+            raise ValueError(f"a new regime {regime!r} would make more than {MAX_REGIMES} regimes")
 
     def on_position_exit(self, event: Event, trade_id: str | None = None) -> None:
         """Learn one ``position.exit`` (the daemon feeds it from the exits outbox, with the
