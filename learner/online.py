@@ -50,7 +50,7 @@ from learner.model_file import (
     read_learner_file,
     write_learner_file,
 )
-from learner.regime_key import regime_key
+from learner.regime_key import regime_key, rekeyed
 from learner.thompson import BetaPosterior, outcome_for
 from state.atomic import remove_stale_tmp_files
 
@@ -314,9 +314,23 @@ class OnlineLearner:
         if model is None:
             log.info("learner: no model at %s yet, starting from the prior", path)
             return
+        try:
+            regimes, dropped = rekeyed(dict(model.regime_posteriors))
+            counts, dropped_counts = rekeyed(dict(model.regime_counts))
+        except ValueError as exc:
+            raise RefuseToStartError(
+                f"learner model {path} cannot be used ({exc}); it was left untouched: merge "
+                "them by hand, or move the file away to start learning from scratch"
+            ) from None
+        if dropped or dropped_counts:
+            log.warning(
+                "learner: %s: regime keys that are no regime, not loaded: %s",
+                path,
+                sorted({*dropped, *dropped_counts}),
+            )
         self._global = _posteriors(model.global_posteriors)
-        self._regimes = {r: _posteriors(t) for r, t in model.regime_posteriors.items()}
-        self._regime_counts = dict(model.regime_counts)
+        self._regimes = {r: _posteriors(t) for r, t in regimes.items()}
+        self._regime_counts = counts
         self._trades.extend(model.recent_trades)  # the deque keeps only the last ``window``
         self._trade_dicts = None
         self._readings.clear()

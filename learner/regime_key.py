@@ -13,7 +13,9 @@ Every regime the learner is given, for learning or for reading, goes through ``r
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, TypeVar
+
+T = TypeVar("T")
 
 VOLATILITY_LEVELS: Final = ("low_volatility", "medium_volatility", "high_volatility")
 NO_REGIME: Final = frozenset({"", "unknown", "unavailable"})
@@ -29,3 +31,22 @@ def regime_key(label: str | None) -> str | None:
         if text.lower().startswith(level):
             return level
     return text
+
+
+def rekeyed(table: dict[str, T]) -> tuple[dict[str, T], list[str]]:
+    """``table`` keyed by ``regime_key`` as a saved model is read (a file's keys were taken as
+    they were, and one a person spelt otherwise never matched a regime again), and the keys
+    dropped as no regime. ``ValueError`` when two keys are one regime: which to keep is not
+    ours to guess."""
+    kept: dict[str, T] = {}
+    spelt: dict[str, str] = {}
+    dropped: list[str] = []
+    for label, value in table.items():
+        key = regime_key(label)
+        if key is None:
+            dropped.append(label)
+        elif key in kept:
+            raise ValueError(f"{spelt[key]!r} and {label!r} are both the regime {key!r}")
+        else:
+            kept[key], spelt[key] = value, label
+    return kept, dropped
