@@ -29,7 +29,7 @@ from runner.cli_text import finite_number, path_argument, utf8_text, whole_numbe
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import as_one_line, line_text_problem, terminal_safe_json
-from state.regular_file import read_regular_text
+from state.regular_file import open_regular_file
 
 
 def add_graph_commands(cmd: Any) -> None:
@@ -270,35 +270,53 @@ async def _import(
 ) -> int:
     added = {"trade": 0, "insight": 0}
     try:  # regular files only: a FIFO blocked, a directory or unreadable file was a traceback
-        text = read_regular_text(args.file)
-    except (OSError, UnicodeDecodeError) as exc:
+        handle = open_regular_file(args.file)
+    except OSError as exc:
         print(f"vigil memory: cannot import {args.file}: {exc}", file=sys.stderr)
         return 2
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:  # a line that is not a JSON object was a traceback, the lines before it imported
-            row = orjson.loads(line)
-            if not isinstance(row, dict):
-                raise ValueError(f"not a JSON object: {line[:40]!r}")
-            kind = row.pop("type", None)
-            if kind == "trade":
-                trade = Trade.model_validate(row)
-                check_trade(trade)  # else every read leaves it out
-                added["trade"] += await store.put_trade(trade)
-            elif kind == "insight":
-                insight = Insight.model_validate(row)
-                created_time(insight.created_ms)  # stored, every read would leave it out
-                added["insight"] += await store.put_insight(insight)
-            else:
-                raise ValueError(f"unknown type {kind!r}")
-        except ValueError as exc:
+    number = 0
+    with handle:
+        try:  # one line held at a time: the file was read whole, decoded and split (3 copies)
+            while line := handle.readline(IMPORT_LINE_MAX_BYTES + 1):
+                number += 1
+                imported = await _import_line(store, line)
+                if imported is not None:
+                    added[imported[0]] += imported[1]
+        except (OSError, ValueError) as exc:  # UnicodeDecodeError is a ValueError
             print(f"vigil memory: {args.file}:{number}: {exc}", file=sys.stderr)
             return 2
     print(
         f"imported {added['trade']} trades, {added['insight']} insights (others were already there)"
     )
     return 0
+
+
+#: the longest line an import reads: an exported row is a few kB (an insight's text, vectors)
+IMPORT_LINE_MAX_BYTES = 1 << 20
+
+
+async def _import_line(store: MemoryStore, line: bytes) -> tuple[str, int] | None:
+    """Store one line's row; its kind and whether it was new, None for a blank line.
+    ``ValueError`` naming what is wrong with it."""
+    if len(line) > IMPORT_LINE_MAX_BYTES:
+        raise ValueError(f"a line over {IMPORT_LINE_MAX_BYTES:,} bytes is no exported row")
+    text = line.decode("utf-8")
+    if not text.strip():
+        return None
+    # a line that is not a JSON object was a traceback, the lines before it imported
+    row = orjson.loads(text)
+    if not isinstance(row, dict):
+        raise ValueError(f"not a JSON object: {text[:40]!r}")
+    kind = row.pop("type", None)
+    if kind == "trade":
+        trade = Trade.model_validate(row)
+        check_trade(trade)  # else every read leaves it out
+        return "trade", int(await store.put_trade(trade))
+    if kind == "insight":
+        insight = Insight.model_validate(row)
+        created_time(insight.created_ms)  # stored, every read would leave it out
+        return "insight", int(await store.put_insight(insight))
+    raise ValueError(f"unknown type {kind!r}")
 
 
 async def _stats(

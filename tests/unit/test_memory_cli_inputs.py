@@ -53,6 +53,7 @@ def test_a_limit_out_of_range_is_refused(tmp_path: Path, limit: int) -> None:
         (b"[1]\n", ":1: not a JSON object"),
         (b"5\n", ":1: not a JSON object"),
         (b"{oops\n", ":1: "),
+        (b"\n{" + b" " * (1 << 20) + b"}\n", ":2: a line over 1,048,576 bytes is no exported row"),
     ],
 )
 def test_an_import_file_it_cannot_read_is_refused(
