@@ -21,8 +21,13 @@ import orjson
 
 from memory.char_hash import HashedCharNgrams
 from memory.port import StoreUnavailableError
+from state.line_text import as_one_line
 
 LOCAL_DIM = 256
+#: one text's vector is tens of kB (3,072 floats as JSON); a larger answer is no embeddings, and
+#: it was read into memory whole
+EMBEDDINGS_MAX_BYTES = 4 << 20
+ERROR_TEXT_BYTES = 200  # of an error answer, quoted in the reason
 
 
 class TextEmbedder(Protocol):
@@ -70,17 +75,33 @@ class OpenAIEmbedder:
                 session.post(self._url, json=payload, headers=self._headers) as response,
             ):
                 if response.status != 200:
+                    # the head says why; text() read the page whole and raised
+                    # UnicodeDecodeError past every caller on one that was not UTF-8
+                    head = await response.content.read(ERROR_TEXT_BYTES)
                     raise StoreUnavailableError(
                         f"embeddings server answered {response.status}: "
-                        f"{(await response.text())[:200]}"
+                        f"{as_one_line(head.decode('utf-8', 'replace'))}"
                     )
-                raw = await response.read()
+                raw = await _read_bounded(response)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise StoreUnavailableError(f"embeddings server unreachable: {exc!r}") from exc
         try:
             return _vectors(orjson.loads(raw), len(texts))
         except ValueError as exc:
             raise StoreUnavailableError(f"embeddings server answered 200 with {exc}") from exc
+
+
+async def _read_bounded(response: aiohttp.ClientResponse) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.content.iter_any():
+        size += len(chunk)
+        if size > EMBEDDINGS_MAX_BYTES:
+            raise StoreUnavailableError(
+                f"embeddings server answered 200 with over {EMBEDDINGS_MAX_BYTES >> 20} MiB, "
+                "not read"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 #: the largest magnitude a float32 blob holds: past it a value is stored as infinity
