@@ -3,6 +3,7 @@ Slack incoming webhooks. The text is one short line a phone shows whole."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,6 +13,11 @@ from api.notify.config import EventKind, WebhookConfig
 from core.events import OrderFilled, PositionExit
 
 DISCORD_MAX_CHARS = 2000
+#: a link in the text is not unfurled into a preview of the page (Telegram's
+#: disable_web_page_preview)
+DISCORD_SUPPRESS_EMBEDS = 1 << 2
+#: what Discord reads as markdown or a mention; a backslash before each shows it as written
+_DISCORD_MARKUP = re.compile(r"([\\*_~`|\[\]<>@])")
 TELEGRAM_MAX_CHARS = 4096
 
 Scalar = str | int | float | bool | None
@@ -84,12 +90,23 @@ def payload(hook: WebhookConfig, n: Notification) -> dict[str, Any]:
             "disable_web_page_preview": True,
         }
     if hook.kind == "discord":
-        return {"content": text[:DISCORD_MAX_CHARS], "allowed_mentions": {"parse": []}}
+        return {
+            "content": _discord_escaped(text)[:DISCORD_MAX_CHARS],
+            "allowed_mentions": {"parse": []},
+            "flags": DISCORD_SUPPRESS_EMBEDS,
+        }
     if hook.kind == "slack":
         # Slack reads <!channel>, <@user> and <url|label> as commands: the text may quote an
         # exchange's or a loop's error, so its three control characters are escaped
         return {"text": text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")}
     return {"source": "vigil", "message": text, **n.model_dump(mode="json")}
+
+
+def _discord_escaped(text: str) -> str:
+    """``text`` as Discord shows it written: the text may quote an exchange's, a loop's or a
+    person's words, and ``[label](url)`` showed a link as its label only (``@everyone`` and
+    ``<@id>`` a mention, though pinging no one)."""
+    return _DISCORD_MARKUP.sub(r"\\\1", text)
 
 
 __all__ = [
