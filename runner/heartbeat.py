@@ -75,7 +75,7 @@ class Heartbeat:
         data = (json.dumps(document, sort_keys=True) + "\n").encode()
         if self._atomic:  # tmp + rename: `vigil health` never reads half a beat
             tmp = self._path.with_name(self._path.name + ".tmp")
-            tmp.write_bytes(data)
+            overwrite_bytes(tmp, data)  # a FIFO there is an OSError, not a wait for a reader
             os.replace(tmp, self._path)
         else:
             overwrite_bytes(self._path, data)

@@ -289,8 +289,12 @@ def overwrite_bytes(path: Path | str, data: bytes) -> None:
     """Replace ``path``'s content with ``data``, not atomically and not durably (for files a
     crash may tear: the reader drops a torn one). Written over the old bytes and cut to length
     rather than opened with ``O_TRUNC``: ext4 (``auto_da_alloc``) flushes a truncated file's new
-    blocks at close, about 100 us a write against 10 us this way; the bytes left are the same."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    blocks at close, about 100 us a write against 10 us this way; the bytes left are the same.
+
+    Opened without blocking (a regular file ignores the flag): a FIFO in the file's place
+    blocked the open until a reader came, on the caller's event loop. Now it is an ``OSError``
+    (ENXIO with no reader; with one, ``ftruncate``'s EINVAL, or EAGAIN once its pipe is full)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
     try:
         _write_all(fd, data)
         os.ftruncate(fd, len(data))

@@ -21,15 +21,23 @@ def outcome_beside_fifo(call: Callable[[], object], fifo: Path) -> object:
     return outcome_unless_blocked(call, [fifo], f"the FIFO at {fifo}")
 
 
+def outcome_beside_fifo_writer(call: Callable[[], object], fifo: Path) -> object:
+    """``outcome_beside_fifo`` for a call that may block opening ``fifo`` to write: a reader
+    releases it."""
+    return outcome_unless_blocked(call, [fifo], f"the FIFO at {fifo}", release=os.O_RDONLY)
+
+
 def outcome_unless_blocked(
     call: Callable[[], object],
     fifos: Callable[[], Iterable[Path]] | Iterable[Path],
     where: str,
     guard_secs: float = HANG_GUARD_SECS,
+    release: int = os.O_WRONLY,
 ) -> object:
     """What ``call`` returned or raised; if it is still blocked after ``guard_secs``, a writer
-    opens each of ``fifos`` (a callable: asked again each round, for a FIFO that moved) until it
-    is released, and the test fails naming ``where``."""
+    (``release``: a reader, for a call blocked writing) opens each of ``fifos`` (a callable:
+    asked again each round, for a FIFO that moved) until it is released, and the test fails
+    naming ``where``."""
     got: list[object] = []
 
     def run() -> None:
@@ -45,7 +53,7 @@ def outcome_unless_blocked(
         while worker.is_alive():
             for fifo in fifos() if callable(fifos) else fifos:
                 with contextlib.suppress(OSError):  # ENXIO: no reader waits on this one
-                    os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                    os.close(os.open(fifo, release | os.O_NONBLOCK))
             worker.join(0.05)
         pytest.fail(f"blocked on {where}")
     return got[0]
