@@ -4,6 +4,10 @@ from __future__ import annotations
 
 #: process exit code when the daemon refuses to start (sysexits EX_CONFIG)
 EXIT_REFUSE_TO_START = 78
+#: `vigil health` / `vigil status` found the daemon unhealthy
+EXIT_UNHEALTHY = 1
+#: a command line or input the command cannot take
+EXIT_USAGE = 2
 
 
 class VigilError(Exception):

@@ -22,11 +22,10 @@ from api.files import StateDirFiles, StateFileError
 from api.models import AccountBody, DecisionsPage, LastDecisionBody, StatusBody, TradingBody
 from api.server import read_endpoint
 from core.clock import DAY_MS
-from core.errors import EXIT_REFUSE_TO_START
+from core.errors import EXIT_REFUSE_TO_START, EXIT_UNHEALTHY
 from runner.config import Settings
 from runner.heartbeat import check_health
 
-EXIT_UNHEALTHY: Final = 1
 API_TIMEOUT_SECS: Final = 5.0
 NEEDS_DAEMON: Final = "only a running daemon knows it (its API is not serving)"
 

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
-from core.errors import RefuseToStartError
+from core.errors import EXIT_USAGE, RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
 from runner.cli_text import path_argument, pause_secs
@@ -26,7 +26,6 @@ from runner.data.layout import store_klines
 from state.line_text import as_one_line
 
 EXIT_PROBLEMS = 1
-EXIT_USAGE = 2
 
 
 def add_data_parser(sub: Any) -> None:
