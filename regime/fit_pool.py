@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pandas as pd
 
+from core.child_process import spawn_pool
 from regime.config import CryptoHmmConfig
 from regime.hmm_fit import fit_hmm
 from regime.hmm_types import FitResult, FittedHmm
@@ -94,9 +95,7 @@ class FitPool:
     def _executor(self) -> ProcessPoolExecutor:
         with self._lock:
             if self._pool is None:
-                # spawn: the daemon runs an event loop and threads, which fork would copy
-                context = multiprocessing.get_context("spawn")
-                self._pool = ProcessPoolExecutor(self.workers, mp_context=context)
+                self._pool = spawn_pool(self.workers)
                 self.starts += 1
             return self._pool
 

@@ -44,6 +44,7 @@ from typing import Any, Final, NamedTuple
 
 import orjson
 
+from core.child_process import spawn_pool
 from core.clock import utc_minute
 from memory.analyst_model import AnalystReport, DaySummary
 from memory.analyst_store import AnalystStore
@@ -136,8 +137,7 @@ def open_desk_pool() -> ProcessPoolExecutor | None:
     if multiprocessing.current_process().daemon or (os.cpu_count() or 1) < 2:
         log.info("replay analysts: run in the replay's process (one core, or a daemonic process)")
         return None
-    # spawn: the replay runs an event loop and threads, which fork would copy
-    return ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+    return spawn_pool(1)
 
 
 class AnalystsFailed(RuntimeError):

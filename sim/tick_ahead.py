@@ -34,6 +34,7 @@ from concurrent.futures import BrokenExecutor, Executor, Future, ProcessPoolExec
 from pathlib import Path
 from typing import Final, NamedTuple
 
+from core.child_process import spawn_pool
 from core.clock import DAY_MS
 from sim.feed import SimFeed
 from sim.tick_rows import ROW_WIDTH, Rows, StreamKey, instant_rows
@@ -113,8 +114,7 @@ def open_tick_pool(feed: SimFeed) -> ProcessPoolExecutor | None:
         return None
     pool = None
     try:
-        # spawn: the replay runs an event loop and threads, which fork would copy
-        pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+        pool = spawn_pool(1)
         pool.submit(_load, FeedSource.of(feed))  # its failure shows again on the first rows
     except OSError as exc:
         log.warning("replay ticks: no worker process (%s); computing them inline", exc)
