@@ -1,9 +1,11 @@
-"""Restart safety: SIGKILL the daemon at chosen points, restart it, and nothing is lost or doubled.
+"""Restart safety's case: SIGKILL the daemon at a chosen point, restart it, and nothing is lost or
+doubled (``tests/e2e/test_restart_safety_*.py``, the failpoints split in two files so that the
+suite's workers share them).
 
-Each case arms one failpoint (the daemon kills itself with SIGKILL the first time it gets there),
-waits for that death, restarts the same state dir without failpoints, lets it trade on, stops it with
-SIGTERM and checks: every journal line complete, no order placed twice, the tracker holds exactly
-the broker's positions, and the learner learned each exit once.
+One case arms one failpoint (the daemon kills itself with SIGKILL the first time it gets there),
+waits for that death, restarts the same state dir without failpoints, lets it trade on, stops it
+with SIGTERM and checks: every journal line complete, no order placed twice, the tracker holds
+exactly the broker's positions, and the learner learned each exit once.
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ import json
 import signal
 from pathlib import Path
 
-import pytest
 from fakes.daemon import daemon_env, sim_daemon, stop
 from fakes.journal_lines import journal_bytes
 
-pytestmark = pytest.mark.e2e
-
-REPO = Path(__file__).resolve().parents[2]
 MORE_DECISIONS_AFTER_RESTART = 4
+#: a case's pytest timeout: two daemons' starts and a few minutes of simulated trading
+CASE_TIMEOUT_SECS = 240
 
 
 def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
@@ -53,23 +53,8 @@ async def _until(condition: object, proc: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(0.2)  # polling files another process writes
 
 
-@pytest.mark.timeout(240)
-@pytest.mark.parametrize(
-    "failpoint",
-    [
-        "after_orders_sent",
-        "after_decision_journaled",
-        "after_fill",
-        # between the exit's fill row and the exit event: the exits outbox hands it over
-        "after_exit_fill",
-        "after_exit_outboxed",
-        "after_exit_recorded",
-        "after_exit",
-    ],
-)
-async def test_killed_at_a_failpoint_then_restarted_loses_and_doubles_nothing(
-    tmp_path: Path, failpoint: str
-) -> None:
+async def killed_then_restarted_loses_and_doubles_nothing(tmp_path: Path, failpoint: str) -> None:
+    """The case at ``failpoint`` (asserts; ``tmp_path``: the test's)."""
     state_dir = tmp_path / "state"
     log = tmp_path / "daemon.log"
 
