@@ -6,27 +6,55 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
+from core.unvalidated import require_plain, unvalidated
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, ReviewVerdict
 from tracker.positions import TrackedPosition
 from tracker.safety import pnl_pct
 from tracker.score import FallbackScore, fallback_score
 
+_REVIEW_ORDER = (
+    "ticker",
+    "entry_price",
+    "mark_price",
+    "pnl_pct",
+    "peak_pnl_pct",
+    "holding_secs",
+    "regime_at_entry",
+    "regime_now",
+    "entry_signals",
+)
+require_plain(PositionReview, frozenset(_REVIEW_ORDER))
+_REVIEW_NAMES = set(_REVIEW_ORDER)
+
 
 def position_review(
     position: TrackedPosition, mark_price: float, regime_now: str, now_ms: int
 ) -> PositionReview:
-    return PositionReview(
-        ticker=position.ticker,
-        entry_price=position.entry_price,
-        mark_price=mark_price,
-        pnl_pct=pnl_pct(position.entry_price, mark_price),
-        peak_pnl_pct=pnl_pct(position.entry_price, max(position.trailing_high, mark_price)),
-        holding_secs=max(0, now_ms - position.entry_time_ms) / 1000.0,
-        regime_at_entry=position.regime,
-        regime_now=regime_now,
-        entry_signals=dict(position.signals),
-    )
+    entry_price, signals = position.entry_price, dict(position.signals)
+    fields = {
+        "ticker": position.ticker,
+        "entry_price": entry_price,
+        "mark_price": mark_price,
+        "pnl_pct": pnl_pct(entry_price, mark_price),
+        "peak_pnl_pct": pnl_pct(entry_price, max(position.trailing_high, mark_price)),
+        "holding_secs": max(0, now_ms - position.entry_time_ms) / 1000.0,
+        "regime_at_entry": position.regime,
+        "regime_now": regime_now,
+        "entry_signals": signals,
+    }
+    # a tracked position's fields are validated already, and the rest is made here: validating
+    # it again at every review of every position only copied the signals once more
+    if (
+        type(entry_price) is float
+        and type(mark_price) is float
+        and type(position.ticker) is str
+        and type(position.regime) is str
+        and type(regime_now) is str
+        and all(type(k) is str and type(v) is float for k, v in signals.items())
+    ):
+        return unvalidated(PositionReview, fields, _REVIEW_NAMES)
+    return PositionReview(**fields)
 
 
 class FallbackVerdict:

@@ -21,6 +21,7 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict
 
+from core.unvalidated import require_plain, unvalidated
 from tracker.config import TrackerConfig
 
 
@@ -46,6 +47,18 @@ class SafetyVerdict(BaseModel):
     trailing_high: float
     armed: bool
     trailing_stop_price: float | None  # where the trailing stop fires, once armed
+
+
+_VERDICT_ORDER = (
+    "exit",
+    "pnl_pct",
+    "peak_pnl_pct",
+    "trailing_high",
+    "armed",
+    "trailing_stop_price",
+)
+require_plain(SafetyVerdict, frozenset(_VERDICT_ORDER))
+_VERDICT_NAMES = set(_VERDICT_ORDER)
 
 
 @cache
@@ -95,11 +108,17 @@ def safety_verdict(
         reason = ExitReason.STOP_LOSS
     elif armed and _compare_scaled(price, high_value, stop_factor) <= 0:
         reason = ExitReason.TRAILING_STOP
-    return SafetyVerdict(
-        exit=reason,
-        pnl_pct=pnl_pct(entry_price, price),
-        peak_pnl_pct=pnl_pct(entry_price, high_value),
-        trailing_high=high_value,
-        armed=armed,
-        trailing_stop_price=_scaled(high_value, stop_factor) if armed else None,
-    )
+    fields = {
+        "exit": reason,
+        "pnl_pct": pnl_pct(entry_price, price),
+        "peak_pnl_pct": pnl_pct(entry_price, high_value),
+        "trailing_high": high_value,
+        "armed": armed,
+        "trailing_stop_price": _scaled(high_value, stop_factor) if armed else None,
+    }
+    # every field is of its type already unless a price came in as an int (validation makes the
+    # high a float) or ``armed`` as another truthy value: checks every 30 s of each position
+    # validated what they had just built
+    if type(high_value) is float and type(armed) is bool:
+        return unvalidated(SafetyVerdict, fields, _VERDICT_NAMES)
+    return SafetyVerdict(**fields)

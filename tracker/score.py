@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict
 
+from core.unvalidated import require_plain, unvalidated
 from tracker.config import TrackerConfig
 from tracker.ports import ReviewAction
 
@@ -68,12 +70,20 @@ class FallbackScore(BaseModel):
         return f"fallback score {self.score:+.3f} -> {self.action.value} ({parts})"
 
 
+require_plain(ScoreComponents, frozenset(_COMPONENTS))
+require_plain(FallbackScore, frozenset({"components", "score", "action"}))
+_COMPONENT_NAMES = set(_COMPONENTS)
+_SCORE_NAMES = {"components", "score", "action"}
+
+
 def _clip(value: float) -> float:
     return max(-1.0, min(1.0, value))
 
 
+@lru_cache(maxsize=256)
 def volatility_risk(regime: str) -> int | None:
-    """0/1/2 for a label naming low/medium/high volatility (e.g. ``high_volatility_goldilocks``)."""
+    """0/1/2 for a label naming low/medium/high volatility (e.g. ``high_volatility_goldilocks``).
+    Cached: the labels are a handful, asked twice per position every agent cycle."""
     label = regime.lower()
     for name, risk in _VOLATILITY_RISK.items():
         if label.startswith(name):
@@ -135,21 +145,27 @@ def fallback_score(
     holding_secs: float,
     config: TrackerConfig,
 ) -> FallbackScore:
-    components = ScoreComponents(
-        regime_change=regime_change_component(regime_at_entry, regime_now),
-        momentum_reversal=momentum_component(recent_prices, config.momentum_scale_pct),
-        correlation_risk=correlation_component(
+    values = {
+        "regime_change": regime_change_component(regime_at_entry, regime_now),
+        "momentum_reversal": momentum_component(recent_prices, config.momentum_scale_pct),
+        "correlation_risk": correlation_component(
             btc_change_1h_pct, is_btc, config.btc_crash_pct, config.btc_crash_score
         ),
-        pnl_trajectory=trajectory_component(pnl_pct, peak_pnl_pct, config.trajectory_scale_pct),
-        time_decay=time_decay_component(
+        "pnl_trajectory": trajectory_component(pnl_pct, peak_pnl_pct, config.trajectory_scale_pct),
+        "time_decay": time_decay_component(
             holding_secs,
             pnl_pct,
             config.time_decay_after_secs,
             config.time_horizon_secs,
             config.time_decay_max_pnl_pct,
         ),
-    )
+    }
+    # floats as validation would leave them (an int from an odd input is validated): the agent
+    # layer scores every open position every cycle
+    if all(type(v) is float for v in values.values()):
+        components = unvalidated(ScoreComponents, values, _COMPONENT_NAMES)
+    else:
+        components = ScoreComponents(**values)
     return score_from_components(components, config)
 
 
@@ -158,4 +174,7 @@ def score_from_components(components: ScoreComponents, config: TrackerConfig) ->
     # every open position every agent cycle)
     weights = config.weights
     score = sum(getattr(weights, name) * getattr(components, name) for name in _COMPONENTS)
-    return FallbackScore(components=components, score=score, action=score_action(score, config))
+    fields = {"components": components, "score": score, "action": score_action(score, config)}
+    if type(score) is float and type(components) is ScoreComponents:
+        return unvalidated(FallbackScore, fields, _SCORE_NAMES)
+    return FallbackScore(**fields)
