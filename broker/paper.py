@@ -33,6 +33,7 @@ import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from broker.book import PaperBook
 from broker.fills import PaperTerms, value_usd
@@ -50,6 +51,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError, RefuseToStartError
 from core.events import Event, MarketTick, OrderFilled, PositionOpened
+from core.unvalidated import require_plain, unvalidated
 from state.atomic import remove_stale_tmp_files
 
 log = logging.getLogger(__name__)
@@ -129,14 +131,16 @@ class PaperBroker:
             mark = self._book.mark(ticker)
             entry = self._book.opening_buy(ticker, position.opened_at_ms)
             details.append(
-                PositionDetail(
-                    ticker=ticker,
-                    quantity=float(position.quantity),
-                    entry_price=float(position.average_entry_price),
-                    mark_price=None if mark is None else mark.price,
-                    opened_at_ms=position.opened_at_ms,
-                    signals=dict(entry.signal_weights) if entry is not None else {},
-                    regime=entry.regime if entry is not None else "",
+                _position_detail(
+                    {
+                        "ticker": ticker,
+                        "quantity": float(position.quantity),
+                        "entry_price": float(position.average_entry_price),
+                        "mark_price": None if mark is None else mark.price,
+                        "opened_at_ms": position.opened_at_ms,
+                        "signals": dict(entry.signal_weights) if entry is not None else {},
+                        "regime": entry.regime if entry is not None else "",
+                    }
                 )
             )
         return details
@@ -233,6 +237,8 @@ class PaperBroker:
 
     def expire_due_orders(self) -> tuple[OrderResult, ...]:
         """Expire BUY limits whose time to live is over by the clock; returns what expired."""
+        if not self._book.has_open_orders:  # every read of the port asks; most find none open
+            return ()
         expired = self._book.expire_due(self._clock.now_ms())
         if expired:
             self._commit(())
@@ -379,6 +385,35 @@ class PaperBroker:
                 self._state_path,
             )
         return document
+
+
+_DETAIL_NAMES = {
+    "ticker",
+    "quantity",
+    "entry_price",
+    "mark_price",
+    "opened_at_ms",
+    "signals",
+    "regime",
+}
+require_plain(PositionDetail, frozenset(_DETAIL_NAMES))
+
+
+def _position_detail(fields: dict[str, Any]) -> PositionDetail:
+    """The detail, made without validation when its fields are of their types already (the
+    ledger's and the order's are validated, the mark a traded float): the tracker reads the
+    positions twice per agent cycle, and validating only copied the signals again."""
+    mark = fields["mark_price"]
+    signals = fields["signals"]
+    if (
+        (mark is None or type(mark) is float)
+        and type(fields["ticker"]) is str
+        and type(fields["opened_at_ms"]) is int
+        and type(fields["regime"]) is str
+        and all(type(k) is str and type(v) is float for k, v in signals.items())
+    ):
+        return unvalidated(PositionDetail, fields, _DETAIL_NAMES)
+    return PositionDetail(**fields)
 
 
 def _open_order(order: PaperOrder) -> OpenOrder:

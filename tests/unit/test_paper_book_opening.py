@@ -1,4 +1,5 @@
-"""``PaperBook.opening_buy``: remembered between order changes, always the scan's answer."""
+"""``PaperBook.opening_buy``: remembered between order changes, always the scan's answer; and
+the position details made from it (without validation) are the details validation makes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 from property_budget import examples
 
 from broker.paper import PaperBroker
-from broker.port import Action
+from broker.port import Action, PositionDetail
 from contract.broker_harness import make_intent
 from core.clock import VirtualClock
 
@@ -66,10 +67,21 @@ async def _run(plan: list[tuple[int, str, float]]) -> None:
                 found = book.opening_buy(ticker_, position.opened_at_ms)
                 assert found == book._first_buy_filled_since(ticker_, position.opened_at_ms)
         details = {d.ticker: d for d in await broker.get_positions_detail()}
+        for detail in details.values():
+            _is_validated(detail)
         for ticker_, position in broker.ledger.positions.items():
             entry = book._first_buy_filled_since(ticker_, position.opened_at_ms)
             expected = dict(entry.signal_weights) if entry is not None else {}
             assert details[ticker_].signals == expected
+
+
+def _is_validated(detail: PositionDetail) -> None:
+    fields = {name: getattr(detail, name) for name in PositionDetail.model_fields}
+    validated = PositionDetail(**fields)
+    assert detail == validated
+    assert detail.model_dump_json() == validated.model_dump_json()
+    assert detail.model_fields_set == validated.model_fields_set
+    assert [type(v) for v in fields.values()] == [type(getattr(validated, n)) for n in fields]
 
 
 @settings(max_examples=examples(60), deadline=None)
