@@ -127,10 +127,23 @@ class CachedSource(Generic[T]):
         data), or None: a reader holding it need not read (``DerivativesMonitor`` does not)."""
         return self._refused
 
-    async def read(self) -> Cached[T]:
+    def answer_now(self) -> Cached[T] | None:
+        """What ``read`` answers now without asking the provider, suspending or changing
+        anything: the settled answer, or a value still within its TTL while no request is in
+        flight (no request is made for it, so it need not queue behind the lock). None when
+        ``read`` would ask the provider or wait for the request in flight."""
         refused = self._refused
         if refused is not None:  # what ``_served`` would build again at every read
             return refused
+        now = self._clock.monotonic_secs()
+        if self._is_fresh(now) and not self._lock.locked():
+            return self._served(now)
+        return None
+
+    async def read(self) -> Cached[T]:
+        answer = self.answer_now()
+        if answer is not None:
+            return answer
         async with self._lock:
             now = self._clock.monotonic_secs()
             if self._is_fresh(now):

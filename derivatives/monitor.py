@@ -93,6 +93,10 @@ class DerivativesMonitor:
         self._clock = clock
         self._bus = bus
         self._fields = tuple(fields)
+        #: each source's ``answer_now`` (None for a reader without one: always read)
+        self._peeks: tuple[Callable[[], Cached[Any] | None] | None, ...] = tuple(
+            getattr(f.source, "answer_now", None) for f in self._fields
+        )
         self._board = board
         self.config = config or DerivativesConfig()
         self._rand = rand
@@ -182,17 +186,19 @@ class DerivativesMonitor:
     async def _read_fields(self) -> list[Cached[Any]]:
         """Every field's answer, read concurrently (a gather), in field order.
 
-        A source whose answer is settled for good (``CachedSource.settled``: the recording lacks
-        it) gets no task: its read would return that very answer without suspending or changing
-        anything, and the gather of the others still ends on the loop turn it would have (the
-        last read's), so the run is the same minus the tasks. With no other source the gather is
-        kept whole: an empty one would not yield to the loop at all."""
-        settled = [getattr(f.source, "settled", None) for f in self._fields]
-        live = [f.source for f, answer in zip(self._fields, settled, strict=True) if answer is None]
+        A source that has its answer at hand (``CachedSource.answer_now``: settled for good, as
+        when the recording lacks it, or a value within its TTL) gets no task: its read would
+        return that very answer without suspending or changing anything, and the gather of the
+        others still ends on the loop turn it would have (the last read's), so the run is the
+        same minus the tasks. The answer is taken as the poll starts, not on the tasks' first
+        turn: a replay's clock does not move while tasks are ready to run. With no other source
+        the gather is kept whole: an empty one would not yield to the loop at all."""
+        at_hand = [None if peek is None else peek() for peek in self._peeks]
+        live = [f.source for f, answer in zip(self._fields, at_hand, strict=True) if answer is None]
         if not live:
             return list(await asyncio.gather(*(f.source.read() for f in self._fields)))
         read = iter(await asyncio.gather(*(source.read() for source in live)))
-        return [answer if answer is not None else next(read) for answer in settled]
+        return [answer if answer is not None else next(read) for answer in at_hand]
 
     def _is_hot(self, values: Mapping[str, Any]) -> bool:
         cfg = self.config

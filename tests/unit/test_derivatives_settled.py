@@ -1,6 +1,7 @@
-"""A poll reads a source whose answer is settled for good (``CachedSource.settled``) without a task
-of its own, and the run is the same as one that reads every source: same readings, same reads, and
-every step on the same turn of the event loop as the other tasks'."""
+"""A poll reads a source whose answer is at hand (``CachedSource.answer_now``: settled for good, or
+a value within its TTL) without a task of its own, and the run is the same as one that reads every
+source: same readings, same reads, and every step on the same turn of the event loop as the other
+tasks'."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ class Live:
 
 
 class Hidden:
-    """A reader over a source that does not say its answer is settled: it is always read."""
+    """A reader over a source that does not say its answer is at hand: it is always read."""
 
     def __init__(self, source: CachedSource[Any]) -> None:
         self.name = source.name
@@ -63,18 +64,32 @@ async def _refused(name: str, clock: VirtualClock) -> CachedSource[Any]:
     return source
 
 
-async def _run(kinds: list[int | None], polls: int, *, hide: bool) -> list[Any]:
-    """Fields whose kind is None are settled, else live with that many turns; ``polls`` polls,
-    with another task counting the loop's turns meanwhile."""
+async def _fresh(name: str, clock: VirtualClock, ttl_secs: float) -> CachedSource[Any]:
+    """A source with a value fetched now, fresh for ``ttl_secs``."""
+
+    async def fetch() -> Any:
+        return VALUES.get(name, {})
+
+    source: CachedSource[Any] = CachedSource(name, fetch, clock, CachePolicy(ttl_secs=ttl_secs))
+    await source.read()
+    return source
+
+
+async def _run(kinds: list[int | str | None], polls: int, *, hide: bool) -> list[Any]:
+    """Fields whose kind is None are settled, "fresh" a value fetched (fresh for a poll or two,
+    then asked again), else live with that many turns; ``polls`` polls a minute apart, with
+    another task counting the loop's turns meanwhile."""
     clock = VirtualClock(EPOCH_MS)
     trace: list[Any] = []
     fields = []
     for name, kind in zip(FIELDS, kinds, strict=False):
-        if kind is None:
-            source = await _refused(name, clock)
-            fields.append(ContextField(name, Hidden(source) if hide else source))
-        else:
+        if isinstance(kind, int):
             fields.append(ContextField(name, Live(name, kind, trace)))
+        else:
+            source = (
+                await _refused(name, clock) if kind is None else await _fresh(name, clock, 90.0)
+            )
+            fields.append(ContextField(name, Hidden(source) if hide else source))
     monitor = DerivativesMonitor(clock, EventBus(), fields)
 
     async def turns() -> None:
@@ -86,6 +101,7 @@ async def _run(kinds: list[int | None], polls: int, *, hide: bool) -> list[Any]:
         for _ in range(polls):
             reading = await monitor.poll_once()
             trace.append(("reading", dict(reading.values), dict(reading.unavailable)))
+            await clock.advance(60.0)
 
     await asyncio.gather(turns(), poll())
     return trace
@@ -93,11 +109,15 @@ async def _run(kinds: list[int | None], polls: int, *, hide: bool) -> list[Any]:
 
 @settings(max_examples=examples(80), deadline=None)
 @given(
-    kinds=st.lists(st.one_of(st.none(), st.integers(0, 3)), min_size=1, max_size=len(FIELDS)),
+    kinds=st.lists(
+        st.one_of(st.none(), st.just("fresh"), st.integers(0, 3)),
+        min_size=1,
+        max_size=len(FIELDS),
+    ),
     polls=st.integers(1, 3),
 )
-def test_leaving_settled_sources_out_of_the_gather_is_the_same_run(
-    kinds: list[int | None], polls: int
+def test_leaving_sources_at_hand_out_of_the_gather_is_the_same_run(
+    kinds: list[int | str | None], polls: int
 ) -> None:
     every_read = asyncio.run(_run(kinds, polls, hide=True))
     settled_unread = asyncio.run(_run(kinds, polls, hide=False))
