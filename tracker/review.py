@@ -78,12 +78,16 @@ class AgentLayer:
         """One pass: ask the reviewer, fall back per position, apply the verdicts."""
         return [v if isinstance(v, ReviewVerdict) else v.verdict() for v in await self.run_review()]
 
-    async def run_review(self) -> list[Verdict]:
-        """``review`` with the fallback's verdicts as they are: the loop reads none of them."""
+    async def run_review(self, held_now: Sequence[PositionDetail] | None = None) -> list[Verdict]:
+        """``review`` with the fallback's verdicts as they are: the loop reads none of them.
+        ``held_now``: the broker's positions as just read by the caller (the loop's reconcile,
+        with nothing in between), instead of reading them again."""
         if not self._tracker.positions:
             return []
         now_ms = self._clock.now_ms()
-        held = {p.ticker: p for p in await self._broker.get_positions_detail()}
+        if held_now is None:
+            held_now = await self._broker.get_positions_detail()
+        held = {p.ticker: p for p in held_now}
         for ticker in list(self._tracker.positions):
             if ticker in held:
                 self._tracker.reconcile_one(

@@ -196,8 +196,7 @@ class PositionTracker:
                 continue
             failures = 0
             if self._agent_cycle_due():
-                await self._reconcile_logged()
-                await self._review_logged()
+                await self._review_logged(await self._reconcile_logged())
             await sleep_passable(
                 self._clock, self._end_cycle(), idle=self._quiet, passed=self._quiet_cycle
             )
@@ -264,12 +263,13 @@ class PositionTracker:
         """The task running the last review (replay asks whether it is parked on the clock)."""
         return self._review_task
 
-    async def _review_logged(self) -> None:
+    async def _review_logged(self, held: Sequence[PositionDetail] | None) -> None:
+        """``held``: what the cycle's reconcile just read from the broker (None: read again)."""
         self._reviewing = True
         self._review_task = asyncio.current_task()
         try:
             self.agent_reviews += 1
-            await self._agent.run_review()  # the verdicts as they are: nobody reads them here
+            await self._agent.run_review(held)  # the verdicts as they are: nobody reads them here
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -318,20 +318,25 @@ class PositionTracker:
 
     # ---- reconcile
 
-    async def _reconcile_logged(self) -> None:
+    async def _reconcile_logged(self) -> Sequence[PositionDetail] | None:
         """Each agent cycle: pick up what the broker did outside the tracker's sight (a resting
-        limit filled later at an exchange, a position closed by hand). A failure waits a cycle."""
+        limit filled later at an exchange, a position closed by hand). A failure waits a cycle.
+        Returns what the broker holds (None: the reconcile failed), for the cycle's review."""
         try:
-            await self.reconcile_with_broker()
+            return await self.reconcile_with_broker()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             self._halt_on(exc, "reconcile")
             log.warning("tracker: reconcile with the broker failed (%s); next cycle", exc)
+            return None
 
-    async def reconcile_with_broker(self) -> None:
-        self.reconcile(await self._broker.get_positions_detail())
+    async def reconcile_with_broker(self) -> Sequence[PositionDetail]:
+        """Reconcile with the broker's positions; returns them as read."""
+        held = await self._broker.get_positions_detail()
+        self.reconcile(held)
         self._reconciled = True
+        return held
 
     def reconcile(self, held: Sequence[PositionDetail]) -> None:
         """Make the tracked set match what the broker holds (each difference is logged)."""

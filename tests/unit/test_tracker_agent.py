@@ -277,3 +277,43 @@ async def test_every_agent_cycle_reconciles_with_the_broker(tmp_path: Path) -> N
         loop.cancel()
         with pytest.raises(asyncio.CancelledError):
             await loop
+
+
+class CountingBroker(FlakyBroker):
+    """A flaky paper broker that counts its position listings."""
+
+    listings = 0
+
+    async def get_positions_detail(self) -> Sequence[PositionDetail]:
+        self.listings += 1
+        return await super().get_positions_detail()
+
+
+@pytest.mark.parametrize("failures", [0, 1])
+async def test_an_agent_cycle_reviews_what_its_reconcile_read(
+    tmp_path: Path, failures: int
+) -> None:
+    """The review takes the positions the cycle's reconcile just read; a reconcile that failed
+    leaves the review to read them itself."""
+    reviewer = ScriptedReviewer({BTC: ReviewAction.HOLD})
+    rig = make_rig(
+        tmp_path,
+        reviewer=reviewer,
+        broker_factory=lambda c, b: CountingBroker(c, bus=b, failures=0),
+    )
+    broker = rig.broker
+    assert isinstance(broker, CountingBroker)
+    await rig.open_position(BTC, 100.0)
+    start = rig.clock.monotonic_secs()
+    loop = asyncio.create_task(rig.tracker.run())
+    try:
+        await rig.clock.advance(0)  # the start-up reconcile
+        rig.set_price(BTC, 100.0)
+        before, broker.failures_left = broker.listings, failures
+        await rig.clock.advance_to(start + rig.tracker.config.agent_interval_secs)
+        assert rig.tracker.agent_reviews == 1 and len(reviewer.seen) == 1
+        assert broker.listings - before == 1 + failures
+    finally:
+        loop.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await loop
