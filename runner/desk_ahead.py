@@ -8,7 +8,9 @@ queues each decision's snapshot (its JSON, already made for the journal) for a w
 that owns its own ``AnalystDesk`` over the same analysts.db and observes them in order, a batch
 at a time; when a roll is due it sends what is queued and the roll and waits for the worker (so
 the summaries are committed before this process reads them through its own connection), and at
-shutdown (``flush``) it sends what is queued and a commit and waits. The worker's desk sees the
+shutdown (``flush``) it sends what is queued and a commit and waits. The first roll, due before
+any decision was sent, is made here instead: the worker would only read what this store reads,
+and is still starting. The worker's desk sees the
 same calls in the same order as an inline desk, on the same connection kind, so analysts.db and
 the summaries are the same; its store commits only when told (a roll, a flush).
 
@@ -186,6 +188,12 @@ class DeskAhead(AnalystDesk):
 
     async def roll(self, now_ms: int) -> list[DaySummary]:
         if self.unavailable is not None or not self.roll_due(now_ms):
+            return await super().roll(now_ms)
+        if self._rolled_day is None and not (self._sent or self._queued):
+            # the first roll, before any decision went to the worker: it would only read what
+            # was committed before this desk opened, as this store does, and the replay's first
+            # decision waited for the worker's start (its imports: 1-6 s) to be told so. Made
+            # here; the worker's desk rolls from the next day on, as it would have then
             return await super().roll(now_ms)
         reply = self._send(now_ms, commit=True)
         if reply is None:  # the worker is gone: the decisions it lost are observed again

@@ -253,7 +253,7 @@ def test_a_worker_dead_after_committing_a_roll_is_not_observed_again(
 ) -> None:
     monkeypatch.setattr(runner.desk_ahead, "_opened", {})  # this process's worker desk
     path = tmp_path / "analysts.db"
-    pool = _DiesAfterCommitting(rolls=3)
+    pool = _DiesAfterCommitting(rolls=2)  # the first roll is made here (not a job)
     desk = DeskAhead(AnalystStore(path, durable=False), str(path), TICKERS, pool, batch=5)
     try:
         read = _run(desk, decisions)
@@ -302,6 +302,68 @@ def test_a_failing_roll_fails_its_decision_and_is_tried_again_as_inline(
     assert any("the summariser broke" in r.getMessage() for r in caplog.records)
     failed = [r for r in caplog.records if r.exc_info and r.exc_info[0] is AnalystsFailed]
     assert len(failed) == 1  # the decision's analysts failed, as inline
+    assert read == views
+    assert _dump(path) == dump
+
+
+class _Recording(_DiesAfterCommitting):
+    """Never dies; keeps each job it was given."""
+
+    def __init__(self) -> None:
+        super().__init__(rolls=-1)
+        self.jobs: list[Any] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        self.jobs.append(args[0])
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_the_first_roll_is_made_here_without_waiting_for_the_worker(
+    decisions: list[tuple[int, dict[str, Any]]],
+    inline: tuple[list[Any], list[str]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing was sent to the worker yet (it may still be starting): the first roll reads only
+    what this store reads, so it is made here; the worker rolls from the next day on."""
+    monkeypatch.setattr(runner.desk_ahead, "_opened", {})  # this process's worker desk
+    path = tmp_path / "analysts.db"
+    pool = _Recording()
+    desk = DeskAhead(AnalystStore(path, durable=False), str(path), TICKERS, pool, batch=5)
+    try:
+        read = _run(desk, decisions)
+    finally:
+        pool.thread.shutdown()
+    rolled = [utc_day(job.roll_at_ms) for job in pool.jobs if job.roll_at_ms is not None]
+    first_day = utc_day(decisions[0][0])
+    assert rolled and first_day not in rolled
+    assert desk.unavailable is None
+    views, dump = inline
+    assert read == views
+    assert _dump(path) == dump
+
+
+def test_a_first_roll_over_an_earlier_runs_reports_is_made_here_as_inline(
+    decisions: list[tuple[int, dict[str, Any]]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database with reports of an earlier run: the first roll summarises them here (and
+    commits), the worker reads those summaries as done; the same as two inline desks."""
+    monkeypatch.setattr(runner.desk_ahead, "_opened", {})  # this process's worker desk
+    # the earlier run ends before the second day's midnight decision; the next starts after it
+    half = next(i for i, (at_ms, _) in enumerate(decisions) if at_ms >= DAY1_MS + 2 * DAY_MS)
+    expected = tmp_path / "inline.db"
+    _inline(expected, decisions[:half])
+    views, dump = _inline(expected, decisions[half:])
+    path = tmp_path / "analysts.db"
+    _inline(path, decisions[:half])
+    pool = _Recording()
+    desk = DeskAhead(AnalystStore(path, durable=False), str(path), TICKERS, pool, batch=5)
+    try:
+        read = _run(desk, decisions[half:])
+    finally:
+        pool.thread.shutdown()
+    assert desk.rolled_day is not None and desk.unavailable is None
+    assert any(job.roll_at_ms is not None for job in pool.jobs)  # later rolls went there
     assert read == views
     assert _dump(path) == dump
 
