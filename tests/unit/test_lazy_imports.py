@@ -29,7 +29,7 @@ def run_fresh(code: str) -> str:
 def test_the_daemon_and_replay_compositions_import_neither_ccxt_nor_anthropic() -> None:
     loaded = run_fresh(
         "import sys\n"
-        "import runner.cli, runner.app, runner.replay.build, runner.replay.command\n"
+        "import runner.commands, runner.app, runner.replay.build, runner.replay.command\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'ccxt', 'anthropic'}))\n"
     )
     assert loaded == "[]"

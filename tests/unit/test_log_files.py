@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from core.errors import RefuseToStartError
-from runner.cli import _overrides, _parser
+from runner.commands import _overrides, _parser
 from runner.config import Settings
 from runner.logging_setup import LogConfig, configure_logging
 
