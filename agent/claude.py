@@ -22,6 +22,7 @@ from agent.claude_client import (
     Attempt,
     CallFailed,
     ClaudeClient,
+    ModelGone,
     SpendCheck,
     billed_usd,
 )
@@ -250,6 +251,9 @@ class ClaudeDecider:
                         )
                         attempts.extend(result.attempts)
             except CallFailed as failure:
+                if isinstance(failure, ModelGone) and not attempts:
+                    # no call went out: nothing to bill, the breaker is not told, said once already
+                    return self._fallback.decide_now(snapshot, f"claude_failed: {failure}")
                 return self._failed(snapshot, [*attempts, *failure.attempts])
             except Exception as exc:  # a bug or an SDK surprise must still end in a decision
                 log.exception("claude decider: unexpected error")

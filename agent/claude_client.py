@@ -116,6 +116,12 @@ class CallFailed(Exception):
         self.detail = last.detail
 
 
+class ModelGone(CallFailed):
+    """Every model of the chain answered 404 ``model_not_found`` earlier: none was asked again
+    (until a restart, or a config naming another model). No call went out: nothing to bill, and
+    nothing for the breaker to count."""
+
+
 @dataclass(frozen=True)
 class CallResult(Generic[T]):
     value: T
@@ -214,7 +220,12 @@ class ClaudeClient:
         try of every model is in the attempts, with its model. ``spend``: see ``call``, counting
         every model's tries."""
         primary = str(request.get("model", ""))
-        chain = [primary, *(m for m in failover if m != primary)]
+        # a model the API said it does not serve is not asked again: it would 404 every time
+        chain = [m for m in dict.fromkeys([primary, *failover]) if m not in self._gone]
+        if not chain:
+            detail = f"not asked: {primary} answered 404 model_not_found earlier"
+            gone = Attempt(attempt=1, outcome="failed", kind=MODEL_NOT_FOUND, detail=detail)
+            raise ModelGone([gone.model_copy(update={"model": primary})])
         attempts: list[Attempt] = []
 
         def spent(cost: float) -> str | None:
@@ -242,8 +253,7 @@ class ClaudeClient:
         raise CallFailed(attempts)  # pragma: no cover - the loop returns or raises
 
     def _say_gone(self, model: str, instead: str | None) -> None:
-        """A retired model is said once, with what is used instead: every decision asks it
-        first until the config names another, and the journal's tries show each 404."""
+        """A retired model is said once, with what is used instead; it is not asked again."""
         if model in self._gone:
             return
         self._gone.add(model)

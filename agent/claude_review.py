@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from agent.breaker import BreakerState, CircuitBreaker
 from agent.budget import add_usage
 from agent.claude import NO_API_KEY, UsageLedger, gate_reason, redact_attempts, spend_check
-from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.claude_client import Attempt, CallFailed, ClaudeClient, ModelGone
 from agent.claude_prompt import RawReview, render_review_request
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
@@ -120,6 +120,7 @@ class ClaudePositionReviewer:
         asked = [p.ticker for p in positions]
         request = render_review_request(self._config, positions, context)
         trial = self.breaker.state is BreakerState.HALF_OPEN
+        gone: ModelGone | None = None
         with self.breaker.guard():  # every way out of the call gives the breaker a verdict
             try:
                 if trial:  # a rotated key takes effect at the trial, not at a restart
@@ -130,13 +131,18 @@ class ClaudePositionReviewer:
                     self._config.failover_models,
                     spend=spend_check(self.ledger),
                 )
+            except ModelGone as exc:  # no call went out: nothing to bill or count, said once
+                gone = exc
             except CallFailed as failure:
                 # a try's detail may quote model text: journaled and published, so redacted
                 attempts = redact_attempts(failure.attempts, self._redactor)
                 self._failed(attempts)
                 self._write(positions, attempts, (), context)
                 raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
-            self.breaker.record_success()
+            if gone is None:
+                self.breaker.record_success()
+        if gone is not None:  # out of the guard, which would count it as a failed call
+            raise ClaudeUnavailable(f"claude_failed: {gone}")
         self.ledger.record(result.attempts, failed=False)
         # only what Claude gave a verdict on is the reference: a position the answer left out
         # (or whose review was dropped) is asked again, not kept as if reviewed

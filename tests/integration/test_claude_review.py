@@ -10,6 +10,7 @@ from fakes.claude_support import API_KEY, AT_MS, EVERY_PASS_ONE_MODEL, MODEL
 from fakes.instant_clock import InstantClock
 from fakes.messages_api import (
     FakeMessagesApi,
+    error_response,
     json_message,
     overloaded,
     text_message,
@@ -384,3 +385,18 @@ async def test_a_position_the_answer_left_out_is_asked_again() -> None:
         ("BTC/USDT", "unchanged"),
     }
     assert len(api.requests) == 2
+
+
+async def test_a_retired_model_is_asked_once_not_at_every_review(
+    reviewer: tuple[FakeMessagesApi, ClaudePositionReviewer],
+) -> None:
+    """With no failover model, a 404 naming the model is its last call: later reviews go to the
+    rules without a call, and the breaker the decider shares is not opened by calls never made."""
+    api, claude = reviewer
+    api.script(*[error_response(404, "not_found_error", f"model: {MODEL}") for _ in range(6)])
+    for _ in range(5):
+        with pytest.raises(ClaudeUnavailable, match="model_not_found"):
+            await claude.review([_position("BTC/USDT")], {"x": 1})
+    assert len(api.requests) == 1
+    assert claude.ledger.totals().calls == 1
+    assert claude.breaker.state.value == "closed"
