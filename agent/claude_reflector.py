@@ -12,7 +12,8 @@ not switch decisions to the fallback); their usage joins the ledger and each cal
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -40,10 +41,26 @@ REFLECTION_SYSTEM_PROMPT = (
 )
 
 
-def parse_reflection(text: str) -> ModelReflection:
+def parse_reflection(text: str) -> tuple[ModelReflection, list[str]]:
+    """The reflection and what was changed on arrival. A salience past 0..1 is clamped and a
+    scope item that is not text dropped, as a decision's ``next_check_seconds`` is clamped: the
+    lesson is the answer's worth, not lost (and paid again) over one number."""
     data = parse_answer_json(text)
+    notes: list[str] = []
+    if isinstance(data, dict):
+        data = dict(data)
+        salience = data.get("salience")
+        if isinstance(salience, int | float) and not isinstance(salience, bool):
+            clamped = min(max(float(salience), 0.0), 1.0)
+            if math.isfinite(salience) and clamped != salience:
+                data["salience"] = clamped
+                notes.append(f"salience clamped {salience:g} -> {clamped:g}")
+        scope = data.get("applies_to")
+        if isinstance(scope, list) and not all(isinstance(s, str) for s in scope):
+            data["applies_to"] = [s for s in scope if isinstance(s, str)]
+            notes.append(f"applies_to: {len(scope) - len(data['applies_to'])} item(s) not text")
     try:
-        return ModelReflection.model_validate(data)
+        return ModelReflection.model_validate(data), notes
     except ValidationError as exc:
         raise AnswerInvalid("invalid_reflection", str(exc)[:300]) from None
 
@@ -102,8 +119,11 @@ class ClaudeReflector:
             log.warning("memory: Claude reflection failed (%s); the rules' lesson is kept", failure)
             return None
         self._ledger.record(result.attempts, failed=False)
-        self._write(trade, result.attempts, ok=True)
-        return self._redacted(result.value)
+        reflection, notes = result.value
+        if notes:
+            log.warning("memory: Claude reflection changed on arrival: %s", "; ".join(notes))
+        self._write(trade, result.attempts, ok=True, notes=notes)
+        return self._redacted(reflection)
 
     def _redacted(self, answer: ModelReflection) -> ModelReflection:
         """The lesson is model text kept in memory and sent in later prompts: no secret."""
@@ -112,7 +132,9 @@ class ClaudeReflector:
             update={"insight": self._redactor.redact(answer.insight)[0], "summary": summary}
         )
 
-    def _write(self, trade: Trade, attempts: list[Attempt], *, ok: bool) -> None:
+    def _write(
+        self, trade: Trade, attempts: list[Attempt], *, ok: bool, notes: Sequence[str] = ()
+    ) -> None:
         if self._journal is None:
             return
         usage = None
@@ -129,4 +151,6 @@ class ClaudeReflector:
         }
         if usage is not None:
             line["usage"] = usage.model_dump(mode="json")
+        if notes:
+            line["notes"] = list(notes)
         self._journal(line)

@@ -196,3 +196,31 @@ async def test_a_retired_model_s_reflection_fails_over(tmp_path: Path) -> None:
     assert [a["model"] for a in line["attempts"]] == ["claude-sonnet-4-5", MODEL]
     (insight,) = [i for i in await writer._store.list_insights() if i.kind == "reflection"]
     assert insight.author == "model"
+
+
+async def test_an_out_of_range_salience_or_scope_item_does_not_lose_the_lesson(
+    tmp_path: Path,
+) -> None:
+    """A salience past 0..1 is clamped and a scope item that is not text dropped, each said in
+    the journaled try, as a decision's ``next_check_seconds`` is: the lesson was lost to the
+    rules' one (and paid for) over a number the model got wrong."""
+    journal: list[dict[str, Any]] = []
+    async with FakeMessagesApi() as api:
+        api.script(
+            json_message({"insight": "Overbought SOL entries lost; wait for RSI < 65.",
+                          "salience": 1.7, "applies_to": ["SOL/USDT", 5, None]}),
+            json_message({"insight": "Chasing a breakout in high volatility lost; wait.",
+                          "salience": -0.2}),
+        )  # fmt: skip
+        writer = _writer(tmp_path, api.base_url, journal)
+        for n in range(2):
+            open_and_exit(writer, n)
+        await writer.flush()
+    assert [line["outcome"] for line in journal] == ["ok", "ok"]
+    by_trade = {i.trade_id: i for i in await writer._store.list_insights()}
+    first, second = (by_trade[line["trade_id"]] for line in journal)
+    assert (first.author, first.salience) == ("model", 1.0)
+    assert (second.author, second.salience) == ("model", 0.0)
+    assert "Overbought SOL" in first.text
+    assert journal[0]["notes"] == ["salience clamped 1.7 -> 1", "applies_to: 2 item(s) not text"]
+    assert journal[1]["notes"] == ["salience clamped -0.2 -> 0"]
