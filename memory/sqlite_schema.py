@@ -20,6 +20,12 @@ from memory.model import Insight, Trade
 from memory.port import StoreUnavailableError
 
 SCHEMA_VERSION = 1
+#: how long a statement waits for another process's write lock. The store's calls run on the
+#: event loop (``memory.sqlite_store``): 5 s stalled every task of the daemon that long at each
+#: try while ``vigil memory`` or ``sqlite3`` held the lock. A write that finds it held fails as
+#: the store unavailable, and the write-back keeps it pending for the next wake-up; our own
+#: writes and the CLI's last about a millisecond, so this is long enough for them.
+BUSY_TIMEOUT_MS = 100
 
 _SCHEMA_V1 = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +59,7 @@ def connect(path: Path) -> sqlite3.Connection:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: safe against kill -9
-        db.execute("PRAGMA busy_timeout=5000")
+        db.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         _migrate(db, path)
     except sqlite3.DatabaseError as exc:
         raise StoreUnavailableError(f"{path}: {exc}") from exc
