@@ -33,6 +33,7 @@ from memory.insights import (
 from memory.model import VECTOR_DIM, Insight, Situation, Trade, time_problem
 from memory.outbox import MemoryOutbox
 from memory.port import MemoryStore, StoreUnavailableError
+from state.line_text import as_one_line
 
 log = logging.getLogger(__name__)
 
@@ -295,8 +296,11 @@ class MemoryWriter:
         if self._reflector is not None:
             answer = await self._reflector.reflect(trade, numbers)
             if answer is not None:
+                # one line, as a MEMORY.md line: a lesson is a line of every later prompt's
+                # fenced context and of the listings, where a line break or an ESC is not data
+                summary = None if answer.summary is None else _one_line(answer.summary)
                 text, source = apply_summary_policy(
-                    answer.insight, answer.summary, budget=MAX_TEXT_CHARS, kind="reflection"
+                    _one_line(answer.insight), summary, budget=MAX_TEXT_CHARS, kind="reflection"
                 )
                 salience, author = answer.salience, "model"
                 # a text the write filter refuses as too short ('ok', a NUL) left the trade
@@ -409,3 +413,9 @@ class MemoryWriter:
 
 def _utc_day(at_ms: int) -> str:
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d")
+
+
+def _one_line(text: str) -> str:
+    """Model text as one line: its whitespace runs one space, every other control character
+    written as its escape (``state.line_text.as_one_line``)."""
+    return as_one_line(" ".join(text.split()))
