@@ -197,6 +197,9 @@ class VirtualClock:
             self._release(self._pop_due(heappop(sleepers)), turns=False)
             self.released += 1
             return self._now_secs
+        # a deadline this far before ``until_ms`` reads before it whatever the rounding (``ms_at``
+        # rounds twice: at most a millisecond up), so only those near it take the exact reading
+        near_secs = (until_ms - self._epoch_ms) / 1000.0 - 1.0
         while True:
             entry = heappop(sleepers)
             deadline = entry[0]
@@ -216,11 +219,9 @@ class VirtualClock:
                 heappop(sleepers)
             if not sleepers:
                 return self._now_secs
-            now = self._now_secs
-            if self._epoch_ms + round(now * 1000.0) + round((sleepers[0][0] - now) * 1000) >= (
-                until_ms
-            ):
-                return self._now_secs  # ``ms_at`` of the next deadline: at or after the limit
+            following = sleepers[0][0]
+            if following >= near_secs and self.ms_at(following) >= until_ms:
+                return self._now_secs
 
     def _pop_due(self, first: _Sleeper) -> list[_Sleeper]:
         """``first`` (popped already, live) and every other live sleeper due at its deadline,
