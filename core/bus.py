@@ -19,7 +19,7 @@ import asyncio
 import enum
 import logging
 from collections import OrderedDict, defaultdict, deque
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 
 from core.events import Event
@@ -197,6 +197,24 @@ class EventBus:
             self._deliver(event)
             while backlog:
                 self._deliver(backlog.popleft())
+        finally:
+            self._dispatching = False
+
+    def publish_each(self, events: Iterable[Event]) -> None:
+        """``publish`` each event in turn, in one dispatch: the same deliveries in the same order
+        (each event's own publications still come before the next event), without a dispatch
+        per event (a replay's tick source publishes every stream's update of an instant at once)."""
+        if self._dispatching or self._backlog:
+            for event in events:
+                self.publish(event)
+            return
+        backlog = self._backlog
+        self._dispatching = True
+        try:
+            for event in events:
+                self._deliver(event)
+                while backlog:
+                    self._deliver(backlog.popleft())
         finally:
             self._dispatching = False
 

@@ -214,14 +214,13 @@ class RecordedTicks:
             rows, at = instant_rows(self._feed, self._keys, event_ms, 1, self._interval_ms), 0
         else:
             rows, at = ahead
-        publish = self._bus.publish
-        published = 0
+        ticks = []
         for ticker, timeframe in self._names:
             if rows[at] is not None:  # None: a hole in the recording (or outside it): silent
-                publish(make_tick(ticker, timeframe, rows[at : at + ROW_WIDTH], event_ms))
-                published += 1
+                ticks.append(make_tick(ticker, timeframe, rows[at : at + ROW_WIDTH], event_ms))
             at += ROW_WIDTH
-        self._ticks += published
+        self._bus.publish_each(ticks)
+        self._ticks += len(ticks)
 
     def _catch_up(self, last_ms: int, latest_ms: int) -> None:
         due = due_updates(self._streams_tf_ms, last_ms, latest_ms, self._interval_ms)

@@ -248,3 +248,32 @@ async def test_a_raising_coalescing_key_function_is_isolated_like_a_handler(
     assert inline_got == [1, 2]
     assert bus.stats()[f"{Ping.topic}:keyed"]["failed"] == 2
     assert len(_failure_records(caplog)) == 2
+
+
+def test_publish_each_delivers_as_publishing_each_in_turn() -> None:
+    """One dispatch for several events: what a handler publishes while one is delivered still
+    comes before the next; from inside a handler, the events queue behind the current one."""
+
+    def deliveries(publish_all: Callable[[EventBus, list[Event]], None]) -> list[str]:
+        bus = EventBus()
+        calls: list[str] = []
+
+        def on_ping(event: Event) -> None:
+            calls.append(f"ping {number_of(event)}")
+            if number_of(event) == 0:
+                bus.publish(Pong(n=10))
+                publish_all(bus, [Pong(n=11), Pong(n=12)])
+
+        bus.subscribe(Ping.topic, on_ping)
+        bus.subscribe(Pong.topic, lambda e: calls.append(f"pong {number_of(e)}"))
+        publish_all(bus, [Ping(n=0), Ping(n=1)])
+        assert bus.published == {Ping.topic: 2, Pong.topic: 3}
+        return calls
+
+    def one_by_one(bus: EventBus, events: list[Event]) -> None:
+        for event in events:
+            bus.publish(event)
+
+    expected = ["ping 0", "pong 10", "pong 11", "pong 12", "ping 1"]
+    assert deliveries(one_by_one) == expected
+    assert deliveries(lambda bus, events: bus.publish_each(events)) == expected
