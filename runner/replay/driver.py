@@ -164,10 +164,11 @@ class _Turns:
             if len(self._ready):
                 self._loop.call_soon(self._turn)
                 return
-            if any(probe() for probe in self._busy):
-                # settle's sleep(BUSY_POLL_SECS): the timer, the task's wake-up, its sleep(0)
-                self._loop.call_later(BUSY_POLL_SECS, self._loop.call_soon, self._after_poll)
-                return
+            for probe in self._busy:  # not any(...): a generator made every turn of a replay
+                if probe():
+                    # settle's sleep(BUSY_POLL_SECS): the timer, the task's wake-up, its sleep(0)
+                    self._loop.call_later(BUSY_POLL_SECS, self._loop.call_soon, self._after_poll)
+                    return
             result = self._driver._release_next()
         except Exception as exc:
             self._done.set_exception(exc)
