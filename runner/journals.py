@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
+from state.regular_file import not_a_regular_file
 from state.state_dir import refuse_package_dir
 from state.state_file import STATE_DIR_SETTING
 from state.store import RunnerStateStore
@@ -29,6 +32,18 @@ def _prepare_logs_dir(logs_dir: Path) -> None:
             f"{logs_dir} cannot be created ({exc.strerror or exc}); fix the state dir's "
             f"ownership/permissions or point {STATE_DIR_SETTING} elsewhere"
         ) from None
+
+
+def _refuse_not_a_file(path: Path) -> None:
+    """As ``trades.csv`` is (``widen_csv_columns``): a FIFO was opened for appending, and its
+    first rotation check (an ``lseek``) was a traceback, or its full pipe blocked a write for
+    good; a folder was a traceback from the torn-tail repair."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise RefuseToStartError(f"{not_a_regular_file(path, mode)}: move it away and start again")
 
 
 @dataclass
@@ -62,8 +77,10 @@ def open_journals(
     _prepare_logs_dir(settings.logs_dir)
     fsync = settings.state.fsync_journals
     health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
+    decisions_path = settings.logs_dir / "decisions.jsonl"
+    _refuse_not_a_file(decisions_path)
     decisions = JsonlJournal(
-        settings.logs_dir / "decisions.jsonl",
+        decisions_path,
         fsync=fsync,
         clock=clock,
         health=health,
