@@ -20,8 +20,8 @@ import math
 import orjson
 from pydantic import BaseModel, ConfigDict
 
-from agent.claude_prompt import DECISION_SYSTEM_PROMPT
-from agent.claude_schema import output_config
+from agent.claude_prompt import decision_system_prompt
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules, output_config
 from agent.config import AgentConfig
 
 ROUTINE_LAYERS = ("candle_close", "agent_timer")
@@ -92,9 +92,10 @@ class Projection(BaseModel):
         )
 
 
-def prefix_tokens() -> int:
-    """The cacheable prefix: the answer schema and the system prompt."""
-    chars = len(orjson.dumps(output_config())) + len(DECISION_SYSTEM_PROMPT)
+def prefix_tokens(wake: WakeRules = DEFAULT_WAKE_RULES) -> int:
+    """The cacheable prefix: the answer schema and the system prompt of ``wake``'s tickers (it
+    lists each ticker's metrics: six tickers' prompt is longer than the default three's)."""
+    chars = len(orjson.dumps(output_config())) + len(decision_system_prompt(wake))
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
@@ -104,16 +105,21 @@ def _min_cacheable(model: str) -> int:
     )
 
 
-def call_usd(config: AgentConfig, model: str, tickers: int) -> float:
+def call_usd(
+    config: AgentConfig, model: str, tickers: int, wake: WakeRules = DEFAULT_WAKE_RULES
+) -> float:
     price = config.for_model(model)
-    prefix = prefix_tokens()
+    prefix = prefix_tokens(wake)
     cached = config.prompt_cache_ttl == "1h" and prefix >= _min_cacheable(model)
     prefix_usd = prefix * (price.cache_read_per_mtok_usd if cached else price.input_per_mtok_usd)
     snapshot_usd = SNAPSHOT_TOKENS_PER_TICKER * tickers * price.input_per_mtok_usd
     return (prefix_usd + snapshot_usd + OUTPUT_TOKENS_PER_CALL * price.output_per_mtok_usd) / 1e6
 
 
-def project(config: AgentConfig, rate: GateRate, tickers: int) -> Projection:
+def project(
+    config: AgentConfig, rate: GateRate, tickers: int, wake: WakeRules = DEFAULT_WAKE_RULES
+) -> Projection:
+    """``wake``: the daemon's tickers' and cap's (``runner.agent_wiring.wake_rules``)."""
     strong = config.model
     routine = config.tiers.routine_model or strong
     skipped = 0.0
@@ -127,7 +133,8 @@ def project(config: AgentConfig, rate: GateRate, tickers: int) -> Projection:
         if layer in ROUTINE_LAYERS:
             calls = passes * (1.0 - skipped)
             usd = calls * (
-                call_usd(config, routine, tickers) + escalated * call_usd(config, strong, tickers)
+                call_usd(config, routine, tickers, wake)
+                + escalated * call_usd(config, strong, tickers, wake)
             )
             rows.append(
                 LayerProjection(
@@ -139,7 +146,7 @@ def project(config: AgentConfig, rate: GateRate, tickers: int) -> Projection:
                 )
             )
         else:
-            usd = passes * call_usd(config, strong, tickers)
+            usd = passes * call_usd(config, strong, tickers, wake)
             rows.append(
                 LayerProjection(
                     layer=layer,

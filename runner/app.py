@@ -20,6 +20,7 @@ from core.failpoints import Failpoints
 from core.scaled_clock import ScaledClock
 from regime.fit_pool import FitPool, daemon_fit_workers
 from regime.tracker import Offload
+from runner.agent_wiring import wake_rules
 from runner.api_wiring import OperatorSurface
 from runner.config import Settings
 from runner.cost_projection import projection_text
@@ -206,7 +207,10 @@ async def _run_locked(settings: Settings, live: bool) -> int:
     if settings.anthropic_api_key is not None:  # before the first call: what a day will cost
         journal = settings.state_dir / "logs" / "decisions.jsonl"
         print(
-            "vigil: " + projection_text(settings.agent, journal, len(settings.market.tickers)),
+            "vigil: "
+            + projection_text(
+                settings.agent, journal, wake_rules(settings), len(settings.market.tickers)
+            ),
             file=sys.stderr,
             flush=True,
         )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import orjson
 
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
 from agent.projection import MEASURED_RATE, GateRate, Projection, project
 from core.clock import DAY_MS
@@ -58,9 +59,12 @@ def journal_rate(journal: Path) -> GateRate | None:
     )
 
 
-def projection(config: AgentConfig, journal: Path, tickers: int) -> Projection:
-    return project(config, journal_rate(journal) or MEASURED_RATE, tickers)
+def projection(
+    config: AgentConfig, journal: Path, tickers: int, wake: WakeRules = DEFAULT_WAKE_RULES
+) -> Projection:
+    return project(config, journal_rate(journal) or MEASURED_RATE, tickers, wake)
 
 
-def projection_text(config: AgentConfig, journal: Path, tickers: int) -> str:
-    return projection(config, journal, tickers).text(config.budget_text)
+def projection_text(config: AgentConfig, journal: Path, wake: WakeRules, tickers: int) -> str:
+    """``wake``: the run's (its tickers' metrics are in the system prompt whose cost is counted)."""
+    return projection(config, journal, tickers, wake).text(config.budget_text)

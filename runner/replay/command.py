@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TextIO
 
+from agent.claude_schema import WakeRules
 from report.html import write_report
 from runner.config import Settings
 from runner.cost_projection import projection_text
@@ -219,7 +220,8 @@ def replay_main(
         print(f"vigil replay: {expected_calls_text(options, settings)}", file=stream)
     if options.decider == "claude":  # one call a pass with tiers; the debate's text says its own
         journal = options.out_dir / "logs" / "decisions.jsonl"
-        text = projection_text(settings.agent, journal, len(options.tickers))
+        wake = WakeRules.of(options.tickers, settings.gate.max_wake_conditions)
+        text = projection_text(settings.agent, journal, wake, len(options.tickers))
         print(f"vigil replay: {text}", file=stream)
     outcome = asyncio.run(_replay_and_report(settings, options, stream))
     return 0 if outcome.passed else 1

@@ -3,16 +3,20 @@ recent gate rate (the journal's, else the measured default)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import orjson
 import pytest
 
+from agent.claude_prompt import decision_system_prompt
+from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules, output_config
 from agent.config import AgentConfig
 from agent.materiality import DeltaConfig
 from agent.projection import MEASURED_RATE, GateRate, call_usd, prefix_tokens, project
 from agent.tiers import TierConfig
-from runner.cost_projection import journal_rate, projection
+from gate.conditions import MAX_WAKE_CONDITIONS
+from runner.cost_projection import journal_rate, projection, projection_text
 
 RATE = GateRate(
     passes_per_day={"candle_close": 96.0, "anomaly": 30.0}, reviews_per_day=10.0, source="test"
@@ -77,3 +81,23 @@ def test_without_a_journal_the_measured_rate_is_used_and_said(tmp_path: Path) ->
     assert result.source == MEASURED_RATE.source
     text = result.text("auto: 30 USD a month over the days left")
     assert "calls a day" in text and "$" in text and "auto" in text and "estimate" in text
+
+
+SIX = ("BTC/USDT", "ETH/USDT", "SOL/USDT", "BNB/USDT", "XRP/USDT", "DOGE/USDT")
+
+
+def test_the_prefix_is_counted_from_the_configured_tickers_system_prompt(tmp_path: Path) -> None:
+    """The system prompt lists each ticker's wake metrics: a six-ticker daemon's prefix was
+    estimated from the default three tickers' prompt."""
+    six = WakeRules.of(SIX, MAX_WAKE_CONDITIONS)
+    sent = len(orjson.dumps(output_config())) + len(decision_system_prompt(six))
+    assert prefix_tokens(six) == math.ceil(sent / 3.5) > prefix_tokens()
+    config = AgentConfig(prompt_cache_ttl="5m")  # uncached: the prefix at the input price
+    text = projection_text(config, tmp_path / "none.jsonl", six, len(SIX))
+    default = projection_text(config, tmp_path / "none.jsonl", DEFAULT_WAKE_RULES, len(SIX))
+    assert _usd(text) > _usd(default)
+    assert _usd(text) == pytest.approx(project(config, MEASURED_RATE, 6, six).usd_per_day, abs=0.01)
+
+
+def _usd(text: str) -> float:
+    return float(text.split("about $", 1)[1].split(" ", 1)[0])
