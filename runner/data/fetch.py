@@ -217,7 +217,9 @@ class Fetcher:
         since = partial.resume_ms(request.start_ms, 1, FUNDING_STEP_MS)
         fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
-        last_ms: int | None = None  # the last settlement kept
+        # the last settlement kept: a resumed fetch goes on after the stored rows, whose last one
+        # the 30-minute rule holds its first new row to, as a fresh fetch's run of pages does
+        last_ms = int(partial.rows[-1][0]) if partial.rows and since > request.start_ms else None
         while since <= until_ms:
             page = await self._call(
                 functools.partial(

@@ -131,3 +131,42 @@ async def test_a_full_page_with_one_repeat_goes_on_to_the_end(tmp_path: Path) ->
     stored = load_funding("BTC/USDT", out)
     assert list(stored.index) == [t for i, t in enumerate(recorded.index) if i != 5]
     assert (funding.rows, funding.dropped) == (len(recorded) - 1, 1)
+
+
+def a_settlement_a_minute_after_the_stored_one(stored_ms: int) -> Callable[[Any], Any]:
+    def rewrite(body: Any) -> Any:
+        items = [dict(item) for item in body]
+        items[0]["fundingTime"] = stored_ms + 60_000
+        return items
+
+    return rewrite
+
+
+async def test_a_resumed_fetch_checks_its_first_row_against_the_last_stored_one(
+    tmp_path: Path,
+) -> None:
+    """A killed fetch left its first settlements in the partial file; the resumed fetch's first
+    row a minute after the last of them was kept (the 30-minute rule looked only at the rows of
+    this run), where a fresh fetch drops and counts it."""
+    clock = ScaledClock(END_MS + 3_600_000, speed=600.0)
+    out = tmp_path / "data"
+    recorded = load_funding("BTC/USDT").loc[FIRST_MS : END_MS - 1]
+    kept = recorded.iloc[:5]
+    partial = out / ".partial" / "BTCUSDT-funding.csv"
+    partial.parent.mkdir(parents=True)
+    partial.write_text(
+        "funding_time_ms,funding_rate\n"
+        + "".join(f"{t},{r!r}\n" for t, r in zip(kept.index, kept["funding_rate"], strict=True))
+    )
+    request = FetchRequest(("BTC/USDT",), "1h", FIRST_MS, END_MS, out)
+    last_stored = int(kept.index[-1])
+    async with running_server(clock) as server:
+        server.faults.rewrite_next(
+            a_settlement_a_minute_after_the_stored_one(last_stored), path=FUNDING
+        )
+        _, funding = await fetch_into(request, server.url, clock, io.StringIO())
+    stored = load_funding("BTC/USDT", out).index.to_numpy()
+    assert (np.diff(stored) >= FUNDING_MIN_GAP_MS).all()
+    assert last_stored + 60_000 not in stored
+    assert list(stored) == [t for i, t in enumerate(recorded.index) if i != 5]
+    assert funding.dropped == 1
