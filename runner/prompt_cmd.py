@@ -47,6 +47,7 @@ from runner.agent_wiring import wake_rules
 from runner.config import Settings
 from runner.journals import open_journals
 from runner.market_wiring import build_market_path
+from runner.replay.data import look_back_window
 from runner.replay.ports import replay_ports
 from runner.warm_paths import warm_up_paths
 from runner.wiring import DecisionPath, build_decision_path
@@ -252,9 +253,10 @@ async def offline_decision_path(settings: Settings) -> AsyncIterator[DecisionPat
         tickers = fresh.market.tickers
         clock = VirtualClock(epoch_ms=at_ms)
         bus = EventBus()
-        ports = replay_ports(
-            fresh, clock, bus, SimFeed(tickers, data_dir=fresh.data_dir), end_ms=at_ms + 1
-        )
+        # its look-back only: a stray bar years away (a 2099 row) made the dense arrays span them
+        window = look_back_window(fresh, at_ms, at_ms + 1)
+        feed = SimFeed(tickers, data_dir=fresh.data_dir, window=window)
+        ports = replay_ports(fresh, clock, bus, feed, end_ms=at_ms + 1)
         journals = open_journals(fresh, clock, bus)
         market = build_market_path(fresh, clock, bus, ports)
         decision = build_decision_path(

@@ -75,8 +75,13 @@ def replay_window(settings: Settings, options: ReplayOptions) -> tuple[int, int]
     """(first ms, end ms) of the recording a replay can read: its span, and before it what its
     warm-up fetches (the 4h history's ``history_days``, the seed's ``SEED_SECS``), a day to spare
     on each side (a candle reaching over the edge)."""
+    return look_back_window(settings, options.start_ms, options.end_ms)
+
+
+def look_back_window(settings: Settings, start_ms: int, end_ms: int) -> tuple[int, int]:
+    """``replay_window`` of any span: ``vigil prompt``'s instant, the simulator's start."""
     look_back_ms = max(settings.market.history_days * DAY_MS, SEED_SECS * 1000) + DAY_MS
-    return options.start_ms - look_back_ms, options.end_ms + DAY_MS
+    return start_ms - look_back_ms, end_ms + DAY_MS
 
 
 def open_recorded_data(
@@ -130,4 +135,10 @@ def _iso(at_ms: int) -> str:
     return datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M")
 
 
-__all__ = ["RecordedData", "open_recorded_data", "optional_fear_greed", "replay_window"]
+__all__ = [
+    "RecordedData",
+    "look_back_window",
+    "open_recorded_data",
+    "optional_fear_greed",
+    "replay_window",
+]
