@@ -301,6 +301,7 @@ def _health(settings: Settings, stale_secs: float | None) -> int:
 
 def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
+    from runner.replay.data import look_back_window
     from sim.exchange import run_standalone
 
     configure_logging(settings.log_level, settings.secret_values(), config=settings.log)
@@ -310,16 +311,19 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
             f"vigil sim: --port {args.port} leaves no REST port; give --rest-port", file=sys.stderr
         )
         return EXIT_USAGE
+    start_ms = settings.sim.start_ms
     asyncio.run(
         run_standalone(
             host=settings.sim.host,
             ws_port=args.port,
             rest_port=rest_port,
-            start_ms=settings.sim.start_ms,
+            start_ms=start_ms,
             speed=settings.sim.speed,
             tickers=settings.market.tickers,
             update_interval_ms=settings.sim.update_interval_ms,
             data_dir=settings.data_dir,
+            # a client daemon's warm-up look-back, as ``vigil run --sim`` keeps
+            first_ms=look_back_window(settings, start_ms, start_ms)[0],
         )
     )
     return 0

@@ -14,7 +14,7 @@ from typing import Any
 from core.clock import Clock, WallClock
 from core.scaled_clock import ScaledClock
 from runner.config import Settings
-from runner.sim_start import sim_start_ms
+from runner.sim_start import refuse_outside_recording, resumed_start_ms
 from runner.supervisor import ShutdownHook
 
 log = logging.getLogger(__name__)
@@ -36,20 +36,22 @@ def daemon_clock(settings: Settings) -> DaemonClock:
     off (``runner.sim_start``)."""
     if settings.market.source != "sim":
         return DaemonClock(WallClock(), None)
+    from runner.replay.data import look_back_window
     from sim.feed import serving_feed
 
+    requested_ms = settings.sim.start_ms
+    start_ms = resumed_start_ms(
+        requested_ms, settings.runner_state_path, settings.logs_dir / "decisions.jsonl"
+    )
     feed = serving_feed(
         settings.market.tickers,
         data_dir=settings.data_dir,
         update_interval_ms=settings.sim.update_interval_ms,
         what="market.tickers",
+        start_ms=start_ms,
+        first_ms=look_back_window(settings, start_ms, start_ms)[0],  # what its warm-up reads
     )
-    start_ms = sim_start_ms(
-        settings.sim.start_ms,
-        settings.runner_state_path,
-        settings.logs_dir / "decisions.jsonl",
-        feed,
-    )
+    refuse_outside_recording(start_ms, requested_ms, feed)
     scaled = ScaledClock(start_ms, settings.sim.speed)
     return DaemonClock(scaled, scaled, feed)
 

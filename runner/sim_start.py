@@ -29,17 +29,28 @@ _TAIL_BYTES = 1 << 16
 def sim_start_ms(requested_ms: int, state_path: Path, decisions_path: Path, feed: SimFeed) -> int:
     """``requested_ms``, or the state dir's last simulated instant when that is later; refuses a
     start outside the recording of any ticker."""
+    start_ms = resumed_start_ms(requested_ms, state_path, decisions_path)
+    refuse_outside_recording(start_ms, requested_ms, feed)
+    return start_ms
+
+
+def resumed_start_ms(requested_ms: int, state_path: Path, decisions_path: Path) -> int:
+    """``requested_ms``, or the state dir's last simulated instant when that is later (said)."""
     last_ms = last_state_time_ms(state_path, decisions_path)
-    start_ms = requested_ms
-    if last_ms is not None and last_ms > requested_ms:
-        log.warning(
-            "sim: the state dir was last at %s, after the requested start %s; resuming from %s "
-            "so simulated time does not run backwards (use a fresh state dir to start over)",
-            _iso(last_ms),
-            _iso(requested_ms),
-            _iso(last_ms),
-        )
-        start_ms = last_ms
+    if last_ms is None or last_ms <= requested_ms:
+        return requested_ms
+    log.warning(
+        "sim: the state dir was last at %s, after the requested start %s; resuming from %s "
+        "so simulated time does not run backwards (use a fresh state dir to start over)",
+        _iso(last_ms),
+        _iso(requested_ms),
+        _iso(last_ms),
+    )
+    return last_ms
+
+
+def refuse_outside_recording(start_ms: int, requested_ms: int, feed: SimFeed) -> None:
+    """``RefuseToStartError`` when ``start_ms`` lies outside the recording of any ticker."""
     for ticker in feed.tickers:
         first_ms, end_ms = feed.span_ms(ticker)
         if not first_ms <= start_ms <= end_ms:
@@ -49,7 +60,6 @@ def sim_start_ms(requested_ms: int, state_path: Path, decisions_path: Path, feed
                 f"which covers {_iso(first_ms)} .. {_iso(end_ms + 1)}; choose --start inside it"
                 + (" or use a fresh state dir" if resumed else "")
             )
-    return start_ms
 
 
 def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:

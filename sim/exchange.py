@@ -120,9 +120,11 @@ async def run_standalone(
     update_interval_ms: int = 250,
     *,
     data_dir: Path | None = None,
+    first_ms: int | None = None,
     on_ready: Callable[[SimExchange], object] | None = None,
 ) -> None:
-    """Serve the simulated exchange at ``speed`` x from ``start_ms`` until cancelled.
+    """Serve the simulated exchange at ``speed`` x from ``start_ms`` until cancelled, the bars
+    from ``first_ms`` on (None: the recording's first; see ``serving_feed``).
 
     ``on_ready`` is called once both servers listen (tests use it to learn the ports). A ticker
     without recorded data and a port that cannot be bound refuse to start (they were tracebacks).
@@ -132,6 +134,8 @@ async def run_standalone(
         data_dir=data_dir,
         update_interval_ms=update_interval_ms,
         what="the configured tickers",
+        start_ms=start_ms,
+        first_ms=first_ms,
     )
     for ticker in feed.tickers:
         first_ms, last_ms = feed.span_ms(ticker)

@@ -22,8 +22,10 @@ A candle whose recorded base bars are not all present (a hole in the recording) 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,8 +37,11 @@ from market.timeframes import TIMEFRAME_MS
 from sim.feed_series import Gap, TickerSeries
 from sim.path import MIN_UPDATES_PER_BAR, state_at
 
+log = logging.getLogger(__name__)
+
 BAR_MS = TIMEFRAME_MS["5m"]
 FUNDING_INTERVAL_MS = 8 * 3_600_000
+_NO_END_MS = 1 << 62  # a window open to the recording's end
 
 
 def closing_updates(after_ms: int, before_ms: int, timeframe_ms: int, interval_ms: int) -> range:
@@ -69,16 +74,48 @@ class FundingRate(NamedTuple):
     rate: float
 
 
+#: the longest hole in the recording a simulator serves across: the bars after a longer one
+#: would follow a month of silent streams (a stray row such as a 2099 one), and the feed's dense
+#: arrays spanned the years up to them (about a gigabyte a ticker)
+LONGEST_SERVED_HOLE_MS = 30 * 24 * 3_600_000
+
+
 def serving_feed(
-    tickers: Sequence[str], *, data_dir: Path | None, update_interval_ms: int, what: str
+    tickers: Sequence[str],
+    *,
+    data_dir: Path | None,
+    update_interval_ms: int,
+    what: str,
+    start_ms: int,
+    first_ms: int | None = None,
 ) -> SimFeed:
-    """The feed a simulator serves ``tickers`` from; a ticker or data dir without recordings
-    refuses to start, naming ``what`` the tickers came from (unchecked it was exit 1 with a
-    traceback from deep in the loader)."""
+    """The feed a simulator started at ``start_ms`` serves ``tickers`` from: the bars from
+    ``first_ms`` (None: the recording's first) up to the first hole longer than
+    ``LONGEST_SERVED_HOLE_MS`` after the start (a warning names the bars left out). A ticker or
+    data dir without recordings refuses to start, naming ``what`` the tickers came from
+    (unchecked it was exit 1 with a traceback from deep in the loader)."""
+    window = None if first_ms is None else (first_ms, _NO_END_MS)
     try:
-        return SimFeed(tickers, data_dir=data_dir, update_interval_ms=update_interval_ms)
+        feed = SimFeed(
+            tickers,
+            data_dir=data_dir,
+            update_interval_ms=update_interval_ms,
+            window=window,
+            hole_after=(start_ms, LONGEST_SERVED_HOLE_MS),
+        )
     except DataUnavailableError as exc:
         raise RefuseToStartError(f"the simulator cannot serve {what}: {exc}") from None
+    for ticker in feed.tickers:
+        left_out_ms = feed.left_out_ms(ticker)
+        if left_out_ms is not None:
+            log.warning(
+                "sim: %s's bars from %s on are not served: they lie after a hole of more than "
+                "%d days in its recording",
+                ticker,
+                datetime.fromtimestamp(left_out_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M"),
+                LONGEST_SERVED_HOLE_MS // (24 * 3_600_000),
+            )
+    return feed
 
 
 class SimFeed:
@@ -92,6 +129,7 @@ class SimFeed:
         update_interval_ms: int = 250,
         base_interval: str = "5m",
         window: tuple[int, int] | None = None,
+        hole_after: tuple[int, int] | None = None,
     ) -> None:
         if base_interval not in BASE_INTERVAL_MS:
             raise ValueError(f"base bars are {sorted(BASE_INTERVAL_MS)}, not {base_interval!r}")
@@ -115,7 +153,7 @@ class SimFeed:
         self._updates_per_bar = bar_ms // update_interval_ms
         self._window = window
         self._series = {
-            ticker: TickerSeries(ticker, data_dir, base_interval, window)
+            ticker: TickerSeries(ticker, data_dir, base_interval, window, hole_after)
             for ticker in dict.fromkeys(tickers)
         }
 
@@ -154,6 +192,10 @@ class SimFeed:
         (within the window, when the feed was opened on one)."""
         series = self._get(ticker)
         return series.first_open_ms, series.last_open_ms + self._bar_ms - 1
+
+    def left_out_ms(self, ticker: str) -> int | None:
+        """The open of the first bar left out after a long hole (``hole_after``), or None."""
+        return self._get(ticker).left_out_ms
 
     def gaps(self, ticker: str) -> list[Gap]:
         """Holes in the ticker's recorded base bars, oldest first."""

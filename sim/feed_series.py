@@ -67,7 +67,9 @@ class TickerSeries:
 
     With a ``window`` (first ms, end ms) only the 4h rows that hold it are kept: the arrays are
     dense, so a stray bar years away made them span the years between (a 2099 bar in a 3-day
-    file: 1.2 GB). The span, gaps and precision stay the whole recording's."""
+    file: 1.2 GB). With ``hole_after`` (from ms, longest ms) the bars after the first hole longer
+    than that ending after ``from ms`` are left out too (the simulator's open end). The span, gaps
+    and precision stay the whole recording's."""
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class TickerSeries:
         data_dir: Path | None,
         base_interval: str,
         window: tuple[int, int] | None = None,
+        hole_after: tuple[int, int] | None = None,
     ) -> None:
         bar_ms = BASE_INTERVAL_MS[base_interval]
         self.bar_ms = bar_ms
@@ -101,6 +104,14 @@ class TickerSeries:
         if window is not None:
             frame = frame[_in_rows(frame.index.to_numpy(dtype=np.int64), window)]
             open_ms = frame.index.to_numpy(dtype=np.int64)
+        #: the first bar left out past a long hole (None: none was)
+        self.left_out_ms: int | None = None
+        if hole_after is not None and len(open_ms):
+            kept = _before_long_hole(open_ms, *hole_after)
+            if not kept.all():
+                self.left_out_ms = int(open_ms[~kept][0])
+                frame = frame[kept]
+                open_ms = frame.index.to_numpy(dtype=np.int64)
         self.base_ms = _row_start(int(open_ms[0]) if len(open_ms) else self.first_open_ms)
         rows = -(-(int(open_ms[-1]) + bar_ms - self.base_ms) // _ALIGN_MS) if len(open_ms) else 0
         self.slots = rows * (_ALIGN_MS // bar_ms)
@@ -183,6 +194,14 @@ def _in_rows(open_ms: IntArray, window: tuple[int, int]) -> npt.NDArray[np.bool_
     return np.asarray(
         (open_ms >= _row_start(first_ms)) & (open_ms < -(-end_ms // _ALIGN_MS) * _ALIGN_MS)
     )
+
+
+def _before_long_hole(open_ms: IntArray, from_ms: int, longest_ms: int) -> npt.NDArray[np.bool_]:
+    """The bars before the first hole longer than ``longest_ms`` that ends after ``from_ms``."""
+    long_holes = np.flatnonzero((np.diff(open_ms) > longest_ms) & (open_ms[1:] > from_ms))
+    if not len(long_holes):
+        return np.ones(len(open_ms), dtype=np.bool_)
+    return np.asarray(open_ms <= open_ms[long_holes[0]])
 
 
 def _decimals(values: FloatArray) -> int:

@@ -9,15 +9,29 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
 from fakes.daemon import REPO, daemon_env
 from replay_support import day_start_ms
 
-from market.recorded import kline_path, load_klines
+from core.clock import DAY_MS
+from market.recorded import (
+    fear_greed_path,
+    funding_path,
+    kline_path,
+    load_funding,
+    load_klines,
+)
+from runner.config import MarketConfig, Settings, SimConfig
+from runner.sim_boot import daemon_clock
+from sim.feed import LONGEST_SERVED_HOLE_MS
 
 STRAY_MS = day_start_ms("2099-06-01")
 PEAK_MIB = 400  # 165 MiB; the stray bar's feed took 1,151 MiB
@@ -31,7 +45,8 @@ print(json.dumps({"code": code, "peak_kib": resource.getrusage(resource.RUSAGE_S
 
 
 def _data_dir(root: Path) -> Path:
-    """The bundled BTC 5m bars of 2025-02-26 .. 03-03 and a 2099 bar."""
+    """The bundled BTC 5m bars and funding of 2025-02-26 .. 03-03 and a 2099 bar; the bundled
+    Fear & Greed."""
     five = load_klines("BTC/USDT", "5m")
     five = five[
         (five.index >= day_start_ms("2025-02-26")) & (five.index < day_start_ms("2025-03-04"))
@@ -41,6 +56,13 @@ def _data_dir(root: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     with gzip.open(path, "wt") as out:
         frame.to_csv(out, index_label="open_time_ms", float_format="%.10g")
+    funding = load_funding("BTC/USDT")
+    with gzip.open(funding_path("BTC/USDT", root), "wt") as out:
+        funding.loc[day_start_ms("2025-02-26") : day_start_ms("2025-03-04")].to_csv(
+            out, index_label="funding_time_ms"
+        )
+    fear_greed_path(root).parent.mkdir(parents=True)
+    shutil.copy(fear_greed_path(), fear_greed_path(root))
     return root
 
 
@@ -69,3 +91,47 @@ def test_vigil_prompt_with_a_far_future_bar_keeps_its_look_back_only(tmp_path: P
     assert result["code"] == 0
     assert "BTC/USDT" in json.loads("\n".join(request))["messages"][0]["content"][0]["text"]
     assert result["peak_kib"] < PEAK_MIB * 1024, f"peak {result['peak_kib'] // 1024} MiB"
+
+
+def test_vigil_sim_with_a_far_future_bar_serves_its_start_without_the_years_between(
+    tmp_path: Path,
+) -> None:
+    env = _env(tmp_path)
+    log = tmp_path / "sim.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner.cli", "sim", "--port", "0", "--rest-port", "0"],
+            env=env,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 300  # a bound on a hang, not a timing assumption
+        while "sim exchange up" not in log.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        assert proc.poll() is None, log.read_text()[-3000:]
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        _, _, usage = os.wait4(proc.pid, 0)
+    assert usage.ru_maxrss < PEAK_MIB * 1024, f"peak {usage.ru_maxrss // 1024} MiB"
+    assert "BTC/USDT's bars from 2099-06-01 00:00 on are not served" in log.read_text()
+
+
+def test_vigil_run_sim_keeps_its_look_back_and_the_bars_before_a_long_hole(
+    tmp_path: Path,
+) -> None:
+    settings = Settings(
+        state_dir=tmp_path / "state",
+        data_dir=_data_dir(tmp_path / "data"),
+        market=MarketConfig(source="sim", tickers=("BTC/USDT",)),
+        sim=SimConfig(start=day_start_ms("2025-03-02") // 1000),
+    )
+    feed = daemon_clock(settings).feed
+    series = feed._series["BTC/USDT"]
+    assert series.slots <= 7 * DAY_MS // feed.bar_ms  # the recording's 6 days, whole 4h rows
+    assert feed.left_out_ms("BTC/USDT") == STRAY_MS
+    assert STRAY_MS - day_start_ms("2025-03-04") > LONGEST_SERVED_HOLE_MS
+    # the recording's span is still the whole file's: a start in 2099 is not refused as outside
+    assert feed.span_ms("BTC/USDT")[1] == STRAY_MS + feed.bar_ms - 1
