@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+import numpy.typing as npt
 
 from core.errors import RefuseToStartError
 from market.recorded import BASE_INTERVAL_MS, DataUnavailableError
@@ -200,6 +201,11 @@ class SimFeed:
     def gaps(self, ticker: str) -> list[Gap]:
         """Holes in the ticker's recorded base bars, oldest first."""
         return list(self._get(ticker).gaps)
+
+    def funding_series(self, ticker: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+        """The recorded settlement times and rates, oldest first (empty without a funding file)."""
+        series = self._get(ticker)
+        return series.funding_ms, series.funding_rate
 
     def funding_missing(self, ticker: str) -> str | None:
         """Why the ticker has no recorded funding (None when it has)."""

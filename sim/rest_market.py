@@ -4,14 +4,11 @@ serves them, the rolling 24 h ticker, and the recorded funding settlements."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from core.clock import DAY_MS
-from market.recorded import load_funding
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import KlineState, SimFeed
 from sim.rest_payloads import format_price, format_qty
@@ -81,15 +78,11 @@ def rolling_24h(feed: SimFeed, ticker: str, now_ms: int) -> dict[str, Any] | Non
 class FundingBook:
     """The recorded funding settlements of every ticker the feed serves."""
 
-    def __init__(self, feed: SimFeed, data_dir: Path | None) -> None:
+    def __init__(self, feed: SimFeed) -> None:
         self._feed = feed
-        self._rates: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]] = {}
-        for ticker in feed.tickers:
-            frame = load_funding(ticker, data_dir)
-            self._rates[ticker] = (
-                frame.index.to_numpy(dtype=np.int64),
-                frame["funding_rate"].to_numpy(dtype=np.float64),
-            )
+        # the feed's own, loaded with the bars: none for a ticker without a funding file
+        # (optional, as in a replay; loading it again here was a traceback at start)
+        self._rates = {ticker: feed.funding_series(ticker) for ticker in feed.tickers}
 
     def rows(
         self, tickers: Iterable[str], start_ms: int | None, last_ms: int

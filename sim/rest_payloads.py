@@ -228,3 +228,9 @@ def _fng_date(ts_secs: int, date_format: str) -> str:
 
 def _fng_error(message: str) -> dict[str, Any]:
     return {"name": FNG_NAME, "data": [], "metadata": {"error": message}}
+
+
+def fear_greed_missing(why: str) -> dict[str, Any]:
+    """/fng/'s answer when the data dir has no index (optional, as in a replay): why, in
+    alternative.me's error shape, which the daemon's parser reports as unavailable."""
+    return _fng_error(why)

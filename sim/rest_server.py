@@ -47,7 +47,7 @@ from typing import Final
 from aiohttp import web
 
 from core.clock import Clock, WallClock
-from market.recorded import load_fear_greed
+from market.recorded import DataUnavailableError, load_fear_greed
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import SimFeed
 from sim.orders import SimOrders
@@ -70,6 +70,7 @@ from sim.rest_market import FundingBook, klines, rolling_24h
 from sim.rest_payloads import (
     FearGreedBook,
     exchange_info,
+    fear_greed_missing,
     format_price,
     kline_row,
     premium_index_row,
@@ -125,9 +126,13 @@ class RestServer:
         #: requests received, by path (faulted and refused ones included)
         self.requests: Counter[str] = Counter()
         self._symbols = {to_binance_symbol(t): t for t in feed.tickers}
-        self._funding = FundingBook(feed, data_dir)
-        fng = load_fear_greed(data_dir)
-        self._fear_greed_book = FearGreedBook(fng)
+        self._funding = FundingBook(feed)
+        # optional, as in a replay: a data dir without it was a traceback at start
+        self._fear_greed_book: FearGreedBook | str
+        try:
+            self._fear_greed_book = FearGreedBook(load_fear_greed(data_dir))
+        except DataUnavailableError as exc:
+            self._fear_greed_book = str(exc)
         self._spot = RecordedSpotKlines(data_dir)
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
@@ -388,9 +393,10 @@ class RestServer:
         return json_response(rows[0] if asked is not None else rows)
 
     async def _fear_greed(self, request: web.Request) -> web.Response:
-        return json_response(
-            self._fear_greed_book.answer(request.query, self._clock.now_ms() // 1000)
-        )
+        book = self._fear_greed_book
+        if isinstance(book, str):
+            return json_response(fear_greed_missing(book))
+        return json_response(book.answer(request.query, self._clock.now_ms() // 1000))
 
 
 __all__ = ["RestServer"]
