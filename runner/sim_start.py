@@ -96,4 +96,7 @@ def _last_journal_time_ms(path: Path) -> int | None:
 
 
 def _iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (ValueError, OverflowError, OSError):  # a journaled time past year 9999: a traceback
+        return f"{ms} ms (no calendar date)"

@@ -68,3 +68,17 @@ def test_vigil_run_sim_refuses_a_start_outside_the_recording(
     assert code == EXIT_REFUSE_TO_START
     err = capsys.readouterr().err
     assert "2019-01-01T00:00:00Z" in err and "outside the recording" in err
+
+
+@pytest.mark.parametrize("at_ms", [10**17, 2**62])
+def test_a_journal_time_past_any_calendar_date_is_refused_not_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], at_ms: int
+) -> None:
+    """A last journal line's time past year 9999 (a person's edit) made the resume warning's date
+    a ValueError: ``vigil run --sim`` was exit 1 with a traceback."""
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "decisions.jsonl").write_text(json.dumps({"at_ms": at_ms}) + "\n")
+    code = main(["--state-dir", str(tmp_path), "run", "--sim"])
+    err = capsys.readouterr().err
+    assert code == EXIT_REFUSE_TO_START, err[-2000:]
+    assert f"{at_ms} ms (no calendar date)" in err and "fresh state dir" in err
