@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
 from agent.projection import MEASURED_RATE, GateRate, Projection, project
-from core.clock import DAY_MS
+from core.clock import DAY_MS, LATEST_TIME_MS
 from state.segments import recent_lines
 
 TAIL_BYTES = 32 * 1024 * 1024  # about a week of 6-8 KB decision lines
@@ -27,6 +28,17 @@ def _layer(trigger: list[str]) -> str:
     return next((layer for layer in _ORDER if layer in found), "other")
 
 
+def _usable(record: dict[str, Any]) -> bool:
+    """A line a person's edit garbled is skipped: a time that is not a whole ms was a traceback
+    at start, and one past 2100 made the rate that line's week's alone."""
+    at_ms = record.get("at_ms")
+    return (
+        type(at_ms) is int
+        and at_ms < LATEST_TIME_MS
+        and isinstance(record.get("trigger"), list | None)
+    )
+
+
 def journal_rate(journal: Path) -> GateRate | None:
     """Passes per layer per day over the journal's recent days (None: too little journal)."""
     records = []
@@ -35,16 +47,16 @@ def journal_rate(journal: Path) -> GateRate | None:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:
             continue
-        if isinstance(record, dict) and "at_ms" in record:
+        if isinstance(record, dict) and _usable(record):
             records.append(record)
     if not records:
         return None
-    end = max(int(r["at_ms"]) for r in records)
-    start = max(min(int(r["at_ms"]) for r in records), end - int(RECENT_DAYS * DAY_MS))
+    end = max(r["at_ms"] for r in records)
+    start = max(min(r["at_ms"] for r in records), end - int(RECENT_DAYS * DAY_MS))
     days = (end - start) / DAY_MS
     if days < MIN_DAYS:
         return None
-    recent = [r for r in records if int(r["at_ms"]) >= start]
+    recent = [r for r in records if r["at_ms"] >= start]
     decisions = [r for r in recent if r.get("type", "decision") == "decision"]
     layers = Counter(_layer(r.get("trigger") or []) for r in decisions)
     routine = [

@@ -101,3 +101,31 @@ def test_the_prefix_is_counted_from_the_configured_tickers_system_prompt(tmp_pat
 
 def _usd(text: str) -> float:
     return float(text.split("about $", 1)[1].split(" ", 1)[0])
+
+
+@pytest.mark.parametrize(
+    "garbled",
+    [
+        {"type": "decision", "at_ms": "soon"},
+        {"type": "decision", "at_ms": None},
+        {"type": "decision", "at_ms": [1]},
+        {"type": "decision", "at_ms": 4_000_000_000_000_000},  # year 128,000
+        {"type": "decision", "at_ms": 1_740_787_300_000, "trigger": 5},
+    ],
+)
+def test_a_garbled_journal_line_is_skipped_not_a_traceback_or_the_rate(
+    tmp_path: Path, garbled: dict[str, object]
+) -> None:
+    """A line a person's edit garbled made ``vigil run``'s start (and ``vigil replay --decider
+    claude``) exit with a traceback from int() or the trigger's loop, or, with a time thousands of
+    years ahead, measured the rate over that line's week only (no passes a day)."""
+    base = 1_740_787_200_000
+    lines = [
+        {"type": "decision", "at_ms": base + i * 900_000, "trigger": ["candle_close:BTC/USDT:15m"]}
+        for i in range(96)
+    ]
+    clean = tmp_path / "clean.jsonl"
+    clean.write_bytes(b"\n".join(orjson.dumps(line) for line in lines) + b"\n")
+    journal = tmp_path / "decisions.jsonl"
+    journal.write_bytes(clean.read_bytes() + orjson.dumps(garbled) + b"\n")
+    assert journal_rate(journal) == journal_rate(clean) is not None
