@@ -16,7 +16,8 @@ from __future__ import annotations
 import asyncio
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,6 +62,8 @@ from state.state_file import STATE_FILE_MAX_BYTES
 #: what the offline snapshot says triggered it
 OFFLINE_WAKE_REASON = "vigil_prompt: offline snapshot from the bundled data"
 _FIVE_MIN_MS = TIMEFRAME_MS["5m"]
+#: decision lines of a segment kept while it is read (a line is a few KB, at most LINE_MAX_BYTES)
+_NEWEST_KEPT = 8
 
 
 @dataclass(frozen=True)
@@ -199,39 +202,53 @@ def latest_journal_snapshot(path: Path) -> JournalSnapshot | None:
     (the daemon may be writing it right now) are skipped.
     """
     for segment in reversed(segments(path)):
-        found = _latest_snapshot_in(b"".join(open_segment(segment)))
+        found = _latest_snapshot_in(segment)
         if found is not None:
             return JournalSnapshot(found[0], found[1], segment)
     return None
 
 
-def _latest_snapshot_in(data: bytes) -> tuple[MarketSnapshot, str] | None:
-    for record in _decisions_newest_first(data):
-        if record.snapshot is None:
+def _latest_snapshot_in(segment: Path) -> tuple[MarketSnapshot, str] | None:
+    """Read one line at a time: the whole segment was read and split (two copies of a journal
+    that, with rotation off, grows for months). The newest decision lines are kept; when none of
+    them is of this schema, the segment is read again for an older one that is."""
+    newest: deque[bytes] = deque(maxlen=_NEWEST_KEPT)
+    for line in open_segment(segment):
+        if line.endswith(b"\n") and b'"decision"' in line:  # a torn last line is not one yet
+            newest.append(line)
+    found = next(_snapshots(reversed(newest)), None)
+    if found is None and len(newest) == _NEWEST_KEPT:
+        whole = (line for line in open_segment(segment) if line.endswith(b"\n"))
+        last = deque(_snapshots(whole), maxlen=1)  # the newest of this schema
+        found = last[0] if last else None
+    return found
+
+
+def _snapshots(lines: Iterable[bytes]) -> Iterator[tuple[MarketSnapshot, str]]:
+    """The snapshots of ``lines``' decisions that have one of this schema, in their order."""
+    for line in lines:
+        record = _decision(line)
+        if record is None or record.snapshot is None:
             continue
         try:
             snapshot = MarketSnapshot.model_validate(record.snapshot)
         except ValidationError:
             continue  # written by another schema version: an older line may still fit
-        return snapshot, record.decision_id
-    return None
+        yield snapshot, record.decision_id
 
 
-def _decisions_newest_first(data: bytes) -> Iterator[DecisionRecord]:
-    complete = data[: data.rfind(b"\n") + 1]
-    for line in reversed(complete.splitlines()):
-        try:
-            raw = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(raw, dict) or raw.get("type") != "decision":
-            continue
-        try:
-            record = parse_record(raw)
-        except ValidationError:
-            continue
-        if isinstance(record, DecisionRecord):
-            yield record
+def _decision(line: bytes) -> DecisionRecord | None:
+    try:
+        raw = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(raw, dict) or raw.get("type") != "decision":
+        return None
+    try:
+        record = parse_record(raw)
+    except ValidationError:
+        return None
+    return record if isinstance(record, DecisionRecord) else None
 
 
 async def build_offline_snapshot(settings: Settings) -> MarketSnapshot:

@@ -221,3 +221,15 @@ def test_the_latest_snapshot_is_found_in_a_rotated_segment(tmp_path: Path) -> No
     live.write_bytes(orjson.dumps(_decision_line("d3", newer)) + b"\n")
     found = latest_journal_snapshot(live)
     assert found is not None and (found.decision_id, found.path) == ("d3", live)
+
+
+def test_an_older_snapshot_is_found_behind_many_decisions_of_another_schema(
+    tmp_path: Path,
+) -> None:
+    """More decision lines of another schema than the reader keeps: the segment is read again."""
+    wanted = snapshot(memory="of this schema")
+    other = _decision_line("other", wanted)
+    other["snapshot"] = {"at_ms": "not this schema"}
+    _write_journal(tmp_path, [_decision_line("d-old", wanted)] + [other] * 20)
+    found = latest_journal_snapshot(tmp_path / "logs" / "decisions.jsonl")
+    assert found is not None and found.decision_id == "d-old"
