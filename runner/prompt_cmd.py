@@ -35,8 +35,9 @@ from agent.prompt_assembly import PromptAssembler, describe_parts
 from agent.snapshot import MarketSnapshot
 from core.bus import EventBus
 from core.clock import VirtualClock
+from core.errors import RefuseToStartError
 from core.events import MarketTick
-from market.recorded import load_klines
+from market.recorded import DataUnavailableError, MalformedDataError, load_klines
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystDesk
@@ -104,7 +105,13 @@ def render_prompt(
             f"{_iso(snapshot.at_ms)} from {found.path}"
         )
     else:
-        snapshot = asyncio.run(build_offline_snapshot(settings))
+        try:
+            snapshot = asyncio.run(build_offline_snapshot(settings))
+        except (DataUnavailableError, MalformedDataError) as exc:  # was a traceback
+            raise RefuseToStartError(
+                f"vigil prompt: no decision journaled yet, and no offline snapshot at "
+                f"{_iso(settings.sim.start_ms)} from the data dir: {exc}"
+            ) from None
         say(
             f"vigil prompt: no decision journaled yet; snapshot built from the bundled data at "
             f"{_iso(snapshot.at_ms)} (sim.start)"
@@ -300,7 +307,7 @@ def _before(frame: pd.DataFrame, start_ms: int, end_ms: int) -> pd.DataFrame:
 def _current_15m_tick(ticker: str, five: pd.DataFrame, at_ms: int) -> MarketTick:
     """The open 15m candle at ``at_ms``, made of its closed 5m candles; price = the last close."""
     if five.empty:
-        raise LookupError(f"no recorded 5m candles for {ticker} before {_iso(at_ms)}")
+        raise DataUnavailableError(f"no recorded 5m candles for {ticker} before {_iso(at_ms)}")
     open_ms = candle_open_ms(at_ms, "15m")
     inside = five[five.index >= open_ms]
     last_close = float(five["close"].iloc[-1])
