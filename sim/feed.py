@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from core.errors import RefuseToStartError
-from market.recorded import BASE_INTERVAL_MS, DataUnavailableError
+from market.recorded import BASE_INTERVAL_MS, DataUnavailableError, MalformedDataError
 from market.timeframes import TIMEFRAME_MS
 from sim.feed_series import Gap, TickerSeries
 from sim.path import MIN_UPDATES_PER_BAR, state_at
@@ -93,8 +93,8 @@ def serving_feed(
     """The feed a simulator started at ``start_ms`` serves ``tickers`` from: the bars from
     ``first_ms`` (None: the recording's first) up to the first hole longer than
     ``LONGEST_SERVED_HOLE_MS`` after the start (a warning names the bars left out). A ticker or
-    data dir without recordings refuses to start, naming ``what`` the tickers came from
-    (unchecked it was exit 1 with a traceback from deep in the loader)."""
+    data dir without recordings, or a malformed file, refuses to start, naming ``what`` the
+    tickers came from (unchecked it was exit 1 with a traceback from deep in the loader)."""
     window = None if first_ms is None else (first_ms, _NO_END_MS)
     try:
         feed = SimFeed(
@@ -104,7 +104,7 @@ def serving_feed(
             window=window,
             hole_after=(start_ms, LONGEST_SERVED_HOLE_MS),
         )
-    except DataUnavailableError as exc:
+    except (DataUnavailableError, MalformedDataError) as exc:
         raise RefuseToStartError(f"the simulator cannot serve {what}: {exc}") from None
     for ticker in feed.tickers:
         left_out_ms = feed.left_out_ms(ticker)

@@ -47,7 +47,8 @@ from typing import Final
 from aiohttp import web
 
 from core.clock import Clock, WallClock
-from market.recorded import DataUnavailableError, load_fear_greed
+from core.errors import RefuseToStartError
+from market.recorded import DataUnavailableError, MalformedDataError, load_fear_greed
 from market.timeframes import TIMEFRAME_MS, to_binance_symbol
 from sim.feed import SimFeed
 from sim.orders import SimOrders
@@ -133,6 +134,8 @@ class RestServer:
             self._fear_greed_book = FearGreedBook(load_fear_greed(data_dir))
         except DataUnavailableError as exc:
             self._fear_greed_book = str(exc)
+        except MalformedDataError as exc:  # was a traceback at start
+            raise RefuseToStartError(f"the simulator cannot serve Fear & Greed: {exc}") from None
         self._spot = RecordedSpotKlines(data_dir)
         self._runner: web.AppRunner | None = None
         self._bound_port: int | None = None
