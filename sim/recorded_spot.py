@@ -15,7 +15,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from market.recorded import DataUnavailableError, load_spot_klines
+from core.errors import RefuseToStartError
+from market.recorded import DataUnavailableError, MalformedDataError, load_spot_klines
 from market.timeframes import TIMEFRAME_MS
 
 SPOT_SYMBOLS: Final = ("PAXGUSDT",)
@@ -34,6 +35,8 @@ class RecordedSpotKlines:
                 except DataUnavailableError as exc:
                     self.missing[(symbol, interval)] = str(exc)
                     continue
+                except MalformedDataError as exc:  # was a traceback, as the other files were
+                    raise RefuseToStartError(f"malformed recorded data: {exc}") from None
                 values = frame[["open", "high", "low", "close", "volume"]].to_numpy()
                 self._books[(symbol, interval)] = (frame.index.to_numpy(dtype=np.int64), values)
 
