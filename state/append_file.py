@@ -31,6 +31,7 @@ from state.rotation import (
     prune,
     rotated_name,
 )
+from state.segments import LINE_MAX_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +222,9 @@ def repair_torn_tail(path: Path, now_ms: int) -> Path | None:
         keep = _end_of_last_complete_line(fd, size)
         if keep == size:
             return None
-        fragment = os.pread(fd, size - keep, keep)
+        # no line is longer: more is the zeros a crash extended the file with (read whole, a
+        # sparse gigabyte of them took that much memory and disk at start)
+        fragment = os.pread(fd, min(size - keep, LINE_MAX_BYTES), keep)
         fragment_path = unused_sibling(path, "torn", now_ms)
         atomic_write_bytes(fragment_path, fragment)
         os.ftruncate(fd, keep)
@@ -230,9 +233,10 @@ def repair_torn_tail(path: Path, now_ms: int) -> Path | None:
         os.close(fd)
     log.warning(
         "%s ended with an incomplete line (%d bytes, left by an interrupted write); "
-        "moved it to %s and truncated the journal to its last complete line",
+        "moved %s to %s and truncated the journal to its last complete line",
         path,
         size - keep,
+        "it" if len(fragment) == size - keep else f"its first {len(fragment)} bytes",
         fragment_path,
     )
     return fragment_path

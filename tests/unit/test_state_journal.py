@@ -29,6 +29,7 @@ from state.journal import (
     repair_torn_tail,
 )
 from state.journal_health import FAULT_FILE_NAME, JournalHealth, read_fault_file
+from state.segments import LINE_MAX_BYTES
 
 EPOCH_MS = 1_740_000_000_000  # 2025-02-19T21:20:00Z
 
@@ -321,3 +322,22 @@ async def test_without_fsync_an_async_append_stays_on_the_loop(tmp_path: Path) -
         await journal.append_async({"n": 1})
         assert journal._file._writer is None  # replay: no thread, deterministic placement
     assert path.read_bytes() == b'{"n":1}\n'
+
+
+def test_a_tail_of_zeros_a_crash_extended_is_moved_aside_up_to_a_line_s_length(
+    tmp_path: Path, clock: VirtualClock
+) -> None:
+    """The zeros a crash can leave after the last line (the file extended, not written; here a
+    sparse 256 MiB) were read whole into memory and written to the fragment file at start; no
+    line is longer than ``LINE_MAX_BYTES``, so that much of it is kept and the rest is dropped."""
+    path = tmp_path / "decisions.jsonl"
+    path.write_bytes(b'{"n":1}\n{"n":2,"rea')
+    with path.open("r+b") as handle:
+        handle.truncate(256 << 20)
+    with JsonlJournal(path, fsync=False, clock=clock) as journal:
+        fragment = journal.torn_fragment_path
+        journal.append({"n": 3})
+    assert fragment is not None
+    assert fragment.stat().st_size == LINE_MAX_BYTES
+    assert fragment.read_bytes()[:12] == b'{"n":2,"rea' + b"\x00"
+    assert [r["n"] for r in read_all(path)] == [1, 3]
