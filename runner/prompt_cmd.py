@@ -299,9 +299,9 @@ async def offline_decision_path(settings: Settings) -> AsyncIterator[DecisionPat
 
 
 def _before(frame: pd.DataFrame, start_ms: int, end_ms: int) -> pd.DataFrame:
-    """Candles that opened in [start_ms, end_ms) and closed by ``end_ms``."""
-    step = _FIVE_MIN_MS if len(frame) < 2 else int(frame.index[1] - frame.index[0])
-    return frame[(frame.index >= start_ms) & (frame.index + step <= end_ms)]
+    """5m candles that opened in [start_ms, end_ms) and closed by ``end_ms``. The step is not read
+    off the first two bars: a hole between them made it weeks long, and the open candle stale."""
+    return frame[(frame.index >= start_ms) & (frame.index + _FIVE_MIN_MS <= end_ms)]
 
 
 def _current_15m_tick(ticker: str, five: pd.DataFrame, at_ms: int) -> MarketTick:

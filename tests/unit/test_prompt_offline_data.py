@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,8 @@ import pytest
 from core.errors import EXIT_REFUSE_TO_START
 from market.recorded import kline_path, load_klines
 from runner.cli import main
+from runner.config import MarketConfig, Settings, SimConfig
+from runner.prompt_cmd import build_offline_snapshot
 
 FIRST_MS = 1_740_528_000_000  # 2025-02-26
 END_MS = 1_741_046_400_000  # 2025-03-04
@@ -65,3 +68,28 @@ def test_a_data_dir_the_offline_snapshot_cannot_use_is_refused(
     err = capsys.readouterr().err
     assert code == EXIT_REFUSE_TO_START, err[-2000:]
     assert said in err and "vigil prompt" in err
+
+
+async def test_the_open_candle_is_built_from_the_last_bars_behind_a_hole_at_the_start(
+    tmp_path: Path,
+) -> None:
+    """The 5m step was read off the file's first two bars: a first bar weeks before the rest made
+    it weeks long, and the open candle was built from that first bar's close, weeks old."""
+    five = load_klines("BTC/USDT", "5m")
+    kept = five[
+        (five.index == 1_735_689_600_000) | ((five.index >= FIRST_MS) & (five.index < END_MS))
+    ]
+    path = kline_path("BTC/USDT", "5m", tmp_path / "data")
+    path.parent.mkdir(parents=True)
+    with gzip.open(path, "wt") as out:
+        kept.to_csv(out, index_label="open_time_ms", float_format="%.10g")
+    at = datetime(2025, 3, 2, 0, 10, tzinfo=UTC)
+    settings = Settings(
+        state_dir=tmp_path / "state",
+        data_dir=tmp_path / "data",
+        market=MarketConfig(tickers=("BTC/USDT",)),
+        sim=SimConfig(start=at),
+    )
+    snap = await build_offline_snapshot(settings)
+    at_ms = int(at.timestamp() * 1000)
+    assert snap.tickers["BTC/USDT"].price == float(five["close"].loc[at_ms - 300_000])
