@@ -190,8 +190,10 @@ class FearGreedBook:
     def answer(self, query: Mapping[str, str], now_secs: int) -> dict[str, Any]:
         raw_limit = query.get("limit", "1")
         date_format = query.get("date_format", "")
-        if not raw_limit.isdigit():
-            return _fng_error(f"limit must be a non-negative integer, got {raw_limit!r}")
+        # isdigit takes "²", which int() refuses, and int() refuses 5,000 digits: both were a
+        # ValueError in the handler (HTTP 500); a limit past the days recorded is all of them
+        if not (raw_limit.isascii() and raw_limit.isdigit()) or len(raw_limit) > 9:
+            return _fng_error(f"limit must be a non-negative integer, got {raw_limit[:40]!r}")
         if date_format and date_format not in _FNG_DATE_FORMATS:
             return _fng_error(f"date_format must be one of {sorted(_FNG_DATE_FORMATS)}")
         if query.get("format", "json") != "json":

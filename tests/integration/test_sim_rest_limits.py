@@ -226,3 +226,15 @@ async def test_fear_greed_after_the_recording_answers_the_error_shape(
     async with running_server(VirtualClock(utc_ms(2025, 6, 26, 23, 59))) as srv:
         _, body, _ = await get_json(http, srv.url + "/fng/")
         assert body["data"][0]["value"] == "74"  # the last recorded day is still current
+
+
+@pytest.mark.parametrize("limit", ["²", "9" * 5000])
+async def test_a_fear_greed_limit_int_cannot_read_answers_the_error_shape(
+    http: aiohttp.ClientSession, limit: str
+) -> None:
+    """A Unicode digit (str.isdigit takes it, int does not) or 5,000 digits (past int()'s limit)
+    was a ValueError in the handler: HTTP 500 and a traceback in the simulator's log."""
+    async with running_server(VirtualClock(NOW_MS)) as srv:
+        status, body, _ = await get_json(http, srv.url + "/fng/", limit=limit)
+    assert status == 200
+    assert body["data"] == [] and "limit" in body["metadata"]["error"]
