@@ -301,7 +301,7 @@ def _health(settings: Settings, stale_secs: float | None) -> int:
 
 def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
-    from runner.replay.data import look_back_window
+    from runner.warmup import look_back_window
     from sim.exchange import run_standalone
 
     configure_logging(settings.log_level, settings.secret_values(), config=settings.log)
@@ -323,7 +323,7 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
             update_interval_ms=settings.sim.update_interval_ms,
             data_dir=settings.data_dir,
             # a client daemon's warm-up look-back, as ``vigil run --sim`` keeps
-            first_ms=look_back_window(settings, start_ms, start_ms)[0],
+            first_ms=look_back_window(settings.market.history_days, start_ms, start_ms)[0],
         )
     )
     return 0

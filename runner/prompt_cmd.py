@@ -49,9 +49,9 @@ from runner.agent_wiring import wake_rules
 from runner.config import Settings
 from runner.journals import open_journals
 from runner.market_wiring import build_market_path
-from runner.replay.data import look_back_window
 from runner.replay.ports import replay_ports
 from runner.warm_paths import warm_up_paths
+from runner.warmup import look_back_window
 from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.line_text import terminal_safe_json, terminal_safe_lines
@@ -278,7 +278,7 @@ async def offline_decision_path(settings: Settings) -> AsyncIterator[DecisionPat
         clock = VirtualClock(epoch_ms=at_ms)
         bus = EventBus()
         # its look-back only: a stray bar years away (a 2099 row) made the dense arrays span them
-        window = look_back_window(fresh, at_ms, at_ms + 1)
+        window = look_back_window(fresh.market.history_days, at_ms, at_ms + 1)
         feed = SimFeed(tickers, data_dir=fresh.data_dir, window=window)
         ports = replay_ports(fresh, clock, bus, feed, end_ms=at_ms + 1)
         journals = open_journals(fresh, clock, bus)

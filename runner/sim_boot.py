@@ -16,6 +16,7 @@ from core.scaled_clock import ScaledClock
 from runner.config import Settings
 from runner.sim_start import refuse_outside_recording, resumed_start_ms
 from runner.supervisor import ShutdownHook
+from runner.warmup import look_back_window
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +37,6 @@ def daemon_clock(settings: Settings) -> DaemonClock:
     off (``runner.sim_start``)."""
     if settings.market.source != "sim":
         return DaemonClock(WallClock(), None)
-    from runner.replay.data import look_back_window
     from sim.feed import serving_feed
 
     requested_ms = settings.sim.start_ms
@@ -49,7 +49,9 @@ def daemon_clock(settings: Settings) -> DaemonClock:
         update_interval_ms=settings.sim.update_interval_ms,
         what="market.tickers",
         start_ms=start_ms,
-        first_ms=look_back_window(settings, start_ms, start_ms)[0],  # what its warm-up reads
+        first_ms=look_back_window(settings.market.history_days, start_ms, start_ms)[
+            0
+        ],  # what its warm-up reads
     )
     refuse_outside_recording(start_ms, requested_ms, feed)
     scaled = ScaledClock(start_ms, settings.sim.speed)

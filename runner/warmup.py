@@ -11,7 +11,7 @@ import asyncio
 import logging
 from collections.abc import Sequence
 
-from core.clock import Clock
+from core.clock import DAY_MS, Clock
 from core.events import Timeframe
 from market.aggregator import MultiTFAggregator
 from market.history import OhlcvHistory
@@ -82,3 +82,12 @@ async def warm_up(
     await regimes.refresh_all()
     labels = {t: regimes.crypto(t).label.value for t in tickers}
     log.info("warm-up: crypto regimes %s", labels)
+
+
+def look_back_window(history_days: int, start_ms: int, end_ms: int) -> tuple[int, int]:
+    """(first ms, end ms) of the recording a run from ``start_ms`` to ``end_ms`` can read: before
+    its start what its warm-up fetches (the 4h history's ``history_days``, the seed's
+    ``SEED_SECS``), a day to spare on each side (a candle reaching over the edge). A replay's
+    span, ``vigil prompt``'s instant, the simulator's start."""
+    look_back_ms = max(history_days * DAY_MS, SEED_SECS * 1000) + DAY_MS
+    return start_ms - look_back_ms, end_ms + DAY_MS

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core.clock import DAY_MS
 from core.errors import RefuseToStartError
 from market.recorded import (
     BASE_INTERVAL_MS,
@@ -28,7 +27,7 @@ from market.recorded import (
     load_fear_greed,
 )
 from runner.config import Settings
-from runner.warmup import SEED_SECS
+from runner.warmup import look_back_window
 from sim.feed import SimFeed
 from sim.feed_series import Gap
 from sim.rest_payloads import FearGreedBook
@@ -75,13 +74,7 @@ def replay_window(settings: Settings, options: ReplayOptions) -> tuple[int, int]
     """(first ms, end ms) of the recording a replay can read: its span, and before it what its
     warm-up fetches (the 4h history's ``history_days``, the seed's ``SEED_SECS``), a day to spare
     on each side (a candle reaching over the edge)."""
-    return look_back_window(settings, options.start_ms, options.end_ms)
-
-
-def look_back_window(settings: Settings, start_ms: int, end_ms: int) -> tuple[int, int]:
-    """``replay_window`` of any span: ``vigil prompt``'s instant, the simulator's start."""
-    look_back_ms = max(settings.market.history_days * DAY_MS, SEED_SECS * 1000) + DAY_MS
-    return start_ms - look_back_ms, end_ms + DAY_MS
+    return look_back_window(settings.market.history_days, options.start_ms, options.end_ms)
 
 
 def open_recorded_data(
@@ -137,7 +130,6 @@ def _iso(at_ms: int) -> str:
 
 __all__ = [
     "RecordedData",
-    "look_back_window",
     "open_recorded_data",
     "optional_fear_greed",
     "replay_window",
