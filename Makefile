@@ -11,9 +11,11 @@ STATE_DIR ?= vigil-state
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null 2>&1 || { echo "need $(PYTHON) on PATH (or make PYTHON=/path/to/python3.11)"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	# uv resolves and installs the same packages as pip in a fifth of the time (52 s against 10 s here)
+	# uv resolves and installs the same packages as pip in half the time (24 s against 52 s here);
+	# compiled as pip does: where PYTHONDONTWRITEBYTECODE is set (it is here), a venv without .pyc
+	# files compiles every module it imports again in every process (the suite took 829 s, not 500)
 	$(BIN)/python -m pip install --quiet uv
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e '.[dev]'
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e '.[dev]'
 	touch $(STAMP)
 
 run: $(STAMP)
