@@ -10,10 +10,15 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+
+import pytest
+
+from core.errors import EXIT_REFUSE_TO_START
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,6 +40,30 @@ def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
         env["VIGIL_REGIME__FIT_CACHE_DIR"] = str(Path(cache_home) / "vigil" / "regime-fits")
     env.update(settings)  # a test's own settings win
     return env
+
+
+#: how long a start that must be refused may take before it counts as hung
+REFUSAL_WAIT_SECS = 100
+
+
+def refused_sim_start(env: dict[str, str]) -> str:
+    """``vigil run --sim`` in ``env``, which must refuse to start (exit 78) without a traceback:
+    its stderr. A start that does not end (it hung on a FIFO) fails the test."""
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "runner.cli", "run", "--sim"],
+            env=env,
+            cwd=REPO,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=REFUSAL_WAIT_SECS,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"the start did not end: {exc.stderr!r}"[-2000:])
+    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    return done.stderr
 
 
 @asynccontextmanager

@@ -6,15 +6,13 @@ was a traceback from the journal's torn-tail repair."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from fakes.daemon import REPO, daemon_env
+from fakes.daemon import daemon_env, refused_sim_start
 
-from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from core.errors import RefuseToStartError
 from runner.app import build_daemon
 from runner.config import MarketConfig, Settings
 
@@ -47,19 +45,5 @@ async def test_a_decisions_journal_that_is_not_a_file_refuses_the_start(
 
 
 def test_the_daemon_refuses_a_fifo_journal_with_exit_78_and_no_traceback(tmp_path: Path) -> None:
-    state_dir = _state_dir(tmp_path, "fifo")
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "runner.cli", "run", "--sim"],
-            env=daemon_env(state_dir),
-            cwd=REPO,
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the start did not end: {exc.stderr!r}"[-2000:])
-    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
-    assert "Traceback" not in done.stderr
-    assert "not a regular file" in done.stderr
+    stderr = refused_sim_start(daemon_env(_state_dir(tmp_path, "fifo")))
+    assert "not a regular file" in stderr

@@ -6,15 +6,13 @@ read without it."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from fakes.daemon import REPO, daemon_env
+from fakes.daemon import daemon_env, refused_sim_start
 from fakes.fifo import outcome_beside_fifo
 
-from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from core.errors import RefuseToStartError
 from runner.agent_wiring import anthropic_key_reader, build_client
 from runner.config import Settings
 
@@ -55,18 +53,8 @@ def test_the_daemon_refuses_with_exit_78(tmp_path: Path, content: bytes | None) 
     key_file = tmp_path / "anthropic_api_key"
     if content is not None:
         key_file.write_bytes(content)
-    env = daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file))
-    done = subprocess.run(
-        [sys.executable, "-m", "runner.cli", "run", "--sim"],
-        env=env,
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr
-    assert "ANTHROPIC_API_KEY_FILE" in done.stderr and "Traceback" not in done.stderr
+    stderr = refused_sim_start(daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file)))
+    assert "ANTHROPIC_API_KEY_FILE" in stderr
 
 
 def _not_a_key_file(key_file: Path, kind: str) -> None:
@@ -98,16 +86,6 @@ def test_the_daemon_refuses_a_fifo_with_exit_78(tmp_path: Path) -> None:
     """The start hung on the FIFO (a hang guard's timeout here: it does not wait otherwise)."""
     key_file = tmp_path / "anthropic_api_key"
     os.mkfifo(key_file)
-    env = daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file))
-    done = subprocess.run(
-        [sys.executable, "-m", "runner.cli", "run", "--sim"],
-        env=env,
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=100,
-    )
-    assert done.returncode == EXIT_REFUSE_TO_START, done.stderr
-    assert "ANTHROPIC_API_KEY_FILE" in done.stderr and "not a regular file" in done.stderr
-    assert "Traceback" not in done.stderr and key_file.is_fifo()
+    stderr = refused_sim_start(daemon_env(tmp_path / "state", ANTHROPIC_API_KEY_FILE=str(key_file)))
+    assert "ANTHROPIC_API_KEY_FILE" in stderr and "not a regular file" in stderr
+    assert key_file.is_fifo()
