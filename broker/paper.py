@@ -51,7 +51,7 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import HaltTradingError, RefuseToStartError
 from core.events import Event, MarketTick, OrderFilled, PositionOpened
-from core.unvalidated import require_plain, unvalidated
+from core.unvalidated import is_float_map, require_plain, unvalidated
 from state.atomic import remove_stale_tmp_files
 
 log = logging.getLogger(__name__)
@@ -410,7 +410,7 @@ def _position_detail(fields: dict[str, Any]) -> PositionDetail:
         and type(fields["ticker"]) is str
         and type(fields["opened_at_ms"]) is int
         and type(fields["regime"]) is str
-        and all(type(k) is str and type(v) is float for k, v in signals.items())
+        and is_float_map(signals)
     ):
         return unvalidated(PositionDetail, fields, _DETAIL_NAMES)
     return PositionDetail(**fields)

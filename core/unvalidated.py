@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -32,6 +33,12 @@ def unvalidated(cls: type[M], fields: dict[str, Any], names: set[str] | None = N
     _set_extra(made, None)
     _set_private(made, None)
     return made
+
+
+def is_float_map(values: Mapping[Any, Any]) -> bool:
+    """Whether ``values`` is a ``dict[str, float]`` field as validation leaves it: every key a
+    ``str`` and every value a ``float`` (an int or a bool would be converted, so not as is)."""
+    return all(type(k) is str and type(v) is float for k, v in values.items())
 
 
 def has_nothing_to_run(cls: type[BaseModel]) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from core.unvalidated import require_plain, unvalidated
+from core.unvalidated import is_float_map, require_plain, unvalidated
 from tracker.config import TrackerConfig
 from tracker.ports import PositionReview, ReviewVerdict
 from tracker.positions import TrackedPosition
@@ -51,7 +51,7 @@ def position_review(
         and type(position.ticker) is str
         and type(position.regime) is str
         and type(regime_now) is str
-        and all(type(k) is str and type(v) is float for k, v in signals.items())
+        and is_float_map(signals)
     ):
         return unvalidated(PositionReview, fields, _REVIEW_NAMES)
     return PositionReview(**fields)

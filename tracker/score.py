@@ -71,9 +71,9 @@ class FallbackScore(BaseModel):
 
 
 require_plain(ScoreComponents, frozenset(_COMPONENTS))
-require_plain(FallbackScore, frozenset({"components", "score", "action"}))
 _COMPONENT_NAMES = set(_COMPONENTS)
 _SCORE_NAMES = {"components", "score", "action"}
+require_plain(FallbackScore, frozenset(_SCORE_NAMES))
 
 
 def _clip(value: float) -> float:

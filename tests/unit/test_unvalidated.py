@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from core.unvalidated import require_plain, unvalidated
+from core.unvalidated import is_float_map, require_plain, unvalidated
 
 
 class Plain(BaseModel):
@@ -67,3 +67,10 @@ def test_made_unvalidated_has_the_validated_slots_dumps_and_copies() -> None:
     assert made.model_dump_json() == validated.model_dump_json()
     assert made.model_copy(update={"a": 2}) == Plain(a=2, b="x")
     assert made.model_fields_set is not unvalidated(Plain, {"a": 1, "b": "x"}).model_fields_set
+
+
+def test_a_float_map_is_str_keys_and_float_values_only() -> None:
+    assert is_float_map({}) and is_float_map({"rsi": 0.5, "macd": -1.0})
+    assert not is_float_map({"rsi": 1})  # validation would make it 1.0
+    assert not is_float_map({"rsi": True})
+    assert not is_float_map({1: 0.5})
