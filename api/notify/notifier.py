@@ -26,7 +26,8 @@ ERROR_TEXT_BYTES = 200  # of an error answer, quoted in the log line
 
 
 class SendError(Exception):
-    """A POST the hook refused or failed; ``retryable`` for 429, 5xx and transport errors."""
+    """A POST the hook refused or failed; ``retryable`` for 429, 5xx and transport errors (not
+    for a url aiohttp refuses, nor a host name the resolver cannot encode)."""
 
     def __init__(self, message: str, *, retryable: bool, retry_after_secs: float | None = None):
         super().__init__(message)
@@ -179,6 +180,10 @@ async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) 
             # UnicodeDecodeError (ending the loop) on an error page that was not UTF-8
             head = await response.content.read(ERROR_TEXT_BYTES)
             retry_after = _retry_after(response.headers.get("Retry-After"))
+    except aiohttp.InvalidURL:
+        # a host that reads as an IPv4 address but is none (256.1.1.1) passes the config's check
+        # and is refused here, before any connection: asking again gets the same answer
+        raise SendError("the url cannot be requested", retryable=False) from None
     except (aiohttp.ClientError, TimeoutError) as exc:
         # the exception's text may hold the URL; its type is enough to say what happened
         raise SendError(f"{type(exc).__name__}", retryable=True) from None

@@ -116,3 +116,21 @@ async def test_a_switching_protocols_answer_is_not_counted_sent() -> None:
     async with hostile_receiver(seen) as url:
         notifier = await notify_twice(url, "/switch")
     assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
+
+
+@pytest.mark.parametrize("bad_url", ["http://256.1.1.1:9/x", "http://12345678901/hook"])
+async def test_a_url_aiohttp_refuses_at_request_time_is_not_retried(
+    bad_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A host that reads as an IPv4 address but is none passes the config's check, and aiohttp
+    refuses it only at the POST (``InvalidURL``, a ``ClientError``): it was retried as if the hook
+    were down, every notification ``max_attempts`` times. Asking again gets the same answer."""
+    WebhookConfig(url=SecretStr(bad_url))  # the config takes it: only the POST can tell
+    seen: list[tuple[str, str]] = []
+    async with hostile_receiver(seen) as url:
+        notifier = await notify_twice(url, "", bad_url=bad_url)
+    assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
+    assert notifier.stats.retried == 0
+    said = [r.getMessage() for r in caplog.records if "not sent" in r.getMessage()]
+    assert len(said) == 2, said  # one line per notification, no retry storm
+    assert bad_url.split("/")[2] not in caplog.text  # the url holds the hook's secret
