@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory.analyst_model import AnalystName, AnalystReport, DaySummary, Session, SignalStrength
 from memory.greedy_passes import GreedyPasses, sort_key
+from state.line_text import terminal_safe_lines
 from state.memory_clip import clip_memory
 
 log = logging.getLogger(__name__)
@@ -199,13 +200,15 @@ _STRENGTH = re.compile(r"signal strength\W+(high|medium|low)", re.IGNORECASE)
 
 
 def check_summary(text: str) -> str:
-    """A model's summary as kept: the four sections present, at most 1,000 characters."""
+    """A model's summary as kept: the four sections present, at most 1,000 characters, each
+    control character but its line breaks written as its escape (as a lesson's are: the text is
+    sent in every later prompt and shown by the listings)."""
     missing = [s for s in SECTIONS if s.lower() not in text.lower()]
     if missing:
         raise SummaryInvalid(f"summary lacks sections: {', '.join(missing)}")
     if _STRENGTH.search(text) is None:
         raise SummaryInvalid("signal strength is not high, medium or low")
-    return clip_memory(text.strip(), SUMMARY_MAX_CHARS)
+    return clip_memory(terminal_safe_lines(text.strip()), SUMMARY_MAX_CHARS)
 
 
 def _trend_lines(reports: Sequence[AnalystReport]) -> list[str]:

@@ -216,3 +216,25 @@ async def test_every_summary_call_is_journaled_and_counted_in_the_cost() -> None
     assert book.day(T0 // MS_PER_DAY).total.cost_usd == pytest.approx(
         ledger.totals().cost_total_usd
     )
+
+
+async def test_control_characters_in_a_model_summary_are_escaped_its_lines_kept() -> None:
+    """A day summary is several lines by design, kept in analysts.db and sent in every later
+    decision prompt: an ESC, a BEL, a NUL or a U+009B (a terminal's ESC [) in the model's text was
+    kept raw, where a lesson's are written as their escapes (``state.line_text``)."""
+    hostile = GOOD.replace("breakout.", "break\x1b[2Jout\x07 \x00 \x9b31m.")
+    async with FakeMessagesApi() as api:
+        api.script(text_message(hostile))
+        summariser, _ledger = _summariser(api)
+        request = SummaryRequest(
+            analyst="market",
+            ticker="BTC/USDT",
+            day=utc_day(T0),
+            session="post_close",
+            reports=_reports("market"),
+        )
+        summary = await make_summary(request, now_ms=T0, model=summariser)
+    assert summary.path == "model", summary.detail
+    assert not any(c in summary.text for c in "\x1b\x07\x00\x9b"), repr(summary.text)
+    assert "break\\x1b[2Jout\\x07 \\x00 \\x9b31m." in summary.text
+    assert summary.text.count("\n") == GOOD.count("\n")  # its lines are its lines
