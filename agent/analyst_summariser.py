@@ -16,7 +16,7 @@ import orjson
 
 from agent.budget import add_usage
 from agent.claude import UsageLedger, redact_attempts, spend_check
-from agent.claude_client import Attempt, ClaudeClient
+from agent.claude_client import Attempt, ClaudeClient, call_outcome
 from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
 from agent.config import AgentConfig
@@ -132,7 +132,7 @@ class ClaudeSummariser:
             "analyst": request.analyst,
             "ticker": request.ticker,
             "session": request.session,
-            "outcome": "ok" if ok else "failed",
+            "outcome": call_outcome(attempts, ok=ok),
             "attempts": [
                 a.model_dump(mode="json") for a in redact_attempts(attempts, self._redactor)
             ],

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.claude_client import ModelGone
 from core.clock import Clock
 
 
@@ -83,14 +84,14 @@ class CircuitBreaker:
         """Around one call that ``allow()`` let out: every way out gives a verdict.
 
         An exception that leaves before ``record_success``/``record_failure`` (a validation error
-        nobody expected, a bug) counts as a failure; a cancellation or a silent exit without a
-        verdict frees the half-open slot. Without this, a trial ending in a foreign exception kept
+        nobody expected, a bug) counts as a failure; a cancellation, a retired model not asked
+        again (``ModelGone``) or a silent exit without a verdict frees the half-open slot. Without this, a trial ending in a foreign exception kept
         the slot forever: "next trial in 0 s" and Claude off until restart.
         """
         before = self._verdicts
         try:
             yield
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, ModelGone):  # ModelGone: no call went out, no verdict
             if self._verdicts == before:
                 self.release_trial()
             raise

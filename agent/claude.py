@@ -25,6 +25,7 @@ from agent.claude_client import (
     ModelGone,
     SpendCheck,
     billed_usd,
+    nothing_sent,
 )
 from agent.claude_prompt import render_request
 from agent.claude_schema import (
@@ -64,7 +65,10 @@ class UsageLedger:
         self._cost_total_usd = 0.0
 
     def record(self, attempts: list[Attempt], failed: bool) -> Usage | None:
-        """Count one call (all its tries) and return the usage billed for it."""
+        """Count one call (all its tries) and return the usage billed for it; a call none of
+        whose tries went out (a retired model not asked again) is no call: nothing counted."""
+        if nothing_sent(attempts):
+            return None
         self._calls += 1
         self._failed_calls += int(failed)
         usage: Usage | None = None

@@ -75,7 +75,7 @@ class Attempt(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     attempt: int
-    outcome: Literal["ok", "failed"]
+    outcome: Literal["ok", "failed", "not_sent"]  # not_sent: see ``ModelGone``
     kind: str = ""  # failure kind, e.g. "overloaded", "timeout", "invalid_json"
     detail: str = ""
     stop_reason: str | None = None
@@ -94,6 +94,21 @@ FAILOVER_KINDS = frozenset({"overloaded", "rate_limited", "server_error", MODEL_
 #: why the day's budget allows no further try, given what this call's tries have cost so far
 #: (USD); None when it allows one
 SpendCheck = Callable[[float], str | None]
+
+
+#: a try that never went out (``ModelGone``): no call for the ledger, no verdict for the breaker
+NOT_SENT: Literal["not_sent"] = "not_sent"
+
+
+def nothing_sent(attempts: Sequence[Attempt]) -> bool:
+    """No try of these went out: every one a retired model's ``not_sent`` (none at all is not
+    this: a call refused before it was tried is its caller's to count)."""
+    return bool(attempts) and all(a.outcome == NOT_SENT for a in attempts)
+
+
+def call_outcome(attempts: Sequence[Attempt], *, ok: bool) -> str:
+    """A call's outcome as a journal line says it: ok, failed, or not_sent."""
+    return "ok" if ok else NOT_SENT if nothing_sent(attempts) else "failed"
 
 
 def billed_usd(attempts: Sequence[Attempt]) -> float:
@@ -119,7 +134,8 @@ class CallFailed(Exception):
 class ModelGone(CallFailed):
     """Every model of the chain answered 404 ``model_not_found`` earlier: none was asked again
     (until a restart, or a config naming another model). No call went out: nothing to bill, and
-    nothing for the breaker to count."""
+    nothing for the breaker to count: its one try is ``not_sent`` (``nothing_sent``), which the
+    ledger and the breaker's guard leave out."""
 
 
 @dataclass(frozen=True)
@@ -224,7 +240,7 @@ class ClaudeClient:
         chain = [m for m in dict.fromkeys([primary, *failover]) if m not in self._gone]
         if not chain:
             detail = f"not asked: {primary} answered 404 model_not_found earlier"
-            gone = Attempt(attempt=1, outcome="failed", kind=MODEL_NOT_FOUND, detail=detail)
+            gone = Attempt(attempt=1, outcome=NOT_SENT, kind=MODEL_NOT_FOUND, detail=detail)
             raise ModelGone([gone.model_copy(update={"model": primary})])
         attempts: list[Attempt] = []
 

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 
 from agent.budget import add_usage, utc_day
 from agent.claude import UsageLedger, redact_attempts, spend_check
-from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.claude_client import Attempt, CallFailed, ClaudeClient, call_outcome
 from agent.claude_schema import AnswerInvalid, parse_answer_json
 from agent.config import AgentConfig
 from core.clock import Clock
@@ -146,7 +146,7 @@ class ClaudeReflector:
             "type": "reflection",
             "at_ms": self._clock.now_ms(),
             "trade_id": trade.trade_id,
-            "outcome": "ok" if ok else "failed",
+            "outcome": call_outcome(attempts, ok=ok),
             "attempts": [a.model_dump(mode="json") for a in attempts],
         }
         if usage is not None:

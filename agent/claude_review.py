@@ -120,29 +120,28 @@ class ClaudePositionReviewer:
         asked = [p.ticker for p in positions]
         request = render_review_request(self._config, positions, context)
         trial = self.breaker.state is BreakerState.HALF_OPEN
-        gone: ModelGone | None = None
-        with self.breaker.guard():  # every way out of the call gives the breaker a verdict
-            try:
-                if trial:  # a rotated key takes effect at the trial, not at a restart
-                    await self._client.refresh_credentials()
-                result = await self._client.call_chain(
-                    request,
-                    lambda text: parse_reviews(text, asked),
-                    self._config.failover_models,
-                    spend=spend_check(self.ledger),
-                )
-            except ModelGone as exc:  # no call went out: nothing to bill or count, said once
-                gone = exc
-            except CallFailed as failure:
-                # a try's detail may quote model text: journaled and published, so redacted
-                attempts = redact_attempts(failure.attempts, self._redactor)
-                self._failed(attempts)
-                self._write(positions, attempts, (), context)
-                raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
-            if gone is None:
+        try:
+            with self.breaker.guard():  # every way out of the call gives the breaker a verdict
+                try:
+                    if trial:  # a rotated key takes effect at the trial, not at a restart
+                        await self._client.refresh_credentials()
+                    result = await self._client.call_chain(
+                        request,
+                        lambda text: parse_reviews(text, asked),
+                        self._config.failover_models,
+                        spend=spend_check(self.ledger),
+                    )
+                except ModelGone:
+                    raise  # no call went out: the guard gives no verdict, nothing is billed
+                except CallFailed as failure:
+                    # a try's detail may quote model text: journaled and published, so redacted
+                    attempts = redact_attempts(failure.attempts, self._redactor)
+                    self._failed(attempts)
+                    self._write(positions, attempts, (), context)
+                    raise ClaudeUnavailable(f"claude_failed: {failure.kind}") from None
                 self.breaker.record_success()
-        if gone is not None:  # out of the guard, which would count it as a failed call
-            raise ClaudeUnavailable(f"claude_failed: {gone}")
+        except ModelGone as gone:  # said once already, by the client
+            raise ClaudeUnavailable(f"claude_failed: {gone}") from None
         self.ledger.record(result.attempts, failed=False)
         # only what Claude gave a verdict on is the reference: a position the answer left out
         # (or whose review was dropped) is asked again, not kept as if reviewed

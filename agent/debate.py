@@ -367,11 +367,12 @@ class DebateDecider:
         usage = None
         for result in results:
             usage = add_usage(usage, result.usage)
-        asked = [r for r in (trader, manager) if r.reason != BUDGET_SPENT]
+        # a role the budget or a retired model kept from asking is no failure of Claude's
+        asked = [r for r in (trader, manager) if r.asked]
         failed_core = [r for r in asked if r.fell_back]
         if failed_core:
             self.breaker.record_failure(failed_core[0].reason)
-        elif asked:  # a role the budget kept from asking is no failure of Claude's
+        elif asked:
             self.breaker.record_success()
         writes = await self._writer.after_decision(results, snapshot.at_ms)
         record = debate_record(
@@ -379,11 +380,15 @@ class DebateDecider:
         )
         record["long_term_memory"] = self.long_term
         if failed_core or len(asked) < 2:
+            spent = budget_spent_reason(self.ledger.budget)
             if failed_core:
                 why = ", ".join(f"{r.role} ({r.reason})" for r in failed_core)
                 reason = f"debate_failed: {why} fell back"
+            elif spent is None:
+                why = ", ".join(f"{r.role} ({r.reason})" for r in (trader, manager) if not r.asked)
+                reason = f"debate_failed: {why} not asked"
             else:
-                reason = budget_spent_reason(self.ledger.budget) or BUDGET_SPENT
+                reason = spent or BUDGET_SPENT
             decision = self._fallback.decide_now(snapshot, reason)
             return decision.model_copy(update={"usage": usage, "debate": record})
         assert isinstance(trader.output, TraderOutput)

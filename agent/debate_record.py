@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from agent.claude_client import NOT_SENT
 from agent.debate_config import Role
 from agent.debate_memory import Recalled
 from agent.debate_roles import RoleOutput
@@ -27,6 +28,11 @@ class RoleResult(BaseModel):
     attempts: tuple[dict[str, Any], ...]
     memories: tuple[Recalled, ...]
     text: str  # the output as kept in memory: redacted and cut
+
+    @property
+    def asked(self) -> bool:
+        """A call went out: neither the budget nor a retired model (``not_sent``) kept it in."""
+        return any(a.get("outcome") != NOT_SENT for a in self.attempts)
 
 
 def role_line(result: RoleResult) -> dict[str, Any]:
