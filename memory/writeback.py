@@ -98,6 +98,9 @@ class MemoryWriter:
         # entries and exits the outbox could not take yet, in the order seen
         self._unrecorded: list[_Entry | Trade] = []
         self._record_failing = FailureStreak()
+        #: the reflector's answer per trade not yet written: a store that fails after the answer
+        #: (the lesson's put) has the write tried again, not the model asked (and paid) again
+        self._answers: dict[str, ModelReflection | None] = {}
         self.stats = WriteStats()
 
     # ---- inline bus handlers (cheap; the outbox commit is the only I/O)
@@ -280,6 +283,7 @@ class MemoryWriter:
                 log.warning("memory: store %s unavailable; %s stays pending", self._store.name, key)
                 return written
             self._outbox.ack(key)
+            self._answers.pop(trade.trade_id, None)
             written += 1
         return written
 
@@ -294,7 +298,11 @@ class MemoryWriter:
         text, source, salience = numbers, "rules", deterministic_salience(trade)
         author = "rules"
         if self._reflector is not None:
-            answer = await self._reflector.reflect(trade, numbers)
+            if trade.trade_id in self._answers:
+                answer = self._answers[trade.trade_id]
+            else:
+                answer = await self._reflector.reflect(trade, numbers)
+                self._answers[trade.trade_id] = answer
             if answer is not None:
                 # one line, as a MEMORY.md line: a lesson is a line of every later prompt's
                 # fenced context and of the listings, where a line break or an ESC is not data
