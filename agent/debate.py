@@ -35,7 +35,7 @@ from agent.claude import (
     spend_check,
 )
 from agent.claude_client import Attempt, CallFailed, ClaudeClient
-from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
+from agent.claude_schema import DEFAULT_WAKE_RULES, Note, WakeRules
 from agent.config import AgentConfig
 from agent.debate_apply import apply_manager, trader_decision
 from agent.debate_config import Role
@@ -253,17 +253,21 @@ class DebateDecider:
         spent = budget_spent_reason(self.ledger.budget) is not None
         output: RoleOutput
         attempts: list[Attempt]
+        notes: list[Note] = []  # the answer's items dropped on arrival
         if spent:
             output, attempts, reason = fallback_output(role, tickers), [], BUDGET_SPENT
         else:
-            output, attempts, reason = await self._call(role, request, tickers)
+            output, attempts, reason, notes = await self._call(role, request, tickers)
         if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
             try:
                 output = type(output).model_validate(
                     self._hygiene.redact_value(output.model_dump(mode="json"))
                 )
+                notes = [
+                    Note.model_validate(self._hygiene.redact_value(n.model_dump())) for n in notes
+                ]
             except ValidationError:  # a redaction marker pushed a field past its limit
-                output, reason = fallback_output(role, tickers), "unredactable"
+                output, reason, notes = fallback_output(role, tickers), "unredactable", []
         if reason:
             log.warning("debate: %s fell back (%s)", role, reason)
         usage = None if spent else self.ledger.record(attempts, failed=bool(reason))
@@ -281,6 +285,7 @@ class DebateDecider:
             ),
             memories=tuple(memories),
             text=self._hygiene.clean(output_text(output)),
+            notes=tuple(notes),
         )
         if at_ms is not None:
             self._keep(outcome, at_ms, tickers)
@@ -288,11 +293,12 @@ class DebateDecider:
 
     async def _call(
         self, role: Role, request: dict[str, Any], tickers: list[str]
-    ) -> tuple[RoleOutput, list[Attempt], str]:
-        """The role's output, its tries and why it fell back ("" when it answered)."""
+    ) -> tuple[RoleOutput, list[Attempt], str, list[Note]]:
+        """The role's output, its tries, why it fell back ("" when it answered) and what of its
+        answer was dropped on arrival."""
         assert self._client is not None
 
-        def parse(text: str) -> RoleOutput:
+        def parse(text: str) -> tuple[RoleOutput, list[Note]]:
             return parse_role_output(role, text)
 
         try:
@@ -300,14 +306,15 @@ class DebateDecider:
                 request, parse, self._config.failover_models, spend=spend_check(self.ledger)
             )
         except CallFailed as failure:
-            return fallback_output(role, tickers), failure.attempts, failure.kind
+            return fallback_output(role, tickers), failure.attempts, failure.kind, []
         except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly
             log.exception("debate: %s call failed unexpectedly", role)
             attempt = Attempt(
                 attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:300]
             )
-            return fallback_output(role, tickers), [attempt], "unexpected_error"
-        return result.value, result.attempts, ""
+            return fallback_output(role, tickers), [attempt], "unexpected_error", []
+        output, notes = result.value
+        return output, result.attempts, "", notes
 
     def _keep(self, result: RoleResult, at_ms: int, tickers: list[str]) -> None:
         ticker = tickers[0] if len(tickers) == 1 else None
@@ -396,7 +403,8 @@ class DebateDecider:
         prices = {ticker: view.price for ticker, view in snapshot.tickers.items()}
         decision, notes = trader_decision(trader.output, prices, self._hygiene, self._wake)
         decision, more = apply_manager(decision, manager.output)
-        record["notes"] = [n.model_dump(mode="json") for n in [*notes, *more]]
+        dropped = [*trader.notes, *manager.notes]
+        record["notes"] = [n.model_dump(mode="json") for n in [*dropped, *notes, *more]]
         return decision.model_copy(
             update={"usage": usage, "debate": record, "decider_reason": "debated"}
         )

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from agent.claude_client import NOT_SENT
+from agent.claude_schema import Note
 from agent.debate_config import Role
 from agent.debate_memory import Recalled
 from agent.debate_roles import RoleOutput
@@ -28,6 +29,7 @@ class RoleResult(BaseModel):
     attempts: tuple[dict[str, Any], ...]
     memories: tuple[Recalled, ...]
     text: str  # the output as kept in memory: redacted and cut
+    notes: tuple[Note, ...] = ()  # items of the answer dropped on arrival, each with why
 
     @property
     def asked(self) -> bool:
@@ -50,6 +52,7 @@ def role_line(result: RoleResult) -> dict[str, Any]:
         "cost_usd": round(usage.cost_usd, 6),
         "tries": len(result.attempts),
         "attempts": list(result.attempts),
+        "notes": [n.model_dump(mode="json") for n in result.notes],
         "memories": [
             {
                 "id": m.memory_id,

@@ -5,6 +5,8 @@ confidence}`` extended per ticker to vigil's decision fields, manager ``{risks, 
 next_steps}`` plus size reductions, reflection ``{reflection, actions[]}``. Every answer is model
 output: checked for size, JSON and schema on arrival (``AnswerInvalid`` -> the call is retried, then
 the role's fallback), and the trader's sizes go through the same validation and caps as Claude's.
+The trader's decisions and the manager's cuts are checked one by one: a broken one is dropped and
+noted, as one of Claude's decisions is, not the role's whole answer.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from agent.claude_schema import (
     DEFAULT_WAKE_RULES,
     MAX_POSITION_PCT,
     AnswerInvalid,
+    Note,
     RawWakeCondition,
     WakeRules,
     parse_answer_json,
@@ -134,15 +137,47 @@ def fallback_output(role: Role, tickers: list[str]) -> RoleOutput:
     return ReflectionOutput(reflection="stub reflection", actions=[])
 
 
-def parse_role_output(role: Role, text: str) -> RoleOutput:
-    """Size and JSON checks (``claude_schema.parse_answer_json``), then the role's schema."""
+#: the lists whose items are checked one by one: a broken item is dropped and noted, as a
+#: decision of Claude's is (one refused the role's whole answer, the trader's valid decisions or
+#: the manager's other cuts with it); (field, item schema, the note's ``what``)
+_CHECKED_ITEMS: dict[Role, tuple[str, type[BaseModel], str]] = {
+    "trader": ("decisions", TraderTicker, "decision"),
+    "manager": ("size_reductions", SizeReduction, "manager"),
+}
+
+
+def parse_role_output(role: Role, text: str) -> tuple[RoleOutput, list[Note]]:
+    """Size and JSON checks (``claude_schema.parse_answer_json``), the items of the role's
+    checked list one by one, then the role's schema; with a note per item dropped."""
     data = parse_answer_json(text)
+    notes: list[Note] = []
+    if role in _CHECKED_ITEMS and isinstance(data, dict):
+        field, schema, what = _CHECKED_ITEMS[role]
+        data = {**data, field: _kept_items(data.get(field), schema, what, notes)}
     try:
-        return OUTPUT_TYPES[role].model_validate(data)
+        return OUTPUT_TYPES[role].model_validate(data), notes
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "<root>"
         raise AnswerInvalid("schema_mismatch", f"{role}: {where}: {first['msg']}") from None
+
+
+def _kept_items(items: object, schema: type[BaseModel], what: str, notes: list[Note]) -> object:
+    if not isinstance(items, list):
+        return items  # the role's schema says what is wrong with it
+    kept = []
+    for index, item in enumerate(items):
+        try:
+            schema.model_validate(item)
+        except ValidationError as exc:
+            named = item.get("ticker") if isinstance(item, dict) else None
+            label = named[:32] if isinstance(named, str) else f"#{index}"
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "<root>"
+            notes.append(Note(what=what, ticker=label, reason=f"dropped: {where}: {first['msg']}"))
+            continue
+        kept.append(item)
+    return kept
 
 
 def output_text(output: RoleOutput) -> str:

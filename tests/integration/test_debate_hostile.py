@@ -50,8 +50,6 @@ def trader_answer(**decision: object) -> dict[str, object]:
     "raw",
     [
         pytest.param(orjson.dumps(trader_answer()).decode().replace("0.1", "NaN"), id="nan"),
-        pytest.param(orjson.dumps(trader_answer(position_pct=1e308)).decode(), id="huge-number"),
-        pytest.param(orjson.dumps(trader_answer(position_pct=-0.5)).decode(), id="negative"),
         pytest.param("{" + '"x": "' + "A" * 100_000 + '"}', id="huge-answer"),
         pytest.param('{"action": "BUY", "rationale": "seed shape", "confidence": 1}', id="schema"),
         pytest.param("[1, 2, 3]", id="not-an-object"),
@@ -304,3 +302,74 @@ async def test_a_secret_in_a_role_s_answer_that_is_not_json_stays_out_of_its_tri
     assert decision.debate is not None
     assert "hostileSecretValue" not in orjson.dumps(decision.debate).decode()
     assert "hostileSecretValue" not in orjson.dumps(decision.model_dump(mode="json")).decode()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"position_pct": 1.5}, id="size-past-one"),
+        pytest.param({"position_pct": 1e308}, id="huge-number"),
+        pytest.param({"position_pct": -0.5}, id="negative"),
+        pytest.param({"confidence": -1}, id="negative-confidence"),
+        pytest.param({"action": "SHORT"}, id="unknown-action"),
+        pytest.param({"rationale": None}, id="no-rationale"),
+    ],
+)
+async def test_one_broken_trader_decision_is_dropped_not_the_whole_answer(
+    api: FakeMessagesApi, bad: dict[str, object]
+) -> None:
+    """Claude's decider drops a decision out of range and keeps the others (a note says so);
+    the debate's trader schema refused the whole answer over it: BTC's valid BUY lost, the rules
+    deciding instead, and both tries paid. (A size past one or below zero is dropped, never
+    capped into a BUY.)"""
+    answers = DebateAnswers()
+    answer = trader_answer()
+    eth = {**trader_answer()["decisions"][0], "ticker": "ETH/USDT", **bad}  # type: ignore[index]
+    answer["decisions"] = [*answer["decisions"], eth]  # type: ignore[misc]
+    answers.script("trader", json_message(answer))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert decision.decided_by == "debate", decision.decider_reason
+    assert [(d.ticker, d.action, d.position_pct) for d in decision.decisions] == [
+        ("BTC/USDT", Action.BUY, 0.1)
+    ]
+    assert decision.debate is not None
+    assert any(
+        n["ticker"] == "ETH/USDT" and n["reason"].startswith("dropped")
+        for n in decision.debate["notes"]
+    ), decision.debate["notes"]
+    assert answers.calls["trader"] == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"ticker": "ETH/USDT", "position_pct": -0.5}, id="negative"),
+        pytest.param({"ticker": "ETH/USDT", "position_pct": 7}, id="past-one"),
+        pytest.param({"ticker": "ETH/USDT"}, id="no-size"),
+        pytest.param("cut ETH", id="not-an-object"),
+    ],
+)
+async def test_one_broken_size_reduction_is_dropped_not_the_whole_review(
+    api: FakeMessagesApi, bad: object
+) -> None:
+    """The manager's other cuts stand, the broken one is dropped with a note; one broken item
+    failed the whole manager and handed the decision to the rules."""
+    answers = DebateAnswers()
+    answers.script("trader", json_message(trader_answer()))
+    review = {
+        "risks": "r",
+        "strategy": "s",
+        "next_steps": [],
+        "size_reductions": [{"ticker": "BTC/USDT", "position_pct": 0.05}, bad],
+    }
+    answers.script("manager", json_message(review))
+    api.responder = answers.respond
+    decision = await make(api, memory=InProcessMemory()).decide(snapshot())
+    assert decision.decided_by == "debate", decision.decider_reason
+    assert [(d.ticker, d.position_pct) for d in decision.decisions] == [("BTC/USDT", 0.05)]
+    assert decision.debate is not None
+    assert any(
+        n["what"] == "manager" and "dropped" in n["reason"] for n in decision.debate["notes"]
+    ), decision.debate["notes"]
+    assert answers.calls["manager"] == 1
