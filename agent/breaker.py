@@ -85,8 +85,9 @@ class CircuitBreaker:
 
         An exception that leaves before ``record_success``/``record_failure`` (a validation error
         nobody expected, a bug) counts as a failure; a cancellation, a retired model not asked
-        again (``ModelGone``) or a silent exit without a verdict frees the half-open slot. Without this, a trial ending in a foreign exception kept
-        the slot forever: "next trial in 0 s" and Claude off until restart.
+        again (``ModelGone``) or a silent exit without a verdict frees the half-open slot. Without
+        this, a trial ending in a foreign exception kept the slot forever: "next trial in 0 s" and
+        Claude off until restart.
         """
         before = self._verdicts
         try:
