@@ -26,7 +26,7 @@ from typing import Any, Final
 from core.clock import Clock
 from core.failure_streak import FailureStreak
 from core.jsonread import loads_json
-from state.atomic import overwrite_bytes
+from state.atomic import atomic_write_bytes, overwrite_bytes, remove_stale_tmp_files
 from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
 from state.regular_file import read_regular_file
 
@@ -74,11 +74,11 @@ class Heartbeat:
             document.update(self._facts())
         data = (json.dumps(document, sort_keys=True) + "\n").encode()
         if self._atomic:  # tmp + rename: `vigil health` never reads half a beat
-            tmp = self._path.with_name(self._path.name + ".tmp")
-            overwrite_bytes(tmp, data)  # a FIFO there is an OSError, not a wait for a reader
-            os.replace(tmp, self._path)
+            # a fresh name made with O_EXCL: a fixed one (heartbeat.tmp) was opened through a
+            # symlink planted there, so each beat overwrote the file it pointed at
+            atomic_write_bytes(self._path, data, durable=False)
         else:
-            overwrite_bytes(self._path, data)
+            overwrite_bytes(self._path, data)  # a symlink or a FIFO there is an OSError
         self.beats += 1
 
     def _beat_or_say_why(self) -> None:
@@ -95,6 +95,8 @@ class Heartbeat:
             log.warning("the heartbeat %s is written again", self._path)
 
     async def run(self) -> None:
+        if self._atomic:  # a beat torn by a crash (the daemon lock keeps out another writer)
+            remove_stale_tmp_files(self._path)
         while True:
             self._beat_or_say_why()
             if self._on_beat is not None:

@@ -104,6 +104,10 @@ def _replace_unflushed(tmp: Path, target: Path) -> None:
     except (FileNotFoundError, SwapUnsupportedError):  # no target yet, or no exchange here
         os.replace(tmp, target)
         return
+    if stat.S_ISDIR(os.lstat(tmp).st_mode):  # a folder was exchanged out: os.replace refuses it
+        _renameat2(tmp, target, _RENAME_EXCHANGE)
+        tmp.unlink()
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(target))
     tmp.unlink()
 
 
@@ -293,8 +297,10 @@ def overwrite_bytes(path: Path | str, data: bytes) -> None:
 
     Opened without blocking (a regular file ignores the flag): a FIFO in the file's place
     blocked the open until a reader came, on the caller's event loop. Now it is an ``OSError``
-    (ENXIO with no reader; with one, ``ftruncate``'s EINVAL, or EAGAIN once its pipe is full)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+    (ENXIO with no reader; with one, ``ftruncate``'s EINVAL, or EAGAIN once its pipe is full).
+    A symlink there is one too (ELOOP): followed, the write landed on whatever it named."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o666)
     try:
         _write_all(fd, data)
         os.ftruncate(fd, len(data))

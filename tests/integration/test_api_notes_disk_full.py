@@ -4,27 +4,12 @@ left as it was, and the API goes on answering."""
 
 from __future__ import annotations
 
-import resource
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from fakes.api_support import serve_api, write_state_dir
+from fakes.disk_full import disk_full_after
 
 from state.models import parse_state_bytes
-
-
-@contextmanager
-def disk_full_after(limit_bytes: int) -> Iterator[None]:
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the error, not the signal's kill
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
 
 
 async def test_a_notes_edit_the_disk_cannot_hold_is_a_507_naming_the_file(tmp_path: Path) -> None:

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import resource
-import signal
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import orjson
 import pytest
+from fakes.disk_full import disk_full_after
 
 from core.errors import RefuseToStartError
 from state.fsynced_lines import append_line, read_lines
@@ -60,20 +57,6 @@ def test_an_error_that_is_not_a_bad_line_propagates(tmp_path: Path) -> None:
         read_lines(path, boom, what="t", advice="")
 
 
-@contextmanager
-def _disk_full_after(limit_bytes: int) -> Iterator[None]:
-    """Files may not grow past ``limit_bytes`` (RLIMIT_FSIZE): a write across it is cut short and
-    the next one fails (EFBIG), as on a disk that fills in the middle of a line."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
-    previous = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the error, not the signal's kill
-    resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, hard))
-    try:
-        yield
-    finally:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-        signal.signal(signal.SIGXFSZ, previous)
-
-
 def test_an_append_cut_short_by_a_full_disk_leaves_no_part_of_its_line(tmp_path: Path) -> None:
     """Half a line left behind became, with the next append that fit, one damaged line: dropped
     as a torn tail at the next start (the record after it lost) or, once more lines followed, a
@@ -81,7 +64,7 @@ def test_an_append_cut_short_by_a_full_disk_leaves_no_part_of_its_line(tmp_path:
     path = tmp_path / "a.jsonl"
     append_line(path, b'{"n":1}\n')
     size = path.stat().st_size
-    with _disk_full_after(size + 5), pytest.raises(OSError):
+    with disk_full_after(size + 5), pytest.raises(OSError):
         append_line(path, b'{"n":2,"pad":"' + b"x" * 64 + b'"}\n')
     assert path.stat().st_size == size
     append_line(path, b'{"n":3}\n')  # the disk freed
