@@ -4,6 +4,7 @@ recent gate rate from the state dir's journal (its newest ``TAIL_BYTES``, at mos
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules
 from agent.config import AgentConfig
 from agent.projection import MEASURED_RATE, GateRate, Projection, project
 from core.clock import DAY_MS, LATEST_TIME_MS
-from state.segments import recent_lines
+from state.segments import UnreadableSegmentError, recent_lines
+
+log = logging.getLogger(__name__)
 
 TAIL_BYTES = 32 * 1024 * 1024  # about a week of 6-8 KB decision lines
 RECENT_DAYS = 7.0
@@ -41,8 +44,13 @@ def _usable(record: dict[str, Any]) -> bool:
 
 def journal_rate(journal: Path) -> GateRate | None:
     """Passes per layer per day over the journal's recent days (None: too little journal)."""
+    try:
+        lines = recent_lines(journal, TAIL_BYTES)  # across rotated segments
+    except UnreadableSegmentError as exc:  # a projection is advice: the start goes on
+        log.warning("cost projection: %s; projecting from the measured rate", exc)
+        return None
     records = []
-    for line in recent_lines(journal, TAIL_BYTES):  # across rotated segments
+    for line in lines:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError:

@@ -83,7 +83,8 @@ def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:
 def _last_journal_time_ms(path: Path) -> int | None:
     try:  # across rotated segments: a rotation may just have left the live file empty
         tail = recent_lines(path, _TAIL_BYTES)
-    except OSError:
+    except OSError as exc:  # the state file's own times still count
+        log.warning("resume: the decisions journal's last time is not known: %s", exc)
         return None
     for line in reversed(tail):
         try:

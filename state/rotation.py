@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import DAY_MS
 from state.atomic import fsync_dir
-from state.segments import rotated_pattern
+from state.segments import SEGMENT_MAX_BYTES, rotated_pattern
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +50,9 @@ class JournalRotationConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     rotate_daily: bool = True
-    #: rotate before a line would take the live file past this size; None: no size limit
-    max_segment_bytes: int | None = Field(64 * 1024 * 1024, gt=0)
+    #: rotate before a line would take the live file past this size; None: no size limit. At
+    #: most SEGMENT_MAX_BYTES: the journal's tail readers refuse a segment inflating past it
+    max_segment_bytes: int | None = Field(64 * 1024 * 1024, gt=0, le=SEGMENT_MAX_BYTES)
     compress: bool = True
     #: keep at most this many closed segments (the live file is not counted); None: no limit
     keep_segments: int | None = Field(None, ge=1)

@@ -24,6 +24,10 @@ _STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"
 _READ_BUFFER: Final = 1 << 20
 #: far past any journal line (a decision's is ~16 kB): a longer run without a newline is no line
 LINE_MAX_BYTES: Final = 16 << 20
+#: the most a gzipped segment is inflated by a reader of its tail: 4x the rotation's default size
+#: cap (64 MiB), and ``max_segment_bytes`` may not be set past it; more is no segment this
+#: journal wrote (a gzip bomb: a small file that inflates to gigabytes)
+SEGMENT_MAX_BYTES: Final = 256 << 20
 
 
 def rotated_pattern(live: Path) -> re.Pattern[str]:
@@ -174,7 +178,7 @@ def recent_lines(live: Path, max_bytes: int) -> list[bytes]:
     taken = 0
     for path in reversed(segments(live)):
         if path.name.endswith(".gz"):
-            lines = [line for line in open_segment(path) if line.endswith(b"\n")]
+            lines = _tail_gz_lines(path, max_bytes - taken)
         else:
             lines = _tail_bytes_lines(path, max_bytes - taken)
         for line in reversed(lines):
@@ -186,6 +190,38 @@ def recent_lines(live: Path, max_bytes: int) -> list[bytes]:
             break
     found.reverse()
     return found
+
+
+def _tail_gz_lines(path: Path, max_bytes: int) -> list[bytes]:
+    """The complete lines a gzipped segment ends with, read as a stream: those within its last
+    ``max_bytes`` and the line that ``max_bytes`` starts in (the reader's "at least a line").
+    Listing every line held ~40 bytes per inflated byte: a gzip bomb of short lines (a few
+    hundred kB on disk) took gigabytes. One inflating past ``SEGMENT_MAX_BYTES`` is
+    ``UnreadableSegmentError``."""
+    keep = max_bytes + LINE_MAX_BYTES
+    window = bytearray()
+    inflated = 0
+    try:
+        with open_regular_file(path) as raw, gzip.open(raw, "rb") as stream:
+            while block := stream.read(_READ_BUFFER):
+                inflated += len(block)
+                if inflated > SEGMENT_MAX_BYTES:
+                    raise UnreadableSegmentError(
+                        f"{path} cannot be read: it inflates past {SEGMENT_MAX_BYTES >> 20} MiB, "
+                        "more than any segment of this journal (a gzip bomb?)"
+                    )
+                window += block
+                del window[: max(0, len(window) - keep)]
+    except UnreadableSegmentError:
+        raise
+    except (OSError, EOFError, zlib.error) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise UnreadableSegmentError(f"{path} cannot be read: {why}") from exc
+    end = window.rfind(b"\n") + 1
+    start = window.rfind(b"\n", 0, max(0, end - max_bytes)) + 1
+    if start == 0 and inflated > len(window):  # that line began before the window: cut
+        start = window.find(b"\n", 0, end) + 1
+    return [line + b"\n" for line in bytes(window[start:end]).split(b"\n")[:-1]]  # not at \r
 
 
 def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
@@ -206,6 +242,7 @@ def _tail_bytes_lines(path: Path, max_bytes: int) -> list[bytes]:
 __all__ = [
     "LINE_MAX_BYTES",
     "OVERLONG_LINE",
+    "SEGMENT_MAX_BYTES",
     "UnreadableSegmentError",
     "iter_lines",
     "open_live",
