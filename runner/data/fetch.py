@@ -17,6 +17,7 @@ check`` then shows the gap it leaves.
 
 from __future__ import annotations
 
+import bisect
 import csv
 import functools
 import io
@@ -220,6 +221,8 @@ class Fetcher:
         # the last settlement kept: a resumed fetch goes on after the stored rows, whose last one
         # the 30-minute rule holds its first new row to, as a fresh fetch's run of pages does
         last_ms = int(partial.rows[-1][0]) if partial.rows and since > request.start_ms else None
+        # a fetch of a later span left these: pages from the start cover them again
+        stored = {int(row[0]): float(row[1]) for row in partial.rows}
         while since <= until_ms:
             page = await self._call(
                 functools.partial(
@@ -254,6 +257,7 @@ class Fetcher:
                     len(settled) - len(rows),
                     FUNDING_RATE_MAX,
                 )
+            rows = _not_stored(rows, stored, ticker, partial.path)
             partial.append(rows)
             fetched += len(rows)
             last_ms = settled[-1][0] if settled else last_ms
@@ -298,6 +302,40 @@ def _settlements(in_span: Sequence[tuple[int, Any]], last_ms: int | None) -> lis
         if before is None or at - before >= FUNDING_MIN_GAP_MS:
             kept.append((at, item))
     return kept
+
+
+def _not_stored(
+    rows: list[tuple[int, float]], stored: dict[int, float], ticker: str, path: Path
+) -> list[tuple[int, float]]:
+    """``rows`` without the settlements ``stored`` holds (one within ``FUNDING_MIN_GAP_MS`` is
+    the same settlement). Appended again they were stored twice, or beside a stored one a few ms
+    off; a stored one whose time or rate the exchange now gives otherwise is kept, and said."""
+    if not stored:
+        return rows
+    times = sorted(stored)
+    new: list[tuple[int, float]] = []
+    disagreeing: list[tuple[int, float, int, float]] = []
+    for at, rate in rows:
+        i = bisect.bisect_right(times, at - FUNDING_MIN_GAP_MS)
+        if i == len(times) or times[i] >= at + FUNDING_MIN_GAP_MS:
+            new.append((at, rate))
+        elif times[i] != at or stored[times[i]] != rate:
+            disagreeing.append((times[i], stored[times[i]], at, rate))
+    if disagreeing:
+        kept_ms, kept_rate, at, rate = disagreeing[0]
+        log.warning(
+            "%s funding: %d stored settlement(s) in %s disagree with the exchange's (first: "
+            "stored %d rate %r, the exchange %d rate %r); the stored ones are kept: delete the "
+            "file to fetch them all again",
+            ticker,
+            len(disagreeing),
+            path,
+            kept_ms,
+            kept_rate,
+            at,
+            rate,
+        )
+    return new
 
 
 def _rate(item: Any) -> float | None:
