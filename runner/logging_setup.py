@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
+from state.line_text import terminal_safe_json
 from state.state_file import STATE_DIR_SETTING
 
 LogFormat = Literal["text", "json"]
@@ -100,7 +101,7 @@ class JsonLinesFormatter(logging.Formatter):
             record.exc_text = self.formatException(record.exc_info)
         if record.exc_text:
             line["exc"] = record.exc_text
-        return orjson.dumps(line).decode()
+        return terminal_safe_json(orjson.dumps(line).decode())  # orjson writes U+009B raw
 
 
 _filter = _ClockTimeFilter(None)

@@ -27,6 +27,7 @@ from core.clock import Clock, WallClock
 from core.errors import RefuseToStartError
 from state.append_file import AppendOnlyFile, JournalClosedError, repair_torn_tail
 from state.journal_health import JournalHealth, degraded_record
+from state.line_text import terminal_safe_json_bytes
 from state.regular_file import open_regular_file
 from state.rotation import JournalRotationConfig
 
@@ -124,7 +125,8 @@ class JsonlJournal(_Journal):
             return encode_jsonl_record(record)
         except JournalRecordError as exc:
             self.health.note_degraded(self.path, str(exc))
-            return orjson.dumps(degraded_record(record, str(exc)), option=_ORJSON_OPTIONS)
+            line = orjson.dumps(degraded_record(record, str(exc)), option=_ORJSON_OPTIONS)
+            return terminal_safe_json_bytes(line)
 
 
 def _line_at_ms(line: bytes) -> int | None:
@@ -149,9 +151,10 @@ def encode_jsonl_record(record: Mapping[str, Any]) -> bytes:
     # copy with paths was a tenth of a replayed decision); the copy only when something needs it
     plain = _with_encoded(record) if _is_plain(record) else _to_plain(record, "record")
     try:
-        return orjson.dumps(plain, option=_ORJSON_OPTIONS)
+        line = orjson.dumps(plain, option=_ORJSON_OPTIONS)
     except orjson.JSONEncodeError as exc:
         raise JournalRecordError(f"cannot encode journal record as JSON: {exc}") from None
+    return terminal_safe_json_bytes(line)  # people tail it: orjson writes U+009B (CSI) raw
 
 
 class PlainJson(dict[str, Any]):

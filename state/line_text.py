@@ -58,6 +58,20 @@ def terminal_safe_json(text: str) -> str:
     return _RAW_IN_JSON.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
 
 
+#: the same characters in UTF-8: DEL, and C1 (its lead byte 0xC2 never ends another character)
+_RAW_IN_JSON_UTF8: Final = re.compile(b"\x7f|\xc2[\x80-\x9f]")
+
+
+def terminal_safe_json_bytes(data: bytes) -> bytes:
+    """``terminal_safe_json`` for UTF-8 JSON bytes (a journal line), without decoding them: most
+    lines hold neither byte, and are returned as they are after two ``memchr`` scans."""
+    if b"\x7f" not in data and b"\xc2" not in data:
+        return data
+    return _RAW_IN_JSON_UTF8.sub(
+        lambda found: b"\\u%04x" % ord(found.group().decode("utf-8")), data
+    )
+
+
 def terminal_safe_lines(text: str) -> str:
     """``text`` line by line, each as ``as_one_line`` writes it: its line breaks kept, every
     other control character escaped, for several lines of a model's or a person's text printed
