@@ -13,11 +13,12 @@ digits, spaces and a few punctuation marks survive, each name is bounded, and th
 from __future__ import annotations
 
 import unicodedata
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS
+from core.clock import DAY_MS, EARLIEST_TIME_MS, LATEST_TIME_MS
 from derivatives.cache import SourceFailedError, SourceNotAvailableError
 from derivatives.http import get_json, parse_body, snippet
 from derivatives.liquidations import MAX_FUTURE_MS
@@ -67,13 +68,19 @@ FNG_WHAT: Final = "Fear & Greed (alternative.me)"
 
 async def fetch_fear_greed(base_url: str | None, now_ms: int | None = None) -> dict[str, Any]:
     """``{value, classification, timestamp_ms}`` of the latest daily index; one dated after
-    ``now_ms`` (with a few minutes' skew) is a malformed body, not today's."""
+    ``now_ms`` (with a few minutes' skew) is a malformed body, not today's. One whose day is
+    over is no value: a source that goes on answering but stops updating was taken as today's
+    for ever; now the cache serves the last one stale, then says since when (as replay does
+    past the recording's end)."""
     base_url = _configured(base_url, FNG_WHAT)
     payload = await get_json(_url(base_url, FNG_PATH), {"limit": "1"}, what=FNG_WHAT)
     value = fear_greed_from_payload(payload)
     ahead_ms = value["timestamp_ms"] - now_ms if now_ms is not None else 0
     if ahead_ms > MAX_FUTURE_MS:
         raise SourceFailedError(f"{FNG_WHAT}: malformed body: an index {ahead_ms} ms ahead")
+    if ahead_ms <= -DAY_MS:
+        day = datetime.fromtimestamp(value["timestamp_ms"] / 1000, UTC).date()
+        raise SourceNotAvailableError(f"{FNG_WHAT}: no value for today: the newest is of {day}")
     return value
 
 
