@@ -331,7 +331,11 @@ class OnlineLearner:
         self._global = _posteriors(model.global_posteriors)
         self._regimes = {r: _posteriors(t) for r, t in regimes.items()}
         self._regime_counts = counts
-        self._trades.extend(model.recent_trades)  # the deque keeps only the last ``window``
+        # the deque keeps only the last ``window``; each regime as update keys it, as the tables
+        self._trades.extend(
+            trade.model_copy(update={"regime": regime_key(trade.regime)})
+            for trade in model.recent_trades
+        )
         self._trade_dicts = None
         self._readings.clear()
         log.info(

@@ -60,3 +60,30 @@ def test_two_saved_keys_of_one_regime_are_refused_naming_both(tmp_path: Path) ->
     with pytest.raises(RefuseToStartError, match=r"'Bull' and ' Bull ' are both the regime 'Bull'"):
         OnlineLearner(path)
     assert path.read_bytes() == data
+
+
+@pytest.mark.parametrize(
+    ("saved", "shown"),
+    [
+        (" medium_volatility ", "medium_volatility"),
+        ("HIGH_VOLATILITY_risk_on", "high_volatility"),
+        (" Bull", "Bull"),
+        ("unknown", None),
+        ("  ", None),
+    ],
+)
+def test_a_saved_trades_regime_is_shown_as_the_learner_keys_it(
+    tmp_path: Path, saved: str, shown: str | None
+) -> None:
+    """The trades' regimes were loaded as they were: the snapshot's recent_trades showed one
+    regime under two spellings (or ``unknown`` as a regime) beside the keys the tables use."""
+    trade = {
+        "ticker": "BTC/USDT",
+        "at_ms": 1,
+        "pnl_pct": 2.0,
+        "holding_secs": 60.0,
+        "regime": saved,
+        "signals": {"rsi": 0.5},
+    }
+    learner = OnlineLearner(written(tmp_path, recent_trades=[trade]))
+    assert [t["regime"] for t in learner.recent_trades()] == [shown]
