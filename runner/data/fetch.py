@@ -17,7 +17,6 @@ check`` then shows the gap it leaves.
 
 from __future__ import annotations
 
-import bisect
 import csv
 import functools
 import io
@@ -50,12 +49,15 @@ from market.recorded import (
     kline_path,
 )
 from runner.data.layout import read_existing, store_funding, store_klines
+from runner.data.stored_rows import (
+    FUNDING_MIN_GAP_MS,
+    not_stored_bars,
+    not_stored_settlements,
+)
 
 log = logging.getLogger(__name__)
 
 FUNDING_PAGE_LIMIT = 1000
-#: Binance settles funding at most hourly (a few ms late at times): closer rows are garbled
-FUNDING_MIN_GAP_MS = 30 * 60_000
 PARTIAL_DIR = ".partial"
 DEFAULT_RETRY = RetryPolicy(max_attempts=6, base_secs=1.0, cap_secs=60.0, jitter_fraction=0.5)
 
@@ -169,6 +171,8 @@ class Fetcher:
         since = partial.resume_ms(request.start_ms, step_ms, step_ms)
         fetched = dropped = 0
         symbol = to_ccxt_symbol(ticker)
+        # a fetch of a later span left these: pages from the start cover them again
+        stored = {int(row[0]): [float(v) for v in row[1:]] for row in partial.rows}
         while since <= last_open_ms:
             page = await self._call(
                 functools.partial(
@@ -191,15 +195,10 @@ class Fetcher:
                 on_grid(rows, step_ms, ticker, request.interval), f"{ticker} {request.interval}"
             )
             dropped += len(rows) - len(candles)
-            partial.append(
-                [
-                    [at, *values]
-                    for at, values in zip(
-                        candles.index.tolist(), candles.to_numpy().tolist(), strict=True
-                    )
-                ]
-            )
-            fetched += len(candles)
+            bars = zip(candles.index.tolist(), candles.to_numpy().tolist(), strict=True)
+            new = not_stored_bars(bars, stored, f"{ticker} {request.interval}", partial.path)
+            partial.append([[at, *values] for at, values in new])
+            fetched += len(new)
             since = (int(rows[-1][0]) // step_ms + 1) * step_ms  # after an off-grid row too
             self._progress(f"{final.name}: {len(partial.rows):,} rows, up to {since} ms")
             # a page shorter than asked is not the end (an exchange may cap its pages lower): only
@@ -257,7 +256,7 @@ class Fetcher:
                     len(settled) - len(rows),
                     FUNDING_RATE_MAX,
                 )
-            rows = _not_stored(rows, stored, ticker, partial.path)
+            rows = not_stored_settlements(rows, stored, f"{ticker} funding", partial.path)
             partial.append(rows)
             fetched += len(rows)
             last_ms = settled[-1][0] if settled else last_ms
@@ -302,40 +301,6 @@ def _settlements(in_span: Sequence[tuple[int, Any]], last_ms: int | None) -> lis
         if before is None or at - before >= FUNDING_MIN_GAP_MS:
             kept.append((at, item))
     return kept
-
-
-def _not_stored(
-    rows: list[tuple[int, float]], stored: dict[int, float], ticker: str, path: Path
-) -> list[tuple[int, float]]:
-    """``rows`` without the settlements ``stored`` holds (one within ``FUNDING_MIN_GAP_MS`` is
-    the same settlement). Appended again they were stored twice, or beside a stored one a few ms
-    off; a stored one whose time or rate the exchange now gives otherwise is kept, and said."""
-    if not stored:
-        return rows
-    times = sorted(stored)
-    new: list[tuple[int, float]] = []
-    disagreeing: list[tuple[int, float, int, float]] = []
-    for at, rate in rows:
-        i = bisect.bisect_right(times, at - FUNDING_MIN_GAP_MS)
-        if i == len(times) or times[i] >= at + FUNDING_MIN_GAP_MS:
-            new.append((at, rate))
-        elif times[i] != at or stored[times[i]] != rate:
-            disagreeing.append((times[i], stored[times[i]], at, rate))
-    if disagreeing:
-        kept_ms, kept_rate, at, rate = disagreeing[0]
-        log.warning(
-            "%s funding: %d stored settlement(s) in %s disagree with the exchange's (first: "
-            "stored %d rate %r, the exchange %d rate %r); the stored ones are kept: delete the "
-            "file to fetch them all again",
-            ticker,
-            len(disagreeing),
-            path,
-            kept_ms,
-            kept_rate,
-            at,
-            rate,
-        )
-    return new
 
 
 def _rate(item: Any) -> float | None:
@@ -399,4 +364,4 @@ def _covers(path: Path, index: str, first_ms: int, last_ms: int, step_ms: int) -
     return inside == (last_ms - first_ms) // step_ms + 1
 
 
-__all__ = ["FetchRequest", "Fetcher", "SeriesResult"]
+__all__ = ["FUNDING_MIN_GAP_MS", "FetchRequest", "Fetcher", "SeriesResult"]

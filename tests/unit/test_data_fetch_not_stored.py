@@ -1,4 +1,4 @@
-"""``runner.data.fetch._not_stored``: a resumed funding fetch appends only settlements its partial
+"""``runner.data.stored_rows.not_stored_settlements``: a resumed funding fetch appends only settlements its partial
 file does not hold, so stored and appended rows together never hold two settlements closer than
 funding settles, and every stored row stays as it was."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runner.data.fetch import FUNDING_MIN_GAP_MS, _not_stored
+from runner.data.stored_rows import FUNDING_MIN_GAP_MS, not_stored_settlements
 
 _HOUR = 3_600_000
 
@@ -34,7 +34,7 @@ def test_stored_and_appended_rows_are_one_per_settlement(
 ) -> None:
     held = {at: rates[i] for i, at in enumerate(stored)}
     rows = [(at, rates[-1 - i]) for i, at in enumerate(fetched)]
-    new = _not_stored(rows, held, "BTC/USDT", Path("partial.csv"))
+    new = not_stored_settlements(rows, held, "BTC/USDT funding", Path("partial.csv"))
     assert set(new) <= set(rows)
     times = sorted([*held, *(at for at, _ in new)])
     assert all(b - a >= FUNDING_MIN_GAP_MS for a, b in itertools.pairwise(times))

@@ -1,6 +1,6 @@
-"""``vigil data fetch`` run again from ``--from`` over a funding partial file that a killed fetch
-of a later span left (through real ccxt, the simulator's REST on loopback): the fetch starts at
-``--from`` and its pages cover the stored rows again. Each was appended once more (the summary
+"""``vigil data fetch`` run again from ``--from`` over a partial file (funding, then klines) that a
+killed fetch of a later span left (through real ccxt, the simulator's REST on loopback): the fetch
+starts at ``--from`` and its pages cover the stored rows again. Each was appended once more (the summary
 counted them as fetched), a stored settlement a few ms off the exchange's was stored beside it (two
 settlements 7 ms apart in the data dir), and a stored rate the exchange now gives otherwise was
 replaced without a word. Now only settlements the partial file does not hold are appended, and a
@@ -16,7 +16,7 @@ import pytest
 from test_sim_rest_support import running_server, utc_ms
 
 from core.scaled_clock import ScaledClock
-from market.recorded import load_funding
+from market.recorded import load_funding, load_klines
 from runner.data.command import fetch_into
 from runner.data.fetch import FetchRequest
 
@@ -81,3 +81,36 @@ async def test_a_stored_settlement_the_exchange_disagrees_with_is_kept_and_said(
     assert stored.loc[kept, "funding_rate"] == later.loc[kept, "funding_rate"]
     said = [r.getMessage() for r in caplog.records if "disagree" in r.getMessage()]
     assert len(said) == 1 and str(kept) in said[0], said
+
+
+def _leave_klines_partial(out: Path, rows: pd.DataFrame) -> None:
+    partial = out / ".partial" / "BTCUSDT-5m.csv"
+    partial.parent.mkdir(parents=True, exist_ok=True)
+    lines = ["open_time_ms,open,high,low,close,volume"]
+    lines += [",".join([str(at), *(repr(float(v)) for v in row)]) for at, row in rows.iterrows()]
+    partial.write_text("\r\n".join(lines) + "\r\n")
+
+
+@pytest.mark.parametrize("changed", [False, True])
+async def test_a_klines_restart_from_the_start_appends_only_the_bars_not_stored(
+    tmp_path: Path, changed: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The same for klines: the stored bars were appended again and counted as fetched, and a
+    stored bar the exchange now gives otherwise was replaced without a word."""
+    out = tmp_path / "data"
+    recorded = load_klines("BTC/USDT", "5m").loc[FIRST_MS : END_MS - 1]
+    later = recorded.loc[LATER_MS:].copy()
+    if changed:
+        volume = later["volume"].to_numpy(copy=True)
+        volume[0] += 1.0
+        later["volume"] = volume
+    _leave_klines_partial(out, later)
+    clock = ScaledClock(utc_ms(2025, 3, 10), speed=600.0)
+    request = FetchRequest(("BTC/USDT",), "5m", FIRST_MS, END_MS, out, funding=False)
+    async with running_server(clock) as server:
+        (klines,) = await fetch_into(request, server.url, clock, io.StringIO())
+    assert (klines.rows, klines.resumed_from_rows) == (len(recorded) - len(later), len(later))
+    stored = load_klines("BTC/USDT", "5m", out)
+    pd.testing.assert_frame_equal(stored, pd.concat([recorded.loc[: LATER_MS - 1], later]))
+    said = [r.getMessage() for r in caplog.records if "disagree" in r.getMessage()]
+    assert len(said) == changed and all(str(LATER_MS) in s for s in said), said
