@@ -22,6 +22,7 @@ from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
 from runner.replay.parser import add_replay_parser
 from runner.sweep.command import add_sweep_parser, run_sweep_command
+from state.line_text import terminal_safe_lines
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -179,7 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = load_settings(_overrides(args))
         return _dispatch(args, settings)
     except RefuseToStartError as exc:
-        print(f"vigil: refusing to start: {exc}", file=sys.stderr)
+        # the reason may quote a peer (an exchange's error body): escaped, not sent to the terminal
+        print(f"vigil: refusing to start: {terminal_safe_lines(str(exc))}", file=sys.stderr)
         return EXIT_REFUSE_TO_START
     except KeyboardInterrupt:
         return 130

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
-from state.line_text import terminal_safe_json
+from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.state_file import STATE_DIR_SETTING
 
 LogFormat = Literal["text", "json"]
@@ -104,6 +104,26 @@ class JsonLinesFormatter(logging.Formatter):
         return terminal_safe_json(orjson.dumps(line).decode())  # orjson writes U+009B raw
 
 
+class TextFormatter(logging.Formatter):
+    """The text format, with every control character of a message or a traceback but its line
+    breaks and tabs written as an escape (``\\x1b``): a message quotes peers (an exchange's
+    error body, through ccxt's exception), and ESC [2J or U+009B in one drove the terminal of
+    whoever read the console or tailed ``vigil.log``."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = terminal_safe_lines(record.message)  # made again at each format
+        return super().formatMessage(record)
+
+    def format(self, record: logging.LogRecord) -> str:
+        cached = record.exc_text  # shared by every handler (``RedactingFilter`` sets it)
+        if cached:
+            record.exc_text = terminal_safe_lines(cached)
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
+
 _filter = _ClockTimeFilter(None)
 #: libraries whose INFO lines are one per frame or request: WARNING at the least
 NOISY_LOGGERS: Final = ("websockets", "aiohttp.access", "ccxt")
@@ -113,7 +133,7 @@ _redacting = RedactingFilter(Redactor())
 def _formatter(log_format: LogFormat, datefmt: str) -> logging.Formatter:
     if log_format == "json":
         return JsonLinesFormatter()
-    return logging.Formatter(_FORMAT, datefmt=datefmt)
+    return TextFormatter(_FORMAT, datefmt=datefmt)
 
 
 def _handler(handler: logging.Handler, formatter: logging.Formatter) -> logging.Handler:

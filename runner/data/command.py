@@ -177,7 +177,8 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
     except OSError as exc:  # ccxt's own network errors are not OSErrors: this is --out's
         raise RefuseToStartError(f"cannot write into {args.out}: {exc}") from None
     except CcxtRetryableError as exc:
-        print(f"vigil data fetch: {exc}; run the same command again to resume", file=sys.stderr)
+        again = "run the same command again to resume"
+        print(f"vigil data fetch: {as_one_line(str(exc))}; {again}", file=sys.stderr)
         return EXIT_PROBLEMS
     for result in results:
         state = "already complete" if result.skipped else f"{result.rows:,} rows fetched"
