@@ -164,11 +164,13 @@ class AppendOnlyFile:
             future.result()
 
     def first_line(self) -> bytes | None:
-        """The first line including its newline, or None for an empty file."""
+        """The first line including its newline, or None for an empty file. At most
+        ``LINE_MAX_BYTES`` are read: a longer run without a newline (a sparse file's zeros) is no
+        line, and was held whole (a gigabyte of zeros, two gigabytes at start)."""
         fd = self._open_fd()
         chunks: list[bytes] = []
         offset = 0
-        while chunk := os.pread(fd, _TAIL_CHUNK_BYTES, offset):
+        while offset < LINE_MAX_BYTES and (chunk := os.pread(fd, _TAIL_CHUNK_BYTES, offset)):
             newline = chunk.find(b"\n")
             if newline >= 0:
                 chunks.append(chunk[: newline + 1])
