@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 import orjson
 from pydantic import ValidationError
 
 from core.errors import RefuseToStartError
-from state.regular_file import read_bytes_or_none
+from state.regular_file import open_regular_file
+from state.segments import LINE_MAX_BYTES, OVERLONG_LINE
 
 log = logging.getLogger(__name__)
 
@@ -40,31 +42,56 @@ def read_lines(path: Path, apply: Callable[[bytes], None], *, what: str, advice:
     """Feed every line of ``path`` (if it exists) to ``apply``, oldest first; returns how many
     were applied. ``what`` names the file in messages (``"outbox"``), ``advice`` says what a
     person should do with a damaged one."""
-    try:  # not a bare read: a FIFO in its place blocked the start for good
-        data = read_bytes_or_none(path)
+    try:  # not a bare open: a FIFO in its place blocked the start for good
+        handle = open_regular_file(path)
+    except FileNotFoundError:
+        return 0
     except OSError as exc:
         raise RefuseToStartError(
             f"{what} {path} cannot be read ({exc.strerror or exc}): {advice}"
         ) from None
-    lines = data.split(b"\n") if data is not None else []
-    if lines and lines[-1] == b"":
-        lines.pop()
     applied = 0
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            apply(line)
-        except BAD_LINE_ERRORS as exc:
-            if number == len(lines):
-                log.warning("%s %s: dropping torn last line: %s", what, path, exc)
-                _truncate(path, sum(len(good) + 1 for good in lines[:-1]))
-                break
-            raise RefuseToStartError(
-                f"{what} {path} line {number} is damaged ({exc}); it was left untouched: {advice}"
-            ) from exc
-        applied += 1
+    with handle:
+        lines = _lines(handle)
+        current = next(lines, None)
+        number = 0
+        while current is not None:
+            line, start = current
+            number += 1
+            following = next(lines, None)
+            current = following
+            if not line.strip():
+                continue
+            try:
+                apply(line)
+            except BAD_LINE_ERRORS as exc:
+                if following is None:
+                    log.warning("%s %s: dropping torn last line: %s", what, path, exc)
+                    _truncate(path, start)
+                    break
+                raise RefuseToStartError(
+                    f"{what} {path} line {number} is damaged ({exc}); it was left untouched: "
+                    f"{advice}"
+                ) from exc
+            applied += 1
     return applied
+
+
+def _lines(handle: BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """Each line without its newline, with the offset it starts at. A run of ``LINE_MAX_BYTES``
+    without a newline (the zeros a crash can leave at the end) is passed over as it is read and
+    given as ``OVERLONG_LINE``, no record: read whole, a gigabyte of them took two at start."""
+    offset = 0
+    while line := handle.readline(LINE_MAX_BYTES):
+        start = offset
+        offset += len(line)
+        if len(line) == LINE_MAX_BYTES and not line.endswith(b"\n"):
+            while rest := handle.readline(LINE_MAX_BYTES):
+                offset += len(rest)
+                if rest.endswith(b"\n"):
+                    break
+            line = OVERLONG_LINE
+        yield line.removesuffix(b"\n"), start
 
 
 def append_line(path: Path, line: bytes) -> None:

@@ -1,0 +1,53 @@
+"""An exits outbox ending in a gigabyte of zeros (a crash's: the file extended, the line not
+written; here a sparse file) at the daemon's start: the write-ahead reader (``state.fsynced_lines``,
+the outbox's and the order journal's) read the whole file and split it, so the start exhausted
+memory before it could drop the torn tail. It now reads line by line, passing a run past
+``LINE_MAX_BYTES`` without a newline over as it reads it: the zeros are the torn last line,
+dropped with a warning and cut off, and the entries before them are kept.
+
+The outbox is loaded in a child process whose address space is capped: the old read died there
+of ``MemoryError`` instead of taking the machine's memory."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+_MEMORY_LIMIT = 768 << 20
+_ENTRY = {"seq": 1, "key": "x1", "kind": "exit", "at_ms": 1740787200000, "payload": {"n": 1}}
+
+_CHILD = """
+import logging, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+logging.basicConfig(level=logging.WARNING)
+from pathlib import Path
+from state.outbox import Outbox
+outbox = Outbox(Path(sys.argv[1]))
+outbox.load()
+print([entry.key for entry in outbox.pending("learner")])
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_gigabyte_of_zeros_after_the_last_entry_is_cut_off_within_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "exits.outbox.jsonl"
+    line = orjson.dumps(_ENTRY) + b"\n"
+    path.write_bytes(line)
+    with path.open("r+b") as handle:
+        handle.truncate(len(line) + (1 << 30))  # sparse: the zeros take no disk
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "['x1']", done.stderr[-2000:]
+    assert "dropping torn last line" in done.stderr, done.stderr
+    assert path.read_bytes() == line
