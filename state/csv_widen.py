@@ -15,7 +15,7 @@ from pathlib import Path
 
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes
-from state.regular_file import read_regular_file
+from state.regular_file import open_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -30,16 +30,19 @@ def widen_csv_columns(path: Path, older: Sequence[str], columns: Sequence[str]) 
     older, columns = tuple(older), tuple(columns)
     if columns[: len(older)] != older or len(columns) == len(older):
         raise ValueError(f"{older} is not a strict prefix of {columns}")
+    header = _line(older)
     try:
-        data = read_regular_file(path)[1]
+        handle = open_regular_file(path)
     except FileNotFoundError:
         return False
     except IsADirectoryError as exc:  # a FIFO's read hung the start, past SIGTERM
         raise RefuseToStartError(f"{exc}: move it away and start again") from None
-    header = _line(older)
-    if not data.startswith(header):
-        return False
-    body = data[len(header) :]
+    with handle:
+        # the header first: the file was read whole at every start, a crash's gigabyte of zeros
+        # at its end with it
+        if handle.read(len(header)) != header:
+            return False
+        body = handle.read()
     complete, _, tail = body.rpartition(b"\n")
     padding = b"," * (len(columns) - len(older))
     rows = [line + padding + b"\n" for line in complete.split(b"\n")] if complete else []
