@@ -21,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from core.jsonread import loads_json
+from state.atomic import atomic_write_bytes, remove_stale_tmp_files
 from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
@@ -92,7 +93,11 @@ class ApiServer:
     def _publish(self) -> None:
         if self._endpoint_file is not None:
             body = {"url": self.url, "pid": os.getpid()}
-            self._endpoint_file.write_text(json.dumps(body) + "\n", encoding="utf-8")
+            # a fresh name renamed into place: opened by name, a symlink there was written
+            # through and a FIFO held the start until someone read it
+            data = (json.dumps(body) + "\n").encode()
+            remove_stale_tmp_files(self._endpoint_file)  # one a crash left mid-publish
+            atomic_write_bytes(self._endpoint_file, data, durable=False)
 
     def _unpublish(self) -> None:
         if self._endpoint_file is not None:
