@@ -91,7 +91,10 @@ def compress_segment(plain: Path, hit: Callable[[str], None] = lambda _name: Non
     """
     final = plain.with_name(plain.name + ".gz")
     tmp = plain.with_name(plain.name + _GZ_TMP)
-    with plain.open("rb") as source, tmp.open("wb") as raw:
+    # made afresh ("x": O_EXCL): a link to no file left at this predictable name was followed,
+    # and the gzip created the file it named; a stale one (or that link) is removed first
+    tmp.unlink(missing_ok=True)
+    with plain.open("rb") as source, tmp.open("xb") as raw:
         with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as packed:
             shutil.copyfileobj(source, packed, _COPY_CHUNK_BYTES)
         raw.flush()
