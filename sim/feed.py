@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -336,10 +337,10 @@ class SimFeed:
     def funding_rate_at(self, ticker: str, now_ms: int) -> FundingRate | None:
         """The latest recorded funding settled at or before ``now_ms`` (None before the first)."""
         series = self._get(ticker)
-        row = int(np.searchsorted(series.funding_ms, now_ms, side="right")) - 1
+        row = bisect_right(series.funding_times, now_ms) - 1
         if row < 0:
             return None
-        return FundingRate(int(series.funding_ms[row]), series.funding_rate.item(row))
+        return FundingRate(series.funding_times[row], series.funding_rate.item(row))
 
     @staticmethod
     def next_funding_time_ms(now_ms: int) -> int:

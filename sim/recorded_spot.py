@@ -9,6 +9,7 @@ taker volumes were not recorded and are sent as zeros, as the simulator's USDⓈ
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,7 +26,10 @@ SPOT_INTERVALS: Final = ("1h", "4h")
 
 class RecordedSpotKlines:
     def __init__(self, data_dir: Path | None = None) -> None:
-        self._books: dict[tuple[str, str], tuple[npt.NDArray[np.int64], npt.NDArray[Any]]] = {}
+        #: (symbol, interval) -> (open times, OHLCV rows); the open times as ints for ``bisect``
+        #: (every derivatives poll counts the candles closed: numpy's searchsorted of one number
+        #: costs several times as much)
+        self._books: dict[tuple[str, str], tuple[list[int], npt.NDArray[Any]]] = {}
         #: why a recorded series is missing (the data dir lacks its file)
         self.missing: dict[tuple[str, str], str] = {}
         for symbol in SPOT_SYMBOLS:
@@ -38,7 +42,8 @@ class RecordedSpotKlines:
                 except MalformedDataError as exc:  # was a traceback, as the other files were
                     raise RefuseToStartError(f"malformed recorded data: {exc}") from None
                 values = frame[["open", "high", "low", "close", "volume"]].to_numpy()
-                self._books[(symbol, interval)] = (frame.index.to_numpy(dtype=np.int64), values)
+                opens = frame.index.to_numpy(dtype=np.int64).tolist()
+                self._books[(symbol, interval)] = (opens, values)
 
     def closed_count(self, symbol: str, interval: str, now_ms: int) -> int:
         """How many recorded candles are closed at ``now_ms`` (0 for a series not recorded):
@@ -46,7 +51,7 @@ class RecordedSpotKlines:
         book = self._books.get((symbol, interval))
         if book is None:
             return 0
-        return int(np.searchsorted(book[0], now_ms - TIMEFRAME_MS[interval], side="right"))
+        return bisect_right(book[0], now_ms - TIMEFRAME_MS[interval])
 
     def answer(self, symbol: str, interval: str, limit: int, now_ms: int) -> list[list[Any]]:
         """The newest ``limit`` candles closed at ``now_ms``, as Binance spot kline rows."""
@@ -58,7 +63,7 @@ class RecordedSpotKlines:
         upto = self.closed_count(symbol, interval, now_ms)
         rows = []
         for i in range(max(0, upto - limit), upto):
-            open_ms = int(opens[i])
+            open_ms = opens[i]
             o, h, low, c, v = (repr(float(x)) for x in values[i])
             rows.append([open_ms, o, h, low, c, v, open_ms + step_ms - 1, "0", 0, "0", "0", "0"])
         return rows
