@@ -71,6 +71,11 @@ class ContextSource(Protocol):
     async def read(self) -> ContextReading: ...
 
 
+#: a source's ``read_now``: the reading it holds in memory, taken without waiting (so without the
+#: timeout armed and cancelled around ``read``, ~12 us a decision)
+InstantRead = Callable[[], ContextReading]
+
+
 class InsightsView(Protocol):
     """Attaches ``historical_insights`` (agent.memory_view) to a built snapshot."""
 
@@ -121,7 +126,7 @@ class SnapshotBuilder:
         self._agent_memory = agent_memory
         self._peak_prices = peak_prices
         self._regime = regime
-        self._sources = tuple(context_sources)
+        self._sources = tuple((source, _instant_read(source)) for source in context_sources)
         self._learner = learner
         self._draw_seed = draw_seed
         self._summaries: dict[tuple[str, str], _SeriesIndicators] = {}
@@ -275,10 +280,13 @@ class SnapshotBuilder:
     async def _context(self, unavailable: dict[str, str]) -> dict[str, Any]:
         values: dict[str, Any] = {}
         reasons: dict[str, str] = {}
-        for source in self._sources:
+        for source, read_now in self._sources:
             try:
-                async with asyncio.timeout(self._source_timeout_secs):
-                    reading = await source.read()
+                if read_now is not None:
+                    reading = read_now()
+                else:
+                    async with asyncio.timeout(self._source_timeout_secs):
+                        reading = await source.read()
             except Exception as exc:
                 for name in CONTEXT_FIELDS:
                     reasons.setdefault(name, f"{source.name} failed: {type(exc).__name__}: {exc}")
@@ -305,6 +313,12 @@ class SnapshotBuilder:
                 -RECENT_TRADES_SHOWN:
             ],
         }
+
+
+def _instant_read(source: ContextSource) -> InstantRead | None:
+    """The source's ``read_now`` when it has one (optional: a source that fetches has not)."""
+    read_now = getattr(source, "read_now", None)
+    return read_now if callable(read_now) else None
 
 
 def learner_view(

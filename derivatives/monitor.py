@@ -237,6 +237,10 @@ class DerivativesContext:
         self._monitor = monitor
 
     async def read(self) -> DerivativesReading:
+        return self.read_now()
+
+    def read_now(self) -> DerivativesReading:
+        """``read``, which never waits: the reading is in memory (the builder arms no timeout)."""
         latest = self._monitor.latest
         if latest is None:
             return DerivativesReading(

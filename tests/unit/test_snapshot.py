@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -84,6 +85,34 @@ async def test_sources_fill_fields_and_a_broken_one_only_costs_its_fields(
     assert "funding_rates" not in snap.unavailable
     assert snap.unavailable["open_interest"] == "not in the recorded data"
     assert snap.unavailable["fear_greed"].startswith("sentiment failed: TimeoutError")
+
+
+class InstantSource:
+    """Holds its reading in memory: ``read_now`` is taken, ``read`` (which would hang) never."""
+
+    name = "instant"
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+
+    async def read(self) -> Reading:
+        await asyncio.Event().wait()
+        raise AssertionError("read_now was there to take")
+
+    def read_now(self) -> Reading:
+        if self.fail:
+            raise ValueError("reading torn")
+        return Reading(values={"funding_rates": {"BTC/USDT": 0.0002}})
+
+
+async def test_a_source_in_memory_is_read_without_waiting_and_still_contained(
+    seeded: tuple[MultiTFAggregator, FeatureTracker],  # noqa: F811
+) -> None:
+    snap = await make_builder(*seeded, sources=[InstantSource()]).build([])
+    assert snap.funding_rates == {"BTC/USDT": 0.0002}
+    broken = await make_builder(*seeded, sources=[InstantSource(fail=True)]).build([])
+    assert broken.funding_rates is None
+    assert broken.unavailable["funding_rates"] == "instant failed: ValueError: reading torn"
 
 
 async def test_broker_down_gives_nulls_with_reason(
