@@ -5,7 +5,9 @@ mode: a record whose every value is of its field's exact type and plain JSON (wh
 routine builds: strings, an int, model dumps) comes out with the same values, in the model's
 field order, then the extra keys in the record's order, then ``type`` when the record has none.
 ``decision_line`` makes that line directly (a decision's validation and dump were ~8 us of the
-~13 us its line took); any other record gets None and takes the model's way.
+~13 us its line took); any other record gets None and takes the model's way. The line it makes
+is a ``PlainJson``: every value was just checked exact JSON (or is vouched plain), so the journal
+writes it without walking it again (that second walk was ~3 us of a decision's line).
 """
 
 from __future__ import annotations
@@ -70,8 +72,9 @@ _MISSING: Final = object()
 def decision_line(record: Mapping[str, Any]) -> dict[str, Any] | None:
     """``DecisionRecord``'s line of ``record`` (a ``PlainJson`` value where None is valid goes in
     as it is, as ``_typed_line`` puts it back), or None when the model must decide. The values
-    are handed over, not copied: the record's maker does not change them afterwards."""
-    line: dict[str, Any] = {}
+    are handed over, not copied: the record's maker does not change them afterwards, and nobody
+    changes the line (a ``PlainJson``, vouched plain)."""
+    line: dict[str, Any] = PlainJson({})
     get = record.get
     for name, check, nullable, required in _RULES:
         value = get(name, _MISSING)
