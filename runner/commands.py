@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from functools import cache
 from typing import Any
 
 from core.errors import EXIT_REFUSE_TO_START, EXIT_UNHEALTHY, EXIT_USAGE, RefuseToStartError
@@ -25,6 +26,7 @@ from runner.sweep.command import add_sweep_parser, run_sweep_command
 from state.line_text import terminal_safe_lines
 
 
+@cache  # ~25 ms to build (argparse looks a translation up per argument); parsing leaves it as it was
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vigil", description="Event-driven crypto trading daemon."
