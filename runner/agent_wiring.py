@@ -146,7 +146,9 @@ def build_agents(
     return Agents(decider=decider, reviewer=reviewer, client=client)
 
 
-def _configured_key(settings: Settings) -> SecretStr | None:
+def configured_key(settings: Settings) -> SecretStr | None:
+    """The key, from the setting or from ``ANTHROPIC_API_KEY_FILE``; a file without a usable key
+    refuses the start."""
     key = settings.anthropic_api_key
     named = os.environ.get("ANTHROPIC_API_KEY_FILE")
     if key is None and named:  # a key only in a secret file
@@ -169,7 +171,7 @@ def build_client(settings: Settings, clock: Clock) -> ClaudeClient | None:
     """The one Claude client of the deciders and the reviewer; None without a key (the decider
     itself then says so, once, when built)."""
     config = settings.agent
-    key = _configured_key(settings)
+    key = configured_key(settings)
     if key is None:
         return None
     tries = config.debate.llm_max_retries if config.decider == "debate" else config.max_attempts

@@ -20,7 +20,7 @@ from core.failpoints import Failpoints
 from core.scaled_clock import ScaledClock
 from regime.fit_pool import FitPool, daemon_fit_workers
 from regime.tracker import Offload
-from runner.agent_wiring import wake_rules
+from runner.agent_wiring import configured_key, wake_rules
 from runner.api_wiring import OperatorSurface
 from runner.config import Settings
 from runner.cost_projection import projection_text
@@ -69,6 +69,9 @@ async def build_daemon(
     ws_front: WsFront | None = None,
 ) -> Daemon:
     """``ws_front``: see ``runner.sim_boot.WsFront`` (the hostile-frame fuzz's man in the middle)."""
+    # a key file without a usable key refuses here, not after the simulator has loaded its
+    # recordings and started (seconds a person waited for the refusal); the client reads it again
+    configured_key(settings)
     time = daemon_clock(settings)
     clock = time.clock
     show_clock_time(time.scaled)
