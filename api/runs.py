@@ -20,10 +20,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
 from api.runs_summary import FILE_MAX_BYTES, read_summary
+from state.atomic import atomic_write_bytes
 from state.regular_file import open_regular_file, read_regular_file
 
 log = logging.getLogger(__name__)
@@ -116,9 +117,8 @@ class RunQueue:
             out_dir.mkdir(parents=True)
             _write(job)
         except OSError as exc:
-            for leftover in (_tmp(out_dir / JOB_FILE_NAME).unlink, out_dir.rmdir):
-                with contextlib.suppress(OSError):  # an empty folder is no run: leave none
-                    leftover()
+            with contextlib.suppress(OSError):  # an empty folder is no run: leave none
+                out_dir.rmdir()
             where = exc.filename or out_dir
             raise RunsUnwritableError(
                 f"{where} cannot be written ({exc.strerror or exc}): the run was not queued"
@@ -165,7 +165,7 @@ class RunQueue:
         self._jobs[run_id] = running
         _write(running)  # unwritable: the job fails (the worker's except) without running
         log.info("run %s started: %s", run_id, job.request.model_dump_json(by_alias=True))
-        with (out_dir / LOG_FILE_NAME).open("wb") as output:
+        with _new_log(out_dir / LOG_FILE_NAME) as output:
             child = await asyncio.create_subprocess_exec(
                 *self._argv.pop(run_id),
                 stdin=asyncio.subprocess.DEVNULL,
@@ -249,15 +249,18 @@ async def _stop(child: asyncio.subprocess.Process) -> None:
         await child.wait()
 
 
-def _tmp(path: Path) -> Path:
-    return path.with_suffix(".tmp")
-
-
 def _write(job: RunBody) -> None:
-    path = Path(job.out_dir) / JOB_FILE_NAME
-    tmp = _tmp(path)
-    tmp.write_text(job.model_dump_json(by_alias=True, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    # a fresh temporary name (O_EXCL): a fixed one (job.tmp) planted as a symlink was written
+    # through, and as a FIFO held the event loop; not durable, as the plain rename was not
+    data = (job.model_dump_json(by_alias=True, indent=2) + "\n").encode()
+    atomic_write_bytes(Path(job.out_dir) / JOB_FILE_NAME, data, durable=False)
+
+
+def _new_log(path: Path) -> BinaryIO:
+    """The child's output file, made here (a job runs once in its own new folder): whatever is
+    there already was put there, and was written through (a symlink) or waited on (a FIFO)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o666), "wb")
 
 
 def _tail(path: Path) -> str:

@@ -60,11 +60,12 @@ def outcome_unless_blocked(
 
 
 @contextlib.contextmanager
-def released_fifo(fifo: Path) -> Iterator[Callable[[], bool]]:
+def released_fifo(fifo: Path, release: int = os.O_WRONLY) -> Iterator[Callable[[], bool]]:
     """For code that may block the test's own event loop on ``fifo`` (a server in the test's
     loop: ``outcome_beside_fifo`` cannot run it in a thread). After ``HANG_GUARD_SECS`` a thread
-    opens the FIFO for writing whenever a reader waits on it, so the test ends; it yields
-    whether that was ever needed (the test asserts it was not)."""
+    opens the FIFO for writing whenever a reader waits on it (``release``: for reading, for code
+    that may block writing), so the test ends; it yields whether that was ever needed (the test
+    asserts it was not)."""
     stop = threading.Event()
     released: list[bool] = []
 
@@ -73,7 +74,7 @@ def released_fifo(fifo: Path) -> Iterator[Callable[[], bool]]:
             return
         while not stop.is_set():
             with contextlib.suppress(OSError):  # ENXIO: no reader waits now
-                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+                os.close(os.open(fifo, release | os.O_NONBLOCK))
                 released.append(True)
             stop.wait(0.05)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakes.api_support import Served, default_settings, serve_api
+from fakes.disk_full import disk_full_after
 from test_api_runs import post, until_finished
 
 from api.runs import JOB_FILE_NAME, RunLimits, RunQueue
@@ -83,8 +84,8 @@ async def test_a_job_file_that_cannot_be_written_is_507_and_counts_nothing(
 ) -> None:
     """The job was in the queue's jobs before its job.json was written: a failed write was a 500
     and left a 'queued' job that never ran, counted against capacity for good (a lasting 429).
-    The filesystem refuses the write for real: the run's folder can be made, but its job.tmp's
-    path is past PATH_MAX (ENAMETOOLONG), as a full disk (ENOSPC) would refuse the write."""
+    The filesystem refuses the write for real: the run's folder can be made, but the temporary
+    file of its job.json is past PATH_MAX (ENAMETOOLONG), as a full disk (ENOSPC) would refuse the write."""
     gate = tmp_path / "gate"
     gate.touch()
     deep = long_state_dir(tmp_path)
@@ -101,7 +102,7 @@ async def test_a_job_file_that_cannot_be_written_is_507_and_counts_nothing(
 
 
 def long_state_dir(tmp_path: Path) -> Path:
-    """A state dir whose runs/<run_id> path is 4090 characters: job.tmp in it is past 4095."""
+    """A state dir whose runs/<run_id> path is 4090 characters: a file in it is past 4095."""
     run_id_len = len("20250302T120000Z-abcdef")
     want = 4090 - len("/runs/") - run_id_len
     path = tmp_path
@@ -125,7 +126,9 @@ async def test_a_job_whose_file_cannot_be_written_fails_and_the_workers_go_on(
         _, first = await post(api, JOB)
         _, second = await post(api, JOB)
         out_dir = settings.state_dir / "runs" / second["run_id"]
-        (out_dir / "job.tmp").mkdir()  # its job.json can no longer be replaced
+        (out_dir / JOB_FILE_NAME).unlink()
+        (out_dir / JOB_FILE_NAME).mkdir()  # its job.json can no longer be replaced
+        (out_dir / JOB_FILE_NAME / "notes").write_text("kept")
         gate.touch()
         done = await until_finished(api, first["run_id"])
         broken = await until_finished(api, second["run_id"])
@@ -133,10 +136,9 @@ async def test_a_job_whose_file_cannot_be_written_fails_and_the_workers_go_on(
         later = await until_finished(api, third["run_id"])
         alive = not workers.done()
     assert done["status"] == "done"
-    assert broken["status"] == "failed" and "job.tmp" in broken["reason"]
+    assert broken["status"] == "failed" and JOB_FILE_NAME in broken["reason"]
     assert later["status"] == "done" and alive
-    on_disk = json.loads((out_dir / JOB_FILE_NAME).read_text())
-    assert on_disk["status"] == "queued"  # as last written: the API's answer says why
+    assert (out_dir / JOB_FILE_NAME / "notes").read_text() == "kept"  # the API's answer says why
 
 
 def test_a_job_left_running_whose_file_cannot_be_rewritten_does_not_stop_the_start(
@@ -150,6 +152,6 @@ def test_a_job_left_running_whose_file_cannot_be_rewritten_does_not_stop_the_sta
     out_dir = Path(job.out_dir)
     running = json.loads((out_dir / JOB_FILE_NAME).read_text()) | {"status": "running"}
     (out_dir / JOB_FILE_NAME).write_text(json.dumps(running))
-    (out_dir / "job.tmp").mkdir()
-    reloaded = RunQueue(settings.state_dir, GateLauncher(gate), RunLimits()).get(job.run_id)
+    with disk_full_after(0):
+        reloaded = RunQueue(settings.state_dir, GateLauncher(gate), RunLimits()).get(job.run_id)
     assert reloaded is not None and reloaded.status == "failed"
