@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import pickle
 from importlib import metadata
 from pathlib import Path
@@ -26,6 +25,8 @@ from typing import Any, Final
 
 import numpy as np
 import pandas as pd
+
+from state.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +75,10 @@ class FitCache:
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-            with tmp.open("wb") as handle:
-                pickle.dump(value, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
+            # a fresh temporary name (O_EXCL): the fixed <entry>.<pid>.tmp, a symlink planted
+            # there was written through, and a FIFO held the replay; a cache needs no fsync
+            data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+            atomic_write_bytes(path, data, durable=False)
         except OSError as exc:  # a cache that cannot be written only costs time
             log.warning("regime fit cache: cannot write %s (%s)", path, exc)
 
