@@ -8,6 +8,7 @@ refuses to start: a trading daemon's controls are not left open on a network.
 
 from __future__ import annotations
 
+import errno
 import hmac
 import os
 import secrets
@@ -50,7 +51,17 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
     if existing:
         return existing
     token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    # never through a symlink (one to no file read as no token): the secret was written wherever
+    # it pointed; nor blocking on a FIFO put there since the read
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        cause = "a symlink" if exc.errno == errno.ELOOP else (exc.strerror or str(exc))
+        raise RefuseToStartError(
+            f"{path} cannot be written with a new API token ({cause}): remove it (a new token is "
+            "made) or set VIGIL_API_TOKEN"
+        ) from None
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(token + "\n")
     return token

@@ -16,7 +16,8 @@ from fakes.fifo import outcome_beside_fifo
 
 from api.auth import TOKEN_FILE_NAME
 from api.server import ENDPOINT_FILE_NAME
-from core.errors import EXIT_REFUSE_TO_START
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
+from runner.api_wiring import api_token
 from runner.cli import main
 from runner.config import Settings
 
@@ -65,3 +66,22 @@ def test_status_with_a_token_file_not_utf8_says_the_api_needs_a_token(
     code = main(["status"])
     assert code in (0, 1)
     assert f"the API at {url} needs a token" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("target", ["missing", "empty"])
+def test_a_new_token_is_never_written_through_a_symlink(settings: Settings, target: str) -> None:
+    """A symlink at api_token to no file (or to an empty one) was followed when the token was
+    made: the new token was written wherever it pointed (a file others may read), 0600 or not.
+    The start is now refused naming the file, and nothing is written."""
+    elsewhere = settings.state_dir.parent / "shared" / "token"
+    elsewhere.parent.mkdir()
+    if target == "empty":
+        elsewhere.touch()
+    path = settings.state_dir / TOKEN_FILE_NAME
+    path.symlink_to(elsewhere)
+    with pytest.raises(RefuseToStartError, match=str(path)):
+        api_token(settings)
+    assert (elsewhere.read_bytes() if elsewhere.exists() else None) == (
+        b"" if target == "empty" else None
+    )
+    assert path.is_symlink()
