@@ -39,6 +39,9 @@ log = logging.getLogger(__name__)
 
 _CONSUMER_NAME: Final = re.compile(r"^[a-z0-9_-]{1,40}$")
 _SEQ: Final = re.compile(rb"[0-9]{1,18}")
+#: a sequence number and its line break, with room for a person's spaces: read whole, a cursor
+#: file of a gigabyte (a crash's zeros) took that gigabyte before it was found to be none
+_CURSOR_MAX_BYTES: Final = 64 * 1024
 
 
 class OutboxEntry(BaseModel):
@@ -187,7 +190,7 @@ class Outbox:
         remove_stale_tmp_files(path)
         fix = "fix it, or delete it to deliver everything again"
         try:  # not a bare read: a FIFO there blocked the start for good
-            data = read_bytes_or_none(path)
+            data = read_bytes_or_none(path, max_bytes=_CURSOR_MAX_BYTES)
         except OSError as exc:
             raise RefuseToStartError(
                 f"outbox cursor {path} cannot be read ({exc.strerror or exc}); {fix}"

@@ -51,3 +51,39 @@ def test_a_gigabyte_of_zeros_after_the_last_entry_is_cut_off_within_bounded_memo
     assert done.returncode == 0 and done.stdout.strip() == "['x1']", done.stderr[-2000:]
     assert "dropping torn last line" in done.stderr, done.stderr
     assert path.read_bytes() == line
+
+
+_CURSOR_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+from pathlib import Path
+from core.errors import RefuseToStartError
+from state.outbox import Outbox
+outbox = Outbox(Path(sys.argv[1]))
+outbox.load()
+try:
+    outbox.pending("learner")
+except RefuseToStartError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_cursor_file_of_a_gigabyte_is_refused_naming_it_within_bounded_memory(
+    tmp_path: Path,
+) -> None:
+    """The consumer's cursor file (``<outbox>.learner.ack``) was read whole at the start, before
+    its sequence number was checked: a gigabyte of zeros there exhausted memory."""
+    path = tmp_path / "exits.outbox.jsonl"
+    path.write_bytes(orjson.dumps(_ENTRY) + b"\n")
+    cursor = tmp_path / "exits.outbox.jsonl.learner.ack"
+    with cursor.open("wb") as handle:
+        handle.truncate(1 << 30)
+    done = subprocess.run(
+        [sys.executable, "-c", _CURSOR_CHILD.format(limit=_MEMORY_LIMIT), str(path)],
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    assert done.returncode == 0 and str(cursor) in done.stdout, done.stderr[-2000:]
