@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from core.clock import DAY_MS
+from market.data_file import open_data_csv
 from market.recorded import (
     CSV_READ_ERRORS,
     FEAR_GREED_MAX,
@@ -137,7 +138,8 @@ def _read(path: Path) -> pd.DataFrame:
     if not path.is_file():
         raise _Unreadable("not a regular file (a directory, a FIFO or a dangling link?)")
     try:
-        return pd.read_csv(path)
+        with open_data_csv(path) as source:
+            return pd.read_csv(source)
     except CSV_READ_ERRORS as exc:
         raise _Unreadable(f"unreadable: {type(exc).__name__}: {exc}") from None
 

@@ -25,6 +25,7 @@ import pandas as pd
 
 from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from core.events import Candle
+from market.data_file import open_data_csv
 from market.guard import DEFAULT_MAX_PRICE
 from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
 
@@ -197,9 +198,9 @@ def _typed_csv(path: Path, dtypes: dict[str, type]) -> pd.DataFrame:
     """``pd.read_csv`` with ``dtypes``, without its RuntimeWarning: a blank int64 cell makes pandas
     warn of its NaN cast, then raise the ValueError the caller reports; the warning alone would
     reach the person's terminal."""
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), open_data_csv(path) as source:
         warnings.simplefilter("ignore", RuntimeWarning)
-        return pd.read_csv(path, dtype=dtypes)
+        return pd.read_csv(source, dtype=dtypes)
 
 
 def _short(exc: BaseException, limit: int = 160) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from market.data_file import open_data_csv
 from market.recorded import (
     CSV_READ_ERRORS,
     OHLCV_COLUMNS,
@@ -54,7 +55,8 @@ def read_existing(path: Path, index: str) -> pd.DataFrame | None:
     if index == "open_time_ms":  # klines: checked as replay reads them, bad bars included
         return read_kline_file(path)
     try:
-        return pd.read_csv(path, dtype={index: "int64"}).set_index(index)
+        with open_data_csv(path) as source:
+            return pd.read_csv(source, dtype={index: "int64"}).set_index(index)
     except CSV_READ_ERRORS as exc:
         raise MalformedDataError(
             f"{path}: the stored file cannot be read to merge into ({type(exc).__name__}: {exc})"

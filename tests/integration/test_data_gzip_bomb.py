@@ -1,0 +1,81 @@
+"""A gzip bomb in a data dir (a few hundred kB of ``.csv.gz`` inflating past any data file): pandas
+read the file whole, so ``vigil replay``, ``vigil sim`` and ``vigil data check`` exhausted memory
+before anything was said. A data file inflating past ``DATA_FILE_MAX_BYTES`` (256 MiB; the
+largest bundled file holds 6.7 MB) is now refused naming it: replay and sim refuse to start (exit
+78), data check gives it an ERROR line.
+
+Each command runs in a child process whose address space is capped: the old reader died there of
+``MemoryError`` (a traceback) instead of taking the machine's memory."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from market.data_file import DATA_FILE_MAX_BYTES
+
+_MEMBER_INFLATED = 64 << 20
+_MEMORY_LIMIT = 3 << 29  # 1.5 GiB: the commands' imports fit, the bomb's rows do not
+_HEADER = b"open_time_ms,open,high,low,close,volume\n"
+_DAY = "2025-03-02"
+_REPO = Path(__file__).resolve().parents[2]
+
+_CHILD = """
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+from runner.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _plant_bomb(data_dir: Path) -> Path:
+    """Gzip members one after another are one gzip file: one member compressed, written often."""
+    member = gzip.compress(b"0,0,0,0,0,0\n" * (_MEMBER_INFLATED // 12), compresslevel=9, mtime=0)
+    path = data_dir / "binance-usdm" / "BTCUSDT-5m.csv.gz"
+    path.parent.mkdir(parents=True)
+    with path.open("wb") as out:
+        out.write(gzip.compress(_HEADER, mtime=0))
+        for _ in range(DATA_FILE_MAX_BYTES // _MEMBER_INFLATED + 1):
+            out.write(member)
+    return path
+
+
+def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), *argv],
+        cwd=_REPO,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=200,
+        check=False,
+    )
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("command", ["replay", "sim", "data check"])
+def test_a_gzip_bomb_in_the_data_dir_is_refused_naming_it_within_bounded_memory(
+    tmp_path: Path, command: str
+) -> None:
+    data_dir = tmp_path / "data"
+    bomb = _plant_bomb(data_dir)
+    env = {"VIGIL_STATE_DIR": str(tmp_path / "state"), "VIGIL_DATA_DIR": str(data_dir)}
+    if command == "replay":
+        argv = ["replay", "--from", _DAY, "--to", _DAY, "--out", str(tmp_path / "run")]
+        argv += ["--tickers", "BTC/USDT"]
+    elif command == "sim":
+        argv = ["sim", "--port", "0"]
+        env["VIGIL_MARKET__TICKERS"] = '["BTC/USDT"]'
+    else:
+        argv = ["data", "check", str(data_dir)]
+    done = _run(argv, env)
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said and "MemoryError" not in said, said[-3000:]
+    assert str(bomb) in said or bomb.name in said, said[-3000:]
+    assert "256 MiB" in said, said[-3000:]
+    assert done.returncode == (1 if command == "data check" else 78), said[-3000:]
