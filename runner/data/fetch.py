@@ -38,6 +38,7 @@ from market.ccxt_client import (
     retry_after_secs,
     to_ccxt_symbol,
 )
+from market.data_file import DATA_FILE_MAX_BYTES
 from market.datacheck import FUNDING_STEP_MS
 from market.history import on_grid, rows_to_frame
 from market.recorded import (
@@ -54,6 +55,7 @@ from runner.data.stored_rows import (
     not_stored_bars,
     not_stored_settlements,
 )
+from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -321,7 +323,8 @@ def _read_partial(path: Path, header: list[str]) -> list[list[str]]:
     if path.is_symlink() or not path.is_file():  # rewritten in place: a link is written through
         raise MalformedDataError(f"{path}: exists but is not a regular file; move it aside")
     try:
-        text = path.read_bytes().decode("utf-8")
+        # bounded: a killed fetch's file extended by a gigabyte of zeros was read whole
+        text = read_regular_file(path, max_bytes=DATA_FILE_MAX_BYTES)[1].decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise MalformedDataError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
     whole, _, _cut = text.rpartition("\n")
