@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from broker.port import OrderResult
 from state.fsynced_lines import append_line, read_lines
+from state.line_text import terminal_safe_json_bytes
 
 
 class JournalIntent(BaseModel):
@@ -114,7 +115,8 @@ class OrderJournal:
             self._entries[result.client_order_id] = entry.model_copy(update={"final": result})
 
     def _append(self, raw: dict[str, object]) -> None:
-        append_line(self._path, orjson.dumps(raw) + b"\n")
+        # people read it in a terminal: orjson writes U+009B (CSI) raw
+        append_line(self._path, terminal_safe_json_bytes(orjson.dumps(raw)) + b"\n")
 
 
 __all__ = ["JournalEntry", "JournalIntent", "OrderJournal"]

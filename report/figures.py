@@ -103,6 +103,7 @@ from report.run_files import (
     read_journal,
     read_ledger,
 )
+from state.line_text import terminal_safe_json_bytes
 from state.segments import segments
 
 MAX_SERIES_POINTS: Final = 2000
@@ -350,12 +351,10 @@ def _markers(fills: list[Fill], equity: _Series) -> list[TradeMarker]:
 
 def report_json_bytes(report: Report) -> bytes:
     """report.json's exact bytes: sorted keys, indented, final newline (equal reports, equal bytes)."""
-    return (
-        orjson.dumps(
-            report.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
-        )
-        + b"\n"
+    data = orjson.dumps(
+        report.model_dump(mode="json"), option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2
     )
+    return terminal_safe_json_bytes(data) + b"\n"  # orjson writes U+009B (CSI) raw
 
 
 __all__ = [

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.errors import RefuseToStartError
 from state.atomic import atomic_write_bytes, fsync_dir, remove_stale_tmp_files
 from state.fsynced_lines import append_line, read_lines
+from state.line_text import terminal_safe_json_bytes
 from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
@@ -106,7 +107,8 @@ class Outbox:
             seq=len(self._entries) + 1, key=key, kind=kind, at_ms=at_ms, payload=payload
         )
         created = not self._path.exists()
-        append_line(self._path, orjson.dumps(entry.model_dump(mode="json")) + b"\n")
+        line = terminal_safe_json_bytes(orjson.dumps(entry.model_dump(mode="json")))
+        append_line(self._path, line + b"\n")  # people read it: orjson writes U+009B raw
         if created:
             fsync_dir(self._path.parent)
         self._entries.append(entry)
