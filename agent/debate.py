@@ -34,7 +34,7 @@ from agent.claude import (
     model_status,
     spend_check,
 )
-from agent.claude_client import Attempt, CallFailed, ClaudeClient
+from agent.claude_client import NOT_SENT, Attempt, CallFailed, ClaudeClient
 from agent.claude_schema import DEFAULT_WAKE_RULES, Note, WakeRules
 from agent.config import AgentConfig
 from agent.debate_apply import apply_manager, trader_decision
@@ -268,7 +268,9 @@ class DebateDecider:
                 ]
             except ValidationError:  # a redaction marker pushed a field past its limit
                 output, reason, notes = fallback_output(role, tickers), "unredactable", []
-        if reason:
+        # a retired model not asked again (ModelGone) was said once, by the client: repeated for
+        # each role, it was four warnings a debate for good
+        if reason and not (attempts and all(a.outcome == NOT_SENT for a in attempts)):
             log.warning("debate: %s fell back (%s)", role, reason)
         usage = None if spent else self.ledger.record(attempts, failed=bool(reason))
         outcome = RoleResult(

@@ -6,9 +6,11 @@ three debates later Claude was switched off for ``open_secs`` over calls that ne
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fakes.claude_support import API_KEY, snapshot
 from fakes.memory_support import T0, open_and_exit
 from fakes.messages_api import FakeMessagesApi, ScriptedResponse, error_response
@@ -135,3 +137,32 @@ async def test_a_summary_with_a_retired_model_is_not_counted_as_a_failed_call() 
     totals = ledger.totals()
     assert (totals.calls, totals.failed_calls) == (1, 1)
     assert [line["outcome"] for line in journal] == ["failed", "not_sent", "not_sent"]
+
+
+async def test_a_debate_says_a_retired_model_once_not_for_each_role_at_each_decision(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each role not asked (``ModelGone``) logged 'fell back (model_not_found)' at every decision,
+    four warnings a debate for good; the client said the model was gone once, as the decider's
+    own path leaves it."""
+    async with FakeMessagesApi() as api:
+        api.responder = gone
+        decider = make(api, memory=None)
+        with caplog.at_level(logging.WARNING):
+            await decider.decide(snapshot())
+            first = _fell_back(caplog)
+            for _ in range(3):
+                await decider.decide(snapshot())
+        await decider.aclose()
+    assert first == ["bull", "bear", "trader"]  # their calls went out and 404ed
+    assert _fell_back(caplog) == first
+    said = [r.args for r in caplog.records if r.name == "agent.claude_client"]
+    assert len(said) == 2 and said[0] != said[1]  # once for each model: the roles use two
+
+
+def _fell_back(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage().split()[1]
+        for r in caplog.records
+        if r.name == "agent.debate" and "fell back (model_not_found)" in r.getMessage()
+    ]
