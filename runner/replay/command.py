@@ -30,6 +30,7 @@ from runner.replay.estimate import expected_calls_text
 from runner.replay.heap import frozen_start_up_heap
 from runner.stop_signals import on_stop_signals
 from runner.warm_paths import warm_up_paths
+from state.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
@@ -303,8 +304,10 @@ def write_replay_json(replay: Replay, outcome: ReplayOutcome) -> None:
             for name, (restarts, error) in outcome.loop_failures.items()
         },
     }
-    path = options.out_dir / "replay.json"
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    # a fresh temporary name renamed into place: written by name, a symlink planted in the run's
+    # folder (the API makes it before the replay runs) was followed; a rerun needs no fsync
+    data = (json.dumps(document, indent=2) + "\n").encode()
+    atomic_write_bytes(options.out_dir / "replay.json", data, durable=False)
 
 
 __all__ = ["Progress", "ReplayOutcome", "replay_main", "run_replay", "write_replay_json"]
