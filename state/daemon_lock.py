@@ -12,6 +12,7 @@ take it: they are meant to.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import socket
@@ -34,8 +35,14 @@ class DaemonLock:
         """Take the lock, or ``RefuseToStartError`` naming the daemon that holds it."""
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            # never through a symlink: the file it named was cut to the holder's line
+            flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+            fd = os.open(self.path, flags, 0o644)
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise RefuseToStartError(
+                    f"{self.path} is a symlink: the lock file is the state dir's own; remove it"
+                ) from None
             raise RefuseToStartError(
                 f"cannot create {self.path} ({exc.strerror or exc}): the state dir must be a "
                 "writable folder"

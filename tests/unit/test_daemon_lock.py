@@ -62,3 +62,23 @@ def test_a_state_dir_that_cannot_be_made_is_a_refusal(tmp_path: Path) -> None:
     (tmp_path / "state").write_text("a file where the state dir should be")
     with pytest.raises(RefuseToStartError, match=r"cannot create .*daemon\.lock"):
         DaemonLock(tmp_path / "state").acquire()
+
+
+@pytest.mark.parametrize("dangling", [False, True])
+def test_a_symlink_at_the_lock_file_is_refused_and_not_written_through(
+    tmp_path: Path, dangling: bool
+) -> None:
+    """The lock file was opened through a symlink: the file it named (another state dir's
+    runner_state.json here) was cut to the holder's line, or made where a dangling one pointed."""
+    victim = tmp_path / "other" / "runner_state.json"
+    victim.parent.mkdir()
+    if not dangling:
+        victim.write_bytes(b'{"cash": 10000}\n')
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    (state_dir / LOCK_FILE_NAME).symlink_to(victim)
+    with pytest.raises(RefuseToStartError, match=str(state_dir / LOCK_FILE_NAME)):
+        DaemonLock(state_dir).acquire()
+    assert (victim.read_bytes() if victim.exists() else None) == (
+        None if dangling else b'{"cash": 10000}\n'
+    )
