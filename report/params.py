@@ -16,8 +16,11 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import RECORDING_YEARS, is_recording_time
+from state.regular_file import read_regular_file
 
 REPLAY_FILE: Final = "replay.json"
+#: far past any replay.json (a few kB): read whole, one of a gigabyte (a crash's zeros) took it all
+_REPLAY_FILE_MAX_BYTES: Final = 64 << 20
 NOT_RECORDED_LIVE: Final = "not recorded: a live state dir has no replay.json saying what was asked"
 NOT_IN_FILE: Final = "not in replay.json (written by an older vigil)"
 # the fields read from replay.json: (report field, replay.json key)
@@ -55,7 +58,7 @@ def run_parameters(run_dir: Path, decisions: list[dict[str, Any]]) -> RunParamet
     if not path.is_file():
         return _from_journal(decisions)
     try:
-        document = orjson.loads(path.read_bytes())
+        document = orjson.loads(read_regular_file(path, max_bytes=_REPLAY_FILE_MAX_BYTES)[1])
     except (OSError, orjson.JSONDecodeError) as exc:
         document, problem = {}, f"{REPLAY_FILE} unreadable: {exc}"
     else:
