@@ -20,9 +20,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.config import is_loopback
 from core.errors import RefuseToStartError
-from state.regular_file import read_regular_text
+from state.regular_file import FileTooLargeError, read_regular_text
 
 TOKEN_FILE_NAME = "api_token"
+#: a token is 43 characters: read whole, a file of a gigabyte (a crash's zeros) took it all
+_TOKEN_FILE_MAX_BYTES = 4096
 _SCHEME = HTTPBearer(
     auto_error=False, description="the API token (VIGIL_API_TOKEN or <state dir>/api_token)"
 )
@@ -38,12 +40,17 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
         )
     path = state_dir / TOKEN_FILE_NAME
     try:  # a regular file only: a FIFO there waited for a writer, and the start hung
-        existing = read_regular_text(path).strip()
+        existing = read_regular_text(path, max_bytes=_TOKEN_FILE_MAX_BYTES).strip()
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError) as exc:  # were tracebacks; someone's file: kept
-        # the only OSError without a strerror is read_regular_file's own refusal
-        why = (exc.strerror or "not a regular file") if isinstance(exc, OSError) else "not UTF-8"
+        # the only OSErrors without a strerror are read_regular_file's own refusals
+        if isinstance(exc, FileTooLargeError):
+            why = f"over {_TOKEN_FILE_MAX_BYTES:,} bytes"
+        elif isinstance(exc, OSError):
+            why = exc.strerror or "not a regular file"
+        else:
+            why = "not UTF-8"
         raise RefuseToStartError(
             f"{path} cannot be read as the API token ({why}): remove it (a new token is made) "
             "or set VIGIL_API_TOKEN"
@@ -69,7 +76,8 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
 
 def read_token_file(state_dir: Path) -> str | None:
     try:
-        return read_regular_text(state_dir / TOKEN_FILE_NAME).strip() or None
+        path = state_dir / TOKEN_FILE_NAME
+        return read_regular_text(path, max_bytes=_TOKEN_FILE_MAX_BYTES).strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 

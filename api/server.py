@@ -27,6 +27,7 @@ from state.regular_file import read_regular_file
 log = logging.getLogger(__name__)
 
 ENDPOINT_FILE_NAME = "api.json"
+_ENDPOINT_FILE_MAX_BYTES = 64 * 1024
 GRACEFUL_STOP_SECS = 2
 
 
@@ -108,7 +109,9 @@ class ApiServer:
 def read_endpoint(state_dir: Path) -> str | None:
     """The URL of the API a daemon on ``state_dir`` published, if its process still lives."""
     try:  # a regular file only: a FIFO there waited for a writer (serve and status hung)
-        body = loads_json(read_regular_file(state_dir / ENDPOINT_FILE_NAME)[1])
+        # bounded: a few hundred bytes are written; one of a gigabyte (a crash's zeros) was read
+        path = state_dir / ENDPOINT_FILE_NAME
+        body = loads_json(read_regular_file(path, max_bytes=_ENDPOINT_FILE_MAX_BYTES)[1])
     except (OSError, ValueError):
         return None
     pid, url = (body.get("pid"), body.get("url")) if isinstance(body, dict) else (None, None)
