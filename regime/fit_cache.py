@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from state.atomic import atomic_write_bytes
+from state.regular_file import open_regular_file
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class FitCache:
     def load(self, key: str) -> Any | None:
         path = self._path(key)
         try:
-            with path.open("rb") as handle:
+            with open_regular_file(path) as handle:  # a FIFO there held the fit for a writer
                 value = pickle.load(handle)
         except FileNotFoundError:
             self.misses += 1

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes.fifo import outcome_beside_fifo_writer
+from fakes.fifo import outcome_beside_fifo, outcome_beside_fifo_writer
 
 from regime.fit_cache import FitCache
 
@@ -46,4 +46,16 @@ def test_a_fifo_at_the_old_temporary_name_does_not_hold_the_store(tmp_path: Path
     os.mkfifo(fifo)
     outcome = outcome_beside_fifo_writer(lambda: cache.store(_KEY, _FIT), fifo)
     assert outcome is None
+    assert FitCache(cache.folder).load(_KEY) == _FIT
+
+
+def test_a_fifo_at_an_entry_is_a_miss_not_a_wait(tmp_path: Path) -> None:
+    """An entry was opened by name: a FIFO there held the fit (the replay's start) until someone
+    wrote to it. It is now an unreadable entry, fitted again and stored over it."""
+    cache = FitCache(tmp_path / "cache")
+    entry = _planted_at(cache).with_name(f"{_KEY}.pickle")
+    os.mkfifo(entry)
+    assert outcome_beside_fifo(lambda: cache.load(_KEY), entry) is None
+    assert cache.misses == 1
+    cache.store(_KEY, _FIT)
     assert FitCache(cache.folder).load(_KEY) == _FIT
