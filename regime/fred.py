@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 from core.clock import Clock
 from core.errors import RetryableError
+from market.data_file import open_data_csv
 from regime.config import FRED_BASE_URL, RegimeConfig
 from regime.macro import MacroDataError, MacroRegime, MacroRule, classify_macro
 
@@ -198,7 +199,8 @@ def load_snapshot_series(directory: Path, series_id: str) -> pd.Series:
     if not path.is_file():
         raise MacroDataError(f"no FRED snapshot for {series_id}: {path} missing")
     try:
-        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        with open_data_csv(path) as source:  # read whole, one of a gigabyte took it all
+            frame = pd.read_csv(source, dtype=str, keep_default_na=False)
     except (OSError, ValueError) as exc:
         raise MacroDataError(f"cannot read FRED snapshot {path}: {exc}") from None
     date_column = next((c for c in ("observation_date", "DATE") if c in frame.columns), None)
