@@ -20,7 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.config import is_loopback
 from core.errors import RefuseToStartError
-from state.regular_file import FileTooLargeError, read_regular_text
+from core.regular_file import FileTooLargeError, read_regular_text
 
 TOKEN_FILE_NAME = "api_token"
 #: a token is 43 characters: read whole, a file of a gigabyte (a crash's zeros) took it all

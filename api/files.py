@@ -14,11 +14,11 @@ from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBod
 from broker.ledger import LedgerError
 from broker.orders import Mark
 from broker.paper_store import InvalidPaperStateError, read_document
+from core.regular_file import read_bytes_or_none
 from market.guard import is_price
 from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
 from state.records import DecisionRecord, TradeRow, TradesFileError, parse_record, read_trades
-from state.regular_file import read_bytes_or_none
 from state.segments import UnreadableSegmentError, iter_lines, segments, tail_lines
 from state.state_file import STATE_FILE_MAX_BYTES
 

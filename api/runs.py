@@ -24,8 +24,8 @@ from typing import BinaryIO, Protocol
 
 from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
 from api.runs_summary import FILE_MAX_BYTES, read_summary
+from core.regular_file import open_regular_file, read_regular_file
 from state.atomic import atomic_write_bytes
-from state.regular_file import open_regular_file, read_regular_file
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from api.runs_models import RunSummary
 from core.jsonread import loads_json
-from state.regular_file import read_regular_file
+from core.regular_file import read_regular_file
 
 REPORT_FILE = "report.json"
 REPLAY_FILE = "replay.json"

@@ -21,8 +21,8 @@ import uvicorn
 from fastapi import FastAPI
 
 from core.jsonread import loads_json
+from core.regular_file import read_regular_file
 from state.atomic import atomic_write_bytes, remove_stale_tmp_files
-from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 

@@ -15,9 +15,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from broker.ledger import Ledger
 from broker.orders import Mark, PaperOrder
 from core.jsonread import UnreadableJsonError, loads_json
+from core.regular_file import read_bytes_or_none
 from state.atomic import atomic_write_bytes
 from state.json_checks import lone_surrogate
-from state.regular_file import read_bytes_or_none
 
 #: the version this code writes and reads; any other version is refused
 SCHEMA_VERSION: Final = 1

@@ -75,7 +75,7 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, cannot be read, or is not an object
     (a file a run left behind, read by whoever must tell a finished run from one to redo), or
     is not a regular file: a FIFO there blocked ``read_bytes`` until someone wrote to it, and
-    a sweep's resume with it (``state.regular_file`` does the same above this layer)."""
+    a sweep's resume with it (``core.regular_file`` does the same above this layer)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
         with os.fdopen(fd, "rb") as handle:

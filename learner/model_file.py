@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.jsonread import UnreadableJsonError, loads_json
+from core.regular_file import read_bytes_or_none
 from state.atomic import atomic_write_bytes
-from state.regular_file import read_bytes_or_none
 
 SCHEMA_VERSION = 1
 #: a model is kilobytes (50 trades, a posterior per signal and regime); a damaged file of

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from state.regular_file import FileTooLargeError, open_regular_file
+from core.regular_file import FileTooLargeError, open_regular_file
 
 #: the most a data file may hold, inflated: about 9 years of 1m bars (a year of 5m bars, the
 #: largest bundled file, is 6.7 MB), the largest CSV an archive import takes (market.archive)

@@ -22,9 +22,9 @@ from pydantic import BaseModel, ConfigDict
 
 from core.clock import Clock
 from core.failure_streak import FailureStreak
+from core.regular_file import read_regular_file
 from core.unvalidated import require_plain, unvalidated
 from state.atomic import atomic_write_bytes, overwrite_bytes
-from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 

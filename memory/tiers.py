@@ -23,9 +23,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.jsonread import UnreadableJsonError, loads_json
+from core.regular_file import open_regular_text, read_regular_text
 from state.line_text import as_one_line
 from state.merge_write import MergeConflictError, merge_write
-from state.regular_file import open_regular_text, read_regular_text
 from state.toml_file import read_toml
 
 MEMORY_READ_LINES = 200

@@ -26,8 +26,8 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
+from core.regular_file import open_regular_file
 from state.atomic import atomic_write_bytes
-from state.regular_file import open_regular_file
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.clock import RECORDING_YEARS, is_recording_time
-from state.regular_file import read_regular_file
+from core.regular_file import read_regular_file
 
 REPLAY_FILE: Final = "replay.json"
 #: far past any replay.json (a few kB): read whole, one of a gigabyte (a crash's zeros) took it all

@@ -35,8 +35,8 @@ from core.bus import EventBus
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
+from core.regular_file import read_regular_text
 from runner.config import Settings, secrets_dir_now
-from state.regular_file import read_regular_text
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def anthropic_key_reader(configured: str) -> Callable[[], str | None]:
     """Reads the key as it is now: the file named by ``ANTHROPIC_API_KEY_FILE``, else the
     environment's ``ANTHROPIC_API_KEY``, else the secrets dir's ``anthropic_api_key``, else the
     key the daemon started with. Read at each breaker trial, so a rotation needs no restart. A
-    key file is read only as a small regular file (``state.regular_file``): a FIFO there blocked
+    key file is read only as a small regular file (``core.regular_file``): a FIFO there blocked
     the start (or, at a trial, the event loop) until someone wrote to it, and a huge file was read
     whole; each is now an ``OSError`` saying what is there."""
 

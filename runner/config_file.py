@@ -4,7 +4,7 @@
 The settings source used to open the file itself with a plain ``open``: a FIFO there blocked start-up
 until someone wrote to it, and a directory, bytes that are not UTF-8 or an integer of over 4,300
 digits (tomllib's own limit) escaped as tracebacks. The file is now read here, without blocking and
-regular files only (``state.regular_file``), and the settings are built from what was read.
+regular files only (``core.regular_file``), and the settings are built from what was read.
 """
 
 from __future__ import annotations

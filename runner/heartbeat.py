@@ -26,9 +26,9 @@ from typing import Any, Final
 from core.clock import Clock
 from core.failure_streak import FailureStreak
 from core.jsonread import loads_json
+from core.regular_file import read_regular_file
 from state.atomic import atomic_write_bytes, overwrite_bytes, remove_stale_tmp_files
 from state.heartbeat_age import FutureHeartbeatError, heartbeat_age_secs
-from state.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 

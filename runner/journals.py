@@ -12,12 +12,12 @@ from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
+from core.regular_file import not_a_regular_file
 from runner.config import Settings
 from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
 from state.journal_health import FAULT_FILE_NAME, JournalHealth
 from state.records import TRADE_COLUMNS, TRADE_COLUMNS_V1
-from state.regular_file import not_a_regular_file
 from state.state_dir import refuse_package_dir
 from state.state_file import STATE_DIR_SETTING
 from state.store import RunnerStateStore

@@ -19,6 +19,7 @@ from typing import Any, get_args
 import orjson
 
 from core.clock import WallClock
+from core.regular_file import open_regular_file
 from memory.config import InsightKind
 from memory.embeddings import TextEmbedder
 from memory.model import Insight, Trade
@@ -29,7 +30,6 @@ from runner.cli_text import finite_number, path_argument, utf8_text, whole_numbe
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import as_one_line, line_text_problem, terminal_safe_json
-from state.regular_file import open_regular_file
 
 
 def add_graph_commands(cmd: Any) -> None:

@@ -37,6 +37,7 @@ from core.bus import EventBus
 from core.clock import VirtualClock
 from core.errors import RefuseToStartError
 from core.events import MarketTick
+from core.regular_file import read_regular_file
 from market.recorded import DataUnavailableError, MalformedDataError, load_klines
 from market.timeframes import TIMEFRAME_MS, candle_open_ms
 from memory.analyst_store import AnalystStore
@@ -56,7 +57,6 @@ from runner.wiring import DecisionPath, build_decision_path
 from sim.feed import SimFeed
 from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.records import DecisionRecord, parse_record
-from state.regular_file import read_regular_file
 from state.segments import UnreadableSegmentError, open_segment, segments
 from state.state_file import STATE_FILE_MAX_BYTES
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from core.errors import RefuseToStartError
 from core.jsonread import loads_json
+from core.regular_file import read_regular_file
 from sim.feed import SimFeed
 from state.models import InvalidStateFileError, parse_state_bytes
-from state.regular_file import read_regular_file
 from state.segments import recent_lines
 from state.state_file import STATE_FILE_MAX_BYTES
 

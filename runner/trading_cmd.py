@@ -14,9 +14,9 @@ import sys
 import time
 from pathlib import Path
 
+from core.regular_file import read_regular_file
 from state.merge_write import MergeConflictError, merge_write
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes, render_state
-from state.regular_file import read_regular_file
 from state.state_file import STATE_FILE_MAX_BYTES
 from state.trading import ACTIVE, HALTED, TradingState
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from state.regular_file import not_a_regular_file, read_bytes_or_none
+from core.regular_file import not_a_regular_file, read_bytes_or_none
 
 #: temporary files are ``.<target name>.<random hex>.tmp`` in the target's directory
 _TMP_PREFIX = "."

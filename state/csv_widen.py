@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from core.errors import RefuseToStartError
+from core.regular_file import open_regular_file
 from state.atomic import atomic_write_bytes
-from state.regular_file import open_regular_file
 
 log = logging.getLogger(__name__)
 

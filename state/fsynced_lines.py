@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from core.errors import RefuseToStartError
-from state.regular_file import open_regular_file
+from core.regular_file import open_regular_file
 from state.segments import LINE_MAX_BYTES, OVERLONG_LINE
 
 log = logging.getLogger(__name__)

@@ -25,10 +25,10 @@ from pydantic import BaseModel
 
 from core.clock import Clock, WallClock
 from core.errors import RefuseToStartError
+from core.regular_file import open_regular_file
 from state.append_file import AppendOnlyFile, JournalClosedError, repair_torn_tail
 from state.journal_health import JournalHealth, degraded_record
 from state.line_text import terminal_safe_json_bytes
-from state.regular_file import open_regular_file
 from state.rotation import JournalRotationConfig
 
 _ORJSON_OPTIONS: Final = orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE

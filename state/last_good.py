@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from core.errors import RefuseToStartError
+from core.regular_file import read_regular_file
 from state.atomic import atomic_write_bytes, remove_stale_tmp_files
 from state.models import InvalidStateFileError, RunnerState, parse_state_bytes
-from state.regular_file import read_regular_file
 from state.state_file import STATE_FILE_MAX_BYTES
 
 

@@ -30,8 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
+from core.regular_file import read_bytes_or_none
 from state.atomic import ChangedWhileSavingError, SwapUnsupportedError, replace_if_holds
-from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
 

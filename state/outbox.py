@@ -31,10 +31,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field
 
 from core.errors import RefuseToStartError
+from core.regular_file import read_bytes_or_none
 from state.atomic import atomic_write_bytes, fsync_dir, remove_stale_tmp_files
 from state.fsynced_lines import append_line, read_lines
 from state.line_text import terminal_safe_json_bytes
-from state.regular_file import read_bytes_or_none
 
 log = logging.getLogger(__name__)
 

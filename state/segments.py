@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from state.regular_file import open_regular_file
+from core.regular_file import open_regular_file
 
 #: ``decisions.20250301T000000Z.jsonl`` or ``....jsonl.gz``; an optional ``-N`` for two in a second
 _STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"

@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Final, NamedTuple
 
 from core.errors import RefuseToStartError
+from core.regular_file import read_regular_file
 from state.atomic import (
     ChangedWhileSavingError,
     SwapUnsupportedError,
     replace_if_holds,
     tmp_path_for,
 )
-from state.regular_file import read_regular_file
 
 # the store's parts log as one component, under the name operators already filter on
 log = logging.getLogger("state.store")

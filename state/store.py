@@ -40,6 +40,7 @@ from typing import Any, Final
 from core.clock import Clock
 from core.errors import RetryableError
 from core.redact import Redactor
+from core.regular_file import FileTooLargeError
 from state.atomic import atomic_write_bytes
 from state.edit_checks import parse_edit
 from state.edits import StateEditReport, compare_edit
@@ -54,7 +55,6 @@ from state.models import (
     render_state,
 )
 from state.naming import unused_sibling
-from state.regular_file import FileTooLargeError
 from state.state_file import (
     ChangedWhileSavingError,
     FileInFluxError,

@@ -2,7 +2,7 @@
 
 Three files are TOML a person writes: ``vigil.toml``, a sweep's ``GRID.toml`` and an
 organisation's ``policy.toml``. Each is read here, without blocking and regular files only
-(``state.regular_file``): a FIFO blocked an ordinary ``open`` until someone wrote to it. tomllib
+(``core.regular_file``): a FIFO blocked an ordinary ``open`` until someone wrote to it. tomllib
 refuses text in ways beyond ``TOMLDecodeError`` (a plain ``ValueError`` for an integer of over
 4,300 digits, a ``RecursionError`` for deep nesting) and reads only UTF-8 without an editor's
 byte order mark; every one of these is one ``UnreadableTomlError`` saying which.
@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from state.regular_file import FileTooLargeError, read_regular_file
+from core.regular_file import FileTooLargeError, read_regular_file
 
 _BOM = "\ufeff"
 
@@ -25,7 +25,7 @@ class UnreadableTomlError(ValueError):
 
 def read_toml(path: Path, what: str, *, max_bytes: int | None = None) -> dict[str, Any]:
     """The file's tables, or ``UnreadableTomlError`` naming it as ``what`` ("config file");
-    ``max_bytes``: the most it may hold (``state.regular_file.read_regular_file``)."""
+    ``max_bytes``: the most it may hold (``core.regular_file.read_regular_file``)."""
     named = f"{what} {path}"
     try:
         _, raw = read_regular_file(path, max_bytes=max_bytes)

@@ -55,7 +55,7 @@ from runner.data.stored_rows import (
     not_stored_bars,
     not_stored_settlements,
 )
-from state.regular_file import read_regular_file
+from core.regular_file import read_regular_file
 
 log = logging.getLogger(__name__)
 

@@ -14,6 +14,12 @@ import pytest
 from fakes.fifo import outcome_beside_fifo
 
 from core.clock import VirtualClock
+from core.regular_file import (
+    open_regular_text,
+    read_bytes_or_none,
+    read_regular_file,
+    read_regular_text,
+)
 from market.recorded import (
     DataUnavailableError,
     fear_greed_path,
@@ -24,12 +30,6 @@ from market.recorded import (
     load_klines,
 )
 from memory.tiers import OrganisationTier, ProjectTier, TierError
-from state.regular_file import (
-    open_regular_text,
-    read_bytes_or_none,
-    read_regular_file,
-    read_regular_text,
-)
 from state.store import RunnerStateStore
 
 

@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 import state.atomic
+from core.regular_file import read_bytes_or_none
 from state.atomic import (
     ChangedWhileSavingError,
     SwapUnsupportedError,
     replace_if_holds,
 )
-from state.regular_file import read_bytes_or_none
 
 # (exchange tried, check before the exchange, exchange available on this file system)
 CHECKED_MODES = {
