@@ -9,25 +9,16 @@ naming the file (78), kept as it is.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import CLI, GIGABYTE, run_capped, sparse_size
 
 from api.auth import TOKEN_FILE_NAME
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import EXIT_REFUSE_TO_START
 
 _MEMORY_LIMIT = 1 << 30
-_REPO = Path(__file__).resolve().parents[2]
-
-_CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-from runner.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 @pytest.mark.timeout(120)
@@ -36,20 +27,12 @@ def test_a_gigabyte_file_is_not_read_whole_at_the_start(tmp_path: Path, name: st
     state_dir = tmp_path / "state"
     state_dir.mkdir()
     huge = state_dir / name
-    with huge.open("wb") as handle:
-        handle.truncate(1 << 30)
+    sparse_size(huge, GIGABYTE)
     if name == ENDPOINT_FILE_NAME:  # and a token that cannot be read: serve refuses after api.json
         (state_dir / TOKEN_FILE_NAME).mkdir()
     argv = ["--state-dir", str(state_dir), "serve", "--port", "0"]
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), *argv],
-        cwd=_REPO,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    done = run_capped(CLI, *argv, limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert str(state_dir / TOKEN_FILE_NAME) in done.stderr, done.stderr[-3000:]
-    assert huge.stat().st_size == 1 << 30
+    assert huge.stat().st_size == GIGABYTE

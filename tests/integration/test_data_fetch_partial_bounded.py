@@ -8,25 +8,16 @@ The fetch runs in a child process whose address space is capped: the old read di
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import CLI, GIGABYTE, run_capped, sparse_size
 
 from core.errors import EXIT_REFUSE_TO_START
 
 _MEMORY_LIMIT = 1 << 30
-_REPO = Path(__file__).resolve().parents[2]
 _HEADER = b"open_time_ms,open,high,low,close,volume\r\n"
 _ROW = b"1740787200000,84000.1,84100.0,83900.5,84050.0,12.5\r\n"
-
-_CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-from runner.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 @pytest.mark.timeout(120)
@@ -36,19 +27,11 @@ def test_a_partial_file_of_a_gigabyte_is_refused_naming_it_within_bounded_memory
     partial = tmp_path / "out" / ".partial" / "BTCUSDT-5m.csv"
     partial.parent.mkdir(parents=True)
     partial.write_bytes(_HEADER + _ROW)
-    with partial.open("r+b") as handle:
-        handle.truncate(1 << 30)
+    sparse_size(partial, GIGABYTE)
     argv = ["--state-dir", str(tmp_path / "state"), "data", "fetch", "--tickers", "BTC/USDT"]
     argv += ["--from", "2025-03-01", "--to", "2025-03-02", "--out", str(tmp_path / "out")]
     argv += ["--exchange-url", "http://127.0.0.1:9", "--no-funding"]
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), *argv],
-        cwd=_REPO,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    done = run_capped(CLI, *argv, limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
     assert str(partial) in done.stderr and "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert partial.stat().st_size == 1 << 30
+    assert partial.stat().st_size == GIGABYTE

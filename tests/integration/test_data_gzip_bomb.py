@@ -9,52 +9,23 @@ Each command runs in a child process whose address space is capped: the old read
 
 from __future__ import annotations
 
-import gzip
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import CLI, run_capped, write_gzip_bomb
 
 from market.data_file import DATA_FILE_MAX_BYTES
 
-_MEMBER_INFLATED = 64 << 20
 _MEMORY_LIMIT = 3 << 29  # 1.5 GiB: the commands' imports fit, the bomb's rows do not
 _HEADER = b"open_time_ms,open,high,low,close,volume\n"
 _DAY = "2025-03-02"
-_REPO = Path(__file__).resolve().parents[2]
-
-_CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-from runner.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 def _plant_bomb(data_dir: Path) -> Path:
-    """Gzip members one after another are one gzip file: one member compressed, written often."""
-    member = gzip.compress(b"0,0,0,0,0,0\n" * (_MEMBER_INFLATED // 12), compresslevel=9, mtime=0)
     path = data_dir / "binance-usdm" / "BTCUSDT-5m.csv.gz"
     path.parent.mkdir(parents=True)
-    with path.open("wb") as out:
-        out.write(gzip.compress(_HEADER, mtime=0))
-        for _ in range(DATA_FILE_MAX_BYTES // _MEMBER_INFLATED + 1):
-            out.write(member)
+    write_gzip_bomb(path, DATA_FILE_MAX_BYTES, b"0,0,0,0,0,0\n", head=_HEADER)
     return path
-
-
-def _run(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), *argv],
-        cwd=_REPO,
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=200,
-        check=False,
-    )
 
 
 @pytest.mark.timeout(300)
@@ -73,7 +44,7 @@ def test_a_gzip_bomb_in_the_data_dir_is_refused_naming_it_within_bounded_memory(
         env["VIGIL_MARKET__TICKERS"] = '["BTC/USDT"]'
     else:
         argv = ["data", "check", str(data_dir)]
-    done = _run(argv, env)
+    done = run_capped(CLI, *argv, limit_bytes=_MEMORY_LIMIT, timeout_secs=200, env=env)
     said = done.stdout + done.stderr
     assert "Traceback" not in said and "MemoryError" not in said, said[-3000:]
     assert str(bomb) in said or bomb.name in said, said[-3000:]

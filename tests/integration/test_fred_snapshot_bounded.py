@@ -8,18 +8,15 @@ The load runs in a child process whose address space is capped: the old read die
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import GIGABYTE, run_capped, sparse_size
 
 _MEMORY_LIMIT = 1 << 30
-_REPO = Path(__file__).resolve().parents[2]
 
 _CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import sys
 from pathlib import Path
 from regime.fred import MacroDataError, load_snapshot_series
 try:
@@ -35,15 +32,7 @@ def test_a_snapshot_of_a_gigabyte_is_refused_naming_it_within_bounded_memory(
 ) -> None:
     snapshot = tmp_path / "INDPRO.csv"
     snapshot.write_bytes(b"observation_date,INDPRO\n2025-01-01,103.2\n")
-    with snapshot.open("r+b") as handle:
-        handle.truncate(1 << 30)
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), str(tmp_path)],
-        cwd=_REPO,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    sparse_size(snapshot, GIGABYTE)
+    done = run_capped(_CHILD, str(tmp_path), limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0, done.stderr[-3000:]
     assert str(snapshot) in done.stdout and "MiB" in done.stdout, done.stdout

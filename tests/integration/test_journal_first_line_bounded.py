@@ -9,22 +9,20 @@ of ``MemoryError`` instead of taking the machine's memory."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import GIGABYTE, run_capped, sparse_size
 
 _MEMORY_LIMIT = 768 << 20
 
 _CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import sys
 from pathlib import Path
 from state.journal import JsonlJournal
 from state.rotation import JournalRotationConfig
 with JsonlJournal(Path(sys.argv[1]), fsync=False, rotation=JournalRotationConfig()) as journal:
-    journal.append({{"type": "agent_failure", "at_ms": 1740787200000, "kind": "t", "detail": "x"}})
+    journal.append({"type": "agent_failure", "at_ms": 1740787200000, "kind": "t", "detail": "x"})
 print("opened")
 """
 
@@ -32,15 +30,8 @@ print("opened")
 @pytest.mark.timeout(120)
 def test_a_gigabyte_first_line_is_not_read_whole_at_open(tmp_path: Path) -> None:
     path = tmp_path / "decisions.jsonl"
-    with path.open("wb") as handle:
-        handle.truncate(1 << 30)  # sparse: a gigabyte of zeros that takes no disk
+    sparse_size(path, GIGABYTE)
     with path.open("ab") as handle:
         handle.write(b'\n{"at_ms": 1740787200000, "type": "agent_failure"}\n')
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    done = run_capped(_CHILD, str(path), limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0 and done.stdout.strip() == "opened", done.stderr[-2000:]

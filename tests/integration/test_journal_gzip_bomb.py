@@ -10,45 +10,30 @@ Each reader runs in a child process whose address space is capped: the old reade
 
 from __future__ import annotations
 
-import gzip
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import run_capped, write_gzip_bomb
 
 from state.segments import SEGMENT_MAX_BYTES
 
-_MEMBER_INFLATED = 64 << 20
-_BOMB_INFLATED = SEGMENT_MAX_BYTES + _MEMBER_INFLATED
 _MEMORY_LIMIT = 1 << 30
 _REQUESTED_MS = 1_740_787_200_000
 
 _CHILD = """
-import logging, resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import logging, sys
 logging.basicConfig(level=logging.WARNING)
 from pathlib import Path
 live = Path(sys.argv[2])
 if sys.argv[1] == "resume":
     from runner.sim_start import resumed_start_ms
-    print(resumed_start_ms({requested}, live.parent / "runner_state.json", live))
+    print(resumed_start_ms(int(sys.argv[3]), live.parent / "runner_state.json", live))
 else:
     from agent.claude_schema import DEFAULT_WAKE_RULES
     from agent.config import AgentConfig
     from runner.cost_projection import projection_text
     print(projection_text(AgentConfig(), live, DEFAULT_WAKE_RULES, 3))
 """
-
-
-def _plant_bomb(logs: Path) -> Path:
-    """Gzip members one after another are one gzip file: one member compressed, written often."""
-    member = gzip.compress(b"0\n" * (_MEMBER_INFLATED // 2), compresslevel=9, mtime=0)
-    path = logs / "decisions.20250302T000000Z.jsonl.gz"
-    with path.open("wb") as out:
-        for _ in range(_BOMB_INFLATED // _MEMBER_INFLATED):
-            out.write(member)
-    return path
 
 
 @pytest.mark.timeout(300)
@@ -58,17 +43,12 @@ def test_a_gzip_bomb_segment_is_refused_naming_it_within_bounded_memory(
 ) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
-    bomb = _plant_bomb(logs)
+    bomb = logs / "decisions.20250302T000000Z.jsonl.gz"
+    write_gzip_bomb(bomb, SEGMENT_MAX_BYTES, b"0\n")
     live = logs / "decisions.jsonl"
     live.write_bytes(b"")  # just rotated: the bomb is the newest segment
-    child = _CHILD.format(limit=_MEMORY_LIMIT, requested=_REQUESTED_MS)
-    done = subprocess.run(
-        [sys.executable, "-c", child, reader, str(live)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
+    argv = (reader, str(live), str(_REQUESTED_MS))
+    done = run_capped(_CHILD, *argv, limit_bytes=_MEMORY_LIMIT, timeout_secs=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert bomb.name in done.stderr and "inflates past" in done.stderr, done.stderr
     if reader == "resume":

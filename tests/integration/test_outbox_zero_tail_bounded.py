@@ -10,19 +10,17 @@ of ``MemoryError`` instead of taking the machine's memory."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
+from fakes.capped_child import GIGABYTE, run_capped, sparse_size
 
 _MEMORY_LIMIT = 768 << 20
 _ENTRY = {"seq": 1, "key": "x1", "kind": "exit", "at_ms": 1740787200000, "payload": {"n": 1}}
 
 _CHILD = """
-import logging, resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import logging, sys
 logging.basicConfig(level=logging.WARNING)
 from pathlib import Path
 from state.outbox import Outbox
@@ -39,23 +37,15 @@ def test_a_gigabyte_of_zeros_after_the_last_entry_is_cut_off_within_bounded_memo
     path = tmp_path / "exits.outbox.jsonl"
     line = orjson.dumps(_ENTRY) + b"\n"
     path.write_bytes(line)
-    with path.open("r+b") as handle:
-        handle.truncate(len(line) + (1 << 30))  # sparse: the zeros take no disk
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    sparse_size(path, len(line) + GIGABYTE)
+    done = run_capped(_CHILD, str(path), limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0 and done.stdout.strip() == "['x1']", done.stderr[-2000:]
     assert "dropping torn last line" in done.stderr, done.stderr
     assert path.read_bytes() == line
 
 
 _CURSOR_CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import sys
 from pathlib import Path
 from core.errors import RefuseToStartError
 from state.outbox import Outbox
@@ -77,13 +67,6 @@ def test_a_cursor_file_of_a_gigabyte_is_refused_naming_it_within_bounded_memory(
     path = tmp_path / "exits.outbox.jsonl"
     path.write_bytes(orjson.dumps(_ENTRY) + b"\n")
     cursor = tmp_path / "exits.outbox.jsonl.learner.ack"
-    with cursor.open("wb") as handle:
-        handle.truncate(1 << 30)
-    done = subprocess.run(
-        [sys.executable, "-c", _CURSOR_CHILD.format(limit=_MEMORY_LIMIT), str(path)],
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    sparse_size(cursor, GIGABYTE)
+    done = run_capped(_CURSOR_CHILD, str(path), limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0 and str(cursor) in done.stdout, done.stderr[-2000:]

@@ -9,39 +9,22 @@ The report runs in a child process whose address space is capped: the old read d
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import CLI, GIGABYTE, run_capped, sparse_size
 from fakes.report_support import write_run
 
 _MEMORY_LIMIT = 1 << 30
-_REPO = Path(__file__).resolve().parents[2]
-
-_CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
-from runner.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
 
 
 @pytest.mark.timeout(120)
 def test_a_replay_json_of_a_gigabyte_is_not_read_whole(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run")
     replay = run / "replay.json"
-    with replay.open("wb") as handle:
-        handle.truncate(1 << 30)
+    sparse_size(replay, GIGABYTE)
     argv = ["--state-dir", str(tmp_path / "state"), "report", str(run)]
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), *argv],
-        cwd=_REPO,
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    done = run_capped(CLI, *argv, limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0, done.stderr[-3000:]
     parameters = json.loads((run / "report.json").read_text())["parameters"]
     assert "replay.json" in json.dumps(parameters["unavailable"]), parameters

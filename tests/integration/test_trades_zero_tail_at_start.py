@@ -9,11 +9,10 @@ process whose address space is capped: the old read died there of ``MemoryError`
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from fakes.capped_child import GIGABYTE, run_capped, sparse_size
 
 from state.records import TRADE_COLUMNS
 
@@ -21,8 +20,7 @@ _MEMORY_LIMIT = 768 << 20
 _ROW = b"1740787200000,c1,BTC/USDT,buy,0.01,84000.0,0.34,False\n"
 
 _CHILD = """
-import resource, sys
-resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
+import sys
 from pathlib import Path
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -44,14 +42,7 @@ def test_a_trades_file_ending_in_a_gigabyte_of_zeros_opens_within_bounded_memory
     trades.parent.mkdir(parents=True)
     kept = (",".join(TRADE_COLUMNS) + "\n").encode() + _ROW
     trades.write_bytes(kept)
-    with trades.open("r+b") as handle:
-        handle.truncate(len(kept) + (1 << 30))  # sparse: the zeros take no disk
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD.format(limit=_MEMORY_LIMIT), str(state_dir)],
-        capture_output=True,
-        text=True,
-        timeout=100,
-        check=False,
-    )
+    sparse_size(trades, len(kept) + GIGABYTE)
+    done = run_capped(_CHILD, str(state_dir), limit_bytes=_MEMORY_LIMIT)
     assert done.returncode == 0 and done.stdout.strip() == "opened", done.stderr[-2000:]
     assert trades.read_bytes() == kept  # the torn tail moved aside by the journal's repair
