@@ -64,6 +64,17 @@ def _summariser(
     return ClaudeSummariser(client, config, ledger), ledger
 
 
+def _market_request() -> SummaryRequest:
+    """The market analyst's BTC/USDT post-close summary of T0's day."""
+    return SummaryRequest(
+        analyst="market",
+        ticker="BTC/USDT",
+        day=utc_day(T0),
+        session="post_close",
+        reports=_reports("market"),
+    )
+
+
 async def test_each_analyst_call_sees_only_its_own_reports() -> None:
     async with FakeMessagesApi() as api:
         api.script(text_message(GOOD), text_message(GOOD))
@@ -134,14 +145,7 @@ async def test_a_secret_in_a_model_summary_is_redacted() -> None:
     async with FakeMessagesApi() as api:
         api.script(text_message(GOOD.replace("breakout.", f"breakout, key {leaked}.")))
         summariser, _ledger = _summariser(api)
-        request = SummaryRequest(
-            analyst="market",
-            ticker="BTC/USDT",
-            day=utc_day(T0),
-            session="post_close",
-            reports=_reports("market"),
-        )
-        summary = await make_summary(request, now_ms=T0, model=summariser)
+        summary = await make_summary(_market_request(), now_ms=T0, model=summariser)
     assert summary.path == "model"
     assert "hostileSecretValue" not in summary.text and "breakout, key" in summary.text
 
@@ -168,14 +172,7 @@ async def test_a_retired_model_s_summary_fails_over() -> None:
             RetryPolicy(backoff=Backoff(max_attempts=1)),
         )
         summariser = ClaudeSummariser(client, config, UsageLedger(DailyBudget(clock, 5.0)))
-        request = SummaryRequest(
-            analyst="market",
-            ticker="BTC/USDT",
-            day=utc_day(T0),
-            session="post_close",
-            reports=_reports("market"),
-        )
-        summary = await make_summary(request, now_ms=T0, model=summariser)
+        summary = await make_summary(_market_request(), now_ms=T0, model=summariser)
     assert summary.path == "model", summary.detail
     assert [r.body["model"] for r in api.requests] == ["claude-sonnet-4-5", MODEL]
 
@@ -226,14 +223,7 @@ async def test_control_characters_in_a_model_summary_are_escaped_its_lines_kept(
     async with FakeMessagesApi() as api:
         api.script(text_message(hostile))
         summariser, _ledger = _summariser(api)
-        request = SummaryRequest(
-            analyst="market",
-            ticker="BTC/USDT",
-            day=utc_day(T0),
-            session="post_close",
-            reports=_reports("market"),
-        )
-        summary = await make_summary(request, now_ms=T0, model=summariser)
+        summary = await make_summary(_market_request(), now_ms=T0, model=summariser)
     assert summary.path == "model", summary.detail
     assert not any(c in summary.text for c in "\x1b\x07\x00\x9b"), repr(summary.text)
     assert "break\\x1b[2Jout\\x07 \\x00 \\x9b31m." in summary.text
