@@ -34,7 +34,7 @@ def _gz_journal(folder: Path, lines: list[bytes]) -> Path:
 _LINES = st.lists(st.binary(max_size=40).map(lambda b: b.replace(b"\n", b"") + b"\n"), max_size=30)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(deadline=None)
 @given(lines=_LINES, max_bytes=st.integers(min_value=1, max_value=800))
 def test_a_gz_segments_tail_is_the_newest_lines_of_the_whole(
     tmp_path_factory: object, lines: list[bytes], max_bytes: int
