@@ -35,13 +35,20 @@ def _prepare_logs_dir(logs_dir: Path) -> None:
 
 
 def _refuse_not_a_file(path: Path) -> None:
-    """As ``trades.csv`` is (``widen_csv_columns``): a FIFO was opened for appending, and its
-    first rotation check (an ``lseek``) was a traceback, or its full pipe blocked a write for
-    good; a folder was a traceback from the torn-tail repair."""
+    """A FIFO was opened for appending, and its first rotation check (an ``lseek``) was a
+    traceback, or its full pipe blocked a write for good; a folder was a traceback from the
+    torn-tail repair. A symlink at the journal's own name was appended through (a dangling one
+    made the file it named) and its torn-tail repair cut that file; a symlinked ``logs/`` folder
+    (the journals on another disk) is followed, as any folder above it."""
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
+    if stat.S_ISLNK(mode):
+        raise RefuseToStartError(
+            f"{path} is a symlink: a journal is written at its own name, never through a link "
+            "(link the logs folder instead); move it away and start again"
+        )
     if not stat.S_ISREG(mode):
         raise RefuseToStartError(f"{not_a_regular_file(path, mode)}: move it away and start again")
 
@@ -78,7 +85,9 @@ def open_journals(
     fsync = settings.state.fsync_journals
     health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
     decisions_path = settings.logs_dir / "decisions.jsonl"
+    trades_path = settings.logs_dir / "trades.csv"
     _refuse_not_a_file(decisions_path)
+    _refuse_not_a_file(trades_path)  # before either opens: a refusal would leave one open
     decisions = JsonlJournal(
         decisions_path,
         fsync=fsync,
@@ -87,7 +96,6 @@ def open_journals(
         rotation=settings.journal,  # by day / size, gzipped, pruned (state.rotation)
         failpoint=Failpoints(settings.failpoints).hit,
     )
-    trades_path = settings.logs_dir / "trades.csv"
     widen_csv_columns(trades_path, TRADE_COLUMNS_V1, TRADE_COLUMNS)  # a state dir from before
     trades = CsvJournal(trades_path, TRADE_COLUMNS, fsync=fsync, clock=clock, health=health)
     return Journals(store, decisions, trades)

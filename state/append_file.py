@@ -36,7 +36,9 @@ from state.segments import LINE_MAX_BYTES
 log = logging.getLogger(__name__)
 
 _TAIL_CHUNK_BYTES: Final = 1 << 16
-_OPEN_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+#: never through a symlink at the journal's own name: it was appended to wherever it pointed (a
+#: symlinked folder above it, the journals on another disk, is followed as usual)
+_OPEN_FLAGS: Final = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
 
 
 class JournalClosedError(RuntimeError):
@@ -216,7 +218,7 @@ def repair_torn_tail(path: Path, now_ms: int) -> Path | None:
     loses nothing (at worst the fragment exists twice).
     """
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC | os.O_NOFOLLOW)  # it cut the file linked
     except FileNotFoundError:
         return None
     try:

@@ -42,6 +42,11 @@ def read_lines(path: Path, apply: Callable[[bytes], None], *, what: str, advice:
     """Feed every line of ``path`` (if it exists) to ``apply``, oldest first; returns how many
     were applied. ``what`` names the file in messages (``"outbox"``), ``advice`` says what a
     person should do with a damaged one."""
+    if path.is_symlink():  # each append went through it, to whatever it named
+        raise RefuseToStartError(
+            f"{what} {path} is a symlink: it is written at its own name, never through a link "
+            f"(link its folder instead); move it away and start again"
+        )
     try:  # not a bare open: a FIFO in its place blocked the start for good
         handle = open_regular_file(path)
     except FileNotFoundError:
@@ -100,7 +105,9 @@ def append_line(path: Path, line: bytes) -> None:
     An append that fails (a disk that fills in the middle of the line) takes back what it wrote:
     the caller retries it, and the part left behind would have made the retried line, once the
     disk freed, part of a damaged one (a refusal to start once lines followed it)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    # a link planted after the start is not followed either (ELOOP, the caller's failed append)
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o600)
     try:
         size = os.fstat(fd).st_size  # one writer appends to each of these files
         try:
@@ -123,10 +130,12 @@ def _take_back(fd: int, path: Path, size: int) -> None:
 
 
 def _truncate(path: Path, size: int) -> None:
-    with path.open("r+b") as handle:
-        handle.truncate(size)
-        handle.flush()
-        os.fsync(handle.fileno())
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 __all__ = ["BAD_LINE_ERRORS", "append_line", "read_lines"]

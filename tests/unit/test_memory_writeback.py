@@ -224,9 +224,10 @@ def test_queued_wakeups_coalesce(tmp_path: Path) -> None:
 async def test_an_exit_the_outbox_cannot_take_reaches_the_store_when_the_disk_frees(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The memory outbox on a full disk (``/dev/full`` in its place: ENOSPC): the exit is kept
-    in memory and said once, not raised into the bus, and the next wake-up after the disk
-    frees records it and writes it to the store."""
+    """A memory outbox that cannot be appended to (a link to ``/dev/full`` in its place, never
+    followed: ELOOP, as a full disk's ENOSPC): the exit is kept in memory and said once, not
+    raised into the bus, and the next wake-up after the link goes records it and writes it to
+    the store."""
     writer = make_writer(tmp_path)
     outbox = tmp_path / "outbox" / "memory.jsonl"
     outbox.parent.mkdir(parents=True, exist_ok=True)

@@ -144,8 +144,7 @@ def test_a_torn_or_garbled_fault_file_reads_as_unreadable_with_why(
 
 
 def test_a_failed_write_is_a_loud_fault_in_the_health_and_the_fault_file(tmp_path: Path) -> None:
-    full = tmp_path / "decisions.jsonl"
-    full.symlink_to("/dev/full")  # every write: ENOSPC, as on a full disk
+    full = Path("/dev/full")  # every write: ENOSPC, as on a full disk (a link to it: ELOOP)
     health = JournalHealth(tmp_path / FAULT_FILE_NAME)
     journal = JsonlJournal(full, fsync=False, health=health)
     with pytest.raises(OSError):

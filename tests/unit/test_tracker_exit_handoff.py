@@ -162,11 +162,12 @@ async def test_the_entry_regime_comes_from_the_decision_not_the_fill_time(tmp_pa
 async def test_an_exit_the_outbox_cannot_record_halts_once_and_is_recorded_when_it_frees(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A full disk (``/dev/full`` in the exits outbox's place: every append is ENOSPC) fails the
-    record of a filled exit. The exit stays in flight, so each check looks it up and tries the
-    record again, with no traceback per check; the other positions' stops still run; trading
-    halts (a sold position still tracked must not be bought again meanwhile); and once the disk
-    frees, the exits reach the outbox and the learner, each once."""
+    """An outbox that cannot be appended to (a link to ``/dev/full`` in its place, never
+    followed: every append is ELOOP, as a full disk's is ENOSPC) fails the record of a filled
+    exit. The exit stays in flight, so each check looks it up and tries the record again, with
+    no traceback per check; the other positions' stops still run; trading halts (a sold position
+    still tracked must not be bought again meanwhile); and once the link goes, the exits reach
+    the outbox and the learner, each once."""
     run = start(tmp_path)
     run.tracker._trading = switch = TradingSwitch(run.clock, run.store, lambda _line: None)
     await open_btc(run)
