@@ -19,6 +19,7 @@ from core.jsonread import read_json_object
 from report.experiment import report_figures
 from runner.config import Settings
 from runner.sweep.grid import RunSpec
+from state.atomic import atomic_write_bytes
 
 FAILED_FILE = "failed.json"
 
@@ -70,9 +71,14 @@ def run_one(spec_json: dict[str, Any], settings: Settings, runs_dir: str) -> dic
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         reason = f"{type(exc).__name__}: {exc}"
-        run_dir.mkdir(parents=True, exist_ok=True)
         document = {"reason": reason, "traceback": traceback.format_exc(limit=8)}
-        (run_dir / FAILED_FILE).write_text(json.dumps(document, indent=2) + "\n")
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            # a fresh name renamed into place: by name, a link planted there was written through
+            data = (json.dumps(document, indent=2) + "\n").encode()
+            atomic_write_bytes(run_dir / FAILED_FILE, data, durable=False)
+        except OSError as unwritten:  # a full disk: raised, the sweep said 'worker lost'
+            reason += f" ({FAILED_FILE} not written: {unwritten})"
         return {"key": spec.key, "status": "failed", "reason": reason}
     reason = outcome["failure"]
     return {

@@ -7,11 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fakes.disk_full import disk_full_after
 
 from market.recorded import default_data_dir
 from runner.config import Settings
 from runner.sweep.grid import Grid, expand
-from runner.sweep.worker import run_one
+from runner.sweep.worker import FAILED_FILE, run_one
 
 
 @pytest.mark.parametrize("kind", ["file", "link", "dangling link"])
@@ -40,3 +41,23 @@ def test_a_run_folder_that_cannot_be_cleared_fails_the_run_and_is_kept(
         assert (runs / spec.key).read_text() == "keep\n"
     else:
         assert (runs / spec.key).is_symlink()
+
+
+def test_a_failed_run_whose_failed_json_cannot_be_written_still_reports_its_reason(
+    tmp_path: Path,
+) -> None:
+    """A full disk fails the replay and then its failed.json: the write's OSError left the task
+    (the sweep said 'worker lost', the replay's own reason gone); the run now fails with that
+    reason and says the file was not written."""
+    grid = Grid.model_validate(
+        {"periods": [["2025-03-01", "2025-03-01"]], "tickers": [["BTC/USDT"]]}
+    )
+    settings = Settings()
+    [spec, *_] = expand(grid, {"base": settings}, default_data_dir())
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    with disk_full_after(0):
+        record = run_one(spec.model_dump(mode="json"), settings, str(runs))
+    assert record["status"] == "failed" and record["key"] == spec.key
+    assert FAILED_FILE in record["reason"] and "not written" in record["reason"]
+    assert not (runs / spec.key / FAILED_FILE).exists()
