@@ -164,6 +164,11 @@ class RunQueue:
         running = job.model_copy(update={"status": "running", "started_at_ms": _now_ms()})
         self._jobs[run_id] = running
         _write(running)  # unwritable: the job fails (the worker's except) without running
+        planted = _planted(out_dir)
+        if planted:
+            self._finish(run_id, "failed", None, planted)
+            log.warning("run %s failed: %s", run_id, planted)
+            return
         log.info("run %s started: %s", run_id, job.request.model_dump_json(by_alias=True))
         with _new_log(out_dir / LOG_FILE_NAME) as output:
             child = await asyncio.create_subprocess_exec(
@@ -254,6 +259,21 @@ def _write(job: RunBody) -> None:
     # through, and as a FIFO held the event loop; not durable, as the plain rename was not
     data = (job.model_dump_json(by_alias=True, indent=2) + "\n").encode()
     atomic_write_bytes(Path(job.out_dir) / JOB_FILE_NAME, data, durable=False)
+
+
+def _planted(out_dir: Path) -> str | None:
+    """Why the job must not run, or None: the API made its folder for it alone, holding only
+    job.json, so anything else was put there while it was queued, and the replay went through it
+    (a ``logs`` link sent the run's journals to the folder it named)."""
+    try:
+        with os.scandir(out_dir) as entries:
+            names = [entry.name for entry in entries if entry.name != JOB_FILE_NAME]
+    except OSError as exc:
+        return f"{out_dir} cannot be listed ({exc.strerror or exc})"
+    if not names:
+        return None
+    shown = ", ".join(repr(name) for name in sorted(names)[:5])
+    return f"{out_dir} holds {shown}, which the API did not put there: the replay was not run"
 
 
 def _new_log(path: Path) -> BinaryIO:
