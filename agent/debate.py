@@ -104,6 +104,7 @@ class DebateDecider:
         self.use_long_term(memory, long_term)
         self.working = WorkingMemory(config.debate.working_mem_max)
         self._exits: list[PositionExit] = []
+        self._budget_said_until_ms: int | None = None  # the budget day a spent budget was said
         #: role calls in flight (replay's busy probe: time may move only when all are parked)
         self.role_tasks: set[asyncio.Task[Any]] = set()
 
@@ -250,12 +251,14 @@ class DebateDecider:
 
         # each role call is one more the day's budget must allow (checked once, a debate that
         # spent it in its first round asked every later role on top of it)
-        spent = budget_spent_reason(self.ledger.budget) is not None
+        spent_reason = budget_spent_reason(self.ledger.budget)
+        spent = spent_reason is not None
         output: RoleOutput
         attempts: list[Attempt]
         notes: list[Note] = []  # the answer's items dropped on arrival
-        if spent:
+        if spent_reason is not None:
             output, attempts, reason = fallback_output(role, tickers), [], BUDGET_SPENT
+            self._say_budget_spent(spent_reason)
         else:
             output, attempts, reason, notes = await self._call(role, request, tickers)
         if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
@@ -268,9 +271,11 @@ class DebateDecider:
                 ]
             except ValidationError:  # a redaction marker pushed a field past its limit
                 output, reason, notes = fallback_output(role, tickers), "unredactable", []
-        # a retired model not asked again (ModelGone) was said once, by the client: repeated for
-        # each role, it was four warnings a debate for good
-        if reason and not (attempts and all(a.outcome == NOT_SENT for a in attempts)):
+        # a retired model not asked again (ModelGone) was said once, by the client, and a spent
+        # budget once a day (_say_budget_spent): repeated for each role, each was four to six
+        # warnings a debate until the model changed or the day ended
+        not_asked = spent or (bool(attempts) and all(a.outcome == NOT_SENT for a in attempts))
+        if reason and not not_asked:
             log.warning("debate: %s fell back (%s)", role, reason)
         usage = None if spent else self.ledger.record(attempts, failed=bool(reason))
         outcome = RoleResult(
@@ -292,6 +297,12 @@ class DebateDecider:
         if at_ms is not None:
             self._keep(outcome, at_ms, tickers)
         return outcome
+
+    def _say_budget_spent(self, why: str) -> None:
+        until_ms = self.ledger.budget.resets_at_ms()
+        if self._budget_said_until_ms != until_ms:
+            self._budget_said_until_ms = until_ms
+            log.warning("debate: %s; no role is asked until then", why)
 
     async def _call(
         self, role: Role, request: dict[str, Any], tickers: list[str]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -360,4 +361,33 @@ async def test_exits_the_budget_kept_from_reflection_wait_for_the_next_day(
     assert sorted(e.ticker or "" for e in memory.entries if e.kind == "reflection") == [
         "BTC/USDT",
         "ETH/USDT",
+    ]
+
+
+async def test_a_spent_budget_is_said_once_a_day_not_for_each_role_at_each_decision(
+    api: FakeMessagesApi, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each role not asked for the spent budget logged 'fell back (budget_spent)': six warnings
+    a decision until the day ended. It is said once a budget day, when it is first met."""
+    answers = DebateAnswers()
+    api.responder = answers.respond
+    clock = InstantClock(epoch_ms=AT_MS)
+    decider = make(api, memory=InProcessMemory(), budget_usd=0.001, clock=clock)
+    with caplog.at_level(logging.WARNING, logger="agent.debate"):
+        for _ in range(3):
+            await decider.decide(snapshot())
+        said_today = _budget_said(caplog)
+        clock.advance(86_400)  # a new UTC day: the budget is spent again, and said again
+        for _ in range(2):
+            await decider.decide(snapshot().model_copy(update={"at_ms": AT_MS + 86_400_000}))
+    await decider.aclose()
+    assert len(said_today) == 1, said_today
+    assert len(_budget_said(caplog)) == 2
+
+
+def _budget_said(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "agent.debate" and "budget_spent" in r.getMessage()
     ]
