@@ -16,6 +16,8 @@ from io import TextIOWrapper
 from pathlib import Path
 from typing import BinaryIO
 
+from core.errors import RefuseToStartError
+
 
 def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
     """``path`` opened for reading in binary; ``IsADirectoryError`` for anything but a regular
@@ -90,6 +92,26 @@ def read_bytes_or_none(path: Path | str, *, max_bytes: int | None = None) -> byt
         return None
 
 
+def refuse_unless_regular(path: Path, what: str = "") -> None:
+    """Refuses the start unless ``path`` is a regular file or nothing, for a file written by name
+    at its own place (a journal, a log): a symlink there was written through (a dangling one made
+    the file it named), a FIFO held the start, a folder was a traceback. A symlinked folder above
+    it (the logs on another disk) is followed, as any folder. ``what`` prefixes the path."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(mode):
+        raise RefuseToStartError(
+            f"{what}{path} is a symlink: it is written at its own name, never through a link "
+            "(link the logs folder instead); move it away and start again"
+        )
+    if not stat.S_ISREG(mode):
+        raise RefuseToStartError(
+            f"{what}{not_a_regular_file(path, mode)}: move it away and start again"
+        )
+
+
 __all__ = [
     "FileTooLargeError",
     "not_a_regular_file",
@@ -98,4 +120,5 @@ __all__ = [
     "read_bytes_or_none",
     "read_regular_file",
     "read_regular_text",
+    "refuse_unless_regular",
 ]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +10,7 @@ from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.failpoints import Failpoints
 from core.redact import Redactor
-from core.regular_file import not_a_regular_file
+from core.regular_file import refuse_unless_regular
 from runner.config import Settings
 from state.csv_widen import widen_csv_columns
 from state.journal import CsvJournal, JsonlJournal
@@ -32,25 +30,6 @@ def _prepare_logs_dir(logs_dir: Path) -> None:
             f"{logs_dir} cannot be created ({exc.strerror or exc}); fix the state dir's "
             f"ownership/permissions or point {STATE_DIR_SETTING} elsewhere"
         ) from None
-
-
-def _refuse_not_a_file(path: Path) -> None:
-    """A FIFO was opened for appending, and its first rotation check (an ``lseek``) was a
-    traceback, or its full pipe blocked a write for good; a folder was a traceback from the
-    torn-tail repair. A symlink at the journal's own name was appended through (a dangling one
-    made the file it named) and its torn-tail repair cut that file; a symlinked ``logs/`` folder
-    (the journals on another disk) is followed, as any folder above it."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(mode):
-        raise RefuseToStartError(
-            f"{path} is a symlink: a journal is written at its own name, never through a link "
-            "(link the logs folder instead); move it away and start again"
-        )
-    if not stat.S_ISREG(mode):
-        raise RefuseToStartError(f"{not_a_regular_file(path, mode)}: move it away and start again")
 
 
 @dataclass
@@ -86,8 +65,8 @@ def open_journals(
     health = JournalHealth(settings.state_dir / FAULT_FILE_NAME)  # read by people and `health`
     decisions_path = settings.logs_dir / "decisions.jsonl"
     trades_path = settings.logs_dir / "trades.csv"
-    _refuse_not_a_file(decisions_path)
-    _refuse_not_a_file(trades_path)  # before either opens: a refusal would leave one open
+    refuse_unless_regular(decisions_path)
+    refuse_unless_regular(trades_path)  # before either opens: a refusal would leave one open
     decisions = JsonlJournal(
         decisions_path,
         fsync=fsync,

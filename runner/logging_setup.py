@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 import logging.handlers
-import os
-import stat
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -23,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
-from core.regular_file import not_a_regular_file
+from core.regular_file import refuse_unless_regular
 from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.state_file import STATE_DIR_SETTING
 
@@ -149,7 +147,8 @@ def _handler(handler: logging.Handler, formatter: logging.Formatter) -> logging.
 def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
     try:
         log_file.parent.mkdir(parents=True, exist_ok=True)
-        _refuse_planted(log_file)
+        # appended to by name: a symlink there had every line appended to whatever it named
+        refuse_unless_regular(log_file, "the log file ")
         return logging.handlers.RotatingFileHandler(
             log_file,
             maxBytes=config.file_max_bytes,
@@ -161,24 +160,6 @@ def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
             f"the log file {log_file} cannot be created ({exc.strerror or exc}); fix the state "
             f"dir's ownership/permissions or point {STATE_DIR_SETTING} elsewhere"
         ) from None
-
-
-def _refuse_planted(log_file: Path) -> None:
-    """The handler opens the file by name to append: a symlink there had every line appended to
-    whatever it named, and a FIFO held the start for good. A symlinked logs folder is followed."""
-    try:
-        mode = os.lstat(log_file).st_mode
-    except FileNotFoundError:
-        return
-    if stat.S_ISLNK(mode):
-        raise RefuseToStartError(
-            f"the log file {log_file} is a symlink: it is written at its own name, never through "
-            "a link (link the logs folder instead); move it away and start again"
-        )
-    if not stat.S_ISREG(mode):
-        raise RefuseToStartError(
-            f"the log file {not_a_regular_file(log_file, mode)}: move it away and start again"
-        )
 
 
 def configure_logging(
