@@ -11,19 +11,25 @@ from fakes.disk_full import disk_full_after
 
 from market.recorded import default_data_dir
 from runner.config import Settings
-from runner.sweep.grid import Grid, expand
+from runner.sweep.grid import Grid, RunSpec, expand
 from runner.sweep.worker import FAILED_FILE, run_one
+
+
+def _one_day_run(settings: Settings) -> RunSpec:
+    """The sweep's first run of BTC/USDT on 2025-03-01."""
+    grid = Grid.model_validate(
+        {"periods": [["2025-03-01", "2025-03-01"]], "tickers": [["BTC/USDT"]]}
+    )
+    [spec, *_] = expand(grid, {"base": settings}, default_data_dir())
+    return spec
 
 
 @pytest.mark.parametrize("kind", ["file", "link", "dangling link"])
 def test_a_run_folder_that_cannot_be_cleared_fails_the_run_and_is_kept(
     tmp_path: Path, kind: str
 ) -> None:
-    grid = Grid.model_validate(
-        {"periods": [["2025-03-01", "2025-03-01"]], "tickers": [["BTC/USDT"]]}
-    )
     settings = Settings()
-    [spec, *_] = expand(grid, {"base": settings}, default_data_dir())
+    spec = _one_day_run(settings)
     runs = tmp_path / "runs"
     runs.mkdir()
     mine = tmp_path / "mine"
@@ -49,11 +55,8 @@ def test_a_failed_run_whose_failed_json_cannot_be_written_still_reports_its_reas
     """A full disk fails the replay and then its failed.json: the write's OSError left the task
     (the sweep said 'worker lost', the replay's own reason gone); the run now fails with that
     reason and says the file was not written."""
-    grid = Grid.model_validate(
-        {"periods": [["2025-03-01", "2025-03-01"]], "tickers": [["BTC/USDT"]]}
-    )
     settings = Settings()
-    [spec, *_] = expand(grid, {"base": settings}, default_data_dir())
+    spec = _one_day_run(settings)
     runs = tmp_path / "runs"
     runs.mkdir()
     with disk_full_after(0):
