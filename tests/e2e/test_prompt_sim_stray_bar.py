@@ -12,11 +12,10 @@ import json
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
-from fakes.daemon import REPO, daemon_env
+from fakes.daemon import REPO, daemon_env, sim_exchange
 from replay_support import day_start_ms
 
 from core.clock import DAY_MS
@@ -105,24 +104,9 @@ def test_vigil_sim_with_a_far_future_bar_serves_its_start_without_the_years_betw
 ) -> None:
     env = _env(tmp_path)
     log = tmp_path / "sim.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", "sim", "--port", "0", "--rest-port", "0"],
-            env=env,
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 300  # a bound on a hang, not a timing assumption
-        while "sim exchange up" not in log.read_text() and proc.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.1)
+    with sim_exchange(env, log) as proc:
         assert proc.poll() is None, log.read_text()[-3000:]
         peak_kib = _peak_kib(proc.pid)
-    finally:
-        proc.kill()
-        proc.wait()
     assert peak_kib < PEAK_MIB * 1024, f"peak {peak_kib // 1024} MiB"
     assert "BTC/USDT's bars from 2099-06-01 00:00 on are not served" in log.read_text()
 

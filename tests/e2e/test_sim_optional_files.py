@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import gzip
 import re
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import aiohttp
-from fakes.daemon import REPO, daemon_env
+from fakes.daemon import daemon_env, sim_exchange
 from replay_support import day_start_ms
 
 from market.recorded import kline_path, load_klines
@@ -40,19 +37,7 @@ async def test_vigil_sim_serves_a_data_dir_without_funding_or_fear_greed(tmp_pat
         VIGIL_SIM__START="2025-03-02T00:00:00Z",
     )
     log = tmp_path / "sim.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "runner.cli", "sim", "--port", "0", "--rest-port", "0"],
-            env=env,
-            cwd=REPO,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 300  # a bound on a hang, not a timing assumption
-        while "sim exchange up" not in log.read_text() and proc.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.1)
+    with sim_exchange(env, log) as proc:
         text = log.read_text()
         assert proc.poll() is None and "Traceback" not in text, text[-3000:]
         rest = re.search(r"REST (http://127\.0\.0\.1:\d+)", text)
@@ -64,6 +49,3 @@ async def test_vigil_sim_serves_a_data_dir_without_funding_or_fear_greed(tmp_pat
                 body = await answer.json()
         assert body["data"] == []
         assert "fear-greed-daily.csv" in body["metadata"]["error"]
-    finally:
-        proc.kill()
-        proc.wait()

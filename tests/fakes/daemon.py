@@ -12,8 +12,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
 import pytest
@@ -64,6 +65,34 @@ def refused_sim_start(env: dict[str, str]) -> str:
     assert done.returncode == EXIT_REFUSE_TO_START, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     return done.stderr
+
+
+#: how long ``vigil sim`` may take to say it is up before the start counts as hung
+SIM_UP_WAIT_SECS = 300
+
+
+@contextmanager
+def sim_exchange(env: dict[str, str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """``vigil sim`` in ``env`` (its ports chosen by the system), its output in ``log``, once it
+    says it is up or has exited (the block checks ``poll()``); killed and reaped after the block.
+    A start that says neither within ``SIM_UP_WAIT_SECS`` (a bound on a hang) fails the test."""
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "runner.cli", "sim", "--port", "0", "--rest-port", "0"],
+            env=env,
+            cwd=REPO,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + SIM_UP_WAIT_SECS
+        while "sim exchange up" not in log.read_text() and proc.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 @asynccontextmanager
