@@ -10,12 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
-from fakes.daemon import REPO, daemon_env, sim_exchange
+from fakes.daemon import daemon_env, sim_exchange
+from fakes.prompt_peak import prompt_with_peak
 from replay_support import day_start_ms
 
 from core.clock import DAY_MS
@@ -32,15 +31,6 @@ from sim.feed import LONGEST_SERVED_HOLE_MS
 
 STRAY_MS = day_start_ms("2099-06-01")
 PEAK_MIB = 400  # 165 MiB; the stray bar's feed took 1,151 MiB
-
-_PROMPT = """
-import json, sys
-from pathlib import Path
-from runner.cli import main
-code = main(["prompt"])
-hwm = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
-print(json.dumps({"code": code, "peak_kib": int(hwm.split()[1])}))
-"""
 
 
 def _peak_kib(pid: int) -> int:
@@ -82,21 +72,10 @@ def _env(tmp_path: Path) -> dict[str, str]:
 
 
 def test_vigil_prompt_with_a_far_future_bar_keeps_its_look_back_only(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROMPT],
-        env=_env(tmp_path),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    *request, outcome = done.stdout.strip().splitlines()
-    result = json.loads(outcome)
-    assert result["code"] == 0
-    assert "BTC/USDT" in json.loads("\n".join(request))["messages"][0]["content"][0]["text"]
-    assert result["peak_kib"] < PEAK_MIB * 1024, f"peak {result['peak_kib'] // 1024} MiB"
+    run = prompt_with_peak(_env(tmp_path))
+    assert run.code == 0
+    assert "BTC/USDT" in json.loads(run.request)["messages"][0]["content"][0]["text"]
+    assert run.peak_kib < PEAK_MIB * 1024, f"peak {run.peak_kib // 1024} MiB"
 
 
 def test_vigil_sim_with_a_far_future_bar_serves_its_start_without_the_years_between(

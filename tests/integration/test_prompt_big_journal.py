@@ -5,23 +5,13 @@ size (VmHWM), which depends on what is held, not on the machine's speed."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import orjson
 from fakes.claude_support import snapshot
-from fakes.daemon import REPO, daemon_env
+from fakes.daemon import daemon_env
+from fakes.prompt_peak import prompt_with_peak
 
-_PROMPT = """
-import json, sys
-from pathlib import Path
-from runner.cli import main
-code = main(["prompt"])
-hwm = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmHWM"))
-print(json.dumps({"code": code, "peak_kib": int(hwm.split()[1])}))
-"""
 PAD_LINES = 60_000
 PAD_BYTES = 4096  # 240 MiB of review lines after the decision
 PEAK_MIB = 200  # 240 MiB held twice before
@@ -45,18 +35,7 @@ def test_the_latest_snapshot_of_a_big_journal_is_found_one_line_at_a_time(
         out.write(orjson.dumps(decision) + b"\n")
         for _ in range(PAD_LINES):
             out.write(review + b"\n")
-    done = subprocess.run(
-        [sys.executable, "-c", _PROMPT],
-        env=daemon_env(state_dir, VIGIL_CONTEXT__ENABLED="false"),
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    *request, outcome = done.stdout.strip().splitlines()
-    result = json.loads(outcome)
-    assert result["code"] == 0 and "snapshot of decision d-big" in done.stderr
-    assert "the one" in "\n".join(request)
-    assert result["peak_kib"] < PEAK_MIB * 1024, f"peak {result['peak_kib'] // 1024} MiB"
+    run = prompt_with_peak(daemon_env(state_dir, VIGIL_CONTEXT__ENABLED="false"))
+    assert run.code == 0 and "snapshot of decision d-big" in run.stderr
+    assert "the one" in run.request
+    assert run.peak_kib < PEAK_MIB * 1024, f"peak {run.peak_kib // 1024} MiB"
