@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from io import TextIOWrapper
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from core.errors import RefuseToStartError
 
@@ -57,6 +58,25 @@ def open_regular_text(path: Path | str, *, encoding: str = "utf-8") -> TextIOWra
 
 class FileTooLargeError(OSError):
     """The file holds more than its reader takes; the message says how much."""
+
+
+class ReadsBytes(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
+
+
+def blocks_within(
+    stream: ReadsBytes, max_bytes: int, block_bytes: int = 1 << 20
+) -> Iterator[bytes]:
+    """``stream``'s blocks to its end; ``FileTooLargeError`` once they add up past ``max_bytes``,
+    having read one block past it at most (a gzip bomb: a few hundred kB inflating to gigabytes)."""
+    total = 0
+    while block := stream.read(block_bytes):
+        total += len(block)
+        if total > max_bytes:
+            raise FileTooLargeError(
+                f"it inflates past {max_bytes >> 20} MiB, more than such a file holds (a gzip bomb?)"
+            )
+        yield block
 
 
 def read_regular_file(
@@ -114,6 +134,7 @@ def refuse_unless_regular(path: Path, what: str = "") -> None:
 
 __all__ = [
     "FileTooLargeError",
+    "blocks_within",
     "not_a_regular_file",
     "open_regular_file",
     "open_regular_text",

@@ -15,12 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from core.regular_file import FileTooLargeError, open_regular_file
+from core.regular_file import FileTooLargeError, blocks_within, open_regular_file
 
 #: the most a data file may hold, inflated: about 9 years of 1m bars (a year of 5m bars, the
 #: largest bundled file, is 6.7 MB), the largest CSV an archive import takes (market.archive)
 DATA_FILE_MAX_BYTES: Final = 256 << 20
-_CHUNK_BYTES: Final = 1 << 20
 
 
 @contextlib.contextmanager
@@ -39,14 +38,8 @@ def open_data_csv(
             yield raw
             return
         with gzip.GzipFile(fileobj=raw, mode="rb") as counting:
-            inflated = 0
-            while chunk := counting.read(_CHUNK_BYTES):
-                inflated += len(chunk)
-                if inflated > max_bytes:
-                    raise FileTooLargeError(
-                        f"inflates past {max_bytes >> 20} MiB (no data file holds as much): "
-                        "a gzip bomb, or not a data file"
-                    )
+            for _ in blocks_within(counting, max_bytes):  # counted, nothing kept
+                pass
         raw.seek(0)
         with gzip.GzipFile(fileobj=raw, mode="rb") as inflating:
             yield inflating

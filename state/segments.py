@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Final
 
-from core.regular_file import open_regular_file
+from core.regular_file import blocks_within, open_regular_file
 
 #: ``decisions.20250301T000000Z.jsonl`` or ``....jsonl.gz``; an optional ``-N`` for two in a second
 _STAMP: Final = r"(\d{8}T\d{6}Z(?:-\d+)?)"
@@ -203,18 +203,11 @@ def _tail_gz_lines(path: Path, max_bytes: int) -> list[bytes]:
     inflated = 0
     try:
         with open_regular_file(path) as raw, gzip.open(raw, "rb") as stream:
-            while block := stream.read(_READ_BUFFER):
+            for block in blocks_within(stream, SEGMENT_MAX_BYTES, _READ_BUFFER):
                 inflated += len(block)
-                if inflated > SEGMENT_MAX_BYTES:
-                    raise UnreadableSegmentError(
-                        f"{path} cannot be read: it inflates past {SEGMENT_MAX_BYTES >> 20} MiB, "
-                        "more than any segment of this journal (a gzip bomb?)"
-                    )
                 window += block
                 del window[: max(0, len(window) - keep)]
-    except UnreadableSegmentError:
-        raise
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # past the bound: FileTooLargeError's why
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise UnreadableSegmentError(f"{path} cannot be read: {why}") from exc
     end = window.rfind(b"\n") + 1
