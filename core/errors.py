@@ -8,6 +8,9 @@ EXIT_REFUSE_TO_START = 78
 EXIT_UNHEALTHY = 1
 #: a command line or input the command cannot take
 EXIT_USAGE = 2
+#: the reader of a command's output went away (``| head``): 128 + SIGPIPE, as a shell reports a
+#: command that signal ended (Python ignores it, so the write raises instead)
+EXIT_CLOSED_PIPE = 141
 
 
 class VigilError(Exception):

@@ -9,18 +9,33 @@ host. The parser and the commands are ``runner.commands``.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Sequence
 
-from core.errors import EXIT_UNHEALTHY, EXIT_USAGE
+from core.errors import EXIT_CLOSED_PIPE, EXIT_UNHEALTHY, EXIT_USAGE
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from runner.commands import main as run_command
 
-    return run_command(argv)
+    try:
+        return run_command(argv)
+    except BrokenPipeError:
+        # the output's reader went away (`vigil status --json | head -1`), free to do so: no
+        # traceback, and nothing more written there (the flush at exit would raise again)
+        _quiet_output()
+        return EXIT_CLOSED_PIPE
 
 
-__all__ = ["EXIT_UNHEALTHY", "EXIT_USAGE", "main"]
+def _quiet_output() -> None:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+__all__ = ["EXIT_CLOSED_PIPE", "EXIT_UNHEALTHY", "EXIT_USAGE", "main"]
 
 if __name__ == "__main__":
     raise SystemExit(main())
