@@ -170,7 +170,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         async def compute() -> bytes:
             return _json(await _status_with_cost(ctx, cost))
 
-        version = journal_version()
+        version = _status_version(ctx, journal_version())
         return _answer(await cache.get("status", compute, version=version, max_age_secs=live_secs))
 
     @app.get("/api/positions", dependencies=authed, tags=["daemon"], response_model=AccountBody)
@@ -340,6 +340,14 @@ def _trading(ctx: ApiContext) -> TradingControl:
     return ctx.trading
 
 
+def _status_version(ctx: ApiContext, journal: object) -> object:
+    """What a cached status answer depends on: the journal, and without a daemon (``vigil
+    serve``) ``runner_state.json`` too, so a halt written there shows at once."""
+    if ctx.daemon is None:
+        return (journal, file_version(ctx.files.runner_state_path))
+    return journal
+
+
 async def _status_with_cost(ctx: ApiContext, cost: JournalCost) -> StatusBody:
     status = await _status(ctx)
     try:
@@ -365,10 +373,15 @@ def _healthz(files: StateDirFiles) -> dict[str, Any]:
 async def _status(ctx: ApiContext) -> StatusBody:
     files, daemon = ctx.files, ctx.daemon
     unavailable: dict[str, str] = {}
+    trading = TradingBody(state=None)
     if ctx.trading is not None:
         trading = ctx.trading.trading()
+    elif daemon is None:  # vigil serve: the switch is in runner_state.json, as vigil status reads
+        try:
+            trading = files.trading()
+        except StateFileError as exc:
+            unavailable["trading"] = str(exc)
     else:
-        trading = TradingBody(state=None)
         unavailable["trading"] = NO_TRADING_STATE
     if daemon is None:
         account = files.paper_account()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import orjson
 
-from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBody
+from api.models import AccountBody, DecisionsPage, LastDecisionBody, PositionBody, TradingBody
 from broker.ledger import LedgerError
 from broker.orders import Mark
 from broker.paper_store import InvalidPaperStateError, read_document
@@ -142,6 +142,14 @@ class StateDirFiles:
             return parse_state_bytes(data)[0]
         except InvalidStateFileError as exc:
             raise StateFileError(f"{self.runner_state_path}: {exc.problem}") from None
+
+    def trading(self) -> TradingBody:
+        """The trading switch as ``runner_state.json`` holds it (``StateFileError`` as
+        ``runner_state``): what a stopped daemon left, or ``vigil trading halt`` wrote."""
+        switch = self.runner_state().trading
+        return TradingBody(
+            state=switch.mode, reason=switch.reason, changed_at_ms=switch.since_ms or None
+        )
 
     def paper_account(self) -> AccountBody:
         """The paper account as last saved, marked at the last prices it saw."""

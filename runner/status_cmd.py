@@ -139,7 +139,7 @@ def _from_files(settings: Settings, why: str) -> StatusView:
     files = StateDirFiles(settings.state_dir)
     unavailable = {"breaker": NEEDS_DAEMON, "budget_left_today_usd": NEEDS_DAEMON, "api": why}
     try:
-        trading = TradingBody.model_validate(_trading_of(files))
+        trading = files.trading()
     except StateFileError as exc:
         trading = TradingBody(state=None)
         unavailable["trading"] = str(exc)
@@ -160,15 +160,6 @@ def _from_files(settings: Settings, why: str) -> StatusView:
         agent_figures=(None, None, None),
         unavailable=unavailable,
     )
-
-
-def _trading_of(files: StateDirFiles) -> dict[str, object]:
-    state = files.runner_state()
-    return {
-        "state": "halted" if state.trading.halted else "active",
-        "reason": state.trading.reason,
-        "changed_at_ms": state.trading.since_ms or None,
-    }
 
 
 def _view(

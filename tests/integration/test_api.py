@@ -29,9 +29,9 @@ from core.clock import VirtualClock
 from core.errors import RefuseToStartError
 from runner.api_wiring import SwitchControl
 from state.edit_checks import NOTES_MAX_CHARS
-from state.models import parse_state_bytes
+from state.models import parse_state_bytes, render_state
 from state.store import RunnerStateStore
-from state.trading import REASON_MAX_CHARS
+from state.trading import HALTED, REASON_MAX_CHARS, TradingState
 
 DATA_ROUTES = [
     ("GET", "/api/status"),
@@ -73,10 +73,32 @@ async def test_status_from_the_files_says_what_needs_a_daemon(state_dir: Path) -
     assert code == 200 and isinstance(body, dict)
     assert body["source"] == "state_dir"
     assert body["loops"] is None and "daemon" in body["unavailable"]["loops"]
-    assert body["trading"]["state"] is None and body["unavailable"]["trading"]
+    # runner_state.json says it: vigil serve said "this build has no trading state" (null)
+    assert body["trading"] == {"state": "active", "reason": "", "changed_at_ms": None}
+    assert "trading" not in body["unavailable"]
     assert body["equity_usd"] == pytest.approx(9160.0 + 0.4 * 2200.0)
     assert body["open_positions"] == 1
     assert body["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
+
+
+async def test_status_from_the_files_reads_a_halt_from_runner_state(state_dir: Path) -> None:
+    """A stopped daemon's halt, or one ``vigil trading halt`` wrote, as ``vigil status`` shows it."""
+    path = state_dir / "runner_state.json"
+    state, _ = parse_state_bytes(path.read_bytes())
+    halt = TradingState(mode=HALTED, reason="broker disagrees", since_ms=T0_MS, by="cli")
+    path.write_bytes(render_state(state.model_copy(update={"trading": halt})))
+    async with serve_api(state_dir) as api:
+        _, halted = await api.get("/api/status")
+        path.write_bytes(b"{not json")
+        _, broken = await api.get("/api/status")
+    assert isinstance(halted, dict) and isinstance(broken, dict)
+    assert halted["trading"] == {
+        "state": "halted",
+        "reason": "broker disagrees",
+        "changed_at_ms": T0_MS,
+    }
+    assert broken["trading"]["state"] is None
+    assert "runner_state.json" in broken["unavailable"]["trading"]
 
 
 async def test_positions_carry_unrealised_pnl(state_dir: Path) -> None:
