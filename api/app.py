@@ -58,7 +58,12 @@ from state.memory_history import memory_history
 
 NO_DAEMON = "no daemon is running on this state dir (vigil serve reads its files)"
 NO_TRADING_STATE = "this build has no trading state (ACTIVE/HALTED)"
-NO_MEMORY_GRAPH = "this build has no trading memory graph yet"
+#: the trading memory (memory.db or Neo4j) is not read here: its store belongs to the daemon and
+#: ``vigil memory``, which rank its lessons against a market situation
+MEMORY_NOT_SERVED = (
+    "the trading memory's lessons are not served by the API: `vigil memory list`, `search` or "
+    "`stats` on the state dir"
+)
 
 #: routers added by later parts (metrics, stream, dashboard, runs): given the app and its context
 Extension = Callable[[FastAPI, "ApiContext", BearerAuth], None]
@@ -222,7 +227,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
             agent_memory_max_chars=AGENT_MEMORY_MAX_CHARS,
             history=memory_history(state.extra),
             insights=None,
-            unavailable={"insights": NO_MEMORY_GRAPH},
+            unavailable={"insights": MEMORY_NOT_SERVED},
         )
 
     @app.put(
