@@ -225,7 +225,23 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from runner.serve_cmd import serve
 
         return asyncio.run(serve(settings))
+    misplaced = _simulator_flag(args, settings)
+    if misplaced is not None:
+        print(
+            f'vigil run: {misplaced} is the simulator\'s: add --sim (or set market.source = "sim")',
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     return _run(settings, live=getattr(args, "live", False))
+
+
+def _simulator_flag(args: argparse.Namespace, settings: Settings) -> str | None:
+    """A ``run`` option only the simulator reads, given for live market data: the daemon took
+    it silently and traded Binance's data in real time (``--sim`` forgotten)."""
+    if settings.market.source == "sim":
+        return None
+    given = [flag for flag in ("speed", "start") if getattr(args, flag, None) is not None]
+    return f"--{given[0]}" if given else None
 
 
 def _run(settings: Settings, *, live: bool) -> int:
