@@ -22,6 +22,7 @@ from runner.config import STATE_DIR, Settings, load_settings
 from runner.data.command import add_data_parser, run_data
 from runner.memory_cmd import add_memory_parser, run_memory
 from runner.replay.parser import add_replay_parser
+from runner.state_dir_check import require_state_dir
 from runner.sweep.command import add_sweep_parser, run_sweep_command
 from state.line_text import terminal_safe_lines
 
@@ -191,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     command = args.command or "run"
+    require_state_dir(command, settings)
     if command == "config":
         print(json.dumps(settings.redacted(), indent=2, sort_keys=True))
         return 0
