@@ -80,7 +80,7 @@ class ApiServer:
                 await asyncio.sleep(0.01)  # uvicorn's own startup, in real time
             self._publish()
             self.started.set()
-            log.info("API on %s (docs %s/docs)", self.url, self.url)
+            log.info(self._started_line())
             await asyncio.shield(serving)
             raise RuntimeError("the API server stopped")
         finally:
@@ -90,6 +90,16 @@ class ApiServer:
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await asyncio.wait_for(serving, GRACEFUL_STOP_SECS + 1.0)
             sock.close()
+
+    def _started_line(self) -> str:
+        if self._endpoint_file is None:
+            # the daemon's link for its API process (api_wiring): logged as "API on ..." beside
+            # the operator's, its port passed for the API's (alone, when the API's was taken)
+            return (
+                f"the daemon's private API for its API process on {self.url} "
+                "(not the operator's API: that is in api.json)"
+            )
+        return f"API on {self.url} (docs {self.url}/docs)"
 
     def _publish(self) -> None:
         if self._endpoint_file is not None:
