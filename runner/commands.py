@@ -74,18 +74,20 @@ def _add_daemon_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser
     )
 
     sim = sub.add_parser("sim", help="run the Binance simulator standalone")
-    sim.add_argument(
-        "--port", type=port_number, default=8765, help="websocket port (REST is port + 1)"
-    )
+    sim.add_argument("--port", type=port_number, default=8765, help="websocket port (default 8765)")
     sim.add_argument("--rest-port", type=port_number, help="REST port (default: --port + 1)")
-    sim.add_argument("--speed", type=float, help="speed factor")
+    sim.add_argument("--speed", type=float, help="speed factor (default [sim] speed, 60)")
     sim.add_argument("--start", help="simulated start instant, ISO 8601 UTC")
     sim.add_argument("--update-interval-ms", type=int, help="kline cadence (default 250)")
 
 
 def _add_operator_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """What an operator runs beside the daemon: ``health``, ``status``, ``serve``."""
-    health = sub.add_parser("health", help="exit 0 if the daemon's heartbeat is fresh, else 1")
+    about = (
+        "exit 0 if the daemon is healthy (a fresh heartbeat, market data, a journal it can write, "
+        "trading not halted), else 1 with one line per problem"
+    )
+    health = sub.add_parser("health", help=about, description=about)
     health.add_argument(
         "--stale-secs", type=seconds_limit, help="override supervisor.heartbeat_stale_secs"
     )
