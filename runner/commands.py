@@ -325,6 +325,7 @@ def _health(settings: Settings, stale_secs: float | None) -> int:
 
 def _sim(args: argparse.Namespace, settings: Settings) -> int:
     from runner.logging_setup import configure_logging
+    from runner.stop_signals import until_stop_signal
     from runner.warmup import look_back_window
     from sim.exchange import run_standalone
 
@@ -336,18 +337,17 @@ def _sim(args: argparse.Namespace, settings: Settings) -> int:
         )
         return EXIT_USAGE
     start_ms = settings.sim.start_ms
-    asyncio.run(
-        run_standalone(
-            host=settings.sim.host,
-            ws_port=args.port,
-            rest_port=rest_port,
-            start_ms=start_ms,
-            speed=settings.sim.speed,
-            tickers=settings.market.tickers,
-            update_interval_ms=settings.sim.update_interval_ms,
-            data_dir=settings.data_dir,
-            # a client daemon's warm-up look-back, as ``vigil run --sim`` keeps
-            first_ms=look_back_window(settings.market.history_days, start_ms, start_ms)[0],
-        )
+    standalone = run_standalone(
+        host=settings.sim.host,
+        ws_port=args.port,
+        rest_port=rest_port,
+        start_ms=start_ms,
+        speed=settings.sim.speed,
+        tickers=settings.market.tickers,
+        update_interval_ms=settings.sim.update_interval_ms,
+        data_dir=settings.data_dir,
+        # a client daemon's warm-up look-back, as ``vigil run --sim`` keeps
+        first_ms=look_back_window(settings.market.history_days, start_ms, start_ms)[0],
     )
+    asyncio.run(until_stop_signal(standalone))  # docker stop, Ctrl-C, a closed terminal: exit 0
     return 0

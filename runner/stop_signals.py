@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from contextlib import suppress
+from typing import Any
 
 
 def stop_signals() -> tuple[signal.Signals, ...]:
@@ -25,3 +26,22 @@ def on_stop_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[str], objec
     for sig in stop_signals():
         with suppress(NotImplementedError):  # no signal handlers on this platform's loop
             loop.add_signal_handler(sig, stop, sig.name)
+
+
+async def until_stop_signal(work: Coroutine[Any, Any, None]) -> None:
+    """Run ``work`` until it ends, or until a stop signal cancels it (its ``finally`` blocks run)
+    and then return as a normal stop. ``vigil sim`` had no handlers: SIGTERM and SIGHUP killed it
+    with its servers open, and Ctrl-C was a KeyboardInterrupt (exit 130)."""
+    task = asyncio.ensure_future(work)
+    signalled: list[str] = []
+
+    def stop(name: str) -> None:
+        signalled.append(name)
+        task.cancel()
+
+    on_stop_signals(asyncio.get_running_loop(), stop)
+    try:
+        await task
+    except asyncio.CancelledError:
+        if not signalled:
+            raise
