@@ -10,6 +10,7 @@ route needs the bearer token; ``/healthz`` does not. Bad input is a 4xx with the
 import asyncio
 import json
 import math
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
@@ -41,6 +42,7 @@ from api.models import (
     ErrorBody,
     HaltRequest,
     InvalidBody,
+    LastDecisionBody,
     MemoryBody,
     NotesEdit,
     NotesEditResult,
@@ -388,13 +390,15 @@ async def _status(ctx: ApiContext) -> StatusBody:
             unavailable["trading"] = str(exc)
     else:
         unavailable["trading"] = NO_TRADING_STATE
+    try:
+        last_decision = files.last_decision()
+    except StateFileError as exc:
+        last_decision, unavailable["last_decision"] = None, str(exc)
     if daemon is None:
         account = files.paper_account()
         for name in ("loops", "streams", "agent", "gate"):
             unavailable[name] = NO_DAEMON
-        import time
-
-        now_ms = int(time.time() * 1000)
+        now_ms = _files_now_ms(last_decision)
         loops = streams = agent = gate = None
     else:
         account = await _live_account(daemon)
@@ -407,10 +411,6 @@ async def _status(ctx: ApiContext) -> StatusBody:
         )
     if account.equity_usd is None:
         unavailable["equity_usd"] = "; ".join(account.unavailable.values()) or "unknown"
-    try:
-        last_decision = files.last_decision()
-    except StateFileError as exc:
-        last_decision, unavailable["last_decision"] = None, str(exc)
     heartbeat_age, problem = files.heartbeat()
     if problem is not None:
         unavailable["heartbeat"] = problem
@@ -428,6 +428,15 @@ async def _status(ctx: ApiContext) -> StatusBody:
         last_decision=last_decision,
         unavailable=unavailable,
     )
+
+
+def _files_now_ms(last: LastDecisionBody | None) -> int:
+    """``now`` of a state dir with no daemon (``vigil serve``): its last decision's instant, as
+    ``vigil status`` has it, so a replay's or a simulated run's cost days are its own days (the
+    wall clock's day left its cost table empty); the wall clock before any decision."""
+    if last is not None:
+        return last.at_ms
+    return int(time.time() * 1000)
 
 
 __all__ = ["ApiContext", "Extension", "create_app"]

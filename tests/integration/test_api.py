@@ -79,6 +79,11 @@ async def test_status_from_the_files_says_what_needs_a_daemon(state_dir: Path) -
     assert body["equity_usd"] == pytest.approx(9160.0 + 0.4 * 2200.0)
     assert body["open_positions"] == 1
     assert body["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
+    # a stopped run's "now" is its last decision, as vigil status has it: the wall clock's day
+    # left a replay's or a simulated run's cost table empty ("days": [])
+    assert body["now_ms"] == T0_MS + 4 * 60_000
+    assert body["cost"]["today"]["total"]["decisions"] == 10  # its lines: 5 decisions, 5 reviews
+    assert [day["day"] for day in body["cost"]["days"]] == ["2025-03-01"]
 
 
 async def test_status_from_the_files_reads_a_halt_from_runner_state(state_dir: Path) -> None:
