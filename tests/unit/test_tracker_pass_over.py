@@ -12,6 +12,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -143,7 +144,7 @@ _steps = st.lists(
     attach=True,
 )
 def test_passing_over_quiet_cycles_is_the_same_run(
-    tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory,
     steps: list[Step],
     cadence: tuple[float, float],
     start_secs: float,
@@ -151,8 +152,10 @@ def test_passing_over_quiet_cycles_is_the_same_run(
 ) -> None:
     config = TrackerConfig(safety_interval_secs=cadence[0], agent_interval_secs=cadence[1])
     run = functools.partial(_run, steps=steps, config=config, start_secs=start_secs, attach=attach)
-    woken, none = asyncio.run(run(tmp_path / "a", pass_idle=False))
-    passed, _ = asyncio.run(run(tmp_path / "b", pass_idle=True))
+    # a folder per example: the tracker loads the runner_state.json it finds, and one an earlier
+    # example left (a position it still tracked) made this example's two runs differ at random
+    woken, none = asyncio.run(run(tmp_path_factory.mktemp("woken"), pass_idle=False))
+    passed, _ = asyncio.run(run(tmp_path_factory.mktemp("passed"), pass_idle=True))
     assert none == 0
     assert passed == woken
 
