@@ -10,6 +10,7 @@ rename) and refused with ``IsADirectoryError`` unless it is a regular file.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from collections.abc import Iterator
@@ -112,6 +113,31 @@ def read_bytes_or_none(path: Path | str, *, max_bytes: int | None = None) -> byt
         return None
 
 
+def open_appending(path: Path | str) -> int:
+    """A descriptor appending to ``path`` at its own name (a log file, opened again at each
+    rotation), made when there is none: never through a symlink there, nor blocking on a FIFO
+    (a writer's open waits for a reader), and only a regular file; each refusal an ``OSError``
+    saying what stands there."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o666)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise OSError(exc.errno, "a symlink, never written through", str(path)) from None
+        if exc.errno == errno.ENXIO:  # a FIFO no one reads
+            raise not_a_regular_file(path, os.lstat(path).st_mode) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise not_a_regular_file(path, mode)
+        os.set_blocking(fd, True)  # O_NONBLOCK was for the open only
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def refuse_unless_regular(path: Path, what: str = "") -> None:
     """Refuses the start unless ``path`` is a regular file or nothing, for a file written by name
     at its own place (a journal, a log): a symlink there was written through (a dangling one made
@@ -136,6 +162,7 @@ __all__ = [
     "FileTooLargeError",
     "blocks_within",
     "not_a_regular_file",
+    "open_appending",
     "open_regular_file",
     "open_regular_text",
     "read_bytes_or_none",

@@ -22,6 +22,7 @@ from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
 from core.regular_file import refuse_unless_regular
+from runner.log_file import LogFileHandler
 from state.line_text import terminal_safe_json, terminal_safe_lines
 from state.state_file import STATE_DIR_SETTING
 
@@ -149,11 +150,8 @@ def _log_file_handler(log_file: Path, config: LogConfig) -> logging.Handler:
         log_file.parent.mkdir(parents=True, exist_ok=True)
         # appended to by name: a symlink there had every line appended to whatever it named
         refuse_unless_regular(log_file, "the log file ")
-        return logging.handlers.RotatingFileHandler(
-            log_file,
-            maxBytes=config.file_max_bytes,
-            backupCount=config.file_backups,
-            encoding="utf-8",
+        return LogFileHandler(
+            log_file, max_bytes=config.file_max_bytes, backups=config.file_backups
         )
     except OSError as exc:  # the first thing a daemon writes in its state dir
         raise RefuseToStartError(
