@@ -21,6 +21,7 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 from pydantic import BaseModel, ConfigDict
 
@@ -30,9 +31,11 @@ from api.files import StateDirFiles
 from api.proxy import Upstream
 from api.server import ApiServer
 from api.stream import stream_routes
-from core.errors import EXIT_REFUSE_TO_START, RetryableError
+from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError, RetryableError
+from core.regular_file import refuse_unless_regular
 from runner.logging_setup import LogConfig, configure_logging
 from runner.stop_signals import on_stop_signals
+from state.line_text import as_one_line
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,10 @@ class ApiProcessSpec(BaseModel):
 
 #: the API process's exit code when it could not listen (its log line says why): it refused to start
 EXIT_CANNOT_LISTEN = EXIT_REFUSE_TO_START
+#: the API process's exit code when its log file is refused (sysexits EX_CANTCREAT): a symlink,
+#: FIFO or folder at ``logs/api.log`` is a person's to move, and no later try would find it gone
+EXIT_LOG_REFUSED = 73
+API_LOG_NAME = "api.log"
 
 
 class ApiCannotListenError(RetryableError):
@@ -68,7 +75,28 @@ class ApiCannotListenError(RetryableError):
 
 async def run_api_process(upstream: ApiServer, spec: ApiProcessSpec) -> None:
     """Serve the private API, run the API process beside it (``spec`` with the private API's
-    URL, known once it listens); raise when either stops."""
+    URL, known once it listens); raise when either stops. A refused ``api.log`` turns the API
+    off until the daemon stops (``_api_off``): started again, it was refused again each time."""
+    api_log = spec.logs_dir / API_LOG_NAME
+    try:  # its refusal said here, in vigil.log (the API process's own log is what is refused)
+        refuse_unless_regular(api_log, "the API's log file ")
+    except RefuseToStartError as exc:
+        await _api_off(str(exc))
+    if await _serve_beside(upstream, spec) == EXIT_LOG_REFUSED:  # planted since the check
+        await _api_off(f"the API process refused its log file {api_log} (it said why on stderr)")
+
+
+async def _api_off(why: str) -> NoReturn:
+    """Say ``why`` once and wait to be cancelled: a loop that raised was started again after its
+    backoff, and the API process printed its traceback and was refused again, for good."""
+    log.error("%s; the API is off until vigil starts again (trading goes on)", why)
+    await asyncio.get_running_loop().create_future()  # never set: until the daemon stops
+    raise AssertionError("unreachable: only cancelled")  # pragma: no cover
+
+
+async def _serve_beside(upstream: ApiServer, spec: ApiProcessSpec) -> int:
+    """Serve the private API and run the API process; its exit code when it refused its log
+    file, else raise when either stops."""
     serving = asyncio.create_task(upstream.run(), name="api upstream")
     try:
         await _started(upstream, serving)
@@ -83,6 +111,8 @@ async def run_api_process(upstream: ApiServer, spec: ApiProcessSpec) -> None:
             await asyncio.wait({serving, exited}, return_when=asyncio.FIRST_COMPLETED)
             if serving.done():
                 serving.result()  # raises what stopped it
+            if proc.returncode == EXIT_LOG_REFUSED:
+                return EXIT_LOG_REFUSED
             if proc.returncode == EXIT_CANNOT_LISTEN:
                 where = f"{spec.api.host}:{spec.api.port}"
                 raise ApiCannotListenError(f"the API process cannot listen on {where} (api.log)")
@@ -215,9 +245,13 @@ def pin_to_cpus(cpus: tuple[int, ...]) -> str:
 def main() -> int:
     spec = ApiProcessSpec.model_validate_json(sys.stdin.buffer.readline())
     os.nice(spec.api.process_nice)  # the daemon's decisions come first on a busy machine
-    configure_logging(
-        spec.log_level, [spec.token], config=spec.log, log_file=spec.logs_dir / "api.log"
-    )
+    try:
+        configure_logging(
+            spec.log_level, [spec.token], config=spec.log, log_file=spec.logs_dir / API_LOG_NAME
+        )
+    except RefuseToStartError as exc:  # was a traceback, and the daemon started it again
+        print(f"vigil API: {as_one_line(str(exc))}", file=sys.stderr)
+        return EXIT_LOG_REFUSED
     cpus = pin_to_cpus(spec.api.process_cpus)
     log.info("API process %s at niceness +%s on CPUs %s", os.getpid(), spec.api.process_nice, cpus)
     return asyncio.run(_serve(spec))
@@ -227,4 +261,12 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
-__all__ = ["ApiProcessSpec", "build_process_server", "main", "pin_to_cpus", "run_api_process"]
+__all__ = [
+    "API_LOG_NAME",
+    "EXIT_LOG_REFUSED",
+    "ApiProcessSpec",
+    "build_process_server",
+    "main",
+    "pin_to_cpus",
+    "run_api_process",
+]
