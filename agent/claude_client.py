@@ -121,14 +121,18 @@ def fails_over(kind: str) -> bool:
 
 
 class CallFailed(Exception):
-    """Every try failed (or one failed in a way not worth retrying); ``attempts`` says how."""
+    """Every try failed (or one failed in a way not worth retrying); ``attempts`` says how.
+    ``budget_spent``: the day's budget refused the retry the failure was worth (its reason), so
+    a caller says the spent budget as it says it when it asks nothing (once a day), not as a
+    failure of the model's at each call."""
 
-    def __init__(self, attempts: list[Attempt]) -> None:
+    def __init__(self, attempts: list[Attempt], budget_spent: str | None = None) -> None:
         last = attempts[-1]
         super().__init__(f"{last.kind}: {last.detail}")
         self.attempts = attempts
         self.kind = last.kind
         self.detail = last.detail
+        self.budget_spent = budget_spent
 
 
 class ModelGone(CallFailed):
@@ -256,7 +260,7 @@ class ClaudeClient:
                 if following is None or not fails_over(failure.kind):
                     if failure.kind == MODEL_NOT_FOUND:
                         self._say_gone(model, None)
-                    raise CallFailed(attempts) from None
+                    raise CallFailed(attempts, failure.budget_spent) from None
                 if failure.kind == MODEL_NOT_FOUND:
                     self._say_gone(model, following)
                 else:
@@ -302,6 +306,7 @@ class ClaudeClient:
         within the cap; a longer retry-after or a failure not worth retrying ends the call now.
         """
         attempts: list[Attempt] = []
+        refused: list[str] = []  # the budget's reason, when it refused a retry
 
         def worth_retrying(exc: BaseException) -> bool:
             if not isinstance(exc, _TryFailed) or not self._worth_retrying(exc, len(attempts)):
@@ -312,6 +317,7 @@ class ClaudeClient:
                 attempts[-1] = last.model_copy(
                     update={"detail": f"{last.detail} (not retried: {why})"}
                 )
+                refused.append(why)
             return why is None
 
         try:
@@ -343,7 +349,7 @@ class ClaudeClient:
                     )
                     return CallResult(value=value, attempts=attempts)
         except _TryFailed:
-            raise CallFailed(attempts) from None
+            raise CallFailed(attempts, refused[-1] if refused else None) from None
         raise CallFailed(attempts)  # pragma: no cover - tenacity returns or re-raises
 
     def _worth_retrying(self, failure: _TryFailed, tries: int) -> bool:

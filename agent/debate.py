@@ -34,7 +34,7 @@ from agent.claude import (
     model_status,
     spend_check,
 )
-from agent.claude_client import NOT_SENT, Attempt, CallFailed, ClaudeClient
+from agent.claude_client import Attempt, CallFailed, ClaudeClient, nothing_sent
 from agent.claude_schema import DEFAULT_WAKE_RULES, Note, WakeRules
 from agent.config import AgentConfig
 from agent.debate_apply import apply_manager, trader_decision
@@ -252,15 +252,16 @@ class DebateDecider:
         # each role call is one more the day's budget must allow (checked once, a debate that
         # spent it in its first round asked every later role on top of it)
         spent_reason = budget_spent_reason(self.ledger.budget)
-        spent = spent_reason is not None
+        not_asked = spent_reason is not None
         output: RoleOutput
         attempts: list[Attempt]
         notes: list[Note] = []  # the answer's items dropped on arrival
         if spent_reason is not None:
             output, attempts, reason = fallback_output(role, tickers), [], BUDGET_SPENT
+        else:  # its failed answer's retry refused for the budget: said as the budget, once a day
+            output, attempts, reason, notes, spent_reason = await self._call(role, request, tickers)
+        if spent_reason is not None:
             self._say_budget_spent(spent_reason)
-        else:
-            output, attempts, reason, notes = await self._call(role, request, tickers)
         if not reason:  # model text: no secret is kept, journaled or re-sent to the next role
             try:
                 output = type(output).model_validate(
@@ -274,10 +275,9 @@ class DebateDecider:
         # a retired model not asked again (ModelGone) was said once, by the client, and a spent
         # budget once a day (_say_budget_spent): repeated for each role, each was four to six
         # warnings a debate until the model changed or the day ended
-        not_asked = spent or (bool(attempts) and all(a.outcome == NOT_SENT for a in attempts))
-        if reason and not not_asked:
+        if reason and spent_reason is None and not nothing_sent(attempts):
             log.warning("debate: %s fell back (%s)", role, reason)
-        usage = None if spent else self.ledger.record(attempts, failed=bool(reason))
+        usage = None if not_asked else self.ledger.record(attempts, failed=bool(reason))
         outcome = RoleResult(
             role=role,
             model=str(request["model"]),
@@ -293,6 +293,7 @@ class DebateDecider:
             memories=tuple(memories),
             text=self._hygiene.clean(output_text(output)),
             notes=tuple(notes),
+            budget_spent=spent_reason is not None,
         )
         if at_ms is not None:
             self._keep(outcome, at_ms, tickers)
@@ -306,9 +307,9 @@ class DebateDecider:
 
     async def _call(
         self, role: Role, request: dict[str, Any], tickers: list[str]
-    ) -> tuple[RoleOutput, list[Attempt], str, list[Note]]:
-        """The role's output, its tries, why it fell back ("" when it answered) and what of its
-        answer was dropped on arrival."""
+    ) -> tuple[RoleOutput, list[Attempt], str, list[Note], str | None]:
+        """The role's output, its tries, why it fell back ("" when it answered), what of its
+        answer was dropped on arrival, and the budget's reason when it refused a retry."""
         assert self._client is not None
 
         def parse(text: str) -> tuple[RoleOutput, list[Note]]:
@@ -319,15 +320,16 @@ class DebateDecider:
                 request, parse, self._config.failover_models, spend=spend_check(self.ledger)
             )
         except CallFailed as failure:
-            return fallback_output(role, tickers), failure.attempts, failure.kind, []
+            stub = fallback_output(role, tickers)
+            return stub, failure.attempts, failure.kind, [], failure.budget_spent
         except Exception as exc:  # a bug or an SDK surprise: this role falls back, loudly
             log.exception("debate: %s call failed unexpectedly", role)
             attempt = Attempt(
                 attempt=1, outcome="failed", kind="unexpected_error", detail=repr(exc)[:300]
             )
-            return fallback_output(role, tickers), [attempt], "unexpected_error", []
+            return fallback_output(role, tickers), [attempt], "unexpected_error", [], None
         output, notes = result.value
-        return output, result.attempts, "", notes
+        return output, result.attempts, "", notes, None
 
     def _keep(self, result: RoleResult, at_ms: int, tickers: list[str]) -> None:
         ticker = tickers[0] if len(tickers) == 1 else None
@@ -368,10 +370,11 @@ class DebateDecider:
             result = await self._ask(
                 "reflection", context, memories, {}, [event.ticker], at_ms=None
             )
-            if result.reason == BUDGET_SPENT:  # not asked: reflected on when the budget allows
-                self._exits[:0] = exits[n:]
+            if result.asked:  # its usage is the decision's, whether or not the lesson comes
+                results.append(result)
+            if result.budget_spent:  # not asked, or its retry refused: reflected on when the
+                self._exits[:0] = exits[n:]  # budget allows (it was lost with the retry refused)
                 break
-            results.append(result)
             written.append({"ticker": event.ticker, **await self._writer.reflection(result, event)})
         return written
 

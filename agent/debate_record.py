@@ -30,6 +30,8 @@ class RoleResult(BaseModel):
     memories: tuple[Recalled, ...]
     text: str  # the output as kept in memory: redacted and cut
     notes: tuple[Note, ...] = ()  # items of the answer dropped on arrival, each with why
+    #: the day's budget kept it from being asked, or from the retry its failed answer was worth
+    budget_spent: bool = False
 
     @property
     def asked(self) -> bool:
