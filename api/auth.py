@@ -20,7 +20,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from api.config import is_loopback
 from core.errors import RefuseToStartError
-from core.regular_file import FileTooLargeError, read_regular_text
+from core.regular_file import FileTooLargeError, SymlinkRefusedError, read_regular_text
 
 TOKEN_FILE_NAME = "api_token"
 #: a token is 43 characters: read whole, a file of a gigabyte (a crash's zeros) took it all
@@ -40,13 +40,15 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
         )
     path = state_dir / TOKEN_FILE_NAME
     try:  # a regular file only: a FIFO there waited for a writer, and the start hung
-        existing = read_regular_text(path, max_bytes=_TOKEN_FILE_MAX_BYTES).strip()
+        existing = _read_token(path)
     except FileNotFoundError:
         existing = ""
     except (OSError, UnicodeDecodeError) as exc:  # were tracebacks; someone's file: kept
         # the only OSErrors without a strerror are read_regular_file's own refusals
         if isinstance(exc, FileTooLargeError):
             why = f"over {_TOKEN_FILE_MAX_BYTES:,} bytes"
+        elif isinstance(exc, SymlinkRefusedError):
+            why = "a symlink: the token is kept only in the state dir"
         elif isinstance(exc, OSError):
             why = exc.strerror or "not a regular file"
         else:
@@ -76,10 +78,16 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
 
 def read_token_file(state_dir: Path) -> str | None:
     try:
-        path = state_dir / TOKEN_FILE_NAME
-        return read_regular_text(path, max_bytes=_TOKEN_FILE_MAX_BYTES).strip() or None
+        return _read_token(state_dir / TOKEN_FILE_NAME) or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def _read_token(path: Path) -> str:
+    """The token in ``path``, never through a symlink there: one to someone's file was read as
+    the token (its first line sent as a bearer token, the API guarded by it), where making one
+    refuses the link."""
+    return read_regular_text(path, max_bytes=_TOKEN_FILE_MAX_BYTES, follow_links=False).strip()
 
 
 class BearerAuth:

@@ -21,10 +21,22 @@ from typing import BinaryIO, Protocol
 from core.errors import RefuseToStartError
 
 
-def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
+def open_regular_file(
+    path: Path | str, *, buffering: int = -1, follow_links: bool = True
+) -> BinaryIO:
     """``path`` opened for reading in binary; ``IsADirectoryError`` for anything but a regular
-    file (a directory, a device, a FIFO, a socket), ``FileNotFoundError`` when there is none."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    file (a directory, a device, a FIFO, a socket), ``FileNotFoundError`` when there is none.
+    ``follow_links`` False: a symlink at ``path`` itself is ``SymlinkRefusedError`` (a secret
+    vigil made there is read only where it made it)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags if follow_links else flags | os.O_NOFOLLOW)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow_links:
+            raise SymlinkRefusedError(
+                exc.errno, "a symlink, never read through", str(path)
+            ) from None
+        raise
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
@@ -33,6 +45,10 @@ def open_regular_file(path: Path | str, *, buffering: int = -1) -> BinaryIO:
     except BaseException:
         os.close(fd)
         raise
+
+
+class SymlinkRefusedError(OSError):
+    """A symlink where a file vigil keeps at its own name was to be read (``follow_links``)."""
 
 
 def not_a_regular_file(path: Path | str, mode: int) -> IsADirectoryError:
@@ -81,12 +97,12 @@ def blocks_within(
 
 
 def read_regular_file(
-    path: Path | str, *, max_bytes: int | None = None
+    path: Path | str, *, max_bytes: int | None = None, follow_links: bool = True
 ) -> tuple[os.stat_result, bytes]:
     """``path``'s stat and bytes, both from one open file (see ``open_regular_file``);
     ``FileTooLargeError`` when it holds more than ``max_bytes`` (only that much more is read, so
     a sparse file of gigabytes, or one growing while read, costs no more)."""
-    with open_regular_file(path) as handle:
+    with open_regular_file(path, follow_links=follow_links) as handle:
         st = os.fstat(handle.fileno())
         if max_bytes is None:
             return st, handle.read()
@@ -99,10 +115,16 @@ def read_regular_file(
 
 
 def read_regular_text(
-    path: Path | str, *, encoding: str = "utf-8", max_bytes: int | None = None
+    path: Path | str,
+    *,
+    encoding: str = "utf-8",
+    max_bytes: int | None = None,
+    follow_links: bool = True,
 ) -> str:
     """``path``'s text (see ``read_regular_file``)."""
-    return read_regular_file(path, max_bytes=max_bytes)[1].decode(encoding)
+    return read_regular_file(path, max_bytes=max_bytes, follow_links=follow_links)[1].decode(
+        encoding
+    )
 
 
 def read_bytes_or_none(path: Path | str, *, max_bytes: int | None = None) -> bytes | None:
@@ -160,6 +182,7 @@ def refuse_unless_regular(path: Path, what: str = "") -> None:
 
 __all__ = [
     "FileTooLargeError",
+    "SymlinkRefusedError",
     "blocks_within",
     "not_a_regular_file",
     "open_appending",

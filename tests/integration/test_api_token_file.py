@@ -14,7 +14,7 @@ import pytest
 from fakes.api_support import default_settings
 from fakes.fifo import outcome_beside_fifo
 
-from api.auth import TOKEN_FILE_NAME
+from api.auth import TOKEN_FILE_NAME, read_token_file
 from api.server import ENDPOINT_FILE_NAME
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError
 from runner.api_wiring import api_token
@@ -85,3 +85,19 @@ def test_a_new_token_is_never_written_through_a_symlink(settings: Settings, targ
         b"" if target == "empty" else None
     )
     assert path.is_symlink()
+
+
+def test_a_token_read_through_a_symlink_refuses_the_start_naming_it(settings: Settings) -> None:
+    """Making a token refused a symlink at api_token, but reading one followed it: a link to
+    someone's non-empty file had its first line taken as the API's token (the daemon's API
+    guarded by it, and ``vigil status`` sending it as a bearer token). Both refuse the link."""
+    elsewhere = settings.state_dir.parent / "shared" / "notes.txt"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text("a line of someone's file\n")
+    path = settings.state_dir / TOKEN_FILE_NAME
+    path.symlink_to(elsewhere)
+    with pytest.raises(RefuseToStartError) as refused:
+        api_token(settings)
+    assert str(path) in str(refused.value) and "a symlink" in str(refused.value)
+    assert read_token_file(settings.state_dir) is None
+    assert path.is_symlink() and elsewhere.read_text() == "a line of someone's file\n"
