@@ -18,12 +18,12 @@ by ``BINANCE_API_KEY_FILE`` / ``BINANCE_API_SECRET_FILE`` (Docker secrets). They
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from core.errors import RefuseToStartError
+from core.regular_file import read_regular_text
 
 Mode = Literal["testnet", "live"]
 
@@ -34,6 +34,8 @@ API_SECRET_VAR: Final = "BINANCE_API_SECRET"
 TESTNET_URL: Final = "https://demo-fapi.binance.com"
 LEGACY_TESTNET_URL: Final = "https://testnet.binancefuture.com"
 LIVE_URL: Final = "https://fapi.binance.com"
+#: a key or secret is under a hundred characters; a file holding more is not one
+KEY_FILE_MAX_BYTES: Final = 64 * 1024
 
 
 class ApiKeys(BaseModel):
@@ -71,10 +73,11 @@ def _read(env: Mapping[str, str], name: str) -> str:
     if value and file_name:
         raise RefuseToStartError(f"both {name} and {name}_FILE are set: keep one")
     if file_name:
-        try:
-            value = Path(file_name).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise RefuseToStartError(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
+        try:  # a small regular file only: a FIFO there held the start, a huge one was read whole
+            text = read_regular_text(file_name, encoding="utf-8-sig", max_bytes=KEY_FILE_MAX_BYTES)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise RefuseToStartError(f"{name}_FILE={file_name!r} cannot be read: {exc}") from None
+        value = text.strip()
     if not value:
         raise RefuseToStartError(f"the ccxt broker needs {name} (or {name}_FILE) to be set")
     return value

@@ -23,12 +23,15 @@ from typing import Any, Final
 import orjson
 from pydantic import BaseModel
 
+from core.regular_file import read_regular_file
 from state.atomic import atomic_write_bytes
 
 log = logging.getLogger(__name__)
 
 FAULT_FILE_NAME: Final = "journal_fault.json"
 _REPR_CHARS: Final = 200
+#: the fault file is a few hundred bytes (its texts are cut at ``_REPR_CHARS``): 1 MiB is plenty
+_FAULT_FILE_MAX_BYTES: Final = 1 << 20
 #: orjson encodes integers in [-2**63, 2**64 - 1]
 _INT_MIN: Final = -(2**63)
 _INT_MAX: Final = 2**64 - 1
@@ -94,9 +97,12 @@ class JournalHealth:
 
 
 def read_fault_file(state_dir: Path) -> dict[str, Any] | None:
-    """What the last journal fault was (None: never one); a file that cannot be read says why."""
+    """What the last journal fault was (None: never one); a file that cannot be read says why.
+    A regular file of at most ``_FAULT_FILE_MAX_BYTES`` only: read whole, a FIFO there waited for
+    a writer and a crash's gigabyte of zeros was taken whole before it was found no JSON."""
     try:
-        found: object = orjson.loads((state_dir / FAULT_FILE_NAME).read_bytes())
+        path = state_dir / FAULT_FILE_NAME
+        found: object = orjson.loads(read_regular_file(path, max_bytes=_FAULT_FILE_MAX_BYTES)[1])
     except FileNotFoundError:
         return None
     except (OSError, orjson.JSONDecodeError) as exc:  # a full disk is what made the fault
