@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 import pandas as pd
 
+from core.clock import Clock
 from core.errors import EXIT_USAGE, RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
@@ -65,13 +66,16 @@ def add_data_parser(sub: Any) -> None:
     check.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def run_data(args: argparse.Namespace, stream: TextIO | None = None) -> int:
+def run_data(
+    args: argparse.Namespace, stream: TextIO | None = None, clock: Clock | None = None
+) -> int:
+    """``clock``: what ``fetch`` waits its retries on (the wall's by default)."""
     stream = stream or sys.stdout
     if args.data_command == "check":
         return _check(args.data_dir, as_json=args.json, stream=stream)
     if args.data_command == "import":
         return _import(args.files, args.out, stream)
-    return _fetch(args, stream)
+    return _fetch(args, stream, clock)
 
 
 def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
@@ -144,7 +148,7 @@ def _import(files: list[Path], out: Path, stream: TextIO) -> int:
     return 0
 
 
-def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
+def _fetch(args: argparse.Namespace, stream: TextIO, clock: Clock | None) -> int:
     from core.clock import WallClock
     from market.ccxt_client import CcxtRequestRejectedError, CcxtRetryableError
     from runner.data.fetch import FetchRequest
@@ -169,7 +173,7 @@ def _fetch(args: argparse.Namespace, stream: TextIO) -> int:
         min_interval_secs=args.min_interval_secs,
     )
     try:
-        results = asyncio.run(fetch_into(request, args.exchange_url, WallClock(), stream))
+        results = asyncio.run(fetch_into(request, args.exchange_url, clock or WallClock(), stream))
     except CcxtRequestRejectedError as exc:
         raise RefuseToStartError(f"the exchange refused: {exc}") from None
     except MalformedDataError as exc:
