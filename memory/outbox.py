@@ -7,7 +7,11 @@ Each record is appended (~1 ms) when the bus event is seen, before anything acts
 - ``entry``: a position opened, or its entry's fees grew (the whole entry, the last one wins);
 - ``closed``: the position of a ticker closed (its entry is no longer open);
 - ``trade``: a closed trade (exit + entry) to write to the store, keyed by its trade id, so the
-  same exit seen twice is written once.
+  same exit seen twice is written once;
+- ``answer``: the reflector's answer for a pending trade (its lesson's text, or none), once it
+  is asked: a store that fails the lesson's write, or a restart before it, has the write tried
+  again, never the model asked (and paid) again. The last one of a trade wins; one a person's
+  edit left as no answer is left out with a warning (the model is then asked again).
 
 The store consumer (``store``) takes the trades in order and moves its cursor only after the store
 acknowledged the write, so a slow or down store (Neo4j) delays nothing and loses nothing, and a
@@ -42,19 +46,24 @@ class MemoryOutbox:
         self._outbox.load()
         self._entries: dict[str, dict[str, Any]] = {}
         self._seqs: dict[str, int] = {}
+        self._answers: dict[str, dict[str, Any] | None] = {}
         records = self._outbox.entries()
         for record in records:
             self._replay(record.kind, record.key, record.seq, record.payload)
         self._count = len(records)
         # the store's cursor read now: one that cannot be is a refusal to start, not a failure
         # at every later wake-up of the writer
-        self._outbox.pending(CONSUMER)
+        pending = {r.key for r in self._outbox.pending(CONSUMER) if r.kind == "trade"}
+        self._answers = {key: a for key, a in self._answers.items() if key in pending}
         if legacy_sqlite is not None and legacy_sqlite.exists():
             _import_legacy_sqlite(legacy_sqlite, self)
 
     def _replay(self, kind: str, key: str, seq: int, payload: dict[str, Any]) -> None:
         if kind == "trade":
             self._seqs[key] = seq
+            return
+        if kind == "answer":
+            self._replay_answer(key, payload)
             return
         ticker, body = payload.get("ticker"), payload.get("body")
         problem = _entry_problem(body) if kind == "entry" else None
@@ -75,6 +84,21 @@ class MemoryOutbox:
             self._entries[ticker] = body
         elif kind == "closed":
             self._entries.pop(ticker, None)
+
+    def _replay_answer(self, key: str, payload: dict[str, Any]) -> None:
+        trade, answer = payload.get("trade"), payload.get("answer")
+        if not isinstance(trade, str) or not (answer is None or isinstance(answer, dict)):
+            # a hand edit: it is no answer, and the model is asked again for its trade
+            log.warning(
+                "memory outbox %s: answer row %s names no trade or holds no answer: left out "
+                "(kept in the file)",
+                self.path,
+                key,
+            )
+            if isinstance(trade, str):
+                self._answers.pop(trade, None)  # the last one wins: this one is unknown
+            return
+        self._answers[trade] = answer
 
     def _append(self, kind: str, key: str, at_ms: int, payload: dict[str, Any]) -> None:
         record = self._outbox.append(key, kind, at_ms, payload)
@@ -100,6 +124,20 @@ class MemoryOutbox:
         """The store wrote trade ``key``; every record up to it is done (trades are taken in
         order, and entry / closed records are not the store's)."""
         self._outbox.ack(CONSUMER, self._seqs[key])
+        self._answers.pop(key, None)
+
+    def put_answer(self, trade: str, answer: dict[str, Any] | None) -> None:
+        """Record the reflector's ``answer`` (a ``ModelReflection``'s fields; None: it gave
+        none) for pending trade ``trade``; ``OSError`` when the file cannot take it."""
+        key = f"answer:{trade}:{self._count + 1}"  # the last one wins, as entries do
+        self._append("answer", key, 0, {"trade": trade, "answer": answer})
+
+    def answer(self, trade: str) -> tuple[bool, dict[str, Any] | None]:
+        """Whether an answer is recorded for pending trade ``trade``, and that answer."""
+        if trade not in self._answers:
+            return False, None
+        found = self._answers[trade]
+        return True, None if found is None else dict(found)
 
     def put_entry(self, ticker: str, body: dict[str, Any]) -> None:
         at_ms = int(body.get("entry_ms") or 0)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core.backoff import Backoff, retrying
 from core.clock import Clock
@@ -298,11 +298,7 @@ class MemoryWriter:
         text, source, salience = numbers, "rules", deterministic_salience(trade)
         author = "rules"
         if self._reflector is not None:
-            if trade.trade_id in self._answers:
-                answer = self._answers[trade.trade_id]
-            else:
-                answer = await self._reflector.reflect(trade, numbers)
-                self._answers[trade.trade_id] = answer
+            answer = await self._answer(self._reflector, trade, numbers)
             if answer is not None:
                 # one line, as a MEMORY.md line: a lesson is a line of every later prompt's
                 # fenced context and of the listings, where a line break or an ESC is not data
@@ -335,6 +331,40 @@ class MemoryWriter:
         if await self.accept(insight) and await self._store.put_insight(insight):
             self.stats.insights_written += 1
             await self._rotate(trade.ticker, trade.regime)
+
+    async def _answer(
+        self, reflector: Reflector, trade: Trade, numbers: str
+    ) -> ModelReflection | None:
+        """The reflector's answer for ``trade``: the one recorded with it in the outbox (a
+        restart between the answer and the lesson's write asked, and paid, again), or kept in
+        memory when the outbox could not take it; else asked now and recorded."""
+        recorded, body = self._outbox.answer(trade.trade_id)
+        if recorded:
+            try:
+                return None if body is None else ModelReflection.model_validate(body)
+            except ValidationError as exc:  # a person's edit: no answer, so asked again
+                log.warning(
+                    "memory: the answer recorded for %s in %s is no reflection, asked again: %s",
+                    trade.trade_id,
+                    self._outbox.path,
+                    " ".join(str(exc).split())[:300],
+                )
+        elif trade.trade_id in self._answers:
+            return self._answers[trade.trade_id]
+        answer = await reflector.reflect(trade, numbers)
+        self._answers[trade.trade_id] = answer
+        try:
+            dumped = None if answer is None else answer.model_dump(mode="json")
+            self._outbox.put_answer(trade.trade_id, dumped)
+        except OSError as exc:  # a full disk: kept in memory (a restart meanwhile asks again)
+            log.warning(
+                "memory: the reflector's answer for %s could not be recorded in %s (%s); kept "
+                "in memory until its lesson is written",
+                trade.trade_id,
+                self._outbox.path,
+                exc,
+            )
+        return answer
 
     async def accept(self, insight: Insight) -> bool:
         """Write filters: too short; the same text the same UTC day for the same ticker + kind; or
