@@ -39,6 +39,8 @@ from agent.debate_config import Role
 
 MAX_TEXT = 2000
 MAX_ITEMS = 8
+#: the trader's decisions and the manager's cuts: one per ticker, with room
+MAX_DECISIONS = 16
 
 
 class _Strict(BaseModel):
@@ -70,7 +72,7 @@ class TraderTicker(_Strict):
 
 
 class TraderOutput(_Strict):
-    decisions: list[TraderTicker] = Field(max_length=16)
+    decisions: list[TraderTicker] = Field(max_length=MAX_DECISIONS)
     rationale: str = Field(max_length=MAX_TEXT)
     confidence: float = Field(ge=0.0, le=1.0)
     #: asked as an integer, taken as any JSON number: ``convert_answer`` clamps it as it does
@@ -94,7 +96,7 @@ class ManagerOutput(_Strict):
     risks: str = Field(max_length=MAX_TEXT)
     strategy: str = Field(max_length=MAX_TEXT)
     next_steps: list[str] = Field(max_length=MAX_ITEMS)
-    size_reductions: list[SizeReduction] = Field(max_length=16)
+    size_reductions: list[SizeReduction] = Field(max_length=MAX_DECISIONS)
 
 
 class ReflectionOutput(_Strict):
@@ -137,23 +139,37 @@ def fallback_output(role: Role, tickers: list[str]) -> RoleOutput:
     return ReflectionOutput(reflection="stub reflection", actions=[])
 
 
+class _Text(BaseModel):
+    """A text item of a role's list (a risk, a next step, an action)."""
+
+    item: str
+
+
 #: the lists whose items are checked one by one: a broken item is dropped and noted, as a
-#: decision of Claude's is (one refused the role's whole answer, the trader's valid decisions or
-#: the manager's other cuts with it); (field, item schema, the note's ``what``)
-_CHECKED_ITEMS: dict[Role, tuple[str, type[BaseModel], str]] = {
-    "trader": ("decisions", TraderTicker, "decision"),
-    "manager": ("size_reductions", SizeReduction, "manager"),
+#: decision of Claude's is, and items past the list's length asked for likewise (either refused
+#: the role's whole answer: the trader's valid decisions, the manager's other cuts, the bull's
+#: other risks with it); (field, item schema, the note's ``what``, the most items asked for)
+_CHECKED_ITEMS: dict[Role, tuple[tuple[str, type[BaseModel], str, int], ...]] = {
+    "bull": (("risks", _Text, "risk", MAX_ITEMS),),
+    "bear": (("risks", _Text, "risk", MAX_ITEMS),),
+    "trader": (("decisions", TraderTicker, "decision", MAX_DECISIONS),),
+    "manager": (
+        ("next_steps", _Text, "next_step", MAX_ITEMS),
+        ("size_reductions", SizeReduction, "manager", MAX_DECISIONS),
+    ),
+    "reflection": (("actions", _Text, "action", MAX_ITEMS),),
 }
 
 
 def parse_role_output(role: Role, text: str) -> tuple[RoleOutput, list[Note]]:
     """Size and JSON checks (``claude_schema.parse_answer_json``), the items of the role's
-    checked list one by one, then the role's schema; with a note per item dropped."""
+    checked lists one by one, then the role's schema; with a note per item dropped."""
     data = parse_answer_json(text)
     notes: list[Note] = []
-    if role in _CHECKED_ITEMS and isinstance(data, dict):
-        field, schema, what = _CHECKED_ITEMS[role]
-        data = {**data, field: _kept_items(data.get(field), schema, what, notes)}
+    if isinstance(data, dict):
+        data = dict(data)
+        for field, schema, what, most in _CHECKED_ITEMS[role]:
+            data[field] = _kept_items(data.get(field), schema, what, most, notes)
     try:
         return OUTPUT_TYPES[role].model_validate(data), notes
     except ValidationError as exc:
@@ -162,22 +178,31 @@ def parse_role_output(role: Role, text: str) -> tuple[RoleOutput, list[Note]]:
         raise AnswerInvalid("schema_mismatch", f"{role}: {where}: {first['msg']}") from None
 
 
-def _kept_items(items: object, schema: type[BaseModel], what: str, notes: list[Note]) -> object:
+def _kept_items(
+    items: object, schema: type[BaseModel], what: str, most: int, notes: list[Note]
+) -> object:
+    """The valid ``items``, at most ``most`` of them; a note for each dropped, one for those
+    past ``most``."""
     if not isinstance(items, list):
         return items  # the role's schema says what is wrong with it
     kept = []
     for index, item in enumerate(items):
         try:
-            schema.model_validate(item)
+            schema.model_validate({"item": item} if schema is _Text else item)
         except ValidationError as exc:
             named = item.get("ticker") if isinstance(item, dict) else None
             label = named[:32] if isinstance(named, str) else f"#{index}"
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "<root>"
-            notes.append(Note(what=what, ticker=label, reason=f"dropped: {where}: {first['msg']}"))
+            why = first["msg"] if schema is _Text else f"{where}: {first['msg']}"
+            notes.append(Note(what=what, ticker=label, reason=f"dropped: {why}"))
             continue
         kept.append(item)
-    return kept
+    if len(kept) > most:
+        notes.append(
+            Note(what=what, reason=f"dropped: {len(kept) - most} past the {most} asked for")
+        )
+    return kept[:most]
 
 
 def output_text(output: RoleOutput) -> str:
