@@ -9,13 +9,14 @@ the deterministic summary and records why.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
 from agent.budget import add_usage
-from agent.claude import UsageLedger, redact_attempts, spend_check
+from agent.claude import UsageLedger, budget_spent_reason, redact_attempts, spend_check
 from agent.claude_client import Attempt, ClaudeClient, call_outcome
 from agent.claude_prompt import cache_control
 from agent.claude_schema import AnswerInvalid
@@ -24,10 +25,13 @@ from core.clock import Clock
 from core.redact import Redactor
 from memory.analyst_summary import (
     SUMMARY_MAX_CHARS,
+    ModelNotAsked,
     SummaryInvalid,
     SummaryRequest,
     check_summary,
 )
+
+log = logging.getLogger(__name__)
 
 SUMMARY_MAX_TOKENS = 600
 _FOCUS = {
@@ -75,6 +79,7 @@ class ClaudeSummariser:
         self._redactor = redactor or Redactor()
         self._clock = clock
         self._journal = journal
+        self._budget_said_until_ms: int | None = None  # the budget day a spent budget was said
 
     def request(self, request: SummaryRequest) -> dict[str, object]:
         reports = [
@@ -102,8 +107,10 @@ class ClaudeSummariser:
         }
 
     async def summarise(self, request: SummaryRequest) -> str:
-        if self._ledger.budget.exhausted():
-            raise RuntimeError("daily budget spent")
+        spent = budget_spent_reason(self._ledger.budget)
+        if spent is not None:
+            self._say_spent(spent)
+            raise ModelNotAsked("daily budget spent")
         try:
             result = await self._client.call_chain(
                 self.request(request),
@@ -119,6 +126,14 @@ class ClaudeSummariser:
         self._ledger.record(result.attempts, failed=False)
         self._write(request, result.attempts, ok=True)
         return result.value
+
+    def _say_spent(self, why: str) -> None:
+        """Once a budget day: each analyst, ticker and session warned it on its own (up to 24
+        warnings at a day's roll, every day the budget ran out)."""
+        until_ms = self._ledger.budget.resets_at_ms()
+        if self._budget_said_until_ms != until_ms:
+            self._budget_said_until_ms = until_ms
+            log.warning("analysts: %s; day summaries come from the reports' numbers", why)
 
     def _write(self, request: SummaryRequest, attempts: list[Attempt], *, ok: bool) -> None:
         if self._journal is None or self._clock is None:

@@ -59,6 +59,11 @@ class SummaryInvalid(ValueError):
     pass
 
 
+class ModelNotAsked(Exception):
+    """The model was not asked (the day's budget is spent): its summariser says why, once a
+    budget day, and the summary falls back to the numbers without a warning of its own."""
+
+
 def _tokens(text: str) -> Counter[str]:
     """Each word as it is, each number as its value to two significant digits, counted.
 
@@ -318,6 +323,8 @@ async def make_summary(
             return DaySummary(**base, text=text, path="model", signal_strength=strength)
         except asyncio.CancelledError:
             raise
+        except ModelNotAsked as exc:  # said by the summariser: each summary said it again
+            skipped.append(f"model: not asked: {exc}")
         except Exception as exc:
             log.warning("%s summary by the model failed: %s", request.analyst, exc)
             skipped.append(f"model: {type(exc).__name__}: {str(exc)[:160]}")

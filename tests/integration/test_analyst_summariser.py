@@ -4,6 +4,7 @@ decision prompt reads its stable parts from the prompt cache on the next call.""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import orjson
@@ -228,3 +229,25 @@ async def test_control_characters_in_a_model_summary_are_escaped_its_lines_kept(
     assert not any(c in summary.text for c in "\x1b\x07\x00\x9b"), repr(summary.text)
     assert "break\\x1b[2Jout\\x07 \\x00 \\x9b31m." in summary.text
     assert summary.text.count("\n") == GOOD.count("\n")  # its lines are its lines
+
+
+async def test_a_spent_budget_is_said_once_a_budget_day_not_at_each_summary(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each analyst, ticker and session the spent budget kept from the model warned 'summary by
+    the model failed: daily budget spent': up to 24 warnings at each day's roll, every day."""
+    summaries = []
+    async with FakeMessagesApi() as api:
+        summariser, _ledger = _summariser(api, budget_usd=0.0)
+        with caplog.at_level(logging.WARNING):
+            for analyst in ("market", "derivatives", "sentiment"):
+                for session in ("pre_open", "post_close"):
+                    request = _market_request().model_copy(
+                        update={"analyst": analyst, "session": session}
+                    )
+                    summaries.append(await make_summary(request, now_ms=T0, model=summariser))
+        assert not api.requests
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warned) == 1 and warned[0].startswith("analysts: budget_spent: "), warned
+    assert {s.path for s in summaries} == {"deterministic"}
+    assert all("not asked: daily budget spent" in s.detail for s in summaries)
