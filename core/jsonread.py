@@ -10,12 +10,12 @@ nor kept aside), and each had learned to catch them separately; this is the one 
 from __future__ import annotations
 
 import json
-import os
-import stat
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+from core.regular_file import read_regular_file
 
 
 class UnreadableJsonError(ValueError):
@@ -71,17 +71,19 @@ def _int(digits: str) -> int:
         ) from None
 
 
+#: a run's replay.json or report.json is kilobytes (the report's series keep 2,000 points); as
+#: the API's run summaries and the report's parameters read them
+JSON_OBJECT_MAX_BYTES: Final = 64 << 20
+
+
 def read_json_object(path: Path) -> dict[str, Any] | None:
     """The JSON object in ``path``; None when it is missing, cannot be read, or is not an object
     (a file a run left behind, read by whoever must tell a finished run from one to redo), or
-    is not a regular file: a FIFO there blocked ``read_bytes`` until someone wrote to it, and
-    a sweep's resume with it (``core.regular_file`` does the same above this layer)."""
+    is not a regular file of at most ``JSON_OBJECT_MAX_BYTES``: a FIFO there blocked
+    ``read_bytes`` until someone wrote to it, and a sweep's resume with it, and a gigabyte (a
+    crash's zeros, a person's file) was read whole into memory before it was found no JSON."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            body = loads_json(handle.read())
+        body = loads_json(read_regular_file(path, max_bytes=JSON_OBJECT_MAX_BYTES)[1])
     except (OSError, ValueError):
         return None
     return body if isinstance(body, dict) else None
