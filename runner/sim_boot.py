@@ -14,9 +14,10 @@ from typing import Any
 from core.clock import Clock, WallClock
 from core.scaled_clock import ScaledClock
 from runner.config import Settings
-from runner.sim_start import refuse_outside_recording, resumed_start_ms
+from runner.sim_start import resumed_start_ms
 from runner.supervisor import ShutdownHook
 from runner.warmup import look_back_window
+from sim.start_span import refuse_outside_recording
 
 log = logging.getLogger(__name__)
 

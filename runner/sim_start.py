@@ -10,13 +10,13 @@ replay outside it: the streams would be silent and health would fail for no visi
 from __future__ import annotations
 
 import logging
-from datetime import UTC, datetime
 from pathlib import Path
 
-from core.errors import RefuseToStartError
 from core.jsonread import loads_json
 from core.regular_file import read_regular_file
+from core.utc_text import iso_utc
 from sim.feed import SimFeed
+from sim.start_span import refuse_outside_recording
 from state.models import InvalidStateFileError, parse_state_bytes
 from state.segments import recent_lines
 from state.state_file import STATE_FILE_MAX_BYTES
@@ -42,24 +42,11 @@ def resumed_start_ms(requested_ms: int, state_path: Path, decisions_path: Path) 
     log.warning(
         "sim: the state dir was last at %s, after the requested start %s; resuming from %s "
         "so simulated time does not run backwards (use a fresh state dir to start over)",
-        _iso(last_ms),
-        _iso(requested_ms),
-        _iso(last_ms),
+        iso_utc(last_ms),
+        iso_utc(requested_ms),
+        iso_utc(last_ms),
     )
     return last_ms
-
-
-def refuse_outside_recording(start_ms: int, requested_ms: int, feed: SimFeed) -> None:
-    """``RefuseToStartError`` when ``start_ms`` lies outside the recording of any ticker."""
-    for ticker in feed.tickers:
-        first_ms, end_ms = feed.span_ms(ticker)
-        if not first_ms <= start_ms <= end_ms:
-            resumed = "" if start_ms == requested_ms else " (resumed from the state dir)"
-            raise RefuseToStartError(
-                f"sim start {_iso(start_ms)}{resumed} is outside the recording of {ticker}, "
-                f"which covers {_iso(first_ms)} .. {_iso(end_ms + 1)}; choose --start inside it"
-                + (" or use a fresh state dir" if resumed else "")
-            )
 
 
 def last_state_time_ms(state_path: Path, decisions_path: Path) -> int | None:
@@ -94,10 +81,3 @@ def _last_journal_time_ms(path: Path) -> int | None:
         if isinstance(at_ms, int):
             return at_ms
     return None
-
-
-def _iso(ms: int) -> str:
-    try:
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    except (ValueError, OverflowError, OSError):  # a journaled time past year 9999: a traceback
-        return f"{ms} ms (no calendar date)"

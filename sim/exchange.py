@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.scaled_clock import ScaledClock
+from core.utc_text import iso_utc
 from sim.faults import WsFaults
 from sim.feed import SimFeed, serving_feed
+from sim.start_span import refuse_outside_recording
 from sim.ws_server import WsServer
 
 if TYPE_CHECKING:
@@ -137,13 +139,7 @@ async def run_standalone(
         start_ms=start_ms,
         first_ms=first_ms,
     )
-    for ticker in feed.tickers:
-        first_ms, last_ms = feed.span_ms(ticker)
-        if not first_ms <= start_ms <= last_ms:
-            raise RefuseToStartError(
-                f"sim start {start_ms} ms is outside the recording of {ticker} "
-                f"({first_ms}..{last_ms} ms): the streams would be silent"
-            )
+    refuse_outside_recording(start_ms, start_ms, feed)  # in dates: it said epoch milliseconds
     clock = ScaledClock(start_ms, speed)
     exchange = SimExchange(
         clock,
@@ -165,12 +161,12 @@ async def run_standalone(
     try:
         log.info(
             "sim exchange up: websocket %s (e.g. %s/stream?streams=btcusdt@kline_15m), "
-            "REST %s, %s x speed from %d ms, tickers %s",
+            "REST %s, %s x speed from %s, tickers %s",
             exchange.ws_base_url,
             exchange.ws_base_url,
             exchange.rest_url,
             speed,
-            start_ms,
+            iso_utc(start_ms),
             ", ".join(tickers),
         )
         if on_ready is not None:
