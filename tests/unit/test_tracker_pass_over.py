@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +37,12 @@ async def _run(
     *,
     pass_idle: bool,
     attach: bool = True,
+    on_save: Callable[[], None] = lambda: None,
 ) -> tuple[list[Any], int]:
     """Prices and buys at scripted instants (the tracker opens, stops out, exits...) with the
     tracker's loop started ``start_secs`` in; what the script saw at every step, and the end.
-    Without ``attach`` the tracker hears of no opened position: only its reconciles find them."""
+    Without ``attach`` the tracker hears of no opened position: only its reconciles find them.
+    ``on_save`` runs after each save, in the task that saved."""
     clock = VirtualClock(T0_MS)
     rig = make_rig(tmp_path, config=config, clock=clock, attach=attach)
     trace: list[Any] = []
@@ -50,6 +53,7 @@ async def _run(
         """Each save at the instant it happens (a stop armed or raised is saved at once)."""
         persist()
         trace.append(("saved", clock.now_ms(), rig.state_path.read_bytes()))
+        on_save()
 
     book.persist = persist_traced  # type: ignore[method-assign]
 
@@ -92,6 +96,11 @@ async def _run(
     observe("end")
     trace.append(result.reached_ms)
     for task in tasks:
+        # a task that ended early ended on an error the run must raise: asyncio keeps a task's
+        # BaseException (pytest-timeout's alarm lands in whichever step runs, nearly always the
+        # tracker's) and gather below drops it, so a dead tracker read as a trace difference
+        if task.done():
+            task.result()
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
     return trace, clock.passed_over
@@ -184,3 +193,21 @@ def test_quiet_cycles_are_passed_over_and_busy_ones_are_not(tmp_path: Path) -> N
     held = range(121, 241)
     assert passed_over == len(flat) - 1 + sum(1 for cycle in held if cycle % 6)
     assert end[9][0][2] == T0_MS + 7_230_100
+
+
+class _Alarm(BaseException):
+    """Stands for pytest-timeout's ``Failed``: not an ``Exception``, so no handler of the
+    tracker's loop catches it."""
+
+
+def test_a_task_that_dies_fails_the_run(tmp_path: Path) -> None:
+    """The tracker's task dies in its first save (its reconcile finds the BTC bought): the run
+    raises that error rather than returning the trace of a run whose tracker stopped."""
+    steps: list[Step] = [(60.0, BTC, 0.9999, True), (600.0, BTC, 1.1, False)]
+
+    def alarm() -> None:
+        raise _Alarm
+
+    run = _run(tmp_path, steps, TrackerConfig(), 0.1, pass_idle=False, attach=False, on_save=alarm)
+    with pytest.raises(_Alarm):
+        asyncio.run(run)
