@@ -244,17 +244,26 @@ def _check_usage_adds_up(records: list[dict[str, Any]]) -> None:
     assert totals["failed_calls"] >= STORM_DECISIONS
 
 
-def _check_breaker(records: list[dict[str, Any]]) -> None:
+def _breaker_path(records: list[dict[str, Any]]) -> list[tuple[int, str, str]]:
+    """The breaker's transitions in the order they happened: as the journal first lists them (each
+    line carries the last ten), sorted by time only. Two may share a simulated ms: a regime fit
+    holds the scaled clock, and a trial answered meanwhile closes the breaker at the very instant
+    it half-opened; sorted by their names too, half_open -> closed came before open -> half_open."""
     seen: dict[tuple[int, str, str], None] = {}
     for rec in records:
         for t in rec.get("agent", {}).get("breaker_transitions", []):
             seen[(t["at_ms"], t["from_state"], t["to_state"])] = None
-    path = [(f, t) for _, f, t in sorted(seen)]
+    return sorted(seen, key=lambda transition: transition[0])  # stable: journal order kept
+
+
+def _check_breaker(records: list[dict[str, Any]]) -> None:
+    transitions = _breaker_path(records)
+    path = [(f, t) for _, f, t in transitions]
     opened = path.index(("closed", "open"))
     half = path.index(("open", "half_open"), opened)
     assert ("half_open", "closed") in path[half:], path
-    open_from = min(at for at, f, t in seen if (f, t) == ("closed", "open"))
-    closed_at = min(at for at, f, t in seen if (f, t) == ("half_open", "closed"))
+    open_from = min(at for at, f, t in transitions if (f, t) == ("closed", "open"))
+    closed_at = min(at for at, f, t in transitions if (f, t) == ("half_open", "closed"))
     during = [r for r in records if open_from < r["at_ms"] < closed_at and "error" not in r]
     blocked = [r for r in during if r["decider_reason"].startswith("breaker_open")]
     assert blocked, "decisions while the breaker was open"
