@@ -7,6 +7,8 @@
   const REFRESH_MS = 3000;
   const EQUITY_EVERY = 3; // refreshes
   const MAX_DECISIONS = 100;
+  const RETRIES = 3; // a request the API sheds (503/429 with Retry-After) is asked again this often
+  const RETRY_CAP_MS = 30000;
   const $ = (id) => document.getElementById(id);
   const usd = (v) => v.toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: 2 });
   const num = (v, d) => v.toLocaleString("en-US", { maximumFractionDigits: d });
@@ -27,13 +29,34 @@
     return sessionStorage.getItem(KEY);
   }
 
+  // The wait a 503 (busy, or the daemon not answering) or 429 (over the request ceiling) asks
+  // for in Retry-After (seconds or an HTTP date), at most RETRY_CAP_MS; null when it asks none.
+  function retryAfterMs(r) {
+    if (r.status !== 503 && r.status !== 429) return null;
+    const value = r.headers.get("Retry-After");
+    if (value === null) return null;
+    const ms = /^\d+$/.test(value.trim()) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+    return Number.isNaN(ms) ? null : Math.min(RETRY_CAP_MS, Math.max(0, ms));
+  }
+
+  // A request the API sheds under load is asked again after the wait it names, up to RETRIES
+  // times: the page shows an error only when the API stays busy (it is never half loaded by one
+  // busy moment, and a save or a halt is not reported failed when it was never run).
   async function api(path, options = {}) {
     const headers = { ...(options.headers || {}), Authorization: `Bearer ${token}` };
-    const r = await fetch(path, { ...options, headers });
-    if (r.status === 401) throw new Unauthorized("the token was refused");
-    const body = await r.json();
-    if (!r.ok) throw new Error(body.detail || `HTTP ${r.status}`);
-    return body;
+    for (let retries = 0; ; retries++) {
+      const r = await fetch(path, { ...options, headers });
+      if (r.status === 401) throw new Unauthorized("the token was refused");
+      const wait = retryAfterMs(r);
+      if (wait !== null && retries < RETRIES) {
+        await r.body?.cancel();
+        await sleep(wait);
+        continue;
+      }
+      const body = await r.json();
+      if (!r.ok) throw new Error(body.detail || `HTTP ${r.status}`);
+      return body;
+    }
   }
 
   function show(id, text, value, level) {
@@ -228,6 +251,12 @@
     for (;;) {
       try {
         const r = await fetch("/api/decisions/stream", { headers: { Authorization: `Bearer ${token}` } });
+        const wait = retryAfterMs(r); // the daemon did not answer the API process: it will
+        if (wait !== null) {
+          show("stream-state", `reconnecting (${(await r.json()).detail})`, "reconnecting");
+          await sleep(wait);
+          continue;
+        }
         if (!r.ok) {
           show("stream-state", `not live: ${(await r.json()).detail}`, "unavailable");
           return; // a state dir without a daemon: nothing decides
