@@ -1,4 +1,5 @@
-"""Talking to a running daemon's API from a test: find it (``api.json``), read an SSE stream."""
+"""Talking to a running daemon's API from a test: find it (``api.json``), ask it as a polite client
+does (a request it sheds is asked again after its Retry-After), read an SSE stream."""
 
 from __future__ import annotations
 
@@ -6,8 +7,13 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+
+#: how often a request the API sheds (503 or 429 with Retry-After: busy under load, over its
+#: request ceiling, its daemon not answering) is asked again before its answer counts
+SHED_RETRIES = 5
 
 
 async def wait_for_api(state_dir: Path, timeout_secs: float = 150.0) -> tuple[str, str]:
@@ -21,6 +27,19 @@ async def wait_for_api(state_dir: Path, timeout_secs: float = 150.0) -> tuple[st
         except (OSError, ValueError, KeyError):
             await asyncio.sleep(0.2)
     raise TimeoutError(f"no API published in {state_dir} within {timeout_secs} s")
+
+
+async def ask(http: aiohttp.ClientSession, method: str, url: str, **kwargs: Any) -> tuple[int, Any]:
+    """The status and JSON body of ``method url``, asking again after the wait a shed answer names
+    (at most ``SHED_RETRIES`` times): the API sheds load by design, and says when to come back."""
+    for _ in range(SHED_RETRIES):
+        async with http.request(method, url, **kwargs) as r:
+            retry_after = r.headers.get("Retry-After")
+            if r.status not in {429, 503} or retry_after is None:
+                return r.status, await r.json()
+        await asyncio.sleep(float(retry_after))  # the API's own wait, in real seconds
+    async with http.request(method, url, **kwargs) as r:
+        return r.status, await r.json()
 
 
 async def sse_events(response: aiohttp.ClientResponse) -> AsyncIterator[tuple[str, str]]:
