@@ -36,7 +36,7 @@ async def test_status_metrics_and_stream_of_a_sim_daemon(tmp_path: Path) -> None
     state = tmp_path / "state"
     env = daemon_env(state, VIGIL_SIM__SPEED="600")
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
-        url, token = await wait_for_api(state)
+        url, token = await wait_for_api(state, proc)
         auth = {"Authorization": f"Bearer {token}"}
         async with aiohttp.ClientSession(headers=auth) as http:
             async with http.get(url + "/api/status") as r:

@@ -67,7 +67,7 @@ async def test_the_api_process_is_separate_restarted_and_never_orphaned(tmp_path
     cpu = min(os.sched_getaffinity(0))
     env = daemon_env(state, VIGIL_SIM__SPEED="600", VIGIL_API__PROCESS_CPUS=f"[{cpu}]")
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
-        url, token = await wait_for_api(state)
+        url, token = await wait_for_api(state, proc)
         first = api_pid(state)
         assert first != proc.pid  # the API is not on the daemon's loop
         assert os.sched_getaffinity(first) == {cpu}  # [api] process_cpus: the API's core only
@@ -77,7 +77,7 @@ async def test_the_api_process_is_separate_restarted_and_never_orphaned(tmp_path
         os.kill(first, signal.SIGKILL)  # a crash of the API process ...
         await wait_until(lambda: pid_changed(state, first), "a new API process")
         second = api_pid(state)
-        url, token = await wait_for_api(state)
+        url, token = await wait_for_api(state, proc)
         # ... is a restart of the daemon's api loop (live figures may be up to live_cache_ms old)
         async with asyncio.timeout(60):
             while await api_restarts(url, token) < 1:

@@ -68,7 +68,7 @@ async def test_the_dashboard_shows_the_daemon_and_acts_on_it(tmp_path: Path) -> 
     state = tmp_path / "state"
     env = daemon_env(state, VIGIL_SIM__SPEED="600")
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
-        url, token = await wait_for_api(state)
+        url, token = await wait_for_api(state, proc)
         headers = {"Authorization": f"Bearer {token}"}
         async with (
             aiohttp.ClientSession(headers=headers) as http,

@@ -61,7 +61,7 @@ async def test_every_metric_the_dashboard_queries_is_served(tmp_path: Path) -> N
     # a daily budget, so the budget-left gauge is served (without one it is absent: unknown)
     env = daemon_env(state, VIGIL_SIM__SPEED="600", VIGIL_AGENT__DAILY_BUDGET_USD="5")
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
-        url, token = await wait_for_api(state)
+        url, token = await wait_for_api(state, proc)
         auth = {"Authorization": f"Bearer {token}"}
         async with aiohttp.ClientSession(headers=auth) as http:
             async with asyncio.timeout(120):

@@ -41,7 +41,7 @@ async def test_a_sim_run_notifies_its_fill_exit_and_halt(tmp_path: Path) -> None
         )
         log = tmp_path / "daemon.log"
         async with sim_daemon(env, log) as proc:
-            url, token = await wait_for_api(state)
+            url, token = await wait_for_api(state, proc)
             await rx.wait_until(lambda: {"fill", "exit"} <= set(rx.events("/generic")), 200)
             async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
                 async with http.post(url + "/api/trading/halt", json={"reason": "notify test"}):
