@@ -43,6 +43,17 @@ def daemon_env(state_dir: Path, **settings: str) -> dict[str, str]:
     return env
 
 
+#: a simulated market a loaded host keeps up with (``daemon_env(state, **LIGHT_MARKET)``): one
+#: kline update a simulated minute instead of Binance's 250 ms, the silence timeout ten of them.
+#: At 600x the 250 ms updates were 2,400 frames a real second a stream, more than a busy host gave
+#: the daemon, which fell behind its clock: no fresh price for simulated hours (its exits refused),
+#: its listener timing out in the handshake to its own in-process simulator
+LIGHT_MARKET = {
+    "VIGIL_SIM__UPDATE_INTERVAL_MS": "60000",
+    "VIGIL_MARKET__SILENCE_TIMEOUT_SECS": "600",
+}
+
+
 #: how long a start that must be refused may take before it counts as hung
 REFUSAL_WAIT_SECS = 100
 

@@ -17,7 +17,7 @@ import signal
 from collections.abc import Callable
 from pathlib import Path
 
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop
 from fakes.journal_lines import journal_bytes
 
 MORE_DECISIONS_AFTER_RESTART = 4
@@ -39,13 +39,9 @@ def _env(state_dir: Path, failpoints: list[str]) -> dict[str, str]:
         VIGIL_SIM__START="2025-03-01T05:00:00Z",
         VIGIL_MARKET__TICKERS='["ETH/USDT"]',
         VIGIL_SIM__SPEED="600",
-        # a kline update a simulated minute, not Binance's 250 ms: at 600x those were 2,400 frames
-        # a real second a stream, more than a loaded host gives the daemon, which then fell behind
-        # its clock and saw no fresh price for hours, so its stop-loss SELL was refused ("no
-        # market price in the last 300 s") and the exit's failpoints were never reached; the
-        # silence timeout covers ten updates
-        VIGIL_SIM__UPDATE_INTERVAL_MS="60000",
-        VIGIL_MARKET__SILENCE_TIMEOUT_SECS="600",
+        # Binance's 250 ms updates starved the daemon on a loaded host: its stop-loss SELL was
+        # refused ("no market price in the last 300 s") and the exit's failpoints never came
+        **LIGHT_MARKET,
         # tight stops so an exit follows the entry within minutes of simulated time
         VIGIL_TRACKER__STOP_LOSS_PCT="-0.2",
         VIGIL_TRACKER__TRAILING_ARM_PCT="0.2",
