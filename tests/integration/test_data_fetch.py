@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 import pytest
+from fakes.tasks import stop_tasks
 from test_sim_rest_support import running_server, utc_ms
 
 from core.scaled_clock import ScaledClock
@@ -79,8 +80,7 @@ async def test_a_fetch_killed_between_pages_resumes_after_its_last_stored_row(
             fetcher = Fetcher(exchange, clock, retry=RETRY, progress=after_page)
             task = asyncio.create_task(fetcher.run(request(out)))
             await asyncio.wait_for(page_stored.wait(), timeout=60)
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await stop_tasks(task)
         finally:
             await exchange.close()
         assert not kline_path("BTC/USDT", "5m", out).exists()

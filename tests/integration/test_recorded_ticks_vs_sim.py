@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import pytest
+from fakes.tasks import stop_tasks
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -92,8 +93,7 @@ async def listener_ticks(feed: SimFeed) -> list[MarketTick]:
                 await wait_for_ticks(ticks, expected, instant_ms)
                 step_secs = U / 1000
         finally:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await stop_tasks(task)
         stats = listener.stats
     assert stats.rejected == {} and stats.connects == 1 and stats.missed_closes == 0
     return ticks

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 import pytest
 from fakes.instant_clock import InstantClock
+from fakes.tasks import stop_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -135,9 +136,7 @@ async def _run_day(
     driver = ReplayDriver(clock, EPOCH_MS + end_secs * 1000, pass_idle=pass_idle)
     result = await driver.run()
     trace.append(("end", result.reached_ms, result.steps + clock.passed_over))
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
     return trace, clock.passed_over
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 
+from fakes.tasks import stop_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -92,9 +93,7 @@ async def _run(clock: VirtualClock, loops: list[Loop], limits: list[int | None])
         trace.append(("heap", [(d, s) for d, s, f, _ in sorted(clock._sleepers) if not f.done()]))
         for _ in range(4):
             await asyncio.sleep(0)
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
     return trace
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from fakes.tasks import stop_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -79,9 +80,7 @@ async def _run(
     await asyncio.sleep(0)
     result = await ReplayDriver(clock, EPOCH_MS + end_secs * 1000, pass_idle=pass_idle).run()
     trace.append(("end", result.reached_ms))
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
     return trace, clock.passed_over
 
 
@@ -131,9 +130,7 @@ async def test_an_idle_sleeper_made_busy_before_its_turn_wakes_in_its_turn() -> 
     for _ in range(5):
         await asyncio.sleep(0)
     assert trace == [("w0", 10.0), ("c0 cycle 1", 10.0), ("w1", 10.0)]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
 
 
 async def test_an_idle_sleeper_passes_its_turn_and_keeps_its_place() -> None:
@@ -154,9 +151,7 @@ async def test_an_idle_sleeper_passes_its_turn_and_keeps_its_place() -> None:
     for _ in range(3):
         await asyncio.sleep(0)
     assert trace == [("w0", 10.0), ("c0 cycle 2", 20.0), ("w0", 20.0)]
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
 
 
 async def test_a_sleeper_cancelled_before_its_turn_is_only_cancelled() -> None:
@@ -168,10 +163,8 @@ async def test_a_sleeper_cancelled_before_its_turn_is_only_cancelled() -> None:
     writer = asyncio.create_task(_writer(clock, "w0", 10, [], wanted, trace))
     await asyncio.sleep(0)
     clock.release_next(until_ms=EPOCH_MS + 100_000)
-    checker.cancel()
-    await asyncio.gather(checker, return_exceptions=True)
+    await stop_tasks(checker)
     await asyncio.sleep(0)
     assert checker.cancelled() and trace == [("w0", 10.0)]
     assert clock.next_deadline_secs() == 20.0 and clock.pending_sleepers == 1  # the writer's
-    writer.cancel()
-    await asyncio.gather(writer, return_exceptions=True)
+    await stop_tasks(writer)

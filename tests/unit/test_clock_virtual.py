@@ -7,6 +7,7 @@ import asyncio
 from typing import TypeVar
 
 import pytest
+from fakes.tasks import stop_tasks
 
 from core.clock import VirtualClock
 from core.clock_wait import wait_for
@@ -130,9 +131,7 @@ async def test_sleepers_registered_during_an_advance_wake_in_it_if_due() -> None
     ]
     assert clock.monotonic_secs() == 5.0
     assert clock.next_deadline_secs() == 6.0
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
 
 
 async def test_a_zero_sleep_during_advance_wakes_at_the_same_instant() -> None:

@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 import pytest
+from fakes.tasks import stop_tasks
 
 from agent.snapshot_builder import ContextSource
 from core.bus import EventBus
@@ -77,8 +78,7 @@ async def poll_times(
             if not await clock.step():
                 break
     finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+        await stop_tasks(task)
     return times
 
 
@@ -187,8 +187,7 @@ async def test_a_failing_poll_is_logged_and_retried_with_backoff(
         funding.error = None
         while monitor.polls == 0:
             assert await clock.step()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    await stop_tasks(task)
     assert 0 < clock.monotonic_secs() <= DerivativesConfig().loop_backoff_base_secs
     assert any("derivatives poll failed" in r.message for r in caplog.records)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fakes.tasks import stop_tasks
 
 from core.clock import VirtualClock
 from runner.replay.driver import ReplayDriver
@@ -63,9 +64,7 @@ async def test_the_driver_lets_each_instants_work_finish_before_time_moves() -> 
 
     tasks = [asyncio.create_task(slow_chain()), asyncio.create_task(ticker())]
     result = await ReplayDriver(clock, EPOCH_MS + 30_000).run()
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
     assert seen == [
         ("tick", EPOCH_MS + 10_000),
         ("chain done", EPOCH_MS + 10_000),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from fakes.tasks import stop_tasks
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -75,9 +76,7 @@ async def _drive(
     driver.on_step = steps.append
     result = await driver.run()
     note("end")
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    await stop_tasks(*tasks)
     return trace + [("step", ms, 0) for ms in steps], result
 
 
@@ -131,10 +130,8 @@ async def test_cancelling_the_drive_stops_its_turns() -> None:
     tick = asyncio.create_task(ticker())
     driving = asyncio.create_task(ReplayDriver(clock, EPOCH_MS + 10**9).run())
     await third.wait()
-    driving.cancel()
-    await asyncio.gather(driving, return_exceptions=True)
+    await stop_tasks(driving)
     count = len(released)
     await asyncio.sleep(0.01)  # real time: a live chain of turns would have moved the clock on
     assert driving.cancelled() and len(released) == count
-    tick.cancel()
-    await asyncio.gather(tick, return_exceptions=True)
+    await stop_tasks(tick)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.tasks import stop_tasks
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -95,14 +96,9 @@ async def _run(
     result = await ReplayDriver(clock, T0_MS + round(end_secs * 1000), pass_idle=pass_idle).run()
     observe("end")
     trace.append(result.reached_ms)
-    for task in tasks:
-        # a task that ended early ended on an error the run must raise: asyncio keeps a task's
-        # BaseException (pytest-timeout's alarm lands in whichever step runs, nearly always the
-        # tracker's) and gather below drops it, so a dead tracker read as a trace difference
-        if task.done():
-            task.result()
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
+    # a task that ended early ended on an error the run must raise (pytest-timeout's alarm lands
+    # in whichever step runs, nearly always the tracker's): a dead tracker read as a trace diff
+    await stop_tasks(*tasks)
     return trace, clock.passed_over
 
 
