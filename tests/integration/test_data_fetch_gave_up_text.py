@@ -6,15 +6,12 @@ U+009B, a carriage return) must reach the terminal escaped, as in the refusal of
 
 from __future__ import annotations
 
-import asyncio
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from fakes.error_server import answering
 
 from core.scaled_clock import ScaledClock
 from runner.cli import main
@@ -27,38 +24,8 @@ HOSTILE = "Too many requests.\x1b[2J\x9b31m\rvigil data fetch: all done"
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-@contextmanager
-def answering(status: int, headers: dict[str, str]) -> Iterator[str]:
-    """A loopback server answering every request ``status`` with ``HOSTILE`` in Binance's error
-    shape."""
-    ready, stop, found = threading.Event(), threading.Event(), []
-
-    async def serve() -> None:
-        async def handle(_request: web.Request) -> web.Response:
-            body = '{"code":-1003,"msg":"' + HOSTILE + '"}'
-            return web.Response(
-                status=status, text=body, content_type="application/json", headers=headers
-            )
-
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        found.append(f"http://127.0.0.1:{runner.addresses[0][1]}")
-        ready.set()
-        while not stop.is_set():
-            await asyncio.sleep(0.05)
-        await runner.cleanup()
-
-    thread = threading.Thread(target=lambda: asyncio.run(serve()))
-    thread.start()
-    try:
-        assert ready.wait(60)
-        yield found[0]
-    finally:
-        stop.set()
-        thread.join()
+def _banned(status: int, headers: dict[str, str]) -> AbstractContextManager[str]:
+    return answering(status, '{"code":-1003,"msg":"' + HOSTILE + '"}', headers)
 
 
 def _argv(tmp_path: Path, url: str) -> list[str]:
@@ -77,7 +44,7 @@ def _assert_escaped(err: str) -> None:
 def test_giving_up_on_a_ban_prints_the_exchange_s_text_escaped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with answering(429, {"Retry-After": "86400"}) as url:
+    with _banned(429, {"Retry-After": "86400"}) as url:
         code = main(_argv(tmp_path, url))
     err = capsys.readouterr().err
     assert code == EXIT_PROBLEMS and "giving up for now" in err, err
@@ -95,7 +62,7 @@ def test_giving_up_after_every_retry_prints_the_exchange_s_text_escaped(
     clock = ScaledClock(1_741_000_000_000, speed=10_000.0)  # the retries' minute of backoff: ms
     configure_logging("INFO")  # its console is this test's stderr
     try:
-        with answering(503, {}) as url:
+        with _banned(503, {}) as url:
             args.exchange_url = url
             code = run_data(args, clock=clock)
     finally:

@@ -6,16 +6,13 @@ are now written as escapes (``\\x1b``); a message's own line breaks and a traceb
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
-from aiohttp import web
+from fakes.error_server import answering
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
@@ -26,35 +23,9 @@ HOSTILE = "Invalid symbol.\x1b[2J\x9b31m\rvigil data fetch: all done"
 _RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-@contextmanager
-def answering_401() -> Iterator[str]:
+def answering_401() -> AbstractContextManager[str]:
     """A loopback server answering every request 401 with ``HOSTILE`` in Binance's error shape."""
-    ready, stop, found = threading.Event(), threading.Event(), []
-
-    async def serve() -> None:
-        async def handle(_request: web.Request) -> web.Response:
-            body = '{"code":-2015,"msg":"' + HOSTILE + '"}'
-            return web.Response(status=401, text=body, content_type="application/json")
-
-        app = web.Application()
-        app.router.add_route("GET", "/{tail:.*}", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", 0).start()
-        found.append(f"http://127.0.0.1:{runner.addresses[0][1]}")
-        ready.set()
-        while not stop.is_set():
-            await asyncio.sleep(0.05)
-        await runner.cleanup()
-
-    thread = threading.Thread(target=lambda: asyncio.run(serve()))
-    thread.start()
-    try:
-        assert ready.wait(60)
-        yield found[0]
-    finally:
-        stop.set()
-        thread.join()
+    return answering(401, '{"code":-2015,"msg":"' + HOSTILE + '"}')
 
 
 def test_an_exchanges_error_text_reaches_the_terminal_escaped(
