@@ -34,7 +34,8 @@ from agent.claude_prompt import decision_system_prompt, model_notes_block
 from agent.claude_schema import DEFAULT_WAKE_RULES, WakeRules, output_config
 from agent.config import AgentConfig
 from agent.memo import IdentityMemo
-from agent.prompt_context import ContextMemo, PromptBudgets
+from agent.prompt_budgets import PromptBudgets
+from agent.prompt_context import ContextMemo
 from agent.snapshot import MarketSnapshot, SentForms, sent_json_bytes
 from agent.snapshot_walks import compact, compact_reusing
 from core.unvalidated import unvalidated

@@ -12,13 +12,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import AgentDecision
 from agent.materiality import is_routine
-from agent.snapshot import MarketSnapshot
 from broker.port import Action
+
+if TYPE_CHECKING:  # the snapshot needs pandas; the settings (every CLI command) do not
+    from agent.snapshot import MarketSnapshot
 
 
 class TierConfig(BaseModel):

@@ -27,12 +27,15 @@ from core.clock import EARLIEST_TIME_MS, LATEST_TIME_MS, RECORDING_YEARS
 from core.events import Candle
 from market.data_file import open_data_csv
 from market.guard import DEFAULT_MAX_PRICE
-from market.timeframes import TIMEFRAME_MS, timeframe_ms, to_binance_symbol
+from market.timeframes import (
+    BASE_INTERVAL_MS,
+    RECORDED_INTERVALS,
+    TIMEFRAME_MS,
+    timeframe_ms,
+    to_binance_symbol,
+)
 
 OHLCV_COLUMNS = ("open", "high", "low", "close", "volume")
-#: base bars a replay can run on (the 15m / 1h / 4h candles are built from them)
-BASE_INTERVAL_MS: dict[str, int] = {"1m": 60_000, "3m": 180_000, "5m": 300_000, "15m": 900_000}
-RECORDED_INTERVALS = (*BASE_INTERVAL_MS, "1h")
 KLINES_FOLDER = "binance-usdm"
 
 

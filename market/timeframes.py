@@ -13,6 +13,16 @@ TIMEFRAME_MS: Final[dict[str, int]] = {
 
 QUOTE = "USDT"
 
+#: base bars a replay can run on (the 15m / 1h / 4h candles are built from them)
+BASE_INTERVAL_MS: Final[dict[str, int]] = {
+    "1m": 60_000,
+    "3m": 180_000,
+    "5m": 300_000,
+    "15m": 900_000,
+}
+#: the kline intervals a data dir may hold
+RECORDED_INTERVALS: Final = (*BASE_INTERVAL_MS, "1h")
+
 
 def timeframe_ms(timeframe: str) -> int:
     try:

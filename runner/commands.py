@@ -19,8 +19,8 @@ from typing import Any
 from core.errors import EXIT_REFUSE_TO_START, EXIT_UNHEALTHY, EXIT_USAGE, RefuseToStartError
 from runner.cli_text import halt_reason, path_argument, port_number, seconds_limit
 from runner.config import STATE_DIR, Settings, load_settings
-from runner.data.command import add_data_parser, run_data
-from runner.memory_cmd import add_memory_parser, run_memory
+from runner.data.parser import add_data_parser
+from runner.memory_parser import add_memory_parser
 from runner.replay.parser import add_replay_parser
 from runner.state_dir_check import require_state_dir
 from runner.sweep.command import add_sweep_parser, run_sweep_command
@@ -220,8 +220,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if command == "sim":
         return _sim(args, settings)
     if command == "memory":
+        from runner.memory_cmd import run_memory
+
         return run_memory(args, settings)
     if command == "data":
+        from runner.data.command import run_data
+
         return run_data(args)
     if command == "sweep":
         return run_sweep_command(args, _overrides(args))

@@ -35,7 +35,7 @@ from pydantic_settings import (
 )
 
 from agent.config import AgentConfig
-from agent.prompt_assembly import PromptBudgets
+from agent.prompt_budgets import PromptBudgets
 from api.config import ApiConfig
 from api.notify.config import NotifyConfig
 from core.config_path import ConfigPath

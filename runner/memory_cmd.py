@@ -13,25 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 from datetime import UTC, datetime
-from typing import Any
 
 from core.clock import WallClock
 from core.redact import Redactor
 from runner.config import Settings
-from runner.memory_graph_cmd import GRAPH_COMMANDS, add_graph_commands, run_graph_command
+from runner.memory_graph_cmd import run_graph_command
+from runner.memory_parser import GRAPH_COMMANDS
 from state.line_text import as_one_line
 from state.store import RunnerStateStore
-
-
-def add_memory_parser(sub: Any) -> None:
-    memory = sub.add_parser("memory", help="the agent's memory")
-    memory_sub = memory.add_subparsers(dest="memory_command", required=True)
-    notes = memory_sub.add_parser("notes", help="the memory note Claude keeps (agent_memory)")
-    notes_sub = notes.add_subparsers(dest="notes_command", required=True)
-    notes_sub.add_parser("history", help="the last 20 versions, with who wrote each")
-    rollback = notes_sub.add_parser("rollback", help="restore version N as the current note")
-    rollback.add_argument("version", type=int, help="a version number from `history`")
-    add_graph_commands(memory_sub)  # the trading memory graph: list, search, add, ...
 
 
 def run_memory(args: argparse.Namespace, settings: Settings) -> int:
@@ -63,4 +52,4 @@ def run_memory(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-__all__ = ["add_memory_parser", "run_memory"]
+__all__ = ["run_memory"]

@@ -14,7 +14,7 @@ import json
 import sqlite3
 import sys
 from datetime import UTC, datetime
-from typing import Any, get_args
+from typing import Any
 
 import orjson
 
@@ -26,51 +26,9 @@ from memory.model import Insight, Trade
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
 from memory.sqlite_rows import check_trade, created_time
-from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
 from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import as_one_line, line_text_problem, terminal_safe_json
-
-
-def add_graph_commands(cmd: Any) -> None:
-    """The trading-memory subcommands, beside ``notes`` under ``vigil memory``."""
-    listing = cmd.add_parser("list", help="insights, newest first")
-    search = cmd.add_parser("search", help="insights most similar to a text")
-    search.add_argument("text", type=utf8_text)
-    for p in (listing, search):
-        p.add_argument("--ticker", type=utf8_text)
-        p.add_argument("--regime", type=utf8_text)
-        p.add_argument("--limit", type=_limit, default=20, help=f"1 to {LIMIT_MAX:,}")
-    listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
-    listing.add_argument("--kind", choices=get_args(InsightKind), help="one kind only")
-    cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id", type=utf8_text)
-    add = cmd.add_parser("add", help="a person's insight (salience 1)")
-    add.add_argument("text", type=utf8_text)
-    add.add_argument("--ticker", type=utf8_text)
-    add.add_argument("--regime", type=utf8_text)
-    add.add_argument("--ttl-days", type=_ttl_days, help="days it is used for (default: [memory])")
-    cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)
-    export = cmd.add_parser("export", help="everything, to stdout")
-    export.add_argument("--format", choices=("jsonl", "cypher"), default="jsonl")
-    cmd.add_parser("import", help="a jsonl export (idempotent)").add_argument(
-        "file", type=path_argument
-    )
-    cmd.add_parser("stats", help="node counts and per-regime trade statistics")
-
-
-#: the most rows ``list`` and ``search`` show (SQLite takes a negative LIMIT as none at all)
-LIMIT_MAX = 100_000
-
-
-#: unchecked, -1 listed everything and a number past 2**63 was a traceback from SQLite
-_limit = whole_number("rows", 1, LIMIT_MAX)
-
-#: unchecked, nan kept an insight for ever (no age is over nan) and 0 or less made it expired at
-#: once, never retrieved; both without a word
-_ttl_days = finite_number("days", 0.0, low_allowed=False)
-
-
-GRAPH_COMMANDS = ("list", "search", "show", "add", "forget", "export", "import", "stats")
 
 
 def run_graph_command(args: argparse.Namespace, settings: Settings) -> int:

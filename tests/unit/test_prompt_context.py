@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from property_budget import examples
 
+from agent.prompt_budgets import PromptBudgets
 from agent.prompt_context import (
     RANK_CLASS,
     ContextMemo,
-    PromptBudgets,
     context_parts,
     stable_key,
     summaries_key,
