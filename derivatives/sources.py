@@ -7,6 +7,7 @@ first request, the aiohttp ones per request). ``exchange`` is a ccxt ``binanceus
 
 from __future__ import annotations
 
+import random
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -53,15 +54,19 @@ def cached_fields(
     fetch_for: Callable[[str, str], Fetch],
     *,
     in_process: bool = False,
+    rand: Callable[[], float] = random.random,
 ) -> list[ContextField]:
     """One ``CachedSource`` per context field; ``fetch_for(field, source_name)`` gives its fetch.
-    ``in_process``: the fetches read a recording, so they get no timeout."""
+    ``in_process``: the fetches read a recording, so they get no timeout. ``rand``: the jitter of
+    every source's backoff after a failed fetch."""
 
     def policy(timing: SourceTiming) -> CachePolicy:
         return replace(timing.policy(), timeout_secs=None) if in_process else timing.policy()
 
     return [
-        ContextField(field, CachedSource(name, fetch_for(field, name), clock, policy(timing)))
+        ContextField(
+            field, CachedSource(name, fetch_for(field, name), clock, policy(timing), rand=rand)
+        )
         for field, name, timing in context_sources(config)
     ]
 
@@ -73,6 +78,7 @@ def build_context_fields(
     exchange: Any,
     *,
     liquidations: LiquidationWindow | None = None,
+    rand: Callable[[], float] = random.random,
 ) -> list[ContextField]:
     binance = BinanceDerivatives(exchange, tickers, now_ms=clock.now_ms)
     c = config
@@ -89,7 +95,7 @@ def build_context_fields(
         "etf_flow": lambda: fetch_etf_flow(c.etf_flow_url, clock.now_ms()),
         "paxg": lambda: fetch_paxg(c.binance_spot_url, clock.now_ms()),
     }
-    return cached_fields(config, clock, lambda field, _name: fetches[field])
+    return cached_fields(config, clock, lambda field, _name: fetches[field], rand=rand)
 
 
 __all__ = ["Fetch", "build_context_fields", "cached_fields", "context_sources"]

@@ -10,6 +10,7 @@ restart drains what a crash left. Decisions never wait for any of it.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -84,8 +85,12 @@ class MemoryWriter:
         config: MemoryConfig,
         embedder: TextEmbedder,
         reflector: Reflector | None = None,
+        *,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` draws the jitter of a store write's retries (a replay's is seeded)."""
         self._clock = clock
+        self._rng = rng or random.Random()
         self._store = store
         self._outbox = outbox
         self._config = config
@@ -275,6 +280,7 @@ class MemoryWriter:
                     STORE_RETRY,
                     self._clock,
                     retry_on=lambda exc: isinstance(exc, StoreUnavailableError),
+                    rng=self._rng,
                 ):
                     with attempt:
                         await self.write_trade(trade)

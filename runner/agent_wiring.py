@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,13 +96,15 @@ def build_agents(
     *,
     memory: bool = True,
     long_term: LongTermMemory | None = None,
+    jitter: random.Random | None = None,
 ) -> Agents:
     """``memory`` False (``--no-memory``): the debate neither recalls nor writes long-term memory.
     ``long_term``: the debate's store (default: in the process, lost at exit, until the
-    composition root gives it the memory graph: ``DebateDecider.use_long_term``)."""
+    composition root gives it the memory graph: ``DebateDecider.use_long_term``).
+    ``jitter``: draws the Claude client's retry jitter (``Ports.jitter``)."""
     config = settings.agent
     fallback = FallbackDecider(FallbackPipeline(), history, NO_API_KEY)
-    client = build_client(settings, clock)
+    client = build_client(settings, clock, jitter)
     breaker = CircuitBreaker(clock, config.breaker_failures, config.breaker_open_secs)
     ledger = _ledger(config, clock, settings.logs_dir / "decisions.jsonl", client is not None)
     redactor = Redactor(settings.secret_values())
@@ -167,9 +170,11 @@ def configured_key(settings: Settings) -> SecretStr | None:
     return key
 
 
-def build_client(settings: Settings, clock: Clock) -> ClaudeClient | None:
+def build_client(
+    settings: Settings, clock: Clock, jitter: random.Random | None = None
+) -> ClaudeClient | None:
     """The one Claude client of the deciders and the reviewer; None without a key (the decider
-    itself then says so, once, when built)."""
+    itself then says so, once, when built). ``jitter`` draws its retries' jitter."""
     config = settings.agent
     key = configured_key(settings)
     if key is None:
@@ -184,6 +189,7 @@ def build_client(settings: Settings, clock: Clock) -> ClaudeClient | None:
         clock,
         config,
         policy,
+        jitter,
         credentials=Credentials(
             read_key=anthropic_key_reader(key.get_secret_value()),
             build=lambda new_key: build_anthropic_client(config, new_key),

@@ -127,6 +127,7 @@ async def _wire(
         journals,
         market,
         decision,
+        jitter=ports.jitter,
         extra_loops=[_state_watch(settings, clock, journals, decision), *operator.loops()],
         closers=closers,
         failpoints=failpoints,

@@ -4,9 +4,10 @@ world) and the market path built on it."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.bus import EventBus
@@ -54,6 +55,9 @@ class Ports:
     analysts_pool: Executor | None = None
     memory: bool = True  # False: the agent's notes and the learner stay out of the snapshot
     live_orders: bool = False  # --live: the ccxt broker on real money (checked again there)
+    #: the one source of every retry's and restart's jitter: fresh OS entropy live (instances
+    #: must not retry in lockstep); seeded in replay, where a jittered wait moves the clock
+    jitter: random.Random = field(default_factory=random.Random)
 
 
 @dataclass
@@ -80,6 +84,7 @@ def websocket_ports(
     fit_pool: FitPool | None = None,
 ) -> Ports:
     """Live Binance (``simulator=False``) or the simulator: its websocket and its REST."""
+    jitter = random.Random()  # fresh entropy: live instances must not reconnect in lockstep
 
     def listener(
         backfill: CandleBackfill, known_price: Callable[[str], float | None]
@@ -102,6 +107,7 @@ def websocket_ports(
                 else BINANCE_UPDATE_MS
             ),
             reference_price=known_price,
+            rng=jitter,
         )
 
     return Ports(
@@ -112,15 +118,20 @@ def websocket_ports(
         live_orders=live_orders,
         fit_offload=fit_offload,
         fit_pool=fit_pool,
+        jitter=jitter,
     )
 
 
 def build_market_path(settings: Settings, clock: Clock, bus: EventBus, ports: Ports) -> MarketPath:
     features = FeatureTracker()
     aggregator = MultiTFAggregator(bus, observers=[features])
-    backfill = CcxtCandleBackfill(ports.exchange, clock=clock)
+    backfill = CcxtCandleBackfill(ports.exchange, clock=clock, rand=ports.jitter.random)
     history = OhlcvHistory(
-        ports.exchange, clock, tickers=settings.market.tickers, days=settings.market.history_days
+        ports.exchange,
+        clock,
+        tickers=settings.market.tickers,
+        days=settings.market.history_days,
+        rand=ports.jitter.random,
     )
     ticks = ports.make_ticks(backfill, aggregator.last_price)
     return MarketPath(ports.exchange, aggregator, features, backfill, history, ticks)

@@ -9,6 +9,7 @@ store never delays a decision.
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -111,9 +112,15 @@ def open_store(settings: Settings, clock: Clock | None = None) -> MemoryStore:
 
 
 def build_memory(
-    settings: Settings, clock: Clock, *, enabled: bool, reflector: Reflector | None = None
+    settings: Settings,
+    clock: Clock,
+    *,
+    enabled: bool,
+    reflector: Reflector | None = None,
+    jitter: random.Random | None = None,
 ) -> MemoryParts:
-    """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``)."""
+    """The parts; their bus rows are in runner.subscriptions (``memory_subscriptions``).
+    ``jitter`` draws the writer's store-retry jitter."""
     cfg = settings.memory
     if not enabled:
         return MemoryParts(insights=MemoryOff())
@@ -136,7 +143,7 @@ def build_memory(
             settings.state_dir / cfg.outbox_filename,
             legacy_sqlite=settings.state_dir / "memory_outbox.db",  # before the JSONL outbox
         )
-        writer = MemoryWriter(clock, store, outbox, cfg, embedder, reflector)
+        writer = MemoryWriter(clock, store, outbox, cfg, embedder, reflector, rng=jitter)
     view = MemoryInsights(
         store, retriever, cfg, writer.note_situation if writer is not None else None, clock=clock
     )

@@ -5,6 +5,7 @@ simulator and replay daemons are supervised by this one function."""
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
@@ -31,6 +32,7 @@ def supervise(
     market: MarketPath,
     decision: DecisionPath,
     *,
+    jitter: random.Random,
     extra_loops: Sequence[LoopSpec] = (),
     closers: Sequence[tuple[str, ShutdownHook]] = (),
     failpoints: Failpoints | None = None,
@@ -38,7 +40,8 @@ def supervise(
     atomic_heartbeat: bool = True,
 ) -> tuple[Heartbeat, Watchdog, Supervisor]:
     """The bus subscriptions (one table, ``runner.subscriptions``), the loops, their supervisor
-    and the ordered shutdown (journals, state, learner, clients)."""
+    and the ordered shutdown (journals, state, learner, clients). ``jitter``: the daemon's one
+    source of jitter (``Ports.jitter``), here for the loops' restart delays."""
     supervisor: Supervisor | None = None
 
     def loop_restarts() -> int:
@@ -80,6 +83,7 @@ def supervise(
         shutdown_hooks=hooks,
         shutdown_deadline_secs=settings.supervisor.shutdown_deadline_secs,
         on_halt=decision.trading.halt,
+        rng=jitter,
     )
     return heartbeat, watchdog, supervisor
 

@@ -9,6 +9,7 @@ journals, heartbeat, watchdog, status, loops, shutdown).
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,15 +104,22 @@ def build_decision_path(
     # the 4h closes to now, rebuilt at a close or refresh only (not per decision)
     history_to_now = ClosesToNow(market.history, market.aggregator)
     agents = build_agents(
-        settings, clock, bus, history_to_now, decisions_journal.append, memory=ports.memory
+        settings,
+        clock,
+        bus,
+        history_to_now,
+        decisions_journal.append,
+        memory=ports.memory,
+        jitter=ports.jitter,
     )
     trading = TradingSwitch(clock, store, decisions_journal.append)
     failpoint = (failpoints or Failpoints()).hit
     learner = OnlineLearner(settings.state_dir / "models" / "online_learner.json")
     exits = exits_outbox(settings, learner)
     tracker = _tracker(
-        settings, clock, bus, market, broker, store, agents, regimes, trading, exits, failpoint
-    )
+        settings, clock, bus, market, broker, store, agents, regimes, trading, exits, failpoint,
+        ports.jitter,
+    )  # fmt: skip
     memory = _memory(settings, clock, agents, decisions_journal, ports)
     snapshots = _snapshots(
         settings, clock, market, broker, store, regimes, derivatives, learner, ports, memory
@@ -164,6 +172,7 @@ def _tracker(
     trading: TradingSwitch,
     exits: Outbox,
     failpoint: Callable[[str], None],
+    jitter: random.Random,
 ) -> PositionTracker:
     return PositionTracker(
         clock,
@@ -178,6 +187,7 @@ def _tracker(
         trading=trading,
         record_exit=lambda key, event: record_exit(exits, key, event, failpoint),
         failpoint=failpoint,
+        rng=jitter,
     )
 
 
@@ -193,7 +203,9 @@ def _memory(
         reviewer.ledger if reviewer is not None else None,
         journal.append,
     )
-    memory = build_memory(settings, clock, enabled=ports.memory, reflector=reflector)
+    memory = build_memory(
+        settings, clock, enabled=ports.memory, reflector=reflector, jitter=ports.jitter
+    )
     if isinstance(agents.decider, DebateDecider):  # the debate remembers in the same graph
         agents.decider.use_long_term(*memory.debate_memory(enabled=ports.memory))
     return memory
@@ -253,12 +265,17 @@ def _derivatives(
             path=path,
             reconnect_base_secs=settings.market.reconnect_base_secs,
             reconnect_cap_secs=settings.market.reconnect_cap_secs,
+            rng=ports.jitter,
         )
     if ports.context_fields is not None:
         fields = ports.context_fields(config, window)
     else:
-        fields = build_context_fields(config, clock, tickers, market.exchange, liquidations=window)
-    monitor = DerivativesMonitor(clock, bus, fields, board=board, config=config)
+        fields = build_context_fields(
+            config, clock, tickers, market.exchange, liquidations=window, rand=ports.jitter.random
+        )
+    monitor = DerivativesMonitor(
+        clock, bus, fields, board=board, config=config, rand=ports.jitter.random
+    )
     return monitor, liquidations
 
 

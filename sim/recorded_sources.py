@@ -20,7 +20,8 @@ timing policy, so the monitor, the snapshot and their reasons behave as live:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from core.clock import Clock
@@ -131,8 +132,11 @@ def build_recorded_context_fields(
     feed: SimFeed,
     fear_greed: FearGreedBook | str,
     spot: RecordedSpotKlines,
+    *,
+    rand: Callable[[], float] = random.random,
 ) -> list[ContextField]:
-    """``fear_greed`` is the recorded index, or why the data dir has none."""
+    """``fear_greed`` is the recorded index, or why the data dir has none; ``rand`` draws the
+    jitter of a failed read's backoff."""
     funding = RecordedFunding(feed, clock, tickers)
 
     async def fear_greed_now() -> dict[str, Any]:
@@ -162,6 +166,7 @@ def build_recorded_context_fields(
         clock,
         lambda field, name: recorded.get(field) or _not_recorded(name),
         in_process=True,
+        rand=rand,
     )
 
 

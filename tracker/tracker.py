@@ -68,12 +68,15 @@ class PositionTracker:
         trading: TradingSwitch | None = None,
         record_exit: ExitRecorder | None = None,
         failpoint: Callable[[str], None] = lambda _name: None,
+        rng: random.Random | None = None,
     ) -> None:
         """``store`` must be loaded; the positions it holds are tracked again (a restart), with
         the exit orders that were in flight.
         ``btc_change_1h_pct``: BTC's change over the last hour in percent (None: unknown), for
         the fallback score's correlation term. ``trading``: a ``HaltTradingError`` halts it, and
-        while it is HALTED the agent layer places no ADD (stops and exits still run)."""
+        while it is HALTED the agent layer places no ADD (stops and exits still run). ``rng`` draws
+        the jitter of a failed safety check's retry (the daemon's one source; a replay's is
+        seeded)."""
         self._clock = clock
         self._broker = broker
         self._held = broker if isinstance(broker, HeldView) else None
@@ -84,7 +87,7 @@ class PositionTracker:
             cap_secs=min(self.config.retry_cap_secs, self.config.safety_interval_secs),
             jitter_fraction=self.config.retry_jitter_fraction,
         )
-        self._rng = random.Random()
+        self._rng = rng or random.Random()
         self._book = TrackedBook(
             store, momentum_samples=self.config.momentum_samples, on_save_failed=self._halt
         )

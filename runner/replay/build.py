@@ -93,7 +93,7 @@ class ReplayOptions:
     decider: Decider = "fallback"
     memory: bool = True
     speed: float | None = None  # None: as fast as the machine allows
-    seed: int = 42  # the regime models' EM seed
+    seed: int = 42  # the regime models' EM seed and every retry's jitter (runner.replay.ports)
     update_interval_ms: int | None = None  # None: a quarter of the base bar (75 s on 5m bars)
     base_interval: str | None = None  # None: the finest recorded for every ticker (1m .. 15m)
 
@@ -266,6 +266,7 @@ def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
         journals,
         market,
         decision,
+        jitter=ports.jitter,
         extra_subscriptions=[Inline(Topic.ORDER_FILLED, counts.on_fill, "replay_fill_count")],
         atomic_heartbeat=False,  # nobody health-checks a run folder (runner.heartbeat)
     )

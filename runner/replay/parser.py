@@ -28,7 +28,12 @@ def add_replay_parser(sub: Any) -> None:
         action="store_true",
         help="keep the agent's notes and the learner out of the snapshots",
     )
-    replay.add_argument("--seed", type=int, default=42, help="the regime models' EM seed")
+    replay.add_argument(
+        "--seed",
+        type=int,
+        default=42,
+        help="the regime models' EM seed and every retry's jitter",
+    )
     replay.add_argument(
         "--update-secs",
         type=float,

@@ -7,6 +7,7 @@ builds its offline snapshot on them too.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from concurrent.futures import Executor
 
@@ -45,8 +46,12 @@ def replay_ports(
     """The recording in-process: ticks, OHLCV and the recorded context; fits inline.
     ``fear_greed``: the opened index (or why there is none); None reads it from the data dir.
     ``tick_pool``: where the ticks' rows are computed ahead; None: in this process.
-    ``desk_pool``: where the analysts run (``runner.desk_ahead``); None: in this process."""
+    ``desk_pool``: where the analysts run (``runner.desk_ahead``); None: in this process.
+    The jitter of every retry is drawn from the replay's seed (``settings.regime.hmm.seed``)."""
     tickers = settings.market.tickers
+    # a retry's jittered wait moves the virtual clock: drawn from the replay's seed, a replay in
+    # which something fails once is repeated exactly
+    jitter = random.Random(settings.regime.hmm.seed)
 
     def recorded_ticks(_backfill: object, _known_price: object) -> RecordedTicks:
         return RecordedTicks(
@@ -62,7 +67,9 @@ def replay_ports(
     def recorded_context(config: DerivativesConfig, _window: object) -> Sequence[ContextField]:
         index = optional_fear_greed(settings.data_dir) if fear_greed is None else fear_greed
         spot = RecordedSpotKlines(settings.data_dir)
-        return build_recorded_context_fields(config, clock, tickers, feed, index, spot)
+        return build_recorded_context_fields(
+            config, clock, tickers, feed, index, spot, rand=jitter.random
+        )
 
     return Ports(
         exchange=RecordedOhlcvExchange(feed, clock),
@@ -73,4 +80,5 @@ def replay_ports(
         fit_pool=fit_pool,
         memory=memory,
         analysts_pool=desk_pool,
+        jitter=jitter,
     )

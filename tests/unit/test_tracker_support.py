@@ -4,6 +4,7 @@ RunnerStateStore on a VirtualClock, positions opened through real fills, scripte
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +68,7 @@ def make_rig(
     broker_factory: Callable[[VirtualClock, EventBus], PaperBroker] | None = None,
     clock: VirtualClock | None = None,
     attach: bool = True,
+    rng: random.Random | None = None,
 ) -> Rig:
     """A fresh bus and store on ``tmp_path``; the broker is ``broker`` (a restart keeps the
     account), else ``broker_factory(clock, bus)``, else a 10 000 USD paper account."""
@@ -93,6 +95,7 @@ def make_rig(
         price=price,
         regime=lambda t: regime_map.get(t, "low_volatility_goldilocks"),
         config=config,
+        rng=rng,
     )
     if attach:
         bus.subscribe(Topic.POSITION_OPENED, tracker.on_position_opened, name="tracker")
