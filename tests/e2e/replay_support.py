@@ -34,7 +34,10 @@ from typing import Any, Final
 
 import orjson
 import pytest
+from fakes.claude_support import EVERY_PASS_ONE_MODEL
+from pydantic import SecretStr
 
+from agent.config import AgentConfig
 from runner.config import Settings
 from runner.replay.build import ReplayOptions, build_replay, replay_settings
 from runner.replay.command import ReplayOutcome, run_replay
@@ -81,6 +84,19 @@ def isolated_environment(config_dir: Path) -> Iterator[None]:
 def default_settings(config_dir: Path) -> Settings:
     with isolated_environment(config_dir):
         return Settings()
+
+
+def claude_settings(config_dir: Path, base_url: str) -> Settings:
+    """``default_settings`` with Claude deciding against ``base_url`` (the fake Messages API): one
+    model for every pass, two tries a call, a $5 day."""
+    return default_settings(config_dir).model_copy(
+        update={
+            "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
+            "agent": AgentConfig(
+                base_url=base_url, max_attempts=2, daily_budget_usd=5.0, **EVERY_PASS_ONE_MODEL
+            ),
+        }
+    )
 
 
 def replay_options(

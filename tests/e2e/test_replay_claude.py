@@ -20,7 +20,7 @@ from fakes.messages_api import (
     text_message,
 )
 from pydantic import SecretStr
-from replay_support import default_settings, replay_options
+from replay_support import claude_settings, default_settings, replay_options
 
 from agent.config import AgentConfig
 from report.html import write_report
@@ -123,17 +123,7 @@ async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_repl
         api.script(first(), *(json_message(_hold(3600)) for _ in range(SCRIPTED)))
         config_dir = tmp_path / "config"
         config_dir.mkdir()
-        settings = default_settings(config_dir).model_copy(
-            update={
-                "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
-                "agent": AgentConfig(
-                    base_url=api.base_url,
-                    max_attempts=2,
-                    daily_budget_usd=5.0,
-                    **EVERY_PASS_ONE_MODEL,
-                ),
-            }
-        )
+        settings = claude_settings(config_dir, api.base_url)
         whole_day = replay_options(
             tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
         )

@@ -16,13 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import EVERY_PASS_ONE_MODEL, answer
+from fakes.claude_support import answer
 from fakes.messages_api import FakeMessagesApi, ScriptedResponse, json_message, overloaded
-from pydantic import SecretStr
-from replay_support import default_settings, replay_options
+from replay_support import claude_settings, replay_options
 
 from agent.claude_client import DEFAULT_BACKOFF
-from agent.config import AgentConfig
 from runner.replay.build import build_replay, replay_settings
 from runner.replay.command import run_replay
 
@@ -65,17 +63,7 @@ async def _replay_with_one_overload(root: Path, seed: int) -> bytes:
         )
         config_dir = root / "config"
         config_dir.mkdir(parents=True)
-        settings = default_settings(config_dir).model_copy(
-            update={
-                "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
-                "agent": AgentConfig(
-                    base_url=api.base_url,
-                    max_attempts=2,
-                    daily_budget_usd=5.0,
-                    **EVERY_PASS_ONE_MODEL,
-                ),
-            }
-        )
+        settings = claude_settings(config_dir, api.base_url)
         day = replay_options(
             root / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude", seed=seed
         )
