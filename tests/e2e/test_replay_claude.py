@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import EVERY_PASS_ONE_MODEL, answer
+from fakes.claude_support import EVERY_PASS_ONE_MODEL, hold_answer
 from fakes.messages_api import (
     FakeMessagesApi,
     error_response,
@@ -35,29 +35,13 @@ SPAN_HOURS = 6
 ANSWER_DELAY_SECS = 0.05  # real seconds: the replay must not move on meanwhile
 
 
-def _hold(next_check_seconds: int) -> dict[str, Any]:
-    return answer(
-        decisions=[
-            {
-                "ticker": TICKER,
-                "action": "HOLD",
-                "position_pct": 0.0,
-                "confidence": 0.5,
-                "reasoning": "No edge.",
-            }
-        ],
-        next_check_seconds=next_check_seconds,
-        wake_conditions=[],
-    )
-
-
 async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answer(
     tmp_path: Path,
 ) -> None:
     async with FakeMessagesApi() as api:
         api.script(
             *(
-                replace(json_message(_hold(3600)), delay_secs=ANSWER_DELAY_SECS)
+                replace(json_message(hold_answer(TICKER, 3600)), delay_secs=ANSWER_DELAY_SECS)
                 for _ in range(SCRIPTED)
             )
         )
@@ -120,7 +104,7 @@ async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_repl
     tmp_path: Path, first: Any
 ) -> None:
     async with FakeMessagesApi() as api:
-        api.script(first(), *(json_message(_hold(3600)) for _ in range(SCRIPTED)))
+        api.script(first(), *(json_message(hold_answer(TICKER, 3600)) for _ in range(SCRIPTED)))
         config_dir = tmp_path / "config"
         config_dir.mkdir()
         settings = claude_settings(config_dir, api.base_url)

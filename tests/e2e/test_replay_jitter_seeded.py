@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import answer
+from fakes.claude_support import hold_answer
 from fakes.messages_api import FakeMessagesApi, ScriptedResponse, json_message, overloaded
 from replay_support import claude_settings, replay_options
 
@@ -28,22 +28,6 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 TICKER = "BTC/USDT"
 SCRIPTED = 10  # more than the hour asks for (4 closes)
-
-
-def _hold() -> dict[str, Any]:
-    return answer(
-        decisions=[
-            {
-                "ticker": TICKER,
-                "action": "HOLD",
-                "position_pct": 0.0,
-                "confidence": 0.5,
-                "reasoning": "No edge.",
-            }
-        ],
-        next_check_seconds=3600,
-        wake_conditions=[],
-    )
 
 
 def _overloaded() -> ScriptedResponse:
@@ -59,7 +43,7 @@ async def _replay_with_one_overload(root: Path, seed: int) -> bytes:
     async with FakeMessagesApi() as api:
         api.script(
             _overloaded(),
-            *(json_message(_hold()) for _ in range(SCRIPTED)),
+            *(json_message(hold_answer(TICKER)) for _ in range(SCRIPTED)),
         )
         config_dir = root / "config"
         config_dir.mkdir(parents=True)

@@ -110,6 +110,23 @@ def answer(**overrides: Any) -> dict[str, Any]:
     return base
 
 
+def hold_answer(ticker: str, next_check_seconds: int = 3600) -> dict[str, Any]:
+    """A valid answer holding ``ticker`` with no edge, asking to be woken after the seconds."""
+    return answer(
+        decisions=[
+            {
+                "ticker": ticker,
+                "action": "HOLD",
+                "position_pct": 0.0,
+                "confidence": 0.5,
+                "reasoning": "No edge.",
+            }
+        ],
+        next_check_seconds=next_check_seconds,
+        wake_conditions=[],
+    )
+
+
 def decision_with(**fields: Any) -> dict[str, Any]:
     """A valid answer whose only decision has ``fields`` replaced."""
     one = {**answer()["decisions"][0], **fields}
