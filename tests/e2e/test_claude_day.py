@@ -14,7 +14,7 @@ import orjson
 import pytest
 from aiohttp import web
 from fakes.claude_support import answer
-from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop, until_while_running
 from fakes.journal_lines import read_all
 from fakes.messages_api import (
     FakeMessagesApi,
@@ -162,10 +162,7 @@ def _day_done(records: list[dict[str, Any]], api: ScriptedDay) -> bool:
 
 
 async def _wait_for_day(path: Path, proc: asyncio.subprocess.Process, api: ScriptedDay) -> None:
-    while not _day_done(_decisions(path), api):
-        if proc.returncode is not None:
-            raise AssertionError(f"daemon exited ({proc.returncode}) before the day was over")
-        await asyncio.sleep(0.25)  # polling a file written by another process
+    await until_while_running(proc, lambda: _day_done(_decisions(path), api), "the day's end")
 
 
 @pytest.mark.timeout(300)

@@ -19,6 +19,7 @@ from fakes.daemon import (
     daemon_env,
     sim_daemon,
     stop,
+    until_while_running,
 )
 from fakes.journal_lines import journal_text
 
@@ -34,11 +35,9 @@ ONE_LIGHT = {"VIGIL_MARKET__TICKERS": '["ETH/USDT"]', **LIGHT_MARKET}
 
 
 async def _wait_for_text(path: Path, needle: str, proc: asyncio.subprocess.Process) -> None:
-    """Until the daemon ``proc`` has logged ``needle``, however long its start takes on a loaded
-    host (the test's timeout bounds a hang); a daemon that exits first fails the test."""
-    while needle not in (path.read_text() if path.exists() else ""):
-        assert proc.returncode is None, f"the daemon exited ({proc.returncode}) before {needle!r}"
-        await asyncio.sleep(0.02)
+    """Until the daemon ``proc`` has logged ``needle``."""
+    logged = lambda: needle in (path.read_text() if path.exists() else "")  # noqa: E731
+    await until_while_running(proc, logged, repr(needle))
 
 
 @pytest.mark.timeout(300)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import daemon_env, sim_daemon, stop, until_while_running
 from fakes.journal_lines import journal_text
 
 from market.recorded import load_fear_greed, load_funding
@@ -24,17 +24,16 @@ async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: i
     """Until ``wanted`` decisions are journaled, one of them saw the derivatives monitor's data and
     one was triggered by a candle close (warm-up holds the simulated clock, so the first decisions
     can all come from the agent's timer before the first 15m close)."""
-    while True:
+
+    def journaled() -> bool:
         text = path.read_bytes() if path.exists() else b""
-        if (
+        return (
             text.count(b"\n") >= wanted
             and b'"funding_rates":{' in text
             and b'"candle_close:' in text
-        ):
-            return
-        if proc.returncode is not None:
-            raise AssertionError(f"daemon exited ({proc.returncode}) before {wanted} decisions")
-        await asyncio.sleep(0.2)  # polling a file written by another process
+        )
+
+    await until_while_running(proc, journaled, f"{wanted} decisions")
 
 
 @pytest.mark.timeout(240)

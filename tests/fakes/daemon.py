@@ -13,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
@@ -128,6 +128,18 @@ async def sim_daemon(
 #: several times over (another suite beside this one) an exit took over 30 s: joining the fit
 #: pool's and the API's processes, flushing journals, all starved of CPU.
 STOP_WAIT_SECS = 120.0
+
+
+async def until_while_running(
+    proc: asyncio.subprocess.Process, condition: Callable[[], bool], what: str
+) -> None:
+    """Poll ``condition`` (over files the daemon ``proc`` writes) until it holds, however long a
+    loaded host takes: the test's timeout bounds a hang. A daemon that exits first fails the test
+    naming ``what`` it never got to."""
+    while not condition():
+        if proc.returncode is not None:
+            raise AssertionError(f"the daemon exited ({proc.returncode}) before {what}")
+        await asyncio.sleep(0.2)  # polling files another process writes
 
 
 async def stop(proc: asyncio.subprocess.Process, timeout_secs: float = STOP_WAIT_SECS) -> int:

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import daemon_env, sim_daemon, stop, until_while_running
 
 from report.html import write_report
 
@@ -21,14 +21,13 @@ WANTED_DECISIONS = 6
 async def _until_traded(state: Path, proc: asyncio.subprocess.Process) -> None:
     """Until the run has a fill and a few decisions (from 05:00 the fallback buys ETH at once)."""
     journal, trades = state / "logs" / "decisions.jsonl", state / "logs" / "trades.csv"
-    while True:
+
+    def traded() -> bool:
         decisions = journal.read_bytes().count(b"\n") if journal.exists() else 0
         fills = trades.read_bytes().count(b"\n") - 1 if trades.exists() else 0
-        if decisions >= WANTED_DECISIONS and fills >= 1:
-            return
-        if proc.returncode is not None:
-            raise AssertionError(f"daemon exited ({proc.returncode}) before trading")
-        await asyncio.sleep(0.2)  # polling files written by another process
+        return decisions >= WANTED_DECISIONS and fills >= 1
+
+    await until_while_running(proc, traded, "trading")
 
 
 @pytest.mark.timeout(300)
