@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from fakes.api_client import sse_events, wait_for_api
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop
 from fakes.journal_lines import journal_text
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -34,7 +34,7 @@ def total(parsed: dict[tuple[str, tuple[tuple[str, str], ...]], float], name: st
 @pytest.mark.timeout(240)
 async def test_status_metrics_and_stream_of_a_sim_daemon(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = daemon_env(state, VIGIL_SIM__SPEED="600")
+    env = daemon_env(state, VIGIL_SIM__SPEED="600", **LIGHT_MARKET)
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
         url, token = await wait_for_api(state, proc)
         auth = {"Authorization": f"Bearer {token}"}

@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from fakes.api_client import wait_for_api
-from fakes.daemon import daemon_env, sim_daemon
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon
 
 pytestmark = pytest.mark.e2e
 
@@ -65,7 +65,9 @@ def pid_changed(state: Path, old: int) -> bool:
 async def test_the_api_process_is_separate_restarted_and_never_orphaned(tmp_path: Path) -> None:
     state = tmp_path / "state"
     cpu = min(os.sched_getaffinity(0))
-    env = daemon_env(state, VIGIL_SIM__SPEED="600", VIGIL_API__PROCESS_CPUS=f"[{cpu}]")
+    env = daemon_env(
+        state, VIGIL_SIM__SPEED="600", VIGIL_API__PROCESS_CPUS=f"[{cpu}]", **LIGHT_MARKET
+    )
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
         url, token = await wait_for_api(state, proc)
         first = api_pid(state)

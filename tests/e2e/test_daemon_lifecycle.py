@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakes.daemon import STOP_WAIT_SECS, daemon_env
+from fakes.daemon import LIGHT_MARKET, STOP_WAIT_SECS, daemon_env
 
 pytestmark = pytest.mark.e2e
 
@@ -77,6 +77,7 @@ async def test_daemon_runs_against_the_sim_merges_a_live_edit_and_stops_cleanly(
         VIGIL_SIM__START="2025-03-01T00:40:00Z",
         VIGIL_SIM__SPEED="300",
         VIGIL_STATE__WATCH_INTERVAL_SECS="5",
+        **LIGHT_MARKET,
     )
     proc = await asyncio.create_subprocess_exec(
         *VIGIL, "run", "--sim", env=env, cwd=REPO, stderr=asyncio.subprocess.PIPE

@@ -24,7 +24,7 @@ import pytest
 from browser_support import decode_png, read_png_header
 from cdp_support import Page, open_browser
 from fakes.api_client import ask, wait_for_api
-from fakes.daemon import daemon_env, sim_daemon, stop
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop
 
 pytestmark = pytest.mark.e2e
 
@@ -66,7 +66,7 @@ class Api:
 @pytest.mark.timeout(300)
 async def test_the_dashboard_shows_the_daemon_and_acts_on_it(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    env = daemon_env(state, VIGIL_SIM__SPEED="600")
+    env = daemon_env(state, VIGIL_SIM__SPEED="600", **LIGHT_MARKET)
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
         url, token = await wait_for_api(state, proc)
         headers = {"Authorization": f"Bearer {token}"}

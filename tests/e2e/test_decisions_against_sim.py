@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.daemon import daemon_env, sim_daemon, stop, until_while_running
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop, until_while_running
 from fakes.journal_lines import journal_text
 
 from market.recorded import load_fear_greed, load_funding
@@ -39,7 +39,10 @@ async def _journal_lines(path: Path, proc: asyncio.subprocess.Process, wanted: i
 @pytest.mark.timeout(240)
 async def test_fallback_decisions_are_journaled_with_reasons_and_caps(tmp_path: Path) -> None:
     env = daemon_env(
-        tmp_path / "state", VIGIL_SIM__START="2025-04-07T00:00:00Z", VIGIL_SIM__SPEED="900"
+        tmp_path / "state",
+        VIGIL_SIM__START="2025-04-07T00:00:00Z",
+        VIGIL_SIM__SPEED="900",
+        **LIGHT_MARKET,
     )
     log_path = tmp_path / "daemon.log"
     journal = tmp_path / "state" / "logs" / "decisions.jsonl"

@@ -12,7 +12,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 from fakes.api_client import wait_for_api
-from fakes.daemon import REPO, daemon_env, sim_daemon, stop
+from fakes.daemon import LIGHT_MARKET, REPO, daemon_env, sim_daemon, stop
 from prometheus_client.parser import text_string_to_metric_families
 
 pytestmark = pytest.mark.e2e
@@ -59,7 +59,9 @@ async def test_every_metric_the_dashboard_queries_is_served(tmp_path: Path) -> N
     assert queried >= SHOWN
     state = tmp_path / "state"
     # a daily budget, so the budget-left gauge is served (without one it is absent: unknown)
-    env = daemon_env(state, VIGIL_SIM__SPEED="600", VIGIL_AGENT__DAILY_BUDGET_USD="5")
+    env = daemon_env(
+        state, VIGIL_SIM__SPEED="600", VIGIL_AGENT__DAILY_BUDGET_USD="5", **LIGHT_MARKET
+    )
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
         url, token = await wait_for_api(state, proc)
         auth = {"Authorization": f"Bearer {token}"}

@@ -10,7 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from fakes.daemon import daemon_env, sim_daemon, stop, until_while_running
+from fakes.daemon import LIGHT_MARKET, daemon_env, sim_daemon, stop, until_while_running
 
 from report.html import write_report
 
@@ -36,7 +36,9 @@ async def test_report_of_a_real_simulator_run(tmp_path: Path) -> None:
     # ETH's regime turned medium at the 04:00 close: the fallback buys it at the first closes. The
     # speed is low enough for a loaded machine to keep up: a daemon behind its clock places limit
     # BUYs at stale prices that expire unfilled, and the run never gets its fill.
-    env = daemon_env(state, VIGIL_SIM__START="2025-03-01T05:00:00Z", VIGIL_SIM__SPEED="600")
+    env = daemon_env(
+        state, VIGIL_SIM__START="2025-03-01T05:00:00Z", VIGIL_SIM__SPEED="600", **LIGHT_MARKET
+    )
     async with sim_daemon(env, tmp_path / "daemon.log") as proc:
         await _until_traded(state, proc)
         assert await stop(proc) == 0
