@@ -21,8 +21,10 @@ $(STAMP): pyproject.toml
 # the project's own modules compiled as the venv's are (an editable install compiles none): where
 # PYTHONDONTWRITEBYTECODE is set (here and on CI) no process caches them, so every daemon, command
 # and pool worker compiled them again, 0.9 s of CPU a daemon start (3.3 s to 2.3 s); up to date
-# after the first time, this takes under a second
-PACKAGES := core market state broker gate learner memory tracker derivatives regime agent sim report api runner
+# after the first time, this takes under a second. The packages are import-linter's root_packages
+# (pyproject.toml), read when compile runs, so one added there is compiled too; $(PYTHON) is the
+# 3.11 the venv is made from (tomllib), and the first make needs it before the venv exists
+PACKAGES = $(or $(shell $(PYTHON) -c 'import tomllib; print(*tomllib.loads(open("pyproject.toml").read())["tool"]["importlinter"]["root_packages"])'),$(error cannot read root_packages from pyproject.toml with $(PYTHON)))
 compile: $(STAMP)
 	$(BIN)/python -m compileall -q -j 0 -x '/\.venv' $(PACKAGES) tests bench
 
