@@ -7,16 +7,16 @@ recorded files and bounded by the instant the client read before each request.
 
 from __future__ import annotations
 
-import asyncio
 import types
-from collections.abc import AsyncIterator, Awaitable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import ccxt.async_support as ccxt_async
 import numpy as np
 import pandas as pd
 import pytest
+from fakes.virtual_time import drive
 from test_sim_rest_support import (
     RecordingClock,
     running_server,
@@ -41,7 +41,6 @@ from sim.rest_server import RestServer
 SIM_START_MS = utc_ms(2025, 9, 1, 13, 21)  # the 180-day window starts after the Jan 2025 quirks
 FAST_RETRY = RetryPolicy(max_attempts=4, base_secs=0.5, cap_secs=30.0, jitter_fraction=0.5)
 BTC = "BTC/USDT"
-T = TypeVar("T")
 
 
 @pytest.fixture
@@ -153,17 +152,6 @@ async def test_backfill_pages_through_closed_candles(
     assert len(expected) - len(candles) <= 1  # a candle may close while the pages load
     assert candles[-1].open_time_ms + TIMEFRAME_MS["15m"] <= now_ms
     assert candles[0].close == expected["close"].iloc[0]
-
-
-async def drive(clock: VirtualClock, work: Awaitable[T]) -> T:
-    """Run ``work`` on a VirtualClock: whenever it sleeps on the clock, move time to its wake-up."""
-    task = asyncio.ensure_future(work)
-    while not task.done():
-        if clock.next_deadline_secs() is not None:
-            await clock.step()
-        else:  # waiting for the server: wait on the task itself, briefly, then look again
-            await asyncio.wait({task}, timeout=0.01)
-    return task.result()
 
 
 async def test_rate_limit_429_is_waited_out_and_the_refresh_succeeds() -> None:

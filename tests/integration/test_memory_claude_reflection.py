@@ -16,6 +16,7 @@ from fakes.messages_api import (
     text_message,
     usage_body,
 )
+from fakes.virtual_time import drive
 
 from agent.budget import AgentPricing, DailyBudget
 from agent.claude import UsageLedger
@@ -256,8 +257,6 @@ async def test_a_lesson_whose_write_fails_is_written_later_not_asked_again(
     whole write again, Claude's reflection with it, and each try was a call paid again (the
     script's one answer used, the later tries got the rules' lesson). The answer is kept for its
     trade: only the write is tried again."""
-    import asyncio
-
     from memory.model import Insight
     from memory.port import StoreUnavailableError
 
@@ -278,11 +277,8 @@ async def test_a_lesson_whose_write_fails_is_written_later_not_asked_again(
         clock = writer._clock
         assert isinstance(clock, VirtualClock)
         open_and_exit(writer, 0)
-        task = asyncio.create_task(writer.flush())
-        while not task.done():  # the store retries sleep on the virtual clock
-            if not await clock.step():
-                await asyncio.sleep(0)
-        assert task.result() == 0 and writer.pending() == 1
+        flushed = await drive(clock, writer.flush())  # the store retries sleep on the virtual clock
+        assert flushed == 0 and writer.pending() == 1
         store.down = False
         assert await writer.flush() == 1
         asked = len(api.requests)

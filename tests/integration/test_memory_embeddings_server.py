@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 from fakes.memory_support import T0, open_and_exit
+from fakes.virtual_time import drive
 
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
@@ -131,11 +131,7 @@ async def test_the_write_back_keeps_a_trade_pending_past_a_hostile_answer(
         OpenAIEmbedder(url, "m"),
     )
     open_and_exit(writer, 0)
-    task = asyncio.create_task(writer.flush())
-    while not task.done():  # the retries sleep on the virtual clock
-        if not await clock.step():
-            await asyncio.sleep(0)
-    assert task.result() == 0
+    assert await drive(clock, writer.flush()) == 0  # the retries sleep on the virtual clock
     assert writer.pending() == 1 and writer.stats.store_failures == 1
     answer["body"] = b'{"data": [{"index": 0, "embedding": [0.6, 0.8]}]}'
     assert await writer.flush() == 1 and writer.pending() == 0

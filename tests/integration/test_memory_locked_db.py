@@ -11,6 +11,7 @@ import sqlite3
 from pathlib import Path
 
 from fakes.memory_support import T0, open_and_exit
+from fakes.virtual_time import drive
 
 from core.clock import VirtualClock
 from memory.config import MemoryConfig
@@ -47,13 +48,12 @@ async def test_a_write_lock_held_elsewhere_does_not_stall_the_loop(tmp_path: Pat
     done, gaps = asyncio.Event(), list[float]()
     probe = asyncio.create_task(_longest_gap(done, gaps))
     await asyncio.sleep(0.02)  # the probe has looked at the loop once
-    task = asyncio.create_task(writer.flush())
-    while not task.done():  # the retries sleep on the virtual clock
-        if not await clock.step():
-            await asyncio.sleep(0)
-    done.set()
-    await probe
-    assert task.result() == 0
+    try:
+        flushed = await drive(clock, writer.flush())  # the retries sleep on the virtual clock
+    finally:
+        done.set()
+        await probe
+    assert flushed == 0
     assert writer.pending() == 1 and writer.stats.store_failures == 1
     assert max(gaps) < OLD_BUSY_TIMEOUT_SECS / 5, max(gaps)
 

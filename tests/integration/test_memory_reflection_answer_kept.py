@@ -6,7 +6,6 @@ a warning (the model is asked again), and the daemon starts as ever."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 from fakes.memory_support import open_and_exit
 from fakes.messages_api import FakeMessagesApi, json_message
+from fakes.virtual_time import drive
 from test_memory_claude_reflection import _writer
 
 from core.clock import VirtualClock
@@ -39,13 +39,10 @@ async def _asked_then_down(tmp_path: Path, api: FakeMessagesApi) -> None:
     store = InsightsDown(tmp_path / "memory.db")
     writer = _writer(tmp_path, api.base_url, [], store=store)
     open_and_exit(writer, 0)
-    task = asyncio.create_task(writer.flush())
     clock = writer._clock
     assert isinstance(clock, VirtualClock)
-    while not task.done():  # the store retries sleep on the virtual clock
-        if not await clock.step():
-            await asyncio.sleep(0)
-    assert task.result() == 0 and writer.pending() == 1
+    flushed = await drive(clock, writer.flush())  # the store retries sleep on the virtual clock
+    assert flushed == 0 and writer.pending() == 1
 
 
 def _restarted(tmp_path: Path, api: FakeMessagesApi) -> tuple[MemoryWriter, SqliteMemoryStore]:

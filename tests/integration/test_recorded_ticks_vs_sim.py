@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import pytest
 from fakes.tasks import stop_tasks
+from fakes.virtual_time import drive
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -104,11 +105,7 @@ async def recorded_ticks(feed: SimFeed) -> tuple[list[MarketTick], RecordedTicks
     bus = EventBus()
     ticks = collect(bus)
     source = RecordedTicks(clock, bus, feed, tickers=TICKERS, timeframes=TFS, end_ms=END_MS)
-    task = asyncio.create_task(source.run())
-    while not task.done():
-        if not await clock.step():
-            await asyncio.sleep(0)
-    await task
+    await drive(clock, source.run())
     return ticks, source
 
 

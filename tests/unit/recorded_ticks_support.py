@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -70,16 +70,3 @@ async def until(condition: Callable[[], bool], turns: int = 100_000) -> None:
             return
         await asyncio.sleep(0)
     raise AssertionError("condition never held")
-
-
-async def drive(clock: VirtualClock, work: Awaitable[None]) -> None:
-    """Run ``work`` to completion, moving virtual time to each next sleeper's deadline."""
-    task = asyncio.ensure_future(work)
-    try:
-        while not task.done():
-            if not await clock.step():
-                await asyncio.sleep(0)  # nobody sleeps yet: let the task reach its sleep
-    finally:
-        if not task.done():
-            task.cancel()
-    await task

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fakes.memory_support import T0, open_and_exit
+from fakes.virtual_time import drive
 from test_tracker_support import T0_MS, make_rig
 
 from broker.paper import PaperBroker
@@ -112,11 +113,7 @@ async def _store_retry_wait_ms(tmp_path: Path, seed: int) -> int:
         rng=random.Random(seed),
     )
     open_and_exit(writer, 0)
-    task = asyncio.create_task(writer.flush())
-    while not task.done():  # the retry sleeps on the virtual clock
-        if not await clock.step():
-            await asyncio.sleep(0)
-    assert task.result() == 1
+    assert await drive(clock, writer.flush()) == 1  # the retry sleeps on the virtual clock
     return store.put_ms[1] - store.put_ms[0]
 
 

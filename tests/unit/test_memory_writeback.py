@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.memory_support import T0, make_writer, open_and_exit
+from fakes.virtual_time import drive
 
 from core.bus import EventBus, Overflow
 from core.clock import VirtualClock
@@ -72,8 +73,6 @@ async def test_an_exit_without_a_seen_entry_says_so(tmp_path: Path) -> None:
 
 
 async def test_store_down_keeps_the_row_pending(tmp_path: Path) -> None:
-    import asyncio
-
     class DownThenUp(SqliteMemoryStore):
         down = True
 
@@ -88,11 +87,7 @@ async def test_store_down_keeps_the_row_pending(tmp_path: Path) -> None:
         clock, store, MemoryOutbox(tmp_path / "o.jsonl"), MemoryConfig(), HashedNgramEmbedder()
     )
     open_and_exit(writer, 0)
-    task = asyncio.create_task(writer.flush())
-    while not task.done():  # the retries sleep on the virtual clock
-        if not await clock.step():
-            await asyncio.sleep(0)
-    assert task.result() == 0
+    assert await drive(clock, writer.flush()) == 0  # the retries sleep on the virtual clock
     assert writer.pending() == 1 and writer.stats.store_failures == 1
     store.down = False
     assert await writer.flush() == 1

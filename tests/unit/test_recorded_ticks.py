@@ -10,13 +10,13 @@ import orjson
 import pandas as pd
 import pytest
 import pytest_asyncio
+from fakes.virtual_time import drive
 from hypothesis import given
 from hypothesis import strategies as st
 from recorded_ticks_support import (
     DAY_MS,
     SYNTH_START_MS,
     TickLog,
-    drive,
     synthetic_bars,
     until,
     write_recording,

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recorded_ticks_support import DAY_MS, SYNTH_START_MS, TickLog, drive, synthetic_bars
+from fakes.virtual_time import drive
+from recorded_ticks_support import DAY_MS, SYNTH_START_MS, TickLog, synthetic_bars
 from recorded_ticks_support import write_recording as write_symbol
 
 import sim.recorded_ticks
