@@ -26,7 +26,7 @@ from runner.replay.command import ReplayOutcome, run_replay
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 TICKER = "BTC/USDT"
-DAYS = 2
+DAYS = 1
 
 
 def _decisions(run: Path) -> list[dict[str, Any]]:
@@ -42,7 +42,7 @@ async def _replay(settings: Settings, out: Path, *, memory: bool) -> ReplayOutco
     return await run_replay(build_replay(replay_settings(settings, options), options))
 
 
-async def test_a_two_day_debate_replay_with_memory_on_and_off(tmp_path: Path) -> None:
+async def test_a_day_of_debate_replay_with_memory_on_and_off(tmp_path: Path) -> None:
     runs: dict[str, Path] = {"on": tmp_path / "memory-on", "off": tmp_path / "memory-off"}
     calls: dict[str, dict[str, int]] = {}
     for name, run in runs.items():
