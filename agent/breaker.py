@@ -104,10 +104,14 @@ class CircuitBreaker:
             self.release_trial()
 
     def record_success(self) -> None:
+        """Only a success in half_open closes the breaker. One in open is a call let out while it
+        was still closed and answered after it opened (a position review in flight while the
+        decisions' calls failed): it resets the count, and the breaker stays open until its trial,
+        as its open time promised, rather than closing hours early on a call made before."""
         self._verdicts += 1
         self._consecutive_failures = 0
         self._trial_in_flight = False
-        if self._state is not BreakerState.CLOSED:
+        if self.state is BreakerState.HALF_OPEN:
             self._move(BreakerState.CLOSED, "trial call succeeded")
 
     def record_failure(self, reason: str = "") -> None:

@@ -58,6 +58,32 @@ async def test_after_open_secs_one_trial_goes_out_and_success_closes() -> None:
     assert breaker.transitions[1].at_ms == EPOCH_MS + 900_000
 
 
+async def test_a_call_let_out_while_closed_and_answered_once_open_does_not_close_it() -> None:
+    """A review call goes out while two decisions have failed; the third failure opens the
+    breaker; the review then succeeds. The breaker stays open for its full period (it once went
+    open -> closed at once, 'trial call succeeded', with no trial), and the count starts again."""
+    clock = VirtualClock(EPOCH_MS)
+    breaker = CircuitBreaker(clock)
+    for _ in range(2):
+        assert breaker.allow()
+        breaker.record_failure("overloaded")
+    assert breaker.allow()  # the review, in flight
+    breaker.record_failure("overloaded")  # the third decision
+    await clock.advance(200)
+    breaker.record_success()  # the review's answer
+    assert breaker.state is BreakerState.OPEN and not breaker.allow()
+    assert breaker.consecutive_failures == 0
+    assert breaker.reopens_in_secs() == breaker.open_secs - 200
+    await clock.advance(breaker.open_secs - 200)
+    assert breaker.allow()  # the trial
+    breaker.record_success()
+    assert [(t.from_state, t.to_state) for t in breaker.transitions] == [
+        ("closed", "open"),
+        ("open", "half_open"),
+        ("half_open", "closed"),
+    ]
+
+
 async def test_a_failed_trial_opens_it_for_another_full_period() -> None:
     clock = VirtualClock(EPOCH_MS)
     breaker = _opened(clock)
