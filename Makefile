@@ -32,12 +32,15 @@ run: $(STAMP) compile
 	$(BIN)/vigil --state-dir $(STATE_DIR) run --sim
 
 # the type check runs beside the suite, its output shown after it: alone, mypy kept one core busy
-# for 77 s on a clean clone while the other stayed idle, and the suite leaves some idle time too
+# for 77 s on a clean clone while the other stayed idle, and the suite leaves some idle time too.
+# A background job of a script ignores Ctrl-C: the trap stops it with the suite
 test: $(STAMP) lint compile
 	@log=$$(mktemp -t vigil-mypy.XXXXXX); \
 	$(BIN)/mypy . >"$$log" 2>&1 & typed=$$!; \
+	trap 'kill $$typed 2>/dev/null; rm -f "$$log"; exit 130' INT TERM HUP; \
 	./scripts/ensure-chromium && $(SUITE); suite=$$?; \
-	wait $$typed; types=$$?; echo "mypy (run beside the suite):"; cat "$$log"; rm -f "$$log"; \
+	wait $$typed; types=$$?; trap - INT TERM HUP; \
+	echo "mypy (run beside the suite):"; cat "$$log"; rm -f "$$log"; \
 	test $$suite -eq 0 -a $$types -eq 0
 
 lint: $(STAMP)
