@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import EVERY_PASS_ONE_MODEL, hold_answer
+from fakes.claude_support import hold_answer
 from fakes.messages_api import (
     FakeMessagesApi,
     error_response,
@@ -19,10 +19,8 @@ from fakes.messages_api import (
     rate_limited,
     text_message,
 )
-from pydantic import SecretStr
-from replay_support import claude_settings, default_settings, replay_options
+from replay_support import claude_settings, replay_options
 
-from agent.config import AgentConfig
 from report.html import write_report
 from runner.replay.build import build_replay, replay_settings
 from runner.replay.command import run_replay
@@ -47,14 +45,7 @@ async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answe
         )
         config_dir = tmp_path / "config"
         config_dir.mkdir()
-        settings = default_settings(config_dir).model_copy(
-            update={
-                "anthropic_api_key": SecretStr("sk-test-replay-0123456789"),
-                "agent": AgentConfig(
-                    base_url=api.base_url, daily_budget_usd=5.0, **EVERY_PASS_ONE_MODEL
-                ),
-            }
-        )
+        settings = claude_settings(config_dir, api.base_url)
         whole_day = replay_options(
             tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
         )
