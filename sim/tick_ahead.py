@@ -41,6 +41,14 @@ from sim.tick_rows import ROW_WIDTH, Rows, StreamKey, instant_rows
 
 log = logging.getLogger(__name__)
 
+#: below this many ticks a replay computes its rows itself: the worker's start (a Python process,
+#: numpy, pandas, the recording) costs about 2.5 s of CPU, and the rows it takes off the replay
+#: cost 5-8 us a tick there (measured 2026-11-28), so 100,000 ticks (about 10 days of 3 tickers at
+#: the replay's four updates a 5m bar) are about 0.5-0.8 s of the replay's time. A one-day replay
+#: ran as fast without it and its process used 1.6-2 s less CPU in all, which a busy machine (a
+#: test suite, a sweep) pays in full
+MIN_TICKS_AHEAD: Final = 100_000
+
 #: chunks queued behind the one being published; the worker makes a day's rows in tens of ms,
 #: the replay publishes them in about half a second, so two would do: three absorb a slow start
 DEFAULT_DEPTH: Final = 3
@@ -103,12 +111,16 @@ def chunk_rows(job: ChunkJob) -> Rows:
     )
 
 
-def open_tick_pool(feed: SimFeed) -> ProcessPoolExecutor | None:
+def open_tick_pool(feed: SimFeed, ticks: int) -> ProcessPoolExecutor | None:
     """The one-process pool ``RowsAhead`` runs on, its worker started and opening ``feed``'s
     recording now (while the replay is wired and warms up, instead of when the first rows are
-    due), or None when ticks are better computed inline: on one core (the worker would compete
-    with the replay), inside a daemonic process (a Dask sweep worker may not start children, and
-    its siblings fill the cores), or when no process can be started."""
+    due), or None when ticks are better computed inline: for a replay of fewer than
+    ``MIN_TICKS_AHEAD`` ``ticks``, on one core (the worker would compete with the replay), inside
+    a daemonic process (a Dask sweep worker may not start children, and its siblings fill the
+    cores), or when no process can be started."""
+    if ticks < MIN_TICKS_AHEAD:
+        log.info("replay ticks: computed in the replay's process (%d ticks: a short replay)", ticks)
+        return None
     if multiprocessing.current_process().daemon or (os.cpu_count() or 1) < 2:
         log.info("replay ticks: computed in the replay's process (one core, or a daemonic process)")
         return None
@@ -223,6 +235,7 @@ class RowsAhead:
 
 __all__ = [
     "DAY_MS",
+    "MIN_TICKS_AHEAD",
     "ChunkJob",
     "FeedSource",
     "RowsAhead",

@@ -226,15 +226,21 @@ def check_span(feed: SimFeed, options: ReplayOptions) -> None:
             )
 
 
+def replay_ticks(settings: Settings, options: ReplayOptions, feed: SimFeed) -> int:
+    """How many kline updates the replay publishes: every stream at every update instant."""
+    streams = len(settings.market.tickers) * len(settings.market.timeframes)
+    return streams * ((options.end_ms - options.start_ms) // feed.update_interval_ms)
+
+
 def build_replay(settings: Settings, options: ReplayOptions) -> Replay:
     """Wire the daemon for a replay. ``settings`` must come from ``replay_settings``."""
     check_out_dir(options.out_dir)
     data = open_recorded_data(settings.data_dir, options, replay_window(settings, options))
     feed = data.feed
     check_span(feed, options)
-    tick_pool = open_tick_pool(feed)
+    tick_pool = open_tick_pool(feed, replay_ticks(settings, options, feed))
     # its process starts only if the analysts use it (memory on, no model summaries)
-    desk_pool = open_desk_pool() if options.memory else None
+    desk_pool = open_desk_pool(options.days) if options.memory else None
     clock = VirtualClock(options.start_ms)
     bus = EventBus()
     # no state_watch either; the state saves (two files each, one every few tracker checks) skip

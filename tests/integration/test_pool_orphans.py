@@ -21,14 +21,14 @@ GONE_WITHIN_SECS = 60.0
 
 OPEN_POOL_THEN_WAIT = """
 import os, sys, time
-from runner.desk_ahead import open_desk_pool
+from runner.desk_ahead import MIN_DESK_DAYS, open_desk_pool
 from regime.fit_pool import FitPool
 from core.child_process import spawn_pool
 
 if __name__ == "__main__":
     which = sys.argv[1]
     if which == "desk":
-        pool = open_desk_pool()
+        pool = open_desk_pool(MIN_DESK_DAYS)
     elif which == "fits":
         pool = FitPool(workers=1)._executor()
     else:

@@ -25,7 +25,7 @@ from core.clock import utc_minute
 from memory.analyst_model import AnalystReport, MemorySummary, utc_day
 from memory.analyst_store import AnalystStore
 from memory.analysts import AnalystController, AnalystDesk
-from runner.desk_ahead import AnalystsFailed, DeskAhead, open_desk_pool
+from runner.desk_ahead import MIN_DESK_DAYS, AnalystsFailed, DeskAhead, open_desk_pool
 
 TICKERS = ("BTC/USDT", "ETH/USDT")
 DAY_MS = 24 * HOUR_MS
@@ -378,7 +378,15 @@ def test_the_pool_is_not_opened_on_one_core_or_in_a_daemonic_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(os, "cpu_count", lambda: 1)
-    assert open_desk_pool() is None
+    assert open_desk_pool(MIN_DESK_DAYS) is None
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     monkeypatch.setattr(multiprocessing.current_process(), "daemon", True, raising=False)
-    assert open_desk_pool() is None
+    assert open_desk_pool(MIN_DESK_DAYS) is None
+
+
+def test_a_short_replay_runs_its_analysts_in_its_own_process(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="runner.desk_ahead")
+    assert open_desk_pool(MIN_DESK_DAYS - 1) is None
+    assert "a short replay" in caplog.text

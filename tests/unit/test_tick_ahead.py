@@ -25,7 +25,7 @@ from core.events import MarketTick, Timeframe
 from market.recorded import DataUnavailableError
 from sim.feed import BAR_MS, SimFeed
 from sim.recorded_ticks import RecordedTicks
-from sim.tick_ahead import RowsAhead, open_tick_pool
+from sim.tick_ahead import MIN_TICKS_AHEAD, RowsAhead, open_tick_pool
 from sim.tick_rows import ROW_WIDTH, instant_rows
 from sim.ws_streams import KlineFormat
 
@@ -228,7 +228,13 @@ async def test_a_killed_worker_falls_back_with_one_warning_and_the_same_ticks(
 
 def test_no_pool_on_one_core(feed: SimFeed, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sim.tick_ahead.os.cpu_count", lambda: 1)
-    assert open_tick_pool(feed) is None
+    assert open_tick_pool(feed, MIN_TICKS_AHEAD) is None
+
+
+def test_no_pool_for_a_short_replay(feed: SimFeed, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="sim.tick_ahead")
+    assert open_tick_pool(feed, MIN_TICKS_AHEAD - 1) is None
+    assert "a short replay" in caplog.text
 
 
 def test_bad_chunks_are_refused(feed: SimFeed, pool: ProcessPoolExecutor) -> None:
