@@ -54,7 +54,11 @@ INSIGHT_COLUMNS = "body, vector, embedding"
 
 def connect(path: Path) -> sqlite3.Connection:
     """Open (creating or migrating) the memory file; ``StoreUnavailableError`` if it cannot be."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        # a state dir that is a file (a mistyped --state-dir) fails here: a reason, no traceback
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreUnavailableError(f"{path}: cannot make its folder: {exc.strerror}") from exc
     try:
         db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         db.execute("PRAGMA journal_mode=WAL")
