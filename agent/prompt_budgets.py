@@ -5,7 +5,12 @@ health check every 30 s among them) need it, not the prompt's assembly and memor
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+#: the classes of context with a budget of their own (``agent.prompt_context.RANK_CLASS``)
+CONTEXT_CLASSES = ("policy", "summary", "notes", "insight", "session")
 
 
 def _default_class_chars() -> dict[str, int]:
@@ -24,7 +29,18 @@ class PromptBudgets(BaseModel):
     #: characters per class of context (policy, summary, notes, insight, session), each trimmed
     #: by its own order (lowest-score insights, oldest summaries, last lines, oldest session
     #: entries) before the 6,000 cap; a class not named here has no budget of its own
-    class_chars: dict[str, int] = Field(default_factory=_default_class_chars)
+    class_chars: dict[str, Annotated[int, Field(ge=0)]] = Field(
+        default_factory=_default_class_chars
+    )
+
+    @field_validator("class_chars")
+    @classmethod
+    def _known_classes(cls, value: dict[str, int]) -> dict[str, int]:
+        # a misspelt class (``polcy``) was taken and budgeted nothing: the meant one kept its own
+        unknown = sorted(set(value) - set(CONTEXT_CLASSES))
+        if unknown:
+            raise ValueError(f"no class of context {unknown}; the classes: {list(CONTEXT_CLASSES)}")
+        return value
 
 
-__all__ = ["PromptBudgets"]
+__all__ = ["CONTEXT_CLASSES", "PromptBudgets"]

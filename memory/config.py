@@ -6,9 +6,9 @@ password also comes from ``NEO4J_PASSWORD`` or a secret file (see runner/config.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 #: ``debate``: a debate role's output (agent/debate_store.py): an opinion, ranked below lessons
 InsightKind = Literal["reflection", "rollup", "person", "debate"]
@@ -21,7 +21,7 @@ class RetrievalConfig(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     #: per insight kind; 0..3. A person's insight outranks the daemon's own reflections, and a
     #: lesson (reflection) outranks a debate role's opinion.
-    role_weights: dict[str, float] = Field(
+    role_weights: dict[str, Annotated[float, Field(ge=0.0, le=3.0)]] = Field(
         default_factory=lambda: {"person": 1.5, "rollup": 1.2, "reflection": 1.0, "debate": 0.6}
     )
     #: score lost per day of age; 0..0.1 (0.01: a 30-day-old lesson loses 0.3)
@@ -34,6 +34,15 @@ class RetrievalConfig(BaseModel):
     score_cutoff: float = Field(0.1, ge=-1.0, le=2.0)
     #: items returned; 1..20
     k: int = Field(5, ge=1, le=20)
+
+    @field_validator("role_weights")
+    @classmethod
+    def _known_kinds(cls, value: dict[str, float]) -> dict[str, float]:
+        # a misspelt kind (``persn``) was taken and weighed nothing: the meant one kept its own
+        unknown = sorted(set(value) - set(get_args(InsightKind)))
+        if unknown:
+            raise ValueError(f"no insight kind {unknown}; the kinds: {list(get_args(InsightKind))}")
+        return value
 
 
 class WriteConfig(BaseModel):

@@ -17,7 +17,11 @@ _budgets = st.builds(
     PromptBudgets,
     item_chars=st.integers(50, 400),
     context_warn_chars=st.integers(100, 5000),
-    class_chars=st.dictionaries(_names, st.integers(0, 900), max_size=3),
+    class_chars=st.dictionaries(
+        st.sampled_from(["policy", "summary", "notes", "insight", "session"]),
+        st.integers(0, 900),
+        max_size=3,
+    ),
 )
 _info = st.builds(
     PromptInfo,
