@@ -63,14 +63,28 @@ summary { cursor: pointer; font-weight: 600; margin: .5em 0; }
 """
 
 
+class ReportNotWrittenError(Exception):
+    """The report's folder or files cannot be written (``--out`` a file, a folder at
+    ``report.json``): the reason, naming the path."""
+
+
 def write_report(run_dir: Path, out_dir: Path | None = None) -> Report:
     """Build the report of ``run_dir`` and write ``report.json`` and ``report.html`` to ``out_dir``
-    (default: the run folder). Raises ``report.figures.RunFolderError`` for a bad run folder."""
+    (default: the run folder). Raises ``report.figures.RunFolderError`` for a bad run folder and
+    ``ReportNotWrittenError`` for a place it cannot write to."""
     report = build_report(run_dir)
     target = out_dir if out_dir is not None else run_dir
-    target.mkdir(parents=True, exist_ok=True)
-    atomic_write_bytes(target / "report.json", report_json_bytes(report))
-    atomic_write_bytes(target / "report.html", render_html(report).encode("utf-8"))
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target / "report.json", report_json_bytes(report))
+        atomic_write_bytes(target / "report.html", render_html(report).encode("utf-8"))
+    except OSError as exc:
+        # a person's --out: said in one line naming it, where it was a traceback
+        # a rename's failure names its target second (the first is the temporary file)
+        where = exc.filename2 or exc.filename or target
+        raise ReportNotWrittenError(
+            f"cannot write the report into {target}: {where}: {exc.strerror or exc}"
+        ) from exc
     return report
 
 

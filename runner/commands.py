@@ -277,7 +277,7 @@ def _run(settings: Settings, *, live: bool) -> int:
 def _report(args: argparse.Namespace, settings: Settings) -> int:
     from report.compare import compare_runs
     from report.figures import RunFolderError
-    from report.html import write_report
+    from report.html import ReportNotWrittenError, write_report
 
     try:
         if args.compare:
@@ -288,6 +288,9 @@ def _report(args: argparse.Namespace, settings: Settings) -> int:
     except RunFolderError as exc:
         print(f"vigil report: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except ReportNotWrittenError as exc:
+        print(f"vigil report: {terminal_safe_lines(str(exc))}", file=sys.stderr)
+        return EXIT_REFUSE_TO_START
     out = args.out or run_dir
     decided = sum(d.decisions for d in report.deciders)
     print(f"wrote {out / 'report.json'} and {out / 'report.html'} ({decided} decisions)")
