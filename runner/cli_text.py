@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from core.config_path import EMPTY_PATH
+from runner.config import is_usdt_perpetual
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
 from state.trading import REASON_MAX_CHARS
@@ -37,6 +38,18 @@ def utf8_text(value: str) -> str:
         raise argparse.ArgumentTypeError(
             f"not UTF-8 text: {_shown(run[0])} at position {at} "
             "(the terminal or script sent bytes in another encoding)"
+        )
+    return value
+
+
+def usdt_ticker(value: str) -> str:
+    """An argparse ``type``: a USDⓈ-M perpetual as config takes them, BASE/USDT in capitals, else
+    a clear refusal. ``data fetch`` names files by it (BTC was a traceback, ../../X/USDT a path
+    out of --out); ``memory add --ticker BTC`` stored a lesson no decision on BTC/USDT is sent,
+    and ``memory list --ticker btc`` listed nothing, both without a word."""
+    if not is_usdt_perpetual(value):
+        raise argparse.ArgumentTypeError(
+            f"{value[:_SHOWN_CHARS]!r} is not BASE/USDT in capitals, e.g. BTC/USDT"
         )
     return value
 

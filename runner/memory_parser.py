@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from memory.config import InsightKind
-from runner.cli_text import finite_number, path_argument, utf8_text, whole_number
+from runner.cli_text import finite_number, path_argument, usdt_ticker, utf8_text, whole_number
 
 
 def add_memory_parser(sub: Any) -> None:
@@ -27,7 +27,7 @@ def add_graph_commands(cmd: Any) -> None:
     search = cmd.add_parser("search", help="insights most similar to a text")
     search.add_argument("text", type=utf8_text)
     for p in (listing, search):
-        p.add_argument("--ticker", type=utf8_text)
+        p.add_argument("--ticker", type=usdt_ticker)
         p.add_argument("--regime", type=utf8_text)
         p.add_argument("--limit", type=_limit, default=20, help=f"1 to {LIMIT_MAX:,}")
     listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
@@ -35,7 +35,7 @@ def add_graph_commands(cmd: Any) -> None:
     cmd.add_parser("show", help="one insight or trade as JSON").add_argument("id", type=utf8_text)
     add = cmd.add_parser("add", help="a person's insight (salience 1)")
     add.add_argument("text", type=utf8_text)
-    add.add_argument("--ticker", type=utf8_text)
+    add.add_argument("--ticker", type=usdt_ticker)
     add.add_argument("--regime", type=utf8_text)
     add.add_argument("--ttl-days", type=_ttl_days, help="days it is used for (default: [memory])")
     cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)

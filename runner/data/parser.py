@@ -3,12 +3,10 @@ parser (the Docker health check every 30 s among them), and the commands import 
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from market.timeframes import RECORDED_INTERVALS
-from runner.cli_text import path_argument, pause_secs
-from runner.config import is_usdt_perpetual
+from runner.cli_text import path_argument, pause_secs, usdt_ticker
 
 
 def add_data_parser(sub: Any) -> None:
@@ -19,7 +17,7 @@ def add_data_parser(sub: Any) -> None:
         "fetch", help="download klines (and funding) through ccxt into a data dir, resumable"
     )
     fetch.add_argument(
-        "--tickers", nargs="+", type=_ticker, required=True, help="e.g. BTC/USDT ETH/USDT"
+        "--tickers", nargs="+", type=usdt_ticker, required=True, help="e.g. BTC/USDT ETH/USDT"
     )
     fetch.add_argument("--interval", default="5m", choices=RECORDED_INTERVALS)
     fetch.add_argument("--from", dest="fetch_from", required=True, help="first day, UTC")
@@ -46,16 +44,6 @@ def add_data_parser(sub: Any) -> None:
     check = data_sub.add_parser("check", help="spans, gaps, duplicates, misaligned bars per file")
     check.add_argument("data_dir", type=path_argument)
     check.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def _ticker(value: str) -> str:
-    """An argparse ``type``: a USDⓈ-M perpetual as config takes them, BASE/USDT in capitals. It
-    names the files: unchecked, BTC was a traceback and ../../X/USDT a path out of --out."""
-    if not is_usdt_perpetual(value):
-        raise argparse.ArgumentTypeError(
-            f"{value[:40]!r} is not BASE/USDT in capitals, e.g. BTC/USDT"
-        )
-    return value
 
 
 __all__ = ["add_data_parser"]
