@@ -7,6 +7,8 @@ from typing import Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from market.timeframes import QUOTE
+
 
 class ScoreWeights(BaseModel):
     """Weights of the fallback score's components (the issue's 0.25/0.25/0.20/0.15/0.15)."""
@@ -49,7 +51,9 @@ class TrackerConfig(BaseModel):
     momentum_scale_pct: float = Field(2.0, gt=0.0)  # a 2 % move over the window is ~tanh(1)
     trajectory_scale_pct: float = Field(5.0, gt=0.0)
     # correlation risk: BTC down ``btc_crash_pct`` in 1 h scores -``btc_crash_score`` for altcoins
-    btc_ticker: str = "BTC/USDT"
+    #: BASE/USDT in capitals, as market.tickers: a typo (BTCUSDT, btc/usdt) matched no ticker's
+    #: features, and the altcoins' correlation risk was off without a word
+    btc_ticker: str = Field("BTC/USDT", pattern=rf"^[A-Z0-9]+/{QUOTE}$")
     btc_crash_pct: float = Field(5.0, gt=0.0)
     btc_crash_score: float = Field(0.9, gt=0.0, le=1.0)
     # time decay: only holds past ``time_decay_after_secs`` with pnl below ``time_decay_max_pnl_pct``
