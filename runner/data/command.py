@@ -24,6 +24,7 @@ from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataE
 from runner.cli_text import path_argument, pause_secs
 from runner.config import is_usdt_perpetual
 from runner.data.layout import store_klines
+from runner.replay.data import require_data_dir
 from state.line_text import as_one_line
 
 EXIT_PROBLEMS = 1
@@ -42,9 +43,7 @@ def run_data(
 
 
 def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
-    if not data_dir.is_dir():
-        why = "is not a folder" if data_dir.exists() else "does not exist"
-        raise RefuseToStartError(f"data dir {data_dir} {why}")
+    require_data_dir(data_dir)
     checks = check_data_dir(data_dir)
     if as_json:
         print(json.dumps([c.to_json() for c in checks], indent=2), file=stream)
