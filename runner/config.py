@@ -313,6 +313,33 @@ def _secrets_dir() -> Path | None:
     return default if default.is_dir() else None
 
 
+def _check_secrets_dir() -> None:
+    """A ``VIGIL_SECRETS_DIR`` that is missing was passed over, and a folder or FIFO at a secret's
+    file taken as no secret with a Python warning: either way the keys in it went unread without a
+    word (Claude's decisions fell back to the rules, say). Both refuse to start, naming them."""
+    folder = _secrets_dir()
+    if folder is None:
+        return
+    if not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise RefuseToStartError(f"VIGIL_SECRETS_DIR {folder} {why}")
+    names = {f"vigil_{name}" for name in Settings.model_fields}
+    for info in Settings.model_fields.values():
+        if isinstance(info.validation_alias, AliasChoices):
+            names |= {str(choice).lower() for choice in info.validation_alias.choices}
+    try:
+        entries = list(folder.iterdir())
+    except OSError as exc:
+        raise RefuseToStartError(
+            f"VIGIL_SECRETS_DIR {folder} cannot be read: {exc.strerror}"
+        ) from None
+    for entry in entries:
+        if entry.name.lower() in names and not entry.is_file():
+            raise RefuseToStartError(
+                f"secret file {entry} is not a regular file (a folder or FIFO)"
+            )
+
+
 #: VIGIL_* variables read outside the settings model
 _OTHER_VIGIL_VARIABLES = frozenset({"VIGIL_SECRETS_DIR", "VIGIL_LIVE_CONFIRM"})
 
@@ -415,6 +442,7 @@ def _shown(name: str, value: object) -> str:
 def load_settings(overrides: Mapping[str, Any] | None = None) -> Settings:
     """Build the settings or raise ``RefuseToStartError`` naming every bad field and value."""
     _check_environment()
+    _check_secrets_dir()
     toml_file = _toml_file()
     try:
         settings = Settings(**dict(overrides or {}))

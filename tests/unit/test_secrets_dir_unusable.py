@@ -1,0 +1,80 @@
+"""``VIGIL_SECRETS_DIR`` that is missing or a file, and a folder or FIFO at a secret's file, refuse
+to start naming the path (exit 78). A missing folder was passed over and a folder or FIFO at
+``anthropic_api_key`` taken as no key with a Python warning on stderr: the secrets went unread
+without a word, and Claude's decisions fell back to the rules."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from core.errors import EXIT_REFUSE_TO_START
+from runner.cli import main
+
+
+@pytest.fixture(autouse=True)
+def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("VIGIL_"):
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)  # no vigil.toml
+
+
+def _refusal(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], folder: Path
+) -> str:
+    monkeypatch.setenv("VIGIL_SECRETS_DIR", str(folder))
+    assert main(["config", "show"]) == EXIT_REFUSE_TO_START
+    return capsys.readouterr().err
+
+
+def test_a_secrets_dir_that_does_not_exist_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _refusal(monkeypatch, capsys, tmp_path / "secrts")
+    assert (
+        err == f"vigil: refusing to start: VIGIL_SECRETS_DIR {tmp_path / 'secrts'} does not exist\n"
+    )
+
+
+def test_a_secrets_dir_that_is_a_file_refuses_to_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "secrets").write_text("sk-ant-...\n")
+    err = _refusal(monkeypatch, capsys, tmp_path / "secrets")
+    assert f"VIGIL_SECRETS_DIR {tmp_path / 'secrets'} is not a folder" in err
+
+
+@pytest.mark.parametrize("name", ["anthropic_api_key", "BINANCE_API_SECRET", "vigil_api_token"])
+@pytest.mark.parametrize("kind", ["folder", "fifo"])
+def test_a_secret_that_is_not_a_file_refuses_to_start(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    name: str,
+    kind: str,
+) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    if kind == "folder":
+        (secrets / name).mkdir()
+    else:
+        os.mkfifo(secrets / name)
+    err = _refusal(monkeypatch, capsys, secrets)
+    assert f"secret file {secrets / name} is not a regular file" in err
+    assert "Warning" not in err
+
+
+def test_a_secrets_dir_with_a_key_file_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "anthropic_api_key").write_text("sk-ant-test\n")
+    (secrets / "notes").mkdir()  # no secret's name: left alone
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    monkeypatch.setenv("VIGIL_SECRETS_DIR", str(secrets))
+    assert main(["config", "show"]) == 0
+    assert '"anthropic_api_key": "**********"' in capsys.readouterr().out
