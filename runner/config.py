@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -474,6 +475,23 @@ def _format_settings_error(exc: SettingsError) -> str:
     )
 
 
+#: pydantic's errors for a number out of a field's bounds
+_BOUND_ERRORS = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal"})
+
+
+def _finite(value: object) -> bool:
+    """Whether a bound's input (a TOML number, or the environment's text) is a finite number. A
+    whole number is, however long (past 4,300 digits it never reaches a bound)."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        return True
+    if not isinstance(value, int | float | str):
+        return True
+    try:
+        return math.isfinite(float(value))
+    except (ValueError, OverflowError):
+        return True  # not a number at all: the bound's own message stands
+
+
 def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str:
     where = f" (sources: {toml_file}, VIGIL_* environment)" if toml_file else ""
     lines = [f"invalid configuration{where}:"]
@@ -483,6 +501,9 @@ def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str
         shown = _shown(field, value)
         if err["type"] == "extra_forbidden":
             lines.append(f"  {field}: unknown setting (value {shown})")
+        elif err["type"] in _BOUND_ERRORS and not _finite(value):
+            # the bound's message misled: nan "should be less than or equal to 100000"
+            lines.append(f"  {field} = {shown}: must be a finite number")
         else:
             lines.append(f"  {field} = {shown}: {err['msg']}")
     return "\n".join(lines)
