@@ -59,6 +59,9 @@ DEFAULT_CONFIG_FILE = Path("vigil.toml")
 #: people run with, visible, one folder per deployment (``--state-dir`` / VIGIL_STATE_DIR move it;
 #: the container uses /data). Not ``state/``: that is vigil's own source package.
 STATE_DIR = Path("vigil-state")
+#: a full vigil.toml is a few kilobytes: a log or a sparse file of gigabytes given as --config was
+#: read whole (3 GB: 6.3 GB resident, 15 s) before it was refused as not TOML
+CONFIG_FILE_MAX_BYTES = 1 << 20
 
 
 class _Section(BaseModel):
@@ -265,7 +268,10 @@ class Settings(BaseSettings):
         toml_file = _toml_file()
         if toml_file is not None:
             sources.append(
-                InitSettingsSource(settings_cls, read_toml_file(toml_file, "config file"))
+                InitSettingsSource(
+                    settings_cls,
+                    read_toml_file(toml_file, "config file", max_bytes=CONFIG_FILE_MAX_BYTES),
+                )
             )
         return tuple(sources)
 

@@ -1,0 +1,52 @@
+"""A config file past ``CONFIG_FILE_MAX_BYTES`` (1 MiB; a full vigil.toml is a few kilobytes) is
+refused naming it without being read. A log or a sparse file of gigabytes given as ``--config``
+was read whole, then decoded whole, before TOML refused it (3 GB: 6.3 GB resident, 15 s)."""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from core.errors import EXIT_REFUSE_TO_START
+from runner.cli import main
+from runner.config import CONFIG_FILE_MAX_BYTES
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in list(os.environ):
+        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    # --config sets it for the process: set here first, so that it is undone after the test
+    monkeypatch.setenv("VIGIL_CONFIG_FILE", str(tmp_path / "vigil.toml"))
+
+
+def test_a_sparse_file_of_gigabytes_is_refused_without_reading_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "vigil.log"
+    with path.open("wb") as handle:
+        handle.truncate(2 << 30)
+    tracemalloc.start()
+    try:
+        code = main(["--config", str(path), "config", "show"])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == EXIT_REFUSE_TO_START
+    err = capsys.readouterr().err
+    assert f"config file {path} is 2,147,483,648 bytes, over the 1,048,576 read" in err
+    assert peak < 16 << 20
+
+
+def test_a_file_at_the_limit_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "vigil.toml"
+    body = b"[sim]\nspeed = 7\n"
+    path.write_bytes(body + b"#" * (CONFIG_FILE_MAX_BYTES - len(body) - 1) + b"\n")
+    assert path.stat().st_size == CONFIG_FILE_MAX_BYTES
+    assert main(["--config", str(path), "config", "show"]) == 0
+    assert '"speed": 7.0' in capsys.readouterr().out
