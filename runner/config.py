@@ -62,6 +62,8 @@ STATE_DIR = Path("vigil-state")
 #: a full vigil.toml is a few kilobytes: a log or a sparse file of gigabytes given as --config was
 #: read whole (3 GB: 6.3 GB resident, 15 s) before it was refused as not TOML
 CONFIG_FILE_MAX_BYTES = 1 << 20
+#: a key or token is about a hundred characters (the key files' bound, agent_wiring's and the broker's)
+SECRET_FILE_MAX_BYTES = 64 * 1024
 
 
 class _Section(BaseModel):
@@ -323,7 +325,8 @@ def _secrets_dir() -> Path | None:
 def _check_secrets_dir() -> None:
     """A ``VIGIL_SECRETS_DIR`` that is missing was passed over, and a folder or FIFO at a secret's
     file taken as no secret with a Python warning: either way the keys in it went unread without a
-    word (Claude's decisions fell back to the rules, say). Both refuse to start, naming them."""
+    word (Claude's decisions fell back to the rules, say). Both refuse to start, naming them, and
+    so does a secret's file past ``SECRET_FILE_MAX_BYTES`` (it was read whole)."""
     folder = _secrets_dir()
     if folder is None:
         return
@@ -341,9 +344,18 @@ def _check_secrets_dir() -> None:
             f"VIGIL_SECRETS_DIR {folder} cannot be read: {exc.strerror}"
         ) from None
     for entry in entries:
-        if entry.name.lower() in names and not entry.is_file():
+        if entry.name.lower() not in names:
+            continue
+        if not entry.is_file():
             raise RefuseToStartError(
                 f"secret file {entry} is not a regular file (a folder or FIFO)"
+            )
+        size = entry.stat().st_size
+        if size > SECRET_FILE_MAX_BYTES:
+            # read whole as the secret: a sparse file of a gigabyte was a key of a billion NULs
+            raise RefuseToStartError(
+                f"secret file {entry} is {size:,} bytes, over the {SECRET_FILE_MAX_BYTES:,} "
+                "a secret may hold"
             )
 
 

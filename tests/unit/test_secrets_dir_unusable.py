@@ -78,3 +78,18 @@ def test_a_secrets_dir_with_a_key_file_is_read(
     monkeypatch.setenv("VIGIL_SECRETS_DIR", str(secrets))
     assert main(["config", "show"]) == 0
     assert '"anthropic_api_key": "**********"' in capsys.readouterr().out
+
+
+def test_a_secret_file_past_the_bound_refuses_to_start_without_being_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sparse file of a gigabyte was read whole (2.1 GB resident) as a key of NULs."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    with (secrets / "anthropic_api_key").open("wb") as handle:
+        handle.truncate(1 << 30)
+    err = _refusal(monkeypatch, capsys, secrets)
+    assert (
+        f"secret file {secrets / 'anthropic_api_key'} is 1,073,741,824 bytes, over the 65,536"
+        in err
+    )
