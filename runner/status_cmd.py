@@ -25,8 +25,15 @@ from core.clock import DAY_MS
 from core.errors import EXIT_REFUSE_TO_START, EXIT_UNHEALTHY
 from runner.config import Settings
 from runner.heartbeat import check_health
+from state.segments import LINE_MAX_BYTES
 
+#: the whole of one request to the API, not each socket read: a server that drips its answer
+#: (one named in a planted api.json, say) kept ``status`` waiting for as long as it dripped
 API_TIMEOUT_SECS: Final = 5.0
+#: the daemon's answers are kilobytes (its decisions page asks for one line, at most the
+#: journal's line bound); past this a server is not vigil's API, and its answer is not held
+ANSWER_MAX_BYTES: Final = LINE_MAX_BYTES + (1 << 20)
+_READ_BYTES: Final = 1 << 16
 NEEDS_DAEMON: Final = "only a running daemon knows it (its API is not serving)"
 
 
@@ -96,13 +103,22 @@ def _health(settings: Settings) -> tuple[bool, list[str]]:
 
 
 def _get(url: str, token: str) -> bytes:
+    """The answer's body, within ``API_TIMEOUT_SECS`` in all and ``ANSWER_MAX_BYTES``; else
+    ``OSError`` (too slow) or ``ValueError`` (too large): either is no answer from our API."""
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+    deadline = time.monotonic() + API_TIMEOUT_SECS
+    body = bytearray()
     try:
         with urllib.request.urlopen(request, timeout=API_TIMEOUT_SECS) as response:
-            body: bytes = response.read()
-            return body
+            while chunk := response.read1(_READ_BYTES):  # what one socket read gives
+                body += chunk
+                if len(body) > ANSWER_MAX_BYTES:
+                    raise ValueError(f"{url} answered over {ANSWER_MAX_BYTES:,} bytes")
+                if time.monotonic() > deadline:
+                    raise OSError(f"{url} took over {API_TIMEOUT_SECS:g} s to answer")
     except urllib.error.HTTPError as exc:
         raise OSError(f"HTTP {exc.code} from {url}") from None
+    return bytes(body)
 
 
 def _from_api(settings: Settings, base: str, token: str) -> StatusView:
