@@ -45,8 +45,11 @@ def loads_json(
             object_pairs_hook=object_pairs_hook,
         )
     except json.JSONDecodeError as exc:
+        # json's own message adds the position after some of its reasons ("Invalid control
+        # character at"); this one says it first, and such a reason read as cut off mid-sentence
+        reason = exc.msg.removesuffix(" at")
         raise UnreadableJsonError(
-            f"not valid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            f"not valid JSON at line {exc.lineno} column {exc.colno}: {reason}"
         ) from None
     except RecursionError:
         raise UnreadableJsonError("arrays or objects are nested too deeply to read") from None

@@ -42,6 +42,21 @@ def test_each_way_json_cannot_read_is_one_error_saying_why(data: bytes | str, pr
     assert isinstance(refused.value, ValueError)  # callers that catch ValueError still do
 
 
+@pytest.mark.parametrize(
+    ("data", "problem"),
+    [
+        ('{"trad', "not valid JSON at line 1 column 2: Unterminated string starting"),
+        ('{"mode": "a\x01"}', "not valid JSON at line 1 column 12: Invalid control character"),
+    ],
+)
+def test_a_reason_json_ends_with_at_is_not_left_cut_off(data: str, problem: str) -> None:
+    """json's own message goes on with the position ("Invalid control character at: line 1
+    column 12"); the position comes first here, and the reason read as cut off mid-sentence."""
+    with pytest.raises(UnreadableJsonError) as refused:
+        loads_json(data)
+    assert str(refused.value) == problem
+
+
 def test_bytes_are_utf8_with_an_editors_bom_skipped() -> None:
     assert loads_json('\ufeff{"a": "é"}'.encode()) == {"a": "é"}
 
