@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 import pytest
+from fakes.host_settings import without_host_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -36,9 +37,7 @@ FLOATS = [p for p in _number_paths(Settings) if Settings.model_fields.get(p[0]) 
 
 @pytest.fixture(autouse=True)
 def _no_host_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
+    without_host_settings(monkeypatch)
 
 
 def _refusal_for(path: tuple[str, ...], value: str) -> str:

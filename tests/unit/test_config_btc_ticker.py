@@ -4,10 +4,10 @@ no ticker's features, and that risk was off without a word."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
@@ -15,10 +15,7 @@ from runner.cli import main
 
 @pytest.fixture(autouse=True)
 def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # no vigil.toml
+    without_host_settings(monkeypatch, tmp_path)  # no vigil.toml
 
 
 @pytest.mark.parametrize("ticker", ["BTCUSDT", "btc/usdt", "", "-1", "BTC/USDT\n"])

@@ -4,11 +4,11 @@ was read whole, then decoded whole, before TOML refused it (3 GB: 6.3 GB residen
 
 from __future__ import annotations
 
-import os
 import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
@@ -17,12 +17,7 @@ from runner.config import CONFIG_FILE_MAX_BYTES
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    # --config sets it for the process: set here first, so that it is undone after the test
-    monkeypatch.setenv("VIGIL_CONFIG_FILE", str(tmp_path / "vigil.toml"))
+    without_host_settings(monkeypatch, tmp_path, own_config=True)
 
 
 def test_a_sparse_file_of_gigabytes_is_refused_without_reading_it(

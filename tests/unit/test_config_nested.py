@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from fakes.host_settings import without_host_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -39,10 +40,7 @@ NESTED = _leaves(DEFAULTS)
 
 @pytest.fixture(autouse=True)
 def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)  # no vigil.toml
+    without_host_settings(monkeypatch, tmp_path)  # no vigil.toml
 
 
 @settings(

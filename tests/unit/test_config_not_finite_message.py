@@ -4,10 +4,10 @@ equal to 100000", ``-inf`` "greater than 0"; a number out of bounds keeps the bo
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
+from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
@@ -15,13 +15,7 @@ from runner.cli import main
 
 @pytest.fixture(autouse=True)
 def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    (tmp_path / "vigil.toml").write_text("")  # the test's own, empty unless it writes one
-    # --config sets it for the process: set here first, so that it is undone after the test
-    monkeypatch.setenv("VIGIL_CONFIG_FILE", str(tmp_path / "vigil.toml"))
+    without_host_settings(monkeypatch, tmp_path, own_config=True)
 
 
 def _said(capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -1,7 +1,9 @@
 """``vigil memory`` refuses arguments it cannot use with exit 2 and a reason, writing nothing: an
 import file that is not a regular UTF-8 file of JSON objects was a traceback (a FIFO a hang), a
 ``--limit`` past SQLite's integers a traceback and -1 listed everything, and a ``--ttl-days`` of
-nan, 0 or less was stored, the insight then kept for ever or never retrieved."""
+nan, 0 or less was stored, the insight then kept for ever or never retrieved; ``--ticker BTC`` (or
+``btc/usdt``) stored a lesson no decision on BTC/USDT is ever sent, and ``memory list --ticker btc``
+listed nothing, both exiting 0 without a word: a ticker is BASE/USDT in capitals, as in the config."""
 
 from __future__ import annotations
 
@@ -122,3 +124,30 @@ def test_an_imported_insight_it_cannot_use_is_refused(
     assert f"{path}:1: " in capsys.readouterr().err
     assert _code("--state-dir", str(state), "memory", "list") == 0
     assert "i-imported" not in capsys.readouterr().out
+
+
+# --- --ticker ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "ticker", ["BTC", "btc/usdt", "BTC/USD", "", "ÉTH/USDT", "BTC/USDT\nforged line", "X" * 5000]
+)
+@pytest.mark.parametrize("command", [["add", TEXT], ["list"], ["search", "funding"]])
+def test_a_ticker_that_is_not_base_usdt_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], ticker: str
+) -> None:
+    state = tmp_path / "state"
+    assert _code("--state-dir", str(state), "memory", *command, "--ticker", ticker) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "is not BASE/USDT in capitals, e.g. BTC/USDT" in err and len(err) < 1000
+    assert not state.exists()  # no store made, nothing stored
+
+
+def test_a_lesson_for_a_ticker_is_listed_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state = str(tmp_path / "state")
+    assert _code("--state-dir", state, "memory", "add", TEXT, "--ticker", "BTC/USDT") == 0
+    capsys.readouterr()
+    assert _code("--state-dir", state, "memory", "list", "--ticker", "BTC/USDT") == 0
+    assert TEXT in capsys.readouterr().out

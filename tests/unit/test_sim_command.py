@@ -6,11 +6,11 @@ ignored by ``vigil sim`` (it served the bundled data), and a ticker without reco
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.host_settings import without_host_settings
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,9 +20,7 @@ from runner.cli import EXIT_USAGE, main
 
 @pytest.fixture(autouse=True)
 def _no_host_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in list(os.environ):
-        if name.upper().startswith("VIGIL_") and name.upper() != "VIGIL_SECRETS_DIR":
-            monkeypatch.delenv(name)
+    without_host_settings(monkeypatch)
 
 
 @pytest.fixture
