@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from agent.budget import AgentPricing, PriceTable
 from agent.debate_config import DebateConfig
 from agent.materiality import DeltaConfig
+from agent.model_id import ModelId
 from agent.tiers import TierConfig
 
 
@@ -21,10 +22,10 @@ class AgentConfig(_Section):
 
     #: "claude": one call per decision; "debate": bull/bear/trader/manager roles (agent.debate)
     decider: Literal["claude", "debate"] = "claude"
-    model: str = "claude-sonnet-4-6"
+    model: ModelId = "claude-sonnet-4-6"
     #: tried in order after ``model`` (or a role's model) is overloaded (429/529), failing (5xx)
     #: or gone (a 404 naming it: retired)
-    failover_models: tuple[str, ...] = ()
+    failover_models: tuple[ModelId, ...] = ()
     debate: DebateConfig = DebateConfig()
     max_tokens: int = Field(2048, ge=256, le=64_000)
     timeout_secs: float = Field(60.0, gt=0)

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agent.model_id import ModelId
+
 Role = Literal["bull", "bear", "trader", "manager", "reflection"]
 ROLES: tuple[Role, ...] = ("bull", "bear", "trader", "manager", "reflection")
 
@@ -23,7 +25,7 @@ class RoleConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    model: str | None = None
+    model: ModelId | None = None
     max_tokens: int = Field(700, ge=128, le=8000)
     #: multiplies the similarity of a memory this role retrieves (FinMem's role weight); 0..3
     memory_weight: float = Field(1.0, ge=0.0, le=3.0)

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.decision import AgentDecision
 from agent.materiality import is_routine
+from agent.model_id import ModelId
 from broker.port import Action
 
 if TYPE_CHECKING:  # the snapshot needs pandas; the settings (every CLI command) do not
@@ -29,7 +30,7 @@ class TierConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    routine_model: str | None = "claude-haiku-4-5"
+    routine_model: ModelId | None = "claude-haiku-4-5"
     loud_zscore: float = Field(1.5, gt=0)  # a close this loud is not routine
     escalate_entries: bool = True
 
