@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner.cli_text import path_argument
+from runner.cli_text import path_argument, usdt_ticker
 
 
 def add_replay_parser(sub: Any) -> None:
@@ -18,7 +18,9 @@ def add_replay_parser(sub: Any) -> None:
     replay.add_argument(
         "--out", type=path_argument, help="the run folder to create, e.g. runs/march"
     )
-    replay.add_argument("--tickers", nargs="+", help="a subset of the configured tickers")
+    replay.add_argument(
+        "--tickers", nargs="+", type=usdt_ticker, help="a subset of the configured tickers"
+    )
     replay.add_argument(
         "--speed", dest="replay_speed", default="max", help="max (default) or N x real time"
     )

@@ -232,3 +232,16 @@ def test_an_out_folder_it_cannot_write_names_where_to_point_it(
     argv = ["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--out", str(taken)]
     assert main(argv) == EXIT_REFUSE_TO_START
     assert "(a replay's --out) at a writable directory" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("ticker", ["btc/usdt", "BTC", "", "X" * 10_000, "BTC/USDT\nforged"])
+def test_a_ticker_that_is_not_base_usdt_is_a_usage_error_shown_short(
+    ticker: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was refused later as not configured, echoing the whole of it (10 KB on the terminal
+    for a 10,000-character one); the config's and data fetch's check now refuses it at once."""
+    with pytest.raises(SystemExit) as stopped:
+        main(["replay", "--from", "2025-03-01", "--to", "2025-03-01", "--tickers", ticker])
+    assert stopped.value.code == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "is not BASE/USDT in capitals" in err and len(err) < 1_000
