@@ -524,4 +524,15 @@ def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str
             lines.append(f"  {field} = {shown}: must be a finite number")
         else:
             lines.append(f"  {field} = {shown}: {err['msg']}")
-    return "\n".join(lines)
+    return "\n".join(_cut(line) for line in lines)
+
+
+#: a refusal's line echoes the value refused (twice, for a value its own check names): a ticker of
+#: 10,000 characters in VIGIL_MARKET__TICKERS wrote 20 KB to the terminal
+_LINE_MAX_CHARS = 500
+
+
+def _cut(line: str) -> str:
+    if len(line) <= _LINE_MAX_CHARS:
+        return line
+    return f"{line[:_LINE_MAX_CHARS]}... ({len(line):,} characters)"
