@@ -516,23 +516,25 @@ def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str
     for err in exc.errors():
         field = ".".join(str(part) for part in err["loc"]) or "<root>"
         value = err.get("input")
-        shown = _shown(field, value)
+        shown, msg = _cut(_shown(field, value)), _cut(err["msg"])
         if err["type"] == "extra_forbidden":
             lines.append(f"  {field}: unknown setting (value {shown})")
         elif err["type"] in _BOUND_ERRORS and not _finite(value):
             # the bound's message misled: nan "should be less than or equal to 100000"
             lines.append(f"  {field} = {shown}: must be a finite number")
         else:
-            lines.append(f"  {field} = {shown}: {err['msg']}")
-    return "\n".join(_cut(line) for line in lines)
+            lines.append(f"  {field} = {shown}: {msg}")
+    return "\n".join(lines)
 
 
-#: a refusal's line echoes the value refused (twice, for a value its own check names): a ticker of
-#: 10,000 characters in VIGIL_MARKET__TICKERS wrote 20 KB to the terminal
-_LINE_MAX_CHARS = 500
+#: a refusal echoes the value refused (twice, for a value its own check names): a ticker of
+#: 10,000 characters in VIGIL_MARKET__TICKERS wrote 20 KB to the terminal. The value and the
+#: reason are each cut in the middle past this, so both ends, and so the reason's end, are shown
+_SHOWN_MAX_CHARS = 300
 
 
-def _cut(line: str) -> str:
-    if len(line) <= _LINE_MAX_CHARS:
-        return line
-    return f"{line[:_LINE_MAX_CHARS]}... ({len(line):,} characters)"
+def _cut(text: str) -> str:
+    if len(text) <= _SHOWN_MAX_CHARS:
+        return text
+    half = _SHOWN_MAX_CHARS // 2
+    return f"{text[:half]} ...({len(text):,} characters)... {text[-half:]}"
