@@ -13,6 +13,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator
 
+from core.errors import RefuseToStartError
+
 #: what an empty path is told, on the command line as in the settings
 EMPTY_PATH = "an empty path (write '.' for the working directory)"
 
@@ -26,3 +28,11 @@ def refuse_empty_path(value: object) -> object:
 
 #: a ``Path`` setting that refuses an empty (or blank) string from any source
 ConfigPath = Annotated[Path, BeforeValidator(refuse_empty_path)]
+
+
+def require_folder(folder: Path, named: str) -> None:
+    """``RefuseToStartError`` naming ``folder`` (``named``: what the person set) unless it is a
+    folder; a file there is said to be one, not to be missing."""
+    if not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise RefuseToStartError(f"{named} {folder} {why}")

@@ -37,12 +37,13 @@ from core.clock import Clock
 from core.errors import RefuseToStartError
 from core.redact import Redactor
 from core.regular_file import read_regular_text
-from runner.config import Settings, secrets_dir_now
+from runner.config import SECRET_FILE_MAX_BYTES, Settings, secrets_dir_now
 
 log = logging.getLogger(__name__)
 
-#: an API key is about a hundred characters; a key file holding more is not one
-KEY_FILE_MAX_BYTES = 64 * 1024
+#: an API key is about a hundred characters; a key file holding more is not one (the bound of a
+#: secret file in VIGIL_SECRETS_DIR, which holds the same keys)
+KEY_FILE_MAX_BYTES = SECRET_FILE_MAX_BYTES
 
 
 @dataclass

@@ -39,7 +39,7 @@ from agent.config import AgentConfig
 from agent.prompt_budgets import PromptBudgets
 from api.config import ApiConfig
 from api.notify.config import NotifyConfig
-from core.config_path import ConfigPath
+from core.config_path import ConfigPath, require_folder
 from core.errors import RefuseToStartError
 from derivatives.config import DerivativesConfig
 from gate.gate import GateConfig
@@ -330,9 +330,7 @@ def _check_secrets_dir() -> None:
     folder = _secrets_dir()
     if folder is None:
         return
-    if not folder.is_dir():
-        why = "is not a folder" if folder.exists() else "does not exist"
-        raise RefuseToStartError(f"VIGIL_SECRETS_DIR {folder} {why}")
+    require_folder(folder, "VIGIL_SECRETS_DIR")
     names = {f"vigil_{name}" for name in Settings.model_fields}
     for info in Settings.model_fields.values():
         if isinstance(info.validation_alias, AliasChoices):

@@ -18,13 +18,13 @@ from typing import Any, TextIO
 import pandas as pd
 
 from core.clock import Clock
+from core.config_path import require_folder
 from core.errors import EXIT_USAGE, RefuseToStartError
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
 from runner.cli_text import path_argument, pause_secs
 from runner.config import is_usdt_perpetual
 from runner.data.layout import store_klines
-from runner.replay.data import require_data_dir
 from state.line_text import as_one_line
 
 EXIT_PROBLEMS = 1
@@ -43,7 +43,7 @@ def run_data(
 
 
 def _check(data_dir: Path, *, as_json: bool, stream: TextIO) -> int:
-    require_data_dir(data_dir)
+    require_folder(data_dir, "data dir")
     checks = check_data_dir(data_dir)
     if as_json:
         print(json.dumps([c.to_json() for c in checks], indent=2), file=stream)

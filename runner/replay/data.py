@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core.config_path import require_folder
 from core.errors import RefuseToStartError
 from market.recorded import (
     BASE_INTERVAL_MS,
@@ -77,21 +78,13 @@ def replay_window(settings: Settings, options: ReplayOptions) -> tuple[int, int]
     return look_back_window(settings.market.history_days, options.start_ms, options.end_ms)
 
 
-def require_data_dir(folder: Path) -> None:
-    """``RefuseToStartError`` naming ``folder`` unless it is a folder: a file given as the data dir
-    was said not to exist."""
-    if not folder.is_dir():
-        why = "is not a folder" if folder.exists() else "does not exist"
-        raise RefuseToStartError(f"data dir {folder} {why}")
-
-
 def open_recorded_data(
     data_dir: Path | None, options: ReplayOptions, window: tuple[int, int] | None = None
 ) -> RecordedData:
     """Open the data dir for ``options``, keeping the bars of ``window`` (None: all of them):
     every failure is a refusal naming the file."""
     folder = data_dir or default_data_dir()
-    require_data_dir(folder)
+    require_folder(folder, "data dir")
     try:
         base = options.base_interval or base_interval(options.tickers, data_dir)
         if base not in BASE_INTERVAL_MS:

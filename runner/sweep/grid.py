@@ -46,7 +46,7 @@ from pydantic import (
     model_validator,
 )
 
-from core.config_path import ConfigPath
+from core.config_path import ConfigPath, require_folder
 from core.errors import RefuseToStartError
 from market.recorded import (
     DataUnavailableError,
@@ -60,7 +60,6 @@ from runner.config import Settings, load_settings
 from runner.config_file import read_toml_file
 from runner.replay.args import check_day, update_ms_from_secs
 from runner.replay.build import ReplayOptions, replay_settings
-from runner.replay.data import require_data_dir
 
 Decider = Literal["fallback", "claude", "debate"]
 #: a run is a whole replay (minutes each): a grid beyond this is a typo, not an experiment
@@ -252,7 +251,7 @@ def check_runs(specs: list[RunSpec], variants: Mapping[str, Settings], runs_dir:
 def _recorded_spans(data_dir: Path, tickers: tuple[str, ...]) -> dict[str, tuple[int, int]]:
     """Each ticker's base bars as the replay will pick them: first open .. last close (exclusive).
     The replay's own check is on the same bars, so a span outside these fails every run."""
-    require_data_dir(data_dir)
+    require_folder(data_dir, "data dir")
     try:
         interval = base_interval(tickers, data_dir)
         frames = {t: load_klines(t, interval, data_dir) for t in tickers}
