@@ -6,6 +6,8 @@ frame per stream, the trading state and the journal's write fault. ``check_healt
 
 - the file's modification time against real time (Docker judges liveness in real seconds); one
   dated in the future is not fresh (``state.heartbeat_age``);
+- the file must be a beat: a JSON object with the instant and pid every beat carries (anything
+  else there, fresh, says nothing of the daemon);
 - some stream must have had a valid frame within ``market_stale_secs`` real seconds (a cut network
   or a feed that only sends garbage leaves the daemon alive but blind);
 - the journal must be writable; trading must not be HALTED.
@@ -21,7 +23,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from core.clock import Clock
 from core.failure_streak import FailureStreak
@@ -34,6 +36,12 @@ log = logging.getLogger(__name__)
 
 #: the most of the heartbeat file that is read: a beat is about a kilobyte
 HEARTBEAT_MAX_BYTES: Final = 1 << 20
+
+#: 9999-12-31T23:59:59.999Z, the last instant a date shows; a beat's at_ms past it is no time
+LAST_INSTANT_MS: Final = 253_402_300_799_999
+
+#: how much of a bad value a reason shows
+SHOWN_MAX_CHARS: Final = 40
 
 #: what the daemon adds to each beat: {"market": {stream: {"last_frame_ms": ms | None,
 #: "silent_real_secs": s}}, "trading": {...}, "journal_error": str | None}
@@ -140,10 +148,13 @@ def check_health(
         )
     try:
         document = loads_json(raw)
-    except ValueError:  # UnreadableJsonError: torn, or past json's own limits
-        document = None
-    if not isinstance(document, dict):
-        return HealthStatus(True, f"heartbeat {age_secs:.1f} s old (no details)", age_secs)
+    except ValueError as exc:  # UnreadableJsonError: not UTF-8, bad syntax, past json's limits
+        return _unhealthy(f"heartbeat {path} is not a heartbeat: {exc}", age_secs)
+    problem = _not_a_beat(document)
+    if problem is not None:
+        # a fresh file the daemon did not write (a person's edit, a restored junk file) says
+        # nothing of the daemon: read as fresh, it kept a dead daemon's container healthy
+        return _unhealthy(f"heartbeat {path} is not a heartbeat: {problem}", age_secs)
     reasons = [
         *_market_reasons(document, age_secs, market_stale_secs),
         *_journal_reasons(document),
@@ -158,6 +169,45 @@ def check_health(
 
 def _unhealthy(reason: str, age_secs: float | None) -> HealthStatus:
     return HealthStatus(False, reason, age_secs, (reason,))
+
+
+def _not_a_beat(document: object) -> str | None:
+    """Why ``document`` is not a beat ``Heartbeat.beat`` writes, or None. Only what every beat
+    carries is required: its instant on the daemon's clock and its pid. The instant is not judged
+    against real time: under ``--sim`` it is the simulated clock's (the file's age is what tells
+    liveness), but it must be a time a calendar holds."""
+    if not isinstance(document, dict):
+        return f"a JSON {_JSON_KINDS.get(type(document), 'value')}, not an object"
+    at_ms = document.get("at_ms")
+    if not _is_int(at_ms) or not 0 <= at_ms <= LAST_INSTANT_MS:
+        return f"at_ms is {_shown(document, 'at_ms')}, not a time in milliseconds (up to year 9999)"
+    pid = document.get("pid")
+    if not _is_int(pid) or pid <= 0:
+        return f"pid is {_shown(document, 'pid')}, not a process id"
+    return None
+
+
+_JSON_KINDS: Final[Mapping[type, str]] = {
+    list: "array",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)  # JSON's true is no number
+
+
+def _shown(document: Mapping[str, Any], key: str) -> str:
+    """The key's value as JSON, cut: a value of a megabyte makes one line of the HEALTHCHECK's
+    log."""
+    if key not in document:
+        return "missing"
+    text = json.dumps(document[key])
+    return text if len(text) <= SHOWN_MAX_CHARS else f"{text[:SHOWN_MAX_CHARS]}... (cut)"
 
 
 def _market_reasons(

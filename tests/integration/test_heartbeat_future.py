@@ -5,12 +5,11 @@ jitter it is not fresh, said as "heartbeat dated in the future"."""
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import pytest
 from fakes.api_support import serve_api, write_state_dir
+from fakes.heartbeat import write_beat
 
 from runner.cli import main
 
@@ -18,10 +17,7 @@ from runner.cli import main
 def _state_dir(tmp_path: Path, ahead_secs: float) -> Path:
     state_dir = tmp_path / "state"
     write_state_dir(state_dir)
-    beat = state_dir / "heartbeat"
-    beat.write_text("{}")
-    stamp = time.time() + ahead_secs
-    os.utime(beat, (stamp, stamp))
+    write_beat(state_dir / "heartbeat", age_secs=-ahead_secs)
     return state_dir
 
 

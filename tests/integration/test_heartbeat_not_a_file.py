@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.fifo import outcome_beside_fifo
+from fakes.heartbeat import write_beat
 
 from runner.cli import main
 
@@ -34,3 +35,34 @@ def test_a_heartbeat_of_gigabytes_is_not_read_whole(
     assert main(["--state-dir", str(tmp_path), "health"]) == 1
     out = capsys.readouterr().out
     assert "cannot read heartbeat" in out and "over the" in out
+
+
+NOT_A_BEAT = [
+    (b"\x8f\x03\xd1 random bytes \xff", "not UTF-8 text"),
+    (b"{}", "at_ms is missing"),
+    (b"[1, 2]", "a JSON array, not an object"),
+    (b'{"at_ms": "soon", "pid": 7}', 'at_ms is "soon", not a time'),
+    (b'{"at_ms": 99999999999999999999, "pid": 7}', "at_ms is 99999999999999999999, not a time"),
+    (b'{"at_ms": 1740787200000, "pid": true}', "pid is true, not a process id"),
+]
+
+
+@pytest.mark.parametrize("command", ["health", "status"])
+@pytest.mark.parametrize(("body", "why"), NOT_A_BEAT)
+def test_a_fresh_file_that_is_no_beat_is_unhealthy(
+    tmp_path: Path, command: str, body: bytes, why: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Such a file, just written, was read as a fresh beat without details: a dead daemon's
+    container stayed healthy for as long as the junk was fresh."""
+    beat = tmp_path / "heartbeat"
+    beat.write_bytes(body)
+    assert main(["--state-dir", str(tmp_path), command]) == 1
+    assert f"heartbeat {beat} is not a heartbeat: {why}" in capsys.readouterr().out
+
+
+def test_a_beat_the_daemon_wrote_is_healthy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_beat(tmp_path / "heartbeat")
+    assert main(["--state-dir", str(tmp_path), "health"]) == 0
+    assert capsys.readouterr().out.startswith("healthy: heartbeat")

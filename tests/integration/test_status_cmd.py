@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from pathlib import Path
 
 import pytest
 from fakes.api_support import T0_MS, TOKEN, decision_line, serve_api, write_state_dir
 from fakes.fifo import outcome_beside_fifo
+from fakes.heartbeat import write_beat
 
 from api.files import StateDirFiles
 from api.models import AccountBody, AgentBody, GateBody, LoopBody, StreamBody, TradingBody
@@ -35,10 +35,7 @@ def _state_dir(tmp_path: Path, *, heartbeat_age_secs: float | None = 1.0) -> Pat
     halted = TradingState(mode="halted", reason="manual check", since_ms=T0_MS, by="cli")
     (state_dir / "runner_state.json").write_bytes(render_state(RunnerState(trading=halted)))
     if heartbeat_age_secs is not None:
-        beat = state_dir / "heartbeat"
-        beat.write_text("{}")
-        stamp = time.time() - heartbeat_age_secs
-        os.utime(beat, (stamp, stamp))
+        write_beat(state_dir / "heartbeat", age_secs=heartbeat_age_secs)
     return state_dir
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from fakes.disk_full import disk_full_after
+from fakes.heartbeat import write_beat
 
 from core.bus import EventBus
 from core.clock import VirtualClock
@@ -82,7 +83,7 @@ def test_health_is_fresh_stale_or_missing(tmp_path: Path) -> None:
     missing = check_health(path, stale_secs=90, now_wall_secs=1000.0)
     assert not missing.healthy and "no heartbeat" in missing.reason
 
-    path.write_text("x")
+    write_beat(path)
     os.utime(path, (1000.0, 1000.0))
     assert check_health(path, stale_secs=90, now_wall_secs=1089.0).healthy
     stale = check_health(path, stale_secs=90, now_wall_secs=1091.0)
@@ -257,7 +258,7 @@ def test_the_watchdog_records_the_last_valid_frame_per_stream() -> None:
 def test_a_heartbeat_dated_in_the_future_is_not_fresh(tmp_path: Path) -> None:
     """Its negative age read as fresh: a dead daemon looked alive until that time came."""
     path = tmp_path / "heartbeat"
-    path.write_text("{}")
+    write_beat(path)
     os.utime(path, (1000.0, 1000.0))
     ahead = check_health(path, stale_secs=90, now_wall_secs=1000.0 - FUTURE_TOLERANCE_SECS - 1)
     assert not ahead.healthy and ahead.age_secs is None

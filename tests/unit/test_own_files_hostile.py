@@ -45,11 +45,11 @@ def test_a_hostile_last_journal_line_is_skipped_at_a_sim_start(tmp_path: Path, b
 
 
 @pytest.mark.parametrize("body", HOSTILE)
-def test_a_hostile_heartbeat_is_fresh_without_details(tmp_path: Path, body: bytes) -> None:
+def test_a_hostile_heartbeat_is_no_beat(tmp_path: Path, body: bytes) -> None:
     heartbeat = tmp_path / "heartbeat"
     heartbeat.write_bytes(body)
     status = check_health(heartbeat, 60.0, time.time())
-    assert status.healthy and "no details" in status.reason
+    assert not status.healthy and "is not a heartbeat" in status.reason
 
 
 @pytest.mark.parametrize("body", HOSTILE)
