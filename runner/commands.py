@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     command = args.command or "run"
-    require_state_dir(command, settings)
+    require_state_dir(command, settings, getattr(args, "memory_command", None))
     if command == "config":
         print(json.dumps(settings.redacted(), indent=2, sort_keys=True))
         return 0
