@@ -5,22 +5,15 @@ pool carry between processes, what ``predict`` reads)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from regime.hmm_predict import HmmParams
+from regime.labels import CryptoLabel
 
 COVARIANCE_TYPE = "diag"
-
-
-class CryptoLabel(StrEnum):
-    LOW = "low_volatility"
-    MEDIUM = "medium_volatility"
-    HIGH = "high_volatility"
-    UNKNOWN = "unknown"
 
 
 CRYPTO_EXPOSURE: dict[CryptoLabel, float] = {

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from core.config_path import EMPTY_PATH
+from regime.labels import CryptoLabel
 from runner.config import is_usdt_perpetual
 from state.json_checks import first_unencodable
 from state.line_text import line_text_problem
@@ -50,6 +51,21 @@ def usdt_ticker(value: str) -> str:
     if not is_usdt_perpetual(value):
         raise argparse.ArgumentTypeError(
             f"{value[:_SHOWN_CHARS]!r} is not BASE/USDT in capitals, e.g. BTC/USDT"
+        )
+    return value
+
+
+#: the regimes a decision is made in, hence a lesson's regime (``regime.labels``)
+REGIME_NAMES: tuple[str, ...] = tuple(label.value for label in CryptoLabel)
+
+
+def regime_name(value: str) -> str:
+    """An argparse ``type`` for ``memory --regime``: a regime a decision is made in, else a clear
+    refusal listing them. ``memory add --regime bogus`` stored a lesson no decision is ever sent,
+    and ``memory list --regime bogus`` listed nothing, both without a word."""
+    if value not in REGIME_NAMES:
+        raise argparse.ArgumentTypeError(
+            f"{value[:_SHOWN_CHARS]!r} is not a regime; one of {', '.join(REGIME_NAMES)}"
         )
     return value
 

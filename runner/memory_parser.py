@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import Any, get_args
 
 from memory.config import InsightKind
-from runner.cli_text import finite_number, path_argument, usdt_ticker, utf8_text, whole_number
+from runner.cli_text import (
+    REGIME_NAMES,
+    finite_number,
+    path_argument,
+    regime_name,
+    usdt_ticker,
+    utf8_text,
+    whole_number,
+)
 
 
 def add_memory_parser(sub: Any) -> None:
@@ -28,7 +36,7 @@ def add_graph_commands(cmd: Any) -> None:
     search.add_argument("text", type=utf8_text)
     for p in (listing, search):
         p.add_argument("--ticker", type=usdt_ticker)
-        p.add_argument("--regime", type=utf8_text)
+        p.add_argument("--regime", type=regime_name, help=_REGIME_HELP)
         p.add_argument("--limit", type=_limit, default=20, help=f"1 to {LIMIT_MAX:,}")
     listing.add_argument("--all", action="store_true", help="rolled-up (archived) ones too")
     listing.add_argument("--kind", choices=get_args(InsightKind), help="one kind only")
@@ -36,7 +44,7 @@ def add_graph_commands(cmd: Any) -> None:
     add = cmd.add_parser("add", help="a person's insight (salience 1)")
     add.add_argument("text", type=utf8_text)
     add.add_argument("--ticker", type=usdt_ticker)
-    add.add_argument("--regime", type=utf8_text)
+    add.add_argument("--regime", type=regime_name, help=_REGIME_HELP)
     add.add_argument("--ttl-days", type=_ttl_days, help="days it is used for (default: [memory])")
     cmd.add_parser("forget", help="delete one insight or trade").add_argument("id", type=utf8_text)
     export = cmd.add_parser("export", help="everything, to stdout")
@@ -46,6 +54,8 @@ def add_graph_commands(cmd: Any) -> None:
     )
     cmd.add_parser("stats", help="node counts and per-regime trade statistics")
 
+
+_REGIME_HELP = f"the crypto regime: {', '.join(REGIME_NAMES)}"
 
 #: the most rows ``list`` and ``search`` show (SQLite takes a negative LIMIT as none at all)
 LIMIT_MAX = 100_000

@@ -24,7 +24,6 @@ NOT_UTF8 = "ok \udcff"  # what Python makes of the byte 0xff in argv (surrogatee
     [
         ["trading", "halt", "--reason", NOT_UTF8],
         ["memory", "add", f"a lesson about the retest {NOT_UTF8}"],
-        ["memory", "add", "a lesson about the retest of support", "--regime", NOT_UTF8],
         ["memory", "search", NOT_UTF8],
         ["memory", "forget", NOT_UTF8],
     ],

@@ -111,7 +111,6 @@ def test_memory_search_measures_age_against_the_store_clock(
     [
         ["a lesson about the retest\x1b[2J of support"],
         ["a lesson about the retest of support\x00"],
-        ["a lesson about the retest of support", "--regime", "trend\r"],
     ],
 )
 def test_memory_add_refuses_control_characters_with_exit_2_and_stores_nothing(

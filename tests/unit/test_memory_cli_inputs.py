@@ -3,7 +3,8 @@ import file that is not a regular UTF-8 file of JSON objects was a traceback (a 
 ``--limit`` past SQLite's integers a traceback and -1 listed everything, and a ``--ttl-days`` of
 nan, 0 or less was stored, the insight then kept for ever or never retrieved; ``--ticker BTC`` (or
 ``btc/usdt``) stored a lesson no decision on BTC/USDT is ever sent, and ``memory list --ticker btc``
-listed nothing, both exiting 0 without a word: a ticker is BASE/USDT in capitals, as in the config."""
+listed nothing, both exiting 0 without a word: a ticker is BASE/USDT in capitals, as in the config.
+So was ``--regime bogus``: a regime is one a decision is made in (``regime.labels``)."""
 
 from __future__ import annotations
 
@@ -151,3 +152,37 @@ def test_a_lesson_for_a_ticker_is_listed_for_it(
     capsys.readouterr()
     assert _code("--state-dir", state, "memory", "list", "--ticker", "BTC/USDT") == 0
     assert TEXT in capsys.readouterr().out
+
+
+# --- --regime ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "regime", ["bogus", "HIGH_VOLATILITY", "trend\r", "", "ok \udcff", "high_volatility" * 500]
+)
+@pytest.mark.parametrize("command", [["add", TEXT], ["list"], ["search", "funding"]])
+def test_a_regime_no_decision_uses_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], regime: str
+) -> None:
+    state = tmp_path / "state"
+    assert _code("--state-dir", str(state), "memory", *command, "--regime", regime) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert (
+        "is not a regime; one of low_volatility, medium_volatility, high_volatility, unknown"
+        in (err)
+    )
+    assert len(err) < 1000
+    assert not state.exists()  # no store made, nothing stored
+
+
+@pytest.mark.parametrize(
+    "regime", ["low_volatility", "medium_volatility", "high_volatility", "unknown"]
+)
+def test_a_lesson_for_a_regime_is_listed_for_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], regime: str
+) -> None:
+    state = str(tmp_path / "state")
+    assert _code("--state-dir", state, "memory", "add", TEXT, "--regime", regime) == 0
+    capsys.readouterr()
+    assert _code("--state-dir", state, "memory", "list", "--regime", regime) == 0
+    assert f"{regime} {TEXT}" in " ".join(capsys.readouterr().out.split())
