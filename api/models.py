@@ -13,10 +13,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from api.cost import CostBody
 from state.json_checks import first_unencodable
-from state.line_text import line_text_problem
 from state.memory_history import MemoryVersion
 from state.records import DecisionRecord, TradeRow
-from state.trading import REASON_MAX_CHARS
+from state.trading import REASON_MAX_CHARS, halt_reason_problem
 
 
 class _Body(BaseModel):
@@ -191,10 +190,10 @@ class NotesEditResult(_Body):
     detail: str
 
 
-def _one_line(text: str) -> str:
-    """A halt reason is printed into one line of the log and the status line: a line break in it
-    wrote lines that read like the daemon's own (``state.line_text``)."""
-    problem = line_text_problem(text)
+def _halt_reason(text: str) -> str:
+    """The CLI's check (``state.trading``): one line of the log and the status line (a line break
+    wrote lines that read like the daemon's own), and a reason a person can read."""
+    problem = halt_reason_problem(text)
     if problem is not None:
         raise ValueError(problem)
     return text
@@ -202,9 +201,9 @@ def _one_line(text: str) -> str:
 
 class HaltRequest(_Body):
     # the state's own cap, which the CLI and a file edit use too (the API's own 500 refused
-    # reasons the other ways in took)
-    reason: Annotated[str, AfterValidator(_one_line)] = Field(
-        "halted from the API", min_length=1, max_length=REASON_MAX_CHARS
+    # reasons the other ways in took); said here too for the schema's maxLength
+    reason: Annotated[str, AfterValidator(_halt_reason)] = Field(
+        "halted from the API", max_length=REASON_MAX_CHARS
     )
 
 

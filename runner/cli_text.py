@@ -24,8 +24,7 @@ from core.config_path import EMPTY_PATH
 from regime.labels import CryptoLabel
 from runner.config import is_usdt_perpetual
 from state.json_checks import first_unencodable
-from state.line_text import line_text_problem
-from state.trading import REASON_MAX_CHARS
+from state.trading import halt_reason_problem
 
 _SHOWN_CHARS = 40
 N = TypeVar("N", int, float)
@@ -71,16 +70,12 @@ def regime_name(value: str) -> str:
 
 
 def halt_reason(value: str) -> str:
-    """An argparse ``type`` for ``--reason``: UTF-8 text of one line, at most
-    ``REASON_MAX_CHARS`` characters, unchanged; else a clear refusal."""
+    """An argparse ``type`` for ``--reason``: UTF-8 text the API's halt takes too
+    (``state.trading.halt_reason_problem``), unchanged; else a clear refusal."""
     text = utf8_text(value)
-    problem = line_text_problem(text)
+    problem = halt_reason_problem(text)
     if problem is not None:
         raise argparse.ArgumentTypeError(problem)
-    if len(text) > REASON_MAX_CHARS:
-        raise argparse.ArgumentTypeError(
-            f"{len(text):,} characters; a reason is at most {REASON_MAX_CHARS:,}"
-        )
     return text
 
 

@@ -12,12 +12,29 @@ from typing import Annotated, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from state.line_text import as_one_line
+from state.line_text import as_one_line, line_text_problem
 
 ACTIVE: Literal["active"] = "active"
 HALTED: Literal["halted"] = "halted"
 #: the longest reason stored, and so the longest one the CLI, the API and a file edit take
 REASON_MAX_CHARS: Final = 2000
+
+
+def halt_reason_problem(reason: str) -> str | None:
+    """Why ``reason`` cannot be a person's reason for a halt (``vigil trading halt --reason``,
+    ``POST /api/trading/halt``), for that person; None when it can. One check for both ways in.
+
+    It is one line of the log and the status line (``state.line_text``), at most what the state
+    file keeps, and has a character to read: an empty or blank one was stored, and the status
+    showed ``HALTED ... by cli:`` and nothing, or "no reason given", for a halt someone did give."""
+    problem = line_text_problem(reason)
+    if problem is not None:
+        return problem
+    if len(reason) > REASON_MAX_CHARS:
+        return f"{len(reason):,} characters; a reason is at most {REASON_MAX_CHARS:,}"
+    if not any(char.isprintable() and not char.isspace() for char in reason):
+        return "is empty or only spaces: a halt needs a reason a person can read"
+    return None
 
 
 class TradingState(BaseModel):

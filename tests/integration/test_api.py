@@ -405,3 +405,24 @@ async def test_metrics_and_stream_need_a_daemon(state_dir: Path) -> None:
 
 def json_auth(api: Served) -> dict[str, str]:
     return {**api.auth, "content-type": "application/json"}
+
+
+@pytest.mark.parametrize("reason", ["", "   ", "\t", "\u200b"])
+async def test_a_halt_reason_with_nothing_to_read_is_a_422_as_in_the_cli(
+    state_dir: Path, reason: str
+) -> None:
+    """The API took a blank reason (only "" was refused, as too short) and halted with it."""
+    path = state_dir / "runner_state.json"
+    store = RunnerStateStore(path, VirtualClock(T0_MS))
+    store.load()
+    switch = TradingSwitch(VirtualClock(T0_MS), store, lambda _line: None)
+    async with serve_api(state_dir, daemon=IdleDaemon(), trading=SwitchControl(switch)) as api:
+        before = path.read_bytes()
+        async with api.session.post(
+            api.url + "/api/trading/halt", headers=api.auth, json={"reason": reason}
+        ) as r:
+            assert r.status == 422
+            (issue,) = (await r.json())["detail"]
+        assert issue["loc"] == ["body", "reason"]
+        assert "is empty or only spaces: a halt needs a reason a person can read" in issue["msg"]
+        assert path.read_bytes() == before and not switch.halted

@@ -71,7 +71,22 @@ def test_a_halt_reason_that_is_not_one_line_or_too_long_is_exit_2_and_nothing_wr
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("reason", ["audit\tby ops", "r" * 2000, "Überprüfung 監査 🛑"])
+@pytest.mark.parametrize("reason", ["", " ", "   \t ", "\u3000", "\u200b"])
+def test_a_halt_reason_with_nothing_to_read_is_exit_2_and_nothing_written(
+    tmp_path: Path, reason: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was stored: the status showed the halt with no reason, or "no reason given"."""
+    with pytest.raises(SystemExit) as exited:
+        main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", reason])
+    assert exited.value.code == 2
+    assert (
+        "argument --reason: is empty or only spaces: a halt needs a reason a person can read"
+        in capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("reason", ["audit\tby ops", "r" * 2000, "Überprüfung 監査 🛑", " x "])
 def test_a_one_line_reason_is_taken_as_it_is(tmp_path: Path, reason: str) -> None:
     assert main(["--state-dir", str(tmp_path), "trading", "halt", "--reason", reason]) == 0
     state, _ = parse_state_bytes((tmp_path / "runner_state.json").read_bytes())
