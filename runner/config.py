@@ -342,19 +342,30 @@ def _check_secrets_dir() -> None:
             f"VIGIL_SECRETS_DIR {folder} cannot be read: {exc.strerror}"
         ) from None
     for entry in entries:
-        if entry.name.lower() not in names:
-            continue
-        if not entry.is_file():
-            raise RefuseToStartError(
-                f"secret file {entry} is not a regular file (a folder or FIFO)"
-            )
-        size = entry.stat().st_size
-        if size > SECRET_FILE_MAX_BYTES:
-            # read whole as the secret: a sparse file of a gigabyte was a key of a billion NULs
-            raise RefuseToStartError(
-                f"secret file {entry} is {size:,} bytes, over the {SECRET_FILE_MAX_BYTES:,} "
-                "a secret may hold"
-            )
+        if entry.name.lower() in names:
+            _check_secret_file(entry)
+
+
+def _check_secret_file(entry: Path) -> None:
+    if not entry.is_file():
+        raise RefuseToStartError(f"secret file {entry} is not a regular file (a folder or FIFO)")
+    size = entry.stat().st_size
+    if size > SECRET_FILE_MAX_BYTES:
+        # read whole as the secret: a sparse file of a gigabyte was a key of a billion NULs
+        raise RefuseToStartError(
+            f"secret file {entry} is {size:,} bytes, over the {SECRET_FILE_MAX_BYTES:,} "
+            "a secret may hold"
+        )
+    try:
+        entry.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # the settings' own read failed with a hint about JSON in the environment, naming no file
+        raise RefuseToStartError(
+            f"secret file {entry} is not text (UTF-8): byte 0x{exc.object[exc.start]:02x} at "
+            f"position {exc.start}; a secret is the key's text (a binary file put there?)"
+        ) from None
+    except OSError as exc:
+        raise RefuseToStartError(f"secret file {entry} cannot be read: {exc.strerror}") from None
 
 
 #: VIGIL_* variables read outside the settings model

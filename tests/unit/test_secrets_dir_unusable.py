@@ -93,3 +93,29 @@ def test_a_secret_file_past_the_bound_refuses_to_start_without_being_read(
         f"secret file {secrets / 'anthropic_api_key'} is 1,073,741,824 bytes, over the 65,536"
         in err
     )
+
+
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [
+        (b"\xff\xfe\x00binary", "byte 0xff at position 0"),
+        (b"sk-ant-\xc3", "byte 0xc3 at position 7"),
+    ],
+)
+def test_a_secret_file_that_is_not_utf8_text_refuses_to_start_naming_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes,
+    where: str,
+) -> None:
+    """The settings' own read failed with a hint that lists in the environment must be JSON, and
+    named the field, not the file."""
+    secrets = tmp_path / "secrets"
+    secrets.mkdir()
+    (secrets / "anthropic_api_key").write_bytes(content)
+    err = _refusal(monkeypatch, capsys, secrets)
+    assert err == (
+        f"vigil: refusing to start: secret file {secrets / 'anthropic_api_key'} is not text "
+        f"(UTF-8): {where}; a secret is the key's text (a binary file put there?)\n"
+    )
