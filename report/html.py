@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -74,18 +75,43 @@ def write_report(run_dir: Path, out_dir: Path | None = None) -> Report:
     ``ReportNotWrittenError`` for a place it cannot write to."""
     report = build_report(run_dir)
     target = out_dir if out_dir is not None else run_dir
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(target / "report.json", report_json_bytes(report))
-        atomic_write_bytes(target / "report.html", render_html(report).encode("utf-8"))
-    except OSError as exc:
-        # a person's --out: said in one line naming it, where it was a traceback
-        # a rename's failure names its target second (the first is the temporary file)
-        where = exc.filename2 or exc.filename or target
-        raise ReportNotWrittenError(
-            f"cannot write the report into {target}: {where}: {exc.strerror or exc}"
-        ) from exc
+    json_path, html_path = target / "report.json", target / "report.html"
+    _write_in(target, target, lambda: target.mkdir(parents=True, exist_ok=True))
+    for path in (json_path, html_path):
+        if path.is_dir() and not path.is_symlink():  # a rename onto a folder fails; a link's works
+            raise ReportNotWrittenError(
+                f"cannot write the report into {target}: {path}: is a folder; nothing written"
+            )
+    json_bytes = report_json_bytes(report)
+    html_bytes = render_html(report).encode("utf-8")
+    # the json is renamed into place only once the html is: a page that cannot be written (a full
+    # disk) left a report.json beside an old report.html or none, a half report
+    _write_in(
+        target,
+        json_path,
+        lambda: atomic_write_bytes(
+            json_path,
+            json_bytes,
+            before_replace=lambda _tmp: _write_in(
+                target, html_path, lambda: atomic_write_bytes(html_path, html_bytes)
+            ),
+        ),
+    )
     return report
+
+
+def _write_in(target: Path, path: Path, write: Callable[[], object]) -> None:
+    """``write()``, its ``OSError`` a ``ReportNotWrittenError`` naming ``path``: a person's --out
+    is said in one line, where it was a traceback."""
+    try:
+        write()
+    except OSError as exc:
+        # a rename's failure names its target second (the first is the temporary file)
+        where = exc.filename2 or exc.filename or path
+        raise ReportNotWrittenError(
+            f"cannot write the report into {target}: {where}: {exc.strerror or exc}; "
+            "nothing written"
+        ) from exc
 
 
 def render_html(report: Report) -> str:

@@ -1,7 +1,8 @@
 """``vigil report --out`` where the report cannot be written: a file in place of the folder, a folder
 in place of ``report.json`` or ``report.html``, a folder under a file. Each is refused in one line
 naming the path and why (exit 78, a place the person must fix), and what stood there is kept. They
-were ``FileExistsError``, ``IsADirectoryError`` and ``NotADirectoryError`` tracebacks."""
+were ``FileExistsError``, ``IsADirectoryError`` and ``NotADirectoryError`` tracebacks. Both files
+are written or neither: report.json was written before report.html failed."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes.disk_full import disk_full_after
 from fakes.report_support import write_run
 
 from core.errors import EXIT_REFUSE_TO_START
+from report.figures import build_report, report_json_bytes
 from runner.cli import main
 
 
@@ -62,3 +65,42 @@ def test_a_writable_out_still_gets_the_report(
     assert main(["report", str(run), "--out", str(out)]) == 0
     assert (out / "report.json").is_file() and (out / "report.html").is_file()
     assert capsys.readouterr().out.startswith(f"wrote {out / 'report.json'}")
+
+
+def test_a_folder_at_report_html_leaves_no_report_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report.json was written before report.html failed: a half report beside the refusal."""
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "out"
+    (out / "report.html").mkdir(parents=True)
+    assert main(["report", str(run), "--out", str(out)]) == EXIT_REFUSE_TO_START
+    assert capsys.readouterr().err == (
+        f"vigil report: cannot write the report into {out}: {out / 'report.html'}: is a folder; "
+        "nothing written\n"
+    )
+    assert sorted(p.name for p in out.iterdir()) == ["report.html"]
+
+
+def test_a_page_the_disk_cannot_hold_leaves_the_old_report_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The new report.json was renamed over the old before report.html failed (a full disk): the
+    folder held this run's figures beside the page of the last one."""
+    run = write_run(tmp_path / "run")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "report.json").write_text("{}\n")  # the last report's
+    (out / "report.html").write_text("<p>the last report</p>\n")
+    json_bytes = len(report_json_bytes(build_report(run)))
+    with disk_full_after(json_bytes + 1024):  # the json fits, the page (over 40 kB) does not
+        code = main(["report", str(run), "--out", str(out)])
+    assert code == EXIT_REFUSE_TO_START
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"vigil report: cannot write the report into {out}: {out / 'report.html'}: "
+    )
+    assert err.endswith("; nothing written\n")
+    assert (out / "report.json").read_text() == "{}\n"
+    assert (out / "report.html").read_text() == "<p>the last report</p>\n"
+    assert sorted(p.name for p in out.iterdir()) == ["report.html", "report.json"]  # no tmp left
