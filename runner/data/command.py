@@ -20,11 +20,12 @@ import pandas as pd
 from core.clock import Clock
 from core.config_path import require_folder
 from core.errors import EXIT_USAGE, RefuseToStartError
+from core.utc_text import iso_utc
 from market.datacheck import FileCheck, check_data_dir
 from market.recorded import BASE_INTERVAL_MS, RECORDED_INTERVALS, MalformedDataError
 from runner.cli_text import path_argument, pause_secs
 from runner.config import is_usdt_perpetual
-from runner.data.layout import store_klines
+from runner.data.layout import StoredKlines, store_klines
 from state.line_text import as_one_line
 
 EXIT_PROBLEMS = 1
@@ -95,19 +96,37 @@ def _import(files: list[Path], out: Path, stream: TextIO) -> int:
         grouped[(parsed.ticker, parsed.interval)].append(parsed.frame)
     for (ticker, interval), frames in sorted(grouped.items()):
         try:
-            written, stored = store_klines(pd.concat(frames), ticker, interval, out)
+            stored = store_klines(pd.concat(frames), ticker, interval, out)
         except MalformedDataError as exc:
             raise RefuseToStartError(f"cannot import into it: {exc}") from None
         except OSError as exc:
             raise RefuseToStartError(f"cannot write into {out}: {exc}") from None
         rows = sum(len(f) for f in frames)
         print(
-            f"{written}: {stored:,} bars ({rows:,} rows read from {len(frames)} file(s))",
+            f"{stored.path}: {stored.bars:,} bars ({rows:,} rows read from {len(frames)} file(s))"
+            + _differing_note(stored),
             file=stream,
         )
     if not any(interval in BASE_INTERVAL_MS for _ticker, interval in grouped):
         print("note: replay needs 1m, 3m, 5m or 15m klines", file=stream)
     return 0
+
+
+def _differing_note(stored: StoredKlines) -> str:
+    """The bars given more than one value, which the newest row decided without a word: two
+    archives that disagree, or a revised one over what was stored."""
+    notes = []
+    if stored.differing_ms:
+        notes.append(
+            f"{len(stored.differing_ms):,} bar(s) given different values, the row read last "
+            f"kept, files in the order given (first at {iso_utc(stored.differing_ms[0])})"
+        )
+    if stored.replaced_ms:
+        notes.append(
+            f"{len(stored.replaced_ms):,} stored bar(s) replaced by different values "
+            f"(first at {iso_utc(stored.replaced_ms[0])})"
+        )
+    return "".join(f"; {note}" for note in notes)
 
 
 def _fetch(args: argparse.Namespace, stream: TextIO, clock: Clock | None) -> int:

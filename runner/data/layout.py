@@ -3,6 +3,8 @@
 Files are written whole to a temporary name and renamed, so a reader (or a killed import) never sees
 half a file. Rows merged into an existing file replace rows with the same time (newest wins) and the
 result is sorted: importing overlapping archives (a month and one of its days) gives one row each.
+A bar given different values (two archives that disagree, a revised one over the stored file) is
+counted, for ``data import`` to say; the newest still wins.
 An existing file that cannot be read as the layout says (or a FIFO or directory in its place) is
 refused with ``MalformedDataError`` naming it and left as it is, never merged into or replaced.
 """
@@ -10,6 +12,7 @@ refused with ``MalformedDataError`` naming it and left as it is, never merged in
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -63,17 +66,40 @@ def read_existing(path: Path, index: str) -> pd.DataFrame | None:
         ) from None
 
 
-def store_klines(
-    frame: pd.DataFrame, ticker: str, interval: str, out_dir: Path
-) -> tuple[Path, int]:
-    """Merge ``frame`` (index open_time_ms, OHLCV) into ``out_dir``'s file of ticker/interval;
-    returns the file and its row count."""
+@dataclass(frozen=True)
+class StoredKlines:
+    """What ``store_klines`` wrote: the file, its bars, and the bars that had more than one value
+    (open times, sorted): in the frame given (its last row kept) and in the stored file (the
+    frame's row kept). A time repeated with the same values (overlapping archives) is neither."""
+
+    path: Path
+    bars: int
+    differing_ms: tuple[int, ...]
+    replaced_ms: tuple[int, ...]
+
+
+def store_klines(frame: pd.DataFrame, ticker: str, interval: str, out_dir: Path) -> StoredKlines:
+    """Merge ``frame`` (index open_time_ms, OHLCV) into ``out_dir``'s file of ticker/interval."""
     path = kline_path(ticker, interval, out_dir)
     frame = frame[list(OHLCV_COLUMNS)]
     frame.index.name = "open_time_ms"
-    merged = merge_rows(read_existing(path, "open_time_ms"), frame)
+    differing = differing_times(frame)
+    frame = frame[~frame.index.duplicated(keep="last")]
+    old = read_existing(path, "open_time_ms")
+    replaced = () if old is None or old.empty else differing_times(pd.concat([old, frame]))
+    merged = merge_rows(old, frame)
     write_csv_gz(merged, path)
-    return path, len(merged)
+    return StoredKlines(path, len(merged), differing, replaced)
+
+
+def differing_times(frame: pd.DataFrame) -> tuple[int, ...]:
+    """The index values ``frame`` holds more than one distinct row for, sorted."""
+    repeated = frame[frame.index.duplicated(keep=False)]
+    if repeated.empty:
+        return ()
+    distinct = repeated.reset_index().drop_duplicates()  # NaN equals NaN here, as it should
+    times = distinct.iloc[:, 0]
+    return tuple(sorted(int(t) for t in times[times.duplicated()].unique()))
 
 
 def store_funding(frame: pd.DataFrame, ticker: str, out_dir: Path) -> Path:
@@ -85,4 +111,12 @@ def store_funding(frame: pd.DataFrame, ticker: str, out_dir: Path) -> Path:
     return path
 
 
-__all__ = ["merge_rows", "read_existing", "store_funding", "store_klines", "write_csv_gz"]
+__all__ = [
+    "StoredKlines",
+    "differing_times",
+    "merge_rows",
+    "read_existing",
+    "store_funding",
+    "store_klines",
+    "write_csv_gz",
+]

@@ -105,6 +105,7 @@ def test_cli_import_merges_overlapping_files_and_check_finds_gap_and_duplicate(
     ]
     out = tmp_path / "data"
     assert main(["data", "import", *map(str, files), "--out", str(out)]) == 0
+    assert "different values" not in capsys.readouterr().out  # the same bars twice: no news
     pd.testing.assert_frame_equal(load_klines("ETH/USDT", "5m", out), month)
     assert main(["data", "check", str(out)]) == 0
     assert "ETHUSDT-5m.csv.gz: klines 5m, 576 rows" in capsys.readouterr().out
@@ -146,3 +147,39 @@ def test_import_of_a_malformed_file_exits_78_naming_it(
     bad.write_text("open_time,open\nabc,def\n")
     assert main(["data", "import", str(bad), "--out", str(tmp_path / "out")]) == 78
     assert str(bad) in capsys.readouterr().err
+
+
+def test_import_says_how_many_bars_were_given_different_values(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two archives disagreeing on a bar, or a revised archive over the stored file: the newest
+    row won without a word. It still wins, and the command says how many bars, per file written."""
+    month = recorded("ETH/USDT", MARCH_1_MS, 288)
+    revised = month.iloc[10:20].copy()
+    volume = revised["volume"].to_numpy(copy=True)
+    volume[[2, 5]] += 1.0  # 01:00 and 01:15 changed
+    revised["volume"] = volume
+    first = write_archive(
+        tmp_path / "a", "ETHUSDT-5m-2025-03-01", archive_text(month, header=False, micros=False),
+        zipped=False,
+    )  # fmt: skip
+    second = write_archive(
+        tmp_path / "b", "ETHUSDT-5m-2025-03-01", archive_text(revised, header=True, micros=False),
+        zipped=False,
+    )  # fmt: skip
+    out = tmp_path / "data"
+    written = out / "binance-usdm" / "ETHUSDT-5m.csv.gz"
+    assert main(["data", "import", str(first), str(second), "--out", str(out)]) == 0
+    assert capsys.readouterr().out == (
+        f"{written}: 288 bars (298 rows read from 2 file(s)); 2 bar(s) given different values, "
+        "the row read last kept, files in the order given (first at 2025-03-01T01:00:00Z)\n"
+    )
+    kept = load_klines("ETH/USDT", "5m", out)
+    assert kept.loc[revised.index[2], "volume"] == revised.iloc[2]["volume"]
+
+    assert main(["data", "import", str(first), "--out", str(out)]) == 0  # the old values again
+    assert capsys.readouterr().out == (
+        f"{written}: 288 bars (288 rows read from 1 file(s)); 2 stored bar(s) replaced by "
+        "different values (first at 2025-03-01T01:00:00Z)\n"
+    )
+    pd.testing.assert_frame_equal(load_klines("ETH/USDT", "5m", out), month)
