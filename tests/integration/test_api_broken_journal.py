@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import gzip
 import os
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.api_support import T0_MS, IdleDaemon, decision_line, serve_api, write_state_dir
 from fakes.fifo import released_fifo
 
@@ -125,26 +125,18 @@ async def test_the_cost_of_a_live_journal_ending_in_zeros_is_read_in_bounded_mem
     live = state_dir / "logs" / "decisions.jsonl"
     os.truncate(live, live.stat().st_size + (512 << 20))
     async with serve_api(state_dir, daemon=IdleDaemon()) as api:
-        tracemalloc.start()
-        try:
+        with allocation_peak() as allocated:
             code, status = await api.get("/api/status")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
     assert code == 200 and isinstance(status, dict) and status["cost"] is not None
     assert status["last_decision"]["decision_id"] == f"d{T0_MS + 4 * 60_000}-4"
-    assert peak < 128 << 20
+    assert allocated.peak_bytes < 128 << 20
 
 
 async def _decisions_peak(state_dir: Path, **params: str | int) -> tuple[int, object, int]:
     async with serve_api(state_dir) as api:
-        tracemalloc.start()
-        try:
+        with allocation_peak() as allocated:
             code, page = await api.get("/api/decisions", **params)
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
-    return code, page, peak
+    return code, page, allocated.peak_bytes
 
 
 async def test_decisions_since_across_zeros_in_the_live_journal_are_read_in_bounded_memory(

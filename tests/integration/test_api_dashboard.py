@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import gzip
 import os
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.api_support import T0_MS, decision_line, serve_api, write_state_dir
 
 from api.dashboard import CSP
@@ -101,11 +101,7 @@ async def test_equity_of_a_live_journal_ending_in_zeros_is_read_in_bounded_memor
     live = state_dir / "logs" / "decisions.jsonl"
     os.truncate(live, live.stat().st_size + (512 << 20))
     async with serve_api(state_dir) as api:
-        tracemalloc.start()
-        try:
+        with allocation_peak() as allocated:
             code, body = await api.get("/api/equity")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
     assert code == 200 and isinstance(body, dict)
-    assert peak < 128 << 20
+    assert allocated.peak_bytes < 128 << 20

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.api_support import serve_api, write_state_dir
 from fakes.fifo import released_fifo
 
@@ -180,11 +180,7 @@ async def test_a_trades_file_ending_in_zeros_is_a_409_in_bounded_memory(state_di
     path = state_dir / "logs" / "trades.csv"
     os.truncate(path, path.stat().st_size + (512 << 20))
     async with serve_api(state_dir) as api:
-        tracemalloc.start()
-        try:
+        with allocation_peak() as allocated:
             code, body = await api.get("/api/trades")
-            peak = tracemalloc.get_traced_memory()[1]
-        finally:
-            tracemalloc.stop()
     assert code == 409 and isinstance(body, dict) and "trades.csv" in body["detail"]
-    assert peak < 128 << 20
+    assert allocated.peak_bytes < 128 << 20

@@ -9,11 +9,11 @@ import contextlib
 import json
 import os
 import sys
-import tracemalloc
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.api_support import default_settings
 
 from api.runs import RunLimits, RunQueue
@@ -42,18 +42,6 @@ class LongLogLauncher:
         return [sys.executable, "-c", code]
 
 
-@contextlib.contextmanager
-def peak_allocated() -> Iterator[list[int]]:
-    """The peak of what Python allocated meanwhile (any thread), in bytes: its one item."""
-    peak: list[int] = []
-    tracemalloc.start()
-    try:
-        yield peak
-    finally:
-        peak.append(tracemalloc.get_traced_memory()[1])
-        tracemalloc.stop()
-
-
 @pytest.mark.timeout(120)
 async def test_a_failed_runs_reason_reads_only_the_end_of_a_huge_log(settings: Settings) -> None:
     """_tail read the whole replay.log as text on the event loop (the API's, or an inline
@@ -62,7 +50,7 @@ async def test_a_failed_runs_reason_reads_only_the_end_of_a_huge_log(settings: S
     queue = RunQueue(settings.state_dir, LongLogLauncher(), RunLimits())
     workers = asyncio.create_task(queue.run())
     try:
-        with peak_allocated() as peak:
+        with allocation_peak() as allocated:
             job = queue.submit(RunRequest.model_validate({"from": DAY, "to": DAY}))
             async with asyncio.timeout(100):
                 while (found := queue.get(job.run_id)) is None or found.status != "failed":
@@ -72,7 +60,7 @@ async def test_a_failed_runs_reason_reads_only_the_end_of_a_huge_log(settings: S
         with contextlib.suppress(asyncio.CancelledError):
             await workers
     assert found.reason is not None and found.reason.endswith("loading | replay stopped: boom")
-    assert peak[0] < LOG_BYTES // 4
+    assert allocated.peak_bytes < LOG_BYTES // 4
 
 
 @pytest.mark.parametrize("which", ["job.json", "report.json", "replay.json"])
@@ -89,9 +77,9 @@ def test_a_huge_file_in_a_run_folder_is_not_read_whole(settings: Settings, which
     (folder / "report.json").write_text('{"metrics": {}, "deciders": []}')
     (folder / which).write_bytes(b" ")
     os.truncate(folder / which, HUGE_FILE_BYTES)
-    with peak_allocated() as peak:
+    with allocation_peak() as allocated:
         found = RunQueue(settings.state_dir, LongLogLauncher(), RunLimits()).get(job.run_id)
-    assert peak[0] < HUGE_FILE_BYTES // 4
+    assert allocated.peak_bytes < HUGE_FILE_BYTES // 4
     if which == "job.json":
         assert found is None
         return

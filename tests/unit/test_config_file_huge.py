@@ -4,10 +4,10 @@ was read whole, then decoded whole, before TOML refused it (3 GB: 6.3 GB residen
 
 from __future__ import annotations
 
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
@@ -26,16 +26,12 @@ def test_a_sparse_file_of_gigabytes_is_refused_without_reading_it(
     path = tmp_path / "vigil.log"
     with path.open("wb") as handle:
         handle.truncate(2 << 30)
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         code = main(["--config", str(path), "config", "show"])
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     assert code == EXIT_REFUSE_TO_START
     err = capsys.readouterr().err
     assert f"config file {path} is 2,147,483,648 bytes, over the 1,048,576 read" in err
-    assert peak < 16 << 20
+    assert allocated.peak_bytes < 16 << 20
 
 
 def test_a_file_at_the_limit_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import gzip
 import tempfile
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -42,14 +42,10 @@ def test_a_run_past_the_line_ceiling_is_one_line_that_is_no_record(
     data = b"{}\n" + junk + b"b\n{}\n" + junk
     path = tmp_path / ("decisions.jsonl.gz" if gz else "decisions.jsonl")
     path.write_bytes(gzip.compress(data) if gz else data)
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         lines = list(open_segment(path))
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert lines == [b"{}\n", OVERLONG_LINE + b"\n", b"{}\n", OVERLONG_LINE]
-    assert peak < 3 * LINE_MAX_BYTES
+    assert allocated.peak_bytes < 3 * LINE_MAX_BYTES
     with pytest.raises(JournalLineError) as caught:  # named, as any garbled line
         list(JournalReader(path))
     assert caught.value.number == 2

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import tracemalloc
 from pathlib import Path
 
 import orjson
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.fifo import outcome_beside_fifo
 
 from agent.prompt_items import volatile_items
@@ -62,14 +62,10 @@ def test_a_huge_session_file_is_dropped_without_being_read_whole(tmp_path: Path)
     with path.open("r+b") as fh:
         fh.truncate(SESSION_FILE_MAX_BYTES * 64)
     session = SessionStore(tmp_path / "sessions", clock)
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         found = session.live("ticker:")
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
     assert [e.key for e in found] == ["ticker:eth_usdt:decision"]
-    assert peak < 4 * SESSION_FILE_MAX_BYTES
+    assert allocated.peak_bytes < 4 * SESSION_FILE_MAX_BYTES
 
 
 async def test_a_session_file_naming_another_key_is_dropped_not_merged_under_it(

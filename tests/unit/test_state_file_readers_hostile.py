@@ -6,11 +6,11 @@ could refuse it, and each read a huge file whole. Each now reads at most the sto
 from __future__ import annotations
 
 import os
-import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.fifo import outcome_beside_fifo
 
 from api.files import StateDirFiles, StateFileError
@@ -30,13 +30,9 @@ def _not_a_state(path: Path, kind: str) -> None:
 
 
 def _outcome(call: Callable[[], object], path: Path) -> tuple[object, int]:
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         outcome = outcome_beside_fifo(call, path)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return outcome, peak
+    return outcome, allocated.peak_bytes
 
 
 @pytest.mark.parametrize("kind", ["fifo", "huge"])

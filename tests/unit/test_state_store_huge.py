@@ -6,10 +6,10 @@ state kept, and at the next save moved aside whole (nothing read, nothing lost).
 from __future__ import annotations
 
 import logging
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from state_store_support import EPOCH_MS, files_in, loaded_store, on_disk, state_path
 
 from core.clock import VirtualClock
@@ -35,15 +35,11 @@ def test_a_huge_state_file_is_said_once_and_moved_aside_whole(
     store = loaded_store(path, clock)
     good = store.current
     _make_huge(path)
-    tracemalloc.start()
-    try:
-        with caplog.at_level(logging.WARNING, logger="state.store"):
+    with caplog.at_level(logging.WARNING, logger="state.store"):
+        with allocation_peak() as allocated:
             report = store.poll()
-            _, peak = tracemalloc.get_traced_memory()
-            assert store.poll() is None  # said once
-    finally:
-        tracemalloc.stop()
-    assert peak < 2 * STATE_FILE_MAX_BYTES < HUGE
+        assert store.poll() is None  # said once
+    assert allocated.peak_bytes < 2 * STATE_FILE_MAX_BYTES < HUGE
     assert report is not None and not report.accepted
     assert report.error is not None and f"over the {STATE_FILE_MAX_BYTES:,}" in report.error
     assert store.current == good
@@ -61,14 +57,12 @@ def test_a_huge_state_file_refuses_the_start_unread(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.touch()
     _make_huge(path)
-    tracemalloc.start()
-    try:
-        with pytest.raises(RefuseToStartError, match=f"over the {STATE_FILE_MAX_BYTES:,}"):
-            RunnerStateStore(path, VirtualClock(epoch_ms=EPOCH_MS)).load()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 2 * STATE_FILE_MAX_BYTES
+    with (
+        allocation_peak() as allocated,
+        pytest.raises(RefuseToStartError, match=f"over the {STATE_FILE_MAX_BYTES:,}"),
+    ):
+        RunnerStateStore(path, VirtualClock(epoch_ms=EPOCH_MS)).load()
+    assert allocated.peak_bytes < 2 * STATE_FILE_MAX_BYTES
     assert path.stat().st_size == HUGE
 
 
@@ -80,13 +74,9 @@ def test_vigil_trading_refuses_a_huge_state_file_unread(
     path.touch()
     _make_huge(path)
     argv = ["--state-dir", str(tmp_path), "trading", command]
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         code = main([*argv, "--reason", "audit"] if command == "halt" else argv)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     assert code == EXIT_BAD_STATE
     assert f"over the {STATE_FILE_MAX_BYTES:,}" in capsys.readouterr().err
-    assert peak < 2 * STATE_FILE_MAX_BYTES
+    assert allocated.peak_bytes < 2 * STATE_FILE_MAX_BYTES
     assert path.stat().st_size == HUGE

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import os
 import re
-import tracemalloc
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.fifo import outcome_beside_fifo
 
 import runner.sweep.engine
@@ -88,15 +88,11 @@ def test_a_huge_grid_is_refused_without_reading_it(
     grid = tmp_path / "grid.toml"
     with grid.open("wb") as handle:
         handle.truncate(256 << 20)
-    tracemalloc.start()
-    try:
+    with allocation_peak() as allocated:
         code = main(["sweep", str(grid), "--out", str(tmp_path / "out")])
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     assert code == EXIT_REFUSE_TO_START
     assert "over the 1,048,576 read" in capsys.readouterr().err
-    assert peak < 16 << 20 and not (tmp_path / "out").exists()
+    assert allocated.peak_bytes < 16 << 20 and not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,11 @@ goes out on it."""
 from __future__ import annotations
 
 import os
-import tracemalloc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from fakes.allocation_peak import allocation_peak
 from fakes.claude_support import EVERY_PASS_ONE_MODEL, MODEL, answer, fallback, snapshot
 from fakes.fifo import outcome_beside_fifo
 from fakes.instant_clock import InstantClock
@@ -111,11 +111,6 @@ def test_a_huge_key_file_is_refused_without_being_read_whole(
         fh.write(b"sk-ant-next-key-333\n")
         fh.truncate(64 << 20)  # sparse: a file pointed at by mistake, or growing
     monkeypatch.setenv("ANTHROPIC_API_KEY_FILE", str(key_file))
-    tracemalloc.start()
-    try:
-        with pytest.raises(OSError, match="over the"):
-            anthropic_key_reader(KEY)()
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 1 << 20
+    with allocation_peak() as allocated, pytest.raises(OSError, match="over the"):
+        anthropic_key_reader(KEY)()
+    assert allocated.peak_bytes < 1 << 20
