@@ -161,9 +161,10 @@ def _add_refusal(text: str, args: argparse.Namespace, min_chars: int) -> str | N
     """Why ``memory add`` refuses its arguments; None: it does not."""
     if not min_chars <= len(text) <= 300:
         return f"an insight is {min_chars}..300 characters"
-    # the text's line breaks are folded; what is left (NUL, ESC...), or any in --ticker and
-    # --regime, reached `vigil memory list`'s one line per insight and the terminal showing it
-    for name, value in (("the text", text), ("--ticker", args.ticker), ("--regime", args.regime)):
+    # the text's line breaks are folded; what is left (NUL, ESC...), or any in --ticker, reached
+    # `vigil memory list`'s one line per insight and the terminal showing it (--regime is one of
+    # the regime names: its argparse type, runner.cli_text.regime_name, takes no other)
+    for name, value in (("the text", text), ("--ticker", args.ticker)):
         problem = None if value is None else line_text_problem(value)
         if problem is not None:
             return f"{name} {problem}"
