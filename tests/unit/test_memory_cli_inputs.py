@@ -127,20 +127,44 @@ def test_an_imported_insight_it_cannot_use_is_refused(
     assert "i-imported" not in capsys.readouterr().out
 
 
-# --- --ticker ----------------------------------------------------------------------------------
+# --- --ticker and --regime ---------------------------------------------------------------------
+
+_NOT_A_TICKER = "is not BASE/USDT in capitals, e.g. BTC/USDT"
+_NOT_A_REGIME = (
+    "is not a regime; one of low_volatility, medium_volatility, high_volatility, unknown"
+)
 
 
 @pytest.mark.parametrize(
-    "ticker", ["BTC", "btc/usdt", "BTC/USD", "", "ÉTH/USDT", "BTC/USDT\nforged line", "X" * 5000]
-)
+    ("flag", "value", "said"),
+    [
+        *(
+            ("--ticker", ticker, _NOT_A_TICKER)
+            for ticker in [
+                "BTC", "btc/usdt", "BTC/USD", "", "ÉTH/USDT", "BTC/USDT\nforged line", "X" * 5000
+            ]
+        ),
+        *(
+            ("--regime", regime, _NOT_A_REGIME)
+            for regime in [
+                "bogus", "HIGH_VOLATILITY", "trend\r", "", "ok \udcff", "high_volatility" * 500
+            ]
+        ),
+    ],
+)  # fmt: skip
 @pytest.mark.parametrize("command", [["add", TEXT], ["list"], ["search", "funding"]])
-def test_a_ticker_that_is_not_base_usdt_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], ticker: str
+def test_a_ticker_or_regime_no_decision_uses_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    flag: str,
+    value: str,
+    said: str,
 ) -> None:
     state = tmp_path / "state"
-    assert _code("--state-dir", str(state), "memory", *command, "--ticker", ticker) == EXIT_USAGE
+    assert _code("--state-dir", str(state), "memory", *command, flag, value) == EXIT_USAGE
     err = capsys.readouterr().err
-    assert "is not BASE/USDT in capitals, e.g. BTC/USDT" in err and len(err) < 1000
+    assert said in err and len(err) < 1000
     assert not state.exists()  # no store made, nothing stored
 
 
@@ -152,27 +176,6 @@ def test_a_lesson_for_a_ticker_is_listed_for_it(
     capsys.readouterr()
     assert _code("--state-dir", state, "memory", "list", "--ticker", "BTC/USDT") == 0
     assert TEXT in capsys.readouterr().out
-
-
-# --- --regime ----------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "regime", ["bogus", "HIGH_VOLATILITY", "trend\r", "", "ok \udcff", "high_volatility" * 500]
-)
-@pytest.mark.parametrize("command", [["add", TEXT], ["list"], ["search", "funding"]])
-def test_a_regime_no_decision_uses_is_refused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: list[str], regime: str
-) -> None:
-    state = tmp_path / "state"
-    assert _code("--state-dir", str(state), "memory", *command, "--regime", regime) == EXIT_USAGE
-    err = capsys.readouterr().err
-    assert (
-        "is not a regime; one of low_volatility, medium_volatility, high_volatility, unknown"
-        in (err)
-    )
-    assert len(err) < 1000
-    assert not state.exists()  # no store made, nothing stored
 
 
 @pytest.mark.parametrize(

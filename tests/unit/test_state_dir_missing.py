@@ -29,15 +29,24 @@ def test_a_missing_state_dir_is_refused_in_one_line(
     tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     missing = tmp_path / "vigil-stat"  # a typo of vigil-state
-    assert main(["--state-dir", str(missing), *command]) == EXIT_REFUSE_TO_START
+    assert _refusal(missing, command, capsys) == (
+        f"vigil {command[0]} acts on a daemon's state dir (make the folder to prepare a new one)"
+    )
+
+
+def _refusal(missing: Path, argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``vigil --state-dir MISSING ARGV`` says after naming the folder, checking that it
+    refused (exit 78) in one line on stderr and made nothing."""
+    assert main(["--state-dir", str(missing), *argv]) == EXIT_REFUSE_TO_START
     out, err = capsys.readouterr()
-    assert out == ""
-    assert err.splitlines() == [
+    assert out == "" and not missing.exists()
+    (line,) = err.splitlines()
+    named = (
         f"vigil: refusing to start: no state dir at {missing}: is --state-dir (or "
-        f"VIGIL_STATE_DIR) right? vigil {command[0]} acts on a daemon's state dir (make the "
-        "folder to prepare a new one)"
-    ]
-    assert not missing.exists()
+        "VIGIL_STATE_DIR) right? "
+    )
+    assert line.startswith(named), line
+    return line.removeprefix(named)
 
 
 def test_an_existing_empty_state_dir_still_works(
@@ -65,16 +74,10 @@ MEMORY_READS = [
 def test_a_memory_read_of_a_missing_state_dir_makes_nothing(
     tmp_path: Path, command: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    missing = tmp_path / "vigil-stat"
-    assert main(["--state-dir", str(missing), "memory", *command]) == EXIT_REFUSE_TO_START
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.splitlines() == [
-        f"vigil: refusing to start: no state dir at {missing}: is --state-dir (or "
-        f"VIGIL_STATE_DIR) right? vigil memory {command[0]} reads a state dir's memory and makes "
-        "none (vigil memory add or import fill a new one)"
-    ]
-    assert not missing.exists()
+    assert _refusal(tmp_path / "vigil-stat", ["memory", *command], capsys) == (
+        f"vigil memory {command[0]} reads a state dir's memory and makes none (vigil memory add "
+        "or import fill a new one)"
+    )
 
 
 def test_memory_add_still_fills_a_new_instance_store(
