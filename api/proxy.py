@@ -61,12 +61,16 @@ def proxied(path: str) -> bool:
 
 
 class Upstream:
-    """The daemon's private API: one aiohttp session, opened on first use."""
+    """The daemon's private API: two aiohttp sessions, opened on first use. A stream holds its
+    link for as long as its client listens: sharing the forwards' pool (aiohttp's 100 links),
+    100 open dashboards left a halt waiting 30 s for a link, then a 503, and the next stream
+    waited for ever. Streams have a pool of their own, without a bound (each is a client's)."""
 
     def __init__(self, url: str, token: str) -> None:
         self.url = url.rstrip("/")
         self._auth = {"Authorization": f"Bearer {token}"}
         self._session: aiohttp.ClientSession | None = None
+        self._streams: aiohttp.ClientSession | None = None
         self.requests = 0  # sent to the daemon (what the cache saves is the difference)
 
     def session(self) -> aiohttp.ClientSession:
@@ -74,9 +78,16 @@ class Upstream:
             self._session = aiohttp.ClientSession(headers=self._auth)
         return self._session
 
+    def _stream_session(self) -> aiohttp.ClientSession:
+        if self._streams is None or self._streams.closed:
+            connector = aiohttp.TCPConnector(limit=0)
+            self._streams = aiohttp.ClientSession(headers=self._auth, connector=connector)
+        return self._streams
+
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
+        for session in (self._session, self._streams):
+            if session is not None:
+                await session.close()
 
     async def fetch(self, method: str, target: str, body: bytes, content_type: str | None) -> bytes:
         """The 200 answer's body, or ``UpstreamError`` carrying what to send instead."""
@@ -102,7 +113,7 @@ class Upstream:
         self.requests += 1
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=UPSTREAM_TIMEOUT_SECS)
         try:
-            r = await self.session().get(self.url + target, timeout=timeout)
+            r = await self._stream_session().get(self.url + target, timeout=timeout)
         except (aiohttp.ClientError, TimeoutError) as exc:
             raise unreachable(exc) from exc
         if r.status != 200:

@@ -282,3 +282,31 @@ async def test_a_405_allows_every_method_its_path_serves(state_dir: Path) -> Non
                         assert r.status == 405, (base, method, path)
                         allowed = set(r.headers["Allow"].split(", "))
                         assert allowed == served, (base, method, path)
+
+
+async def test_open_streams_leave_commands_a_way_to_the_daemon(state_dir: Path) -> None:
+    """Each stream client holds a link to the daemon as long as it listens, and the streams took
+    them from the forwards' pool (aiohttp's 100 links): with 100 dashboards open a halt waited
+    30 s for a link and was answered 503 'the daemon is not answering', and the 101st stream
+    waited for ever."""
+    stream, switch, listening = DecisionStream(), Switch(), 100
+    async with (
+        serve_api(
+            state_dir, daemon=IdleDaemon(), trading=switch, extensions=[stream_routes(stream)]
+        ) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+        aiohttp.ClientSession(
+            headers={"Authorization": f"Bearer {TOKEN}"}, connector=aiohttp.TCPConnector(limit=0)
+        ) as dashboards,
+        contextlib.AsyncExitStack() as held,
+    ):
+        for _ in range(listening):
+            r = await held.enter_async_context(dashboards.get(api.url + "/api/decisions/stream"))
+            assert r.status == 200
+        async with api.http.post(api.url + "/api/trading/halt", json={"reason": "busy"}) as r:
+            assert r.status == 200, await r.text()
+        assert switch.state == "halted"
+        async with api.http.get(api.url + "/api/status") as r:
+            assert r.status == 200 and (await r.json())["source"] == "daemon"
+        one_more = await held.enter_async_context(dashboards.get(api.url + "/api/decisions/stream"))
+        assert await anext(sse_events(one_more)) == ("comment", "subscribed")
