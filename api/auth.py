@@ -18,7 +18,7 @@ from typing import Annotated
 from fastapi import HTTPException, Security, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from api.config import is_loopback
+from api.config import is_loopback, token_problem
 from core.errors import RefuseToStartError
 from core.regular_file import FileTooLargeError, SymlinkRefusedError, read_regular_text
 
@@ -57,6 +57,12 @@ def resolve_token(configured: str | None, host: str, state_dir: Path) -> str:
             f"{path} cannot be read as the API token ({why}): remove it (a new token is made) "
             "or set VIGIL_API_TOKEN"
         ) from None
+    problem = token_problem(existing) if existing else None
+    if problem is not None:  # someone's file: kept
+        raise RefuseToStartError(
+            f"{path} cannot be the API token ({problem}): remove it (a new token is made) or "
+            "set VIGIL_API_TOKEN"
+        )
     if existing:
         return existing
     token = secrets.token_urlsafe(32)

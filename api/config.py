@@ -9,6 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 #: the default port of the API (``vigil run`` and ``vigil serve``); 0 picks a free one
 DEFAULT_PORT = 8780
+#: a token travels in a request's header, which the server takes up to 16 KiB in all
+TOKEN_MAX_CHARS = 4096
 
 
 class ApiConfig(BaseModel):
@@ -44,6 +46,29 @@ class ApiConfig(BaseModel):
     # what the API and its clients take of the machine's cores (a dashboard asks a few a
     # second, a Prometheus scrape one in 15 s). 0: no ceiling
     max_requests_per_sec: float = Field(200, ge=0, le=1_000_000)
+
+
+def token_problem(token: str) -> str | None:
+    """Why no client can present ``token`` as ``Authorization: Bearer <token>``, or None. Such a
+    token was taken, and the API then refused every request as a wrong token: a header is
+    latin-1 text without its outer spaces (a non-ASCII letter arrives as other bytes, a space at
+    either end is dropped), and one past the server's header bound is never read. The reason
+    never quotes the token: it is a secret."""
+    if not token.strip():
+        return "the API token is only spaces: no request can carry it"
+    if len(token) > TOKEN_MAX_CHARS:
+        return (
+            f"the API token is {len(token):,} characters: at most {TOKEN_MAX_CHARS:,} fit a header"
+        )
+    for at, char in enumerate(token):
+        if not " " <= char <= "~":
+            return (
+                f"the API token has a character that is not visible ASCII at position {at + 1} "
+                "(a control character or a non-ASCII letter): a request's header cannot carry it"
+            )
+    if token != token.strip(" "):
+        return "the API token begins or ends with a space, which a request's header drops"
+    return None
 
 
 def is_loopback(host: str) -> bool:

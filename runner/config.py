@@ -37,7 +37,7 @@ from pydantic_settings import (
 
 from agent.config import AgentConfig
 from agent.prompt_budgets import PromptBudgets
-from api.config import ApiConfig
+from api.config import ApiConfig, token_problem
 from api.notify.config import NotifyConfig
 from core.config_path import ConfigPath, require_folder
 from core.errors import RefuseToStartError
@@ -241,6 +241,14 @@ class Settings(BaseSettings):
     fred_api_key: SecretStr | None = Field(
         None, validation_alias=AliasChoices("fred_api_key", "FRED_API_KEY")
     )
+
+    @field_validator("api_token")
+    @classmethod
+    def _token_a_header_carries(cls, value: SecretStr | None) -> SecretStr | None:
+        problem = None if not value else token_problem(value.get_secret_value())
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @property
     def logs_dir(self) -> Path:

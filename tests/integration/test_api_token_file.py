@@ -101,3 +101,16 @@ def test_a_token_read_through_a_symlink_refuses_the_start_naming_it(settings: Se
     assert str(path) in str(refused.value) and "a symlink" in str(refused.value)
     assert read_token_file(settings.state_dir) is None
     assert path.is_symlink() and elsewhere.read_text() == "a line of someone's file\n"
+
+
+def test_a_token_file_no_request_can_carry_refuses_the_start_naming_it(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A token file holding a non-ASCII letter was served as the token, which no request's
+    header carries as written: every request was refused as a wrong token."""
+    path = settings.state_dir / TOKEN_FILE_NAME
+    path.write_text("pässwort\n")
+    assert main(["serve", "--port", "0"]) == EXIT_REFUSE_TO_START
+    err = capsys.readouterr().err
+    assert str(path) in err and "not visible ASCII" in err and "Traceback" not in err
+    assert path.read_text() == "pässwort\n"  # someone's file: kept
