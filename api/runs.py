@@ -163,11 +163,10 @@ class RunQueue:
         out_dir = Path(job.out_dir)
         running = job.model_copy(update={"status": "running", "started_at_ms": _now_ms()})
         self._jobs[run_id] = running
-        _write(running)  # unwritable: the job fails (the worker's except) without running
-        planted = _planted(out_dir)
-        if planted:
-            self._finish(run_id, "failed", None, planted)
-            log.warning("run %s failed: %s", run_id, planted)
+        refusal = _planted(out_dir) or _started(running)
+        if refusal:
+            self._finish(run_id, "failed", None, refusal)
+            log.warning("run %s failed: %s", run_id, refusal)
             return
         log.info("run %s started: %s", run_id, job.request.model_dump_json(by_alias=True))
         with _new_log(out_dir / LOG_FILE_NAME) as output:
@@ -261,6 +260,17 @@ def _write(job: RunBody) -> None:
     atomic_write_bytes(Path(job.out_dir) / JOB_FILE_NAME, data, durable=False)
 
 
+def _started(job: RunBody) -> str | None:
+    """Why the job's ``running`` status cannot be saved, or None once it is: its OSError went to
+    the worker's catch-all, a traceback in the log for a full disk."""
+    try:
+        _write(job)
+    except OSError as exc:
+        where = Path(job.out_dir) / JOB_FILE_NAME
+        return f"{where} cannot be written ({exc.strerror or exc}): the replay was not run"
+    return None
+
+
 def _planted(out_dir: Path) -> str | None:
     """Why the job must not run, or None: the API made its folder for it alone, holding only
     job.json, so anything else was put there while it was queued, and the replay went through it
@@ -268,6 +278,8 @@ def _planted(out_dir: Path) -> str | None:
     try:
         with os.scandir(out_dir) as entries:
             names = [entry.name for entry in entries if entry.name != JOB_FILE_NAME]
+    except FileNotFoundError:  # a person's way to take a run off the queue: there is no cancel
+        return f"{out_dir} was removed while the run was queued: the replay was not run"
     except OSError as exc:
         return f"{out_dir} cannot be listed ({exc.strerror or exc})"
     if not names:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shutil
 import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 from fakes.api_support import Served, default_settings, serve_api
 from fakes.disk_full import disk_full_after
+from fakes.log_records import tracebacks
 from test_api_runs import post, until_finished
 
 from api.runs import JOB_FILE_NAME, RunLimits, RunQueue
@@ -115,7 +117,7 @@ def long_state_dir(tmp_path: Path) -> Path:
 
 @pytest.mark.timeout(WAIT_SECS * 4)
 async def test_a_job_whose_file_cannot_be_written_fails_and_the_workers_go_on(
-    settings: Settings, tmp_path: Path
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A queued job whose job.json cannot be rewritten when it starts: the save's OSError went
     into the worker's except, whose own save raised again and ended the runs loop; the job stayed
@@ -139,6 +141,32 @@ async def test_a_job_whose_file_cannot_be_written_fails_and_the_workers_go_on(
     assert broken["status"] == "failed" and JOB_FILE_NAME in broken["reason"]
     assert later["status"] == "done" and alive
     assert (out_dir / JOB_FILE_NAME / "notes").read_text() == "kept"  # the API's answer says why
+    assert not tracebacks(caplog)  # a full disk is the job's failure, said in one line
+
+
+@pytest.mark.timeout(WAIT_SECS * 4)
+async def test_a_queued_job_whose_folder_was_removed_fails_saying_so(
+    settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A person removed a queued run's folder (there is no cancel): the save of its start raised
+    into the worker's catch-all, which logged a traceback and failed the job naming a temporary
+    file ('FileNotFoundError: ... .job.json.<random>.tmp')."""
+    gate = tmp_path / "gate"
+    queue = RunQueue(settings.state_dir, GateLauncher(gate), RunLimits(queue_size=2))
+    async with serving(queue, settings.state_dir) as (api, _):
+        _, first = await post(api, JOB)
+        _, second = await post(api, JOB)
+        out_dir = settings.state_dir / "runs" / second["run_id"]
+        shutil.rmtree(out_dir)
+        gate.touch()
+        await until_finished(api, first["run_id"])
+        removed = await until_finished(api, second["run_id"])
+    assert removed["status"] == "failed"
+    assert (
+        removed["reason"]
+        == f"{out_dir} was removed while the run was queued: the replay was not run"
+    )
+    assert not tracebacks(caplog) and not out_dir.exists()
 
 
 def test_a_job_left_running_whose_file_cannot_be_rewritten_does_not_stop_the_start(
