@@ -303,10 +303,19 @@
 
   async function saveMemory(event) {
     event.preventDefault();
+    // only the texts the person changed: the other one, as the page loaded it, would undo a
+    // save made since (the agent's memory after a decision), and the server cannot tell
+    const edit = {};
+    for (const [id, name] of [["agent-memory", "agent_memory"], ["notes", "notes"]]) {
+      if ($(id).value !== $(id).defaultValue) edit[name] = $(id).value;
+    }
+    if (!Object.keys(edit).length) {
+      show("memory-result", "no change", "accepted");
+      return;
+    }
     try {
       const result = await api("/api/memory/notes", {
-        method: "PUT", headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ agent_memory: $("agent-memory").value, notes: $("notes").value }),
+        method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(edit),
       });
       show("memory-result", result.detail, result.accepted ? "accepted" : "rejected");
       await loadMemory();

@@ -1,0 +1,44 @@
+"""The dashboard's memory editor saves only the texts the person changed. It sent both as the page
+had loaded them, so saving a note put back the agent's memory as it was when the page opened: a
+memory a decision wrote since (Claude's ``memory_update``) was reverted without a word."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from cdp_support import open_browser
+from fakes.api_support import serve_api, write_state_dir
+
+from state.models import parse_state_bytes, render_state
+
+pytestmark = pytest.mark.e2e
+
+PAGE_WAIT_SECS = 60.0  # the page's own waits, with room for a loaded host
+SINCE = "learned since the page opened: fade BTC pumps"
+
+
+@pytest.mark.timeout(240)
+async def test_saving_the_notes_keeps_the_memory_written_since_the_page_loaded(
+    tmp_path: Path,
+) -> None:
+    state_dir = tmp_path / "state"
+    write_state_dir(state_dir)
+    path = state_dir / "runner_state.json"
+    async with serve_api(state_dir) as api, open_browser(tmp_path / "profile") as page:
+        await page.send("Page.navigate", url=f"{api.url}/dashboard#token={api.token}")
+        await page.wait_for("document.body.dataset.state === 'ready'", PAGE_WAIT_SECS)
+        loaded = await page.evaluate("document.getElementById('agent-memory').value")
+        state, _ = parse_state_bytes(path.read_bytes())
+        path.write_bytes(render_state(state.model_copy(update={"agent_memory": SINCE})))
+        await page.evaluate("document.getElementById('notes').value = 'watch ETH'")
+        await page.evaluate("document.getElementById('memory').requestSubmit()")
+        await page.wait_for(
+            "document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS
+        )
+        result = await page.evaluate("document.getElementById('memory-result').dataset.value")
+        shown = await page.evaluate("document.getElementById('agent-memory').value")
+    after, _ = parse_state_bytes(path.read_bytes())
+    assert loaded == "Trend is up." and result == "accepted"
+    assert (after.notes, after.agent_memory) == ("watch ETH", SINCE)
+    assert shown == SINCE  # the page shows what is saved
