@@ -20,6 +20,11 @@ from fastapi.responses import StreamingResponse
 from api.auth import BearerAuth
 
 KEEPALIVE_SECS = 15.0
+#: streams open at once: each is a connection (the API process's relay and its client's, too)
+#: held for hours, and nothing else bounded them short of the process's open files, which the
+#: daemon needs for its journals. More get 503 with Retry-After
+MAX_SUBSCRIBERS = 200
+RETRY_AFTER_SECS = 30
 
 
 class _Subscriber:
@@ -29,8 +34,9 @@ class _Subscriber:
 
 
 class DecisionStream:
-    def __init__(self, queue_size: int = 256) -> None:
+    def __init__(self, queue_size: int = 256, max_subscribers: int = MAX_SUBSCRIBERS) -> None:
         self._size = queue_size
+        self.max_subscribers = max_subscribers
         self._subscribers: set[_Subscriber] = set()
         self.published = 0
 
@@ -102,6 +108,13 @@ def stream_routes(stream: DecisionStream | None) -> Any:
                     status.HTTP_503_SERVICE_UNAVAILABLE,
                     "no daemon is running on this state dir: nothing decides, nothing streams",
                 )
+            if stream.subscribers >= stream.max_subscribers:
+                raise HTTPException(
+                    status.HTTP_503_SERVICE_UNAVAILABLE,
+                    f"{stream.subscribers} decision streams are open, the most served at once: "
+                    f"retry after {RETRY_AFTER_SECS} s",
+                    headers={"Retry-After": str(RETRY_AFTER_SECS)},
+                )
             return StreamingResponse(
                 stream.events(),
                 media_type="text/event-stream",
@@ -111,4 +124,4 @@ def stream_routes(stream: DecisionStream | None) -> Any:
     return extend
 
 
-__all__ = ["KEEPALIVE_SECS", "DecisionStream", "stream_routes"]
+__all__ = ["KEEPALIVE_SECS", "MAX_SUBSCRIBERS", "DecisionStream", "stream_routes"]

@@ -310,3 +310,23 @@ async def test_open_streams_leave_commands_a_way_to_the_daemon(state_dir: Path) 
             assert r.status == 200 and (await r.json())["source"] == "daemon"
         one_more = await held.enter_async_context(dashboards.get(api.url + "/api/decisions/stream"))
         assert await anext(sse_events(one_more)) == ("comment", "subscribed")
+
+
+async def test_streams_past_the_most_served_are_503_with_retry_after(state_dir: Path) -> None:
+    """Each stream holds a connection of the daemon for hours, and nothing bounded them short of
+    the process's open files, which the daemon's journals need."""
+    stream = DecisionStream(max_subscribers=3)
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), extensions=[stream_routes(stream)]) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+        contextlib.AsyncExitStack() as held,
+    ):
+        for _ in range(3):
+            r = await held.enter_async_context(api.http.get(api.url + "/api/decisions/stream"))
+            assert await anext(sse_events(r)) == ("comment", "subscribed")
+        async with api.http.get(api.url + "/api/decisions/stream") as r:
+            code, retry, detail = r.status, r.headers.get("Retry-After"), (await r.json())["detail"]
+        async with api.http.get(api.url + "/api/status") as r:
+            assert r.status == 200
+    assert (code, retry) == (503, "30")
+    assert detail.startswith("3 decision streams are open")
