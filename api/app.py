@@ -50,7 +50,12 @@ from api.models import (
     TradesPage,
     TradingBody,
 )
-from api.notes import NotesRejectedError, NotesUnwritableError, apply_notes_edit
+from api.notes import (
+    NotesConflictError,
+    NotesRejectedError,
+    NotesUnwritableError,
+    apply_notes_edit,
+)
 from api.ports import LiveDaemon, TradingControl
 from api.proxy import LiveProxy, Upstream
 from api.ratelimit import RateLimit, TokenBucket
@@ -254,18 +259,17 @@ def create_app(ctx: ApiContext) -> FastAPI:
         responses={
             400: UNREADABLE_BODY,
             413: TOO_LARGE_BODY,
+            409: {
+                "model": ErrorBody,
+                "description": "a field changed since based_on, or runner_state.json is unreadable",
+            },
             422: {"model": InvalidBody, "description": "the edit is not valid"},
             507: {"model": ErrorBody, "description": "runner_state.json cannot be written"},
         },
     )
     async def put_notes(edit: NotesEdit) -> NotesEditResult:
         """Edit ``agent_memory`` and/or ``notes``, validated like an edit of the file."""
-        try:
-            return apply_notes_edit(ctx.files, edit, ctx.daemon)
-        except NotesRejectedError as exc:
-            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
-        except NotesUnwritableError as exc:
-            raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, str(exc)) from None
+        return _notes_edited(ctx, edit)
 
     @app.post(
         "/api/trading/halt",
@@ -352,6 +356,18 @@ async def _live_account(daemon: LiveDaemon) -> AccountBody:
         return await daemon.account()
     except VigilError as exc:
         return no_account(f"the broker cannot say: {exc}")
+
+
+def _notes_edited(ctx: ApiContext, edit: NotesEdit) -> NotesEditResult:
+    """The edit made, or the HTTP error that says why not."""
+    try:
+        return apply_notes_edit(ctx.files, edit, ctx.daemon)
+    except NotesConflictError as exc:
+        raise HTTPException(status.HTTP_409_CONFLICT, str(exc)) from None
+    except NotesRejectedError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    except NotesUnwritableError as exc:
+        raise HTTPException(status.HTTP_507_INSUFFICIENT_STORAGE, str(exc)) from None
 
 
 def _trading(ctx: ApiContext) -> TradingControl:

@@ -176,11 +176,24 @@ def _encodable(text: str) -> str:
 StoredText = Annotated[str, AfterValidator(_encodable)]
 
 
-class NotesEdit(_Body):
-    """``PUT /api/memory/notes``: the person-editable fields of runner_state.json (either or both)."""
+class NotesBase(_Body):
+    """The texts an edit started from, as the editor loaded them (``GET /api/memory``)."""
 
     agent_memory: StoredText | None = None
     notes: StoredText | None = None
+
+
+class NotesEdit(_Body):
+    """``PUT /api/memory/notes``: the person-editable fields of runner_state.json (either or both).
+
+    ``based_on`` (optional) holds the texts the edit started from: where a field given in the edit
+    is stored otherwise now (a decision rewrote the agent's memory, another editor saved), the
+    edit is refused with a 409 and nothing is saved, where it replaced what the editor never saw.
+    """
+
+    agent_memory: StoredText | None = None
+    notes: StoredText | None = None
+    based_on: NotesBase | None = None
 
 
 class NotesEditResult(_Body):

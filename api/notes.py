@@ -35,6 +35,11 @@ class NotesUnwritableError(RuntimeError):
     """The edit is valid but runner_state.json cannot be written (a full disk): not saved."""
 
 
+class NotesConflictError(ValueError):
+    """A field the edit changes is stored otherwise than the edit's ``based_on`` says it was: a
+    decision or another editor saved since the editor loaded it. Nothing is saved."""
+
+
 class _NoChange(Exception):
     """The file already holds the edit: nothing to write."""
 
@@ -42,14 +47,16 @@ class _NoChange(Exception):
 def apply_notes_edit(
     files: StateDirFiles, edit: NotesEdit, daemon: LiveDaemon | None
 ) -> NotesEditResult:
-    changes = edit.model_dump(exclude_none=True)
+    changes = edit.model_dump(exclude_none=True, exclude={"based_on"})
     if not changes:
         raise NotesRejectedError("nothing to change: give agent_memory and/or notes")
+    based_on = {} if edit.based_on is None else edit.based_on.model_dump(exclude_none=True)
     _edited(files.runner_state(), changes)  # StateFileError when the file itself is broken
     changed: list[str] = []
 
     def merge(data: bytes | None) -> bytes:
         current = RunnerState() if data is None else _parse(files, data)
+        _check_based_on(current, changes, based_on)  # in the merge: a save since counts too
         edited = _edited(current, changes)
         changed[:] = [f for f in changes if getattr(edited, f) != getattr(current, f)]
         if not changed:
@@ -87,6 +94,17 @@ def apply_notes_edit(
     )
 
 
+def _check_based_on(
+    current: RunnerState, changes: dict[str, Any], based_on: dict[str, Any]
+) -> None:
+    moved = [f for f in changes if f in based_on and getattr(current, f) != based_on[f]]
+    if moved:
+        raise NotesConflictError(
+            f"{' and '.join(moved)} changed since the edit's based_on was loaded (a decision or "
+            "another editor saved it): nothing saved; load it again and make the edit on it"
+        )
+
+
 def _edited(current: RunnerState, changes: dict[str, Any]) -> RunnerState:
     try:
         edited = RunnerState.model_validate({**current.model_dump(), **changes})
@@ -105,4 +123,4 @@ def _parse(files: StateDirFiles, data: bytes) -> RunnerState:
         raise StateFileError(f"{files.runner_state_path}: {exc.problem}") from None
 
 
-__all__ = ["NotesRejectedError", "NotesUnwritableError", "apply_notes_edit"]
+__all__ = ["NotesConflictError", "NotesRejectedError", "NotesUnwritableError", "apply_notes_edit"]

@@ -304,10 +304,15 @@
   async function saveMemory(event) {
     event.preventDefault();
     // only the texts the person changed: the other one, as the page loaded it, would undo a
-    // save made since (the agent's memory after a decision), and the server cannot tell
+    // save made since (the agent's memory after a decision). based_on says what each changed
+    // text was when loaded: one saved otherwise since is a 409, the typed text left in its box
     const edit = {};
+    const basedOn = {};
     for (const [id, name] of [["agent-memory", "agent_memory"], ["notes", "notes"]]) {
-      if ($(id).value !== $(id).defaultValue) edit[name] = $(id).value;
+      if ($(id).value !== $(id).defaultValue) {
+        edit[name] = $(id).value;
+        basedOn[name] = $(id).defaultValue;
+      }
     }
     if (!Object.keys(edit).length) {
       show("memory-result", "no change", "accepted");
@@ -315,7 +320,7 @@
     }
     try {
       const result = await api("/api/memory/notes", {
-        method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify(edit),
+        method: "PUT", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...edit, based_on: basedOn }),
       });
       show("memory-result", result.detail, result.accepted ? "accepted" : "rejected");
       await loadMemory();

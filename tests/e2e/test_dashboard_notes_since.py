@@ -1,6 +1,8 @@
 """The dashboard's memory editor saves only the texts the person changed. It sent both as the page
 had loaded them, so saving a note put back the agent's memory as it was when the page opened: a
-memory a decision wrote since (Claude's ``memory_update``) was reverted without a word."""
+memory a decision wrote since (Claude's ``memory_update``) was reverted without a word. And a text
+the person did change, saved otherwise since the page loaded it, is refused (409) with the typed
+text left in its box, where it was replaced unseen."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ pytestmark = pytest.mark.e2e
 
 PAGE_WAIT_SECS = 60.0  # the page's own waits, with room for a loaded host
 SINCE = "learned since the page opened: fade BTC pumps"
+OTHER_EDITOR = "another editor's notes: flat until CPI"
 
 
 @pytest.mark.timeout(240)
@@ -38,7 +41,22 @@ async def test_saving_the_notes_keeps_the_memory_written_since_the_page_loaded(
         )
         result = await page.evaluate("document.getElementById('memory-result').dataset.value")
         shown = await page.evaluate("document.getElementById('agent-memory').value")
-    after, _ = parse_state_bytes(path.read_bytes())
-    assert loaded == "Trend is up." and result == "accepted"
-    assert (after.notes, after.agent_memory) == ("watch ETH", SINCE)
-    assert shown == SINCE  # the page shows what is saved
+        after, _ = parse_state_bytes(path.read_bytes())
+        assert loaded == "Trend is up." and result == "accepted"
+        assert (after.notes, after.agent_memory) == ("watch ETH", SINCE)
+        assert shown == SINCE  # the page shows what is saved
+
+        # another editor saves the notes; this page, still showing "watch ETH", edits them too
+        path.write_bytes(render_state(after.model_copy(update={"notes": OTHER_EDITOR})))
+        await page.evaluate("document.getElementById('memory-result').dataset.value = ''")
+        await page.evaluate("document.getElementById('notes').value = 'watch SOL'")
+        await page.evaluate("document.getElementById('memory').requestSubmit()")
+        await page.wait_for(
+            "document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS
+        )
+        refused = await page.evaluate("document.getElementById('memory-result').dataset.value")
+        said = await page.evaluate("document.getElementById('memory-result').textContent")
+        typed = await page.evaluate("document.getElementById('notes').value")
+    assert refused == "rejected" and "notes changed since" in said, said
+    assert typed == "watch SOL"  # the person's text is not lost
+    assert parse_state_bytes(path.read_bytes())[0].notes == OTHER_EDITOR
