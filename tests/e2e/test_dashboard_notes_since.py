@@ -6,10 +6,11 @@ text left in its box, where it was replaced unseen."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-from cdp_support import open_browser
+from cdp_support import Page, open_browser
 from fakes.api_support import serve_api, write_state_dir
 
 from state.models import parse_state_bytes, render_state
@@ -34,12 +35,7 @@ async def test_saving_the_notes_keeps_the_memory_written_since_the_page_loaded(
         loaded = await page.evaluate("document.getElementById('agent-memory').value")
         state, _ = parse_state_bytes(path.read_bytes())
         path.write_bytes(render_state(state.model_copy(update={"agent_memory": SINCE})))
-        await page.evaluate("document.getElementById('notes').value = 'watch ETH'")
-        await page.evaluate("document.getElementById('memory').requestSubmit()")
-        await page.wait_for(
-            "document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS
-        )
-        result = await page.evaluate("document.getElementById('memory-result').dataset.value")
+        result = await _save_notes(page, "watch ETH")
         shown = await page.evaluate("document.getElementById('agent-memory').value")
         after, _ = parse_state_bytes(path.read_bytes())
         assert loaded == "Trend is up." and result == "accepted"
@@ -48,15 +44,19 @@ async def test_saving_the_notes_keeps_the_memory_written_since_the_page_loaded(
 
         # another editor saves the notes; this page, still showing "watch ETH", edits them too
         path.write_bytes(render_state(after.model_copy(update={"notes": OTHER_EDITOR})))
-        await page.evaluate("document.getElementById('memory-result').dataset.value = ''")
-        await page.evaluate("document.getElementById('notes').value = 'watch SOL'")
-        await page.evaluate("document.getElementById('memory').requestSubmit()")
-        await page.wait_for(
-            "document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS
-        )
-        refused = await page.evaluate("document.getElementById('memory-result').dataset.value")
+        refused = await _save_notes(page, "watch SOL")
         said = await page.evaluate("document.getElementById('memory-result').textContent")
         typed = await page.evaluate("document.getElementById('notes').value")
     assert refused == "rejected" and "notes changed since" in said, said
     assert typed == "watch SOL"  # the person's text is not lost
     assert parse_state_bytes(path.read_bytes())[0].notes == OTHER_EDITOR
+
+
+async def _save_notes(page: Page, notes: str) -> str:
+    """``notes`` typed into the editor and saved: what the page shows of the save ("accepted",
+    "rejected")."""
+    await page.evaluate("document.getElementById('memory-result').dataset.value = ''")
+    await page.evaluate(f"document.getElementById('notes').value = {json.dumps(notes)}")
+    await page.evaluate("document.getElementById('memory').requestSubmit()")
+    await page.wait_for("document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS)
+    return str(await page.evaluate("document.getElementById('memory-result').dataset.value"))
