@@ -13,6 +13,7 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from core.clock import FIRST_RECORDING_DAY, LAST_RECORDING_DAY
 from regime.config import SEED_MAX
 
 RunState = Literal["queued", "running", "done", "failed"]
@@ -29,8 +30,19 @@ class RunRequest(_Body):
     tickers: list[str] | None = Field(
         None, min_length=1, max_length=20, description="a subset of the configured tickers"
     )
-    from_day: date = Field(alias="from", description="first UTC day, e.g. 2025-03-01")
-    to_day: date = Field(alias="to", description="last UTC day, inclusive")
+    # a day no recording can hold was queued, and failed later with the replay's own message
+    from_day: date = Field(
+        alias="from",
+        ge=FIRST_RECORDING_DAY,
+        le=LAST_RECORDING_DAY,
+        description="first UTC day, e.g. 2025-03-01",
+    )
+    to_day: date = Field(
+        alias="to",
+        ge=FIRST_RECORDING_DAY,
+        le=LAST_RECORDING_DAY,
+        description="last UTC day, inclusive",
+    )
     decider: Literal["fallback", "claude", "debate"] = "fallback"
     seed: int = Field(42, ge=0, le=SEED_MAX, description="the regime models' EM seed")
     use_memory: bool = Field(True, description="false: the agent's notes and the learner stay out")

@@ -18,7 +18,7 @@ import contextvars
 import itertools
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from heapq import heappop, heappush
 from typing import Any, Final, NamedTuple, Protocol, runtime_checkable
 
@@ -30,6 +30,9 @@ DAY_MS: Final = 86_400_000
 EARLIEST_TIME_MS: Final = 1_262_304_000_000
 LATEST_TIME_MS: Final = 4_102_444_800_000
 RECORDING_YEARS: Final = "2010 .. 2100"
+#: the whole UTC days in that range: what a replay, a sweep's period or an API run may ask for
+FIRST_RECORDING_DAY: Final = date(2010, 1, 1)
+LAST_RECORDING_DAY: Final = date(2099, 12, 31)
 
 
 def is_recording_time(value: object) -> bool:

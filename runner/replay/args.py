@@ -7,13 +7,14 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
+from core.clock import FIRST_RECORDING_DAY, LAST_RECORDING_DAY
 from market.recorded import BASE_INTERVAL_MS
 from regime.config import SEED_MAX
 from runner.replay.build import ReplayOptions
 
-#: the days a replay may ask for: any recording lies in them (market.recorded's time range), and
+#: the days a replay may ask for: any recording lies in them (core.clock's recording range), and
 #: the day after the last one is still a date (9999-12-31 + 1 day is not)
-FIRST_DAY, LAST_DAY = date(2010, 1, 1), date(2099, 12, 31)
+FIRST_DAY, LAST_DAY = FIRST_RECORDING_DAY, LAST_RECORDING_DAY
 
 
 def parse_day(text: str | None, flag: str) -> date:

@@ -119,6 +119,9 @@ async def test_a_submitted_replay_runs_in_a_child_and_reports_its_summary(
         ({"from": DAY, "to": DAY, "seed": -1}, "greater than or equal to 0"),
         ({"from": DAY, "to": DAY, "speed": 5}, "Extra inputs are not permitted"),
         ({"from": "2024-01-01", "to": "2025-06-01"}, "at most 366"),
+        # days no recording holds were queued, and failed later with the replay's message
+        ({"from": "0001-01-01", "to": "0001-01-02"}, "greater than or equal to 2010-01-01"),
+        ({"from": "2099-12-31", "to": "2100-01-01"}, "less than or equal to 2099-12-31"),
     ],
 )
 async def test_bad_requests_are_422_with_the_reason(
