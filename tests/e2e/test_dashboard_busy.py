@@ -12,14 +12,14 @@ admission control (one request at a time) is held across the chosen requests, an
 from __future__ import annotations
 
 import itertools
-import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from cdp_support import Page, open_browser
+from cdp_support import open_browser
+from dashboard_support import save_notes
 from fakes.api_support import serve_api, write_state_dir
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -102,17 +102,6 @@ class _Shed:
                 self.admission.release()
 
 
-async def _save_notes(page: Page, text: str) -> tuple[str, str]:
-    """Type ``text`` into the notes, save, and the result the page shows (value, text)."""
-    await page.evaluate(f"document.getElementById('notes').value = {json.dumps(text)}")
-    await page.evaluate("document.getElementById('memory').requestSubmit()")
-    await page.wait_for("document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS)
-    value, shown = await page.evaluate(
-        "(e => [e.dataset.value, e.textContent])(document.getElementById('memory-result'))"
-    )
-    return str(value), str(shown)
-
-
 def _asked_again_after_retry_after(asked: list[Asked]) -> None:
     """Each retry came no sooner than the Retry-After (1 s) of the answer before it."""
     for refused, retry in itertools.pairwise(asked):
@@ -140,7 +129,7 @@ async def test_requests_the_api_sheds_are_asked_again_after_retry_after(tmp_path
         problem_hidden = await page.evaluate("document.getElementById('problem').hidden")
         loaded_notes = await page.evaluate("document.getElementById('notes').value")
         stream_text = await page.evaluate("document.getElementById('stream-state').textContent")
-        saved = await _save_notes(page, "watch ETH")
+        saved = await save_notes(page, "watch ETH")
         thrown = [e for e in page.errors() if e["source"] == "exception"]
         status, memory = await api.get("/api/memory")
 
@@ -169,7 +158,7 @@ async def test_an_api_that_stays_busy_is_said_after_a_few_tries(tmp_path: Path) 
     ):
         await page.send("Page.navigate", url=f"{api.url}/dashboard#token={api.token}")
         await page.wait_for("document.body.dataset.state === 'ready'", PAGE_WAIT_SECS)
-        value, shown = await _save_notes(page, "watch ETH")
+        value, shown = await save_notes(page, "watch ETH")
         status, memory = await api.get("/api/memory")
 
     assert (value, shown.startswith("rejected: the API is busy")) == ("rejected", True), shown

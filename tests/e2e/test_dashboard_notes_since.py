@@ -10,7 +10,8 @@ import json
 from pathlib import Path
 
 import pytest
-from cdp_support import Page, open_browser
+from cdp_support import open_browser
+from dashboard_support import save_notes
 from fakes.api_support import serve_api, write_state_dir
 
 from state.models import parse_state_bytes, render_state
@@ -35,28 +36,21 @@ async def test_saving_the_notes_keeps_the_memory_written_since_the_page_loaded(
         loaded = await page.evaluate("document.getElementById('agent-memory').value")
         state, _ = parse_state_bytes(path.read_bytes())
         path.write_bytes(render_state(state.model_copy(update={"agent_memory": SINCE})))
-        result = await _save_notes(page, "watch ETH")
-        shown = await page.evaluate("document.getElementById('agent-memory').value")
+        result, _ = await save_notes(page, "watch ETH")
         after, _ = parse_state_bytes(path.read_bytes())
         assert loaded == "Trend is up." and result == "accepted"
         assert (after.notes, after.agent_memory) == ("watch ETH", SINCE)
-        assert shown == SINCE  # the page shows what is saved
+        # the page shows what is saved: it loads the texts again after it shows the result, so
+        # this waits for them (read at once, it raced that load and saw the old memory)
+        await page.wait_for(
+            f"document.getElementById('agent-memory').value === {json.dumps(SINCE)}",
+            PAGE_WAIT_SECS,
+        )
 
         # another editor saves the notes; this page, still showing "watch ETH", edits them too
         path.write_bytes(render_state(after.model_copy(update={"notes": OTHER_EDITOR})))
-        refused = await _save_notes(page, "watch SOL")
-        said = await page.evaluate("document.getElementById('memory-result').textContent")
+        refused, said = await save_notes(page, "watch SOL")
         typed = await page.evaluate("document.getElementById('notes').value")
     assert refused == "rejected" and "notes changed since" in said, said
     assert typed == "watch SOL"  # the person's text is not lost
     assert parse_state_bytes(path.read_bytes())[0].notes == OTHER_EDITOR
-
-
-async def _save_notes(page: Page, notes: str) -> str:
-    """``notes`` typed into the editor and saved: what the page shows of the save ("accepted",
-    "rejected")."""
-    await page.evaluate("document.getElementById('memory-result').dataset.value = ''")
-    await page.evaluate(f"document.getElementById('notes').value = {json.dumps(notes)}")
-    await page.evaluate("document.getElementById('memory').requestSubmit()")
-    await page.wait_for("document.getElementById('memory-result').dataset.value", PAGE_WAIT_SECS)
-    return str(await page.evaluate("document.getElementById('memory-result').dataset.value"))
