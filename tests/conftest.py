@@ -40,6 +40,9 @@ from property_budget import DEEP_MIN
 
 from runner import logging_setup
 
+# fixtures several modules share (state_dir, no_host_settings, own_config)
+pytest_plugins = ["fakes.api_support", "fakes.host_settings"]
+
 os.environ.setdefault("VIGIL_API__PORT", "0")
 os.environ.setdefault("VIGIL_API__ISOLATION", "inline")
 

@@ -99,6 +99,15 @@ def write_state_dir(state_dir: Path, decisions: int = 5) -> None:
     write_document(state_dir / "paper_broker.json", document)
 
 
+@pytest.fixture
+def state_dir(tmp_path: Path) -> Path:
+    """``write_state_dir``'s state dir at ``tmp_path / "state"``, for the API tests (a plugin of
+    the suite, ``tests/conftest.py``); a module that needs another defines its own, which wins."""
+    state = tmp_path / "state"
+    write_state_dir(state)
+    return state
+
+
 @dataclass
 class Served:
     url: str

@@ -25,4 +25,18 @@ def without_host_settings(
         monkeypatch.setenv("VIGIL_CONFIG_FILE", str(workdir / "vigil.toml"))
 
 
-__all__ = ["without_host_settings"]
+@pytest.fixture
+def no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No host settings; the working directory is the test's own, with no ``vigil.toml``. The
+    tests of settings use it (or ``own_config``) as ``pytestmark =
+    pytest.mark.usefixtures("no_host_settings")``: a plugin of the suite (``tests/conftest.py``)."""
+    without_host_settings(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def own_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No host settings; an empty ``vigil.toml`` of the test's own is the config file."""
+    without_host_settings(monkeypatch, tmp_path, own_config=True)
+
+
+__all__ = ["no_host_settings", "own_config", "without_host_settings"]

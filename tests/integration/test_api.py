@@ -17,7 +17,6 @@ from fakes.api_support import (
     Served,
     decision_line,
     serve_api,
-    write_state_dir,
 )
 
 from api import models as api_models
@@ -43,12 +42,6 @@ DATA_ROUTES = [
     ("POST", "/api/trading/halt"),
     ("POST", "/api/trading/resume"),
 ]
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    write_state_dir(tmp_path / "state")
-    return tmp_path / "state"
 
 
 async def test_every_data_route_needs_the_token_and_healthz_does_not(state_dir: Path) -> None:

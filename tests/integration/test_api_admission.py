@@ -27,12 +27,6 @@ from api.config import ApiConfig
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    write_state_dir(tmp_path / "state")
-    return tmp_path / "state"
-
-
 class Blocker:
     """An extension route that holds its slot until released: a slow request in flight."""
 

@@ -11,16 +11,10 @@ from pathlib import Path
 
 import pytest
 from fakes.allocation_peak import allocation_peak
-from fakes.api_support import T0_MS, IdleDaemon, decision_line, serve_api, write_state_dir
+from fakes.api_support import T0_MS, IdleDaemon, decision_line, serve_api
 from fakes.fifo import released_fifo
 
 SEGMENT = "decisions.20250228T235959Z.jsonl"
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    write_state_dir(tmp_path / "state")
-    return tmp_path / "state"
 
 
 def old_lines() -> bytes:

@@ -12,14 +12,8 @@ from typing import Any
 
 import pytest
 from fakes.allocation_peak import allocation_peak
-from fakes.api_support import serve_api, write_state_dir
+from fakes.api_support import serve_api
 from fakes.fifo import released_fifo
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    write_state_dir(tmp_path / "state")
-    return tmp_path / "state"
 
 
 def strict_json(text: str) -> object:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.api_support import serve_api, write_state_dir
+from fakes.api_support import serve_api
 from fakes.save_race import save_after_tmp_written
 
 from state.models import RunnerState, parse_state_bytes, render_state
@@ -23,13 +23,6 @@ async def _put(state_dir: Path, body: dict[str, Any]) -> tuple[int, dict[str, An
         url = api.url + "/api/memory/notes"
         async with api.session.put(url, headers=api.auth, json=body) as r:
             return r.status, await r.json()
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    state_dir = tmp_path / "state"
-    write_state_dir(state_dir)
-    return state_dir
 
 
 async def test_an_edit_based_on_the_stored_text_is_saved(state_dir: Path) -> None:

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
-import pytest
 from fakes.api_client import sse_events
-from fakes.api_support import T0_MS, TOKEN, IdleDaemon, decision_line, serve_api, write_state_dir
+from fakes.api_support import T0_MS, TOKEN, IdleDaemon, decision_line, serve_api
 from yarl import URL
 
 from api.bodylimit import MAX_BODY_BYTES
@@ -75,13 +74,6 @@ async def front(state_dir: Path, upstream_url: str, live_cache_ms: int) -> Async
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await upstream.close()
-
-
-@pytest.fixture
-def state_dir(tmp_path: Path) -> Path:
-    state = tmp_path / "state"
-    write_state_dir(state)
-    return state
 
 
 async def test_fifty_status_requests_ask_the_daemon_once_until_a_decision(state_dir: Path) -> None:

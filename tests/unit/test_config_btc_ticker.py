@@ -4,18 +4,12 @@ no ticker's features, and that risk was off without a word."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
 
-
-@pytest.fixture(autouse=True)
-def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    without_host_settings(monkeypatch, tmp_path)  # no vigil.toml
+pytestmark = pytest.mark.usefixtures("no_host_settings")
 
 
 @pytest.mark.parametrize("ticker", ["BTCUSDT", "btc/usdt", "", "-1", "BTC/USDT\n"])

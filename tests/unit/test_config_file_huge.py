@@ -8,16 +8,12 @@ from pathlib import Path
 
 import pytest
 from fakes.allocation_peak import allocation_peak
-from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
 from runner.config import CONFIG_FILE_MAX_BYTES
 
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    without_host_settings(monkeypatch, tmp_path, own_config=True)
+pytestmark = pytest.mark.usefixtures("own_config")
 
 
 def test_a_sparse_file_of_gigabytes_is_refused_without_reading_it(

@@ -8,16 +8,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
 from runner.config import load_settings
 
-
-@pytest.fixture(autouse=True)
-def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    without_host_settings(monkeypatch, tmp_path, own_config=True)
+pytestmark = pytest.mark.usefixtures("own_config")
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 
 import pytest
-from fakes.host_settings import without_host_settings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from property_budget import examples
@@ -38,9 +37,7 @@ DEFAULTS = Settings()
 NESTED = _leaves(DEFAULTS)
 
 
-@pytest.fixture(autouse=True)
-def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    without_host_settings(monkeypatch, tmp_path)  # no vigil.toml
+pytestmark = pytest.mark.usefixtures("no_host_settings")
 
 
 @settings(

@@ -4,18 +4,12 @@ check) wrote 20 KB to the terminal."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from fakes.host_settings import without_host_settings
 
 from core.errors import EXIT_REFUSE_TO_START
 from runner.cli import main
 
-
-@pytest.fixture(autouse=True)
-def _no_host_settings(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    without_host_settings(monkeypatch, tmp_path)
+pytestmark = pytest.mark.usefixtures("no_host_settings")
 
 
 def test_a_huge_value_is_named_in_a_line_of_bounded_length(
