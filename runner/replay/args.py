@@ -12,10 +12,6 @@ from market.recorded import BASE_INTERVAL_MS
 from regime.config import SEED_MAX
 from runner.replay.build import ReplayOptions
 
-#: the days a replay may ask for: any recording lies in them (core.clock's recording range), and
-#: the day after the last one is still a date (9999-12-31 + 1 day is not)
-FIRST_DAY, LAST_DAY = FIRST_RECORDING_DAY, LAST_RECORDING_DAY
-
 
 def parse_day(text: str | None, flag: str) -> date:
     if not text:
@@ -29,8 +25,10 @@ def parse_day(text: str | None, flag: str) -> date:
 
 
 def check_day(day: date, what: str) -> None:
-    if not FIRST_DAY <= day <= LAST_DAY:
-        raise ValueError(f"{what} {day} is outside {FIRST_DAY} .. {LAST_DAY}")
+    """A day a replay may ask for: any recording lies in the range, and the day after its last is
+    still a date (9999-12-31 + 1 day is not)."""
+    if not FIRST_RECORDING_DAY <= day <= LAST_RECORDING_DAY:
+        raise ValueError(f"{what} {day} is outside {FIRST_RECORDING_DAY} .. {LAST_RECORDING_DAY}")
 
 
 def update_ms_from_secs(secs: float | None, flag: str = "--update-secs") -> int | None:
