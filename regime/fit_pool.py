@@ -33,9 +33,14 @@ log = logging.getLogger(__name__)
 
 
 class FitPool:
-    """``keep_alive=False`` (the daemon): the workers exit when no fit is running, so the ~200 MB
-    of a fitting process are held for the seconds of a day's fits only, at the cost of starting
-    a process (about 2 s of CPU) for each batch; replay keeps them for the whole run."""
+    """``keep_alive=False`` (the daemon): the workers exit when no fit is running and nobody holds
+    the pool (``hold``), so the ~200 MB of a fitting process are held for the seconds of a day's
+    fits only, at the cost of starting a process (about 2 s of CPU) for each batch; replay keeps
+    them for the whole run.
+
+    A batch is the fits somebody expects to come one after another: the daemon fits its tickers
+    one by one (at start-up, and at the 4h close of a day's refit), and without a hold each fit
+    started its own process (three starts where one does)."""
 
     def __init__(self, workers: int, *, keep_alive: bool = True) -> None:
         if workers <= 0:
@@ -47,6 +52,7 @@ class FitPool:
         self.starts = 0  # pools started (one per batch of fits when not kept alive)
         self._pool: ProcessPoolExecutor | None = None
         self._running = 0  # fits in ``fit`` now
+        self._holds = 0  # ``hold`` calls not yet released
         self._lock = threading.Lock()  # the daemon fits from worker threads, one per ticker
 
     @property
@@ -82,9 +88,22 @@ class FitPool:
             self.inline_fits += 1
             return fit_hmm(config, frame, fitted_at_ms, warm=warm)
         finally:
-            self._finished()
+            self._finished(fits=1)
         self.pool_fits += 1
         return result
+
+    def hold(self) -> None:
+        """More fits are coming: a started pool stays up until ``release`` (starts nothing)."""
+        with self._lock:
+            self._holds += 1
+
+    def release(self) -> None:
+        """The end of a ``hold``: the pool stops now if no fit is running and nothing else holds it."""
+        with self._lock:
+            if self._holds <= 0:
+                raise RuntimeError("FitPool.release without a hold")
+            self._holds -= 1
+        self._finished()
 
     def close(self) -> None:
         with self._lock:
@@ -99,10 +118,10 @@ class FitPool:
                 self.starts += 1
             return self._pool
 
-    def _finished(self) -> None:
+    def _finished(self, fits: int = 0) -> None:
         with self._lock:
-            self._running -= 1
-            idle = self._running == 0 and not self.keep_alive
+            self._running -= fits
+            idle = self._running == 0 and self._holds == 0 and not self.keep_alive
             pool, self._pool = (self._pool, None) if idle else (None, self._pool)
         if pool is not None:
             pool.shutdown(wait=False)  # nothing is queued: the worker exits on its own

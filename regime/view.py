@@ -42,6 +42,16 @@ class MacroSource(Protocol):
     async def current(self) -> MacroRegime: ...
 
 
+class FitHolder(Protocol):
+    """Where the fits run (``regime.fit_pool.FitPool``): held while fits are expected one after
+    another, so that a pool whose process leaves when idle starts one process for them, not one
+    per ticker."""
+
+    def hold(self) -> None: ...
+
+    def release(self) -> None: ...
+
+
 class RegimeView:
     def __init__(
         self,
@@ -52,6 +62,7 @@ class RegimeView:
         *,
         clock: Clock,
         refresh_wait_secs: float = DEFAULT_REFRESH_WAIT_SECS,
+        fits: FitHolder | None = None,
     ) -> None:
         self._tracker = tracker
         self._macro = macro
@@ -64,6 +75,8 @@ class RegimeView:
         self._observed: dict[str, int] = {}
         self._refreshed: dict[str, int] = {}
         self._waiters: list[asyncio.Future[None]] = []
+        self._fits = fits
+        self._holding = False  # ``fits`` held from a 4h close observed until every one refreshed
 
     def on_close_observed(self, event: Event) -> None:
         """Inline bus handler (synchronous, so before any decision the close triggers can start):
@@ -72,6 +85,9 @@ class RegimeView:
             assert isinstance(event, CandleClosed)
             open_ms = event.candle.open_time_ms
             self._observed[event.ticker] = max(self._observed.get(event.ticker, open_ms), open_ms)
+            if self._fits is not None and not self._holding:
+                self._fits.hold()  # the other tickers' closes come with this one
+                self._holding = True
 
     async def on_candle_closed(self, event: Event) -> None:
         """Queued bus handler: refresh the history on every close it cares about, then the regime."""
@@ -94,6 +110,9 @@ class RegimeView:
 
     def _note_refreshed(self, ticker: str, open_ms: int) -> None:
         self._refreshed[ticker] = max(self._refreshed.get(ticker, open_ms), open_ms)
+        if self._holding and self._fits is not None and not self.refresh_pending:
+            self._holding = False
+            self._fits.release()
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:
             if not waiter.done():
@@ -143,10 +162,16 @@ class RegimeView:
 
     async def refresh_all(self) -> None:
         """Fit and predict every ticker from the cached history (start-up)."""
-        for ticker in self._tickers:
-            frame = self._history.frame(ticker)
-            if len(frame):
-                await self._tracker.on_4h_close(ticker, frame)
+        if self._fits is not None:
+            self._fits.hold()
+        try:
+            for ticker in self._tickers:
+                frame = self._history.frame(ticker)
+                if len(frame):
+                    await self._tracker.on_4h_close(ticker, frame)
+        finally:
+            if self._fits is not None:
+                self._fits.release()
 
     def crypto(self, ticker: str) -> CryptoRegime:
         return self._tracker.current(ticker)

@@ -378,7 +378,9 @@ def _regimes(settings: Settings, clock: Clock, market: MarketPath, ports: Ports)
         ahead=ports.fit_ahead,
     )
     macro = build_macro_source(clock, settings.regime, settings.fred_api_key)
-    return RegimeView(tracker, macro, market.history, settings.market.tickers, clock=clock)
+    return RegimeView(
+        tracker, macro, market.history, settings.market.tickers, clock=clock, fits=ports.fit_pool
+    )
 
 
 def _change_1h_pct(features: FeatureTracker, ticker: str) -> float | None:

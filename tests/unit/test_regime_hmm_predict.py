@@ -134,6 +134,24 @@ def test_a_model_fitting_through_the_pool_predicts_as_one_fitting_inline() -> No
     assert pool.starts == 2 and pool.pool_fits == 2
 
 
+def test_a_held_pool_fits_a_batch_in_one_process_and_leaves_at_the_release() -> None:
+    frame = last_180_days("SOL/USDT")
+    pool = FitPool(1, keep_alive=False)
+    try:
+        pool.hold()  # the daemon's start-up: its tickers fit one after another
+        assert not pool.started  # a hold starts nothing
+        for at_ms in (1, 2, 3):
+            assert pool.fit(SMALL, frame, at_ms)[0].fitted
+            assert pool.started  # held: the worker stays for the next ticker
+        pool.release()
+        assert not pool.started
+        with pytest.raises(RuntimeError, match="without a hold"):
+            pool.release()
+    finally:
+        pool.close()
+    assert pool.starts == 1 and pool.pool_fits == 3
+
+
 def test_warm_started_fits_go_through_the_pool_too() -> None:
     config = SMALL.model_copy(update={"warm_start": True, "full_search_every": 3})
     frame = last_180_days("BTC/USDT")
