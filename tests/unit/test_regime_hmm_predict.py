@@ -123,33 +123,23 @@ def test_a_model_fitting_through_the_pool_predicts_as_one_fitting_inline() -> No
         remote = CryptoRegimeModel(SMALL, fitter=pool.fit)
         remote.fit(frame, fitted_at_ms=7)
         assert not pool.started  # not kept alive: the worker left with the last fit
-        remote.fit(frame, fitted_at_ms=8)
-    finally:
-        pool.close()
-    inline = CryptoRegimeModel(SMALL)
-    inline.fit(frame, fitted_at_ms=7)
-    inline.fit(frame, fitted_at_ms=8)
-    assert remote.last_report == inline.last_report
-    assert remote.predict(frame) == inline.predict(frame)
-    assert pool.starts == 2 and pool.pool_fits == 2
-
-
-def test_a_held_pool_fits_a_batch_in_one_process_and_leaves_at_the_release() -> None:
-    frame = last_180_days("SOL/USDT")
-    pool = FitPool(1, keep_alive=False)
-    try:
-        pool.hold()  # the daemon's start-up: its tickers fit one after another
+        pool.hold()  # a batch (the daemon's tickers, one after another): one worker for all
         assert not pool.started  # a hold starts nothing
-        for at_ms in (1, 2, 3):
-            assert pool.fit(SMALL, frame, at_ms)[0].fitted
-            assert pool.started  # held: the worker stays for the next ticker
+        remote.fit(frame, fitted_at_ms=8)
+        assert pool.started  # held: the worker stays for the next fit
+        remote.fit(frame, fitted_at_ms=9)
         pool.release()
         assert not pool.started
         with pytest.raises(RuntimeError, match="without a hold"):
             pool.release()
     finally:
         pool.close()
-    assert pool.starts == 1 and pool.pool_fits == 3
+    inline = CryptoRegimeModel(SMALL)
+    for at_ms in (7, 8, 9):
+        inline.fit(frame, fitted_at_ms=at_ms)
+    assert remote.last_report == inline.last_report
+    assert remote.predict(frame) == inline.predict(frame)
+    assert pool.starts == 2 and pool.pool_fits == 3
 
 
 def test_warm_started_fits_go_through_the_pool_too() -> None:
