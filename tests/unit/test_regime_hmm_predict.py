@@ -124,12 +124,12 @@ def test_a_model_fitting_through_the_pool_predicts_as_one_fitting_inline() -> No
         remote.fit(frame, fitted_at_ms=7)
         assert not pool.started  # not kept alive: the worker left with the last fit
         pool.hold()  # a batch (the daemon's tickers, one after another): one worker for all
-        assert not pool.started  # a hold starts nothing
+        assert pool.starts == 1  # a hold starts nothing
         remote.fit(frame, fitted_at_ms=8)
-        assert pool.started  # held: the worker stays for the next fit
         remote.fit(frame, fitted_at_ms=9)
+        assert pool.starts == 2  # held: the worker of the first fit stayed for the second
         pool.release()
-        assert not pool.started
+        assert not pool.started  # released: the worker left
         with pytest.raises(RuntimeError, match="without a hold"):
             pool.release()
     finally:
