@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from api.runs_models import FINISHED, RunBody, RunRequest, RunsList
+from api.runs_models import FINISHED, RunBody, RunRequest, RunsList, RunSummary
 from api.runs_summary import FILE_MAX_BYTES, read_summary
 from core.regular_file import open_regular_file, read_regular_file
 from state.atomic import atomic_write_bytes
@@ -181,16 +181,28 @@ class RunQueue:
             except asyncio.CancelledError:
                 await _stop(child)
                 raise
+        # off the loop, which is the daemon's: a report.json of a year's replay (about 26 MB)
+        # took 1.1-1.2 s to read and check, a second of ticks and stops not handled
+        read = await asyncio.to_thread(read_summary, out_dir)
         if code == 0:
-            self._finish(run_id, "done", code, None)
+            self._finish(run_id, "done", code, None, read)
         else:
             why = EXIT_REASONS.get(code, f"exit code {code}")
-            self._finish(run_id, "failed", code, f"{why}: {_tail(out_dir / LOG_FILE_NAME)}")
+            self._finish(run_id, "failed", code, f"{why}: {_tail(out_dir / LOG_FILE_NAME)}", read)
         log.info("run %s %s", run_id, self._jobs[run_id].status)
 
-    def _finish(self, run_id: str, state: str, code: int | None, reason: str | None) -> None:
+    def _finish(
+        self,
+        run_id: str,
+        state: str,
+        code: int | None,
+        reason: str | None,
+        read: tuple[RunSummary | None, str] | None = None,
+    ) -> None:
+        """``read``: ``read_summary`` of the job's folder, read here when not given (a job that
+        did not run to its end: its folder holds no report, or it is the API's start or stop)."""
         job = self._jobs[run_id]
-        summary, missing = read_summary(Path(job.out_dir))
+        summary, missing = read if read is not None else read_summary(Path(job.out_dir))
         update = {
             "status": state,
             "finished_at_ms": _now_ms(),
