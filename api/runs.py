@@ -83,6 +83,7 @@ class RunQueue:
         self._jobs: dict[str, RunBody] = {}
         self._argv: dict[str, Sequence[str]] = {}
         self._waiting: asyncio.Queue[str] = asyncio.Queue()
+        self._ended_without_folder: set[str] = set()  # removed while queued or running
         self._load()
 
     @property
@@ -129,16 +130,29 @@ class RunQueue:
         return job
 
     def get(self, run_id: str) -> RunBody | None:
-        return self._jobs.get(run_id)
+        job = self._jobs.get(run_id)
+        return None if job is None or self._forget_if_removed(job) else job
 
     def listing(self) -> RunsList:
-        jobs = sorted(self._jobs.values(), key=lambda j: j.submitted_at_ms, reverse=True)
+        kept = [job for job in list(self._jobs.values()) if not self._forget_if_removed(job)]
+        jobs = sorted(kept, key=lambda j: j.submitted_at_ms, reverse=True)
         return RunsList(
             runs=jobs,
             queued=sum(j.status == "queued" for j in jobs),
             running=sum(j.status == "running" for j in jobs),
             capacity=self.capacity,
         )
+
+    def _forget_if_removed(self, job: RunBody) -> bool:
+        """A finished run whose folder a person removed (how a run is deleted) is forgotten, and
+        said once: it was listed as done until the API restarted, its report gone."""
+        if job.status not in FINISHED or job.run_id in self._ended_without_folder:
+            return False  # one removed before it ended stays, failed with that reason
+        if Path(job.out_dir).is_dir():
+            return False
+        del self._jobs[job.run_id]
+        log.info("run %s: its folder %s was removed; the run is forgotten", job.run_id, job.out_dir)
+        return True
 
     async def run(self) -> None:
         """The workers (a supervised loop): take jobs in order, ``concurrency`` at a time."""
@@ -202,6 +216,8 @@ class RunQueue:
         """``read``: ``read_summary`` of the job's folder, read here when not given (a job that
         did not run to its end: its folder holds no report, or it is the API's start or stop)."""
         job = self._jobs[run_id]
+        if not Path(job.out_dir).is_dir():
+            self._ended_without_folder.add(run_id)
         summary, missing = read if read is not None else read_summary(Path(job.out_dir))
         update = {
             "status": state,
