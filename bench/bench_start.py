@@ -5,8 +5,8 @@ Ready is the warm-up's last line (``warm-up: crypto regimes ...``): the recent c
 Each round starts the daemon as a user does, in a new state dir with no regime-fit cache (a
 restarted daemon fits again at start-up unless ``regime.fit_cache_dir`` is set), then stops it
 with SIGTERM. Printed per round and as the median: the wall seconds to ready, and the CPU seconds
-of the whole run (start-up and the stop), the daemon's and every process it waited for (its regime
-fit process) included.
+of the whole run (start-up and the stop), the daemon's and every process it waited for (its API
+process and its regime fit process) included.
 
 Run: ``python -m bench start [--rounds N]``.
 """
@@ -73,7 +73,7 @@ def main(argv: Sequence[str] = ()) -> None:
         )
     print(
         f"vigil run --sim, 3 tickers, no fit cache: ready in {statistics.median(ready):.2f} s "
-        f"(median of {args.rounds}), {statistics.median(cpu):.2f} s of CPU with its fit process"
+        f"(median of {args.rounds}), {statistics.median(cpu):.2f} s of CPU with its child processes"
     )
 
 

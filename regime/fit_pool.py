@@ -88,7 +88,9 @@ class FitPool:
             self.inline_fits += 1
             return fit_hmm(config, frame, fitted_at_ms, warm=warm)
         finally:
-            self._finished(fits=1)
+            with self._lock:
+                self._running -= 1
+            self._stop_if_idle()
         self.pool_fits += 1
         return result
 
@@ -103,7 +105,7 @@ class FitPool:
             if self._holds <= 0:
                 raise RuntimeError("FitPool.release without a hold")
             self._holds -= 1
-        self._finished()
+        self._stop_if_idle()
 
     def close(self) -> None:
         with self._lock:
@@ -118,9 +120,8 @@ class FitPool:
                 self.starts += 1
             return self._pool
 
-    def _finished(self, fits: int = 0) -> None:
+    def _stop_if_idle(self) -> None:
         with self._lock:
-            self._running -= fits
             idle = self._running == 0 and self._holds == 0 and not self.keep_alive
             pool, self._pool = (self._pool, None) if idle else (None, self._pool)
         if pool is not None:

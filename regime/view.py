@@ -75,8 +75,7 @@ class RegimeView:
         self._observed: dict[str, int] = {}
         self._refreshed: dict[str, int] = {}
         self._waiters: list[asyncio.Future[None]] = []
-        self._fits = fits
-        self._holding = False  # ``fits`` held from a 4h close observed until every one refreshed
+        self._fits = fits  # held while a refresh is pending (a 4h close observed, not refreshed)
 
     def on_close_observed(self, event: Event) -> None:
         """Inline bus handler (synchronous, so before any decision the close triggers can start):
@@ -84,10 +83,10 @@ class RegimeView:
         if self._is_regime_close(event):
             assert isinstance(event, CandleClosed)
             open_ms = event.candle.open_time_ms
+            was_pending = self.refresh_pending
             self._observed[event.ticker] = max(self._observed.get(event.ticker, open_ms), open_ms)
-            if self._fits is not None and not self._holding:
+            if self._fits is not None and not was_pending and self.refresh_pending:
                 self._fits.hold()  # the other tickers' closes come with this one
-                self._holding = True
 
     async def on_candle_closed(self, event: Event) -> None:
         """Queued bus handler: refresh the history on every close it cares about, then the regime."""
@@ -109,9 +108,9 @@ class RegimeView:
         )
 
     def _note_refreshed(self, ticker: str, open_ms: int) -> None:
+        was_pending = self.refresh_pending
         self._refreshed[ticker] = max(self._refreshed.get(ticker, open_ms), open_ms)
-        if self._holding and self._fits is not None and not self.refresh_pending:
-            self._holding = False
+        if self._fits is not None and was_pending and not self.refresh_pending:
             self._fits.release()
         waiters, self._waiters = self._waiters, []
         for waiter in waiters:

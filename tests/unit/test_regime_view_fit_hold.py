@@ -7,7 +7,9 @@ fit started its own process: three starts of about 2 s of CPU each where one doe
 
 from __future__ import annotations
 
-import pandas as pd
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from test_regime_tracker import EPOCH_MS, FakeModel
 from test_regime_view import FakeHistory, NoMacro
@@ -41,18 +43,11 @@ class Holder:
 def _view(holder: Holder, history: FakeHistory | None = None) -> RegimeView:
     clock = VirtualClock(epoch_ms=EPOCH_MS)
 
-    def model() -> FakeModel:
-        fake = FakeModel()
-        fit = fake.fit
+    async def offload(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        holder.held_at_fits.append(holder.holds)  # the tracker offloads each fit, and only fits
+        return await run_inline(fn, *args, **kwargs)
 
-        def recorded(frame: pd.DataFrame, *, fitted_at_ms: int | None = None):  # type: ignore[no-untyped-def]
-            holder.held_at_fits.append(holder.holds)
-            return fit(frame, fitted_at_ms=fitted_at_ms)
-
-        fake.fit = recorded  # type: ignore[method-assign]
-        return fake
-
-    tracker = CryptoRegimeTracker(clock, model, offload=run_inline)
+    tracker = CryptoRegimeTracker(clock, FakeModel, offload=offload)
     return RegimeView(
         tracker,
         NoMacro(),
