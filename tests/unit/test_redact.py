@@ -31,6 +31,11 @@ def test_relative_and_capitalised_paths_are_kept() -> None:
     assert REDACT(line) == line
 
 
+def test_a_path_through_a_short_random_folder_name_is_kept() -> None:
+    line = "state dir /tmp/tmp.UjgjrVqDO1/state/runs/20261128T171408Z-d29545"  # mktemp -d
+    assert REDACT(line) == line
+
+
 @given(parts=st.lists(_PATH_PARTS, min_size=2, max_size=12), lead=st.sampled_from(["", "/", "_"]))
 def test_any_path_of_word_shaped_parts_is_kept(parts: list[str], lead: str) -> None:
     line = f"folder {lead}{'/'.join(parts)} was removed"
