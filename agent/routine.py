@@ -26,7 +26,7 @@ from broker.resting import cancel_resting_buys
 from broker.trading_state import TradingSwitch
 from core.bus import EventBus
 from core.clock import Clock
-from core.errors import HaltTradingError
+from core.errors import HaltTradingError, RetryableError
 from core.events import DecisionMade
 from core.failure_streak import FailureStreak
 from memory.tiers import TierError
@@ -326,6 +326,14 @@ class DecisionRoutine:
                 if not self._trading.halted:
                     self._trading.halt(f"decision {record['decision_id']}: {why}")
                 record["trading"] = self._trading.state.mode
+            return
+        except RetryableError as exc:
+            # a person's editor rewriting the file through every attempt: nothing is broken, the
+            # next save merges their edit and writes the state, so the decision goes on untouched
+            why = f"runner state not saved yet: {exc}"
+            record["state_error"] = why
+            if self._unsaved.failed(str(exc)):
+                log.warning("decision %s: %s; kept in memory", record["decision_id"], why)
             return
         if failures := self._unsaved.ended():
             log.warning("runner state saved again after %d failed saves", failures)

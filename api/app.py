@@ -333,7 +333,13 @@ def _add_guards(
         )
     app.add_middleware(BodyLimit)  # around the proxy: a forward reads the body whole
     if config.max_requests_per_sec > 0:
-        app.add_middleware(RateLimit, bucket=TokenBucket(config.max_requests_per_sec))
+        rate = config.max_requests_per_sec
+        app.add_middleware(
+            RateLimit,
+            bucket=TokenBucket(rate),
+            authorised=lambda scope: auth.scope_refusal(scope) is None,
+            anonymous=TokenBucket(rate),
+        )
 
 
 def _json(body: BaseModel) -> bytes:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from starlette.types import Send
+from starlette.types import Scope, Send
 
 
 async def send_answer(
@@ -15,4 +15,14 @@ async def send_answer(
     await send({"type": "http.response.body", "body": body})
 
 
-__all__ = ["send_answer"]
+def first_header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of header ``name`` (lower case), as Starlette's ``Headers.get`` reads it:
+    ``dict(scope["headers"])`` kept the last, so a request with two ``Authorization`` headers was
+    judged by one in the API process and by the other behind it."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+__all__ = ["first_header", "send_answer"]

@@ -17,7 +17,9 @@ from typing import Annotated
 
 from fastapi import HTTPException, Security, status
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.types import Scope
 
+from api.asgi import first_header
 from api.config import is_loopback, token_problem
 from core.errors import RefuseToStartError
 from core.regular_file import FileTooLargeError, SymlinkRefusedError, read_regular_text
@@ -110,6 +112,13 @@ class BearerAuth:
             raise HTTPException(
                 status.HTTP_401_UNAUTHORIZED, refusal, headers={"WWW-Authenticate": "Bearer"}
             )
+
+    def scope_refusal(self, scope: Scope) -> str | None:
+        """``refusal`` of a raw ASGI request's first ``Authorization`` header, read as FastAPI's
+        ``HTTPBearer`` reads it (the scheme in any case)."""
+        header = (first_header(scope, b"authorization") or b"").decode("latin-1")
+        scheme, _, credentials = header.partition(" ")
+        return self.refusal(credentials if scheme.lower() == "bearer" else None)
 
     def refusal(self, credentials: str | None) -> str | None:
         """Why ``credentials`` (the token after ``Bearer``; None: no bearer header) are refused,

@@ -12,7 +12,7 @@ import orjson
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from api.asgi import send_answer
+from api.asgi import first_header, send_answer
 
 MAX_BODY_BYTES = 1 << 20
 
@@ -37,7 +37,7 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length", b"")
+        declared = first_header(scope, b"content-length") or b""
         # a length of more digits than the ceiling's is over it: int() of 4,301 digits raises
         if declared.isdigit() and (
             len(declared) > len(str(self._max)) or int(declared) > self._max

@@ -27,7 +27,7 @@ from starlette.responses import StreamingResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 from yarl import URL
 
-from api.asgi import send_answer
+from api.asgi import first_header, send_answer
 from api.auth import BearerAuth
 from api.cache import ResponseCache
 
@@ -165,9 +165,17 @@ class LiveProxy:
         if scope["type"] != "http" or not proxied(path):
             await self.app(scope, receive, send)
             return
-        refusal = None if path in PUBLIC else self._refusal(scope)
+        refusal = None if path in PUBLIC else self._auth.scope_refusal(scope)
         if refusal is not None:
             await send_answer(send, 401, orjson.dumps({"detail": refusal}), _UNAUTHORISED)
+            return
+        method = scope["method"]
+        if method != method.upper():
+            # methods are case-sensitive (RFC 9110), and aiohttp sends the daemon an upper-cased
+            # one: a 'get' of the stream was forwarded as a GET, its answer never ending, and 100
+            # of them took every link the halts and resumes go through
+            detail = f"{method!r} is not a method this API knows: methods are upper case (GET)"
+            await send_answer(send, 501, orjson.dumps({"detail": detail}), _JSON)
             return
         try:
             if path == STREAM_PATH and scope["method"] == "GET":
@@ -179,12 +187,6 @@ class LiveProxy:
             return
         kind = CONTENT_TYPE_LATEST if path == "/metrics" else "application/json"
         await send_answer(send, 200, body, [(b"content-type", kind.encode())])
-
-    def _refusal(self, scope: Scope) -> str | None:
-        """Why the request is not authorised (``BearerAuth``'s check, on the raw header)."""
-        header = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1")
-        scheme, _, credentials = header.partition(" ")
-        return self._auth.refusal(credentials if scheme.lower() == "bearer" else None)
 
     async def _answer(self, scope: Scope, receive: Receive) -> bytes:
         method, path = scope["method"], scope["path"]
@@ -200,7 +202,7 @@ class LiveProxy:
                 ("live", target), ask, version=version, max_age_secs=self._live_secs
             )
         # header bytes are latin-1 (as Starlette reads them): UTF-8 failed on b"\xff", a 500
-        content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1") or None
+        content_type = (first_header(scope, b"content-type") or b"").decode("latin-1") or None
         return await self._upstream.fetch(method, target, await _body(receive), content_type)
 
     async def _relay_stream(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -221,7 +223,8 @@ class LiveProxy:
         await response(scope, receive, send)  # ends the upstream read when the client leaves
 
 
-_UNAUTHORISED = [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")]
+_JSON = [(b"content-type", b"application/json")]
+_UNAUTHORISED = [*_JSON, (b"www-authenticate", b"Bearer")]
 
 
 def _raw_target(scope: Scope) -> str:

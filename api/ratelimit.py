@@ -50,20 +50,36 @@ class TokenBucket:
 
 
 class RateLimit:
-    """Pure ASGI middleware: ``app.add_middleware(RateLimit, bucket=TokenBucket(...))``."""
+    """Pure ASGI middleware: ``app.add_middleware(RateLimit, bucket=TokenBucket(...))``.
+
+    With ``authorised`` (whether a request carries the API's token), requests without it draw on
+    a bucket of their own, ``anonymous``: any local process could otherwise spend the one bucket
+    with requests that are only ever answered 401, and the operator's halt got 429."""
 
     def __init__(
-        self, app: ASGIApp, *, bucket: TokenBucket, exempt: frozenset[str] = EXEMPT_PATHS
+        self,
+        app: ASGIApp,
+        *,
+        bucket: TokenBucket,
+        exempt: frozenset[str] = EXEMPT_PATHS,
+        authorised: Callable[[Scope], bool] | None = None,
+        anonymous: TokenBucket | None = None,
     ) -> None:
         self.app = app
         self._bucket = bucket
         self._exempt = exempt
+        self._authorised = authorised
+        self._anonymous = anonymous or bucket
         self._body = orjson.dumps(
             {"detail": f"over the API's {bucket.rate:g} requests a second: retry later"}
         )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self._exempt or self._bucket.take():
+        if scope["type"] != "http" or scope["path"] in self._exempt:
+            await self.app(scope, receive, send)
+            return
+        owner = self._authorised is None or self._authorised(scope)
+        if (self._bucket if owner else self._anonymous).take():
             await self.app(scope, receive, send)
             return
         headers = [

@@ -14,28 +14,42 @@ T = TypeVar("T")
 async def wait_for(clock: Clock, awaitable: Awaitable[T], timeout_secs: float) -> T:
     """Like ``asyncio.wait_for`` but the timeout runs on ``clock``. Raises ``TimeoutError``.
 
-    On timeout (or when the caller is cancelled) the work is cancelled and awaited until it has
-    unwound, so its cleanup is finished when this returns. A caller cancelled while the work unwinds
-    sees ``CancelledError``, never a ``TimeoutError`` in its place.
+    The work runs in the caller's own task, and a timer task cancels that task when the time is
+    up (as ``asyncio.timeout`` does), so the work's cleanup is finished when this returns. A
+    caller cancelled from outside as well sees ``CancelledError``, never a ``TimeoutError`` in its
+    place.
+
+    In the caller's task, not one of its own: a replay moves the virtual clock only while every
+    busy task waits on it, and asks that of the caller's task. A position review's retry backoff
+    slept in a task of this function's, the review's task waited on that task and not on the
+    clock, and the replay stood still for ever at a reviewer's first 529.
     """
-    work = asyncio.ensure_future(awaitable)
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("wait_for needs a task")
+    expired = False
+
+    def expire(timer: asyncio.Future[None]) -> None:
+        nonlocal expired
+        if not timer.cancelled():
+            expired = True
+            task.cancel()
+
     timer = asyncio.ensure_future(clock.sleep(timeout_secs))
+    timer.add_done_callback(expire)
     try:
-        done, _ = await asyncio.wait({work, timer}, return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.sleep(0)  # the timer's deadline is set before the work can set its own
+        result = await awaitable
     except asyncio.CancelledError:
-        await _cancel_and_wait(work)
+        if expired and task.uncancel() == 0:  # only the timer's cancellation: a timeout
+            raise TimeoutError(f"timed out after {timeout_secs} s of clock time") from None
         raise
     finally:
+        timer.remove_done_callback(expire)
         timer.cancel()
-    if work in done:
-        return work.result()
-    await _cancel_and_wait(work)
-    if work.cancelled():
-        raise TimeoutError(f"timed out after {timeout_secs} s of clock time")
-    # it finished (or failed) on its own before the cancellation reached it, as asyncio.wait_for
-    return work.result()
+    if expired:  # the work swallowed the timer's cancellation and finished: its result stands
+        task.uncancel()
+    return result
 
 
-async def _cancel_and_wait(task: asyncio.Future[T]) -> None:
-    task.cancel()
-    await asyncio.wait({task})
+__all__ = ["wait_for"]

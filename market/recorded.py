@@ -300,8 +300,8 @@ def kline_defects(times: np.ndarray, values: np.ndarray) -> list[tuple[str, np.n
 def candle_defects(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
     """``(reason, row mask)`` for each way rows of OHLCV ``values`` (the columns in order) cannot
     be a candle that traded: a bar whose high is under its low, or whose open or close lies
-    outside them, a price <= 0 or past the market guard's bound, or a volume no market trades,
-    would otherwise be used as if it had traded."""
+    outside them, a price <= 0, under 8 decimals or past the market guard's bound, or a volume no
+    market trades, would otherwise be used as if it had traded."""
     return [(reason, mask) for reason, mask in _candle_checks(values) if mask.any()]
 
 
@@ -311,6 +311,10 @@ def _candle_checks(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
         checks = [
             ("a non-finite value", ~np.isfinite(values).all(axis=1)),
             ("a price <= 0", (values[:, :4] <= 0).any(axis=1)),
+            (
+                _PRICE_TOO_LOW,
+                ((values[:, :4] > 0) & (values[:, :4] < MIN_CANDLE_PRICE)).any(axis=1),
+            ),
             ("high below low, open or close", (highs < lows) | (highs < opens) | (highs < closes)),
             ("low above open or close", (lows > opens) | (lows > closes)),
             ("a negative volume", volumes < 0),
@@ -319,6 +323,11 @@ def _candle_checks(values: np.ndarray) -> list[tuple[str, np.ndarray]]:
         ]
     return checks
 
+
+#: the smallest price a kline can carry: Binance (and the simulator, as it) writes 8 decimals, so
+#: a bar of 1e-9 reached the daemon as 0.00000000 and failed every fill and decision of a replay
+MIN_CANDLE_PRICE = 1e-8
+_PRICE_TOO_LOW = f"a price under {MIN_CANDLE_PRICE:g} (klines carry 8 decimals: it would read 0)"
 
 #: the market guard's bound on a price: a candle past it would replay as ticks the live daemon
 #: never lets through, its overflowing indicators leaving the ticker out of every snapshot

@@ -14,16 +14,18 @@ tickers a rule applies to (none: all).
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.jsonread import UnreadableJsonError, loads_json
 from core.regular_file import open_regular_text, read_regular_text
+from market.timeframes import from_binance_symbol
 from state.line_text import as_one_line
 from state.merge_write import MergeConflictError, merge_write
 from state.toml_file import read_toml
@@ -54,6 +56,26 @@ class OrganisationPolicy(_Frozen):
     banned_tickers: tuple[str, ...] = ()
     rubric: str = ""  # how decisions are scored (the *.md files)
     text: str = ""  # anything else the policy file says, for the prompt
+
+    @field_validator("banned_tickers")
+    @classmethod
+    def _tickers(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Each a ticker as the caps compare it (``BTC/USDT``; ``btc/usdt`` and ``BTCUSDT`` are
+        read so): ``SOL`` banned nothing, while the prompt told the model it was banned."""
+        return tuple(_banned_ticker(name) for name in names)
+
+
+def _banned_ticker(name: str) -> str:
+    text = name.strip().upper()
+    if "/" in text:
+        base, _, quote = text.partition("/")
+        quote = quote.split(":", 1)[0]  # BTC/USDT:USDT, as the caps read it
+        if base.isascii() and base.isalnum() and quote.isascii() and quote.isalnum():
+            return f"{base}/{quote}"
+    else:
+        with contextlib.suppress(ValueError):
+            return from_binance_symbol(text)
+    raise ValueError(f"banned ticker {name!r} is not a ticker: write it as BASE/QUOTE (SOL/USDT)")
 
 
 def tighten(instance: dict[str, float], policy: OrganisationPolicy) -> dict[str, float]:
@@ -96,6 +118,7 @@ class OrganisationTier:
     def __init__(self, source: Path | None) -> None:
         self.source = source
         self._cached: tuple[tuple[tuple[str, int, int], ...], OrganisationPolicy] | None = None
+        self._had_toml = False  # the last policy read came from a .toml file
 
     def _files(self) -> list[Path]:
         assert self.source is not None
@@ -116,6 +139,14 @@ class OrganisationTier:
             return None
         try:
             files = self._files()
+            has_toml = any(path.suffix == ".toml" for path in files)
+            if self._had_toml and not has_toml:
+                # an editor's backup step (policy.toml moved to policy.toml~, then written) or
+                # a checkout: the caps and bans went for good without a word
+                raise TierError(
+                    f"organisation policy {self.source} holds no .toml policy any more; the "
+                    "last good one stays in force (a .toml without caps lifts them)"
+                )
             stamp = _stamp(files)
             if self._cached is not None and self._cached[0] == stamp:
                 return self._cached[1]
@@ -125,7 +156,7 @@ class OrganisationTier:
             # file, deep nesting included), ValidationError and UnicodeDecodeError (a rubric):
             # each escaped the organisation caps once and failed every decision
             raise TierError(f"organisation policy {self.source}: {exc}") from exc
-        self._cached = (stamp, policy)
+        self._cached, self._had_toml = (stamp, policy), has_toml
         return policy
 
 

@@ -34,6 +34,7 @@ from api.stream import stream_routes
 from core.errors import EXIT_REFUSE_TO_START, RefuseToStartError, RetryableError
 from core.regular_file import refuse_unless_regular
 from runner.logging_setup import LogConfig, configure_logging
+from runner.own_module import own_module
 from runner.stop_signals import on_stop_signals
 from state.line_text import as_one_line
 
@@ -103,7 +104,7 @@ async def _serve_beside(upstream: ApiServer, spec: ApiProcessSpec) -> int:
         if upstream.url is None:
             raise RuntimeError("the daemon's private API has no URL")
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "runner.api_process", stdin=asyncio.subprocess.PIPE
+            *own_module("runner.api_process"), stdin=asyncio.subprocess.PIPE
         )
         try:
             await _send_spec(proc, spec.model_copy(update={"upstream_url": upstream.url}))

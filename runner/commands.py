@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import os
 import sys
@@ -190,6 +191,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_REFUSE_TO_START
     except KeyboardInterrupt:
         return 130
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        # a path typed (or configured) with a name past the file system's 255 bytes: pathlib's
+        # exists() and is_dir() raise it rather than answer, a traceback from a dozen commands
+        name = terminal_safe_lines(str(exc.filename))
+        print(
+            f"vigil: {name}: a name in this path is too long for the file system", file=sys.stderr
+        )
+        return EXIT_USAGE
 
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:

@@ -42,7 +42,8 @@ class LogConfig(BaseModel):
     format: LogFormat = "text"
     file: bool = True
     file_max_bytes: int = Field(10 * 1024 * 1024, gt=0)
-    file_backups: int = Field(4, ge=1)
+    # a rollover looks for each backup's name on the loop: 10^12 of them hung the daemon for good
+    file_backups: int = Field(4, ge=1, le=1000)
 
     @property
     def total_cap_bytes(self) -> int:

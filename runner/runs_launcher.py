@@ -9,13 +9,13 @@ reads the same configuration as the daemon that started it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from api.runs import RunLimits, RunQueue, RunRejectedError
 from api.runs_models import RunRequest
 from runner.config import Settings
+from runner.own_module import own_module
 
 MODEL_DECIDERS = ("claude", "debate")
 
@@ -28,9 +28,7 @@ class ReplayLauncher:
         tickers = tuple(request.tickers or self._settings.market.tickers)
         self._check(request, tickers)
         argv = [
-            sys.executable,
-            "-m",
-            "runner.cli",
+            *own_module("runner.cli"),
             "replay",
             "--from",
             request.from_day.isoformat(),

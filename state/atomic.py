@@ -166,7 +166,16 @@ def _swap_into_place(tmp: Path, target: Path) -> bytes | None:
     # tmp now names the previous file. Only a regular file is read: reading a FIFO swapped out
     # blocked for ever (the daemon's loop with it), and a folder was left under tmp's hidden
     # name; either is exchanged back, untouched, and named
-    mode = os.stat(tmp).st_mode
+    try:
+        mode = os.stat(tmp).st_mode
+    except OSError:
+        if not os.path.islink(tmp):
+            raise
+        # a symlink that leads nowhere (dangling, a loop) held no bytes: our data is in place,
+        # and raising here failed a save that had worked (the daemon halted, then took its own
+        # state from before the halt for a person's edit and resumed)
+        tmp.unlink()
+        return None
     if not stat.S_ISREG(mode):
         _renameat2(tmp, target, _RENAME_EXCHANGE)
         tmp.unlink()
@@ -340,4 +349,8 @@ def _keep_mode_of(target: Path, fd: int) -> None:
         mode = os.stat(target).st_mode & 0o7777
     except FileNotFoundError:
         return
+    except OSError:
+        if os.path.islink(target):  # a link in a loop: no mode to keep, and it is replaced
+            return
+        raise
     os.fchmod(fd, mode)

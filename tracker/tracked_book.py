@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 from broker.port import PositionDetail
+from core.errors import RetryableError
 from core.failure_streak import FailureStreak
 from tracker.positions import (
     UNKNOWN_REGIME,
@@ -190,6 +191,11 @@ class TrackedBook:
             if self._unsaved.failed():
                 log.exception("tracker: could not save runner state; kept in memory")
                 self._on_save_failed(f"runner state could not be saved: {exc}")
+            return
+        except RetryableError as exc:
+            # the file kept changing under a person's editor: the next save merges it and writes
+            if self._unsaved.failed():
+                log.warning("tracker: runner state not saved yet (%s); kept in memory", exc)
             return
         except Exception:
             log.exception("tracker: could not save runner state; kept in memory")

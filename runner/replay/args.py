@@ -31,10 +31,18 @@ def check_day(day: date, what: str) -> None:
         raise ValueError(f"{what} {day} is outside {FIRST_RECORDING_DAY} .. {LAST_RECORDING_DAY}")
 
 
+#: the fewest seconds between a replay's kline updates: 1 ms was accepted (it divides every bar),
+#: 300,000 updates a 5m bar, and the tick worker's chunk held Ctrl-C off while it grew to 6.6 GiB
+MIN_UPDATE_SECS = 1
+
+
 def update_ms_from_secs(secs: float | None, flag: str = "--update-secs") -> int | None:
-    """Seconds between kline updates as ms, or why not: it must divide a base bar."""
+    """Seconds between kline updates as ms, or why not: at least ``MIN_UPDATE_SECS``, and it
+    must divide a base bar."""
     if secs is None:
         return None
+    if math.isfinite(secs) and 0 < secs < MIN_UPDATE_SECS:
+        raise ValueError(f"{flag} {secs:g} is under {MIN_UPDATE_SECS} s between kline updates")
     update_ms = round(secs * 1000) if math.isfinite(secs) else 0
     if update_ms <= 0 or all(bar % update_ms for bar in BASE_INTERVAL_MS.values()):
         raise ValueError(

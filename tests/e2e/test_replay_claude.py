@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes.claude_support import hold_answer
+from fakes.claude_support import answer, hold_answer
 from fakes.messages_api import (
     FakeMessagesApi,
     error_response,
@@ -19,6 +19,7 @@ from fakes.messages_api import (
     rate_limited,
     text_message,
 )
+from fakes.snapshot_answerer import snapshot_of
 from replay_support import claude_settings, replay_options
 
 from report.html import write_report
@@ -115,3 +116,36 @@ async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_repl
     assert [a["outcome"] for a in attempts] == ["failed", "ok"]
     # the retry waited on the virtual clock: the decision's gate update is later than its start
     assert decisions[0]["gate_update"]["at_ms"] > decisions[0]["at_ms"]
+
+
+async def test_a_position_review_that_claude_fails_waits_on_the_virtual_clock_too(
+    tmp_path: Path,
+) -> None:
+    """Decisions buy, and every position review is answered 529. The review's retry backoff
+    slept in a task that ``wait_for`` started for it, the review's own task waited on that task
+    and not on the clock, so the driver never moved time: the replay stood still for ever at
+    the first review."""
+    asked: list[str] = []
+
+    def respond(body: dict[str, Any]) -> Any:
+        if snapshot_of(body) is None:  # a position review
+            asked.append("review")
+            return error_response(529, "overloaded_error", "Overloaded")
+        asked.append("decision")
+        buy = answer(decisions=[{**answer()["decisions"][0], "ticker": TICKER}])
+        return json_message({**buy, "next_check_seconds": 3600})
+
+    async with FakeMessagesApi() as api:
+        api.responder = respond
+        config_dir = tmp_path / "config"
+        config_dir.mkdir()
+        settings = claude_settings(config_dir, api.base_url)
+        whole_day = replay_options(
+            tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
+        )
+        options = replace(whole_day, end_ms=whole_day.start_ms + 3_600_000)
+        async with asyncio.timeout(DEADLOCK_BOUND_SECS):
+            outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+
+    assert outcome.finished and outcome.fills >= 1
+    assert asked.count("review") >= 2  # a first try and its retry, after the backoff

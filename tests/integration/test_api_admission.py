@@ -161,3 +161,22 @@ async def test_over_the_request_ceiling_is_429_with_retry_after_and_healthz_is_e
         for _ in range(10):
             async with api.session.get(api.url + "/healthz") as r:
                 assert r.status == 200
+
+
+async def test_requests_without_the_token_never_take_the_operators_share_of_the_ceiling(
+    tmp_path: Path,
+) -> None:
+    """Any local process could spend the one bucket with requests only ever answered 401, and
+    the operator's halts got 429 (six clients without a token: 12 of 17 halts refused)."""
+    write_state_dir(tmp_path)
+    async with serve_api(tmp_path, config=ApiConfig(port=0, max_requests_per_sec=0.01)) as api:
+        anonymous = []
+        for headers in ({}, {"Authorization": "Bearer wrong"}, {}):
+            async with api.session.get(api.url + "/api/trades", headers=headers) as r:
+                anonymous.append(r.status)
+        async with api.session.get(api.url + "/api/trades", headers=api.auth) as r:
+            operator = r.status
+        async with api.session.get(api.url + "/api/trades", headers=api.auth) as r:
+            operator_again = r.status
+    assert anonymous == [401, 429, 429]  # their own bucket, and it ran dry
+    assert (operator, operator_again) == (200, 429)  # the operator's, still full, then spent

@@ -322,3 +322,56 @@ async def test_streams_past_the_most_served_are_503_with_retry_after(state_dir: 
             assert r.status == 200
     assert (code, retry) == (503, "30")
     assert detail.startswith("3 decision streams are open")
+
+
+async def _raw(url: str, request: bytes) -> bytes:
+    """``request`` as sent, on a socket of its own (aiohttp upper-cases a method)."""
+    host, port = URL(url).host, URL(url).port
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        writer.write(request)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(65536), 30)
+    finally:
+        writer.close()
+
+
+async def test_a_method_in_lower_case_is_refused_before_anything_goes_upstream(
+    state_dir: Path,
+) -> None:
+    """Methods are case-sensitive, and aiohttp upper-cases the one it forwards: a ``get`` of the
+    stream went to the daemon as a GET whose answer never ends, each held a link of the pool the
+    commands use for 30 s, and with 200 of them open a halt was answered 503."""
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        for method, path in (("get", "/api/decisions/stream"), ("Post", "/api/trading/halt")):
+            answer = await _raw(
+                api.url,
+                f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                "Connection: close\r\nContent-Length: 0\r\n\r\n".encode(),
+            )
+            assert answer.startswith(b"HTTP/1.1 501"), answer
+            assert b"methods are upper case" in answer
+        assert api.upstream.requests == 0
+
+
+async def test_two_authorization_headers_are_judged_by_the_first_as_behind_the_proxy(
+    state_dir: Path,
+) -> None:
+    """The API process read the last ``Authorization`` header and FastAPI the first."""
+    async with (
+        serve_api(state_dir, daemon=IdleDaemon(), trading=Switch()) as daemon,
+        front(state_dir, daemon.url, live_cache_ms=0) as api,
+    ):
+        statuses = []
+        for first, second in ((TOKEN, "wrong"), ("wrong", TOKEN)):
+            for path in ("/api/status", "/api/decisions"):  # forwarded, and the API process's own
+                answer = await _raw(
+                    api.url,
+                    f"GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {first}\r\n"
+                    f"Authorization: Bearer {second}\r\nConnection: close\r\n\r\n".encode(),
+                )
+                statuses.append(answer.split(b" ", 2)[1])
+    assert statuses == [b"200", b"200", b"401", b"401"]

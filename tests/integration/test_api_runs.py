@@ -74,8 +74,12 @@ async def until_finished(api: Served, run_id: str) -> dict[str, Any]:
 
 @pytest.mark.timeout(WAIT_SECS + 60)
 async def test_a_submitted_replay_runs_in_a_child_and_reports_its_summary(
-    settings: Settings,
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Started, as a person would, from the folder holding the state dir as ``state/`` (its
+    ``outbox/`` beside): the child once imported that folder as vigil's own ``state`` package."""
+    (settings.state_dir / "outbox").mkdir(exist_ok=True)
+    monkeypatch.chdir(settings.state_dir.parent)
     queue = build_run_queue(settings)
     async with serving(queue, settings.state_dir) as api:
         request = {"tickers": ["BTC/USDT"], "from": DAY, "to": DAY, "seed": 7}

@@ -28,3 +28,19 @@ async def test_nobody_listening_costs_nothing() -> None:
     stream = DecisionStream()
     stream.publish({"type": "decision", "decision_id": "d1"})
     assert stream.published == 1 and stream.subscribers == 0
+
+
+async def test_places_are_taken_when_admitted_and_given_back_even_when_never_read() -> None:
+    """The bound was checked when a request came and the place taken when its answer started,
+    so a burst of requests all passed the check: 389 streams opened past the 200."""
+    stream = DecisionStream(max_subscribers=3)
+    admitted = [stream.open(keepalive_secs=60) for _ in range(5)]
+    assert [events is not None for events in admitted] == [True, True, True, False, False]
+    assert stream.subscribers == 3
+    first = admitted[0]
+    assert first is not None and await anext(first) == b": subscribed\n\n"
+    await first.aclose()  # a client that listened, then left
+    assert stream.subscribers == 2
+    admitted.clear()  # answers never started (their clients left first): dropped unread
+    del first
+    assert stream.subscribers == 0

@@ -223,3 +223,21 @@ async def test_cancelling_wait_for_while_the_work_unwinds_is_not_turned_into_a_t
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert waiter.cancelled()
+
+
+async def test_a_task_whose_work_under_wait_for_sleeps_on_the_clock_is_parked() -> None:
+    """A replay moves time only while every busy task waits on the clock, and asks it of the
+    caller's task: the work ran in a task of wait_for's own, so a position review whose retry
+    backoff slept on the clock was never parked, and the replay stood still for ever."""
+    clock = VirtualClock()
+
+    async def review_with_a_backoff() -> str:
+        await clock.sleep(2.0)  # a retry's backoff after a 529
+        return "answered"
+
+    caller = asyncio.create_task(wait_for(clock, review_with_a_backoff(), timeout_secs=60.0))
+    await _settle()
+    assert clock.is_parked(caller)
+    await clock.advance(2.0)
+    assert await caller == "answered"
+    assert clock.pending_sleepers == 0

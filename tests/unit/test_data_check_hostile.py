@@ -48,6 +48,7 @@ def only_check(data_dir: Path) -> FileCheck:
         (f"{T0_MS},abc,101,99,100,10\n", "not numbers"),
         (f"{T0_MS},1e300,1e300,1e300,1e300,10\n", "a price above 1e+09"),
         (f"{T0_MS},100,1e10,99,100,10\n", "a price above 1e+09"),
+        (f"{T0_MS},1e-9,2e-9,1e-9,1e-9,10\n", "a price under 1e-08"),
         (f"{T0_MS},100,101,99,100,1e308\n", "a volume above 1e+18"),
     ],
 )

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from core.errors import RefuseToStartError
 from runner.commands import _overrides, _parser
@@ -77,3 +78,11 @@ def test_an_unusable_log_folder_refuses_to_start(tmp_path: Path) -> None:
     with pytest.raises(RefuseToStartError, match=r"not-a-dir/state/logs/vigil.log cannot be"):
         configure_logging("INFO", log_file=blocker / "state" / "logs" / "vigil.log")
     assert blocker.read_text() == "a file where the state dir should be"
+
+
+def test_a_number_of_backups_no_rollover_can_look_through_is_refused() -> None:
+    """``file_backups = 10**12``: the first rollover looked for each backup's name on the event
+    loop, and the daemon took no decision and ignored SIGTERM."""
+    assert LogConfig(file_backups=1000).file_backups == 1000
+    with pytest.raises(ValidationError, match="less than or equal to 1000"):
+        LogConfig(file_backups=10**12)

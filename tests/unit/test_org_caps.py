@@ -104,3 +104,52 @@ def test_an_unreadable_policy_says_why(tmp_path: Path, content: bytes, reason: s
     (folder / "policy.toml").write_bytes(content)
     with pytest.raises(TierError, match=reason):
         OrganisationTier(folder).load()
+
+
+@pytest.mark.parametrize(
+    ("written", "banned"),
+    [("SOL/USDT", "SOL/USDT"), ("sol/usdt", "SOL/USDT"), ("SOLUSDT", "SOL/USDT")],
+)
+def test_a_banned_ticker_is_read_as_the_caps_compare_it(
+    tmp_path: Path, written: str, banned: str
+) -> None:
+    caps = _caps(tmp_path / "org", f'banned_tickers = ["{written}"]\n')
+    assert banned not in caps.whitelist(TICKERS)
+    policy = caps.policy()
+    assert policy is not None and policy.banned_tickers == (banned,)  # the prompt says so too
+
+
+@pytest.mark.parametrize("written", ["SOL", "SOL/*", "SOL\u200b/USDT", "", "SOL/USDT/X"])
+def test_a_banned_name_that_is_no_ticker_keeps_the_last_good_policy(
+    tmp_path: Path, written: str
+) -> None:
+    """``SOL`` banned nothing, silently, while the prompt told the model SOL was banned."""
+    caps = _caps(tmp_path / "org", 'banned_tickers = ["ETH/USDT"]\n')
+    assert "ETH/USDT" not in caps.whitelist(TICKERS)
+    (tmp_path / "org" / "policy.toml").write_text(f'banned_tickers = ["{written}"]\n')
+    with pytest.raises(TierError, match="is not a ticker: write it as BASE/QUOTE"):
+        OrganisationTier(tmp_path / "org").load()
+    assert caps.whitelist(TICKERS) == ("BTC/USDT", "SOL/USDT")  # ETH still banned
+
+
+def test_a_policy_file_gone_from_the_folder_keeps_the_last_good_policy(tmp_path: Path) -> None:
+    """An editor's backup step (``policy.toml`` moved to ``policy.toml~``) dropped every cap and
+    ban without a word; the folder itself gone kept them already."""
+    folder = tmp_path / "org"
+    caps = _caps(folder, 'max_position_pct = 0.05\nbanned_tickers = ["SOL/USDT"]\n')
+    assert caps.config().max_position_pct == 0.05
+    (folder / "policy.toml").rename(folder / "policy.toml~")
+    (folder / "rubric.md").write_text("Score by risk-adjusted return.\n")
+    assert caps.config().max_position_pct == 0.05
+    assert "SOL/USDT" not in caps.whitelist(TICKERS)
+    (folder / "policy.toml").write_text("# no caps: lifted on purpose\n")
+    assert caps.config().max_position_pct == RiskConfig().max_position_pct
+    assert "SOL/USDT" in caps.whitelist(TICKERS)
+
+
+def test_a_folder_without_a_policy_from_the_start_is_a_rubric_only(tmp_path: Path) -> None:
+    folder = tmp_path / "org"
+    folder.mkdir()
+    (folder / "rubric.md").write_text("Score by risk-adjusted return.\n")
+    policy = OrganisationTier(folder).load()
+    assert policy is not None and policy.rubric.startswith("Score") and not policy.banned_tickers

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from property_budget import examples
 
 from market.recorded import (
+    MIN_CANDLE_PRICE,
     MalformedDataError,
     load_fear_greed,
     load_funding,
@@ -49,6 +50,8 @@ def good_rows(count: int) -> str:
         ("{t},100,110,90,80,10", "low above open or close"),  # close below low
         ("{t},0,0,0,0,10", "price <= 0"),
         ("{t},-5,101,-6,100,10", "price <= 0"),
+        # the feed writes 8 decimals: every fill and decision of the replay failed on a 0
+        ("{t},1e-9,1e-9,1e-9,1e-9,10", "a price under 1e-08"),
         ("{t},100,101,99,100,-1", "negative volume"),
     ],
 )
@@ -111,7 +114,7 @@ def test_a_bar_loads_exactly_when_it_is_a_possible_candle(
     tmp_path_factory: pytest.TempPathFactory, bar: tuple[float, float, float, float, float]
 ) -> None:
     opened, high, low, close, volume = bar
-    possible = low > 0 and low <= min(opened, close) and high >= max(opened, close) and volume >= 0
+    possible = low >= MIN_CANDLE_PRICE and low <= min(opened, close) and high >= max(opened, close) and volume >= 0
     data_dir = tmp_path_factory.mktemp("bar")
     write_klines(data_dir, good_rows(2) + f"{T0_MS + 2 * BAR_MS},{','.join(map(repr, bar))}\n")
     if possible:

@@ -197,6 +197,9 @@ def test_replay_compare_prints_two_runs_side_by_side(
     [
         ({"update_secs": float("nan")}, "--update-secs nan must divide 300"),
         ({"update_secs": float("inf")}, "--update-secs inf must divide 300"),
+        # divides every bar, but 300,000 updates a 5m bar held Ctrl-C off while memory grew
+        ({"update_secs": 0.001}, "--update-secs 0.001 is under 1 s between kline updates"),
+        ({"update_secs": 0.5}, "--update-secs 0.5 is under 1 s"),
         ({"replay_from": "9999-12-31", "replay_to": "9999-12-31"}, "outside 2010-01-01"),
         ({"replay_from": "0001-01-01"}, "--from 0001-01-01 is outside"),
     ],

@@ -231,3 +231,18 @@ def test_not_durable_keeps_the_mode_of_the_file_it_replaces(tmp_path: Path) -> N
     target.chmod(0o600)
     atomic_write_bytes(target, b"new", durable=False)
     assert (target.read_bytes(), stat.S_IMODE(target.stat().st_mode)) == (b"new", 0o600)
+
+
+@pytest.mark.parametrize("leads_to", ["nowhere.json", "state.json"])  # dangling, a loop
+def test_swap_over_a_symlink_that_leads_nowhere_puts_the_data_in_place(
+    tmp_path: Path, leads_to: str
+) -> None:
+    """The exchange worked, then reading what it replaced followed the link and raised: a save
+    that had put the daemon's state in place failed, and left the link under a hidden name."""
+    target = tmp_path / "state.json"
+    target.symlink_to(leads_to)
+    _, previous = atomic_swap_bytes(target, b"daemon's state")
+    # a link to nothing held nothing; the loop, swapped out, leads to the new file
+    assert previous == (None if leads_to == "nowhere.json" else b"daemon's state")
+    assert not target.is_symlink() and target.read_bytes() == b"daemon's state"
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]

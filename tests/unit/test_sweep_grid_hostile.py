@@ -50,6 +50,7 @@ def write(tmp_path: Path, data: bytes | str) -> Path:
         (BASE + "update_secs = nan", "update_secs nan must divide 300"),
         (BASE + "update_secs = inf", "update_secs inf must divide 300"),
         (BASE + "update_secs = 7", "update_secs 7 must divide 300"),
+        (BASE + "update_secs = 0.0015", "update_secs 0.0015 is under 1 s"),
         (BASE + "update_secs = true", "update_secs: Input should be a valid number"),
         (BASE + 'update_secs = "75"', "update_secs: Input should be a valid number"),
         (BASE + 'data_dir = ""', "data_dir: an empty path (write '.' for the working directory)"),
