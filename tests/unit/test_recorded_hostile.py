@@ -114,7 +114,12 @@ def test_a_bar_loads_exactly_when_it_is_a_possible_candle(
     tmp_path_factory: pytest.TempPathFactory, bar: tuple[float, float, float, float, float]
 ) -> None:
     opened, high, low, close, volume = bar
-    possible = low >= MIN_CANDLE_PRICE and low <= min(opened, close) and high >= max(opened, close) and volume >= 0
+    possible = (
+        low >= MIN_CANDLE_PRICE
+        and low <= min(opened, close)
+        and high >= max(opened, close)
+        and volume >= 0
+    )
     data_dir = tmp_path_factory.mktemp("bar")
     write_klines(data_dir, good_rows(2) + f"{T0_MS + 2 * BAR_MS},{','.join(map(repr, bar))}\n")
     if possible:
