@@ -127,9 +127,15 @@ class ClaudeReflector:
 
     def _redacted(self, answer: ModelReflection) -> ModelReflection:
         """The lesson is model text kept in memory and sent in later prompts: no secret."""
-        summary = None if answer.summary is None else self._redactor.redact(answer.summary)[0]
+        redact = self._redactor.redact
+        summary = None if answer.summary is None else redact(answer.summary)[0]
         return answer.model_copy(
-            update={"insight": self._redactor.redact(answer.insight)[0], "summary": summary}
+            update={
+                "insight": redact(answer.insight)[0],
+                "summary": summary,
+                # stored with the pending trade (outbox/memory.jsonl): a key there went unredacted
+                "applies_to": [redact(scope)[0] for scope in answer.applies_to],
+            }
         )
 
     def _write(

@@ -83,6 +83,9 @@ class TickerError(ValueError):
 
 def normalize_ticker(raw: str) -> str:
     """``BTC/USDT:USDT``, ``btc/usdt``, ``BTCUSDT`` -> ``BTC/USDT``."""
+    if not raw.isascii():
+        # before upper(): it makes U+017F (long s) an S: a model's long-s sol/usdt bought SOL/USDT
+        raise TickerError(f"not a ticker: {raw!r} (a ticker is ASCII)")
     text = raw.strip().upper()
     if not text:
         raise TickerError("empty ticker")

@@ -25,6 +25,7 @@ from core.failure_streak import FailureStreak
 from core.regular_file import read_regular_file
 from core.unvalidated import require_plain, unvalidated
 from state.atomic import atomic_write_bytes, overwrite_bytes
+from state.line_text import terminal_safe_json_bytes
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,7 @@ class SessionStore:
         self._held_sets = 0
 
     def _write(self, path: Path, data: bytes) -> None:
+        data = terminal_safe_json_bytes(data)  # a model's reasoning may hold DEL or C1 (U+009B)
         write = atomic_write_bytes if self._durable else overwrite_bytes
         try:
             write(path, data)

@@ -211,11 +211,15 @@ def parse_rule(name: str, raw: str) -> Rule:
     # rule applied to every ticker with its front matter as text
     raw = raw.removeprefix("\ufeff").replace("\r\n", "\n")
     body = raw
-    if raw.startswith("---\n"):
-        head, sep, rest = raw[4:].partition("\n---")
+    # blank lines before it, or spaces after its ---: it was read as the rule's text, and the
+    # rule applied to every ticker with its front matter sent to the model
+    opening, _, after = raw.lstrip(" \t\n").partition("\n")
+    if opening.rstrip() == "---":
+        head, sep, rest = ("\n" + after).partition("\n---")
         if not sep:
             raise TierError(f"rule {name}: front matter is not closed with ---")
-        body = rest.lstrip("-").lstrip("\n")
+        body = rest.lstrip("-").lstrip(" \t").lstrip("\n")
+        seen = False
         for line in head.splitlines():
             key, _, value = line.partition(":")
             if not line.strip() or line.lstrip().startswith("#"):
@@ -225,7 +229,9 @@ def parse_rule(name: str, raw: str) -> Rule:
                 raise TierError(
                     f"rule {name}: unknown front matter {line.strip()!r} (only tickers)"
                 )
-            tickers = _patterns(name, value.strip())
+            if seen:
+                raise TierError(f"rule {name}: tickers is written twice (the last one won)")
+            seen, tickers = True, _patterns(name, value.strip())
     return Rule(name=name, tickers=tickers, text=body.strip())
 
 
@@ -234,6 +240,10 @@ def _read_rule(path: Path) -> Rule:
 
 
 def _patterns(name: str, value: str) -> tuple[str, ...]:
+    """The patterns, in the tickers' upper case (``sol/usdt`` matched no ticker); a bare one
+    without a trailing ``# comment`` (it was part of the pattern)."""
+    if not value.startswith("["):
+        value = re.split(r"\s#", value, maxsplit=1)[0].strip()
     if not value.strip("'\""):
         raise TierError(f"rule {name}: tickers is empty (leave the line out for every ticker)")
     if not value.startswith("[") and "," in value:
@@ -250,7 +260,9 @@ def _patterns(name: str, value: str) -> tuple[str, ...]:
         raise TierError(f"rule {name}: tickers is not a list: {exc}") from None
     if not isinstance(parsed, list) or not all(isinstance(p, str) for p in parsed):
         raise TierError(f"rule {name}: tickers must be a list of glob patterns")
-    return tuple(parsed)
+    if not parsed or not all(p.strip() for p in parsed):
+        raise TierError(f"rule {name}: tickers is empty (leave the line out for every ticker)")
+    return tuple(p.strip().upper() for p in parsed)
 
 
 class ProjectTier:

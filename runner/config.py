@@ -49,7 +49,7 @@ from memory.config import MemoryConfig
 from memory.context_config import ContextConfig
 from regime.config import RegimeConfig
 from runner.config_bounds import refuse_unusable_numbers
-from runner.config_file import read_toml_file
+from runner.config_file import read_toml_file, refuse_names_spelt_twice
 from runner.logging_setup import LogConfig
 from state.rotation import JournalRotationConfig
 from tracker.config import TrackerConfig
@@ -277,12 +277,9 @@ class Settings(BaseSettings):
             sources.append(SecretsSettingsSource(settings_cls, secrets_dir=secrets_dir))
         toml_file = _toml_file()
         if toml_file is not None:
-            sources.append(
-                InitSettingsSource(
-                    settings_cls,
-                    read_toml_file(toml_file, "config file", max_bytes=CONFIG_FILE_MAX_BYTES),
-                )
-            )
+            tables = read_toml_file(toml_file, "config file", max_bytes=CONFIG_FILE_MAX_BYTES)
+            refuse_names_spelt_twice(tables, toml_file)
+            sources.append(InitSettingsSource(settings_cls, tables))
         return tuple(sources)
 
     def digest(self) -> str:

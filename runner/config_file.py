@@ -23,3 +23,19 @@ def read_toml_file(path: Path, what: str, *, max_bytes: int | None = None) -> di
         return read_toml(path, what, max_bytes=max_bytes)
     except UnreadableTomlError as exc:
         raise RefuseToStartError(str(exc)) from None
+
+
+def refuse_names_spelt_twice(tables: dict[str, Any], path: Path, where: str = "") -> None:
+    """Setting names ignore case, so ``[market]`` and ``[MARKET]`` in one file are one table
+    written twice: the first one won, unseen. ``RefuseToStartError`` naming them, as for the
+    environment."""
+    seen: dict[str, str] = {}
+    for name, value in tables.items():
+        other = seen.setdefault(name.lower(), name)
+        if other != name:
+            raise RefuseToStartError(
+                f"{path}: {where + other!r} and {where + name!r} are one setting spelt two ways "
+                "(setting names ignore case); write it once"
+            )
+        if isinstance(value, dict):
+            refuse_names_spelt_twice(value, path, f"{where}{name}.")

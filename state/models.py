@@ -30,6 +30,7 @@ from pydantic import (
 
 from core.jsonread import UnreadableJsonError, loads_json
 from state.json_checks import lone_surrogate
+from state.line_text import terminal_safe_json
 from state.memory_clip import AGENT_MEMORY_MAX_CHARS
 from state.trading import TradingState
 
@@ -205,9 +206,11 @@ def parse_state_bytes(data: bytes) -> tuple[RunnerState, int]:
 
 
 def render_state(state: RunnerState) -> bytes:
-    """The file's text: indented JSON in field order (editable fields first), UTF-8, final newline."""
+    """The file's text: indented JSON in field order (editable fields first), UTF-8, final newline;
+    DEL and C1 characters escaped, as in the journals: a person ``cat``s this file, and a model's
+    memory note holding U+009B reached it raw (a terminal reads it as ESC [)."""
     text = json.dumps(state.model_dump(mode="json"), indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
+    return (terminal_safe_json(text) + "\n").encode("utf-8")
 
 
 def describe_validation_error(exc: ValidationError) -> str:

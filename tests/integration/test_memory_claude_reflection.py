@@ -166,7 +166,8 @@ async def test_a_secret_in_claude_s_lesson_stays_out_of_memory(tmp_path: Path) -
         api.script(
             json_message(
                 {"insight": f"Overbought SOL entries lost; the key is {leaked}.",
-                 "summary": f"Wait for RSI < 65 ({leaked}).", "salience": 0.8}
+                 "summary": f"Wait for RSI < 65 ({leaked}).", "salience": 0.8,
+                 "applies_to": ["SOL/USDT", f"high_volatility {leaked}"]}
             )
         )  # fmt: skip
         writer = _writer(tmp_path, api.base_url, journal)
@@ -175,6 +176,9 @@ async def test_a_secret_in_claude_s_lesson_stays_out_of_memory(tmp_path: Path) -
     (insight,) = [i for i in await writer._store.list_insights() if i.kind == "reflection"]
     assert insight.author == "model"
     assert "hostileSecretValue" not in insight.text and "Wait for RSI < 65" in insight.text
+    # nor in any file: applies_to was kept as sent with the pending trade (outbox/memory.jsonl)
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert written and not [p for p in written if b"hostileSecretValue" in p.read_bytes()]
 
 
 async def test_a_retired_model_s_reflection_fails_over(tmp_path: Path) -> None:

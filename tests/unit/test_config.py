@@ -99,6 +99,25 @@ def test_vigil_config_file_names_a_toml_elsewhere(
     assert settings.config_file == path
 
 
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        (
+            '[market]\ntickers = ["BTC/USDT"]\n[MARKET]\ntickers = ["ETH/USDT"]\n',
+            "'market' and 'MARKET'",
+        ),
+        ("[sim]\nSpeed = 5.0\nspeed = 6.0\n", "'sim.Speed' and 'sim.speed'"),
+    ],
+)
+def test_one_setting_spelt_two_ways_in_the_file_refuses_to_start(
+    clean_env: Path, toml: str, said: str
+) -> None:
+    """Names ignore case, so the first spelling won unseen (the environment's were refused)."""
+    _write_toml(clean_env, toml)
+    message = _refusal()
+    assert said in message and "one setting spelt two ways" in message
+
+
 def test_a_missing_vigil_config_file_refuses_to_start(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

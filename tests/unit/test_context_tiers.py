@@ -159,11 +159,31 @@ def test_front_matter_is_read_with_windows_line_ends_and_a_byte_order_mark(
         ("tickers: SOL/USDT, ETH/USDT", "JSON list"),  # was: one pattern, no ticker
         ("tickers:", "tickers is empty"),  # was: the pattern "", no ticker
         ("tickers: ''", "tickers is empty"),
+        ("tickers: []", "tickers is empty"),  # was: no ticker
+        ('tickers: [""]', "tickers is empty"),
+        ('tickers: ["SOL/*"]\ntickers: ["ETH/*"]', "written twice"),  # was: the last one won
     ],
 )
 def test_front_matter_that_would_be_ignored_is_a_tier_error(line: str, says: str) -> None:
     with pytest.raises(TierError, match="rule r: .*" + re.escape(says)):
         parse_rule("r", f"---\n{line}\n---\nbody\n")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        '--- \ntickers: ["SOL/*"]\n--- \nSOL: half size.\n',  # spaces after each ---
+        '\n\n---\ntickers: ["SOL/*"]\n---\nSOL: half size.\n',  # blank lines before it
+        '---\ntickers: ["sol/*"]\n---\nSOL: half size.\n',  # matched no ticker
+        "---\ntickers: SOL/*  # the alts\n---\nSOL: half size.\n",  # the comment was pattern
+    ],
+)
+def test_front_matter_a_person_writes_so_is_read_as_front_matter(raw: str) -> None:
+    """Each applied the rule to every ticker, its front matter sent to the model as the rule's
+    text, or to no ticker at all; and no tier error said so."""
+    rule = parse_rule("sol", raw)
+    assert (rule.tickers, rule.text) == (("SOL/*",), "SOL: half size.")
+    assert rule.applies_to("SOL/USDT") and not rule.applies_to("BTC/USDT")
 
 
 def test_blank_lines_and_comments_in_front_matter_are_skipped() -> None:

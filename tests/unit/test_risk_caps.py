@@ -58,7 +58,10 @@ def test_tickers_are_normalised(raw: str, expected: str) -> None:
     assert normalize_ticker(raw) == expected
 
 
-@pytest.mark.parametrize("raw", ["", "BTC", "BTC/US DT", "../etc"])
+# look-alikes upper() turns into a ticker: U+017F (long s) into S, U+FB06 (st ligature) into ST
+@pytest.mark.parametrize(
+    "raw", ["", "BTC", "BTC/US DT", "../etc", "\u017fol/usdt", "ETH/U\u017fDT", "\ufb06/USDT"]
+)
 def test_garbage_tickers_are_refused(raw: str) -> None:
     with pytest.raises(TickerError):
         normalize_ticker(raw)

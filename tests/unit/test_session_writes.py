@@ -191,3 +191,21 @@ def test_an_entry_and_its_bytes_are_the_validated_entry_and_its_dump(
     for name, field in want[0].__dict__.items():
         assert type(got[0].__dict__[name]) is type(field)
         assert got[0].__dict__[name] is field or got[0].__dict__[name] == field
+
+
+@pytest.mark.parametrize("durable", [True, False])
+def test_a_reasoning_with_del_and_c1_is_written_escaped_and_read_back_as_it_was(
+    tmp_path: Path, durable: bool
+) -> None:
+    """A model's reasoning holding U+009B (a terminal reads it as ESC [) or DEL reached the
+    session files raw, which a person may ``cat``; the journals already escaped them."""
+    text = "momentum\x9b31m up\x7f\x85 ok"
+    store = SessionStore(tmp_path, VirtualClock(epoch_ms=T0), durable=durable)
+    key = session_key("BTC/USDT", "decision")
+    store.set(key, {"reasoning": text})
+    store.flush()
+    (written,) = tmp_path.glob("*.json")
+    data = written.read_bytes()
+    assert b"\xc2\x9b" not in data and b"\x7f" not in data and b"\\u009b" in data
+    assert orjson.loads(data)["value"] == {"reasoning": text}
+    assert SessionStore(tmp_path, VirtualClock(epoch_ms=T0)).get(key) == {"reasoning": text}

@@ -63,6 +63,18 @@ def test_render_then_parse_round_trips() -> None:
     }
 
 
+def test_del_and_c1_are_written_escaped_and_read_back_as_they_were() -> None:
+    """A model's memory note holding U+009B (a terminal reads it as ESC [) or DEL reached
+    runner_state.json raw, the file a person ``cat``s and edits while the daemon runs."""
+    note = "watch BTC\x9b31m\x7f\x85 closely"
+    state = RunnerState(agent_memory=note, extra={"history": [{"text": note}]})
+    data = render_state(state)
+    assert b"\xc2\x9b" not in data and b"\x7f" not in data and b"\xc2\x85" not in data
+    assert b"\\u009b" in data
+    parsed, _ = parse_state_bytes(data)
+    assert parsed == state
+
+
 def test_rendered_file_lists_editable_fields_first() -> None:
     keys = list(json.loads(render_state(RunnerState())))
     assert keys[:3] == ["schema_version", "agent_memory", "notes"]
