@@ -172,11 +172,16 @@ def build_anthropic_client(config: AgentConfig, api_key: str) -> anthropic.Async
     """The real SDK client: our retries only, the configured timeout, optional base_url."""
     import anthropic  # ~1-5 s of imports, paid only by a daemon that has a key
 
+    from agent.claude_http import ACCEPTED_ENCODINGS, BoundedAnswers
+
     return anthropic.AsyncAnthropic(
         api_key=api_key,
         base_url=config.base_url,
         timeout=config.timeout_secs,
         max_retries=0,
+        # each answer read within a bound, a gzip one too (agent/claude_http.py)
+        http_client=anthropic.DefaultAsyncHttpxClient(transport=BoundedAnswers()),
+        default_headers={"Accept-Encoding": ACCEPTED_ENCODINGS},
     )
 
 

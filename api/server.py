@@ -111,9 +111,19 @@ class ApiServer:
             atomic_write_bytes(self._endpoint_file, data, durable=False)
 
     def _unpublish(self) -> None:
-        if self._endpoint_file is not None:
+        """Remove api.json when it is still this process's: another's (a daemon's beside a
+        ``vigil serve``) is left, or ``vigil status`` lost the running daemon's API."""
+        if self._endpoint_file is not None and _endpoint_pid(self._endpoint_file) == os.getpid():
             with contextlib.suppress(FileNotFoundError):
                 self._endpoint_file.unlink()
+
+
+def _endpoint_pid(path: Path) -> object:
+    try:
+        body = loads_json(read_regular_file(path, max_bytes=_ENDPOINT_FILE_MAX_BYTES)[1])
+    except (OSError, ValueError):
+        return None
+    return body.get("pid") if isinstance(body, dict) else None
 
 
 def read_endpoint(state_dir: Path) -> str | None:

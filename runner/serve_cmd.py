@@ -18,6 +18,7 @@ from runner.config import Settings
 from runner.logging_setup import configure_logging
 from runner.runs_launcher import build_run_queue
 from runner.stop_signals import on_stop_signals
+from state.daemon_lock import DaemonLock
 from state.state_dir import refuse_package_dir
 
 
@@ -43,6 +44,18 @@ def build_serve(settings: Settings) -> tuple[ApiServer, RunQueue]:
 
 async def serve(settings: Settings) -> int:
     refuse_package_dir(settings.state_dir)
+    # the daemon's lock, as a daemon holds it: a daemon started on a folder being served took
+    # over its api.json, and this stop deleted the daemon's (its runs shown failed, its API lost)
+    lock = DaemonLock(settings.state_dir, holder="vigil serve")
+    if settings.state_dir.is_dir():  # else build_serve says there is no state dir
+        lock.acquire(needs_the_file=False)  # a read-only folder is still served
+    try:
+        return await _serve(settings)
+    finally:
+        lock.release()
+
+
+async def _serve(settings: Settings) -> int:
     configure_logging(
         settings.log_level,
         settings.secret_values(),

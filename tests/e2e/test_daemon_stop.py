@@ -144,7 +144,7 @@ async def test_a_person_halts_and_resumes_a_running_daemon_and_health_says_so(
                 second.kill()
                 await second.wait()
         assert second.returncode == 78, refusal
-        assert f"another vigil daemon (pid {proc.pid} on " in refusal.decode(), refusal
+        assert f"another vigil (daemon, pid {proc.pid} on " in refusal.decode(), refusal
         assert proc.returncode is None
         assert await stop(proc) == 0
     lines = journal_text(state_dir / "logs" / "decisions.jsonl").splitlines()

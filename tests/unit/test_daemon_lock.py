@@ -27,14 +27,14 @@ def test_a_lock_held_by_a_killed_process_is_free_at_once(tmp_path: Path) -> None
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-        with pytest.raises(RefuseToStartError, match=rf"another vigil daemon \(pid {holder.pid} "):
+        with pytest.raises(RefuseToStartError, match=rf"another vigil \(daemon, pid {holder.pid} "):
             DaemonLock(tmp_path).acquire()
     finally:
         holder.send_signal(signal.SIGKILL)  # no clean-up of its own: the kernel's is the point
         holder.wait()
     with DaemonLock(tmp_path):
         text = (tmp_path / LOCK_FILE_NAME).read_text()
-        assert text.startswith(f"pid {os.getpid()} on ")
+        assert text.startswith(f"daemon, pid {os.getpid()} on ")
 
 
 def test_a_released_lock_is_taken_again_and_a_held_one_refused_in_one_process(
