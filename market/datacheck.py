@@ -8,6 +8,7 @@ are listed (the first ``MAX_LISTED`` of each) with their total counts.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -165,12 +166,21 @@ def _whole_numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
     if values.empty:  # a header alone: reported as "no rows"
         return np.empty(0, dtype=np.int64)
     if values.dtype != np.int64:  # read_csv makes int64 only when every cell is a whole number
-        odd = next((v for v in values if not _is_int64(v)), values.iloc[0])
+        # the first cell that is none: one such row makes the whole column float (or text), and
+        # the first row, a good one, was quoted as the bad one
+        odd = next((v for v in values if not _reads_as_int64(v)), values.iloc[0])
         raise _Unreadable(f"{column}: {odd!r} is not a whole number")
     return values.to_numpy(dtype=np.int64)
 
 
-def _is_int64(value: object) -> bool:
+def _reads_as_int64(value: object) -> bool:
+    """``value`` as read_csv hands a cell of a column that is not all int64: an int, a float
+    (whole and finite, as a good cell of a float column is) or a text of ASCII digits."""
+    if isinstance(value, float | np.floating):
+        value = int(value) if math.isfinite(value) and float(value).is_integer() else None
+    elif isinstance(value, str):
+        digits = value.strip()
+        value = int(digits) if digits.removeprefix("-").isdigit() and digits.isascii() else None
     return isinstance(value, int | np.integer) and -(2**63) <= int(value) < 2**63
 
 

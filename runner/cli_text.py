@@ -81,10 +81,13 @@ def halt_reason(value: str) -> str:
 
 def path_argument(value: str) -> Path:
     """An argparse ``type`` for a file or folder: ``Path(value)``, refusing an empty one, which
-    ``Path`` reads as the working directory (``--out ""`` wrote a sweep or a data fetch there)."""
+    ``Path`` reads as the working directory (``--out ""`` wrote a sweep or a data fetch there),
+    and one that is not UTF-8."""
     if not value.strip():
         raise argparse.ArgumentTypeError(EMPTY_PATH)
-    return Path(value)
+    # a path goes into replay.json, reports and log lines, all UTF-8: --out 'run\xff' ran the
+    # whole replay, then failed writing its report
+    return Path(utf8_text(value))
 
 
 def whole_number(what: str, low: int, high: int | None = None) -> Callable[[str], int]:

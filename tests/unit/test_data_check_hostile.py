@@ -143,3 +143,15 @@ def test_a_fear_greed_value_replay_refuses_is_a_bad_row(tmp_path: Path) -> None:
     [check] = check_data_dir(tmp_path)
     assert check.bad_rows == ["1 with a value outside 0 .. 100, the first 2025-03-02 00:00"]
     assert not check.ok
+
+
+@pytest.mark.parametrize("bad", [f"{T0_MS + 100 * BAR_MS}.5", "0x1954e7a2c00", "nan"])
+def test_a_time_that_is_not_whole_is_quoted_not_the_first_row(tmp_path: Path, bad: str) -> None:
+    """One such row makes the column float (or text), and the first row, a good one, was quoted
+    as the bad one: ``1740787200000.0 is not a whole number``."""
+    good = "".join(f"{T0_MS + i * BAR_MS},100,101,99,100,10\n" for i in range(100))
+    write(tmp_path, "BTCUSDT-5m.csv.gz", HEADER + good + f"{bad},100,101,99,100,10\n")
+    check = only_check(tmp_path)
+    assert check.error is not None and "is not a whole number" in check.error
+    assert str(T0_MS) not in check.error
+    assert (bad.split(".", maxsplit=1)[0] if bad.endswith(".5") else bad) in check.error
