@@ -397,29 +397,37 @@ def _with_auto_line(raw: bytes | None, *, day: str, ticker: str, line: str) -> b
         # an editor's byte order mark hid the title behind it; the mark is put back first
         mark = "\ufeff" if text.startswith("\ufeff") else ""
         text = text.removeprefix(mark)
-        newline = "\r\n" if "\r\n" in text else "\n"  # a file edited on Windows stays so
-        # split at line ends only: splitlines() also splits at form feeds, U+2028 and the
-        # like, and the rewrite dropped them from a person's lines
-        existing = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        newline, existing = _lines(text)
     auto = [ln for ln in existing if _AUTO_LINE.match(ln)]
     people = [ln for ln in existing if not _AUTO_LINE.match(ln) and ln != AUTO_HEADING]
     auto = [ln for ln in auto if _AUTO_LINE.match(ln).groups() != (day, ticker)]  # type: ignore[union-attr]
     auto = sorted([line, *auto], key=_auto_day, reverse=True)[:AUTO_ENTRIES_KEPT]
     title = people[:1] if people and people[0].startswith("# ") else []
+    # the person's lines as they are: only the blank lines around the [auto] block are the
+    # rewrite's (one each side); runs of blank lines, trailing spaces and lone CRs inside a line
+    # of theirs were squeezed, stripped and split before
     rest = people[len(title) :]
-    lines = [*title, "", AUTO_HEADING, *auto, "", *rest]
-    return (mark + newline.join(_squeeze(lines)).strip() + newline).encode()
+    while rest and not rest[0].strip():
+        rest.pop(0)
+    while rest and rest[-1] == "":
+        rest.pop()  # the file's final line end, written again below
+    lines = [*title, *([""] if title else []), AUTO_HEADING, *auto, *([""] if rest else []), *rest]
+    return (mark + newline.join(lines) + newline).encode()
+
+
+def _lines(text: str) -> tuple[str, list[str]]:
+    """The file's line end and its lines, split at that line end only: a file edited on Windows
+    stays CRLF, an old Mac one CR, and a CR inside a line of an LF file stays in it
+    (``splitlines()`` also splits at form feeds, U+2028 and the like)."""
+    if "\r\n" in text:
+        return "\r\n", text.replace("\r\n", "\n").split("\n")
+    if "\n" in text:
+        return "\n", text.split("\n")
+    if "\r" in text:
+        return "\r", text.split("\r")
+    return "\n", [text]
 
 
 def _auto_day(line: str) -> str:
     match = _AUTO_LINE.match(line)
     return match.group(1) if match else ""
-
-
-def _squeeze(lines: list[str]) -> list[str]:
-    """No runs of blank lines (the rewrite must not grow the file by itself)."""
-    out: list[str] = []
-    for line in lines:
-        if line.strip() or (out and out[-1].strip()):
-            out.append(line)
-    return out

@@ -334,3 +334,26 @@ async def test_a_folder_in_place_of_one_session_file_leaves_out_that_key_alone(
     warned = [r for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 1 and bad in warned[0].getMessage()
     assert path.is_dir()  # a person's folder is theirs to remove
+
+
+@pytest.mark.parametrize(
+    ("newline", "people"),
+    [
+        ("\n", "Keep SOL small.\n\n\nAfter the gap.   \nA line with a\rcarriage return."),
+        ("\r\n", "Keep SOL small.\r\n\r\n\r\nAfter the gap.   "),
+        ("\r", "Keep SOL small.\r\r\rAfter the gap."),  # an old Mac's line ends
+    ],
+)
+def test_the_write_back_keeps_a_persons_lines_as_they_are(
+    tmp_path: Path, newline: str, people: str
+) -> None:
+    """Runs of blank lines were squeezed to one, trailing spaces at the end stripped, a CR-only
+    file made LF and a CR inside a line split it: README promises the lines as they are."""
+    tier = ProjectTier(tmp_path)
+    tier.memory_path.write_bytes(f"# MEMORY{newline}{newline}{people}{newline}".encode())
+    for day in ("2025-04-28", "2025-04-29"):  # twice: the rewrite is stable too
+        tier.remember(day, "BTC/USDT", "held through the dip")
+    text = tier.memory_path.read_bytes().decode()
+    assert text.endswith(f"{newline}{people}{newline}")
+    assert text.startswith(f"# MEMORY{newline}{newline}## ")
+    assert text.count("[auto 2025-04-2") == 2
