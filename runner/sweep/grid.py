@@ -26,9 +26,10 @@ a sweep resumes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, date, datetime, timedelta
 from math import prod
 from pathlib import Path
@@ -53,6 +54,8 @@ from market.recorded import (
     MalformedDataError,
     base_interval,
     interval_ms,
+    load_fear_greed,
+    load_funding,
     load_klines,
 )
 from regime.config import SEED_MAX
@@ -257,11 +260,25 @@ def _recorded_spans(data_dir: Path, tickers: tuple[str, ...]) -> dict[str, tuple
         frames = {t: load_klines(t, interval, data_dir) for t in tickers}
     except (DataUnavailableError, MalformedDataError) as exc:
         raise RefuseToStartError(f"recorded data: {exc}") from None
+    # the optional series the replay reads as it does (absent: reported unavailable): a malformed
+    # one passed here and failed every run of the sweep once the cluster had started
+    for ticker in tickers:
+        _optional(functools.partial(load_funding, ticker, data_dir))
+    _optional(functools.partial(load_fear_greed, data_dir))
     bar_ms = interval_ms(interval)
     return {
         t: (int(f.index[0]), int(f.index[-1]) + bar_ms) if len(f) else (0, 0)
         for t, f in frames.items()
     }
+
+
+def _optional(load: Callable[[], object]) -> None:
+    try:
+        load()
+    except DataUnavailableError:
+        return
+    except MalformedDataError as exc:
+        raise RefuseToStartError(f"malformed recorded data: {exc}") from None
 
 
 def _day(at_ms: int) -> str:

@@ -108,15 +108,25 @@ def test_a_huge_grid_is_refused_without_reading_it(
         ),
         ('data_dir = "{empty}"', "recorded data: no base klines (1m, 3m, 5m or 15m) for BTC/USDT"),
         ('data_dir = "{malformed}"', "recorded data: {malformed}/binance-usdm/BTCUSDT-5m.csv.gz"),
+        # optional, but malformed: it passed here and failed every run on the cluster
+        ('data_dir = "{funding}"', "malformed recorded data: {funding}/binance-usdm/BTCUSDT-fun"),
+        ('data_dir = "{fng}"', "malformed recorded data: {fng}/alternative-me/fear-greed-daily"),
     ],
 )
 def test_what_would_fail_every_run_is_refused_before_the_cluster(
     tmp_path: Path, extra: str, said: str
 ) -> None:
-    folders = {"empty": tmp_path / "empty", "malformed": tmp_path / "malformed"}
+    folders = {name: tmp_path / name for name in ("empty", "malformed", "funding", "fng")}
     folders["empty"].mkdir()
     (folders["malformed"] / "binance-usdm").mkdir(parents=True)
     (folders["malformed"] / "binance-usdm" / "BTCUSDT-5m.csv.gz").write_bytes(b"not gzip")
+    bars = default_data_dir() / "binance-usdm" / "BTCUSDT-5m.csv.gz"
+    for name in ("funding", "fng"):
+        (folders[name] / "binance-usdm").mkdir(parents=True)
+        (folders[name] / "binance-usdm" / bars.name).symlink_to(bars)
+    (folders["funding"] / "binance-usdm" / "BTCUSDT-funding.csv.gz").write_bytes(b"not gzip")
+    (folders["fng"] / "alternative-me").mkdir()
+    (folders["fng"] / "alternative-me" / "fear-greed-daily.csv").write_text("timestamp_s,value\n")
     extra, said = extra.format_map(folders), said.format_map(folders)
     text = BASE
     for line in ("periods", "tickers"):
