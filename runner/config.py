@@ -536,6 +536,10 @@ def format_validation_error(exc: ValidationError, toml_file: Path | None) -> str
         elif err["type"] in _BOUND_ERRORS and not _finite(value):
             # the bound's message misled: nan "should be less than or equal to 100000"
             lines.append(f"  {field} = {shown}: must be a finite number")
+        elif isinstance(value, dict) and len(_shown(field, value)) > _SHOWN_MAX_CHARS:
+            # a check of the section as a whole (daily_budget_usd against the decider): its
+            # message names the setting, and the section's every value was 2,500 characters
+            lines.append(f"  [{field}]: {msg}")
         else:
             lines.append(f"  {field} = {shown}: {msg}")
     return "\n".join(lines)

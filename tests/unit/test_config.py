@@ -466,3 +466,12 @@ def test_webhooks_given_as_a_url_alone_are_not_quoted(monkeypatch: pytest.Monkey
     message = _refusal()
     assert "notify.webhooks" in message
     assert SECRET not in message
+
+
+def test_a_check_of_a_whole_section_says_its_reason_not_every_value(clean_env: Path) -> None:
+    """``daily_budget_usd = -1`` is checked with the section (against the decider): the refusal
+    printed all of ``[agent]``, 2,507 characters, before the reason."""
+    _write_toml(clean_env, "[agent]\ndaily_budget_usd = -1\n")
+    message = _refusal()
+    assert "[agent]: Value error, daily_budget_usd must be > 0, got -1.0" in message
+    assert "failover_models" not in message and len(message) < 400
