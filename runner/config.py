@@ -117,6 +117,17 @@ class MarketConfig(_Section):
             raise ValueError(f"{', '.join(repeated)} listed more than once")
         return value
 
+    @field_validator("timeframes")
+    @classmethod
+    def _some_timeframes(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        """``timeframes = []`` was taken: a daemon with no kline stream to listen to."""
+        if not value:
+            raise ValueError("at least one timeframe is needed (15m, 1h, 4h)")
+        repeated = sorted({t for t in value if value.count(t) > 1})
+        if repeated:
+            raise ValueError(f"{', '.join(repeated)} listed more than once")
+        return value
+
     def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
         """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its
         close) carries the instant of its last update, up to one interval before the close time."""

@@ -475,3 +475,17 @@ def test_a_check_of_a_whole_section_says_its_reason_not_every_value(clean_env: P
     message = _refusal()
     assert "[agent]: Value error, daily_budget_usd must be > 0, got -1.0" in message
     assert "failover_models" not in message and len(message) < 400
+
+
+@pytest.mark.parametrize(
+    ("toml", "said"),
+    [
+        ("[market]\ntimeframes = []\n", "at least one timeframe is needed"),
+        ('[market]\ntimeframes = ["1h", "1h"]\n', "1h listed more than once"),
+    ],
+)
+def test_timeframes_no_stream_or_one_twice_refuse_to_start(
+    clean_env: Path, toml: str, said: str
+) -> None:
+    _write_toml(clean_env, toml)
+    assert said in _refusal()
