@@ -312,12 +312,14 @@ class OhlcvHistory:
             self._frames[ticker] = merged
             self._versions[ticker] += 1
             self._refreshed_at_ms[ticker] = now_ms
-            log.info(
-                "%s %s history: %d new candles fetched, %d cached",
+            log.log(
+                logging.INFO if len(merged) else logging.WARNING,
+                "%s %s history: %d new candles fetched, %d cached%s",
                 ticker,
                 self.timeframe,
                 fetched,
                 len(merged),
+                "" if len(merged) else " (the exchange answered none that could be read)",
             )
             return merged
 

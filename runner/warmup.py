@@ -63,7 +63,16 @@ async def warm_up(
             seeded = await seed_recent_candles(
                 clock, backfill, aggregator, listener, tickers, timeframes
             )
-            log.info("warm-up: seeded %d closed candles (%s)", seeded, ", ".join(timeframes))
+            if seeded:
+                log.info("warm-up: seeded %d closed candles (%s)", seeded, ", ".join(timeframes))
+            else:
+                # an answer of no candles reads as "none" (ccxt makes rows it cannot parse into
+                # nothing: an HTML page answered 200 was an INFO line of 0 candles)
+                log.warning(
+                    "warm-up: the exchange answered no recent candles (%s) that could be read; "
+                    "starting cold",
+                    ", ".join(timeframes),
+                )
     except Exception as exc:
         log.warning("warm-up: no recent candles (%s: %s); starting cold", type(exc).__name__, exc)
     try:

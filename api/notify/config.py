@@ -77,7 +77,27 @@ class NotifyConfig(BaseModel):
     daily_summary: bool = True  # at each UTC midnight of the daemon's clock
 
     def secret_values(self) -> list[str]:
-        return [hook.url.get_secret_value() for hook in self.webhooks]
+        """Each hook's url, and the parts of it that carry its secret on their own: a receiver's
+        error answer quotes its path (n8n: 'The requested webhook "POST <uuid>" is not
+        registered'), and the whole url alone was redacted, so the uuid reached vigil.log."""
+        values = []
+        for hook in self.webhooks:
+            url = hook.url.get_secret_value()
+            values += [url, *_secret_parts(url)]
+        return values
+
+
+def _secret_parts(url: str) -> list[str]:
+    """The user, password, path segments and query values that look like a token: with a digit
+    (a uuid, a bot's id, 'SEKRETTOKEN9'), or 20 characters and more. Words such as 'webhooks'
+    or 'sendMessage' are no secret, and redacting them would cut every log line naming them."""
+    try:
+        parsed = URL(url)
+    except ValueError:
+        return []
+    parts = [parsed.user or "", parsed.password or "", *parsed.raw_parts, *parsed.parts]
+    parts += [value for _, value in parsed.query.items()]
+    return [p for p in dict.fromkeys(parts) if any(c.isdigit() for c in p) or len(p) >= 20]
 
 
 __all__ = ["ALL_EVENTS", "EventKind", "HookKind", "NotifyConfig", "WebhookConfig"]

@@ -18,6 +18,7 @@ from api.notify.messages import Notification, exit_notification, fill_notificati
 from core.backoff import retrying
 from core.clock import Clock
 from core.events import Event, OrderFilled, PositionExit
+from state.line_text import as_one_line
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +192,8 @@ async def _post(http: aiohttp.ClientSession, hook: WebhookConfig, body: object) 
         # the resolver's idna encoding refuses the host (an empty or over-long label): the url
         # is the person's to fix, and asking again gets the same answer
         raise SendError("the url's host name cannot be looked up", retryable=False) from None
-    text = head.decode("utf-8", errors="replace")
+    # the peer's words go into one log line: its CR/LF wrote lines that read as vigil's own
+    text = as_one_line(head.decode("utf-8", errors="replace"))
     if response.status < 200:
         text = "not an answer to a POST (the receiver switched protocols)"
     elif response.status < 400:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 
 import pytest
@@ -17,6 +18,7 @@ from api.notify.messages import Notification
 from api.notify.notifier import Notifier
 from core.backoff import Backoff
 from core.clock import WallClock
+from core.redact import Redactor
 
 FAST_RETRY = Backoff(base_secs=0.01, cap_secs=0.05, max_attempts=2)
 AT_MS = 1_740_787_200_000
@@ -32,6 +34,9 @@ async def hostile_receiver(seen: list[tuple[str, str]]) -> AsyncIterator[str]:
             raise web.HTTPFound("/elsewhere")  # a POST followed as a GET, without its body
         if request.path == "/permanent":
             raise web.HTTPPermanentRedirect("/elsewhere")
+        if request.path.startswith("/echo/"):  # Express: 'Cannot POST' and the request, quoted
+            quoted = f"Cannot POST {request.method} {request.path} HTTP/1.1\r\nHost: x\r\n"
+            return web.Response(status=500, text=quoted + "2026-01-01 INFO trading resumed\n")
         if request.path == "/switch":  # a final 1xx: not a 2xx, whatever the body went to
             return web.Response(status=101, headers={"Upgrade": "x", "Connection": "upgrade"})
         return web.json_response({"ok": True})
@@ -134,3 +139,23 @@ async def test_a_url_aiohttp_refuses_at_request_time_is_not_retried(
     said = [r.getMessage() for r in caplog.records if "not sent" in r.getMessage()]
     assert len(said) == 2, said  # one line per notification, no retry storm
     assert bad_url.split("/")[2] not in caplog.text  # the url holds the hook's secret
+
+
+async def test_an_error_answer_quoting_the_url_leaks_no_secret_and_writes_one_line(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A receiver's error page quotes the path it was sent to (n8n, Express): the url was
+    redacted only whole, so its token reached vigil.log alone, and the page's line breaks wrote
+    lines into vigil.log that read as vigil's own."""
+    token = "3f2a9c1e-8b7d-4e6f-a1b2-c3d4e5f6a7b8"
+    seen: list[tuple[str, str]] = []
+    async with hostile_receiver(seen) as url:
+        with caplog.at_level(logging.WARNING, logger="api.notify.notifier"):
+            notifier = await notify_twice(url, f"/echo/{token}")
+        config = NotifyConfig(webhooks=(WebhookConfig(url=SecretStr(f"{url}/echo/{token}")),))
+    assert (notifier.stats.sent, notifier.stats.failed) == (1, 2)
+    said = [r.getMessage() for r in caplog.records if "not sent" in r.getMessage()]
+    assert said and all("\n" not in line and "\r" not in line for line in said)
+    assert any(token in line for line in said)  # as the peer wrote it, before the log's filter
+    redactor = Redactor(config.secret_values())  # the filter every log handler carries
+    assert all(token not in redactor.redact(line)[0] for line in said)

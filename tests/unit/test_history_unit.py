@@ -8,6 +8,7 @@ can be told to fail; ``FakeClock`` records sleeps and moves time by them.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import ccxt.async_support as ccxt_async
@@ -385,3 +386,25 @@ def test_the_history_read_to_now_appends_only_the_streams_newer_closes() -> None
     assert list(extended["close"]) == [1.5, 1.8, 2.0, 2.5]  # the cache's own rows are kept
     assert with_newer_closes(cached, stream[:2]) is cached  # nothing newer: the cache as it is
     assert list(with_newer_closes(empty_ohlcv_frame(), stream)["close"]) == [9.0, 9.0, 2.0, 2.5]
+
+
+class _AnswersNoCandles(FakeExchange):
+    """What ccxt makes of a 200 holding an HTML page (or rows nested a level too deep): none."""
+
+    async def fetch_ohlcv(self, *args: Any, **kwargs: Any) -> list[list[Any]]:
+        await super().fetch_ohlcv(*args, **kwargs)
+        return []
+
+
+async def test_a_history_of_no_candles_is_said_as_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """It was an INFO line of '0 new candles fetched': the regimes ran on nothing, unseen."""
+    clock = FakeClock(START_MS + 10 * DAY_MS)
+    history = OhlcvHistory(_AnswersNoCandles(clock), clock, tickers=["BTC/USDT"], days=2)
+    with caplog.at_level(logging.INFO, logger="market.history"):
+        frame = await history.refresh("BTC/USDT")
+    assert frame.empty
+    (said,) = [r for r in caplog.records if "history:" in r.getMessage()]
+    assert said.levelno == logging.WARNING
+    assert "the exchange answered none that could be read" in said.getMessage()
