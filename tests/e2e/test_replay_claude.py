@@ -23,8 +23,8 @@ from fakes.snapshot_answerer import snapshot_of
 from replay_support import claude_settings, replay_options
 
 from report.html import write_report
-from runner.replay.build import build_replay, replay_settings
-from runner.replay.command import run_replay
+from runner.replay.build import ReplayOptions, build_replay, replay_settings
+from runner.replay.command import ReplayOutcome, run_replay
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -84,6 +84,21 @@ async def test_a_claude_replay_decides_with_claude_and_time_waits_for_each_answe
 DEADLOCK_BOUND_SECS = 60.0
 
 
+async def _an_hour(tmp_path: Path, api: FakeMessagesApi) -> tuple[ReplayOutcome, ReplayOptions]:
+    """The first hour of 2025-03-01 replayed with Claude at ``api``; a replay that stands still
+    fails at ``DEADLOCK_BOUND_SECS`` of real time."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    settings = claude_settings(config_dir, api.base_url)
+    whole_day = replay_options(
+        tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
+    )
+    options = replace(whole_day, end_ms=whole_day.start_ms + 3_600_000)
+    async with asyncio.timeout(DEADLOCK_BOUND_SECS):
+        outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+    return outcome, options
+
+
 @pytest.mark.parametrize(
     "first",
     [
@@ -97,15 +112,7 @@ async def test_a_retry_inside_a_decision_waits_on_the_virtual_clock_and_the_repl
 ) -> None:
     async with FakeMessagesApi() as api:
         api.script(first(), *(json_message(hold_answer(TICKER, 3600)) for _ in range(SCRIPTED)))
-        config_dir = tmp_path / "config"
-        config_dir.mkdir()
-        settings = claude_settings(config_dir, api.base_url)
-        whole_day = replay_options(
-            tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
-        )
-        options = replace(whole_day, end_ms=whole_day.start_ms + 3_600_000)
-        async with asyncio.timeout(DEADLOCK_BOUND_SECS):
-            outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+        outcome, options = await _an_hour(tmp_path, api)
 
     assert outcome.finished
     lines = (options.out_dir / "logs" / "decisions.jsonl").read_bytes().splitlines()
@@ -137,15 +144,7 @@ async def test_a_position_review_that_claude_fails_waits_on_the_virtual_clock_to
 
     async with FakeMessagesApi() as api:
         api.responder = respond
-        config_dir = tmp_path / "config"
-        config_dir.mkdir()
-        settings = claude_settings(config_dir, api.base_url)
-        whole_day = replay_options(
-            tmp_path / "run", "2025-03-01", 1, tickers=(TICKER,), decider="claude"
-        )
-        options = replace(whole_day, end_ms=whole_day.start_ms + 3_600_000)
-        async with asyncio.timeout(DEADLOCK_BOUND_SECS):
-            outcome = await run_replay(build_replay(replay_settings(settings, options), options))
+        outcome, _ = await _an_hour(tmp_path, api)
 
     assert outcome.finished and outcome.fills >= 1
     assert asked.count("review") >= 2  # a first try and its retry, after the backoff
