@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from agent.risk import RiskConfig, TickerError, normalize_ticker
+from agent.risk import RiskConfig
 from memory.tiers import OrganisationPolicy, OrganisationTier, TierError, tighten
 
 log = logging.getLogger(__name__)
@@ -47,12 +47,7 @@ class OrganisationCaps:
         policy = self.policy()
         if policy is None or not policy.banned_tickers:
             return tuple(tickers)
-        banned = set()
-        for name in policy.banned_tickers:
-            try:
-                banned.add(normalize_ticker(name))
-            except TickerError:
-                banned.add(name)  # a name the caps cannot parse still bans itself as written
+        banned = set(policy.banned_tickers)  # read as the caps name tickers (OrganisationPolicy)
         return tuple(t for t in tickers if t not in banned)
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from agent.decision import AgentDecision, TradeDecision
 from agent.snapshot import MarketSnapshot
 from broker.port import Action, OrderIntent
-from market.timeframes import from_binance_symbol
+from market.timeframes import normalized_ticker
 
 RESTING_BUYS_COUNT = "resting buy orders count as held"
 
@@ -82,21 +82,9 @@ class TickerError(ValueError):
 
 
 def normalize_ticker(raw: str) -> str:
-    """``BTC/USDT:USDT``, ``btc/usdt``, ``BTCUSDT`` -> ``BTC/USDT``."""
-    if not raw.isascii():
-        # before upper(): it makes U+017F (long s) an S: a model's long-s sol/usdt bought SOL/USDT
-        raise TickerError(f"not a ticker: {raw!r} (a ticker is ASCII)")
-    text = raw.strip().upper()
-    if not text:
-        raise TickerError("empty ticker")
-    if "/" in text:
-        base, _, quote = text.partition("/")
-        quote = quote.split(":", 1)[0]
-        if not base.isalnum() or not quote.isalnum():
-            raise TickerError(f"not a ticker: {raw!r}")
-        return f"{base}/{quote}"
+    """``BTC/USDT:USDT``, ``btc/usdt``, ``BTCUSDT`` -> ``BTC/USDT`` (``normalized_ticker``)."""
     try:
-        return from_binance_symbol(text)
+        return normalized_ticker(raw)
     except ValueError as exc:
         raise TickerError(str(exc)) from None
 

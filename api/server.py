@@ -118,23 +118,24 @@ class ApiServer:
                 self._endpoint_file.unlink()
 
 
-def _endpoint_pid(path: Path) -> object:
-    try:
+def _endpoint_body(path: Path) -> dict[str, object]:
+    """api.json's object ({} when there is none to read)."""
+    try:  # a regular file only: a FIFO there waited for a writer (serve and status hung)
+        # bounded: a few hundred bytes are written; one of a gigabyte (a crash's zeros) was read
         body = loads_json(read_regular_file(path, max_bytes=_ENDPOINT_FILE_MAX_BYTES)[1])
     except (OSError, ValueError):
-        return None
-    return body.get("pid") if isinstance(body, dict) else None
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _endpoint_pid(path: Path) -> object:
+    return _endpoint_body(path).get("pid")
 
 
 def read_endpoint(state_dir: Path) -> str | None:
     """The URL of the API a daemon on ``state_dir`` published, if its process still lives."""
-    try:  # a regular file only: a FIFO there waited for a writer (serve and status hung)
-        # bounded: a few hundred bytes are written; one of a gigabyte (a crash's zeros) was read
-        path = state_dir / ENDPOINT_FILE_NAME
-        body = loads_json(read_regular_file(path, max_bytes=_ENDPOINT_FILE_MAX_BYTES)[1])
-    except (OSError, ValueError):
-        return None
-    pid, url = (body.get("pid"), body.get("url")) if isinstance(body, dict) else (None, None)
+    body = _endpoint_body(state_dir / ENDPOINT_FILE_NAME)
+    pid, url = body.get("pid"), body.get("url")
     # what _publish writes: a pid of 0 or -1 signals a group or every process (always "alive"),
     # and one past pid_t was an OverflowError; a bool or a text was taken for a number
     if type(pid) is not int or not 0 < pid < 2**31 or not isinstance(url, str):

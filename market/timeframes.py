@@ -48,6 +48,24 @@ def to_binance_symbol(ticker: str) -> str:
     return f"{base}{quote}".upper()
 
 
+def normalized_ticker(raw: str) -> str:
+    """``BTC/USDT:USDT``, ``btc/usdt``, ``BTCUSDT`` -> ``BTC/USDT``; ``ValueError`` for anything
+    else (the risk caps and the organisation's banned tickers read names so)."""
+    if not raw.isascii():
+        # before upper(): it makes U+017F (long s) an S: a model's long-s sol/usdt bought SOL/USDT
+        raise ValueError(f"not a ticker: {raw!r} (a ticker is ASCII)")
+    text = raw.strip().upper()
+    if not text:
+        raise ValueError("empty ticker")
+    if "/" in text:
+        base, _, quote = text.partition("/")
+        quote = quote.split(":", 1)[0]
+        if not base.isalnum() or not quote.isalnum():
+            raise ValueError(f"not a ticker: {raw!r}")
+        return f"{base}/{quote}"
+    return from_binance_symbol(text)
+
+
 def from_binance_symbol(symbol: str) -> str:
     """``BTCUSDT`` / ``btcusdt`` -> ``BTC/USDT`` (USDT-margined symbols only)."""
     upper = symbol.upper()

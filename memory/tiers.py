@@ -14,7 +14,6 @@ tickers a rule applies to (none: all).
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 import re
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from core.jsonread import UnreadableJsonError, loads_json
 from core.regular_file import open_regular_text, read_regular_text
-from market.timeframes import from_binance_symbol
+from market.timeframes import normalized_ticker
 from state.line_text import as_one_line
 from state.merge_write import MergeConflictError, merge_write
 from state.toml_file import read_toml
@@ -66,16 +65,12 @@ class OrganisationPolicy(_Frozen):
 
 
 def _banned_ticker(name: str) -> str:
-    text = name.strip().upper()
-    if "/" in text:
-        base, _, quote = text.partition("/")
-        quote = quote.split(":", 1)[0]  # BTC/USDT:USDT, as the caps read it
-        if base.isascii() and base.isalnum() and quote.isascii() and quote.isalnum():
-            return f"{base}/{quote}"
-    else:
-        with contextlib.suppress(ValueError):
-            return from_binance_symbol(text)
-    raise ValueError(f"banned ticker {name!r} is not a ticker: write it as BASE/QUOTE (SOL/USDT)")
+    try:
+        return normalized_ticker(name)
+    except ValueError:
+        raise ValueError(
+            f"banned ticker {name!r} is not a ticker: write it as BASE/QUOTE (SOL/USDT)"
+        ) from None
 
 
 def tighten(instance: dict[str, float], policy: OrganisationPolicy) -> dict[str, float]:

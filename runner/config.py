@@ -83,6 +83,13 @@ def is_usdt_perpetual(ticker: str) -> bool:
 BINANCE_UPDATE_MS = 250
 
 
+def _each_once(value: tuple[str, ...]) -> tuple[str, ...]:
+    repeated = sorted({t for t in value if value.count(t) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} listed more than once")
+    return value
+
+
 class MarketConfig(_Section):
     source: Literal["sim", "binance"] = "binance"
     tickers: tuple[str, ...] = ("BTC/USDT", "ETH/USDT", "SOL/USDT")
@@ -112,10 +119,7 @@ class MarketConfig(_Section):
         for ticker in value:
             if not is_usdt_perpetual(ticker):
                 raise ValueError(f"{ticker!r} is not BASE/{QUOTE} in capitals, e.g. BTC/{QUOTE}")
-        repeated = sorted({t for t in value if value.count(t) > 1})
-        if repeated:
-            raise ValueError(f"{', '.join(repeated)} listed more than once")
-        return value
+        return _each_once(value)
 
     @field_validator("timeframes")
     @classmethod
@@ -123,10 +127,7 @@ class MarketConfig(_Section):
         """``timeframes = []`` was taken: a daemon with no kline stream to listen to."""
         if not value:
             raise ValueError("at least one timeframe is needed (15m, 1h, 4h)")
-        repeated = sorted({t for t in value if value.count(t) > 1})
-        if repeated:
-            raise ValueError(f"{', '.join(repeated)} listed more than once")
-        return value
+        return _each_once(value)
 
     def guard(self, *, feed_update_ms: int = BINANCE_UPDATE_MS) -> FrameGuardConfig:
         """``feed_update_ms``: how often the feed pushes a stream; a candle's last push (its

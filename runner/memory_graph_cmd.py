@@ -26,8 +26,8 @@ from memory.model import Insight, Trade
 from memory.port import MemoryStore, StoreUnavailableError
 from memory.retrieval import Retriever
 from memory.sqlite_rows import check_trade, created_time
-from runner.cli_text import REGIME_NAMES
-from runner.config import Settings, is_usdt_perpetual
+from runner.cli_text import regime_name, usdt_ticker
+from runner.config import Settings
 from runner.memory_wiring import build_embedder, open_store
 from state.line_text import as_one_line, line_text_problem, terminal_safe_json
 
@@ -281,14 +281,18 @@ async def _import_line(store: MemoryStore, line: bytes) -> tuple[str, int] | Non
 
 
 def _about_what_a_decision_is_sent(insight: Insight) -> None:
-    """The ticker and regime ``memory add`` takes: ``bogus`` or ``sol/usdt`` was imported,
-    a lesson no decision is ever sent, where ``add`` refused the same (exit 2)."""
-    if insight.ticker is not None and not is_usdt_perpetual(insight.ticker):
-        raise ValueError(f"ticker {insight.ticker[:40]!r} is not BASE/USDT in capitals")
-    if insight.regime is not None and insight.regime not in REGIME_NAMES:
-        raise ValueError(
-            f"regime {insight.regime[:40]!r} is not a regime; one of {', '.join(REGIME_NAMES)}"
-        )
+    """The ticker and regime ``memory add`` takes (its own argument checks): ``bogus`` or
+    ``sol/usdt`` was imported, a lesson no decision is ever sent, where ``add`` refused the
+    same (exit 2)."""
+    for what, value, check in (
+        ("ticker", insight.ticker, usdt_ticker),
+        ("regime", insight.regime, regime_name),
+    ):
+        if value is not None:
+            try:
+                check(value)
+            except argparse.ArgumentTypeError as exc:
+                raise ValueError(f"{what} {exc}") from None
 
 
 async def _stats(
